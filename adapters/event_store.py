@@ -1,0 +1,198 @@
+"""Event store configuration: which eventsourcing backend, and the hash chain written beside the events.
+
+The store is chosen by URL (`sqlite:///path` or `postgresql://user@host/db`), never by import. Both
+backends get a recorder subclass that writes each event's chain link in the same transaction as the event.
+That is safe because both backends already serialise writers at that point (SQLite's write lock, the
+PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defined.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder
+from psycopg.sql import SQL, Identifier
+
+from ..domain.errors import InvalidInput
+from ..domain.integrity import GENESIS, ChainRow, link
+
+CHAIN_TABLE = "lineage_chain"
+PAGE = 5000
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    kind: str  # "sqlite" | "postgresql"
+    url: str
+    sqlite_path: Path | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> StoreURL:
+        parsed = urlparse(url)
+        if parsed.scheme == "sqlite":
+            raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
+            if not raw:
+                raise InvalidInput(f"expected sqlite:///PATH, found {url!r}", hint="e.g. sqlite:///home/me/.lineage/events.sqlite")
+            return cls("sqlite", url, Path(raw))
+        if parsed.scheme in ("postgresql", "postgres"):
+            if not parsed.hostname or not parsed.path.strip("/"):
+                raise InvalidInput(f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {url!r}")
+            return cls("postgresql", url)
+        raise InvalidInput(f"expected a store URL starting sqlite:/// or postgresql://, found {url!r}",
+                           hint="set --store or LINEAGE_STORE")
+
+    def redacted(self) -> str:
+        parsed = urlparse(self.url)
+        if parsed.password:
+            return self.url.replace(f":{parsed.password}@", ":***@")
+        return self.url
+
+    def application_env(self) -> dict[str, str]:
+        if self.kind == "sqlite":
+            assert self.sqlite_path is not None
+            self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+            return {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": str(self.sqlite_path),
+                "SQLITE_LOCK_TIMEOUT": "60",
+                "APPLICATION_RECORDER_TOPIC": f"{__name__}:ChainedSQLiteRecorder",
+            }
+        parsed = urlparse(self.url)
+        query = parse_qs(parsed.query)
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": parsed.path.strip("/"),
+            "POSTGRES_HOST": parsed.hostname or "localhost",
+            "POSTGRES_PORT": str(parsed.port or 5432),
+            "POSTGRES_USER": unquote(parsed.username or ""),
+            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+            "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", ["10"])[0],
+            "POSTGRES_LOCK_TIMEOUT": "30",
+            "POSTGRES_POOL_SIZE": "2",
+            "APPLICATION_RECORDER_TOPIC": f"{__name__}:ChainedPostgresRecorder",
+        }
+        if "schema" in query:
+            env["POSTGRES_SCHEMA"] = query["schema"][0]
+        return env
+
+
+def _links(previous: tuple[int, str], ids: Sequence[int], events: Sequence[StoredEvent]) -> list[tuple[int, int, str]]:
+    rows = []
+    previous_position, previous_hash = previous
+    for position, event in zip(ids, events, strict=True):
+        chain_hash = link(previous_hash, position, event.originator_id.hex if hasattr(event.originator_id, "hex") else str(event.originator_id),
+                          event.originator_version, event.topic, event.state)
+        rows.append((position, previous_position, chain_hash))
+        previous_position, previous_hash = position, chain_hash
+    return rows
+
+
+def merge_chain(events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]) -> Iterator[ChainRow]:
+    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
+    event, chain = next(events, None), next(links, None)
+    while event is not None or chain is not None:
+        if chain is None or (event is not None and event[0] < chain[0]):
+            yield ChainRow(event[0], event[1], event[2], event[3], bytes(event[4]), None, None)  # type: ignore[index]
+            event = next(events, None)
+        elif event is None or chain[0] < event[0]:
+            yield ChainRow(chain[0], None, None, None, None, chain[1], chain[2])
+            chain = next(links, None)
+        else:
+            yield ChainRow(event[0], event[1], event[2], event[3], bytes(event[4]), chain[1], chain[2])
+            event, chain = next(events, None), next(links, None)
+
+
+class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    def construct_create_table_statements(self) -> list[str]:
+        return [*super().construct_create_table_statements(),
+                f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)"]
+
+    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        if ids:
+            c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
+            last = c.fetchone()
+            previous = (last[0], last[1]) if last else (0, GENESIS)
+            c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, stored_events))
+        return ids
+
+    def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        after = 0
+        while True:
+            with self.datastore.transaction(commit=False) as c:
+                c.execute(sql, (after, PAGE))
+                rows = [tuple(row) for row in c.fetchall()]
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = rows[-1][0]
+
+    def chain_rows(self) -> Iterator[ChainRow]:
+        events = self._paged(f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+                             "WHERE rowid > ? ORDER BY rowid LIMIT ?")
+        links = self._paged(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?")
+        return merge_chain(events, links)
+
+    def chain_hash_at(self, position: int) -> str | None:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))
+            row = c.fetchone()
+        return row[0] if row else None
+
+    def raw_connection(self) -> sqlite3.Connection:
+        """A plain connection to the same file, for tests and forensics that must bypass the recorder."""
+        return sqlite3.connect(self.datastore.db_name)
+
+
+class ChainedPostgresRecorder(PostgresApplicationRecorder):
+    def __init__(self, datastore: Any, **kwargs: Any) -> None:
+        super().__init__(datastore, **kwargs)
+        self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
+        self.sql_create_statements.append(SQL(
+            "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
+        ).format(*self.chain_table))
+
+    def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        if ids:
+            # Still inside the transaction holding the EXCLUSIVE lock on the events table.
+            curs.execute(SQL("SELECT position, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1").format(*self.chain_table))
+            last = curs.fetchone()
+            previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
+            curs.executemany(SQL("INSERT INTO {}.{} VALUES (%s, %s, %s)").format(*self.chain_table),
+                             _links(previous, ids, stored_events))
+        return ids
+
+    def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        after = 0
+        while True:
+            with self.datastore.transaction(commit=False) as curs:
+                curs.execute(statement, (after, PAGE))
+                rows = [tuple(row[c] for c in columns) for row in curs.fetchall()]
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = rows[-1][0]
+
+    def chain_rows(self) -> Iterator[ChainRow]:
+        schema = Identifier(self.datastore.schema)
+        events = self._paged(SQL("SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, topic, state "
+                                 "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s").format(
+                                     schema, Identifier(self.events_table_name)),
+                             ("notification_id", "originator_id", "originator_version", "topic", "state"))
+        links = self._paged(SQL("SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s ORDER BY position LIMIT %s").format(*self.chain_table),
+                            ("position", "previous", "chain_hash"))
+        return merge_chain(events, links)
+
+    def chain_hash_at(self, position: int) -> str | None:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT chain_hash FROM {}.{} WHERE position = %s").format(*self.chain_table), (position,))
+            row = curs.fetchone()
+        return row["chain_hash"] if row else None

@@ -1,0 +1,152 @@
+"""The application service: every write goes through `LineageApp.record`.
+
+A call takes a batch of facts and appends them whole or not at all (one `save()`, one transaction). Each
+fact is decided by its aggregate first, so re-sent facts append nothing and contradictions raise before
+anything is written. Concurrent writers to the same run meet as optimistic-concurrency conflicts; the batch
+is then decided again from the fresh state, which turns a lost race into a no-op, a conflict error, or a
+clean append. The call returns the log position, so readers can catch projections up to it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, OperationalError
+
+from . import facts as f
+from .aggregates import AGGREGATE_FOR_SUBJECT
+from .errors import SnapshotNotRestorable, StoreUnavailable
+from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
+from .snapshot import Snapshot
+
+MAX_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A fact to record and, when known, when it happened (else: when it is recorded)."""
+
+    fact: f.Fact
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    position: int  # the log position a reader must reach to see this batch (0 for an empty log)
+    appended: int  # events appended by this call (0 when every fact was already known)
+
+
+def expand(entry: Entry) -> list[Entry]:
+    """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref."""
+    fact = entry.fact
+    if not isinstance(fact, f.StageMarked):
+        return [entry]
+    captures = [
+        Entry(f.SnapshotCaptured(ref=ref, layer=layer, run=fact.run, stage=fact.stage, node=fact.node), entry.occurred_at)
+        for layer, ref in (("environment", fact.environment_ref), ("sandbox", fact.sandbox_ref)) if ref
+    ]
+    return [entry, *captures]
+
+
+class LineageApp(Application[UUID]):
+    name = "lineage"
+
+    def __init__(self, env: dict[str, str] | None = None, *, actor: str = "unknown", tool_version: str = "0",
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+        super().__init__(env=env)
+        self.actor = actor
+        self.tool_version = tool_version
+        self.clock = clock
+
+    def construct_mapper(self) -> FactMapper:  # type: ignore[override]
+        return FactMapper(transcoder=self.construct_transcoder())
+
+    # --- writing --------------------------------------------------------------------------------------
+
+    def record(self, entries: Iterable[Entry | f.Fact]) -> Recorded:
+        batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            aggregates = self._decide(batch)
+            pending = [agg for agg in aggregates.values() if agg.pending_events]
+            if not pending:
+                return Recorded(self.position(), 0)
+            try:
+                recordings = self.save(*pending)
+            except IntegrityError:
+                # Another writer appended to one of these streams first: decide again from its result.
+                if attempt == MAX_ATTEMPTS:
+                    raise
+            except OperationalError as exc:
+                if attempt == MAX_ATTEMPTS:
+                    raise StoreUnavailable(f"the event store stayed unavailable after {attempt} attempts: {exc}",
+                                           hint="check that the store is reachable and not locked by a stuck process") from exc
+            else:
+                return Recorded(max(r.notification.id for r in recordings), len(recordings))
+            time.sleep(random.uniform(0.005, 0.05) * attempt)
+        raise AssertionError("unreachable")
+
+    def _decide(self, batch: Sequence[Entry]) -> dict[UUID, Any]:
+        aggregates: dict[UUID, Any] = {}
+        for entry in batch:
+            fact = entry.fact
+            agg_id = aggregate_id(fact.subject_kind, fact.subject_key())
+            if agg_id not in aggregates:
+                aggregates[agg_id] = self._load(agg_id)
+            agg = aggregates[agg_id]
+            state = agg if agg is not None else AGGREGATE_FOR_SUBJECT[fact.subject_kind].blank()
+            if not state.decide(fact):
+                continue
+            if isinstance(fact, f.ChildRestored):
+                self._require_restorable(fact, aggregates)
+            aggregates[agg_id] = self._append(agg_id, agg, entry)
+        return aggregates
+
+    def _append(self, agg_id: UUID, agg: Any, entry: Entry) -> Any:
+        now = self.clock()
+        envelope = {"timestamp": now, "occurred_at": entry.occurred_at or now, "actor": self.actor,
+                    "tool_version": self.tool_version, "fact": entry.fact}
+        event_class = EVENT_FOR_FACT[type(entry.fact)]
+        if agg is None:
+            event = event_class(originator_id=agg_id, originator_version=1, **envelope)
+            agg = event.mutate(None)
+            agg.pending_events.append(event)
+        else:
+            agg.trigger_event(event_class, **envelope)
+        return agg
+
+    def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[UUID, Any]) -> None:
+        for ref in (fact.snapshot.sandbox, fact.snapshot.environment):
+            if not ref:
+                continue
+            snap_id = aggregate_id("snapshot", ref)
+            snapshot = aggregates.get(snap_id) or self._load(snap_id)
+            if isinstance(snapshot, Snapshot):
+                restorable, why = snapshot.restorable()
+                if not restorable:
+                    raise SnapshotNotRestorable(
+                        f"fork {fact.fork!r} of run {fact.run!r}: child {fact.index} restores snapshot {ref!r}, "
+                        f"which cannot be restored: {why}", hint="export snapshots before cleanup (keep-snapshots)")
+
+    def _load(self, agg_id: UUID) -> Any:
+        try:
+            return self.repository.get(agg_id)
+        except AggregateNotFoundError:
+            return None
+
+    # --- reading --------------------------------------------------------------------------------------
+
+    def position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    def run(self, key: str) -> Any:
+        return self._load(aggregate_id("run", key))
+
+    def snapshot(self, ref: str) -> Snapshot | None:
+        return self._load(aggregate_id("snapshot", ref))

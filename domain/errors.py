@@ -1,0 +1,70 @@
+"""The project's one error family.
+
+Every error says what was expected, what was found, and what to do, because the people reading them are
+auditors and operators who cannot read our source. Each class carries the process exit code the CLI uses
+for it, so the exit-code contract lives next to the errors and nowhere else.
+"""
+
+from __future__ import annotations
+
+
+class LineageError(Exception):
+    """Base of every error rollout-lineage raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class InvalidFact(LineageError):
+    """A fact failed validation: a field is missing, of the wrong type, or outside the vocabulary."""
+
+
+class InvariantViolated(LineageError):
+    """A fact is well formed but contradicts what the log already holds (nothing was recorded)."""
+
+
+class ConflictingFact(InvariantViolated):
+    """The same key already holds a different value; shows both."""
+
+
+class UnknownSubject(InvariantViolated):
+    """A fact refers to a run, node, fork or snapshot the log has never seen."""
+
+
+class StageNotRecorded(InvariantViolated):
+    """A stage was asked for that the run never marked."""
+
+
+class SnapshotNotRestorable(InvariantViolated):
+    """A snapshot was discarded without being exported or imported, so no world can be restored from it."""
+
+
+class CustodyBroken(InvariantViolated):
+    """Held artifact entries were not released with the same digests and no failure explains it."""
+
+
+class InvalidInput(LineageError):
+    """A file, line or argument from outside could not be read as what it claims to be."""
+
+
+class StoreUnavailable(LineageError):
+    """The event store, projection database or Docker engine could not be reached or locked."""
+
+    exit_code = 4
+
+
+class IntegrityFailure(LineageError):
+    """Evidence does not match: a tampered log, a snapshot tar whose digests differ, a head that moved."""
+
+    exit_code = 3
+
+
+class SnapshotDigestMismatch(IntegrityFailure):
+    """A snapshot tar's content does not match what was recorded or what it declares."""

@@ -1,0 +1,98 @@
+"""Events: a fact inside an envelope, stored in the eventsourcing log under a stable topic.
+
+The envelope says when the fact happened (`occurred_at`, which an importer takes from the artifacts and may
+be long before it was recorded), when it was recorded (`timestamp`, set by the library), who recorded it
+(`actor`) and with which tool version. One event class per fact type is generated here so that every topic
+is `lineage:<fact type>`, a string that never depends on where a class lives. Any event may start its
+aggregate's stream (see `LineageEvent.mutate`); whether it is allowed to is the aggregate's decision.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, ClassVar
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import CanMutateAggregate
+from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.utils import register_topic
+from pydantic import BaseModel, ConfigDict
+
+from . import facts as f
+
+#: Never change: aggregate ids are uuid5 of natural keys under this namespace.
+LINEAGE_NAMESPACE = uuid5(NAMESPACE_URL, "urn:rollout-lineage")
+TOPIC_PREFIX = "lineage:"
+
+
+def aggregate_id(subject_kind: str, key: str) -> UUID:
+    return uuid5(LINEAGE_NAMESPACE, f"{subject_kind}/{key}")
+
+
+class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[str]
+
+    originator_id: UUID
+    originator_version: int
+    timestamp: datetime
+    occurred_at: datetime
+    actor: str
+    tool_version: str
+    fact: f.Fact
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.when(self.fact)
+
+    def mutate(self, aggregate: Any) -> Any:
+        if aggregate is None:
+            # The first event of a stream builds the aggregate shell; its class follows from the fact.
+            from .aggregates import AGGREGATE_FOR_SUBJECT
+
+            cls = AGGREGATE_FOR_SUBJECT[self.fact.subject_kind]
+            aggregate = cls.__new__(cls)
+            aggregate.__base_init__(self.originator_id, self.originator_version - 1, self.timestamp)
+            aggregate.__init__()
+        return super().mutate(aggregate)
+
+
+def _event_class(fact_cls: type[f.Fact]) -> type[LineageEvent]:
+    name = fact_cls.__name__
+    topic = TOPIC_PREFIX + f.fact_type(fact_cls)
+    cls = type(name, (LineageEvent,), {
+        "__annotations__": {"fact": fact_cls},
+        "__module__": __name__,
+        "__qualname__": name,
+        "TOPIC": topic,
+    })
+    register_topic(topic, cls)
+    return cls
+
+
+EVENT_FOR_FACT: dict[type[f.Fact], type[LineageEvent]] = {cls: _event_class(cls) for cls in f.FACT_TYPES}
+EVENT_BY_TOPIC: dict[str, type[LineageEvent]] = {cls.TOPIC: cls for cls in EVENT_FOR_FACT.values()}
+
+
+def encode_state(event: LineageEvent) -> bytes:
+    state = event.model_dump(mode="json", exclude={"originator_id", "originator_version"})
+    return json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class FactMapper(Mapper[UUID]):
+    """Stores events as plain canonical JSON (no transcoder type tags) so DuckDB can read them as they are."""
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        return StoredEvent(
+            originator_id=domain_event.originator_id,
+            originator_version=domain_event.originator_version,
+            topic=type(domain_event).TOPIC,
+            state=encode_state(domain_event),
+        )
+
+    def to_domain_event(self, stored_event: StoredEvent) -> LineageEvent:
+        cls = EVENT_BY_TOPIC[stored_event.topic]
+        state = json.loads(stored_event.state)
+        state["originator_id"] = stored_event.originator_id
+        state["originator_version"] = stored_event.originator_version
+        return cls.model_validate(state)

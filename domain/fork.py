@@ -1,0 +1,112 @@
+"""A fork: children branched from one node of a rollout tree, each with a delta, each with one outcome.
+
+Rules follow benchflow's branching lifecycle (`reference/benchflow-artifacts.md` §1.4, §2.2, §2.4): deltas that
+need a fresh rollout (skill mode, config override, environment swap) exist only at `env-ready`; a child has
+at most one outcome (scored, unscored or failed); V is the mean of the children's rewards and exists only
+when every child was scored; a partial fork has no V.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import facts as f
+from .custody import Custody
+from .decisions import is_new_or_same
+from .errors import ConflictingFact, InvariantViolated
+from .vocabulary import FRESH_ONLY_DELTA_KEYS
+
+Outcome = f.ChildScored | f.ChildUnscored | f.ChildFailed
+
+
+def check_deltas(opened: f.ForkOpened) -> None:
+    if opened.stage == "env-ready":
+        return
+    where = f"fork {opened.fork!r} of run {opened.run!r} at {opened.stage or 'cursor ' + opened.node}"
+    for child in opened.children:
+        fresh_keys = [key for key in FRESH_ONLY_DELTA_KEYS if getattr(child.delta, key) is not None]
+        if fresh_keys or child.delta_execution is not None:
+            raise InvariantViolated(
+                f"{where}: child {child.index} carries {fresh_keys or ['delta_execution']}, which need a fresh "
+                "rollout; expected them only at stage env-ready",
+                hint="fork at env-ready, or keep only injected_prompt for in-place children",
+            )
+
+
+@dataclass
+class Fork:
+    opened: f.ForkOpened
+    restored: dict[int, f.ChildRestored] = field(default_factory=dict)
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    closed: f.ForkClosed | None = None
+    custody: Custody = field(default_factory=Custody)
+
+    @property
+    def n_children(self) -> int:
+        return len(self.opened.children)
+
+    def where(self) -> str:
+        return f"fork {self.opened.fork!r} of run {self.opened.run!r}"
+
+    def expected_value(self) -> float | None:
+        """V: the mean of the children's rewards, defined only when every child was scored."""
+        rewards = [o.reward for o in self.outcomes.values() if isinstance(o, f.ChildScored)]
+        if len(rewards) != self.n_children:
+            return None
+        return math.fsum(rewards) / len(rewards)
+
+    def decide(self, fact: f.Fact) -> bool:
+        if isinstance(fact, (f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)):
+            return self.custody.decide(fact, self.n_children)
+        if isinstance(fact, f.ForkClosed):
+            return self._decide_close(fact)
+        index = fact.index  # type: ignore[attr-defined]
+        if index >= self.n_children:
+            raise InvariantViolated(f"{self.where()}: expected a child index below {self.n_children}, found {index}")
+        if isinstance(fact, f.ChildRestored):
+            return is_new_or_same(self.restored.get(index), fact, f"{self.where()}, restore of child {index}")
+        existing = self.outcomes.get(index)
+        if existing is not None and type(existing) is not type(fact):
+            self._refuse_second_outcome(existing, fact)  # type: ignore[arg-type]
+        new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
+        if new and self.closed is not None:
+            raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",
+                                    hint="record child outcomes before fork.closed")
+        return new
+
+    def _refuse_second_outcome(self, existing: Outcome, incoming: Outcome) -> None:
+        raise ConflictingFact(
+            f"{self.where()}, child {incoming.index}: already recorded as {existing.type} "
+            f"({existing.model_dump(mode='json', exclude={'type', 'run', 'fork', 'index'})}), now {incoming.type} "
+            f"({incoming.model_dump(mode='json', exclude={'type', 'run', 'fork', 'index'})})",
+            hint="a child has exactly one outcome",
+        )
+
+    def _decide_close(self, fact: f.ForkClosed) -> bool:
+        if not is_new_or_same(self.closed, fact, f"closing of {self.where()}"):
+            return False
+        expected = self.expected_value()
+        if fact.outcome == "completed":
+            pending = [i for i in range(self.n_children) if not isinstance(self.outcomes.get(i), (f.ChildScored, f.ChildUnscored))]
+            if pending:
+                raise InvariantViolated(
+                    f"{self.where()}: expected every child scored or unscored to close it completed, "
+                    f"found children {pending} without such an outcome", hint="close it as partial")
+        else:
+            expected = None
+        if (fact.value is None) != (expected is None) or (expected is not None and not math.isclose(fact.value, expected, abs_tol=1e-9)):  # type: ignore[arg-type]
+            raise InvariantViolated(
+                f"{self.where()}: expected value {expected!r} (V is the mean of the children's rewards, only when "
+                f"every child was scored and the fork completed), found {fact.value!r}")
+        return True
+
+    def when(self, fact: f.Fact) -> None:
+        if isinstance(fact, f.ChildRestored):
+            self.restored[fact.index] = fact
+        elif isinstance(fact, (f.ChildScored, f.ChildUnscored, f.ChildFailed)):
+            self.outcomes[fact.index] = fact
+        elif isinstance(fact, f.ForkClosed):
+            self.closed = fact
+        else:
+            self.custody.when(fact)

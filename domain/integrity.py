@@ -1,0 +1,115 @@
+"""Tamper evidence: every stored event is chained to its predecessor by a hash.
+
+link(n) = sha256(link(n-1) | position | originator id | version | topic | sha256(state)), with link(0) the
+genesis constant. The links live in their own table, written in the same transaction as the events (see
+`adapters/event_store.py`), so an edited byte, a deleted, inserted or reordered event all break the walk
+at the first bad position. A truncated tail leaves a shorter but valid chain, which is why `head()` exists:
+a (position, hash) pair kept outside the store proves the tail is still there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+GENESIS = "sha256:" + "0" * 64
+
+
+def link(previous_hash: str, position: int, originator_id: str, originator_version: int, topic: str, state: bytes) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"{previous_hash}|{position}|{originator_id}|{originator_version}|{topic}|".encode())
+    digest.update(hashlib.sha256(state).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainRow:
+    """One position as stored: the event (None if missing) and its chain link (None if missing)."""
+
+    position: int
+    originator_id: str | None
+    originator_version: int | None
+    topic: str | None
+    state: bytes | None
+    previous: int | None
+    chain_hash: str | None
+
+
+@dataclass(frozen=True)
+class Head:
+    position: int
+    chain_hash: str
+
+    def __str__(self) -> str:
+        return f"{self.position}:{self.chain_hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> Head:
+        position, _, chain_hash = text.partition(":")
+        if not position.isdigit() or not chain_hash.startswith("sha256:") or len(chain_hash) != 71:
+            raise ValueError(f"expected POSITION:sha256:<64 hex> as printed by `lineage head`, found {text!r}")
+        return cls(int(position), chain_hash)
+
+
+@dataclass
+class ChainReport:
+    events: int = 0
+    head: Head | None = None
+    first_bad_position: int | None = None
+    problem: str | None = None
+    checked_head: Head | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return self.problem is None
+
+
+class ChainWalker:
+    """Walks rows in position order, stopping at the first break (later links depend on it anyway)."""
+
+    def __init__(self) -> None:
+        self.report = ChainReport()
+        self._previous_position = 0
+        self._previous_hash = GENESIS
+
+    def feed(self, rows: Iterable[ChainRow]) -> bool:
+        for row in rows:
+            if not self._check(row):
+                return False
+        return True
+
+    def _fail(self, position: int, problem: str) -> bool:
+        self.report.first_bad_position = position
+        self.report.problem = problem
+        return False
+
+    def _check(self, row: ChainRow) -> bool:
+        p = row.position
+        if row.state is None:
+            return self._fail(p, f"position {p}: the event was deleted (its chain link remains)")
+        if row.chain_hash is None:
+            return self._fail(p, f"position {p}: the event has no chain link, so it was inserted outside rollout-lineage")
+        if row.previous != self._previous_position:
+            return self._fail(p, f"position {p}: its link points back to position {row.previous}, but the event before it "
+                                 f"is at position {self._previous_position}; events were deleted, inserted or reordered")
+        expected = link(self._previous_hash, p, row.originator_id or "", row.originator_version or 0, row.topic or "", row.state)
+        if expected != row.chain_hash:
+            return self._fail(p, f"position {p}: the stored event does not match its chain hash; it was edited")
+        self._previous_position, self._previous_hash = p, expected
+        self.report.events += 1
+        self.report.head = Head(p, expected)
+        return True
+
+    def check_head(self, kept: Head, stored_hash_at: str | None) -> None:
+        """Compare a head kept elsewhere with what the store now holds at that position."""
+        self.report.checked_head = kept
+        if self.report.problem is not None:
+            return
+        if stored_hash_at is None:
+            self._fail(kept.position, f"the kept head {kept} is missing: the log ends at "
+                                      f"{self.report.head or 'position 0'}, so its tail was truncated")
+        elif stored_hash_at != kept.chain_hash:
+            self._fail(kept.position, f"the kept head {kept} differs from the stored link at that position "
+                                      f"({stored_hash_at}); the log was rewritten")

@@ -1,0 +1,167 @@
+"""The Run aggregate: one rollout and its whole tree (nodes, stage registry, outcome, forks, cut point).
+
+Forks and custody live inside the run rather than in aggregates of their own because their invariants span
+the tree: a fork's node must exist, its children's node ids must be new in the tree, a stage fork needs the
+stage recorded on that node. One stream per run also gives concurrent writers to one fork a clean
+optimistic-concurrency conflict to retry on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.domain import BaseAggregate
+
+from . import facts as f
+from .decisions import is_new_or_same
+from .errors import InvariantViolated, StageNotRecorded, UnknownSubject
+from .fork import Fork, check_deltas
+from .vocabulary import ROOT_NODE, STAGES, stage_rank
+
+FORK_FACTS = (f.ChildRestored, f.ChildScored, f.ChildUnscored, f.ChildFailed, f.ForkClosed,
+              f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)
+
+
+@dataclass
+class Node:
+    id: str
+    parent: str | None
+    fork: str | None = None  # the fork that created this node, for fork children
+    stage: str | None = None  # the most recent stage captured on this node
+
+
+class Run(BaseAggregate[Any]):
+    def __init__(self) -> None:
+        self.registration: f.RunRegistered | None = None
+        self.nodes: dict[str, Node] = {}
+        self.stages: dict[str, f.StageMarked] = {}
+        self.scored: f.RunScored | f.RunUnscored | None = None
+        self.failed: f.RunFailed | None = None
+        self.finished: f.RunFinished | None = None
+        self.forks: dict[str, Fork] = {}
+        self.cut_point: f.CutPointServed | None = None
+
+    @classmethod
+    def blank(cls) -> Run:
+        run = cls.__new__(cls)
+        run.__init__()
+        return run
+
+    # --- deciding -------------------------------------------------------------------------------------
+
+    def decide(self, fact: f.Fact) -> bool:
+        if isinstance(fact, f.RunRegistered):
+            return is_new_or_same(self.registration, fact, f"registration of run {fact.run!r}")
+        if self.registration is None:
+            raise UnknownSubject(f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]
+                                 hint="record run.registered for it first")
+        if isinstance(fact, f.NodeOpened):
+            self._require_node(fact.parent)
+            existing = self.nodes.get(fact.node)
+            if existing is not None and (existing.parent, existing.fork) != (fact.parent, None):
+                raise InvariantViolated(f"run {fact.run!r}: node {fact.node!r} already exists under {existing.parent!r}; found it opened under {fact.parent!r}")
+            return existing is None
+        if isinstance(fact, f.StageMarked):
+            return self._decide_stage(fact)
+        if isinstance(fact, (f.RunScored, f.RunUnscored)):
+            if self.scored is not None and type(self.scored) is not type(fact):
+                raise InvariantViolated(f"run {fact.run!r} is already recorded as {self.scored.type}; found {fact.type}",
+                                        hint="a run is either scored or unscored")
+            return is_new_or_same(self.scored, fact, f"score of run {fact.run!r}")
+        if isinstance(fact, f.RunFailed):
+            return is_new_or_same(self.failed, fact, f"failure of run {fact.run!r}")
+        if isinstance(fact, f.RunFinished):
+            return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
+        if isinstance(fact, f.ForkOpened):
+            return self._decide_fork(fact)
+        if isinstance(fact, FORK_FACTS):
+            return self._fork(fact.fork).decide(fact)
+        if isinstance(fact, f.CutPointServed):
+            return self._decide_cut_point(fact)
+        raise TypeError(f"not a run fact: {fact!r}")
+
+    def _require_node(self, node: str) -> Node:
+        if node not in self.nodes:
+            raise UnknownSubject(f"run {self.key!r}: expected node {node!r} in its tree, found nodes {sorted(self.nodes)}",
+                                 hint="record run.node_opened (or the fork that creates it) first")
+        return self.nodes[node]
+
+    def _fork(self, fork: str) -> Fork:
+        if fork not in self.forks:
+            raise UnknownSubject(f"run {self.key!r}: expected fork {fork!r}, found forks {sorted(self.forks)}",
+                                 hint="record fork.opened first")
+        return self.forks[fork]
+
+    def _decide_stage(self, fact: f.StageMarked) -> bool:
+        self._require_node(fact.node)
+        if not is_new_or_same(self.stages.get(fact.stage), fact, f"stage {fact.stage!r} of run {fact.run!r}"):
+            return False
+        later = [stage for stage in self.stages if stage_rank(stage) > stage_rank(fact.stage)]
+        if later:
+            raise InvariantViolated(
+                f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; stages are marked in lifecycle order "
+                f"{' < '.join(STAGES)}")
+        return True
+
+    def _decide_fork(self, fact: f.ForkOpened) -> bool:
+        if not is_new_or_same(self.forks[fact.fork].opened if fact.fork in self.forks else None, fact,
+                              f"fork {fact.fork!r} of run {fact.run!r}"):
+            return False
+        self._require_node(fact.node)
+        taken = sorted(child.node for child in fact.children if child.node in self.nodes)
+        if taken:
+            raise InvariantViolated(f"run {fact.run!r}: fork {fact.fork!r} would create nodes {taken}, which already exist")
+        if fact.stage is not None:
+            entry = self.stages.get(fact.stage)
+            if entry is None:
+                raise StageNotRecorded(
+                    f"run {fact.run!r}: expected stage {fact.stage!r} recorded before forking at it, "
+                    f"found recorded stages {[s for s in STAGES if s in self.stages]}")
+            if entry.node != fact.node:
+                raise InvariantViolated(f"run {fact.run!r}: stage {fact.stage!r} was captured on node {entry.node!r}, "
+                                        f"found the fork at node {fact.node!r}")
+            if not entry.layers:
+                raise InvariantViolated(f"run {fact.run!r}: stage {fact.stage!r} captured no layers, so nothing can be restored")
+        check_deltas(fact)
+        return True
+
+    def _decide_cut_point(self, fact: f.CutPointServed) -> bool:
+        assert self.registration is not None
+        if self.registration.role != "continuation":
+            raise InvariantViolated(f"run {fact.run!r}: expected a continuation run to serve a cut point, found role {self.registration.role!r}")
+        if fact.source_run != self.registration.parent_run:
+            raise InvariantViolated(f"run {fact.run!r} continues {self.registration.parent_run!r}; found a cut point from {fact.source_run!r}")
+        if fact.configured_k is not None and fact.served_k > fact.configured_k:
+            raise InvariantViolated(f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}")
+        return is_new_or_same(self.cut_point, fact, f"cut point of run {fact.run!r}")
+
+    # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
+
+    def when(self, fact: f.Fact) -> None:
+        if isinstance(fact, f.RunRegistered):
+            self.registration = fact
+            self.nodes[ROOT_NODE] = Node(ROOT_NODE, None)
+        elif isinstance(fact, f.NodeOpened):
+            self.nodes[fact.node] = Node(fact.node, fact.parent)
+        elif isinstance(fact, f.StageMarked):
+            self.stages[fact.stage] = fact
+            self.nodes[fact.node].stage = fact.stage
+        elif isinstance(fact, (f.RunScored, f.RunUnscored)):
+            self.scored = fact
+        elif isinstance(fact, f.RunFailed):
+            self.failed = fact
+        elif isinstance(fact, f.RunFinished):
+            self.finished = fact
+        elif isinstance(fact, f.ForkOpened):
+            self.forks[fact.fork] = Fork(fact)
+            for child in fact.children:
+                self.nodes[child.node] = Node(child.node, fact.node, fork=fact.fork)
+        elif isinstance(fact, FORK_FACTS):
+            self.forks[fact.fork].when(fact)
+        elif isinstance(fact, f.CutPointServed):
+            self.cut_point = fact
+
+    @property
+    def key(self) -> str:
+        return self.registration.run if self.registration else "?"

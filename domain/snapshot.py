@@ -1,0 +1,96 @@
+"""The Snapshot aggregate: one captured layer (a container image ref or an environment state id) and its lifetime.
+
+A snapshot is restorable while its image lives (captured, not yet discarded) or once a verified copy exists
+(exported to a tar, or imported back into an engine). A snapshot discarded without either is gone, and the
+domain refuses to let a fork pretend to restore it. Adopted snapshots came in as tars nobody recorded: they
+are usable but their provenance is unknown, which audits flag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.domain import BaseAggregate
+
+from . import facts as f
+from .decisions import is_new_or_same
+from .errors import InvariantViolated, UnknownSubject
+
+LIFETIME_FACTS = (f.SnapshotExported, f.SnapshotExportFailed, f.SnapshotDiscarded, f.SnapshotImported)
+
+
+class Snapshot(BaseAggregate[Any]):
+    def __init__(self) -> None:
+        self.captured: f.SnapshotCaptured | None = None
+        self.adopted: f.SnapshotAdopted | None = None
+        self.exports: list[f.SnapshotExported] = []
+        self.export_failures: list[f.SnapshotExportFailed] = []
+        self.discarded = False
+        self.imports: list[f.SnapshotImported] = []
+        self.rejections: list[f.SnapshotImportRejected] = []
+
+    @classmethod
+    def blank(cls) -> Snapshot:
+        snapshot = cls.__new__(cls)
+        snapshot.__init__()
+        return snapshot
+
+    @property
+    def known(self) -> bool:
+        return self.captured is not None or self.adopted is not None
+
+    def restorable(self) -> tuple[bool, str]:
+        """Whether a world can be restored from this snapshot now, and why (not)."""
+        if self.imports:
+            return True, "imported into an engine with a verified image id"
+        if self.exports:
+            return True, "exported to a tar whose digest is recorded"
+        if self.adopted is not None:
+            return True, "adopted from a tar of unknown provenance"
+        if self.discarded:
+            return False, "discarded at cleanup and never exported or imported"
+        if self.captured is not None:
+            return True, "captured; the image has not been discarded"
+        return False, "never captured; only rejected import attempts are recorded"
+
+    def decide(self, fact: f.Fact) -> bool:
+        ref = fact.subject_key()
+        if isinstance(fact, f.SnapshotCaptured):
+            if self.adopted is not None:
+                raise InvariantViolated(f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it")
+            return is_new_or_same(self.captured, fact, f"capture of snapshot {ref!r}")
+        if isinstance(fact, f.SnapshotAdopted):
+            if self.captured is not None:
+                raise InvariantViolated(f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "
+                                        "expected an unknown ref to adopt", hint="import it against its recorded export instead")
+            return is_new_or_same(self.adopted, fact, f"adoption of snapshot {ref!r}")
+        if isinstance(fact, f.SnapshotImportRejected):
+            return fact not in self.rejections
+        if not self.known:
+            raise UnknownSubject(f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",  # type: ignore[attr-defined]
+                                 hint="record stage.marked (or snapshot.captured) first")
+        if isinstance(fact, f.SnapshotDiscarded):
+            return not self.discarded
+        if isinstance(fact, f.SnapshotExported):
+            return fact not in self.exports
+        if isinstance(fact, f.SnapshotExportFailed):
+            return fact not in self.export_failures
+        if isinstance(fact, f.SnapshotImported):
+            return fact not in self.imports
+        raise TypeError(f"not a snapshot fact: {fact!r}")
+
+    def when(self, fact: f.Fact) -> None:
+        if isinstance(fact, f.SnapshotCaptured):
+            self.captured = fact
+        elif isinstance(fact, f.SnapshotAdopted):
+            self.adopted = fact
+        elif isinstance(fact, f.SnapshotExported):
+            self.exports.append(fact)
+        elif isinstance(fact, f.SnapshotExportFailed):
+            self.export_failures.append(fact)
+        elif isinstance(fact, f.SnapshotDiscarded):
+            self.discarded = True
+        elif isinstance(fact, f.SnapshotImported):
+            self.imports.append(fact)
+        elif isinstance(fact, f.SnapshotImportRejected):
+            self.rejections.append(fact)

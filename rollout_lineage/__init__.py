@@ -1,0 +1,1 @@
+"""rollout-lineage: an event-sourced lineage store for branching agent-benchmark rollouts."""
