@@ -196,3 +196,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             curs.execute(SQL("SELECT chain_hash FROM {}.{} WHERE position = %s").format(*self.chain_table), (position,))
             row = curs.fetchone()
         return row["chain_hash"] if row else None
+
+
+def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
+    """Build the application over the store, translating connection failures into our error family."""
+    from ..domain.application import LineageApp
+    from ..domain.errors import StoreUnavailable
+
+    try:
+        return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+    except Exception as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
+        raise StoreUnavailable(f"could not open the event store {url.redacted()}: {exc}",
+                               hint="check the URL, that the server is running and that you may write there") from exc

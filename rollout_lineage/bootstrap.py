@@ -1,0 +1,79 @@
+"""The composition root: the only place that wires the domain to its adapters.
+
+Everything is built lazily, so constructing a `Lineage` touches no file, socket or engine until a command
+needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from .domain.application import Entry, LineageApp, Recorded
+from .domain.facts import Fact
+from .domain.integrity import ChainReport, ChainWalker, Head
+from .settings import Settings, tool_version
+
+if TYPE_CHECKING:
+    from .adapters.event_store import StoreURL
+
+
+class Lineage:
+    """One store, its read models and its engines, opened on demand."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @cached_property
+    def store_url(self) -> StoreURL:
+        from .adapters.event_store import StoreURL
+
+        return StoreURL.parse(self.settings.store_url)
+
+    @cached_property
+    def app(self) -> LineageApp:
+        from .adapters.event_store import open_application
+
+        return open_application(self.store_url, actor=self.settings.actor, tool_version=tool_version())
+
+    def record(self, entries: Iterable[Entry | Fact]) -> Recorded:
+        return self.app.record(entries)
+
+    def position(self) -> int:
+        return self.app.position()
+
+    def head(self) -> Head | None:
+        return self.verify().head
+
+    def verify(self, kept_head: Head | None = None) -> ChainReport:
+        walker = ChainWalker()
+        walker.feed(self.app.recorder.chain_rows())  # type: ignore[attr-defined]
+        if kept_head is not None:
+            walker.check_head(kept_head, self.app.recorder.chain_hash_at(kept_head.position))  # type: ignore[attr-defined]
+        return walker.report
+
+    def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> Any:
+        from .projections.runner import open_read_models
+
+        return open_read_models(self, as_of=as_of, catch_up=catch_up)
+
+    def close(self) -> None:
+        if "app" in self.__dict__:
+            self.app.close()
+            del self.__dict__["app"]
+
+    def __enter__(self) -> Lineage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def bootstrap(settings: Settings | None = None) -> Lineage:
+    return Lineage(settings or Settings.from_env())
+
+
+def open_store(store: str | None = None, *, home: str | None = None, actor: str | None = None) -> Lineage:
+    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position."""
+    return Lineage(Settings.from_env(store=store, home=home, actor=actor))

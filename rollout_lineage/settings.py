@@ -1,0 +1,59 @@
+"""Settings: where the store and the read models live and who is recording, read once from the environment.
+
+Read only when `Settings.from_env()` is called (never at import), so tests and harnesses can pass their own.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+
+def default_actor() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def tool_version() -> str:
+    try:
+        return f"rollout-lineage {metadata.version('rollout-lineage')}"
+    except metadata.PackageNotFoundError:
+        return "rollout-lineage (not installed)"
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    store_url: str
+    actor: str
+    lock_timeout_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, store: str | None = None,
+                 home: str | Path | None = None, actor: str | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        home_path = Path(home or env.get("LINEAGE_HOME") or ".lineage").expanduser().absolute()
+        url = store or env.get("LINEAGE_STORE") or f"sqlite:///{home_path / 'events.sqlite'}"
+        return cls(
+            home=home_path,
+            store_url=url,
+            actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
+            lock_timeout_s=float(env.get("LINEAGE_LOCK_TIMEOUT", "30")),
+        )
+
+    @property
+    def projections_path(self) -> Path:
+        """Read models live beside the store, one DuckDB file per store URL."""
+        default = f"sqlite:///{self.home / 'events.sqlite'}"
+        if self.store_url == default:
+            return self.home / "projections.duckdb"
+        return self.home / f"projections-{hashlib.sha256(self.store_url.encode()).hexdigest()[:12]}.duckdb"
