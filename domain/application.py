@@ -41,6 +41,7 @@ class Entry:
 class Recorded:
     position: int  # the log position a reader must reach to see this batch (0 for an empty log)
     appended: int  # events appended by this call (0 when every fact was already known)
+    new_facts: tuple[f.Fact, ...] = ()  # the facts that were (or, in a dry run, would be) appended
 
 
 def expand(entry: Entry) -> list[Entry]:
@@ -70,13 +71,15 @@ class LineageApp(Application[UUID]):
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def record(self, entries: Iterable[Entry | f.Fact]) -> Recorded:
+    def record(self, entries: Iterable[Entry | f.Fact], *, dry_run: bool = False) -> Recorded:
+        """Append the facts that are new, all in one transaction; with dry_run, only say which they are."""
         batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
         for attempt in range(1, MAX_ATTEMPTS + 1):
             aggregates = self._decide(batch)
             pending = [agg for agg in aggregates.values() if agg.pending_events]
-            if not pending:
-                return Recorded(self.position(), 0)
+            new_facts = tuple(event.fact for agg in pending for event in agg.pending_events)
+            if not pending or dry_run:
+                return Recorded(self.position(), 0, new_facts)
             try:
                 recordings = self.save(*pending)
             except IntegrityError:
@@ -88,7 +91,7 @@ class LineageApp(Application[UUID]):
                     raise StoreUnavailable(f"the event store stayed unavailable after {attempt} attempts: {exc}",
                                            hint="check that the store is reachable and not locked by a stuck process") from exc
             else:
-                return Recorded(max(r.notification.id for r in recordings), len(recordings))
+                return Recorded(max(r.notification.id for r in recordings), len(recordings), new_facts)
             time.sleep(random.uniform(0.005, 0.05) * attempt)
         raise AssertionError("unreachable")
 

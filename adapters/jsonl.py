@@ -1,0 +1,83 @@
+"""JSON lines in, facts out: the `lineage ingest` format and its published JSON Schema.
+
+One line is one fact: `{"type": "stage.marked", "run": ..., ..., "occurred_at": "2026-11-02T10:15:00Z"}`.
+`occurred_at` is optional (default: when it is recorded). The whole input is validated before anything is
+appended, so one bad line rejects the file with its line number, field and reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from ..domain import facts as f
+from ..domain.application import Entry
+from ..domain.errors import InvalidFact, InvalidInput
+
+MAX_LINE_BYTES = 1 << 20
+AnyFact = Annotated[Union[tuple(f.FACT_TYPES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
+_FACT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyFact)
+_TIME_ADAPTER: TypeAdapter[datetime] = TypeAdapter(datetime)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:3]:
+        location = ".".join(str(p) for p in error["loc"] if not (isinstance(p, str) and "." in p and p in f.FACT_BY_TYPE)) or "(line)"
+        parts.append(f"field {location}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def parse_fact(obj: Any) -> Entry:
+    if not isinstance(obj, dict):
+        raise InvalidFact(f"expected a JSON object with a 'type', found {type(obj).__name__}")
+    if obj.get("type") not in f.FACT_BY_TYPE:
+        raise InvalidFact(f"field type: expected one of {sorted(f.FACT_BY_TYPE)}, found {obj.get('type')!r}",
+                          hint="`lineage schema` lists every type and its fields")
+    body = dict(obj)
+    occurred = body.pop("occurred_at", None)
+    try:
+        fact = _FACT_ADAPTER.validate_python(body)
+        occurred_at = _TIME_ADAPTER.validate_python(occurred) if occurred is not None else None
+    except ValidationError as exc:
+        raise InvalidFact(describe_validation_error(exc)) from None
+    if occurred_at is not None and occurred_at.tzinfo is None:
+        raise InvalidFact(f"field occurred_at: expected a time with a UTC offset, found {occurred!r}")
+    return Entry(fact, occurred_at)
+
+
+def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
+    entries = []
+    for number, raw in enumerate(lines, start=1):
+        if len(raw) > MAX_LINE_BYTES:
+            raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found {len(raw)}")
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
+                               hint="nothing was appended; fix the line and ingest the file again") from None
+        try:
+            entries.append(parse_fact(obj))
+        except InvalidFact as exc:
+            raise InvalidFact(f"{source}, line {number}: {exc.message}",
+                              hint="nothing was appended; fix the line and ingest the file again") from None
+    return entries
+
+
+def ingest_schema() -> dict[str, Any]:
+    """JSON Schema of one ingest line: a fact, plus an optional `occurred_at`."""
+    schema = _FACT_ADAPTER.json_schema()
+    for definition in schema.get("$defs", {}).values():
+        if "type" in definition.get("properties", {}) and definition["properties"]["type"].get("const") in f.FACT_BY_TYPE:
+            definition["properties"]["occurred_at"] = {"type": "string", "format": "date-time",
+                                                       "description": "When it happened (default: when recorded)."}
+    schema["title"] = "rollout-lineage ingest line"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,53 @@
+"""Reading the raw log in position order, page by page, without building domain objects.
+
+Used by `lineage log`, the projection runner and the benchmarks: the stored state is canonical JSON
+(see `domain/events.py`), so a page decodes with `json.loads` alone, several times faster than the mapper.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain.events import TOPIC_PREFIX
+
+PAGE = 5000
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    position: int
+    originator_id: str
+    originator_version: int
+    type: str
+    state: dict[str, Any]
+
+    @property
+    def fact(self) -> dict[str, Any]:
+        return self.state["fact"]
+
+    @property
+    def subject(self) -> str:
+        fact = self.fact
+        return fact.get("ref") if self.type.startswith("snapshot.") else fact.get("run")  # type: ignore[return-value]
+
+
+def raw_pages(recorder: Any, *, after: int = 0, stop: int | None = None, page: int = PAGE) -> Iterator[list[Any]]:
+    """Notifications in pages of `page`, from after `after` up to and including `stop`."""
+    while True:
+        notifications = recorder.select_notifications(start=after, limit=page, stop=stop, inclusive_of_start=False)
+        if not notifications:
+            return
+        yield notifications
+        after = notifications[-1].id
+        if len(notifications) < page:
+            return
+
+
+def iter_events(recorder: Any, *, after: int = 0, stop: int | None = None) -> Iterator[LoggedEvent]:
+    for notifications in raw_pages(recorder, after=after, stop=stop):
+        for n in notifications:
+            yield LoggedEvent(n.id, str(n.originator_id), n.originator_version,
+                              n.topic.removeprefix(TOPIC_PREFIX), json.loads(n.state))

@@ -1,0 +1,127 @@
+"""Writing to and inspecting the log itself: ingest, log, verify, head, schema."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..adapters.jsonl import ingest_schema, parse_lines
+from ..adapters.log_reader import iter_events
+from ..bootstrap import Lineage
+from ..domain.errors import IntegrityFailure, InvalidInput
+from ..domain.integrity import Head
+from .output import format_option, note, write_document, write_rows
+
+LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
+
+
+@click.command()
+@click.argument("source", type=click.Path(allow_dash=True, dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Validate and show what would be appended; append nothing.")
+@click.pass_obj
+def ingest(lineage: Lineage, source: str, dry_run: bool) -> None:
+    """Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.
+
+    One fact per line, e.g. {"type": "stage.marked", "run": "job/task__1", "stage": "env-ready", ...}.
+    `lineage schema` prints the JSON Schema of a line. Re-ingesting the same file appends nothing.
+    """
+    try:
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
+    with stream:
+        entries = parse_lines(stream, "stdin" if source == "-" else source)
+    result = lineage.app.record(entries, dry_run=dry_run)
+    if dry_run:
+        for fact in result.new_facts:
+            click.echo(fact.model_dump_json())
+        note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
+    else:
+        note(f"appended {result.appended} events from {len(entries)} facts; log position {result.position}")
+
+
+@click.command("log")
+@click.option("--run", "run_key", help="Only events about this run (and its forks and snapshots).")
+@click.option("--fork", "fork_address", metavar="RUN:FORK", help="Only events about this fork.")
+@click.option("--type", "types", multiple=True, help="Only these fact types; a prefix such as 'fork.' matches a family.")
+@click.option("--after", type=int, default=0, show_default=True, help="Start after this log position.")
+@click.option("--limit", type=int, help="At most this many events.")
+@format_option()
+@click.pass_obj
+def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None, types: tuple[str, ...],
+                after: int, limit: int | None, fmt: str) -> None:
+    """The events in log order: position, when recorded, when it happened, type, subject and who."""
+    fork_run, fork_id = _split_address(fork_address) if fork_address else (None, None)
+
+    def rows() -> Any:
+        count = 0
+        for event in iter_events(lineage.app.recorder, after=after):
+            fact = event.fact
+            if run_key and fact.get("run") != run_key:
+                continue
+            if fork_id and (fact.get("run"), fact.get("fork")) != (fork_run, fork_id):
+                continue
+            if types and not any(event.type == t or (t.endswith(".") and event.type.startswith(t)) for t in types):
+                continue
+            yield {"position": event.position, "recorded_at": event.state["timestamp"], "occurred_at": event.state["occurred_at"],
+                   "type": event.type, "subject": event.subject, "actor": event.state["actor"],
+                   "fact": {k: v for k, v in fact.items() if k != "type"}}
+            count += 1
+            if limit is not None and count >= limit:
+                return
+
+    write_rows(rows(), LOG_COLUMNS, fmt)
+
+
+def _split_address(address: str) -> tuple[str, str]:
+    run, sep, rest = address.rpartition(":")
+    if not sep or not run or not rest:
+        raise InvalidInput(f"expected RUN:NAME (e.g. jobs/task__1:root), found {address!r}")
+    return run, rest
+
+
+@click.command()
+@click.option("--head", "kept_head", metavar="POS:HASH", help="A head printed earlier by `lineage head`; fail if it is gone.")
+@format_option(default="table")
+@click.pass_obj
+def verify(lineage: Lineage, kept_head: str | None, fmt: str) -> None:
+    """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not)."""
+    head = None
+    if kept_head:
+        try:
+            head = Head.parse(kept_head)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+    report = lineage.verify(head)
+    document = {"intact": report.intact, "events": report.events, "head": str(report.head) if report.head else None,
+                "first_bad_position": report.first_bad_position, "problem": report.problem,
+                "checked_head": str(report.checked_head) if report.checked_head else None}
+    if fmt in ("json", "jsonl"):
+        write_document(document, fmt)
+    else:
+        write_rows([document], list(document), fmt)
+    if not report.intact:
+        raise IntegrityFailure(f"the log is not intact: {report.problem}",
+                               hint="restore the store from a backup taken before that position")
+
+
+@click.command()
+@click.pass_obj
+def head(lineage: Lineage) -> None:
+    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`."""
+    report = lineage.verify()
+    if not report.intact:
+        raise IntegrityFailure(f"the log is not intact, so it has no trustworthy head: {report.problem}")
+    click.echo(str(report.head) if report.head else "0:" + "sha256:" + "0" * 64)
+
+
+@click.command()
+def schema() -> None:
+    """Print the JSON Schema of one `lineage ingest` line."""
+    click.echo(json.dumps(ingest_schema(), indent=2, sort_keys=True))
+
+
+COMMANDS = (ingest, log_command, verify, head, schema)

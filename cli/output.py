@@ -1,0 +1,91 @@
+"""One way to print rows, shared by every read command (`--format table|json|jsonl|csv|markdown`).
+
+stdout carries data only; progress and diagnostics go to stderr. JSON streams row by row so a long answer
+starts printing at once and never has to fit in memory twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import click
+
+FORMATS = ("table", "json", "jsonl", "csv", "markdown")
+
+
+def format_option(default: str = "table", extra: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--format", "fmt", type=click.Choice([*FORMATS, *extra]), default=default, show_default=True,
+                        help="Output format.")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None) -> None:
+    out = click.get_text_stream("stdout")
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str) + "\n")
+    elif fmt == "json":
+        out.write("[")
+        for i, row in enumerate(rows):
+            out.write(("," if i else "") + "\n  " + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str))
+        out.write("\n]\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+    elif fmt == "markdown":
+        out.write("| " + " | ".join(columns) + " |\n")
+        out.write("|" + "|".join("---" for _ in columns) + "|\n")
+        for row in rows:
+            out.write("| " + " | ".join(_cell(row.get(c)).replace("|", "\\|").replace("\n", " ") for c in columns) + " |\n")
+    else:
+        _write_table(rows, columns, title)
+
+
+def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(row.get(c)) for c in columns))
+    Console(file=sys.stdout, width=max(120, Console().width), soft_wrap=False).print(table)
+
+
+def write_document(document: Any, fmt: str) -> None:
+    """A single JSON document (a report) in the JSON formats."""
+    click.echo(json.dumps(document, indent=2 if fmt == "json" else None, sort_keys=True, default=str))
+
+
+def note(message: str) -> None:
+    click.echo(message, err=True)
