@@ -56,7 +56,7 @@ class Lineage:
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> Any:
         from .projections.runner import open_read_models
 
-        return open_read_models(self, as_of=as_of, catch_up=catch_up)
+        return open_read_models(self, as_of=as_of, catch_up_now=catch_up)
 
     def close(self) -> None:
         if "app" in self.__dict__:

@@ -1,0 +1,40 @@
+"""What a projection is: tables it owns, how a window of the log fills them, the views on top, and their docs.
+
+Every projection reads the `events` table (the log as DuckDB rows, filled first for each page) and appends
+with `INSERT ... SELECT` over the page's window of positions, so a page costs a handful of set-based
+statements rather than one round trip per event. Tables are append-only (facts never change), and the
+read models people query are views over them. Bump `version` when a projection changes: it is rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: The window of log positions a page covers; every `apply` statement filters on it.
+WINDOW = "position > $lo AND position <= $hi"
+
+
+@dataclass(frozen=True)
+class Projection:
+    name: str
+    version: int
+    tables: Mapping[str, str]  # table -> column definitions
+    apply: Sequence[str] = ()  # INSERT ... SELECT ... FROM events WHERE {WINDOW}
+    views: Mapping[str, str] = field(default_factory=dict)  # view -> SELECT
+    macros: Sequence[str] = ()  # CREATE OR REPLACE MACRO ...
+    docs: Mapping[str, str] = field(default_factory=dict)  # table or view -> what a row is
+
+    def create_statements(self) -> list[str]:
+        return [f"CREATE TABLE IF NOT EXISTS {name} ({columns})" for name, columns in self.tables.items()]
+
+    def view_statements(self) -> list[str]:
+        return [f"CREATE OR REPLACE VIEW {name} AS {select}" for name, select in self.views.items()] + list(self.macros)
+
+    def drop_statements(self) -> list[str]:
+        return ([f"DROP VIEW IF EXISTS {name}" for name in self.views]
+                + [f"DROP TABLE IF EXISTS {name}" for name in self.tables])
+
+
+def fact_text(key: str) -> str:
+    return f"fact->>'{key}'"

@@ -1,0 +1,57 @@
+"""Custody of fork artifacts and replay cut points (with their divergences)."""
+
+from __future__ import annotations
+
+from .base import WINDOW, Projection
+
+PROJECTION = Projection(
+    name="custody_and_cut_points",
+    version=1,
+    tables={
+        "custody_events": "position BIGINT, run VARCHAR, fork VARCHAR, kind VARCHAR, idx INTEGER, location VARCHAR, "
+                          "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
+        "cut_points": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
+                      "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
+                      "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
+                      "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ",
+        "divergences": "position BIGINT, run VARCHAR, exchange_index INTEGER, served_request_digest VARCHAR, "
+                       "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
+    },
+    apply=(
+        f"""INSERT INTO custody_events SELECT position, fact->>'run', fact->>'fork', replace(type, 'custody.', ''),
+            (fact->>'index')::INTEGER, coalesce(fact->>'location', fact->>'preserved_location'), fact->>'phase',
+            fact->>'error', json_or_null(fact->'entries'), occurred_at, actor
+            FROM events WHERE starts_with(type, 'custody.') AND {WINDOW}""",
+        f"""INSERT INTO cut_points SELECT position, fact->>'run', fact->>'source_run', fact->>'accounting',
+            (fact->>'configured_k')::INTEGER, (fact->>'served_k')::INTEGER, fact->>'recorded_request_digest',
+            fact->>'served_request_digest', fact->>'request_digest_basis', json_array_length(fact->'divergences'),
+            json_or_null(fact->'divergences'), json_or_null(fact->'workspace_digest'), fact->>'workspace_digest_reason', fact->>'stage', occurred_at
+            FROM events WHERE type = 'cut_point.served' AND {WINDOW}""",
+        f"""INSERT INTO divergences SELECT position, run, (d->>'exchange_index')::INTEGER, d->>'served_request_digest',
+            d->>'recorded_request_digest', (d->>'n_messages_served')::INTEGER, (d->>'n_messages_recorded')::INTEGER
+            FROM (SELECT position, fact->>'run' AS run, unnest(from_json(fact->'divergences', '["JSON"]')) AS d
+                  FROM events WHERE type = 'cut_point.served' AND {WINDOW})""",
+    ),
+    views={
+        "custody": """
+            SELECT run, fork,
+                   arg_min(location, position) FILTER (WHERE kind = 'held') AS hold_location,
+                   max(json_array_length(entries)) FILTER (WHERE kind = 'held') AS held_entries,
+                   count(*) FILTER (WHERE kind = 'handed_off') AS handed_off,
+                   bool_or(kind = 'released') AS released,
+                   count(*) FILTER (WHERE kind = 'failed') AS failures,
+                   arg_max(phase, position) FILTER (WHERE kind = 'failed') AS failed_phase,
+                   arg_max(location, position) FILTER (WHERE kind = 'failed') AS preserved_location,
+                   arg_max(error, position) FILTER (WHERE kind = 'failed') AS failure_error,
+                   (NOT bool_or(kind = 'held') OR bool_or(kind = 'released') OR bool_or(kind = 'failed')) AS conserved
+            FROM custody_events GROUP BY run, fork""",
+    },
+    docs={
+        "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released, failures "
+                   "(phase, preserved location, error) and whether custody is conserved",
+        "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
+        "cut_points": "one row per served replay cut point: continuation run, source run, accounting basis, configured "
+                      "and served K, request digests, divergence count, workspace digest or the reason it is missing",
+        "divergences": "one row per divergence of a served cut point (exchange index, served vs recorded request digests)",
+    },
+)

@@ -1,0 +1,91 @@
+"""Forks, their children (delta, arm, outcome, status) and per-test outcomes (child x test -> status)."""
+
+from __future__ import annotations
+
+from .base import WINDOW, Projection
+
+CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WHEN o.kind = 'scored' THEN 'fail'
+                       WHEN o.kind IN ('unscored', 'failed') THEN 'error' WHEN cl.fork IS NOT NULL THEN 'skipped'
+                       ELSE 'pending' END"""
+
+PROJECTION = Projection(
+    name="forks",
+    version=1,
+    tables={
+        "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
+                         "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
+        "fork_children": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, arm VARCHAR, kind VARCHAR, "
+                         "source VARCHAR, delta JSON, skill_mode VARCHAR, environment_ref VARCHAR, config_override_sha256 VARCHAR, "
+                         "injected_prompt_sha256 VARCHAR, config_override_keys VARCHAR[], delta_execution VARCHAR, environment JSON",
+        "child_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, kind VARCHAR, reward DOUBLE, reason VARCHAR, "
+                          "tests JSON, wall_clock_sec DOUBLE, occurred_at TIMESTAMPTZ",
+        "child_restores": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, layers VARCHAR[], sandbox_ref VARCHAR, "
+                          "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
+        "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, error VARCHAR, occurred_at TIMESTAMPTZ",
+        "tests": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, test VARCHAR, status VARCHAR",
+    },
+    apply=(
+        f"""INSERT INTO fork_openings SELECT position, fact->>'run', fact->>'fork', fact->>'node', fact->>'stage',
+            CAST(fact->'layers' AS VARCHAR[]), fact->'snapshot'->>'sandbox', fact->'snapshot'->>'environment',
+            json_array_length(fact->'children'), json_or_null(fact->'ablation'), occurred_at
+            FROM events WHERE type = 'fork.opened' AND {WINDOW}""",
+        f"""INSERT INTO fork_children SELECT position, run, fork, (c->>'index')::INTEGER, c->>'node', c->>'arm', c->>'kind',
+            c->>'source', json_or_null(c->'delta'), c->'delta'->>'skill_mode', c->'delta'->>'environment_ref',
+            c->'delta'->>'config_override_sha256', c->'delta'->>'injected_prompt_sha256',
+            CAST(c->'delta'->'config_override_keys' AS VARCHAR[]), c->>'delta_execution', json_or_null(c->'environment')
+            FROM (SELECT position, fact->>'run' AS run, fact->>'fork' AS fork, unnest(from_json(fact->'children', '["JSON"]')) AS c
+                  FROM events WHERE type = 'fork.opened' AND {WINDOW})""",
+        f"""INSERT INTO child_outcomes SELECT position, fact->>'run', fact->>'fork', (fact->>'index')::INTEGER,
+            replace(type, 'fork.child_', ''), (fact->>'reward')::DOUBLE, coalesce(fact->>'reason', fact->>'error'),
+            json_or_null(fact->'tests'), (fact->>'wall_clock_sec')::DOUBLE, occurred_at
+            FROM events WHERE type IN ('fork.child_scored', 'fork.child_unscored', 'fork.child_failed') AND {WINDOW}""",
+        f"""INSERT INTO child_restores SELECT position, fact->>'run', fact->>'fork', (fact->>'index')::INTEGER,
+            CAST(fact->'layers' AS VARCHAR[]), fact->'snapshot'->>'sandbox', fact->'snapshot'->>'environment', occurred_at
+            FROM events WHERE type = 'fork.child_restored' AND {WINDOW}""",
+        f"""INSERT INTO fork_closures SELECT position, fact->>'run', fact->>'fork', fact->>'outcome', (fact->>'value')::DOUBLE,
+            fact->>'error', occurred_at FROM events WHERE type = 'fork.closed' AND {WINDOW}""",
+        f"""INSERT INTO tests
+            SELECT e.position, e.run, e.fork, e.idx, coalesce(c.node, 'root'), e.test, e.tests->>e.test FROM (
+                SELECT position, fact->>'run' AS run, fact->>'fork' AS fork, (fact->>'index')::INTEGER AS idx, fact->'tests' AS tests,
+                       unnest(json_keys(fact->'tests')) AS test
+                FROM events WHERE type IN ('fork.child_scored', 'fork.child_unscored', 'run.scored') AND {WINDOW}) e
+            LEFT JOIN fork_children c ON c.run = e.run AND c.fork = e.fork AND c.idx = e.idx
+            ORDER BY e.position""",
+    ),
+    views={
+        "children": f"""
+            SELECT c.run, c.fork, c.idx AS child_index, c.node, coalesce(c.arm, c.node) AS arm, c.kind AS arm_kind, c.source,
+                   c.delta, c.skill_mode, c.environment_ref, c.config_override_sha256, c.injected_prompt_sha256,
+                   c.config_override_keys, c.delta_execution, {CHILD_STATUS} AS status, o.kind AS outcome, o.reward,
+                   o.reason, o.tests IS NOT NULL AS reported_tests, o.wall_clock_sec, r.sandbox_ref AS restored_sandbox_ref,
+                   r.environment_ref AS restored_environment_ref, o.occurred_at AS outcome_at
+            FROM fork_children c
+            LEFT JOIN child_outcomes o USING (run, fork, idx)
+            LEFT JOIN child_restores r USING (run, fork, idx)
+            LEFT JOIN fork_closures cl USING (run, fork)""",
+        "forks": """
+            SELECT f.run, f.fork, f.node, coalesce(f.stage, 'cursor:' || f.node) AS branch_point, f.stage, f.layers,
+                   f.sandbox_ref, f.environment_ref, f.n_children,
+                   count(o.idx) FILTER (WHERE o.kind = 'scored') AS n_scored,
+                   count(o.idx) FILTER (WHERE o.kind = 'unscored') AS n_unscored,
+                   count(o.idx) FILTER (WHERE o.kind = 'failed') AS n_failed,
+                   coalesce(any_value(cl.outcome), 'open') AS outcome, any_value(cl.value) AS value,
+                   CASE WHEN count(o.idx) FILTER (WHERE o.kind = 'scored') = f.n_children THEN avg(o.reward) END AS mean_reward,
+                   any_value(cl.error) AS error, f.ablation IS NOT NULL AS is_ablation, f.occurred_at AS opened_at, f.position
+            FROM fork_openings f
+            LEFT JOIN child_outcomes o USING (run, fork)
+            LEFT JOIN fork_closures cl USING (run, fork)
+            GROUP BY f.run, f.fork, f.node, f.stage, f.layers, f.sandbox_ref, f.environment_ref, f.n_children, f.ablation,
+                     f.occurred_at, f.position""",
+    },
+    docs={
+        "forks": "one row per fork: run, fork id, node, stage (or cursor), layers, snapshot refs, children counts by outcome, "
+                 "closing outcome, V (value) and the mean of rewards when every child was scored",
+        "children": "one row per fork child: arm label and kind, delta and its hashes, delta execution, status "
+                    "(pass / fail / error / skipped / pending), reward or reason, restore refs",
+        "tests": "one row per (run or fork child) x test: the CTRF status as reported (raw test names)",
+        "fork_openings": "fork.opened facts", "fork_children": "one row per child of fork.opened",
+        "child_outcomes": "fork.child_scored / unscored / failed facts", "child_restores": "fork.child_restored facts",
+        "fork_closures": "fork.closed facts",
+    },
+)

@@ -1,0 +1,157 @@
+"""Catching read models up with the log: pages, one DuckDB transaction each, tracking written inside it.
+
+Each page of notifications is copied into `events`, every projection appends its rows for that window of
+positions with set-based SQL, and the tracking position moves to the page's last position, all in one
+transaction: a crash anywhere leaves the previous page's state, and the next reader resumes from there
+(exactly once, never skipping). `--as-of` answers are built the same way from the log prefix, into an
+in-memory database, so they are what the log said at that position and nothing later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..adapters.duckdb_store import ReadModelDB
+from ..adapters.log_reader import raw_pages
+from ..domain.errors import InvalidInput
+from . import custody, forks, lineage, log_table, runs, stages
+from .base import Projection
+
+if TYPE_CHECKING:
+    from ..bootstrap import Lineage
+
+PROJECTIONS: tuple[Projection, ...] = (
+    log_table.PROJECTION, runs.PROJECTION, lineage.PROJECTION, stages.PROJECTION, forks.PROJECTION, custody.PROJECTION,
+)
+PAGE = 10_000
+BOOKKEEPING = (
+    "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
+    # JSON null inside a fact means "absent": read models show SQL NULL for it.
+    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
+    f"CREATE TABLE IF NOT EXISTS {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
+    "originator_version INTEGER, topic VARCHAR, state VARCHAR)",
+)
+TRACKING_NAME = "lineage"
+
+
+def tracked_position(db: ReadModelDB) -> int:
+    return db.scalar("SELECT position FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]) or 0
+
+
+def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) -> None:
+    """Create what is missing; rebuild what is stale (another store, a shorter log, a projection's new version)."""
+    with db.transaction():
+        for statement in BOOKKEEPING:
+            db.execute(statement)
+        tracked_store = db.scalar("SELECT store FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
+        versions = {row["name"]: row["version"] for row in db.rows("SELECT * FROM lineage_projection_versions")}
+        stale_log = (tracked_store not in (None, store) or versions.get("events", log_table.PROJECTION.version) != log_table.PROJECTION.version
+                     or (log_position is not None and tracked_position(db) > log_position))
+        for projection in PROJECTIONS:
+            if stale_log or versions.get(projection.name) not in (None, projection.version):
+                for statement in projection.drop_statements():
+                    db.execute(statement)
+                versions.pop(projection.name, None)
+        if stale_log:
+            db.execute("DELETE FROM lineage_tracking")
+        position = tracked_position(db)
+        for projection in PROJECTIONS:
+            for statement in projection.create_statements():
+                db.execute(statement)
+            if projection.name not in versions and projection is not log_table.PROJECTION and position:
+                # A new or changed projection catches up from the events already copied, not from the store.
+                for statement in projection.apply:
+                    db.execute(statement, {"lo": 0, "hi": position})
+            for statement in projection.view_statements():
+                db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)", [projection.name, projection.version])
+        db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
+
+
+def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: int = PAGE,
+             inside_page: Callable[[int], None] | None = None) -> int:
+    """Apply every event after the tracked position (up to `stop`); returns the new tracked position."""
+    last = tracked_position(db)
+    if stop is not None and last >= stop:
+        return last
+    for notifications in raw_pages(recorder, after=last, stop=stop, page=page):
+        high = notifications[-1].id
+        rows = [(n.id, str(n.originator_id), n.originator_version, n.topic, n.state.decode()) for n in notifications]
+        with db.transaction():
+            db.append(log_table.PAGE_TABLE, rows)
+            db.execute(log_table.STAGE_PAGE)
+            db.execute(f"DELETE FROM {log_table.PAGE_TABLE}")
+            for projection in PROJECTIONS[1:]:
+                for statement in projection.apply:
+                    db.execute(statement, {"lo": last, "hi": high})
+            if inside_page is not None:
+                inside_page(high)  # tests use this to die mid-page
+            db.execute("UPDATE lineage_tracking SET position = ? WHERE name = ? AND position = ?", [high, TRACKING_NAME, last])
+        last = high
+    return last
+
+
+def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:
+    with db.transaction():
+        for projection in reversed(PROJECTIONS):
+            for statement in projection.drop_statements():
+                db.execute(statement)
+        db.execute("DROP TABLE IF EXISTS lineage_projection_versions")
+        db.execute("DROP TABLE IF EXISTS lineage_tracking")
+    ensure_schema(db, store)
+    return catch_up(db, recorder)
+
+
+@dataclass
+class ReadModels:
+    """A caught-up DuckDB connection for read commands (persistent file, or in memory for --as-of)."""
+
+    db: ReadModelDB
+    position: int
+    as_of: int | None = None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> ReadModels:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now: bool = True) -> ReadModels:
+    recorder = lineage.app.recorder
+    store = lineage.store_url.redacted()
+    if as_of is not None:
+        db = ReadModelDB.open(":memory:")
+        ensure_schema(db, store)
+        return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
+    db = ReadModelDB.open(lineage.settings.projections_path, timeout=lineage.settings.lock_timeout_s)
+    try:
+        ensure_schema(db, store, lineage.position())
+        position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
+    except BaseException:
+        db.close()
+        raise
+    return ReadModels(db, position)
+
+
+def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
+    """POSITION, or an ISO-8601 time: the last position recorded at or before it (what we knew then)."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"--as-of: expected a log position or an ISO-8601 time, found {text!r}") from None
+    if moment.tzinfo is None:
+        raise InvalidInput(f"--as-of: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {text!r}")
+    with open_read_models(lineage) as models:
+        return models.db.scalar("SELECT coalesce(max(position), 0) FROM events WHERE recorded_at <= ?", [moment])

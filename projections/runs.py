@@ -1,0 +1,52 @@
+"""Runs: registration plus outcome (scored, unscored, failed) and finish, one row per run."""
+
+from __future__ import annotations
+
+from .base import WINDOW, Projection
+
+PROJECTION = Projection(
+    name="runs",
+    version=1,
+    tables={
+        "run_registrations": "position BIGINT, run VARCHAR, task VARCHAR, task_path VARCHAR, agent VARCHAR, model VARCHAR, "
+                             "skill_mode VARCHAR, sandbox VARCHAR, trial VARCHAR, role VARCHAR, parent_run VARCHAR, "
+                             "parent_node VARCHAR, run_dir VARCHAR, source JSON, config_sha256 VARCHAR, "
+                             "occurred_at TIMESTAMPTZ, recorded_at TIMESTAMPTZ",
+        "run_outcomes": "position BIGINT, run VARCHAR, kind VARCHAR, reward DOUBLE, rewards JSON, tests JSON, "
+                        "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
+                        "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
+                        "occurred_at TIMESTAMPTZ",
+    },
+    apply=(
+        f"""INSERT INTO run_registrations SELECT position, fact->>'run', fact->>'task', fact->>'task_path', fact->>'agent',
+            fact->>'model', fact->>'skill_mode', fact->>'sandbox', fact->>'trial', fact->>'role', fact->>'parent_run',
+            fact->>'parent_node', fact->>'run_dir', json_or_null(fact->'source'), fact->>'config_sha256', occurred_at, recorded_at
+            FROM events WHERE type = 'run.registered' AND {WINDOW}""",
+        f"""INSERT INTO run_outcomes SELECT position, fact->>'run', replace(type, 'run.', ''), (fact->>'reward')::DOUBLE,
+            json_or_null(fact->'rewards'), json_or_null(fact->'tests'), fact->>'verifier_error', fact->>'reason', fact->>'error', fact->>'category',
+            (fact->>'request_global')::BOOLEAN, fact->>'status', fact->>'started_at', fact->>'finished_at', json_or_null(fact->'timing'),
+            fact->>'trajectory', occurred_at
+            FROM events WHERE type IN ('run.scored', 'run.unscored', 'run.failed', 'run.finished') AND {WINDOW}""",
+    ),
+    views={
+        "runs": """
+            SELECT r.run, r.task, r.task_path, r.agent, r.model, r.skill_mode, r.sandbox, r.trial, r.role, r.parent_run,
+                   r.parent_node, r.run_dir, r.config_sha256, r.source,
+                   CASE WHEN s.run IS NOT NULL THEN 'scored' WHEN u.run IS NOT NULL THEN 'unscored'
+                        WHEN f.run IS NOT NULL THEN 'failed' ELSE 'pending' END AS outcome,
+                   s.reward, s.rewards, s.verifier_error, u.reason AS unscored_reason, f.error, f.category AS error_category,
+                   coalesce(f.request_global, false) AS request_global, fin.status, fin.started_at, fin.finished_at,
+                   fin.timing, fin.trajectory, r.occurred_at AS registered_at, r.position
+            FROM run_registrations r
+            LEFT JOIN run_outcomes s ON s.run = r.run AND s.kind = 'scored'
+            LEFT JOIN run_outcomes u ON u.run = r.run AND u.kind = 'unscored'
+            LEFT JOIN run_outcomes f ON f.run = r.run AND f.kind = 'failed'
+            LEFT JOIN run_outcomes fin ON fin.run = r.run AND fin.kind = 'finished'""",
+    },
+    docs={
+        "runs": "one row per run: registration (task, agent, model, skill mode, trial, role, parent), outcome "
+                "(scored / unscored / failed / pending) with reward or reason, finish status and timing",
+        "run_registrations": "run.registered facts, one row per run",
+        "run_outcomes": "run.scored / unscored / failed / finished facts (kind column)",
+    },
+)

@@ -1,0 +1,77 @@
+"""Stage registries and snapshot lifetimes.
+
+`stages` is one row per (run, stage) as marked. `snapshots` folds each ref's lifetime events into one row:
+where it came from, whether it was exported, discarded or imported, rejected import attempts, and whether a
+world can be restored from it now (the same rule as `domain/snapshot.py`, kept in step by a test).
+"""
+
+from __future__ import annotations
+
+from .base import WINDOW, Projection
+
+PROJECTION = Projection(
+    name="stages",
+    version=1,
+    tables={
+        "stage_marks": "position BIGINT, run VARCHAR, stage VARCHAR, node VARCHAR, exchanges_completed INTEGER, "
+                       "layers VARCHAR[], sandbox_ref VARCHAR, environment_ref VARCHAR, workspace_digest JSON, "
+                       "occurred_at TIMESTAMPTZ",
+        "snapshot_events": "position BIGINT, ref VARCHAR, kind VARCHAR, layer VARCHAR, run VARCHAR, stage VARCHAR, node VARCHAR, "
+                           "path VARCHAR, sha256 VARCHAR, image_id VARCHAR, engine VARCHAR, tar_sha256 VARCHAR, "
+                           "tar_path VARCHAR, reason VARCHAR, occurred_at TIMESTAMPTZ, actor VARCHAR",
+    },
+    apply=(
+        f"""INSERT INTO stage_marks SELECT position, fact->>'run', fact->>'stage', fact->>'node',
+            (fact->>'exchanges_completed')::INTEGER, CAST(fact->'layers' AS VARCHAR[]), fact->>'sandbox_ref',
+            fact->>'environment_ref', json_or_null(fact->'workspace_digest'), occurred_at
+            FROM events WHERE type = 'stage.marked' AND {WINDOW}""",
+        f"""INSERT INTO snapshot_events SELECT position, fact->>'ref', replace(type, 'snapshot.', ''), fact->>'layer',
+            fact->>'run', fact->>'stage', fact->>'node', fact->>'path', fact->>'sha256', fact->>'image_id', fact->>'engine',
+            fact->>'tar_sha256', fact->>'tar_path', coalesce(fact->>'reason', fact->>'error'), occurred_at, actor
+            FROM events WHERE starts_with(type, 'snapshot.') AND {WINDOW}""",
+    ),
+    views={
+        "stages": """SELECT run, stage, node, exchanges_completed, layers, sandbox_ref, environment_ref, workspace_digest,
+                            occurred_at, position FROM stage_marks""",
+        "snapshots": """
+            WITH folded AS (
+                SELECT ref,
+                       arg_min(layer, position) FILTER (WHERE kind = 'captured') AS layer,
+                       arg_min(run, position) FILTER (WHERE kind = 'captured') AS run,
+                       arg_min(stage, position) FILTER (WHERE kind = 'captured') AS stage,
+                       arg_min(node, position) FILTER (WHERE kind = 'captured') AS node,
+                       bool_or(kind = 'captured') AS captured,
+                       bool_or(kind = 'adopted') AS adopted,
+                       count(*) FILTER (WHERE kind = 'exported') AS exports,
+                       count(*) FILTER (WHERE kind = 'export_failed') AS export_failures,
+                       bool_or(kind = 'discarded') AS discarded,
+                       count(*) FILTER (WHERE kind = 'imported') AS imports,
+                       count(*) FILTER (WHERE kind = 'import_rejected') AS rejected_imports,
+                       arg_max(path, position) FILTER (WHERE kind = 'exported') AS export_path,
+                       arg_max(sha256, position) FILTER (WHERE kind = 'exported') AS export_sha256,
+                       arg_max(image_id, position) FILTER (WHERE kind = 'exported') AS export_image_id,
+                       arg_max(reason, position) FILTER (WHERE kind = 'export_failed') AS export_error,
+                       arg_max(image_id, position) FILTER (WHERE kind = 'imported') AS imported_image_id,
+                       arg_max(reason, position) FILTER (WHERE kind = 'import_rejected') AS last_rejection,
+                       min(position) AS position
+                FROM snapshot_events GROUP BY ref)
+            SELECT *,
+                   CASE WHEN imports > 0 THEN 'imported' WHEN exports > 0 THEN 'exported' WHEN discarded THEN 'discarded'
+                        WHEN adopted THEN 'adopted' WHEN captured THEN 'captured' ELSE 'rejected' END AS lifetime,
+                   (imports > 0 OR exports > 0 OR adopted OR (captured AND NOT discarded)) AS restorable,
+                   CASE WHEN imports > 0 THEN 'imported into an engine with a verified image id'
+                        WHEN exports > 0 THEN 'exported to a tar whose digest is recorded'
+                        WHEN adopted THEN 'adopted from a tar of unknown provenance'
+                        WHEN discarded THEN 'discarded at cleanup and never exported or imported'
+                        WHEN captured THEN 'captured; the image has not been discarded'
+                        ELSE 'never captured; only rejected import attempts are recorded' END AS restorable_because
+            FROM folded""",
+    },
+    docs={
+        "stages": "one row per (run, stage) marked: node, exchanges_completed, layers, sandbox and environment refs, workspace digest",
+        "snapshots": "one row per snapshot ref: origin (run, stage, layer), exports, discards, imports, rejected imports, "
+                     "lifetime and whether it is restorable now (and why)",
+        "snapshot_events": "every snapshot lifetime fact (kind: captured, exported, export_failed, discarded, imported, import_rejected, adopted)",
+        "stage_marks": "stage.marked facts",
+    },
+)
