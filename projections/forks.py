@@ -57,7 +57,7 @@ PROJECTION = Projection(
             SELECT c.run, c.fork, c.idx AS child_index, c.node, coalesce(c.arm, c.node) AS arm, c.kind AS arm_kind, c.source,
                    c.delta, c.skill_mode, c.environment_ref, c.config_override_sha256, c.injected_prompt_sha256,
                    c.config_override_keys, c.delta_execution, {CHILD_STATUS} AS status, o.kind AS outcome, o.reward,
-                   o.reason, o.tests IS NOT NULL AS reported_tests, o.wall_clock_sec, r.sandbox_ref AS restored_sandbox_ref,
+                   o.reason, o.tests, o.wall_clock_sec, r.sandbox_ref AS restored_sandbox_ref,
                    r.environment_ref AS restored_environment_ref, o.occurred_at AS outcome_at
             FROM fork_children c
             LEFT JOIN child_outcomes o USING (run, fork, idx)

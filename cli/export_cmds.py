@@ -1,0 +1,71 @@
+"""`lineage export tree|stages|ablation`: benchflow's own files, rebuilt from the log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..bootstrap import Lineage
+from ..domain.vocabulary import canonical_json
+from ..projections import exports
+from .common import as_of_option, read_models, split_address
+from .output import note
+
+
+def _write(document: dict[str, Any], output: str | None) -> None:
+    text = canonical_json(document)
+    if output in (None, "-"):
+        click.echo(text, nl=False)
+        return
+    target = Path(output)  # type: ignore[arg-type]
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(target)  # never a half-written export under the final name
+    note(f"wrote {target}")
+
+
+output_option = click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
+
+
+@click.group()
+def export() -> None:
+    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log."""
+
+
+@export.command()
+@click.argument("run")
+@as_of_option
+@output_option
+@click.pass_obj
+def tree(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
+    """RUN's tree.json (benchflow PR layout, schema_version 1)."""
+    with read_models(lineage, as_of) as models:
+        _write(exports.tree_document(models.db, run), output)
+
+
+@export.command()
+@click.argument("run")
+@as_of_option
+@output_option
+@click.pass_obj
+def stages(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
+    """RUN's stage_snapshots.json, with each stage's snapshot lifetime."""
+    with read_models(lineage, as_of) as models:
+        _write(exports.stages_document(models.db, run), output)
+
+
+@export.command()
+@click.argument("fork", metavar="RUN:FORK")
+@as_of_option
+@output_option
+@click.pass_obj
+def ablation(lineage: Lineage, fork: str, as_of: str | None, output: str | None) -> None:
+    """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution)."""
+    run, fork_id = split_address(fork, "RUN:FORK")
+    with read_models(lineage, as_of) as models:
+        _write(exports.ablation_document(models.db, run, fork_id), output)
+
+
+COMMANDS = (export,)

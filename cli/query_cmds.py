@@ -1,0 +1,78 @@
+"""Asking questions: sql, tables; and keeping read models current: project, rebuild."""
+
+from __future__ import annotations
+
+import click
+
+from ..bootstrap import Lineage
+from ..domain.errors import InvalidInput
+from ..projections.runner import PROJECTIONS, rebuild
+from .common import as_of_option, read_models
+from .output import format_option, note, write_rows
+
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+
+
+@click.command()
+@click.argument("query")
+@as_of_option
+@format_option()
+@click.pass_obj
+def sql(lineage: Lineage, query: str, as_of: str | None, fmt: str) -> None:
+    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
+
+    Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
+    """
+    with read_models(lineage, as_of) as models:
+        connection = models.db.connection
+        try:
+            kinds = [statement.type.name for statement in connection.extract_statements(query)]
+        except Exception as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
+            raise InvalidInput(f"the SQL does not parse: {exc}") from None
+        refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
+        if refused or not kinds:
+            raise InvalidInput(f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
+                               hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead")
+        connection.execute("SET enable_external_access = false")  # no COPY TO, ATTACH or file reads from user SQL
+        columns, rows = models.db.query(query)
+        write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
+
+
+@click.command()
+@format_option()
+@click.pass_obj
+def tables(lineage: Lineage, fmt: str) -> None:
+    """List the read models (tables, views, SQL macros) with their columns and what a row is."""
+    with read_models(lineage) as models:
+        columns = {}
+        for row in models.db.rows("SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
+                                  "AS cols FROM information_schema.columns GROUP BY table_name"):
+            columns[row["table_name"]] = row["cols"]
+        rows = []
+        for projection in PROJECTIONS:
+            for name, doc in projection.docs.items():
+                kind = "view" if name in projection.views else "macro" if "(" in name else "table"
+                rows.append({"name": name, "kind": kind, "projection": projection.name, "description": doc,
+                             "columns": columns.get(name, "")})
+    rows.sort(key=lambda r: (r["kind"] != "view", r["kind"] != "macro", r["name"]))
+    write_rows(rows, ("name", "kind", "description", "columns"), fmt)
+
+
+@click.command()
+@click.pass_obj
+def project(lineage: Lineage) -> None:
+    """Catch the read models up with the log now (every read command also does this first)."""
+    with read_models(lineage) as models:
+        note(f"read models at log position {models.position}")
+
+
+@click.command("rebuild")
+@click.pass_obj
+def rebuild_command(lineage: Lineage) -> None:
+    """Drop every read model and rebuild it from the whole log."""
+    with read_models(lineage) as models:
+        position = rebuild(models.db, lineage.app.recorder, lineage.store_url.redacted())
+    note(f"rebuilt the read models from the log up to position {position}")
+
+
+COMMANDS = (sql, tables, project, rebuild_command)

@@ -1,0 +1,165 @@
+"""Exports in benchflow's own schemas: `tree.json`, `stage_snapshots.json` and `ablation.json`.
+
+Built only from the read models, so the same log prefix always gives the same bytes (see
+`vocabulary.canonical_json`). Field semantics follow `reference/benchflow-artifacts.md` §1.1, §1.2 and §1.7;
+the derived ablation fields come from `attribution.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..adapters.duckdb_store import ReadModelDB
+from ..domain.errors import UnknownSubject
+from . import attribution as attr
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _delta(value: Any) -> dict[str, Any]:
+    delta = _json(value) or {}
+    if delta.get("config_override_keys") is None:
+        delta.pop("config_override_keys", None)
+    return delta
+
+
+def require_run(db: ReadModelDB, run: str) -> dict[str, Any]:
+    rows = db.rows("SELECT * FROM runs WHERE run = ?", [run])
+    if not rows:
+        known = [r["run"] for r in db.rows("SELECT run FROM runs WHERE run ILIKE ? ORDER BY run LIMIT 5", [f"%{run.split('/')[-1]}%"])]
+        raise UnknownSubject(f"expected a recorded run {run!r}, found none" + (f"; similar: {known}" if known else ""),
+                             hint="`lineage sql \"SELECT run FROM runs\"` lists the runs")
+    return rows[0]
+
+
+def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
+    require_run(db, run)
+    nodes = db.rows("SELECT node, parent, fork, child_index, kind FROM nodes WHERE run = ? ORDER BY position, child_index", [run])
+    stage_of = {r["node"]: r for r in db.rows(
+        "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
+        "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
+    forks_at = {r["node"]: r for r in db.rows(
+        "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
+        "arg_max(environment_ref, position) AS environment, arg_max(value, position) AS value "
+        "FROM forks WHERE run = ? GROUP BY node", [run])}
+    children = {(r["fork"], r["child_index"]): r for r in db.rows("SELECT * FROM children WHERE run = ?", [run])}
+    below: dict[str | None, list[dict[str, Any]]] = {}
+    for node in nodes:
+        below.setdefault(node["parent"], []).append(node)
+
+    out: list[dict[str, Any]] = []
+
+    def visit(node: dict[str, Any]) -> None:
+        out.append(_tree_node(node, stage_of.get(node["node"]), forks_at.get(node["node"]),
+                              children.get((node["fork"], node["child_index"]))))
+        for child in below.get(node["node"], []):
+            visit(child)
+
+    for root in below.get(None, []):
+        visit(root)
+    return {"schema_version": 1, "cut_point": None, "nodes": out}
+
+
+def _tree_node(node: dict[str, Any], stage: dict[str, Any] | None, fork: dict[str, Any] | None,
+               child: dict[str, Any] | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": node["node"], "parent": node["parent"], "stage": stage["stage"] if stage else None,
+                             "snapshot": None}
+    refs = stage or (fork if fork and fork["stage"] is None else None)
+    if refs and (refs["sandbox"] or refs["environment"]):
+        entry["snapshot"] = {"environment": refs["environment"], "sandbox": refs["sandbox"]}
+    if fork and fork["value"] is not None:
+        entry["value"] = fork["value"]
+    if child:
+        entry["delta"] = _delta(child["delta"])
+        if child["delta_execution"]:
+            entry["delta_execution"] = child["delta_execution"]
+        if child["outcome"] == "scored":
+            entry["reward"] = child["reward"]
+        elif child["outcome"] == "unscored":
+            entry["unscored"] = child["reason"]
+    return entry
+
+
+def stage_entries(db: ReadModelDB, run: str) -> dict[str, dict[str, Any]]:
+    stages = db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run])
+    snapshots = {r["ref"]: r for r in db.rows(
+        "SELECT * FROM snapshots WHERE ref IN (SELECT sandbox_ref FROM stages WHERE run = ? "
+        "UNION SELECT environment_ref FROM stages WHERE run = ?)", [run, run])}
+    entries = {}
+    for stage in stages:
+        entry: dict[str, Any] = {"environment_ref": stage["environment_ref"], "sandbox_ref": stage["sandbox_ref"],
+                                 "layers": sorted(stage["layers"] or []), "exchanges_completed": stage["exchanges_completed"]}
+        snapshot = snapshots.get(stage["sandbox_ref"] or stage["environment_ref"])
+        if snapshot and (snapshot["exports"] or snapshot["discarded"] or snapshot["export_failures"]):
+            exported = ({"path": snapshot["export_path"], "sha256": snapshot["export_sha256"],
+                         "image_id": snapshot["export_image_id"]} if snapshot["exports"] else None)
+            entry["ephemeral"] = exported is None
+            entry["exported"] = exported
+            if exported is None and snapshot["export_error"]:
+                entry["export_error"] = snapshot["export_error"]
+        entries[stage["stage"]] = entry
+    return entries
+
+
+def stages_document(db: ReadModelDB, run: str) -> dict[str, Any]:
+    require_run(db, run)
+    return {"schema_version": 1, "stages": stage_entries(db, run)}
+
+
+def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
+    parent = require_run(db, run)
+    forks = db.rows("SELECT * FROM forks WHERE run = ? AND fork = ?", [run, fork])
+    if not forks:
+        known = [r["fork"] for r in db.rows("SELECT fork FROM forks WHERE run = ? ORDER BY position", [run])]
+        raise UnknownSubject(f"expected fork {fork!r} of run {run!r}, found forks {known}")
+    fork_row = forks[0]
+    ablation = _json(db.scalar("SELECT ablation FROM fork_openings WHERE run = ? AND fork = ?", [run, fork])) or {}
+    children = db.rows("SELECT * FROM children WHERE run = ? AND fork = ? ORDER BY child_index", [run, fork])
+    arms = [_arm_outcome(child, fork_row["outcome"]) for child in children]
+    tests = attr.normalise_test_names(arms)
+    stage = fork_row["stage"] or f"cursor:{fork_row['node']}"
+    references = attr.arm_references(arms, parent["reward"])
+    verdicts = attr.arm_verdicts(arms, stage, parent["reward"], tests)
+    run_dir = parent["run_dir"]
+    arm_rows = []
+    for child, arm, arm_tests, reference, verdict in zip(children, arms, tests, references, verdicts, strict=True):
+        arm_rows.append({
+            "name": arm.name, "kind": child["arm_kind"], "delta": _delta(child["delta"]),
+            "delta_execution": child["delta_execution"], "source": child["source"], "reward": arm.reward,
+            "status": attr.arm_status(arm), "wall_clock_sec": child["wall_clock_sec"],
+            "node": child["node"] if arm.ran else None,
+            "artifacts": f"{run_dir}/branches/{fork_row['node']}/children/{child['node']}" if run_dir and arm.ran else None,
+            "tests": arm_tests, "error": arm.error, "reference": reference, "verdict": verdict,
+            "environment": _json(db.scalar("SELECT environment FROM fork_children WHERE run = ? AND fork = ? AND idx = ?",
+                                           [run, fork, child["child_index"]])),
+        })
+    stage_snapshot = stage_entries(db, run).get(fork_row["stage"]) if fork_row["stage"] else None
+    return {
+        "schema_version": 1,
+        "task": ablation.get("task") or {"id": parent["task"], "path": parent["task_path"]},
+        "stage": stage,
+        "snapshot_layers": ablation.get("snapshot_layers") or sorted(fork_row["layers"] or []),
+        "stage_snapshot": stage_snapshot,
+        "agent": ablation.get("agent", parent["agent"]),
+        "model": ablation.get("model", parent["model"]),
+        "sandbox": ablation.get("sandbox", parent["sandbox"]),
+        "environment": ablation.get("environment"),
+        "parent": {"reward": parent["reward"], "error": parent["error"], "run_dir": run_dir},
+        "value": attr.report_value(arms),
+        "error": fork_row["error"],
+        "arms": arm_rows,
+        "test_attribution": attr.test_attribution(arms, tests),
+    }
+
+
+def _arm_outcome(child: dict[str, Any], fork_outcome: str) -> attr.ArmOutcome:
+    name = child["arm"]
+    tests = _json(child["tests"])
+    if child["outcome"] is None:
+        if fork_outcome == "partial":
+            return attr.ArmOutcome(name, None, ran=False)
+        return attr.ArmOutcome(name, None, error="no outcome recorded yet: the fork is still open")
+    return attr.ArmOutcome(name, child["reward"], error=child["reason"], tests=tests)
