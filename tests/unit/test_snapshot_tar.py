@@ -115,7 +115,7 @@ def verify_bytes(tmp_path: Path, data: bytes, **caps) -> TarReport:
     return report
 
 
-def only_problem(report: TarReport, *needles: str) -> str:
+def assert_problem(report: TarReport, *needles: str) -> str:
     assert not report.ok
     text = " | ".join(report.problems)
     for needle in needles:
@@ -172,7 +172,7 @@ def test_one_flipped_byte_in_a_layer_is_a_diff_id_mismatch(tmp_path, build):
     at = data.index(b"SECOND-LAYER-MARKER") + 3  # inside the uncompressed second layer in both builds
     data[at] ^= 0x01
     report = verify_bytes(tmp_path, bytes(data))
-    only_problem(report, "Layer 1", "rootfs.diff_ids[1]", expected["diff_ids"][1])
+    assert_problem(report, "Layer 1", "rootfs.diff_ids[1]", expected["diff_ids"][1])
     assert [c.ok for c in report.layers] == [True, False]
 
 
@@ -184,7 +184,7 @@ def test_flipped_byte_in_a_gzip_layer_is_reported(tmp_path):
     data = bytearray(tar_bytes(entries))
     data[data.index(stored) + len(stored) // 2] ^= 0xFF
     report = verify_bytes(tmp_path, bytes(data))
-    only_problem(report, "has sha256")  # the blob no longer matches its name, whatever zlib makes of it
+    assert_problem(report, "has sha256")  # the blob no longer matches its name, whatever zlib makes of it
     assert report.layers[1].ok is False
 
 
@@ -203,7 +203,7 @@ def test_gzip_layer_of_several_members_is_ok(tmp_path):
 def test_layers_whose_diff_id_cannot_be_computed(tmp_path, store, needle):
     entries, _ = legacy_entries(store=store)
     report = verify_bytes(tmp_path, tar_bytes(entries))
-    only_problem(report, needle, "Member")
+    assert_problem(report, needle, "Member")
     assert report.layers[1].actual_diff_id is None and not report.layers[1].ok
 
 
@@ -211,14 +211,14 @@ def test_gzip_layer_decompressing_past_the_member_cap(tmp_path):
     bomb = gzip.compress(b"\0" * (4 << 20))  # 4 MiB of zeros in a few KiB
     entries, _ = legacy_entries(store=lambda index, plain: bomb if index == 1 else plain)
     report = verify_bytes(tmp_path, tar_bytes(entries), member_cap_bytes=1 << 20)
-    only_problem(report, "decompresses to more than 1048576 bytes")
+    assert_problem(report, "decompresses to more than 1048576 bytes")
 
 
 def test_layer_not_matching_the_configs_diff_ids(tmp_path):
     wrong = ["sha256:" + sha(b"a"), "sha256:" + sha(b"b")]
     entries, expected = legacy_entries(diff_ids=wrong)
     report = verify_bytes(tmp_path, tar_bytes(entries))
-    text = only_problem(report, "Layer 0", "Layer 1", wrong[0], expected["diff_ids"][0])
+    text = assert_problem(report, "Layer 0", "Layer 1", wrong[0], expected["diff_ids"][0])
     assert "Config" not in text  # the config itself is intact and correctly named
     assert [c.expected_diff_id for c in report.layers] == wrong
 
@@ -232,7 +232,7 @@ def test_config_whose_name_is_not_its_digest(tmp_path):
     renamed = [(file_entry("manifest.json", json.dumps(manifest).encode()) if i.name == "manifest.json" else (i, d))
                for i, d in renamed]
     report = verify_bytes(tmp_path, tar_bytes(renamed))
-    only_problem(report, "Config", "name carries " + "f" * 64)
+    assert_problem(report, "Config", "name carries " + "f" * 64)
     assert report.image_id == expected["image_id"]  # the id is what docker computes: the digest of the bytes
 
 
@@ -240,7 +240,7 @@ def test_manifest_naming_a_missing_config(tmp_path):
     entries, expected = legacy_entries()
     entries = [(info, data) for info, data in entries if info.name != expected["config"]]
     report = verify_bytes(tmp_path, tar_bytes(entries))
-    only_problem(report, "names config", expected["config"], "does not hold")
+    assert_problem(report, "names config", expected["config"], "does not hold")
     assert report.image_id is None
 
 
@@ -248,14 +248,14 @@ def test_manifest_naming_a_missing_layer(tmp_path):
     entries, expected = legacy_entries()
     entries = [(info, data) for info, data in entries if info.name != expected["layers"][0]]
     report = verify_bytes(tmp_path, tar_bytes(entries))
-    only_problem(report, "names layer", expected["layers"][0])
+    assert_problem(report, "names layer", expected["layers"][0])
     assert report.layers[0].actual_diff_id is None
 
 
 def test_missing_manifest(tmp_path):
     entries, _ = legacy_entries()
     report = verify_bytes(tmp_path, tar_bytes([e for e in entries if e[0].name != "manifest.json"]))
-    only_problem(report, "no regular file 'manifest.json'")
+    assert_problem(report, "no regular file 'manifest.json'")
     assert report.layout == "unknown"
 
 
@@ -267,7 +267,7 @@ def test_truncated_inside_a_layer(tmp_path):
     data = tar_bytes(entries)
     cut = data.index(b"SECOND-LAYER-MARKER") + 1000
     report = verify_bytes(tmp_path, data[:cut])
-    only_problem(report, "ends inside member", "truncated")
+    assert_problem(report, "ends inside member", "truncated")
     assert len(report.problems) == 1  # no follow-on noise about the members that never arrived
 
 
@@ -276,7 +276,7 @@ def test_truncated_without_end_of_archive_marker(tmp_path):
     data = tar_bytes(entries).rstrip(b"\0")
     data += b"\0" * (-len(data) % 512)  # whole members, but no end-of-archive blocks
     report = verify_bytes(tmp_path, data)
-    only_problem(report, "without an end-of-archive marker", "truncated")
+    assert_problem(report, "without an end-of-archive marker", "truncated")
 
 
 def test_corrupt_header_in_the_middle(tmp_path):
@@ -285,12 +285,12 @@ def test_corrupt_header_in_the_middle(tmp_path):
     header = data.index(b"manifest.json")  # the name field at the start of that member's header
     data[header : header + 8] = b"XXXXXXXX"  # breaks the header checksum
     report = verify_bytes(tmp_path, bytes(data))
-    only_problem(report, "unreadable header")
+    assert_problem(report, "unreadable header")
 
 
 def test_non_tar_bytes(tmp_path):
     report = verify_bytes(tmp_path, b"this is not a tar archive at all\n" * 100)
-    only_problem(report, "not a tar archive")
+    assert_problem(report, "not a tar archive")
     assert len(report.problems) == 1
     assert report.layout == "unknown" and report.image_id is None
 
@@ -298,25 +298,25 @@ def test_non_tar_bytes(tmp_path):
 def test_gzip_compressed_tar_says_to_decompress(tmp_path):
     entries, _ = legacy_entries()
     report = verify_bytes(tmp_path, gzip.compress(tar_bytes(entries)))
-    only_problem(report, "gzip-compressed", "gunzip")
+    assert_problem(report, "gzip-compressed", "gunzip")
 
 
 def test_empty_file(tmp_path):
-    only_problem(verify_bytes(tmp_path, b""), "not a tar archive")
+    assert_problem(verify_bytes(tmp_path, b""), "not a tar archive")
 
 
 def test_oversized_extended_header_is_refused_not_read(tmp_path):
     info = tarfile.TarInfo("padding")
     info.pax_headers = {"comment": "x" * (2 << 20)}  # 2 MiB of pax data ahead of one member
     entries, _ = legacy_entries()
-    only_problem(verify_bytes(tmp_path, tar_bytes(entries[:3] + [(info, b"")] + entries[3:])),
+    assert_problem(verify_bytes(tmp_path, tar_bytes(entries[:3] + [(info, b"")] + entries[3:])),
                  "extended (pax or GNU long-name) data")
 
 
 def test_bytes_appended_after_the_archive(tmp_path):
     entries, _ = legacy_entries()
     report = verify_bytes(tmp_path, tar_bytes(entries) + b"hidden payload")
-    only_problem(report, "after its end-of-archive marker")
+    assert_problem(report, "after its end-of-archive marker")
 
 
 # -- hostile members ------------------------------------------------------------------------------------------------
@@ -328,37 +328,37 @@ def with_extra(extra: list[Entry]) -> bytes:
 
 
 def test_parent_directory_member(tmp_path):
-    only_problem(verify_bytes(tmp_path, with_extra([file_entry("../escape.txt", b"x")])), "'../escape.txt'", "'..'")
+    assert_problem(verify_bytes(tmp_path, with_extra([file_entry("../escape.txt", b"x")])), "'../escape.txt'", "'..'")
 
 
 def test_absolute_member(tmp_path):
-    only_problem(verify_bytes(tmp_path, with_extra([file_entry("/etc/passwd", b"x")])), "'/etc/passwd'", "absolute")
+    assert_problem(verify_bytes(tmp_path, with_extra([file_entry("/etc/passwd", b"x")])), "'/etc/passwd'", "absolute")
 
 
 def test_symlink_member(tmp_path):
     report = verify_bytes(tmp_path, with_extra([special_entry("link", tarfile.SYMTYPE, "/etc/shadow")]))
-    only_problem(report, "'link'", "symbolic link", "/etc/shadow")
+    assert_problem(report, "'link'", "symbolic link", "/etc/shadow")
 
 
 def test_hardlink_member(tmp_path):
     report = verify_bytes(tmp_path, with_extra([special_entry("hard", tarfile.LNKTYPE, "repositories")]))
-    only_problem(report, "'hard'", "hard link")
+    assert_problem(report, "'hard'", "hard link")
 
 
 @pytest.mark.parametrize("kind", [tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE])
 def test_device_and_fifo_members(tmp_path, kind):
-    only_problem(verify_bytes(tmp_path, with_extra([special_entry("dev-node", kind)])), "'dev-node'", "device or FIFO")
+    assert_problem(verify_bytes(tmp_path, with_extra([special_entry("dev-node", kind)])), "'dev-node'", "device or FIFO")
 
 
 def test_duplicate_members(tmp_path):
     entries, expected = legacy_entries()
     data = tar_bytes(entries + [file_entry(expected["layers"][0], b"replacement layer")])
-    only_problem(verify_bytes(tmp_path, data), "appears more than once", expected["layers"][0])
+    assert_problem(verify_bytes(tmp_path, data), "appears more than once", expected["layers"][0])
 
 
 def test_duplicate_after_normalisation(tmp_path):
     entries, _ = legacy_entries()
-    only_problem(verify_bytes(tmp_path, tar_bytes(entries + [file_entry("./repositories", b"{}")])),
+    assert_problem(verify_bytes(tmp_path, tar_bytes(entries + [file_entry("./repositories", b"{}")])),
                  "'./repositories'", "more than once")
 
 
@@ -367,13 +367,13 @@ def test_duplicate_after_normalisation(tmp_path):
 
 def test_json_cap_is_reported_not_exceeded(tmp_path):
     entries, _ = legacy_entries()
-    only_problem(verify_bytes(tmp_path, tar_bytes(entries), json_cap_bytes=100), "JSON cap")
+    assert_problem(verify_bytes(tmp_path, tar_bytes(entries), json_cap_bytes=100), "JSON cap")
 
 
 def test_member_cap_is_reported(tmp_path):
     entries, expected = legacy_entries()
     report = verify_bytes(tmp_path, tar_bytes(entries), member_cap_bytes=15_000)  # between the two layers' sizes
-    only_problem(report, expected["layers"][1], "member cap")
+    assert_problem(report, expected["layers"][1], "member cap")
     assert [c.ok for c in report.layers] == [True, False]
 
 
