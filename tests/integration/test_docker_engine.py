@@ -10,7 +10,7 @@ import hashlib
 
 import pytest
 import urllib3.exceptions
-from docker_helpers import BUSYBOX, docker_client, docker_engine, test_image  # noqa: F401 -- pytest fixtures
+from tests.integration.docker_helpers import BUSYBOX, docker_client, docker_engine, test_image  # noqa: F401 -- pytest fixtures
 
 from rollout_lineage.adapters.docker_engine import DockerEngine, DockerEngineError
 from rollout_lineage.adapters.snapshot_tar import verify_tar
