@@ -75,13 +75,13 @@ class LineageApp(Application[UUID]):
         """Append the facts that are new, all in one transaction; with dry_run, only say which they are."""
         batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            aggregates = self._decide(batch)
-            pending = [agg for agg in aggregates.values() if agg.pending_events]
-            new_facts = tuple(event.fact for agg in pending for event in agg.pending_events)
-            if not pending or dry_run:
+            events = self._decide(batch)
+            new_facts = tuple(event.fact for event in events)
+            if not events or dry_run:
                 return Recorded(self.position(), 0, new_facts)
             try:
-                recordings = self.save(*pending)
+                # Saving the events themselves (not the aggregates) keeps the log in the order facts were given.
+                recordings = self.save(*events)
             except IntegrityError:
                 # Another writer appended to one of these streams first: decide again from its result.
                 if attempt == MAX_ATTEMPTS:
@@ -95,8 +95,10 @@ class LineageApp(Application[UUID]):
             time.sleep(random.uniform(0.005, 0.05) * attempt)
         raise AssertionError("unreachable")
 
-    def _decide(self, batch: Sequence[Entry]) -> dict[UUID, Any]:
+    def _decide(self, batch: Sequence[Entry]) -> list[Any]:
+        """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
         aggregates: dict[UUID, Any] = {}
+        events: list[Any] = []
         for entry in batch:
             fact = entry.fact
             agg_id = aggregate_id(fact.subject_kind, fact.subject_key())
@@ -109,7 +111,8 @@ class LineageApp(Application[UUID]):
             if isinstance(fact, f.ChildRestored):
                 self._require_restorable(fact, aggregates)
             aggregates[agg_id] = self._append(agg_id, agg, entry)
-        return aggregates
+            events.append(aggregates[agg_id].pending_events[-1])
+        return events
 
     def _append(self, agg_id: UUID, agg: Any, entry: Entry) -> Any:
         now = self.clock()

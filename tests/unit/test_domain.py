@@ -1,0 +1,171 @@
+"""Every invariant of the domain, on the in-memory store: a violation raises and records nothing."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from rollout_lineage.domain import facts as f
+from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.errors import (ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
+                                           StageNotRecorded, UnknownSubject)
+from tests.scenarios import ablate_run_facts
+
+RUN = "job/task__1"
+
+
+@pytest.fixture
+def app() -> LineageApp:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app.record([f.RunRegistered(run=RUN, task="task"), f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a")])
+    return app
+
+
+def two_children(**delta: object) -> tuple[f.ForkChild, ...]:
+    return (f.ForkChild(index=0, node="n1", delta=f.Delta(**delta)), f.ForkChild(index=1, node="n2"))
+
+
+def fork(stage: str | None = "env-ready", node: str = "root", **delta: object) -> f.ForkOpened:
+    return f.ForkOpened(run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta))
+
+
+def refused(app: LineageApp, error: type[Exception], *facts: f.Fact) -> str:
+    before = app.position()
+    with pytest.raises(error) as caught:
+        app.record(facts)
+    assert app.position() == before, "a refused batch must append nothing"
+    return str(caught.value)
+
+
+def test_resending_a_fact_appends_nothing(app: LineageApp) -> None:
+    assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
+
+
+def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
+    message = refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other-task"))
+    assert "task: recorded 'task', now 'other-task'" in message
+
+
+def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:
+    assert "record run.registered" in refused(app, UnknownSubject, f.RunScored(run="nobody", reward=1.0))
+
+
+def test_stages_arrive_in_lifecycle_order(app: LineageApp) -> None:
+    app.record([f.StageMarked(run=RUN, stage="pre-verify")])
+    assert "lifecycle order" in refused(app, InvariantViolated, f.StageMarked(run=RUN, stage="post-research"))
+
+
+def test_stage_layers_must_match_the_refs() -> None:
+    with pytest.raises(ValidationError, match="do not match the non-null refs"):
+        f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="x", layers=["environment"])
+
+
+def test_a_fork_needs_two_children_with_ordered_indices() -> None:
+    with pytest.raises(ValidationError, match="at least 2 children"):
+        f.ForkOpened(run=RUN, fork="x", node="root", children=(f.ForkChild(index=0, node="n1"),))
+    with pytest.raises(ValidationError, match="indices must be 0..1"):
+        f.ForkOpened(run=RUN, fork="x", node="root", children=(f.ForkChild(index=1, node="n1"), f.ForkChild(index=0, node="n2")))
+
+
+def test_forking_at_an_unrecorded_stage_lists_the_recorded_ones(app: LineageApp) -> None:
+    message = refused(app, StageNotRecorded, fork(stage="pre-verify"))
+    assert "found recorded stages ['env-ready']" in message
+
+
+def test_fresh_rollout_deltas_only_at_env_ready(app: LineageApp) -> None:
+    app.record([f.NodeOpened(run=RUN, node="n0", parent="root"), f.StageMarked(run=RUN, stage="pre-verify", node="n0", sandbox_ref="snap-b")])
+    message = refused(app, InvariantViolated, fork(stage="pre-verify", node="n0", skill_mode="with-skill"))
+    assert "only at stage env-ready" in message
+    app.record([fork(stage="pre-verify", node="n0", injected_prompt_sha256="sha256:" + "a" * 64)])
+
+
+def test_a_fork_at_an_unknown_node_or_over_existing_nodes_is_refused(app: LineageApp) -> None:
+    refused(app, UnknownSubject, fork(stage=None, node="nowhere"))
+    app.record([f.NodeOpened(run=RUN, node="n1", parent="root")])
+    assert "already exist" in refused(app, InvariantViolated, fork(stage=None))
+
+
+def test_a_child_has_one_outcome(app: LineageApp) -> None:
+    app.record([fork(), f.ChildScored(run=RUN, fork="root", index=0, reward=1.0)])
+    assert "already recorded as fork.child_scored" in refused(
+        app, ConflictingFact, f.ChildUnscored(run=RUN, fork="root", index=0, reason="no reward"))
+    assert "reward: recorded 1.0, now 0.0" in refused(app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=0, reward=0.0))
+    refused(app, InvariantViolated, f.ChildScored(run=RUN, fork="root", index=5, reward=0.0))
+
+
+def test_value_is_the_mean_only_when_every_child_was_scored(app: LineageApp) -> None:
+    app.record([fork(), f.ChildScored(run=RUN, fork="root", index=0, reward=1.0), f.ChildScored(run=RUN, fork="root", index=1, reward=0.0)])
+    assert "expected value 0.5" in refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed", value=1.0))
+    refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="partial", value=0.5))
+    app.record([f.ForkClosed(run=RUN, fork="root", outcome="completed", value=0.5)])
+    refused(app, InvariantViolated, f.ChildRestored(run=RUN, fork="root", index=5))
+
+
+def test_an_unscored_child_leaves_no_value_and_a_partial_fork_cannot_complete(app: LineageApp) -> None:
+    app.record([fork(), f.ChildUnscored(run=RUN, fork="root", index=0, reason="no reward")])
+    assert "without such an outcome" in refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed"))
+    app.record([f.ChildFailed(run=RUN, fork="root", index=1, error="boom"), f.ForkClosed(run=RUN, fork="root", outcome="partial")])
+    assert "already recorded as fork.child_failed" in refused(app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=1, reward=1.0))
+
+
+def test_custody_is_conserved(app: LineageApp) -> None:
+    entry = f.CustodyEntry(path="verifier/ctrf.json", sha256="sha256:" + "1" * 64, size=10)
+    app.record([fork()])
+    refused(app, InvariantViolated, f.CustodyReleased(run=RUN, fork="root", entries=(entry,)))
+    app.record([f.CustodyHeld(run=RUN, fork="root", location="branches/root/parent", entries=(entry,))])
+    changed = entry.model_copy(update={"sha256": "sha256:" + "2" * 64})
+    assert "digest changed ['verifier/ctrf.json']" in refused(app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=(changed,)))
+    assert "missing ['verifier/ctrf.json']" in refused(app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=()))
+    app.record([f.CustodyFailed(run=RUN, fork="root", phase="release", preserved_location="branches/root/parent", error="EBUSY")])
+    assert app.run(RUN).forks["root"].custody.conserved
+
+
+def test_a_discarded_unexported_snapshot_cannot_be_restored(app: LineageApp) -> None:
+    app.record([fork(), f.SnapshotDiscarded(ref="snap-a")])
+    message = refused(app, SnapshotNotRestorable,
+                      f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a")))
+    assert "discarded at cleanup and never exported" in message
+    app.record([f.SnapshotExported(ref="snap-a", path="/t/snap-a.tar", sha256="sha256:" + "3" * 64)])
+    app.record([f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a"))])
+
+
+def test_snapshot_lifetime_needs_a_capture_and_adoption_needs_an_unknown_ref(app: LineageApp) -> None:
+    refused(app, UnknownSubject, f.SnapshotExported(ref="never-seen", path="/x.tar", sha256="sha256:" + "4" * 64))
+    refused(app, InvariantViolated, f.SnapshotAdopted(ref="snap-a", tar_sha256="sha256:" + "4" * 64))
+    app.record([f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64)])
+    assert app.snapshot("stray").restorable() == (True, "adopted from a tar of unknown provenance")
+    app.record([f.SnapshotImportRejected(ref="unknown-tag", tar_sha256="sha256:" + "5" * 64, reason="no export matches")])
+    assert app.snapshot("unknown-tag").restorable()[0] is False
+
+
+def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured(app: LineageApp) -> None:
+    cut = dict(run=RUN, source_run="src", accounting="served", served_k=5)
+    refused(app, InvariantViolated, f.CutPointServed(**cut))
+    app.record([f.RunRegistered(run="src", task="task"),
+                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src")])
+    cut["run"] = "cont"
+    assert "above configured K 4" in refused(app, InvariantViolated, f.CutPointServed(**cut, configured_k=4))
+    refused(app, InvariantViolated, f.CutPointServed(**{**cut, "source_run": "elsewhere"}))
+    app.record([f.CutPointServed(**cut, configured_k=5)])
+
+
+def test_a_run_is_scored_or_unscored_not_both(app: LineageApp) -> None:
+    app.record([f.RunScored(run=RUN, reward=1.0)])
+    refused(app, InvariantViolated, f.RunUnscored(run=RUN, reason="no reward"))
+
+
+def test_rewards_must_be_finite() -> None:
+    with pytest.raises(ValidationError, match="finite"):
+        f.RunScored(run=RUN, reward=float("nan"))
+
+
+def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
+    refused(app, UnknownSubject, f.RunRegistered(run="new-run", task="t"), f.RunScored(run="missing", reward=1.0))
+    assert app.run("new-run") is None
+
+
+def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    first = app.record(ablate_run_facts())
+    assert first.appended == len(ablate_run_facts()) + 3, "plus one snapshot.captured per stage ref"
+    assert app.record(ablate_run_facts()).appended == 0
