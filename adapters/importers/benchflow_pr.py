@@ -1,0 +1,223 @@
+"""benchflow PR-#1046 run directories -> one batch of facts per run (the parent run with all its forks).
+
+Reads `config.json`/`result.json` (registration and outcome), `tree.json` (nodes, forks, child outcomes),
+`stage_snapshots.json` (stages and snapshot lifetimes), `branches/<node>/children/<child>/` (provenance,
+reward, CTRF), a left-over `branches/<node>/parent/` (unreleased custody), `<out-dir>/ablation.json` for
+`bench eval ablate` runs, and a continue-run's `source` block. Facts are ordered so the domain accepts them:
+registration first, then everything in node-creation order (a node before the stages marked on it, a stage
+before forks at it, a fork before its children's outcomes and its closing), snapshot lifetimes and the
+run's own outcome last.
+
+Where each tree.json field is kept, so an export can give the file back:
+- `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
+- `stage`, `snapshot`: the `stage.marked` on that node (the last in lifecycle order), or the cursor fork's
+  `fork.opened.snapshot`; tags and refs the registry does not explain (a child's own captures, a bare
+  checkpoint) are `snapshot.captured` with that `node` and `stage`;
+- `reward`/`unscored`/neither: `fork.child_scored` / `fork.child_unscored` / `fork.child_failed`;
+- `value`: `fork.closed.value`; `delta`, `delta_execution`: `fork.opened.children[]`.
+`run_dir` is the absolute path benchflow recorded (ablation.json `parent.run_dir`, or the children's
+`parent_rollout`), else this directory's absolute path, which changes if the directory is moved.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+from ...domain import facts as f
+from ...domain.application import Entry
+from ...domain.errors import InvalidInput
+from ...domain.vocabulary import stage_rank
+from .benchflow_common import RunFiles, outcome, registration
+from .continuation import continuation, cut_point
+from .fields import Fields, build, invalid
+from .keys import ABLATE_JOB_NAME, run_key
+from .plan import RunPlan, Timeline
+from .pr_ablation import Ablation, parse_ablation
+from .pr_forks import ForkContext, fork_facts, read_provenance
+from .pr_stages import StageEntry, parse_registry, stage_entries
+from .pr_tree import ForkGroup, Tree, parse_tree, root_only
+from .rundir import NOTHING_APPENDED, RunFolder
+
+LAST = 1 << 40
+
+
+def containment_for(path: Path) -> Path:
+    """The folder a run may read from: its own, or the ablate output directory that holds ablation.json."""
+    return path.parent.parent if path.parent.name == ABLATE_JOB_NAME else path
+
+
+def read_ablation(folder: RunFolder, path: Path) -> Ablation | None:
+    if path.parent.name != ABLATE_JOB_NAME:
+        return None
+    relative = "../../ablation.json"
+    document = folder.read_json(relative)
+    if document is None and not folder.exists(relative):
+        return None
+    ablation = parse_ablation(document, str(path.parent.parent / "ablation.json"))
+    task = ablation.doc.obj("task")
+    if task is not None and task.raw("id") not in (None, path.name):
+        raise invalid(task.where("id"), f"{path.name!r}, the task directory of the run it sits beside", task.raw("id"))
+    return ablation
+
+
+def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
+    """Refuse a reward.json for a node the tree does not have; return nodes with a left-over custody hold."""
+    holds = []
+    for node in folder.subdirs("branches"):
+        for child in folder.subdirs(f"branches/{node}/children"):
+            relative = f"branches/{node}/children/{child}/reward.json"
+            known = tree.by_id.get(child)
+            if folder.exists(relative) and (known is None or known.parent != node or known.delta is None):
+                raise InvalidInput(f"{folder.root / relative}: expected a reward for a branch child of node {node!r} in "
+                                   f"{tree.file}, found one for node {child!r}, which that tree does not have as such",
+                                   hint=NOTHING_APPENDED)
+        if folder.is_dir(f"branches/{node}/parent"):
+            holds.append(node)
+    return holds
+
+
+def recorded_run_dir(path: Path, ablation: Ablation | None, provenance: dict[str, object]) -> str:
+    if ablation is not None and (parent := ablation.doc.obj("parent")) is not None and parent.string("run_dir"):
+        return parent.string("run_dir")  # type: ignore[return-value]
+    recorded = {(p.parent_rollout, p.file) for p in provenance.values() if p is not None and p.parent_rollout}  # type: ignore[attr-defined]
+    if len({r for r, _ in recorded}) > 1:
+        files = sorted(recorded)
+        raise invalid(f"{files[1][1]}: field parent_rollout", f"{files[0][0]!r} as in {files[0][1]}", files[1][0])
+    return recorded.pop()[0] if recorded else os.path.abspath(path)
+
+
+def import_pr_run(path: Path) -> RunPlan:
+    path = Path(os.path.abspath(path))
+    folder = RunFolder(path, containment_for(path))
+    key = run_key(path)
+    files = RunFiles.read(folder)
+    source = files.source()
+    if source is not None and source.raw("kind") == "benchflow-branch":
+        raise invalid(source.where("kind"), "a run directory, found a branch child's; import the parent run "
+                      f"({source.raw('parent_rollout')}) instead", "benchflow-branch")
+    tree = parse_tree(folder.read_json("tree.json"), str(path / "tree.json")) if folder.exists("tree.json") else root_only()
+    registry = (parse_registry(folder.read_json("stage_snapshots.json"), str(path / "stage_snapshots.json"))
+                if folder.exists("stage_snapshots.json") else None)
+    ablation = read_ablation(folder, path)
+    provenance = {node.id: read_provenance(folder, node) for node in tree.nodes if node.delta is not None}
+    holds = check_branch_dirs(folder, tree)
+    stages = {entry.stage: entry for entry in stage_entries(key, tree, registry, ablation_stage(ablation, registry))}
+    groups = tree.group_forks(lambda node: p.fork_point() if (p := provenance.get(node.id)) else None)
+    plan = RunPlan(key, path, [])
+    found = continuation(files)
+    t0 = files.started_at()
+    timeline = Timeline()
+    timeline.add((-2,), registration(
+        files, key, run_dir=recorded_run_dir(path, ablation, provenance),
+        task_fallback=(ablation.doc.obj("task").raw("id") if ablation and ablation.doc.obj("task") else None) or path.name,  # type: ignore[union-attr]
+        sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
+        role="continuation" if found else "root", parent_run=found.parent_run if found else None,
+        source=found.registered_source() if found else None).fact, t0)
+    if found:
+        plan.parent_run = found.parent_run
+        for entry in cut_point(files, key, found):
+            timeline.add((-1,), entry.fact, entry.occurred_at)
+    skipped = skip_single_child_forks(groups, tree, plan)
+    add_nodes_and_stages(timeline, tree, stages, skipped, key, t0)
+    described = ablated_group(ablation, groups, tree, plan)
+    for group in groups:
+        if group.node in skipped or any(c.id in skipped for c in group.children):
+            continue
+        hold = f"branches/{group.node}/parent" if group.node in holds and group.last_at_node else None
+        ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
+        order = min(c.order for c in group.children)
+        for sub, fact, when in fork_facts(ctx, group):
+            timeline.add((order, 0, sub), fact, when)
+    for node in holds:
+        if not any(g.node == node for g in groups):
+            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where tree.json records no "
+                                 "fork; the facts have no fork to attach it to, so it is not recorded")
+    for entry in stages.values():
+        for fact in entry.lifetime:
+            timeline.add((LAST, 0), fact, t0)
+    for entry in parent_outcome(files, key, ablation):
+        timeline.add((LAST, 1), entry.fact, entry.occurred_at)
+    plan.entries = timeline.entries()
+    return plan
+
+
+def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None) -> dict[str, Fields]:
+    """The branched stage's entry as ablation.json copied it: checked against the registry, or used without one."""
+    snapshot = ablation.doc.obj("stage_snapshot") if ablation is not None else None
+    if ablation is None or snapshot is None:
+        return {}
+    if registry is not None and ablation.stage in registry:
+        if registry[ablation.stage].data != snapshot.data:
+            raise invalid(snapshot.where(), f"an exact copy of {registry[ablation.stage].where()}", snapshot.data)
+        return {}
+    return {ablation.stage: snapshot}
+
+
+def skip_single_child_forks(groups: list[ForkGroup], tree: Tree, plan: RunPlan) -> set[str]:
+    """Nodes left out because a fork of one child cannot be recorded (the domain needs at least two)."""
+    skipped: set[str] = set()
+    for group in groups:
+        if len(group.children) < 2:
+            child = group.children[0]
+            plan.warnings.append(f"{tree.file}: node {child.id!r} is the only child of a fork at {group.node!r} (a fork "
+                                 "whose first child raised); a fork needs two children, so it is not recorded")
+            skipped.add(child.id)
+    for node in tree.nodes:
+        if node.parent in skipped:
+            skipped.add(node.id)
+    return skipped
+
+
+def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], skipped: set[str], key: str,
+                         t0: datetime | None) -> None:
+    marks = [entry.mark for entry in stages.values()]
+    for node in tree.nodes:
+        if node.parent is not None and node.delta is None and node.id not in skipped:
+            timeline.add((node.order, 0), f.NodeOpened(run=key, node=node.id, parent=node.parent), t0)
+    for mark in marks:
+        timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
+    captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}
+    for node in tree.nodes:
+        if node.snapshot is None or node.id in skipped:
+            continue
+        explained = any(mark.node == node.id and mark.stage == node.stage for mark in marks)
+        for layer, ref in (("environment", node.snapshot.environment), ("sandbox", node.snapshot.sandbox)):
+            if ref and ref not in captured:
+                captured.add(ref)
+                capture = build(f.SnapshotCaptured, f"{node.where}.snapshot", ref=ref, layer=layer, run=key, node=node.id,
+                                stage=None if explained else node.stage)
+                timeline.add((node.order, 2), capture, t0)
+
+
+def ablated_group(ablation: Ablation | None, groups: list[ForkGroup], tree: Tree, plan: RunPlan) -> ForkGroup | None:
+    if ablation is None:
+        return None
+    if not ablation.nodes:
+        plan.warnings.append(f"{ablation.doc.file}: no arm ran (every arm has node null), so there is no fork to record "
+                             "the report on; the run is recorded without it")
+        return None
+    for group in groups:
+        if {c.id for c in group.children} == ablation.nodes:
+            return group
+    raise invalid(ablation.doc.where("arms"), f"arms on the children of one fork in {tree.file} "
+                  f"(its forks have children {[[c.id for c in g.children] for g in groups]})", sorted(ablation.nodes))
+
+
+def parent_outcome(files: RunFiles, key: str, ablation: Ablation | None) -> list[Entry]:
+    entries = outcome(files, key)
+    parent = ablation.doc.obj("parent") if ablation is not None else None
+    if parent is None:
+        return entries
+    scored = next((e.fact for e in entries if isinstance(e.fact, f.RunScored)), None)
+    failed = next((e.fact for e in entries if isinstance(e.fact, f.RunFailed)), None)
+    reward, error = parent.number("reward"), parent.string("error")
+    if scored is not None and reward != scored.reward:
+        raise invalid(parent.where("reward"), f"{scored.reward!r}, the reward in {files.folder.root / 'result.json'}", reward)
+    if failed is not None and error is not None and error != failed.error:
+        raise invalid(parent.where("error"), f"{failed.error!r}, the error in {files.folder.root / 'result.json'}", error)
+    if failed is None and error is not None:
+        entries.append(Entry(build(f.RunFailed, parent.where("error"), run=key, error=error),
+                             files.finished_at() or files.started_at()))
+    return entries

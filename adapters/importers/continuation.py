@@ -1,0 +1,76 @@
+"""Continue-run directories (`bench eval continue`): a run that replayed another up to a cut point.
+
+Recognised by `source.kind == "benchflow-continue"` in `config.json` or `result.json`. The run it continues is
+named by `source.continued_from`, an absolute path of the machine that ran it, mapped to a run key by the
+same rule as directories (`keys.py`). The cut point is read from `result.json` only: in host proxy mode the
+config-time block is replaced by the served accounting when the run ends, so a run still in progress has no
+final cut point yet, and recording the provisional one would contradict the final one later.
+
+`configured_k` is `configured_max_exchanges` when present, else `n_replayed_exchanges` for the configured
+basis (there the two are the same number), else unknown; `served_k` is `n_replayed_exchanges`. The older
+PR-head block (`cut_point_digest`, no `accounting`) is refused, since its digest means something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...domain import facts as f
+from ...domain.application import Entry
+from ...domain.vocabulary import STAGES
+from .benchflow_common import RunFiles
+from .fields import Fields, build, invalid
+from .keys import run_key
+
+CONTINUE_KIND = "benchflow-continue"
+CUT_POINT_FIELDS = ("n_replayed_exchanges", "recorded_request_digest", "served_request_digest", "request_digest_basis",
+                    "accounting", "divergences", "workspace_digest", "workspace_digest_reason",
+                    "configured_max_exchanges", "branch_stage")
+
+
+@dataclass
+class Continuation:
+    source: Fields
+    parent_run: str
+
+    def registered_source(self) -> dict[str, Any]:
+        """The provenance block without the cut point (recorded as its own fact, and final only at the end)."""
+        return {key: value for key, value in self.source.data.items() if key != "cut_point"}
+
+
+def continuation(files: RunFiles) -> Continuation | None:
+    for doc in (files.config, files.result):
+        source = doc.obj("source") if doc is not None and isinstance(doc.raw("source"), dict) else None
+        if source is not None and source.raw("kind") == CONTINUE_KIND:
+            return Continuation(source, run_key(source.text("continued_from")))
+    return None
+
+
+def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
+    result_source = files.result.obj("source") if files.result is not None and files.result.raw("source") is not None else None
+    block = result_source.obj("cut_point") if result_source is not None else None
+    if block is None:
+        return []
+    block.only(CUT_POINT_FIELDS, "an older cut-point block (cut_point_digest) is not supported")
+    accounting = block.string("accounting", required=True, nullable=False)
+    if accounting not in ("configured", "served"):
+        raise invalid(block.where("accounting"), "'configured' or 'served'", accounting)
+    served = block.integer("n_replayed_exchanges")
+    if served is None:
+        raise invalid(block.where("n_replayed_exchanges"), "the number of replayed exchanges")
+    configured = block.integer("configured_max_exchanges")
+    if configured is None and accounting == "configured":
+        configured = served
+    stage = block.string("branch_stage")
+    if stage is not None and stage not in STAGES:
+        raise invalid(block.where("branch_stage"), f"one of {list(STAGES)}", stage)
+    workspace = block.obj("workspace_digest")
+    fact = build(f.CutPointServed, block.where(), run=key, source_run=found.parent_run, accounting=accounting,
+                 configured_k=configured, served_k=served,
+                 recorded_request_digest=block.string("recorded_request_digest"),
+                 served_request_digest=block.string("served_request_digest"),
+                 request_digest_basis=block.string("request_digest_basis"),
+                 divergences=block.raw("divergences"), workspace_digest=workspace.data if workspace else None,
+                 workspace_digest_reason=block.string("workspace_digest_reason"), stage=stage)
+    return [Entry(fact, files.finished_at() or files.started_at())]

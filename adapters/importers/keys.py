@@ -1,0 +1,31 @@
+"""Run keys: the natural key of an imported run, derived from where benchflow or Harbor put it.
+
+A run directory lives at `<jobs_dir>/<job name>/<rollout name>/`, so its key is `<job name>/<rollout name>`
+(for Harbor: `<job dir>/<trial dir>`). `bench eval ablate` always names its job `ablation` inside a
+per-invocation output directory (`jobs/ablate-<timestamp>/ablation/<task>/`), so two ablations of one task
+would collide on `ablation/<task>`; their key keeps the output directory too:
+`<out-dir name>/ablation/<task>`. The key depends only on the last two (or three) path components, so a
+moved jobs tree keeps its keys, and a continuation's recorded `continued_from` path (an absolute path of the
+machine that ran it) maps to the same key as the directory it names.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+ABLATE_JOB_NAME = "ablation"
+
+
+def run_key_from_parts(parts: tuple[str, ...]) -> str:
+    parts = tuple(p for p in parts if p not in ("", "/", "."))
+    if not parts:
+        raise ValueError("expected a path with at least one component")
+    if len(parts) >= 3 and parts[-2] == ABLATE_JOB_NAME:
+        return "/".join(parts[-3:])
+    return "/".join(parts[-2:])
+
+
+def run_key(path: PurePath | str) -> str:
+    """The run key of a run directory (or of a path a run recorded for one)."""
+    pure = PurePath(str(path).rstrip("/"))
+    return run_key_from_parts(pure.parts)

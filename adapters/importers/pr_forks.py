@@ -1,0 +1,241 @@
+"""One fork of a PR-layout tree as facts: `fork.opened`, the children's outcomes, custody, `fork.closed`.
+
+The fork point comes from the children's `provenance.json` (`branch_stage`: a stage name, or `cursor:<node>`
+for a cursor fork) and its snapshot from the stage registry (stage forks) or the provenance `snapshot_ref`
+(cursor forks). A child's outcome is the tree's: `reward` (cross-checked with its `reward.json`) gives
+`fork.child_scored`, `unscored` gives `fork.child_unscored`, neither gives `fork.child_failed` (benchflow's
+partial tree: that child raised). V is the tree node's `value`; the domain re-checks it is the mean.
+
+A `branches/<node>/parent/` directory that is still there is a custody hold benchflow never released: it is
+recorded as `custody.held` (every regular file with its digest and size) and `custody.failed` in phase
+"release", preserved where it lies, on the last fork at that node.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from ...domain import facts as f
+from ...domain.vocabulary import STAGES
+from .ctrf import read_ctrf
+from .fields import Fields, build, invalid
+from .pr_ablation import Ablation, Arm
+from .pr_stages import StageEntry
+from .pr_tree import ForkGroup, Tree, TreeNode, refs
+from .rundir import RunFolder, file_size, parse_time, sha256_file
+
+PROVENANCE_FIELDS = ("kind", "parent_rollout", "branch_stage", "snapshot_ref", "cut_point", "delta", "delta_execution")
+RAISED = "the child raised before an outcome was recorded (benchflow's partial tree: no reward and no unscored reason)"
+
+
+@dataclass
+class Provenance:
+    file: str
+    parent_rollout: str | None
+    branch_stage: str | None
+    snapshot: f.SnapshotRefs | None
+
+    def fork_point(self) -> tuple[str | None, f.SnapshotRefs | None]:
+        return self.branch_stage, self.snapshot
+
+
+def child_dir(node: str, child: str) -> str:
+    return f"branches/{node}/children/{child}"
+
+
+def read_provenance(folder: RunFolder, node: TreeNode) -> Provenance | None:
+    relative = f"{child_dir(node.parent or '', node.id)}/provenance.json"
+    document = folder.read_json(relative)
+    if document is None and not folder.exists(relative):
+        return None
+    doc = Fields(document, str(folder.root / relative))
+    doc.only(PROVENANCE_FIELDS)
+    if doc.raw("kind") != "benchflow-branch":
+        raise invalid(doc.where("kind"), "'benchflow-branch'", doc.raw("kind"))
+    if doc.raw("cut_point") is not None:
+        raise invalid(doc.where("cut_point"), "null (benchflow's branch writer reserves it)", doc.raw("cut_point"))
+    delta = doc.obj("delta", required=True)
+    assert delta is not None
+    if build(f.Delta, delta.where(), **delta.data) != node.delta:
+        raise invalid(delta.where(), f"the same delta as tree.json node {node.id!r} ({node.delta.provenance() if node.delta else None})",
+                      delta.data)
+    if doc.string("delta_execution") != node.delta_execution:
+        raise invalid(doc.where("delta_execution"), f"{node.delta_execution!r} as in tree.json node {node.id!r}",
+                      doc.raw("delta_execution"))
+    return Provenance(doc.file, doc.string("parent_rollout"), doc.text("branch_stage"), refs(doc.obj("snapshot_ref")))
+
+
+@dataclass
+class ForkContext:
+    run: str
+    folder: RunFolder
+    tree: Tree
+    stages: dict[str, StageEntry]
+    provenance: dict[str, Provenance | None]
+    ablation: Ablation | None
+    hold: str | None  # relative path of a left-over custody hold for this fork
+    fallback_time: datetime | None
+
+
+def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
+    found = [p for c in group.children if (p := ctx.provenance.get(c.id)) is not None]
+    if not found:
+        if ctx.ablation is not None:
+            return ctx.ablation.stage
+        return "env-ready" if any(c.delta_execution for c in group.children) else None
+    branch_stage = found[0].branch_stage or ""
+    if branch_stage.startswith("cursor:"):
+        if branch_stage != f"cursor:{group.node}":
+            raise invalid(f"{found[0].file}: field branch_stage", f"'cursor:{group.node}' (the node it forked at)", branch_stage)
+        return None
+    if branch_stage not in STAGES:
+        raise invalid(f"{found[0].file}: field branch_stage", f"a stage ({list(STAGES)}) or 'cursor:<node>'", branch_stage)
+    return branch_stage
+
+
+def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.SnapshotRefs | None:
+    given = next((p.snapshot for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None)
+    if stage is None:
+        return given or ctx.tree.by_id[group.node].snapshot
+    entry = ctx.stages.get(stage)
+    if entry is None:
+        raise invalid(f"{ctx.tree.file}: node {group.node}", f"stage {stage!r} recorded in stage_snapshots.json before a "
+                      f"fork at it (the registry records {list(ctx.stages)})", stage)
+    recorded = f.SnapshotRefs(sandbox=entry.mark.sandbox_ref, environment=entry.mark.environment_ref)
+    if given is not None and given != recorded:
+        raise invalid(f"{ctx.provenance[group.children[0].id].file}: field snapshot_ref",  # type: ignore[union-attr]
+                      f"the refs stage {stage!r} recorded ({recorded.model_dump()})", given.model_dump())
+    return recorded
+
+
+def check_arm(arm: Arm, node: TreeNode) -> None:
+    delta = arm.doc.obj("delta")
+    if delta is not None and build(f.Delta, delta.where(), **delta.data) != node.delta:
+        raise invalid(delta.where(), f"the delta of tree.json node {node.id!r}", delta.data)
+    if arm.doc.string("delta_execution") != node.delta_execution:
+        raise invalid(arm.doc.where("delta_execution"), f"{node.delta_execution!r} as in tree.json node {node.id!r}",
+                      arm.doc.raw("delta_execution"))
+    if (arm.reward is None) != (node.reward is None) or (arm.reward is not None and arm.reward != node.reward):
+        raise invalid(arm.doc.where("reward"), f"{node.reward!r}, the reward tree.json records for node {node.id!r}", arm.reward)
+    if node.unscored is not None and arm.error != node.unscored:
+        raise invalid(arm.doc.where("error"), f"the unscored reason tree.json records for node {node.id!r}: {node.unscored!r}",
+                      arm.error)
+
+
+def check_reward_file(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> None:
+    relative = f"{child_dir(group.node, node.id)}/reward.json"
+    document = ctx.folder.read_json(relative)
+    if document is None and not ctx.folder.exists(relative):
+        return
+    doc = Fields(document, str(ctx.folder.root / relative))
+    reward = doc.number("reward", required=True)
+    if node.reward is None or reward != node.reward:
+        raise invalid(doc.where("reward"), f"the reward {ctx.tree.file} records for node {node.id!r} "
+                      f"({node.reward if node.reward is not None else 'none: ' + (node.unscored or 'the child raised')})", reward)
+
+
+def child_times(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> tuple[datetime | None, datetime | None]:
+    relative = f"{child_dir(group.node, node.id)}/result.json"
+    document = ctx.folder.read_json(relative)
+    if not isinstance(document, dict):
+        return None, None
+    doc = Fields(document, str(ctx.folder.root / relative))
+    started, finished = doc.raw("started_at"), doc.raw("finished_at")
+    return (parse_time(started, doc.where("started_at")) if started is not None else None,
+            parse_time(finished, doc.where("finished_at")) if finished is not None else None)
+
+
+def custody_entries(ctx: ForkContext) -> tuple[f.CustodyEntry, ...]:
+    assert ctx.hold is not None
+    return tuple(build(f.CustodyEntry, str(path), path=relative, sha256=sha256_file(path), size=file_size(path))
+                 for relative, path in ctx.folder.regular_files(ctx.hold))
+
+
+def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, datetime | None]]:
+    """The fork's facts with their order inside the fork (opened, held, outcomes, failed custody, closed)."""
+    where = f"{ctx.tree.file}: node {group.node}"
+    stage = fork_stage(ctx, group)
+    snapshot = fork_snapshot(ctx, group, stage)
+    arms: list[Arm | None] = [ctx.ablation.arm_for(c.id) if ctx.ablation else None for c in group.children]
+    children = []
+    for index, (node, arm) in enumerate(zip(group.children, arms, strict=True)):
+        if arm is not None:
+            check_arm(arm, node)
+        check_reward_file(ctx, group, node)
+        children.append(build(
+            f.ForkChild, node.where, index=index, node=node.id, arm=arm.name if arm else None, kind=arm.kind if arm else None,
+            source=arm.doc.string("source") if arm else None, delta=node.delta, delta_execution=node.delta_execution,
+            environment=arm.doc.obj("environment").data if arm and arm.doc.raw("environment") is not None else None))  # type: ignore[union-attr]
+    ablation = None
+    if ctx.ablation is not None:
+        ablation = dict(ctx.ablation.metadata)
+        if ctx.ablation.skipped():
+            ablation["skipped_arms"] = ctx.ablation.skipped()
+    layers = tuple(sorted(layer for layer, ref in (("environment", snapshot.environment), ("sandbox", snapshot.sandbox)) if ref)) \
+        if snapshot else ()
+    times = [child_times(ctx, group, node) for node in group.children]
+    opened_at = min((t[0] for t in times if t[0] is not None), default=ctx.fallback_time)
+    out: list[tuple[int, f.Fact, datetime | None]] = [(0, build(
+        f.ForkOpened, where, run=ctx.run, fork=group.fork_id, node=group.node, stage=stage, layers=layers,
+        snapshot=snapshot, children=tuple(children), ablation=ablation), opened_at)]
+    held = custody_entries(ctx) if ctx.hold else ()
+    if ctx.hold:
+        out.append((1, build(f.CustodyHeld, where, run=ctx.run, fork=group.fork_id, location=ctx.hold, entries=held), opened_at))
+    for index, (node, arm, (_, finished)) in enumerate(zip(group.children, arms, times, strict=True)):
+        out.append((2 + index, child_outcome(ctx, group, index, node, arm), finished or opened_at))
+    closed_at = max((t[1] for t in times if t[1] is not None), default=opened_at)
+    custody_error = None
+    if ctx.hold:
+        custody_error = (f"the custody hold {ctx.hold} was left behind: the parent's mounted artifacts moved there before "
+                         f"the children ran were never moved back ({len(held)} files remain there)")
+        out.append((10_000, build(f.CustodyFailed, where, run=ctx.run, fork=group.fork_id, phase="release",
+                                  preserved_location=ctx.hold, error=custody_error, entries=held), closed_at))
+    out.append((10_001, close(ctx, group, custody_error), closed_at))
+    return out
+
+
+def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None) -> f.Fact:
+    wall = arm.wall_clock_sec if arm else None
+    base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
+    if node.reward is None and node.unscored is None:
+        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED))
+    directory = child_dir(group.node, node.id)
+    tests = read_ctrf(ctx.folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json")
+    if tests is None and arm is not None:
+        tests = arm.tests
+    if node.reward is not None:
+        return build(f.ChildScored, node.where, **base, reward=node.reward, tests=tests)
+    return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
+
+
+def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.ForkClosed:
+    node = ctx.tree.by_id[group.node]
+    where = f"{node.where}.value"
+    rewards = [c.reward for c in group.children if c.reward is not None]
+    failed = any(c.reward is None and c.unscored is None for c in group.children)
+    report_error = ctx.ablation.doc.string("error") if ctx.ablation else None
+    outcome, value, error = "completed", None, None
+    if failed:
+        outcome, error = "partial", report_error or custody_error
+    elif len(rewards) == len(group.children):
+        mean = math.fsum(rewards) / len(rewards)
+        if not group.last_at_node:
+            value = mean
+        elif node.has_value:
+            if not math.isclose(node.value, mean, abs_tol=1e-9):  # type: ignore[arg-type]
+                raise invalid(where, f"{mean!r}, the mean of the rewards of its children "
+                              f"{[c.id for c in group.children]} (V)", node.value)
+            value = node.value
+        else:
+            # Every child was scored but V was never written: the fork failed after its children (custody).
+            outcome = "partial"
+            error = report_error or custody_error or "every child was scored but tree.json records no value: the fork did not complete"
+    elif group.last_at_node and node.has_value:
+        raise invalid(where, "no value, because a child of the fork is unscored (benchflow removes V then)", node.value)
+    if ctx.ablation is not None:
+        reported = ctx.ablation.doc.number("value")
+        if (reported is None) != (value is None) or (reported is not None and not math.isclose(reported, value, abs_tol=1e-9)):  # type: ignore[arg-type]
+            raise invalid(ctx.ablation.doc.where("value"), f"{value!r}, the value of the fork it describes", reported)
+    return build(f.ForkClosed, where, run=ctx.run, fork=group.fork_id, outcome=outcome, value=value, error=error)

@@ -1,0 +1,106 @@
+"""`import_runs`: discover run directories, turn each into facts, record each run as one batch.
+
+A run is imported whole or not at all: its facts go to `LineageApp.record` in one call, which appends them in
+one transaction or raises before writing anything. Re-importing appends nothing (every fact is already
+known); a later state of a run appends only its new facts. Without `keep_going` the import stops at the first
+rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are reported and
+the others imported. A store that cannot be reached always stops the import, since no run could succeed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...domain import facts as f
+from ...domain.application import Entry, expand
+from ...domain.errors import IntegrityFailure, InvalidInput, LineageError, StoreUnavailable
+from .benchflow_mainline import import_mainline_run
+from .benchflow_pr import import_pr_run
+from .discovery import HARBOR, MAINLINE, PR, RunDir, discover
+from .harbor import import_harbor_trial
+from .plan import RunPlan
+
+IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {PR: import_pr_run, MAINLINE: import_mainline_run, HARBOR: import_harbor_trial}
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class Rejection:
+    path: str
+    error: LineageError
+
+
+@dataclass
+class ImportSummary:
+    runs: int = 0
+    forks: int = 0
+    children: int = 0
+    events_appended: int = 0
+    runs_skipped_known: int = 0
+    runs_rejected: int = 0
+    errors: list[Rejection] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    facts: list[tuple[f.Fact, datetime | None]] = field(default_factory=list)  # dry run: what would be appended
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "forks": self.forks, "children": self.children, "events_appended": self.events_appended,
+                "runs_skipped_known": self.runs_skipped_known, "runs_rejected": self.runs_rejected}
+
+
+def in_context(error: LineageError, run: RunDir) -> LineageError:
+    """The error with the run it rejected named first (file-level errors already name their file)."""
+    if isinstance(error, InvalidInput) and str(run.path) in error.message:
+        return error
+    named = type(error)(f"run {run.key!r} ({run.path}): {error.message}", hint=error.hint)
+    named.__cause__ = error
+    return named
+
+
+def _occurred(entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]) -> list[tuple[f.Fact, datetime | None]]:
+    when = {}
+    for entry in entries:
+        for expanded in expand(entry):
+            when.setdefault(expanded.fact.model_dump_json(), expanded.occurred_at)
+    return [(fact, when.get(fact.model_dump_json())) for fact in new_facts]
+
+
+def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False, keep_going: bool = False,
+                progress: Progress | None = None) -> ImportSummary:
+    runs = discover(paths)
+    if not runs:
+        raise InvalidInput(f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
+                           "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
+                           "trial directories with result.json)", hint="name the jobs folder or a run directory")
+    summary = ImportSummary()
+    for done, run in enumerate(runs):
+        if progress:
+            progress(done, len(runs), run.key)
+        try:
+            if run.problem is not None:
+                raise run.problem
+            plan = IMPORTERS[run.kind](run.path)
+            recorded = lineage.app.record(plan.entries, dry_run=dry_run)
+        except (StoreUnavailable, IntegrityFailure):
+            raise
+        except LineageError as exc:
+            summary.runs_rejected += 1
+            summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
+            if not keep_going:
+                break
+            continue
+        appended = len(recorded.new_facts) if dry_run else recorded.appended
+        summary.runs += 1
+        summary.forks += plan.forks
+        summary.children += plan.children
+        summary.events_appended += appended
+        summary.runs_skipped_known += appended == 0
+        summary.warnings.extend(plan.warnings)
+        if dry_run:
+            summary.facts.extend(_occurred(plan.entries, recorded.new_facts))
+    if progress:
+        progress(len(runs), len(runs), "")
+    return summary

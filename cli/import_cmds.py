@@ -1,0 +1,83 @@
+"""`lineage import`: turn run directories that harnesses already wrote into lineage."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from ..adapters.importers import ImportSummary, import_runs
+from ..bootstrap import Lineage
+from .output import note
+
+
+@contextmanager
+def progress_bar() -> Iterator[Callable[[int, int, str], None] | None]:
+    """A progress bar on stderr when stderr is a terminal (a log file gets only the summary)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("", total=None)
+
+        def advance(done: int, total: int, current: str) -> None:
+            bar.update(task, completed=done, total=total, description=current)
+
+        yield advance
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
+
+
+def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
+    for warning in summary.warnings:
+        note(f"warning: {warning}")
+    for rejection in summary.errors if keep_going else ():  # without --keep-going the error itself ends the command
+        note(f"rejected: {rejection.error}")
+    appended = "events that would be appended" if dry_run else "events appended"
+    note(f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, {summary.children} children, "
+         f"{summary.events_appended} {appended}, {summary.runs_skipped_known} runs skipped as already known, "
+         f"{summary.runs_rejected} runs rejected")
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--dry-run", is_flag=True, help="Print the facts that would be appended (JSON lines on stdout); append nothing.")
+@click.option("--keep-going", is_flag=True, help="Import the other runs when one is rejected; exit 1 at the end if any was.")
+@click.pass_obj
+def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool) -> None:
+    """Import benchflow and Harbor run directories found under PATHS.
+
+    Recognises benchflow PR-#1046 run directories (tree.json, stage_snapshots.json, branches/, ablation.json,
+    continue-runs), benchflow main-line branched trials (tree.json kind benchflow-branch-tree) and Harbor trial
+    directories. Each run is appended whole or not at all; importing again appends nothing, and a later state
+    of a run appends only what is new. With --dry-run the facts are printed as `lineage ingest` lines.
+    """
+    with progress_bar() as advance:
+        summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, progress=advance)
+    if dry_run:
+        out = click.get_text_stream("stdout")
+        for fact, occurred_at in summary.facts:
+            line = fact.model_dump(mode="json")
+            if occurred_at is not None:
+                line["occurred_at"] = occurred_at.isoformat()
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    report(summary, dry_run, keep_going)
+    if summary.errors:
+        if keep_going:
+            ctx = click.get_current_context()
+            ctx.exit(1)
+        raise summary.errors[0].error
+
+
+COMMANDS = (import_command,)
