@@ -1,0 +1,217 @@
+"""`lineage import` on the shipped examples and the public fixtures: the facts, idempotence, later states, dry runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, Cli
+
+PR = EXAMPLES / "pr-layout"
+PUBLIC = EXAMPLES / "public"
+ABLATE_OUT = PR / "ablate-2026-11-02__10-15-00"
+ABLATE_RUN = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
+NIGHTLY = PR / "jobs" / "nightly"
+NIGHTLY_RUN = "nightly/csv-dedupe__7c1f2a90"
+HOLD_RUN = "nightly/csv-dedupe__d4e5f6a7"
+CONTINUED_RUN = "nightly/csv-dedupe__7c1f2a90__continued"
+MAINLINE_RUN = "claude-continue/hello-world-task__0000abcd"
+HARBOR_RUN = "claude-opus-4-5-0126-wenbo/claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920"
+
+
+def events(run_cli: Cli, run: str | None = None) -> list[dict[str, Any]]:
+    args = ["log", "--format", "jsonl", *(["--run", run] if run else [])]
+    return [json.loads(line) for line in run_cli(*args).stdout.splitlines()]
+
+
+def facts(run_cli: Cli, kind: str, run: str | None = None) -> list[dict[str, Any]]:
+    return [e["fact"] for e in events(run_cli, run) if e["type"] == kind]
+
+
+def copy_run(source: Path, jobs: Path) -> Path:
+    """A copy of a run directory that keeps its job folder name, so it has the same run key."""
+    target = jobs / source.parent.name / source.name
+    shutil.copytree(source, target)
+    return target
+
+
+def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
+    result = run_cli("import", str(PR))
+    assert "4 runs, 3 forks, 8 children" in result.stderr and "0 runs rejected" in result.stderr
+    assert result.stdout == ""
+    registered = {f["run"]: f for f in facts(run_cli, "run.registered")}
+    assert registered[ABLATE_RUN]["run_dir"] == "/home/ci/jobs/ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
+    assert registered[CONTINUED_RUN]["role"] == "continuation" and registered[CONTINUED_RUN]["parent_run"] == NIGHTLY_RUN
+    assert registered[NIGHTLY_RUN]["config_sha256"].startswith("sha256:")
+
+    [opened] = facts(run_cli, "fork.opened", ABLATE_RUN)
+    assert (opened["fork"], opened["node"], opened["stage"], opened["layers"]) == ("root", "root", "env-ready", ["sandbox"])
+    assert [(c["node"], c["arm"], c["kind"], c["source"]) for c in opened["children"]] == [
+        ("n2", "with-skill", "skill-mode", None), ("n3", "no-skill", "skill-mode", None),
+        ("n4", "inject:prompts/hint.md", "inject", "prompts/hint.md"),
+        ("n5", 'config:{"agent": {"max_turns": 40}}', "config-override", None)]
+    assert opened["ablation"] == {"task": {"id": "csv-dedupe", "path": "tasks/csv-dedupe"}, "agent": "claude-agent-acp",
+                                  "model": "claude-sonnet-4-5", "sandbox": "docker", "environment": None,
+                                  "snapshot_layers": ["sandbox"]}
+    [unscored] = facts(run_cli, "fork.child_unscored", ABLATE_RUN)
+    assert (unscored["index"], unscored["reason"], unscored["tests"], unscored["wall_clock_sec"]) == \
+        (2, "verifier produced no reward: reward.txt missing", None, 136.2)
+    scored = facts(run_cli, "fork.child_scored", ABLATE_RUN)
+    assert scored[1]["tests"]["tests/test_outputs.py::test_keeps_order"] == "failed"  # raw CTRF names are kept
+    assert facts(run_cli, "fork.closed", ABLATE_RUN) == [
+        {"run": ABLATE_RUN, "fork": "root", "outcome": "completed", "value": None, "error": None}]
+    assert [f["ref"] for f in facts(run_cli, "snapshot.exported")] == ["bf-snap-csv-dedupe-a41c07e95b2d"]
+    assert len(facts(run_cli, "snapshot.discarded")) == 6
+
+
+def test_stage_marks_land_on_their_tree_nodes_in_lifecycle_order(run_cli: Cli) -> None:
+    run_cli("import", str(NIGHTLY / "csv-dedupe__7c1f2a90"))
+    marks = facts(run_cli, "stage.marked", NIGHTLY_RUN)
+    assert [(m["stage"], m["node"], m["exchanges_completed"]) for m in marks] == [
+        ("env-ready", "root", None), ("post-research", "n1", 5), ("pre-verify", "n2", 9)]
+    [opened] = facts(run_cli, "fork.opened", NIGHTLY_RUN)
+    assert opened["stage"] == "pre-verify" and all("delta_execution" not in c or c["delta_execution"] is None
+                                                    for c in opened["children"])
+    assert facts(run_cli, "fork.closed", NIGHTLY_RUN)[0]["value"] == 0.5
+
+
+def test_a_partial_fork_with_a_left_over_hold_records_custody_failure(run_cli: Cli) -> None:
+    run_cli("import", str(NIGHTLY / "csv-dedupe__d4e5f6a7"))
+    [held] = facts(run_cli, "custody.held", HOLD_RUN)
+    assert held["location"] == "branches/n1/parent"
+    assert [e["path"] for e in held["entries"]] == ["agent/openhands.log", "verifier/reward.txt", "verifier/test-stdout.txt"]
+    [failed] = facts(run_cli, "custody.failed", HOLD_RUN)
+    assert (failed["phase"], failed["preserved_location"], failed["entries"]) == ("release", "branches/n1/parent", held["entries"])
+    [raised] = facts(run_cli, "fork.child_failed", HOLD_RUN)
+    assert raised["index"] == 1 and "raised before an outcome" in raised["error"]
+    [closed] = facts(run_cli, "fork.closed", HOLD_RUN)
+    assert (closed["outcome"], closed["value"]) == ("partial", None)
+
+
+def test_a_continuation_records_its_served_cut_point(run_cli: Cli) -> None:
+    run_cli("import", str(NIGHTLY))
+    [cut] = facts(run_cli, "cut_point.served", CONTINUED_RUN)
+    assert (cut["source_run"], cut["accounting"], cut["served_k"], cut["configured_k"], cut["stage"]) == \
+        (NIGHTLY_RUN, "served", 5, None, "post-research")
+    assert [d["exchange_index"] for d in cut["divergences"]] == [3] and cut["workspace_digest"]["root"] == "/app"
+    order = [e["fact"]["run"] for e in events(run_cli) if e["type"] == "run.registered"]
+    assert order.index(CONTINUED_RUN) > order.index(NIGHTLY_RUN)
+
+
+@pytest.mark.parametrize(("run", "files"), [
+    (ABLATE_RUN, {"tree": "ablation/csv-dedupe/tree.json", "stages": "ablation/csv-dedupe/stage_snapshots.json"}),
+    (NIGHTLY_RUN, {"tree": "../jobs/nightly/csv-dedupe__7c1f2a90/tree.json",
+                   "stages": "../jobs/nightly/csv-dedupe__7c1f2a90/stage_snapshots.json"}),
+    (HOLD_RUN, {"tree": "../jobs/nightly/csv-dedupe__d4e5f6a7/tree.json",
+                "stages": "../jobs/nightly/csv-dedupe__d4e5f6a7/stage_snapshots.json"}),
+])
+def test_exports_of_imported_runs_equal_the_imported_files(run_cli: Cli, run: str, files: dict[str, str]) -> None:
+    run_cli("import", str(PR))
+    for export, relative in files.items():
+        assert json.loads(run_cli("export", export, run).stdout) == json.loads((ABLATE_OUT / relative).read_text())
+    if run == ABLATE_RUN:
+        assert json.loads(run_cli("export", "ablation", f"{run}:root").stdout) == \
+            json.loads((ABLATE_OUT / "ablation.json").read_text())
+
+
+def test_importing_again_appends_nothing(run_cli: Cli) -> None:
+    run_cli("import", str(EXAMPLES))
+    head = run_cli("head").stdout
+    again = run_cli("import", str(EXAMPLES))
+    assert "0 events appended, 6 runs skipped as already known, 0 runs rejected" in again.stderr
+    assert run_cli("head").stdout == head
+
+
+def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    result_json = (run / "result.json").read_text()
+    (run / "result.json").unlink()  # the run is still verifying: forked at pre-verify, no result yet
+    first = run_cli("import", str(run))
+    assert not facts(run_cli, "run.scored") and len(facts(run_cli, "fork.opened")) == 1
+
+    (run / "result.json").write_text(result_json)
+    second = len(events(run_cli))
+    run_cli("import", str(run))
+    assert [e["type"] for e in events(run_cli)[second:]] == ["run.scored", "run.finished"]
+
+    add_post_research_fork(run)
+    third = len(events(run_cli))
+    later = run_cli("import", str(run))
+    assert [e["type"] for e in events(run_cli)[third:]] == \
+        ["fork.opened", "fork.child_scored", "fork.child_scored", "fork.closed"]
+    assert "1 runs, 2 forks, 4 children, 4 events appended" in later.stderr and "appended" in first.stderr
+    tree = json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout)
+    assert tree == json.loads((run / "tree.json").read_text())
+
+
+def add_post_research_fork(run: Path) -> None:
+    """A second, in-place fork from the post-research snapshot at n1, as benchflow would write it."""
+    tree = json.loads((run / "tree.json").read_text())
+    tree["nodes"][1]["value"] = 0.5
+    for node, reward, prompt in (("n5", 1.0, "a" * 64), ("n6", 0.0, "b" * 64)):
+        delta = {"config_override_sha256": None, "environment_ref": None, "injected_prompt_sha256": f"sha256:{prompt}",
+                 "skill_mode": None}
+        tree["nodes"].append({"id": node, "parent": "n1", "stage": None, "snapshot": None, "reward": reward, "delta": delta})
+        child = run / "branches" / "n1" / "children" / node
+        child.mkdir(parents=True)
+        (child / "provenance.json").write_text(json.dumps({
+            "branch_stage": "post-research", "cut_point": None, "delta": delta, "kind": "benchflow-branch",
+            "parent_rollout": "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90",
+            "snapshot_ref": {"environment": None, "sandbox": "bf-snap-csv-dedupe-5a0f9c81e6d3"}}, sort_keys=True, indent=2))
+        (child / "reward.json").write_text(json.dumps({"reward": reward}) + "\n")
+    (run / "tree.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+
+
+def test_dry_run_prints_ingestable_facts_and_appends_nothing(run_cli: Cli) -> None:
+    dry = run_cli("import", "--dry-run", str(NIGHTLY / "csv-dedupe__7c1f2a90"))
+    lines = [json.loads(line) for line in dry.stdout.splitlines()]
+    assert lines[0]["type"] == "run.registered" and lines[0]["occurred_at"] == "2026-11-03T02:00:07.118354+00:00"
+    assert "dry run: 1 runs" in dry.stderr and f"{len(lines)} events that would be appended" in dry.stderr
+    assert events(run_cli) == []
+    run_cli("ingest", "-", input=dry.stdout)
+    assert len(events(run_cli)) == len(lines)
+    assert "0 events appended" in run_cli("import", str(NIGHTLY / "csv-dedupe__7c1f2a90")).stderr
+
+
+def test_mainline_branched_trial_from_the_public_fixture(run_cli: Cli) -> None:
+    result = run_cli("import", str(PUBLIC / "benchflow-ai" / "benchflow"))
+    assert "1 runs, 1 forks, 2 children" in result.stderr
+    [opened] = facts(run_cli, "fork.opened", MAINLINE_RUN)
+    assert (opened["fork"], opened["node"], opened["stage"]) == ("00000000000000000000000000000002", "n4", None)
+    assert [(c["node"], c["arm"]) for c in opened["children"]] == [("n5", "baseline"), ("n9", "hint-reuse-draft")]
+    assert opened["snapshot"]["sandbox"] == "bf-snap-demo-000000-hello-world-task-000000000000"
+    assert [f["node"] for f in facts(run_cli, "run.node_opened", MAINLINE_RUN)] == \
+        ["n1", "n2", "n3", "n4", "n6", "n7", "n8", "n10", "n11", "n12"]
+    assert [f["reward"] for f in facts(run_cli, "fork.child_scored", MAINLINE_RUN)] == [1.0, 0.0]
+    assert facts(run_cli, "fork.closed", MAINLINE_RUN)[0]["value"] == 0.5
+    assert facts(run_cli, "snapshot.captured")[0]["node"] == "n4" and len(facts(run_cli, "snapshot.discarded")) == 1
+
+
+def test_harbor_trials_and_ctrf_only_folders_from_the_public_fixture(run_cli: Cli) -> None:
+    result = run_cli("import", str(PUBLIC / "benchflow-ai" / "skillsbench-trajectories"))
+    assert "1 runs, 0 forks, 0 children" in result.stderr  # the two folders with only verifier/ctrf.json are not runs
+    [registered] = facts(run_cli, "run.registered")
+    assert (registered["run"], registered["task"], registered["agent"], registered["trial"]) == \
+        (HARBOR_RUN, "powerlifting-coef-calc", "claude-code", "powerlifting-coef-calc__8rkRX6k")
+    assert registered["model"] == "bedrock/us.anthropic.claude-opus-4-5-20251101-v1:0"
+    [scored] = facts(run_cli, "run.scored")
+    assert scored["reward"] == 1.0 and set(Counter(scored["tests"].values())) == {"passed"}
+    [finished] = facts(run_cli, "run.finished")
+    assert finished["started_at"] == "2026-01-26T03:23:07.723949+00:00" and finished["timing"]["total"] == 582.653
+
+
+def test_a_branch_child_directory_is_not_a_run_of_its_own(run_cli: Cli) -> None:
+    child = ABLATE_OUT / "ablation" / "csv-dedupe" / "branches" / "root" / "children" / "n2"
+    result = run_cli("import", str(child), ok=False)
+    assert result.exit_code == 1 and "a branch child's; import the parent run" in result.stderr
+
+
+def test_a_folder_without_runs_is_an_error(run_cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = run_cli("import", str(tmp_path / "empty"), ok=False)
+    assert result.exit_code == 1 and "found no run directories under" in result.stderr
