@@ -1,0 +1,360 @@
+"""Moving snapshot tars between disk, a Docker engine and the log, with every move recorded.
+
+Design decision: a tar is evidence, so nothing reaches the engine until the tar has been verified offline
+(`verify_tar`, one pass) and matched to what the log recorded for its ref: the tar's sha256 proves it is the
+file that was exported, the image id (the config digest, which covers every layer's diff_id) proves it is the
+world the stage captured. Only then is it streamed into the engine, and afterwards the ref must resolve to that
+image id. Every outcome is a fact: `imported` (with `adopted` first for a tar nobody recorded, taken in on
+purpose) or `import_rejected` with the reason, so an audit sees failed attempts too. An export is written under
+a hidden name, verified, and only then renamed into place: the final name only ever holds a verified tar.
+
+What was exported, with which digests, is read from the domain's Snapshot aggregates (the log itself). The read
+models only answer what an aggregate cannot (which refs belong to a run, which refs recorded this tar's digest)
+through `Catalog`, which opens them for one query at a time so a long `docker load` never holds the DuckDB lock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..domain import facts as f
+from ..domain.errors import (IntegrityFailure, InvalidInput, LineageError, SnapshotDigestMismatch, StageNotRecorded,
+                             StoreUnavailable, UnknownSubject)
+from .docker_engine import DockerEngine, DockerEngineError
+from .snapshot_tar import TarReport, verify_tar
+
+_KEY_CHARS = 512  # the longest string a fact's key field takes (`domain/facts.py`, Key)
+
+
+def export_file_name(ref: str) -> str:
+    """benchflow's `safe(ref)` (reference §4) plus `.tar`: every run of other characters becomes '-'."""
+    return (re.sub(r"[^A-Za-z0-9._-]+", "-", ref).strip("-") or "snapshot") + ".tar"
+
+
+def adopted_ref(report: TarReport) -> str:
+    """The ref an adopted tar is recorded under: its first repo tag without a `:latest` suffix (benchflow refs
+    are untagged names that `docker save` writes as `<name>:latest`), else its image id, else its digest."""
+    if report.repo_tags:
+        return report.repo_tags[0].removesuffix(":latest")
+    return report.image_id or report.tar_sha256
+
+
+def _canonical_tag(ref: str) -> str:
+    name = ref.rsplit("/", 1)[-1]
+    return ref if "@" in ref or ":" in name else f"{ref}:latest"
+
+
+def _tar_names(ref: str, report: TarReport) -> bool:
+    """Whether loading the tar makes `ref` resolve: a repo tag names it, or the ref is the image id itself."""
+    return ref == report.image_id or _canonical_tag(ref) in {_canonical_tag(tag) for tag in report.repo_tags}
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _KEY_CHARS else text[: _KEY_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one tar (or one ref): a row for the CLI, and the error when it failed."""
+
+    ref: str | None
+    status: str  # imported | adopted | rejected | refused | exported
+    tar_path: str | None = None
+    tar_sha256: str | None = None
+    image_id: str | None = None
+    engine: str | None = None
+    reason: str | None = None
+    error: LineageError | None = field(default=None, compare=False, repr=False)
+
+    COLUMNS = ("ref", "status", "image_id", "tar_path", "tar_sha256", "engine", "reason")
+
+    def row(self) -> dict[str, Any]:
+        return {column: getattr(self, column) for column in self.COLUMNS}
+
+
+def worst_error(errors: Sequence[LineageError], what: str) -> LineageError:
+    """One error for many failures: evidence mismatches first (exit 3), then an unreachable engine (4), else 1."""
+    if len(errors) == 1:
+        return errors[0]
+    worst = (next((e for e in errors if isinstance(e, IntegrityFailure)), None)
+             or next((e for e in errors if isinstance(e, StoreUnavailable)), None) or errors[0])
+    return type(worst)(f"{len(errors)} {what} failed: " + " | ".join(e.message for e in errors),
+                       hint=worst.hint)
+
+
+@dataclass(frozen=True)
+class RunExports:
+    run_dir: str | None
+    refs: tuple[str, ...]
+
+
+class Catalog:
+    """The read-model questions imports ask; `open_models` yields caught-up read models (with `.db`)."""
+
+    def __init__(self, open_models: Callable[[], AbstractContextManager[Any]]) -> None:
+        self._open = open_models
+
+    def run_exports(self, run: str, stages: Sequence[str] = ()) -> RunExports:
+        """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
+        with self._open() as models:
+            db = models.db
+            registered = db.rows("SELECT run_dir FROM runs WHERE run = ?", [run])
+            if not registered:
+                raise UnknownSubject(f"Run {run!r} is not recorded; expected a run registered in the log.",
+                                     hint="`lineage sql \"SELECT run FROM runs\"` lists the recorded runs")
+            marked = [row["stage"] for row in db.rows("SELECT DISTINCT stage FROM stages WHERE run = ? ORDER BY stage", [run])]
+            snapshots = db.rows("SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run])
+        unknown = [stage for stage in stages if stage not in marked]
+        if unknown:
+            raise StageNotRecorded(f"Run {run!r} has no stage {', '.join(map(repr, unknown))}; it recorded "
+                                   f"{', '.join(marked) or 'no stages'}.", hint="pass one of the recorded stages to --stage")
+        selected = [row for row in snapshots if not stages or row["stage"] in stages]
+        for stage in stages:
+            if not any(row["exports"] for row in selected if row["stage"] == stage):
+                refs = [row["ref"] for row in selected if row["stage"] == stage]
+                raise InvalidInput(f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
+                                   "ephemeral); expected a recorded export to import.",
+                                   hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
+                                        "(benchflow: --keep-snapshots)")
+        refs = tuple(row["ref"] for row in selected if row["exports"])
+        if not refs:
+            raise InvalidInput(f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
+                               hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)")
+        return RunExports(registered[0]["run_dir"], refs)
+
+    def refs_with_tar(self, tar_sha256: str) -> list[str]:
+        """Refs whose recorded export (or adopted tar) has exactly this sha256."""
+        with self._open() as models:
+            rows = models.db.rows("SELECT DISTINCT ref FROM snapshot_events WHERE (kind = 'exported' AND sha256 = ?) "
+                                  "OR (kind = 'adopted' AND tar_sha256 = ?) ORDER BY ref", [tar_sha256, tar_sha256])
+        return [row["ref"] for row in rows]
+
+    def refs_claimed(self, report: TarReport) -> list[str]:
+        """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
+        names = sorted({form for tag in report.repo_tags for form in (tag, tag.removesuffix(":latest"))})
+        with self._open() as models:
+            rows = models.db.rows(
+                "SELECT ref FROM snapshots WHERE (captured OR adopted) AND list_contains(?, ref) "
+                "UNION SELECT ref FROM snapshot_events WHERE kind IN ('exported', 'adopted') AND image_id = ? ORDER BY ref",
+                [names, report.image_id])
+        return [row["ref"] for row in rows]
+
+
+def resolve_tar(recorded_path: str, run_dir: str | None, search_dirs: Iterable[str]) -> tuple[Path | None, list[str]]:
+    """benchflow's order: the recorded path, else `<run dir>/snapshots/<file name>` (a relocated run folder), else
+    each search dir. A candidate inside the run dir must stay inside it (links out of a run dir are not followed)."""
+    name = Path(recorded_path).name
+    candidates: list[tuple[Path, Path | None]] = [(Path(recorded_path), None)]
+    if run_dir:
+        candidates.append((Path(run_dir) / "snapshots" / name, Path(run_dir)))
+    candidates += [(Path(directory) / name, None) for directory in search_dirs]
+    tried = []
+    for candidate, confine in candidates:
+        tried.append(str(candidate))
+        if confine is not None and not candidate.resolve().is_relative_to(confine.resolve()):
+            continue
+        if candidate.is_file():
+            return candidate.absolute(), tried
+    return None, tried
+
+
+class SnapshotService:
+    def __init__(self, lineage: Any, catalog: Catalog, engine: DockerEngine | None = None) -> None:
+        self.lineage = lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
+        self.catalog = catalog
+        self.engine = engine or DockerEngine()  # connects on first use only
+        self._engine_name: str | None = None
+
+    # --- import ---------------------------------------------------------------------------------------
+
+    def import_run(self, run: str, stages: Sequence[str] = (), search_dirs: Sequence[str] = ()) -> list[Outcome]:
+        plan = self.catalog.run_exports(run, stages)
+        return [self._import_recorded(ref, plan.run_dir, search_dirs) for ref in plan.refs]
+
+    def import_tars(self, paths: Iterable[str], *, adopt: bool = False) -> list[Outcome]:
+        return [outcome for path in paths for outcome in self._import_tar(Path(path).absolute(), adopt)]
+
+    def _import_recorded(self, ref: str, run_dir: str | None, search_dirs: Sequence[str]) -> Outcome:
+        exports = list(reversed(self.lineage.app.snapshot(ref).exports))  # the newest export whose tar is found
+        if not exports:
+            raise UnknownSubject(f"Snapshot {ref!r} has no recorded export; expected one to import.")
+        tried: list[str] = []
+        for export in exports:
+            path, looked = resolve_tar(export.path, run_dir, search_dirs)
+            tried += looked
+            if path is not None:
+                break
+        else:
+            error = InvalidInput(f"No tar found for snapshot {ref!r}: looked at {', '.join(dict.fromkeys(tried))}; expected "
+                                 "the exported file.", hint="pass the folder holding it with --search")
+            return self._reject(ref, None, exports[0].path, error)
+        try:
+            report = verify_tar(path)
+        except InvalidInput as exc:
+            return self._reject(ref, None, path, exc)
+        return self._admit(ref, path, report, export.sha256, export.image_id, "the recorded export")
+
+    def _import_tar(self, path: Path, adopt: bool) -> list[Outcome]:
+        try:
+            report = verify_tar(path)
+        except InvalidInput as exc:
+            return [Outcome(None, "refused", str(path), reason=str(exc), error=exc)]
+        matched = self.catalog.refs_with_tar(report.tar_sha256)
+        if matched:
+            return [self._admit_match(ref, path, report) for ref in matched]
+        claimed = self.catalog.refs_claimed(report)
+        if claimed:
+            error = SnapshotDigestMismatch(
+                f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
+                f"{', '.join(map(repr, claimed))} but matches none of its recorded exports; expected the exported file.",
+                hint="find the exported tar (`lineage snapshots show REF`) or re-export the image")
+            return [self._reject(ref, report.tar_sha256, path, error) for ref in claimed]
+        if not adopt:
+            broken = f" It also does not verify: {' '.join(report.problems)}" if report.problems else ""
+            error = InvalidInput(f"Tar {str(path)!r} (sha256 {report.tar_sha256}) matches no recorded export or adopted "
+                                 f"tar; expected a tar the log knows.{broken}",
+                                 hint="use --adopt to record it as a snapshot of unknown provenance, or import --run RUN")
+            return [Outcome(adopted_ref(report), "refused", str(path), report.tar_sha256, report.image_id,
+                            reason=error.message, error=error)]
+        return [self._admit(adopted_ref(report), path, report, report.tar_sha256, report.image_id, "the adopted tar",
+                            adopt=True)]
+
+    def _admit_match(self, ref: str, path: Path, report: TarReport) -> Outcome:
+        snapshot = self.lineage.app.snapshot(ref)
+        export = next((e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None)
+        if export is not None:
+            return self._admit(ref, path, report, export.sha256, export.image_id, "the recorded export")
+        adopted = snapshot.adopted
+        return self._admit(ref, path, report, adopted.tar_sha256, adopted.image_id, "the adopted tar")
+
+    def _admit(self, ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None, against: str,
+               *, adopt: bool = False) -> Outcome:
+        """Verify against the record, then load, then check the ref; any failure is recorded as a rejection."""
+        expected_id = image_id or report.image_id  # a null recorded id (benchflow allows it) trusts the verified tar
+        adoption = [f.SnapshotAdopted(ref=ref, tar_sha256=report.tar_sha256, image_id=report.image_id,
+                                      tar_path=str(path))] if adopt else []
+        try:
+            self._check_evidence(ref, path, report, tar_sha256, image_id, against)
+            if adoption:
+                self.lineage.app.record(adoption, dry_run=True)  # a conflicting adoption is refused before loading
+            engine = self._engine_identity()
+            self._load(ref, path, expected_id)
+        except LineageError as exc:
+            return self._reject(ref, report.tar_sha256, path, exc)
+        imported = f.SnapshotImported(ref=ref, engine=engine, image_id=expected_id, tar_sha256=report.tar_sha256,
+                                      tar_path=str(path))
+        self.lineage.record([*adoption, imported])
+        return Outcome(ref, "adopted" if adopt else "imported", str(path), report.tar_sha256, expected_id, engine)
+
+    @staticmethod
+    def _check_evidence(ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None,
+                        against: str) -> None:
+        found = []
+        if report.tar_sha256 != tar_sha256:
+            found.append(f"its sha256 is {report.tar_sha256}, but {against} recorded {tar_sha256} (the file is not "
+                         "the one exported).")
+        if image_id is not None and report.image_id != image_id:
+            found.append(f"it holds image {report.image_id}, but {against} recorded image {image_id} (a different world).")
+        if report.image_id is not None and not _tar_names(ref, report):
+            found.append(f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve.")
+        found += report.problems  # after the digest findings: a long list of problems is clipped in the log
+        if found:
+            raise SnapshotDigestMismatch(f"Tar {str(path)!r} for snapshot {ref!r} does not match {against}: "
+                                         + " ".join(found), hint="nothing was loaded; find the exported tar or re-export")
+
+    def _reject(self, ref: str, tar_sha256: str | None, tar_path: Path | str | None, error: LineageError) -> Outcome:
+        reason = _clip(str(error))
+        self.lineage.record([f.SnapshotImportRejected(ref=ref, tar_sha256=tar_sha256,
+                                                      tar_path=str(tar_path) if tar_path else None, reason=reason)])
+        return Outcome(ref, "rejected", str(tar_path) if tar_path else None, tar_sha256, reason=reason, error=error)
+
+    def _engine_identity(self) -> str:
+        """`docker info`'s name and id: which engine an import went into, for the `imported` fact."""
+        if self._engine_name is None:
+            engine = self.engine
+            # DockerEngine has no public `info()` yet; this is the one place that reaches past its interface.
+            with engine._errors("describe itself (docker info)"):  # noqa: SLF001
+                info = engine._docker.info()  # noqa: SLF001
+            self._engine_name = f"{info.get('Name') or 'docker'} ({info.get('ID') or 'no id'})"
+        return self._engine_name
+
+    def _load(self, ref: str, path: Path, expected_id: str | None) -> None:
+        before = self.engine.list_image_ids()
+        try:
+            self.engine.load_tar(path)
+            resolved = self.engine.image_id(ref)
+            if resolved is None or resolved != expected_id:
+                # The tar was verified first, so this means the file changed between verification and load.
+                raise SnapshotDigestMismatch(f"After loading {str(path)!r}, {ref!r} resolves to {resolved or 'nothing'}; "
+                                             f"expected image {expected_id}; what the load added was removed again.",
+                                             hint="the file changed after it was verified; copy it again and retry")
+        except LineageError:
+            self._unload(before)
+            raise
+
+    def _unload(self, before: set[str]) -> None:
+        """Best effort: remove the images a failed load added, so a rejected tar leaves the engine as it was."""
+        try:
+            for image_id in self.engine.list_image_ids() - before:
+                self.engine.remove_image(image_id, force=True)
+        except LineageError:
+            pass  # the engine went away; the rejection below says why the load failed
+
+    # --- export ---------------------------------------------------------------------------------------
+
+    def export(self, ref: str, dest_dir: str | os.PathLike[str]) -> Outcome:
+        snapshot = self.lineage.app.snapshot(ref)
+        if snapshot is None or not snapshot.known:
+            raise UnknownSubject(f"Snapshot {ref!r} is not recorded (never captured or adopted); expected the ref of a "
+                                 "recorded snapshot. Nothing was asked of the engine.",
+                                 hint="`lineage snapshots list` shows the recorded refs")
+        try:
+            path, tar_sha256, image_id = self._export(ref, Path(dest_dir))
+        except LineageError as exc:
+            self.lineage.record([f.SnapshotExportFailed(ref=ref, error=_clip(str(exc)))])
+            raise
+        self.lineage.record([f.SnapshotExported(ref=ref, path=str(path), sha256=tar_sha256, image_id=image_id)])
+        return Outcome(ref, "exported", str(path), tar_sha256, image_id)
+
+    def _export(self, ref: str, dest_dir: Path) -> tuple[Path, str, str]:
+        engine_id = self.engine.image_id(ref)
+        if engine_id is None:
+            raise DockerEngineError(f"The Docker engine has no image {ref!r}; expected the captured image to still "
+                                    "exist.", hint="it may have been discarded; import it from an exported tar first")
+        name = export_file_name(ref)
+        final = Path(os.path.abspath(dest_dir / name))
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot create export folder {str(final.parent)!r}: {exc.strerror or exc}.") from exc
+        staged, tar_sha256, _size = self.engine.save_to(ref, final.parent, f".{name}.unverified")
+        try:
+            report = verify_tar(staged)
+            found = list(report.problems)
+            if report.tar_sha256 != tar_sha256:
+                found.append(f"the file's sha256 is {report.tar_sha256}, but {tar_sha256} was written (it changed on disk).")
+            if report.image_id != engine_id:
+                found.append(f"it holds image {report.image_id}, but the engine's {ref!r} is {engine_id}.")
+            if found:
+                raise SnapshotDigestMismatch(f"The export of {ref!r} does not verify: " + " ".join(found),
+                                             hint="nothing was written under the final name; export again")
+            os.replace(staged, final)
+            _fsync_directory(final.parent)
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+        return final, tar_sha256, engine_id
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
