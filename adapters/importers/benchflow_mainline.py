@@ -43,7 +43,7 @@ def import_mainline_run(path: Path) -> RunPlan:
         raise invalid(tree.where("kind"), repr(MAINLINE_KIND), tree.raw("kind"))
     t0 = files.started_at()
     timeline = Timeline()
-    timeline.add((-1,), registration(files, key, run_dir=str(path), task_fallback=path.name).fact, t0)
+    timeline.add((-1,), registration(files, key, run_dir=str(path)).fact, t0)
     nodes = tree.objects("nodes", required=True)
     position = {}
     for index, node in enumerate(nodes):
@@ -59,7 +59,7 @@ def import_mainline_run(path: Path) -> RunPlan:
         if parent not in position or position[parent] >= index:
             raise invalid(node.where("parent"), "the id of a node listed before it", parent)
         if node_id not in fork_children:
-            timeline.add((index, 0), f.NodeOpened(run=key, node=node_id, parent=parent), t0)
+            timeline.add((index, 0), build(f.NodeOpened, node.where(), run=key, node=node_id, parent=parent), t0)
     for fork in forks:
         fork_facts(timeline, folder, key, fork, position, t0)
     for entry in outcome(files, key):

@@ -93,6 +93,8 @@ def import_pr_run(path: Path) -> RunPlan:
     folder = RunFolder(path, containment_for(path))
     key = run_key(path)
     files = RunFiles.read(folder)
+    if files.config is None and files.result is None:
+        raise invalid(str(path / "config.json"), "the run's own record (config.json or result.json) beside its lineage files")
     source = files.source()
     if source is not None and source.raw("kind") == "benchflow-branch":
         raise invalid(source.where("kind"), "a run directory, found a branch child's; import the parent run "
@@ -111,7 +113,7 @@ def import_pr_run(path: Path) -> RunPlan:
     timeline = Timeline()
     timeline.add((-2,), registration(
         files, key, run_dir=recorded_run_dir(path, ablation, provenance),
-        task_fallback=(ablation.doc.obj("task").raw("id") if ablation and ablation.doc.obj("task") else None) or path.name,  # type: ignore[union-attr]
+        task_fallback=ablation.doc.obj("task").string("id") if ablation and ablation.doc.obj("task") else None,  # type: ignore[union-attr]
         sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
         role="continuation" if found else "root", parent_run=found.parent_run if found else None,
         source=found.registered_source() if found else None).fact, t0)
@@ -175,7 +177,7 @@ def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, Stage
     marks = [entry.mark for entry in stages.values()]
     for node in tree.nodes:
         if node.parent is not None and node.delta is None and node.id not in skipped:
-            timeline.add((node.order, 0), f.NodeOpened(run=key, node=node.id, parent=node.parent), t0)
+            timeline.add((node.order, 0), build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent), t0)
     for mark in marks:
         timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
     captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}

@@ -86,7 +86,9 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
             recorded = lineage.app.record(plan.entries, dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
             raise
-        except LineageError as exc:
+        except (LineageError, OSError) as exc:
+            if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
+                exc = InvalidInput(f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})")
             summary.runs_rejected += 1
             summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
             if not keep_going:

@@ -215,3 +215,52 @@ def test_a_folder_without_runs_is_an_error(run_cli: Cli, tmp_path: Path) -> None
     (tmp_path / "empty").mkdir()
     result = run_cli("import", str(tmp_path / "empty"), ok=False)
     assert result.exit_code == 1 and "found no run directories under" in result.stderr
+
+
+def ablation_variant(tmp_path: Path, raised: str, skipped: list[str]) -> Path:
+    """The ablate example where arm node `raised` raised and the arms on `skipped` nodes never ran."""
+    out = tmp_path / ABLATE_OUT.name
+    shutil.copytree(ABLATE_OUT, out)
+    run = out / "ablation" / "csv-dedupe"
+    tree = json.loads((run / "tree.json").read_text())
+    tree["nodes"] = [n for n in tree["nodes"] if n["id"] not in skipped]
+    for node in tree["nodes"]:
+        if node["id"] == raised:
+            node.pop("reward", None), node.pop("unscored", None)
+    (run / "tree.json").write_text(json.dumps(tree, sort_keys=True, indent=2) + "\n")
+    for node in [raised, *skipped]:
+        (run / "branches" / "root" / "children" / node / "reward.json").unlink(missing_ok=True)
+    for node in skipped:
+        shutil.rmtree(run / "branches" / "root" / "children" / node)
+    report = json.loads((out / "ablation.json").read_text())
+    for arm in report["arms"]:
+        if arm["node"] == raised:
+            arm.update(reward=None, status="error", error="RuntimeError: the sandbox died", tests=None, reference=None)
+        if arm["node"] in skipped:
+            arm.update(node=None, artifacts=None, reward=None, status="skipped", tests=None, error=None, reference=None,
+                       wall_clock_sec=None, verdict="not run — an earlier arm errored")
+    (out / "ablation.json").write_text(json.dumps(report, sort_keys=True, indent=2) + "\n")
+    return out
+
+
+def test_arms_that_never_ran_are_kept_with_the_fork_that_raised(run_cli: Cli, tmp_path: Path) -> None:
+    out = ablation_variant(tmp_path, raised="n4", skipped=["n5"])
+    run_cli("import", str(out))
+    [opened] = facts(run_cli, "fork.opened")
+    assert [c["node"] for c in opened["children"]] == ["n2", "n3", "n4"]
+    assert opened["ablation"]["skipped_arms"] == [{
+        "name": 'config:{"agent": {"max_turns": 40}}', "kind": "config-override", "source": None,
+        "delta": {"config_override_keys": ["agent"], "config_override_sha256":
+                  "sha256:aceb559c2fdd18ae537e9f220613c203b501a840168f192dcd2aa9c4453c971d",
+                  "environment_ref": None, "injected_prompt_sha256": None, "skill_mode": None},
+        "delta_execution": "fresh-rollout", "environment": None}]
+    [failed] = facts(run_cli, "fork.child_failed")
+    assert (failed["index"], failed["error"], failed["wall_clock_sec"]) == (2, "RuntimeError: the sandbox died", 136.2)
+    assert facts(run_cli, "fork.closed")[0]["outcome"] == "partial"
+
+
+def test_a_fork_whose_first_child_raised_is_reported_not_invented(run_cli: Cli, tmp_path: Path) -> None:
+    out = ablation_variant(tmp_path, raised="n2", skipped=["n3", "n4", "n5"])
+    result = run_cli("import", str(out))
+    assert "warning: " in result.stderr and "node 'n2' is the only child of a fork at 'root'" in result.stderr
+    assert facts(run_cli, "fork.opened") == [] and len(facts(run_cli, "stage.marked")) == 2
