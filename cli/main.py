@@ -42,9 +42,9 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
 
 
 def _register() -> None:
-    from . import export_cmds, import_cmds, log_cmds, query_cmds, snapshot_cmds
+    from . import audit_cmds, export_cmds, import_cmds, log_cmds, query_cmds, snapshot_cmds
 
-    for module in (log_cmds, query_cmds, export_cmds, import_cmds, snapshot_cmds):
+    for module in (log_cmds, query_cmds, export_cmds, import_cmds, snapshot_cmds, audit_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
 

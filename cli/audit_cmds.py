@@ -1,0 +1,227 @@
+"""Auditing from the log: history, tree, diff, cut-point, audit.
+
+Every command reads the read models (caught up, or rebuilt `--as-of` a position or time), calls one query in
+`projections/` and writes the answer. Readable text is the default; `--format json` gives the full document
+and the row formats (`table`, `jsonl`, `csv`, `markdown`) give its main rows. `lineage audit` exits with its
+verdict: 0 publishable, 10 publishable with quarantines, 11 not publishable (see `projections/audit.py`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..bootstrap import Lineage
+from ..domain.errors import InvalidInput
+from ..projections import audit as audit_checks
+from ..projections import cut_point as cuts
+from ..projections import diff as diffs
+from ..projections import history as histories
+from ..projections import tree_view
+from .common import as_of_option, read_models
+from .output import FORMATS, note, write_document, write_rows
+
+MATRIX_LIMIT = 10 * 1024 * 1024
+
+
+def text_format_option(func: Any) -> Any:
+    return click.option("--format", "fmt", type=click.Choice(["text", *FORMATS]), default="text", show_default=True,
+                        help="text for people; json for the full document; table, jsonl, csv or markdown for its rows.")(func)
+
+
+def _emit(fmt: str, document: dict[str, Any], text: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    if fmt == "text":
+        click.echo(text, nl=False)
+    elif fmt == "json":
+        write_document(document, fmt)
+    else:
+        write_rows(rows, columns, fmt)
+
+
+@click.command()
+@click.argument("node")
+@as_of_option
+@text_format_option
+@click.pass_obj
+def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
+    """The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).
+
+    NODE is RUN, RUN:NODE or a fork child RUN:FORK/ARM (or RUN:FORK/#INDEX). A continuation's history starts
+    in the run it continues.
+    """
+    with read_models(lineage, as_of) as models:
+        document = histories.history_document(models.db, node, models.position)
+    _emit(fmt, document, histories.render_history(document), histories.history_rows(document),
+          ("step", "run", "node", "position", "occurred_at", "recorded_at", "actor", "type", "summary"))
+
+
+@click.command()
+@click.argument("run")
+@as_of_option
+@click.option("--format", "fmt", type=click.Choice(list(tree_view.RENDERERS)), default="text", show_default=True,
+              help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.")
+@click.pass_obj
+def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
+    """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
+    with read_models(lineage, as_of) as models:
+        model = tree_view.tree_model(models.db, run)
+    click.echo(tree_view.RENDERERS[fmt](model), nl=False)
+
+
+@click.command()
+@click.argument("a")
+@click.argument("b")
+@as_of_option
+@text_format_option
+@click.pass_obj
+def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str) -> None:
+    """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.
+
+    A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill). Flipped tests
+    come first; a test one side did not report is "not reported", never a failure. Row formats list the tests.
+    """
+    with read_models(lineage, as_of) as models:
+        document = diffs.diff_document(models.db, a, b, models.position)
+    _emit(fmt, document, diffs.render_diff(document), document["tests"], ("test", "a", "b", "change", "kind"))
+
+
+@click.command("cut-point")
+@click.argument("run")
+@click.option("--stage", help="Cut where this stage was captured (K = its exchanges_completed), like --cut-stage.")
+@click.option("--exchanges", type=int, metavar="K", help="Cut after K exchanges (K >= 1).")
+@as_of_option
+@text_format_option
+@click.pass_obj
+def cut_point(lineage: Lineage, run: str, stage: str | None, exchanges: int | None, as_of: str | None, fmt: str) -> None:
+    """Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.
+
+    Fails closed (exit 1) when RUN recorded no stages, the stage was not recorded, its exchange count is
+    unknown, or zero. Without --stage or --exchanges, lists the stages a replay can cut at. Row formats list
+    the served cut points.
+    """
+    if stage is not None and exchanges is not None:
+        raise click.UsageError("--stage and --exchanges are mutually exclusive")
+    with read_models(lineage, as_of) as models:
+        document = cuts.cut_point_document(models.db, run, stage, exchanges, models.position)
+    _emit(fmt, document, cuts.render_cut_point(document), document["served"],
+          ("run", "accounting", "stage", "configured_k", "served_k", "registry_k", "divergences", "problems"))
+
+
+def _slot_value(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidInput(f"{where}: expected a string (or an integer trial), found {value!r}")
+    return str(value)
+
+
+def _slot(entry: Any, where: str) -> audit_checks.Slot:
+    if not isinstance(entry, dict):
+        raise InvalidInput(f"{where}: expected an object with {list(audit_checks.SLOT_FIELDS)}, found {entry!r}")
+    unknown = sorted(set(entry) - set(audit_checks.SLOT_FIELDS))
+    if unknown or not entry.get("task"):
+        raise InvalidInput(f"{where}: expected a task and only the fields {list(audit_checks.SLOT_FIELDS)}, found "
+                           + (f"unknown fields {unknown}" if unknown else "no task"))
+    return tuple(_slot_value(entry.get(name), f"{where}, field {name}") for name in audit_checks.SLOT_FIELDS)
+
+
+def read_matrix(path: Path) -> list[audit_checks.Slot]:
+    """Expected slots from a CSV or JSON matrix file (formats in `projections/audit.py`)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MATRIX_LIMIT + 1)
+    except OSError as exc:
+        raise InvalidInput(f"--matrix: cannot read {path}: {exc.strerror}") from None
+    if len(data) > MATRIX_LIMIT:
+        raise InvalidInput(f"--matrix {path}: expected at most {MATRIX_LIMIT} bytes, found more")
+    text = data.decode("utf-8", "replace")
+    if path.suffix.lower() == ".csv" or text.lstrip()[:1] not in ("[", "{"):
+        reader = csv.DictReader(io.StringIO(text))
+        slots = [_slot({k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}") for row in reader]
+    else:
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInput(f"--matrix {path}: expected JSON, found invalid JSON ({exc})") from None
+        if isinstance(document, dict) and "slots" in document:
+            document = document["slots"]
+        if isinstance(document, dict):
+            axes = {name: value if isinstance(value, list) else [value] for name, value in document.items()}
+            document = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+        if not isinstance(document, list):
+            raise InvalidInput(f"--matrix {path}: expected a list of slots, {{\"slots\": [...]}} or an object of lists")
+        slots = [_slot(entry, f"{path}, slot {i}") for i, entry in enumerate(document)]
+    seen: set[audit_checks.Slot] = set()
+    for slot in slots:
+        if slot in seen:
+            raise InvalidInput(f"--matrix {path}: {audit_checks.slot_label(slot)} is listed twice")
+        seen.add(slot)
+    return slots
+
+
+def render_audit(report: dict[str, Any]) -> str:
+    lines = [f"audit at log position {report['position']}: {len(report['runs'])} run(s)"]
+    for row in report["runs"]:
+        detail = row["result"] if row["health"] == "healthy" else "; ".join(row["reasons"])
+        lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
+    if report["matrix"] is not None:
+        lines.append("matrix slots:")
+        lines += [f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
+                  for slot in report["matrix"]]
+    lines.append("findings:" if report["findings"] else "findings: none")
+    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['message']}" for f in report["findings"]]
+    integrity = report["integrity"]
+    lines.append(f"log integrity: intact, {integrity['events']} events, head {integrity['head']}" if integrity["intact"]
+                 else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}")
+    named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
+    lines.append(f"verdict: {report['verdict']}{named}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.option("--run", "run_key", help="Only this run.")
+@click.option("--task", help="Only runs of this task (and matrix slots of it).")
+@click.option("--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time (with a UTC offset).")
+@click.option("--matrix", "matrix_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Expected task x agent x model x skill_mode x trial slots: CSV with a header, or JSON.")
+@as_of_option
+@text_format_option
+@click.pass_context
+def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str | None, matrix_file: Path | None,
+          as_of: str | None, fmt: str) -> None:
+    """Review the store like a release gate and end with a verdict.
+
+    Checks run health, matrix slots, custody conservation, snapshot truthfulness, fork and cut-point
+    consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
+    11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
+    """
+    lineage: Lineage = ctx.obj
+    moment = None
+    if since is not None:
+        try:
+            moment = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"--since: expected an ISO-8601 time, found {since!r}") from None
+        if moment.tzinfo is None:
+            raise InvalidInput(f"--since: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {since!r}")
+    slots = read_matrix(matrix_file) if matrix_file is not None else None
+    chain = lineage.verify()
+    integrity = {"intact": chain.intact, "events": chain.events, "head": str(chain.head) if chain.head else None,
+                 "first_bad_position": chain.first_bad_position, "problem": chain.problem}
+    with read_models(lineage, as_of) as models:
+        report = audit_checks.audit_report(models.db, integrity, position=models.position, run=run_key, task=task,
+                                           since=moment, slots=slots)
+    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "message"))
+    if fmt != "text":
+        note(f"verdict: {report['verdict']}")
+    ctx.exit(report["exit_code"])
+
+
+COMMANDS = (history, tree, diff, cut_point, audit)

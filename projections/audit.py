@@ -1,0 +1,313 @@
+"""`lineage audit`: a release gate for benchmark data, read from the log, ending in a verdict.
+
+Every check is a pure function over read-model rows (so checks the domain makes impossible to record can
+still be tested), and `audit_report` gathers the rows for the selected runs and runs them all.
+
+Policy. Each finding has a level:
+- **not-publishable**: the store as a whole cannot be trusted or would publish a false statement: the hash
+  chain is broken (`lineage verify`); custody is broken (a held artifact lost, changed or never released
+  on a closed fork, or a custody failure that preserved nothing), because evidence may have crossed arms; a
+  restorable lie (a fork opened on, or a child restored from, a snapshot that had been discarded and never
+  exported or imported by then); an impossible state the domain refuses (V while a child is unscored, V not
+  the mean of the rewards, served K above configured K), which means something bypassed the rules; or no
+  run matched the selection (an empty gate must not pass).
+- **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
+  (infrastructure error, verifier crash, missing reward, unscored, trajectory `none`, request-global
+  configuration error); a fork with an unscored or failed arm, ended partial or still open; a custody
+  failure that preserved its entries; a snapshot adopted from a tar of unknown provenance used by a fork;
+  a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
+  source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
+- **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
+  capture, a run outside the matrix.
+
+Verdict and exit code: 0 **publishable** (no finding above warning); 10 **publishable with quarantines**
+(naming every quarantined run and slot); 11 **not publishable** (any not-publishable finding). Errors
+before a verdict keep the CLI's codes (1 bad input such as a malformed matrix file).
+
+Run health: healthy means scored with a reward and no verifier error, no run failure (a timeout, by
+`run.finished` status or a failure category containing "timeout", is normal), and no trajectory `none`;
+its result is pass (reward >= 1), fail, or timeout. A superseded run is one a continuation names as its
+`parent_run`: supersession is read from recorded lineage, never guessed from timing.
+
+Matrix file (`--matrix FILE`): the expected slots, each a (task, agent, model, skill_mode, trial). CSV with a
+header naming `task` and any of the other four columns, one slot per line; or JSON: a list of slot objects,
+`{"slots": [...]}`, or one object of lists (`{"task": [...], "agent": [...], ...}`) meaning their cross
+product. A missing or empty field matches runs that did not record it. Slot statuses: healthy (one current
+run, healthy), missing (no run), duplicate (two or more current runs), stale (its runs were all superseded
+by later runs outside the slot), unhealthy (its one current run is unhealthy).
+
+`--since` keeps runs whose registration happened at or after the time. Integrity always walks the whole
+stored log, also with `--as-of`: a later tampering taints what was recorded before it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from . import cut_point
+from .history import as_json
+
+if TYPE_CHECKING:
+    from ..adapters.duckdb_store import ReadModelDB
+
+BLOCKER, QUARANTINE, WARNING = "not-publishable", "quarantine", "warning"
+PUBLISHABLE, WITH_QUARANTINES, NOT_PUBLISHABLE = "publishable", "publishable with quarantines", "not publishable"
+EXIT_CODES = {PUBLISHABLE: 0, WITH_QUARANTINES: 10, NOT_PUBLISHABLE: 11}
+TIMEOUT = re.compile(r"time.?out|timed out", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    level: str
+    subject: str
+    message: str
+    run: str | None = None  # the run this finding quarantines or blames, if any
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Slot = tuple[str | None, ...]  # (task, agent, model, skill_mode, trial)
+SLOT_FIELDS = ("task", "agent", "model", "skill_mode", "trial")
+
+
+def slot_label(slot: Slot) -> str:
+    return "slot (" + ", ".join(value or "-" for value in slot) + ")"
+
+
+# --- run health -----------------------------------------------------------------------------------------
+
+
+def classify_run(row: dict[str, Any]) -> dict[str, Any]:
+    """healthy (pass / fail / timeout, with a reward) or unhealthy, with every reason."""
+    reasons = []
+    timed_out = row.get("status") == "timeout" or bool(TIMEOUT.search(row.get("error_category") or ""))
+    if row.get("request_global"):
+        reasons.append(f"request-global configuration error: {row['error']}")
+    elif row.get("error") and not timed_out:
+        reasons.append(f"infrastructure error ({row.get('error_category') or 'uncategorised'}): {row['error']}")
+    if row.get("verifier_error"):
+        reasons.append(f"verifier crash: {row['verifier_error']}")
+    if row["outcome"] == "unscored":
+        reasons.append(f"unscored: {row['unscored_reason']}")
+    elif row["outcome"] != "scored":
+        reasons.append("missing reward: neither run.scored nor run.unscored is recorded")
+    if row.get("status") in ("failed", "cancelled") and not row.get("error"):
+        reasons.append(f"the run finished {row['status']}")
+    if row.get("trajectory") == "none":
+        reasons.append("missing trajectory evidence: run.finished records trajectory none")
+    if reasons:
+        return {"health": "unhealthy", "result": None, "reasons": reasons}
+    result = "timeout" if timed_out else "pass" if row["reward"] >= 1.0 else "fail"
+    return {"health": "healthy", "result": result, "reasons": []}
+
+
+# --- forks ----------------------------------------------------------------------------------------------
+
+
+def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> list[Finding]:
+    """V only when every child was scored, equal to their mean; unscored / failed arms and partial or open forks."""
+    findings = []
+    for fork in forks:
+        run, where = fork["run"], f"{fork['run']}:{fork['fork']}"
+        kids = [c for c in children if (c["run"], c["fork"]) == (run, fork["fork"])]
+        rewards = [c["reward"] for c in kids if c["outcome"] == "scored"]
+        every = len(rewards) == fork["n_children"]
+        value = fork["value"]
+        problem = None
+        if value is not None and not every:
+            problem = f"V={value:g} is recorded although only {len(rewards)} of {fork['n_children']} children were scored"
+        elif value is not None and not math.isclose(value, math.fsum(rewards) / len(rewards), abs_tol=1e-9):
+            problem = f"V={value:g} is not the mean {math.fsum(rewards) / len(rewards):g} of the children's rewards"
+        elif value is None and every and fork["outcome"] == "completed":
+            problem = "every child was scored and the fork completed, but V is missing"
+        if problem:
+            findings.append(Finding("fork-consistency", BLOCKER, where, problem, run))
+        for child in kids:
+            if child["outcome"] in ("unscored", "failed"):
+                findings.append(Finding("fork-consistency", QUARANTINE, where,
+                                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}", run))
+        if fork["outcome"] == "partial":
+            findings.append(Finding("fork-consistency", QUARANTINE, where,
+                                    "the fork ended partial" + (f": {fork['error']}" if fork["error"] else ""), run))
+        elif fork["outcome"] == "open":
+            findings.append(Finding("fork-consistency", QUARANTINE, where, "the fork is still open: not every arm has an outcome", run))
+    return findings
+
+
+# --- custody --------------------------------------------------------------------------------------------
+
+
+def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) -> list[Finding]:
+    """Every held entry released with the same digest, or a failure that preserved the entries (and where)."""
+    findings = []
+    for key in sorted({(e["run"], e["fork"]) for e in events}):
+        run, where = key[0], f"{key[0]}:{key[1]}"
+        mine = sorted((e for e in events if (e["run"], e["fork"]) == key), key=lambda e: e["position"])
+        held = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "held"), None)
+        released = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "released"), None)
+        failures = [e for e in mine if e["kind"] == "failed"]
+        for failure in failures:
+            if failure["location"]:
+                findings.append(Finding("custody", QUARANTINE, where, f"custody failed at {failure['phase']}: {failure['error']}; "
+                                        f"the entries are preserved at {failure['location']}", run))
+            else:
+                findings.append(Finding("custody", BLOCKER, where, f"custody failed at {failure['phase']}: {failure['error']}; "
+                                        "nothing was preserved, so the held entries are unaccounted for", run))
+        if held is None:
+            continue
+        if released is not None:
+            missing = sorted(set(held) - set(released))
+            changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
+            extra = sorted(set(released) - set(held))
+            if missing or changed or extra:
+                findings.append(Finding("custody", BLOCKER, where, f"custody broken: released entries differ from the held ones "
+                                        f"(missing {missing}, digest changed {changed}, never held {extra})", run))
+        elif not failures:
+            level, state = (BLOCKER, "the fork is closed") if key in closed else (QUARANTINE, "the fork is still open")
+            findings.append(Finding("custody", level, where, f"{len(held)} held entries were never released and {state}", run))
+    return findings
+
+
+# --- snapshots ------------------------------------------------------------------------------------------
+
+
+def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, Any]], *, report_adopted: bool = True) -> list[Finding]:
+    """A ref presented as restorable (run, what, ref, position) must have been restorable at that position."""
+    findings = []
+    for use in presented:
+        before = {e["kind"]: e["position"] for e in sorted(lifetimes, key=lambda e: e["position"])
+                  if e["ref"] == use["ref"] and e["position"] < use["position"]}
+        subject, run = use["ref"], use["run"]
+        if "exported" in before or "imported" in before:
+            continue
+        if "adopted" in before:
+            findings.append(Finding("snapshot-truthfulness", QUARANTINE, subject, f"{use['what']} uses snapshot {subject}, "
+                                    "adopted from a tar of unknown provenance", run))
+        elif "discarded" in before:
+            findings.append(Finding("snapshot-truthfulness", BLOCKER, subject, f"{use['what']} presents snapshot {subject} as "
+                                    f"restorable, but it was discarded (#{before['discarded']}) and never exported or imported", run))
+        elif "captured" not in before:
+            findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} presents snapshot {subject}, "
+                                    "whose capture is not recorded", run))
+    if report_adopted:
+        findings += [Finding("snapshot-truthfulness", WARNING, e["ref"], f"snapshot {e['ref']} was adopted from a tar of unknown "
+                             f"provenance ({e.get('tar_path') or 'path not recorded'})") for e in lifetimes if e["kind"] == "adopted"]
+    return findings
+
+
+# --- matrix ---------------------------------------------------------------------------------------------
+
+
+def run_slot(row: dict[str, Any]) -> Slot:
+    return tuple(row.get(name) for name in SLOT_FIELDS)
+
+
+def classify_slots(slots: list[Slot], runs: list[dict[str, Any]], superseded: dict[str, str]) -> tuple[list[dict[str, Any]], list[Finding]]:
+    """Each expected slot healthy, missing, duplicate, stale or unhealthy; runs outside every slot are warned about."""
+    by_slot: dict[Slot, list[dict[str, Any]]] = {}
+    for row in runs:
+        by_slot.setdefault(run_slot(row), []).append(row)
+    rows, findings = [], []
+    for slot in slots:
+        label, matched = slot_label(slot), by_slot.get(slot, [])
+        current = [r for r in matched if r["run"] not in superseded]
+        if not matched:
+            status, why = "missing", "no run fills it"
+        elif not current:
+            status = "stale"
+            why = "its runs were superseded: " + ", ".join(f"{r['run']} by {superseded[r['run']]}" for r in matched)
+        elif len(current) > 1:
+            status, why = "duplicate", f"{len(current)} runs fill it and none supersedes another: {[r['run'] for r in current]}"
+        elif current[0]["health"] == "unhealthy":
+            status, why = "unhealthy", f"run {current[0]['run']}: {'; '.join(current[0]['reasons'])}"
+        else:
+            status, why = "healthy", f"run {current[0]['run']} ({current[0]['result']})"
+        rows.append({**dict(zip(SLOT_FIELDS, slot, strict=True)), "status": status, "runs": [r["run"] for r in matched], "detail": why})
+        if status != "healthy":
+            findings.append(Finding("matrix", QUARANTINE, label, f"{label} is {status}: {why}"))
+    expected = set(slots)
+    findings += [Finding("matrix", WARNING, row["run"], f"run {row['run']} matches no slot of the matrix ({slot_label(run_slot(row))})",
+                         row["run"]) for row in runs if run_slot(row) not in expected]
+    return rows, findings
+
+
+# --- the report -----------------------------------------------------------------------------------------
+
+
+def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
+    quarantined = sorted({f.run or f.subject for f in findings if f.level == QUARANTINE})
+    if any(f.level == BLOCKER for f in findings):
+        return NOT_PUBLISHABLE, quarantined
+    return (WITH_QUARANTINES if quarantined else PUBLISHABLE), quarantined
+
+
+def _in(column: str) -> str:
+    return f"{column} IN (SELECT unnest($runs))"
+
+
+def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
+    """Refs each fork (its stage's refs, limited to its layers, unless it names its own) and each restore relied on."""
+    presented = []
+    for o in db.rows(f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref AS stage_environment FROM fork_openings o "
+                     f"LEFT JOIN stages s ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}", {"runs": runs}):
+        own = o["sandbox_ref"] or o["environment_ref"]
+        layers = o["layers"] or ["sandbox", "environment"]
+        refs = [o["sandbox_ref"], o["environment_ref"]] if own else [
+            o["stage_sandbox"] if "sandbox" in layers else None, o["stage_environment"] if "environment" in layers else None]
+        what = f"fork {o['fork']} of {o['run']} (at {o['stage'] or 'cursor:' + o['node']})"
+        presented += [{"run": o["run"], "what": what, "ref": ref, "position": o["position"]} for ref in refs if ref]
+    for r in db.rows(f"SELECT * FROM child_restores WHERE {_in('run')}", {"runs": runs}):
+        what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
+        presented += [{"run": r["run"], "what": what, "ref": ref, "position": r["position"]}
+                      for ref in (r["sandbox_ref"], r["environment_ref"]) if ref]
+    return presented
+
+
+def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, run: str | None = None, task: str | None = None,
+                 since: datetime | None = None, slots: list[Slot] | None = None) -> dict[str, Any]:
+    runs = db.rows("SELECT * FROM runs WHERE ($run IS NULL OR run = $run) AND ($task IS NULL OR task = $task) "
+                   "AND ($since IS NULL OR registered_at >= $since) ORDER BY position", {"run": run, "task": task, "since": since})
+    keys = [r["run"] for r in runs]
+    params = {"runs": keys}
+    findings: list[Finding] = []
+    if not runs:
+        findings.append(Finding("selection", BLOCKER, "store", "no run matched the selection, so there is nothing to publish"))
+    for row in runs:
+        row.update(classify_run(row))
+        findings += [Finding("run-health", QUARANTINE, row["run"], f"unhealthy: {reason}", row["run"]) for reason in row["reasons"]]
+    findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
+                            db.rows(f"SELECT * FROM children WHERE {_in('run')}", params))
+    closed = {(r["run"], r["fork"]) for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)}
+    findings += check_custody(db.rows(f"SELECT * FROM custody_events WHERE {_in('run')}", params), closed)
+    findings += check_snapshots(_presented(db, keys), db.rows("SELECT ref, kind, position, tar_path FROM snapshot_events"),
+                                report_adopted=run is None and task is None and since is None)
+    cut_rows = db.rows("SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
+                       f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}", params)
+    for row in cut_rows:
+        row["divergences"] = as_json(row["divergences"])
+    findings += [Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key)
+                 for severe, key, message in cut_point.cut_point_problems(cut_rows)]
+    matrix = None
+    if slots is not None:
+        superseded = {r["parent_run"]: r["run"] for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")}
+        chosen = [s for s in slots if (task is None or s[0] == task) and (run is None or any(run_slot(r) == s for r in runs))]
+        matrix, slot_findings = classify_slots(chosen, runs, superseded)
+        findings += slot_findings
+    if not integrity["intact"]:
+        findings.append(Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}"))
+    outcome, quarantined = verdict(findings)
+    order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
+    return {
+        "position": position, "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
+        "runs": [{k: row[k] for k in ("run", "task", "agent", "model", "skill_mode", "trial", "role", "outcome", "reward",
+                                      "health", "result", "reasons")} for row in runs],
+        "matrix": matrix, "integrity": integrity,
+        "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
+        "verdict": outcome, "quarantined": quarantined, "exit_code": EXIT_CODES[outcome],
+    }
