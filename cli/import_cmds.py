@@ -62,6 +62,8 @@ def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep
     continue-runs), benchflow main-line branched trials (tree.json kind benchflow-branch-tree) and Harbor trial
     directories. Each run is appended whole or not at all; importing again appends nothing, and a later state
     of a run appends only what is new. With --dry-run the facts are printed as `lineage ingest` lines.
+    Progress and the summary go to stderr. Exit status: 0 when every run was imported (or already known),
+    1 when a run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
     """
     with progress_bar() as advance:
         summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, progress=advance)

@@ -124,21 +124,24 @@ def import_pr_run(path: Path) -> RunPlan:
     skipped = skip_single_child_forks(groups, tree, plan)
     add_nodes_and_stages(timeline, tree, stages, skipped, key, t0)
     described = ablated_group(ablation, groups, tree, plan)
-    for group in groups:
-        if group.node in skipped or any(c.id in skipped for c in group.children):
-            continue
+    recorded = [g for g in groups if g.node not in skipped and not any(c.id in skipped for c in g.children)]
+    for group in recorded:
         hold = f"branches/{group.node}/parent" if group.node in holds and group.last_at_node else None
         ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
         order = min(c.order for c in group.children)
         for sub, fact, when in fork_facts(ctx, group):
             timeline.add((order, 0, sub), fact, when)
+            if isinstance(fact, f.ForkClosed) and ctx.ablation and fact.outcome == "completed" and ctx.ablation.doc.string("error"):
+                plan.warnings.append(f"{ctx.ablation.doc.where('error')}: a report error on a fork that completed has no "
+                                     "place in the facts, so it is not recorded")
     for node in holds:
-        if not any(g.node == node for g in groups):
-            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where tree.json records no "
-                                 "fork; the facts have no fork to attach it to, so it is not recorded")
+        if not any(g.node == node and g.last_at_node for g in recorded):
+            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
+                                 "recorded; the facts have no fork to attach it to, so it is not recorded")
+    cleanup = files.finished_at() or t0
     for entry in stages.values():
         for fact in entry.lifetime:
-            timeline.add((LAST, 0), fact, t0)
+            timeline.add((LAST, 0), fact, cleanup)
     for entry in parent_outcome(files, key, ablation):
         timeline.add((LAST, 1), entry.fact, entry.occurred_at)
     plan.entries = timeline.entries()

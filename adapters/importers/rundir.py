@@ -106,8 +106,22 @@ class RunFolder:
         yield from sorted(found)
 
 
+def require_regular(path: Path) -> None:
+    """Refuse FIFOs, devices and sockets, which would block or never end when read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
+    if stat.S_ISDIR(mode):
+        raise InvalidInput(f"{path}: expected a file, found a directory", hint=NOTHING_APPENDED)
+    if not stat.S_ISREG(mode):
+        raise InvalidInput(f"{path}: expected a regular file, found a special file (FIFO, device or socket)",
+                           hint=NOTHING_APPENDED)
+
+
 def read_json_file(path: Path) -> Any:
     cap = MAX_JSON_BYTES
+    require_regular(path)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -115,8 +129,6 @@ def read_json_file(path: Path) -> Any:
                 raise InvalidInput(f"{path}: expected a JSON file of at most {cap} bytes, found {size} bytes",
                                    hint="run-directory JSON files are small; " + NOTHING_APPENDED)
             data = handle.read(cap + 1)
-    except IsADirectoryError:
-        raise InvalidInput(f"{path}: expected a JSON file, found a directory", hint=NOTHING_APPENDED) from None
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
     if len(data) > cap:  # the file grew while we read it
@@ -137,6 +149,7 @@ def read_json_file(path: Path) -> Any:
 
 
 def sha256_file(path: Path) -> str:
+    require_regular(path)
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:

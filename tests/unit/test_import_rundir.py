@@ -90,3 +90,13 @@ def test_ctrf_keeps_raw_names_first_entry_wins_and_skips_malformed_entries() -> 
         parse_ctrf({"results": {"tests": [{"name": "t", "status": "exploded"}]}}, "ctrf.json")
     with pytest.raises(InvalidInput, match=r"ctrf\.json: field results\.tests: expected a JSON array"):
         parse_ctrf({"results": {}}, "ctrf.json")
+
+
+def test_special_files_and_directories_are_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "tree.json")
+    (tmp_path / "result.json").mkdir()
+    folder = RunFolder(tmp_path)
+    with pytest.raises(InvalidInput, match=r"tree\.json: expected a regular file, found a special file"):
+        folder.read_json("tree.json")
+    with pytest.raises(InvalidInput, match=r"result\.json: expected a file, found a directory"):
+        folder.read_json("result.json")
