@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
@@ -115,12 +115,23 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
                 f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)"]
 
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
-        if ids:
-            c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
-            last = c.fetchone()
-            previous = (last[0], last[1]) if last else (0, GENESIS)
-            c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, stored_events))
+        if not stored_events:
+            return []
+        # Inside this transaction we hold SQLite's write lock, so new rowids follow the current maximum one by one;
+        # one executemany is then several times faster than the library's row-at-a-time inserts. Checked below.
+        c.execute(f"SELECT coalesce(max(rowid), 0) FROM {self.events_table_name}")
+        first = c.fetchone()[0] + 1
+        c.executemany(self.insert_events_statement, [
+            (s.originator_id.hex if hasattr(s.originator_id, "hex") else s.originator_id, s.originator_version, s.topic, s.state)
+            for s in stored_events])
+        c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
+        if c.fetchone()[0] != first + len(stored_events) - 1:
+            raise IntegrityError(f"expected rowids {first}..{first + len(stored_events) - 1} for a batch, found otherwise")
+        ids = list(range(first, first + len(stored_events)))
+        c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
+        last = c.fetchone()
+        previous = (last[0], last[1]) if last else (0, GENESIS)
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, stored_events))
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -145,6 +156,17 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             c.execute(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))
             row = c.fetchone()
         return row[0] if row else None
+
+    def existing_originators(self, ids: set[Any]) -> set[Any]:
+        found: set[Any] = set()
+        hexes = [i.hex for i in ids]
+        with self.datastore.transaction(commit=False) as c:
+            for start in range(0, len(hexes), 500):
+                chunk = hexes[start:start + 500]
+                c.execute(f"SELECT DISTINCT originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
+                          f"AND originator_id IN ({','.join('?' * len(chunk))})", chunk)
+                found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
+        return found
 
     def raw_connection(self) -> sqlite3.Connection:
         """A plain connection to the same file, for tests and forensics that must bypass the recorder."""
@@ -190,6 +212,12 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
         links = self._paged(SQL("SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s ORDER BY position LIMIT %s").format(*self.chain_table),
                             ("position", "previous", "chain_hash"))
         return merge_chain(events, links)
+
+    def existing_originators(self, ids: set[Any]) -> set[Any]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT originator_id FROM {}.{} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(
+                Identifier(self.datastore.schema), Identifier(self.events_table_name)), (list(ids),))
+            return {row["originator_id"] for row in curs.fetchall()}
 
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as curs:

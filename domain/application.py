@@ -80,8 +80,8 @@ class LineageApp(Application[UUID]):
             if not events or dry_run:
                 return Recorded(self.position(), 0, new_facts)
             try:
-                # Saving the events themselves (not the aggregates) keeps the log in the order facts were given.
-                recordings = self.save(*events)
+                # Putting the events themselves (not the aggregates) keeps the log in the order facts were given.
+                recordings = self.events.put(events)
             except IntegrityError:
                 # Another writer appended to one of these streams first: decide again from its result.
                 if attempt == MAX_ATTEMPTS:
@@ -97,13 +97,15 @@ class LineageApp(Application[UUID]):
 
     def _decide(self, batch: Sequence[Entry]) -> list[Any]:
         """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
+        ids = [aggregate_id(entry.fact.subject_kind, entry.fact.subject_key()) for entry in batch]
+        # One query says which streams exist, so new runs and snapshots cost no read at all.
+        existing = self._existing(set(ids))
         aggregates: dict[UUID, Any] = {}
         events: list[Any] = []
-        for entry in batch:
+        for entry, agg_id in zip(batch, ids, strict=True):
             fact = entry.fact
-            agg_id = aggregate_id(fact.subject_kind, fact.subject_key())
             if agg_id not in aggregates:
-                aggregates[agg_id] = self._load(agg_id)
+                aggregates[agg_id] = self._load(agg_id) if agg_id in existing else None
             agg = aggregates[agg_id]
             state = agg if agg is not None else AGGREGATE_FOR_SUBJECT[fact.subject_kind].blank()
             if not state.decide(fact):
@@ -119,12 +121,9 @@ class LineageApp(Application[UUID]):
         envelope = {"timestamp": now, "occurred_at": entry.occurred_at or now, "actor": self.actor,
                     "tool_version": self.tool_version, "fact": entry.fact}
         event_class = EVENT_FOR_FACT[type(entry.fact)]
-        if agg is None:
-            event = event_class(originator_id=agg_id, originator_version=1, **envelope)
-            agg = event.mutate(None)
-            agg.pending_events.append(event)
-        else:
-            agg.trigger_event(event_class, **envelope)
+        event = event_class.envelope(originator_id=agg_id, originator_version=agg.version + 1 if agg else 1, **envelope)
+        agg = event.mutate(agg)
+        agg.pending_events.append(event)
         return agg
 
     def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[UUID, Any]) -> None:
@@ -139,6 +138,10 @@ class LineageApp(Application[UUID]):
                     raise SnapshotNotRestorable(
                         f"fork {fact.fork!r} of run {fact.run!r}: child {fact.index} restores snapshot {ref!r}, "
                         f"which cannot be restored: {why}", hint="export snapshots before cleanup (keep-snapshots)")
+
+    def _existing(self, ids: set[UUID]) -> set[UUID]:
+        known = getattr(self.recorder, "existing_originators", None)
+        return known(ids) if known is not None else {i for i in ids if self._load(i) is not None}
 
     def _load(self, agg_id: UUID) -> Any:
         try:

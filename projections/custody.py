@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from .base import WINDOW, Projection
+import json
+
+from .base import Projection, facts_of
+
+CUSTODY = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "location": "VARCHAR", "preserved_location": "VARCHAR",
+           "phase": "VARCHAR", "error": "VARCHAR", "entries": "JSON"}
+CUSTODY_TYPES = "'custody.held', 'custody.handed_off', 'custody.released', 'custody.failed'"
+CUT_POINT = {key: "VARCHAR" for key in ("run", "source_run", "accounting", "recorded_request_digest", "served_request_digest",
+                                        "request_digest_basis", "workspace_digest_reason", "stage")} | {
+    "configured_k": "INTEGER", "served_k": "INTEGER", "divergences": "JSON", "workspace_digest": "JSON"}
+DIVERGENCE = {"exchange_index": "INTEGER", "served_request_digest": "VARCHAR", "recorded_request_digest": "VARCHAR",
+              "n_messages_served": "INTEGER", "n_messages_recorded": "INTEGER"}
 
 PROJECTION = Projection(
     name="custody_and_cut_points",
@@ -18,19 +29,17 @@ PROJECTION = Projection(
                        "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
     },
     apply=(
-        f"""INSERT INTO custody_events SELECT position, fact->>'run', fact->>'fork', replace(type, 'custody.', ''),
-            (fact->>'index')::INTEGER, coalesce(fact->>'location', fact->>'preserved_location'), fact->>'phase',
-            fact->>'error', json_or_null(fact->'entries'), occurred_at, actor
-            FROM events WHERE starts_with(type, 'custody.') AND {WINDOW}""",
-        f"""INSERT INTO cut_points SELECT position, fact->>'run', fact->>'source_run', fact->>'accounting',
-            (fact->>'configured_k')::INTEGER, (fact->>'served_k')::INTEGER, fact->>'recorded_request_digest',
-            fact->>'served_request_digest', fact->>'request_digest_basis', json_array_length(fact->'divergences'),
-            json_or_null(fact->'divergences'), json_or_null(fact->'workspace_digest'), fact->>'workspace_digest_reason', fact->>'stage', occurred_at
-            FROM events WHERE type = 'cut_point.served' AND {WINDOW}""",
-        f"""INSERT INTO divergences SELECT position, run, (d->>'exchange_index')::INTEGER, d->>'served_request_digest',
-            d->>'recorded_request_digest', (d->>'n_messages_served')::INTEGER, (d->>'n_messages_recorded')::INTEGER
-            FROM (SELECT position, fact->>'run' AS run, unnest(from_json(fact->'divergences', '["JSON"]')) AS d
-                  FROM events WHERE type = 'cut_point.served' AND {WINDOW})""",
+        f"""INSERT INTO custody_events SELECT position, j.run, j.fork, replace(type, 'custody.', ''), j."index",
+            coalesce(j.location, j.preserved_location), j.phase, j.error, j.entries, occurred_at, actor
+            FROM {facts_of(CUSTODY_TYPES, CUSTODY)}""",
+        f"""INSERT INTO cut_points SELECT position, j.run, j.source_run, j.accounting, j.configured_k, j.served_k,
+            j.recorded_request_digest, j.served_request_digest, j.request_digest_basis, json_array_length(j.divergences),
+            j.divergences, j.workspace_digest, j.workspace_digest_reason, j.stage, occurred_at
+            FROM {facts_of("'cut_point.served'", CUT_POINT)}""",
+        f"""INSERT INTO divergences SELECT position, run, d.exchange_index, d.served_request_digest, d.recorded_request_digest,
+            d.n_messages_served, d.n_messages_recorded
+            FROM (SELECT position, j.run AS run, unnest(from_json(j.divergences, '[{json.dumps(DIVERGENCE)}]')) AS d
+                  FROM {facts_of("'cut_point.served'", CUT_POINT)})""",
     ),
     views={
         "custody": """

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from .base import WINDOW, Projection
+from .base import Projection, facts_of
+
+REFS = {"sandbox": "VARCHAR", "environment": "VARCHAR"}
+OPENED = {"run": "VARCHAR", "fork": "VARCHAR", "node": "VARCHAR", "stage": "VARCHAR", "layers": ["VARCHAR"], "snapshot": REFS,
+          "ablation": "JSON", "children": [{"index": "INTEGER", "node": "VARCHAR", "arm": "VARCHAR", "kind": "VARCHAR",
+                                            "source": "VARCHAR", "delta": "JSON", "delta_execution": "VARCHAR",
+                                            "environment": "JSON"}]}
+OUTCOME = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "reward": "DOUBLE", "reason": "VARCHAR", "error": "VARCHAR",
+           "tests": "JSON", "wall_clock_sec": "DOUBLE"}
+OUTCOME_TYPES = "'fork.child_scored', 'fork.child_unscored', 'fork.child_failed'"
+RESTORED = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "layers": ["VARCHAR"], "snapshot": REFS}
 
 CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WHEN o.kind = 'scored' THEN 'fail'
                        WHEN o.kind IN ('unscored', 'failed') THEN 'error' WHEN cl.fork IS NOT NULL THEN 'skipped'
@@ -25,30 +35,26 @@ PROJECTION = Projection(
         "tests": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, test VARCHAR, status VARCHAR",
     },
     apply=(
-        f"""INSERT INTO fork_openings SELECT position, fact->>'run', fact->>'fork', fact->>'node', fact->>'stage',
-            CAST(fact->'layers' AS VARCHAR[]), fact->'snapshot'->>'sandbox', fact->'snapshot'->>'environment',
-            json_array_length(fact->'children'), json_or_null(fact->'ablation'), occurred_at
-            FROM events WHERE type = 'fork.opened' AND {WINDOW}""",
-        f"""INSERT INTO fork_children SELECT position, run, fork, (c->>'index')::INTEGER, c->>'node', c->>'arm', c->>'kind',
-            c->>'source', json_or_null(c->'delta'), c->'delta'->>'skill_mode', c->'delta'->>'environment_ref',
-            c->'delta'->>'config_override_sha256', c->'delta'->>'injected_prompt_sha256',
-            CAST(c->'delta'->'config_override_keys' AS VARCHAR[]), c->>'delta_execution', json_or_null(c->'environment')
-            FROM (SELECT position, fact->>'run' AS run, fact->>'fork' AS fork, unnest(from_json(fact->'children', '["JSON"]')) AS c
-                  FROM events WHERE type = 'fork.opened' AND {WINDOW})""",
-        f"""INSERT INTO child_outcomes SELECT position, fact->>'run', fact->>'fork', (fact->>'index')::INTEGER,
-            replace(type, 'fork.child_', ''), (fact->>'reward')::DOUBLE, coalesce(fact->>'reason', fact->>'error'),
-            json_or_null(fact->'tests'), (fact->>'wall_clock_sec')::DOUBLE, occurred_at
-            FROM events WHERE type IN ('fork.child_scored', 'fork.child_unscored', 'fork.child_failed') AND {WINDOW}""",
-        f"""INSERT INTO child_restores SELECT position, fact->>'run', fact->>'fork', (fact->>'index')::INTEGER,
-            CAST(fact->'layers' AS VARCHAR[]), fact->'snapshot'->>'sandbox', fact->'snapshot'->>'environment', occurred_at
-            FROM events WHERE type = 'fork.child_restored' AND {WINDOW}""",
-        f"""INSERT INTO fork_closures SELECT position, fact->>'run', fact->>'fork', fact->>'outcome', (fact->>'value')::DOUBLE,
-            fact->>'error', occurred_at FROM events WHERE type = 'fork.closed' AND {WINDOW}""",
+        f"""INSERT INTO fork_openings SELECT position, j.run, j.fork, j.node, j.stage, j.layers, j.snapshot.sandbox,
+            j.snapshot.environment, len(j.children), j.ablation, occurred_at
+            FROM {facts_of("'fork.opened'", OPENED)}""",
+        f"""INSERT INTO fork_children SELECT position, run, fork, c."index", c.node, c.arm, c.kind, c.source, c.delta,
+            c.delta->>'skill_mode', c.delta->>'environment_ref', c.delta->>'config_override_sha256',
+            c.delta->>'injected_prompt_sha256', CAST(json_or_null(c.delta->'config_override_keys') AS VARCHAR[]),
+            c.delta_execution, c.environment
+            FROM (SELECT position, j.run AS run, j.fork AS fork, unnest(j.children) AS c FROM {facts_of("'fork.opened'", OPENED)})""",
+        f"""INSERT INTO child_outcomes SELECT position, j.run, j.fork, j."index", replace(type, 'fork.child_', ''), j.reward,
+            coalesce(j.reason, j.error), j.tests, j.wall_clock_sec, occurred_at
+            FROM {facts_of(OUTCOME_TYPES, OUTCOME)}""",
+        f"""INSERT INTO child_restores SELECT position, j.run, j.fork, j."index", j.layers, j.snapshot.sandbox,
+            j.snapshot.environment, occurred_at
+            FROM {facts_of("'fork.child_restored'", RESTORED)}""",
+        f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
+            FROM {facts_of("'fork.closed'", {"run": "VARCHAR", "fork": "VARCHAR", "outcome": "VARCHAR", "value": "DOUBLE", "error": "VARCHAR"})}""",
         f"""INSERT INTO tests
             SELECT e.position, e.run, e.fork, e.idx, coalesce(c.node, 'root'), e.test, e.tests->>e.test FROM (
-                SELECT position, fact->>'run' AS run, fact->>'fork' AS fork, (fact->>'index')::INTEGER AS idx, fact->'tests' AS tests,
-                       unnest(json_keys(fact->'tests')) AS test
-                FROM events WHERE type IN ('fork.child_scored', 'fork.child_unscored', 'run.scored') AND {WINDOW}) e
+                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx, j.tests AS tests, unnest(json_keys(j.tests)) AS test
+                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", OUTCOME)}) e
             LEFT JOIN fork_children c ON c.run = e.run AND c.fork = e.fork AND c.idx = e.idx
             ORDER BY e.position""",
     ),

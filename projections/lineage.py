@@ -6,7 +6,7 @@ they work from `lineage sql` as well as from our own queries.
 
 from __future__ import annotations
 
-from .base import WINDOW, Projection
+from .base import Projection, facts_of
 
 PROJECTION = Projection(
     name="nodes",
@@ -14,15 +14,13 @@ PROJECTION = Projection(
     tables={"nodes": "position BIGINT, run VARCHAR, node VARCHAR, parent VARCHAR, fork VARCHAR, child_index INTEGER, kind VARCHAR"},
     apply=(
         f"""INSERT INTO nodes
-            SELECT position, fact->>'run', 'root', NULL, NULL, NULL, 'root' FROM events WHERE type = 'run.registered' AND {WINDOW}
+            SELECT position, j.run, coalesce(j.node, 'root'), j.parent, NULL, NULL, CASE WHEN j.node IS NULL THEN 'root' ELSE 'linear' END
+            FROM {facts_of("'run.registered', 'run.node_opened'", {"run": "VARCHAR", "node": "VARCHAR", "parent": "VARCHAR"})}
             UNION ALL
-            SELECT position, fact->>'run', fact->>'node', fact->>'parent', NULL, NULL, 'linear' FROM events
-            WHERE type = 'run.node_opened' AND {WINDOW}
-            UNION ALL
-            SELECT position, run, child->>'node', fork_node, fork, (child->>'index')::INTEGER, 'child' FROM (
-                SELECT position, fact->>'run' AS run, fact->>'node' AS fork_node, fact->>'fork' AS fork,
-                       unnest(from_json(fact->'children', '["JSON"]')) AS child
-                FROM events WHERE type = 'fork.opened' AND {WINDOW})
+            SELECT position, run, child.node, fork_node, fork, child."index", 'child' FROM (
+                SELECT position, j.run AS run, j.node AS fork_node, j.fork AS fork, unnest(j.children) AS child
+                FROM {facts_of("'fork.opened'", {"run": "VARCHAR", "node": "VARCHAR", "fork": "VARCHAR",
+                                                 "children": [{"index": "INTEGER", "node": "VARCHAR"}]})})
             ORDER BY position""",
     ),
     macros=(

@@ -6,16 +6,19 @@ derived from this table with SQL, which is also the raw `events` view users quer
 
 from __future__ import annotations
 
-from .base import Projection
+from .base import Projection, parsed
 
 PAGE_TABLE = "lineage_page_in"
+
+ENVELOPE = {"timestamp": "VARCHAR", "occurred_at": "VARCHAR", "actor": "VARCHAR", "tool_version": "VARCHAR",
+            "fact": {"run": "VARCHAR", "ref": "VARCHAR"}}
 
 STAGE_PAGE = f"""
 INSERT INTO events
 SELECT position, originator_id, originator_version, replace(topic, 'lineage:', ''),
-       CASE WHEN starts_with(topic, 'lineage:snapshot.') THEN s->'fact'->>'ref' ELSE s->'fact'->>'run' END,
-       (s->>'timestamp')::TIMESTAMPTZ, (s->>'occurred_at')::TIMESTAMPTZ, s->>'actor', s->>'tool_version', s->'fact'
-FROM (SELECT *, state::JSON AS s FROM {PAGE_TABLE})
+       CASE WHEN starts_with(topic, 'lineage:snapshot.') THEN j.fact.ref ELSE j.fact.run END,
+       j.timestamp::TIMESTAMPTZ, j.occurred_at::TIMESTAMPTZ, j.actor, j.tool_version, json_extract(state, '$.fact')
+FROM (SELECT *, {parsed(ENVELOPE, 'state')} FROM {PAGE_TABLE})
 ORDER BY position
 """
 
@@ -23,7 +26,7 @@ PROJECTION = Projection(
     name="events",
     version=1,
     tables={
-        "events": "position BIGINT PRIMARY KEY, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
+        "events": "position BIGINT, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
                   "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "
                   "tool_version VARCHAR, fact JSON",
     },

@@ -9,7 +9,8 @@ in-memory database, so they are what the log said at that position and nothing l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -78,9 +79,8 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
     last = tracked_position(db)
     if stop is not None and last >= stop:
         return last
-    for notifications in raw_pages(recorder, after=last, stop=stop, page=page):
-        high = notifications[-1].id
-        rows = [(n.id, str(n.originator_id), n.originator_version, n.topic, n.state.decode()) for n in notifications]
+    for rows in _prefetched(_page_rows(recorder, last, stop, page)):
+        high = rows[-1][0]
         with db.transaction():
             db.append(log_table.PAGE_TABLE, rows)
             db.execute(log_table.STAGE_PAGE)
@@ -93,6 +93,20 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
             db.execute("UPDATE lineage_tracking SET position = ? WHERE name = ? AND position = ?", [high, TRACKING_NAME, last])
         last = high
     return last
+
+
+def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterator[list[tuple[Any, ...]]]:
+    for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
+        yield [(n.id, str(n.originator_id), n.originator_version, n.topic, n.state.decode()) for n in notifications]
+
+
+def _prefetched(pages: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[tuple[Any, ...]]]:
+    """Read the next page from the store while DuckDB applies this one (DuckDB releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
+        pending = reader.submit(next, pages, None)
+        while (rows := pending.result()) is not None:
+            pending = reader.submit(next, pages, None)
+            yield rows
 
 
 def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from .base import WINDOW, Projection
+from .base import Projection, facts_of
+
+REGISTRATION = {key: "VARCHAR" for key in ("run", "task", "task_path", "agent", "model", "skill_mode", "sandbox", "trial",
+                                           "role", "parent_run", "parent_node", "run_dir", "config_sha256")} | {"source": "JSON"}
+OUTCOME = {"run": "VARCHAR", "reward": "DOUBLE", "rewards": "JSON", "tests": "JSON", "verifier_error": "VARCHAR",
+           "reason": "VARCHAR", "error": "VARCHAR", "category": "VARCHAR", "request_global": "BOOLEAN", "status": "VARCHAR",
+           "started_at": "VARCHAR", "finished_at": "VARCHAR", "timing": "JSON", "trajectory": "VARCHAR"}
 
 PROJECTION = Projection(
     name="runs",
@@ -18,15 +24,13 @@ PROJECTION = Projection(
                         "occurred_at TIMESTAMPTZ",
     },
     apply=(
-        f"""INSERT INTO run_registrations SELECT position, fact->>'run', fact->>'task', fact->>'task_path', fact->>'agent',
-            fact->>'model', fact->>'skill_mode', fact->>'sandbox', fact->>'trial', fact->>'role', fact->>'parent_run',
-            fact->>'parent_node', fact->>'run_dir', json_or_null(fact->'source'), fact->>'config_sha256', occurred_at, recorded_at
-            FROM events WHERE type = 'run.registered' AND {WINDOW}""",
-        f"""INSERT INTO run_outcomes SELECT position, fact->>'run', replace(type, 'run.', ''), (fact->>'reward')::DOUBLE,
-            json_or_null(fact->'rewards'), json_or_null(fact->'tests'), fact->>'verifier_error', fact->>'reason', fact->>'error', fact->>'category',
-            (fact->>'request_global')::BOOLEAN, fact->>'status', fact->>'started_at', fact->>'finished_at', json_or_null(fact->'timing'),
-            fact->>'trajectory', occurred_at
-            FROM events WHERE type IN ('run.scored', 'run.unscored', 'run.failed', 'run.finished') AND {WINDOW}""",
+        f"""INSERT INTO run_registrations SELECT position, j.run, j.task, j.task_path, j.agent, j.model, j.skill_mode,
+            j.sandbox, j.trial, j.role, j.parent_run, j.parent_node, j.run_dir, j.source, j.config_sha256, occurred_at,
+            recorded_at FROM {facts_of("'run.registered'", REGISTRATION)}""",
+        f"""INSERT INTO run_outcomes SELECT position, j.run, replace(type, 'run.', ''), j.reward, j.rewards, j.tests,
+            j.verifier_error, j.reason, j.error, j.category, j.request_global, j.status, j.started_at, j.finished_at,
+            j.timing, j.trajectory, occurred_at
+            FROM {facts_of("'run.scored', 'run.unscored', 'run.failed', 'run.finished'", OUTCOME)}""",
     ),
     views={
         "runs": """

@@ -7,7 +7,14 @@ world can be restored from it now (the same rule as `domain/snapshot.py`, kept i
 
 from __future__ import annotations
 
-from .base import WINDOW, Projection
+from .base import Projection, facts_of
+
+STAGE = {"run": "VARCHAR", "stage": "VARCHAR", "node": "VARCHAR", "exchanges_completed": "INTEGER", "layers": ["VARCHAR"],
+         "sandbox_ref": "VARCHAR", "environment_ref": "VARCHAR", "workspace_digest": "JSON"}
+SNAPSHOT = {key: "VARCHAR" for key in ("ref", "layer", "run", "stage", "node", "path", "sha256", "image_id", "engine",
+                                       "tar_sha256", "tar_path", "reason", "error")}
+SNAPSHOT_TYPES = ", ".join(f"'snapshot.{kind}'" for kind in ("captured", "exported", "export_failed", "discarded", "imported",
+                                                            "import_rejected", "adopted"))
 
 PROJECTION = Projection(
     name="stages",
@@ -21,14 +28,12 @@ PROJECTION = Projection(
                            "tar_path VARCHAR, reason VARCHAR, occurred_at TIMESTAMPTZ, actor VARCHAR",
     },
     apply=(
-        f"""INSERT INTO stage_marks SELECT position, fact->>'run', fact->>'stage', fact->>'node',
-            (fact->>'exchanges_completed')::INTEGER, CAST(fact->'layers' AS VARCHAR[]), fact->>'sandbox_ref',
-            fact->>'environment_ref', json_or_null(fact->'workspace_digest'), occurred_at
-            FROM events WHERE type = 'stage.marked' AND {WINDOW}""",
-        f"""INSERT INTO snapshot_events SELECT position, fact->>'ref', replace(type, 'snapshot.', ''), fact->>'layer',
-            fact->>'run', fact->>'stage', fact->>'node', fact->>'path', fact->>'sha256', fact->>'image_id', fact->>'engine',
-            fact->>'tar_sha256', fact->>'tar_path', coalesce(fact->>'reason', fact->>'error'), occurred_at, actor
-            FROM events WHERE starts_with(type, 'snapshot.') AND {WINDOW}""",
+        f"""INSERT INTO stage_marks SELECT position, j.run, j.stage, j.node, j.exchanges_completed, j.layers, j.sandbox_ref,
+            j.environment_ref, j.workspace_digest, occurred_at
+            FROM {facts_of("'stage.marked'", STAGE)}""",
+        f"""INSERT INTO snapshot_events SELECT position, j.ref, replace(type, 'snapshot.', ''), j.layer, j.run, j.stage, j.node,
+            j.path, j.sha256, j.image_id, j.engine, j.tar_sha256, j.tar_path, coalesce(j.reason, j.error), occurred_at, actor
+            FROM {facts_of(SNAPSHOT_TYPES, SNAPSHOT)}""",
     ),
     views={
         "stages": """SELECT run, stage, node, exchanges_completed, layers, sandbox_ref, environment_ref, workspace_digest,
