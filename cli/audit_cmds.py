@@ -170,13 +170,14 @@ def render_audit(report: dict[str, Any]) -> str:
     lines = [f"audit at log position {report['position']}: {len(report['runs'])} run(s)"]
     for row in report["runs"]:
         detail = row["result"] if row["health"] == "healthy" else "; ".join(row["reasons"])
+        detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
         lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
         lines += [f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
                   for slot in report["matrix"]]
     lines.append("findings:" if report["findings"] else "findings: none")
-    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['message']}" for f in report["findings"]]
+    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}" for f in report["findings"]]
     integrity = report["integrity"]
     lines.append(f"log integrity: intact, {integrity['events']} events, head {integrity['head']}" if integrity["intact"]
                  else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}")

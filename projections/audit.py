@@ -18,7 +18,8 @@ Policy. Each finding has a level:
   a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
-  capture, a run outside the matrix.
+  capture, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
+  what would be published, and is checked itself).
 
 Verdict and exit code: 0 **publishable** (no finding above warning); 10 **publishable with quarantines**
 (naming every quarantined run and slot); 11 **not publishable** (any not-publishable finding). Errors
@@ -230,7 +231,7 @@ def classify_slots(slots: list[Slot], runs: list[dict[str, Any]], superseded: di
             status, why = "healthy", f"run {current[0]['run']} ({current[0]['result']})"
         rows.append({**dict(zip(SLOT_FIELDS, slot, strict=True)), "status": status, "runs": [r["run"] for r in matched], "detail": why})
         if status != "healthy":
-            findings.append(Finding("matrix", QUARANTINE, label, f"{label} is {status}: {why}"))
+            findings.append(Finding("matrix", QUARANTINE, label, f"{status}: {why}"))
     expected = set(slots)
     findings += [Finding("matrix", WARNING, row["run"], f"run {row['run']} matches no slot of the matrix ({slot_label(run_slot(row))})",
                          row["run"]) for row in runs if run_slot(row) not in expected]
@@ -278,9 +279,12 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
     findings: list[Finding] = []
     if not runs:
         findings.append(Finding("selection", BLOCKER, "store", "no run matched the selection, so there is nothing to publish"))
+    superseded = {r["parent_run"]: r["run"] for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")}
     for row in runs:
-        row.update(classify_run(row))
-        findings += [Finding("run-health", QUARANTINE, row["run"], f"unhealthy: {reason}", row["run"]) for reason in row["reasons"]]
+        row.update(classify_run(row), superseded_by=superseded.get(row["run"]))
+        # A superseded run is not a candidate for publication (its continuation is), so its health is only noted.
+        level, note = (WARNING, f" (superseded by {row['superseded_by']})") if row["superseded_by"] else (QUARANTINE, "")
+        findings += [Finding("run-health", level, row["run"], f"unhealthy: {reason}{note}", row["run"]) for reason in row["reasons"]]
     findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
                             db.rows(f"SELECT * FROM children WHERE {_in('run')}", params))
     closed = {(r["run"], r["fork"]) for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)}
@@ -295,7 +299,6 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
                  for severe, key, message in cut_point.cut_point_problems(cut_rows)]
     matrix = None
     if slots is not None:
-        superseded = {r["parent_run"]: r["run"] for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")}
         chosen = [s for s in slots if (task is None or s[0] == task) and (run is None or any(run_slot(r) == s for r in runs))]
         matrix, slot_findings = classify_slots(chosen, runs, superseded)
         findings += slot_findings
@@ -306,7 +309,7 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
     return {
         "position": position, "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
         "runs": [{k: row[k] for k in ("run", "task", "agent", "model", "skill_mode", "trial", "role", "outcome", "reward",
-                                      "health", "result", "reasons")} for row in runs],
+                                      "health", "result", "reasons", "superseded_by")} for row in runs],
         "matrix": matrix, "integrity": integrity,
         "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
         "verdict": outcome, "quarantined": quarantined, "exit_code": EXIT_CODES[outcome],
