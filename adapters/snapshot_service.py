@@ -198,7 +198,7 @@ class SnapshotService:
             report = verify_tar(path)
         except InvalidInput as exc:
             return self._reject(ref, None, path, exc)
-        return self._admit(ref, path, report, export.sha256, export.image_id, "the recorded export")
+        return self._admit(ref, path, report, export.sha256, export.image_id, "its recorded export")
 
     def _import_tar(self, path: Path, adopt: bool) -> list[Outcome]:
         try:
@@ -222,16 +222,16 @@ class SnapshotService:
                                  hint="use --adopt to record it as a snapshot of unknown provenance, or import --run RUN")
             return [Outcome(adopted_ref(report), "refused", str(path), report.tar_sha256, report.image_id,
                             reason=error.message, error=error)]
-        return [self._admit(adopted_ref(report), path, report, report.tar_sha256, report.image_id, "the adopted tar",
-                            adopt=True)]
+        return [self._admit(adopted_ref(report), path, report, report.tar_sha256, report.image_id,
+                            "a sound `docker save` tar", adopt=True)]
 
     def _admit_match(self, ref: str, path: Path, report: TarReport) -> Outcome:
         snapshot = self.lineage.app.snapshot(ref)
         export = next((e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None)
         if export is not None:
-            return self._admit(ref, path, report, export.sha256, export.image_id, "the recorded export")
+            return self._admit(ref, path, report, export.sha256, export.image_id, "its recorded export")
         adopted = snapshot.adopted
-        return self._admit(ref, path, report, adopted.tar_sha256, adopted.image_id, "the adopted tar")
+        return self._admit(ref, path, report, adopted.tar_sha256, adopted.image_id, "its adopted tar")
 
     def _admit(self, ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None, against: str,
                *, adopt: bool = False) -> Outcome:
@@ -257,10 +257,10 @@ class SnapshotService:
                         against: str) -> None:
         found = []
         if report.tar_sha256 != tar_sha256:
-            found.append(f"its sha256 is {report.tar_sha256}, but {against} recorded {tar_sha256} (the file is not "
+            found.append(f"its sha256 is {report.tar_sha256}, but {against} has {tar_sha256} (the file is not "
                          "the one exported).")
         if image_id is not None and report.image_id != image_id:
-            found.append(f"it holds image {report.image_id}, but {against} recorded image {image_id} (a different world).")
+            found.append(f"it holds image {report.image_id}, but {against} has image {image_id} (a different world).")
         if report.image_id is not None and not _tar_names(ref, report):
             found.append(f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve.")
         found += report.problems  # after the digest findings: a long list of problems is clipped in the log

@@ -278,7 +278,7 @@ def test_recorded_image_id_that_differs_is_rejected(genuine, docker_engine, run_
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
     ingest(run_cli, tmp_path, [{"type": "snapshot.exported", "ref": genuine.ref, "path": str(genuine.tar),
                                 "sha256": sha(genuine.tar), "image_id": genuine.base_id}])  # another real world
-    assert_rejected(run_cli, docker_engine, ("--run", RUN), f"recorded image {genuine.base_id} (a different world)",
+    assert_rejected(run_cli, docker_engine, ("--run", RUN), f"has image {genuine.base_id} (a different world)",
                     genuine.tar)
 
 

@@ -129,13 +129,13 @@ def test_tampered_tar_of_a_run_is_rejected_before_the_engine_and_logged(run_cli:
     flip_byte_in_layer(tar)
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert result.exit_code == 3
-    assert f"its sha256 is {sha(tar.read_bytes())}, but the recorded export recorded" in result.stderr
+    assert f"its sha256 is {sha(tar.read_bytes())}, but its recorded export has" in result.stderr
     assert "rootfs.diff_ids[1]" in result.stderr
     assert UNREACHABLE not in result.stderr
     [rejected] = log_rows(run_cli, "snapshot.import_rejected")
     assert rejected["subject"] == REF
     assert rejected["fact"]["tar_sha256"] == sha(tar.read_bytes()) and rejected["fact"]["tar_path"] == str(tar)
-    assert "does not match the recorded export" in rejected["fact"]["reason"]
+    assert "does not match its recorded export" in rejected["fact"]["reason"]
     assert log_rows(run_cli, "snapshot.imported") == []
 
 
@@ -156,7 +156,7 @@ def test_recorded_image_id_that_differs_is_rejected_before_the_engine(run_cli: C
     record_export(run_cli, tmp_path, tar, other_world)
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert result.exit_code == 3
-    assert f"holds image {expected['image_id']}, but the recorded export recorded image {other_world}" in result.stderr
+    assert f"holds image {expected['image_id']}, but its recorded export has image {other_world}" in result.stderr
     assert UNREACHABLE not in result.stderr
     assert len(log_rows(run_cli, "snapshot.import_rejected")) == 1
 
