@@ -288,3 +288,20 @@ def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(run_cli: Cli, 
     table = run_cli("snapshots", "show", REF).stdout
     assert "restorable_because" in table and "import_rejected" in table
     assert run_cli("snapshots", "show", "bf-nothing", ok=False).exit_code == 1
+
+
+def test_adopted_ref_and_tag_matching() -> None:
+    from rollout_lineage.adapters.snapshot_service import _tar_names, adopted_ref
+    from rollout_lineage.adapters.snapshot_tar import TarReport
+
+    def report(tags: tuple[str, ...], image_id: str | None = "sha256:" + "a" * 64) -> TarReport:
+        return TarReport("x.tar", "sha256:" + "b" * 64, 0, "legacy", image_id, None, tags, (), ())
+
+    assert adopted_ref(report(("bf-snap-x:latest", "other:v1"))) == "bf-snap-x"
+    assert adopted_ref(report(("registry:5000/team/snap:v2",))) == "registry:5000/team/snap:v2"
+    assert adopted_ref(report(())) == "sha256:" + "a" * 64
+    assert adopted_ref(report((), image_id=None)) == "sha256:" + "b" * 64
+    assert _tar_names("bf-snap-x", report(("bf-snap-x:latest",)))
+    assert _tar_names("registry:5000/snap", report(("registry:5000/snap:latest",)))
+    assert not _tar_names("bf-snap-x:v1", report(("bf-snap-x:latest",)))
+    assert _tar_names("sha256:" + "a" * 64, report(()))
