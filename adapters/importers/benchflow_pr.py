@@ -35,7 +35,7 @@ from .fields import Fields, build, invalid
 from .keys import ABLATE_JOB_NAME, run_key
 from .plan import RunPlan, Timeline
 from .pr_ablation import Ablation, parse_ablation
-from .pr_forks import ForkContext, fork_facts, read_provenance
+from .pr_forks import ForkContext, Provenance, fork_facts, read_provenance
 from .pr_stages import StageEntry, parse_registry, stage_entries
 from .pr_tree import ForkGroup, Tree, parse_tree, root_only
 from .rundir import NOTHING_APPENDED, RunFolder
@@ -78,10 +78,11 @@ def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
     return holds
 
 
-def recorded_run_dir(path: Path, ablation: Ablation | None, provenance: dict[str, object]) -> str:
-    if ablation is not None and (parent := ablation.doc.obj("parent")) is not None and parent.string("run_dir"):
-        return parent.string("run_dir")  # type: ignore[return-value]
-    recorded = {(p.parent_rollout, p.file) for p in provenance.values() if p is not None and p.parent_rollout}  # type: ignore[attr-defined]
+def recorded_run_dir(path: Path, ablation: Ablation | None, provenance: dict[str, Provenance | None]) -> str:
+    parent = ablation.doc.obj("parent") if ablation is not None else None
+    if parent is not None and (run_dir := parent.string("run_dir")):
+        return run_dir
+    recorded = {(p.parent_rollout, p.file) for p in provenance.values() if p is not None and p.parent_rollout}
     if len({r for r, _ in recorded}) > 1:
         files = sorted(recorded)
         raise invalid(f"{files[1][1]}: field parent_rollout", f"{files[0][0]!r} as in {files[0][1]}", files[1][0])
@@ -113,7 +114,7 @@ def import_pr_run(path: Path) -> RunPlan:
     timeline = Timeline()
     timeline.add((-2,), registration(
         files, key, run_dir=recorded_run_dir(path, ablation, provenance),
-        task_fallback=ablation.doc.obj("task").string("id") if ablation and ablation.doc.obj("task") else None,  # type: ignore[union-attr]
+        task_fallback=ablation.task_id() if ablation else None,
         sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
         role="continuation" if found else "root", parent_run=found.parent_run if found else None,
         source=found.registered_source() if found else None).fact, t0)

@@ -40,6 +40,10 @@ class Arm:
     tests: dict[str, str] | None
     wall_clock_sec: float | None
 
+    def environment(self) -> dict[str, Any] | None:
+        stamp = self.doc.obj("environment")
+        return stamp.data if stamp is not None else None
+
     def definition(self) -> dict[str, Any]:
         return {key: self.doc.raw(key) for key in ("name", "kind", "source", "delta", "delta_execution", "environment")}
 
@@ -57,6 +61,10 @@ class Ablation:
 
     def arm_for(self, node: str) -> Arm | None:
         return next((arm for arm in self.arms if arm.node == node), None)
+
+    def task_id(self) -> str | None:
+        task = self.doc.obj("task")
+        return task.string("id") if task is not None else None
 
     def skipped(self) -> list[dict[str, Any]]:
         return [arm.definition() for arm in self.arms if arm.node is None]

@@ -59,8 +59,8 @@ def read_provenance(folder: RunFolder, node: TreeNode) -> Provenance | None:
     delta = doc.obj("delta", required=True)
     assert delta is not None
     if build(f.Delta, delta.where(), **delta.data) != node.delta:
-        raise invalid(delta.where(), f"the same delta as tree.json node {node.id!r} ({node.delta.provenance() if node.delta else None})",
-                      delta.data)
+        recorded = node.delta.provenance() if node.delta else None
+        raise invalid(delta.where(), f"the same delta as tree.json node {node.id!r} ({recorded})", delta.data)
     if doc.string("delta_execution") != node.delta_execution:
         raise invalid(doc.where("delta_execution"), f"{node.delta_execution!r} as in tree.json node {node.id!r}",
                       doc.raw("delta_execution"))
@@ -167,7 +167,7 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
         children.append(build(
             f.ForkChild, node.where, index=index, node=node.id, arm=arm.name if arm else None, kind=arm.kind if arm else None,
             source=arm.doc.string("source") if arm else None, delta=node.delta, delta_execution=node.delta_execution,
-            environment=arm.doc.obj("environment").data if arm and arm.doc.raw("environment") is not None else None))  # type: ignore[union-attr]
+            environment=arm.environment() if arm else None))
     ablation = None
     if ctx.ablation is not None:
         ablation = dict(ctx.ablation.metadata)
@@ -210,6 +210,10 @@ def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode
     return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
 
 
+def same_value(a: float | None, b: float | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, abs_tol=1e-9))
+
+
 def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.ForkClosed:
     node = ctx.tree.by_id[group.node]
     where = f"{node.where}.value"
@@ -236,6 +240,6 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
         raise invalid(where, "no value, because a child of the fork is unscored (benchflow removes V then)", node.value)
     if ctx.ablation is not None:
         reported = ctx.ablation.doc.number("value")
-        if (reported is None) != (value is None) or (reported is not None and not math.isclose(reported, value, abs_tol=1e-9)):  # type: ignore[arg-type]
+        if not same_value(reported, value):
             raise invalid(ctx.ablation.doc.where("value"), f"{value!r}, the value of the fork it describes", reported)
     return build(f.ForkClosed, where, run=ctx.run, fork=group.fork_id, outcome=outcome, value=value, error=error)
