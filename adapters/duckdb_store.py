@@ -80,6 +80,13 @@ class ReadModelDB:
         names = [d[0] for d in cursor.description or ()]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    def rows_if_tables_exist(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """`rows`, or [] when a table in the query does not exist yet (a new file)."""
+        try:
+            return self.rows(sql, params)
+        except duckdb.CatalogException:
+            return []
+
     def query(self, sql: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's read-only statement; errors become InvalidInput with DuckDB's own words."""
         try:

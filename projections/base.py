@@ -9,6 +9,8 @@ read models people query are views over them. Bump `version` when a projection c
 from __future__ import annotations
 
 import json
+import re
+from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,12 @@ class Projection:
     def drop_statements(self) -> list[str]:
         return ([f"DROP VIEW IF EXISTS {name}" for name in self.views]
                 + [f"DROP TABLE IF EXISTS {name}" for name in self.tables])
+
+
+@lru_cache(maxsize=None)
+def consumed_types(statement: str) -> frozenset[str]:
+    """The fact types an apply statement reads (from its `type IN (...)` filters), so a page skips the others."""
+    return frozenset(re.findall(r"'([a-z_]+\.[a-z_]+)'", " ".join(re.findall(r"type IN \(([^)]*)\)", statement))))
 
 
 def parsed(spec: Mapping[str, Any], source: str = "fact") -> str:

@@ -9,6 +9,7 @@ in-memory database, so they are what the log said at that position and nothing l
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.log_reader import raw_pages
 from ..domain.errors import InvalidInput
+from ..domain.events import TOPIC_PREFIX
 from . import custody, forks, lineage, log_table, runs, stages
-from .base import Projection
+from .base import Projection, consumed_types
 
 if TYPE_CHECKING:
     from ..bootstrap import Lineage
@@ -31,6 +33,7 @@ PAGE = 10_000
 BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
     # JSON null inside a fact means "absent": read models show SQL NULL for it.
     "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
     f"CREATE TABLE IF NOT EXISTS {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
@@ -43,8 +46,25 @@ def tracked_position(db: ReadModelDB) -> int:
     return db.scalar("SELECT position FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]) or 0
 
 
+def _fingerprint() -> str:
+    """Changes whenever any DDL, view or macro text changes (views are cheap to recreate, so any edit does)."""
+    text = "\n".join([*BOOKKEEPING, *(s for p in PROJECTIONS for s in (*p.create_statements(), *p.view_statements(),
+                                                                       f"{p.name}={p.version}"))])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _up_to_date(db: ReadModelDB, store: str, log_position: int | None) -> bool:
+    """The fast path every read takes: one query says the schema is current and the log has not shrunk."""
+    row = db.rows_if_tables_exist("SELECT t.store, t.position, s.fingerprint FROM lineage_tracking t, lineage_schema s "
+                                  "WHERE t.name = ?", [TRACKING_NAME])
+    return bool(row) and row[0]["store"] == store and row[0]["fingerprint"] == _fingerprint() and (
+        log_position is None or row[0]["position"] <= log_position)
+
+
 def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) -> None:
     """Create what is missing; rebuild what is stale (another store, a shorter log, a projection's new version)."""
+    if _up_to_date(db, store, log_position):
+        return
     with db.transaction():
         for statement in BOOKKEEPING:
             db.execute(statement)
@@ -71,6 +91,8 @@ def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) 
                 db.execute(statement)
             db.execute("INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)", [projection.name, projection.version])
         db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
+        db.execute("DELETE FROM lineage_schema")
+        db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
 
 
 def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: int = PAGE,
@@ -81,13 +103,15 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
         return last
     for rows in _prefetched(_page_rows(recorder, last, stop, page)):
         high = rows[-1][0]
+        page_types = {row[3].removeprefix(TOPIC_PREFIX) for row in rows}
         with db.transaction():
             db.append(log_table.PAGE_TABLE, rows)
             db.execute(log_table.STAGE_PAGE)
             db.execute(f"DELETE FROM {log_table.PAGE_TABLE}")
             for projection in PROJECTIONS[1:]:
                 for statement in projection.apply:
-                    db.execute(statement, {"lo": last, "hi": high})
+                    if consumed_types(statement) & page_types:
+                        db.execute(statement, {"lo": last, "hi": high})
             if inside_page is not None:
                 inside_page(high)  # tests use this to die mid-page
             db.execute("UPDATE lineage_tracking SET position = ? WHERE name = ? AND position = ?", [high, TRACKING_NAME, last])
@@ -127,6 +151,12 @@ class ReadModels:
     db: ReadModelDB
     position: int
     as_of: int | None = None
+
+    def refresh(self, lineage: Lineage) -> int:
+        """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
+        if self.as_of is None:
+            self.position = catch_up(self.db, lineage.app.recorder)
+        return self.position
 
     def close(self) -> None:
         self.db.close()

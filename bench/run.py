@@ -1,0 +1,241 @@
+"""The benchmark suite: prints one JSON object with every figure the README's performance table shows.
+
+Each figure is the median of several runs. `--quick` shrinks every workload so the whole suite finishes in
+under a minute; the full run uses the sizes the targets name (1,000,000 events for rebuilds, 100,000 nodes
+for the descendants query, a 1 GiB tar). Stores are built under bench/out/ (gitignored).
+
+Usage: python bench/run.py [--quick] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tar_verify  # noqa: E402
+from synthetic import EVENTS_PER_RUN, batches  # noqa: E402
+
+from rollout_lineage.adapters.jsonl import parse_lines  # noqa: E402
+from rollout_lineage.bootstrap import Lineage  # noqa: E402
+from rollout_lineage.domain import facts as f  # noqa: E402
+from rollout_lineage.projections import exports  # noqa: E402
+from rollout_lineage.settings import Settings  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def median(action: Callable[[], float], runs: int = 3) -> float:
+    return statistics.median(action() for _ in range(runs))
+
+
+def fresh(name: str, store: str | None = None) -> Lineage:
+    home = OUT / name
+    shutil.rmtree(home, ignore_errors=True)
+    return Lineage(Settings.from_env({}, home=home, store=store, actor="bench@lab"))
+
+
+def append_single(store: str | None = None, n: int = 1000) -> float:
+    def once() -> float:
+        with fresh("single", store) as lineage:
+            facts = [f.RunRegistered(run=f"single/{i}", task="t") for i in range(n)]
+            lineage.position()
+            start = time.perf_counter()
+            for fact in facts:
+                lineage.record([fact])
+            return n / (time.perf_counter() - start)
+    return median(once)
+
+
+def append_batch(store: str | None = None, n: int = 60_000) -> float:
+    def once() -> float:
+        with fresh("batch", store) as lineage:
+            prepared = list(batches(n))
+            lineage.position()
+            start = time.perf_counter()
+            appended = sum(lineage.record(batch).appended for batch in prepared)
+            return appended / (time.perf_counter() - start)
+    return median(once)
+
+
+def ingest_jsonl(n: int = 60_000) -> float:
+    source = OUT / "ingest.jsonl"
+    OUT.mkdir(exist_ok=True)
+    with source.open("w") as out:
+        for batch in batches(n):
+            out.writelines(fact.model_dump_json(exclude_none=True) + "\n" for fact in batch)
+
+    def once() -> float:
+        with fresh("ingest") as lineage:
+            lineage.position()
+            start = time.perf_counter()
+            with source.open("rb") as lines:
+                appended = lineage.record(parse_lines(lines, str(source))).appended
+            return appended / (time.perf_counter() - start)
+    return median(once)
+
+
+def big_store(n_events: int) -> Lineage:
+    """A store of n_events synthetic events, built once and reused between benchmark runs."""
+    home = OUT / f"store-{n_events}"
+    lineage = Lineage(Settings.from_env({}, home=home, actor="bench@lab"))
+    if lineage.position() < (n_events // EVENTS_PER_RUN) * EVENTS_PER_RUN:
+        lineage.close()
+        shutil.rmtree(home, ignore_errors=True)
+        lineage = Lineage(Settings.from_env({}, home=home, actor="bench@lab"))
+        for batch in batches(n_events, runs_per_batch=500):
+            lineage.record(batch)
+    return lineage
+
+
+REBUILD_CHILD = """
+import resource, sys, time
+from rollout_lineage.adapters.duckdb_store import ReadModelDB
+from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.projections import runner
+from rollout_lineage.settings import Settings
+lineage = Lineage(Settings.from_env({}, home=sys.argv[1], actor="bench@lab"))
+target = sys.argv[2]
+db = ReadModelDB.open(target)
+start = time.perf_counter()
+position = runner.rebuild(db, lineage.app.recorder, lineage.store_url.redacted())
+seconds = time.perf_counter() - start
+print(position / seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def rebuild(n_events: int) -> tuple[float, float]:
+    """Events per second and peak RSS of a whole rebuild, each in a fresh process."""
+    lineage = big_store(n_events)
+    home = lineage.settings.home
+    lineage.close()
+    results = []
+    for _ in range(3):
+        target = OUT / "rebuild.duckdb"
+        for path in (target, target.with_suffix(".duckdb.wal")):
+            path.unlink(missing_ok=True)
+        line = subprocess.run([sys.executable, "-c", REBUILD_CHILD, str(home), str(target)], check=True,
+                              capture_output=True, text=True).stdout.split()
+        results.append((float(line[0]), float(line[1])))
+    return statistics.median(r[0] for r in results), max(r[1] for r in results)
+
+
+def catch_up_one_event_ms() -> float:
+    with fresh("catchup") as lineage:
+        for batch in batches(12_000):
+            lineage.record(batch)
+        lineage.read_models().close()
+        timings = []
+        for i in range(15):
+            lineage.record([f.RunRegistered(run=f"late/{i}", task="t")])
+            start = time.perf_counter()
+            with lineage.read_models() as models:
+                models.db.scalar("SELECT count(*) FROM runs")
+            timings.append((time.perf_counter() - start) * 1000)
+        return statistics.median(timings)
+
+
+def binary_tree_facts(run: str, n_nodes: int) -> list[list[f.Fact]]:
+    """A run whose tree is a complete binary tree of forks: node k forks children 2k+1 and 2k+2."""
+    name = lambda k: "root" if k == 0 else f"n{k}"  # noqa: E731
+    facts: list[f.Fact] = [f.RunRegistered(run=run, task="wide")]
+    for k in range((n_nodes - 1) // 2):
+        children = tuple(f.ForkChild(index=i, node=name(2 * k + 1 + i)) for i in range(2))
+        facts.append(f.ForkOpened(run=run, fork=name(k), node=name(k), children=children))
+    return [facts[i:i + 5000] for i in range(0, len(facts), 5000)]
+
+
+def tree_store(n_nodes: int) -> Lineage:
+    lineage = fresh(f"tree-{n_nodes}")
+    for batch in binary_tree_facts("wide/run", n_nodes):
+        lineage.record(batch)
+    return lineage
+
+
+def export_tree_ms(n_nodes: int = 10_000) -> float:
+    with tree_store(n_nodes) as lineage, lineage.read_models() as models:
+        def once() -> float:
+            start = time.perf_counter()
+            document = exports.tree_document(models.db, "wide/run")
+            assert len(document["nodes"]) == n_nodes - (n_nodes + 1) % 2
+            return (time.perf_counter() - start) * 1000
+        return median(once, 5)
+
+
+def descendants_query_ms(n_nodes: int = 100_000) -> float:
+    with tree_store(n_nodes) as lineage, lineage.read_models() as models:
+        def once() -> float:
+            start = time.perf_counter()
+            count = models.db.scalar("SELECT count(*) FROM descendants('wide/run', 'n1')")
+            assert count > n_nodes // 3
+            return (time.perf_counter() - start) * 1000
+        return median(once, 5)
+
+
+def verify_log(n_events: int) -> float:
+    with big_store(n_events) as lineage:
+        def once() -> float:
+            start = time.perf_counter()
+            report = lineage.verify()
+            assert report.intact
+            return report.events / (time.perf_counter() - start)
+        return median(once)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small workloads (under a minute)")
+    parser.add_argument("--only", nargs="*", help="run only these figures (prefixes)")
+    args = parser.parse_args()
+    quick = args.quick
+    big = 100_000 if quick else 1_000_000
+    pg = os.environ.get("LINEAGE_BENCH_POSTGRES_URL") or os.environ.get("LINEAGE_TEST_POSTGRES_URL")
+    figures: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU, {round(os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30)} GiB, "
+                   f"Python {platform.python_version()}",
+        "quick": quick,
+    }
+    plan: list[tuple[str, Callable[[], Any]]] = [
+        ("append_single_events_per_s", lambda: append_single(n=300 if quick else 2000)),
+        ("append_batch_events_per_s", lambda: append_batch(n=24_000 if quick else 120_000)),
+        ("ingest_jsonl_events_per_s", lambda: ingest_jsonl(12_000 if quick else 120_000)),
+        ("rebuild", lambda: rebuild(big)),
+        ("catch_up_one_event_ms", catch_up_one_event_ms),
+        ("export_tree_10k_nodes_ms", lambda: export_tree_ms(10_001)),
+        ("sql_query_ms", lambda: descendants_query_ms(20_001 if quick else 100_001)),
+        ("verify_log_events_per_s", lambda: verify_log(big)),
+        ("tar_verify", lambda: tar_verify.run(quick=quick)),
+    ]
+    if pg:
+        plan[2:2] = [("append_single_events_per_s_postgresql", lambda: append_single(pg, n=300 if quick else 1000)),
+                     ("append_batch_events_per_s_postgresql", lambda: append_batch(pg, n=24_000 if quick else 60_000))]
+    for name, action in plan:
+        if args.only and not any(name.startswith(prefix) for prefix in args.only):
+            continue
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        value = action()
+        if name == "rebuild":
+            figures["rebuild_events"] = big
+            figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = round(value[0]), round(value[1], 1)
+        elif name == "tar_verify":
+            figures["tar_verify_ratio_vs_hashlib"] = value["tar_verify_ratio_vs_hashlib"]
+            figures["tar_verify_bytes"] = value["tar_bytes"]
+        else:
+            figures[name] = round(value, 1) if name.endswith("_ms") else round(value)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
