@@ -4,7 +4,8 @@ Resolution follows benchflow's `bench eval continue --cut-stage` (`reference/ben
 reading the stage registry from the log instead of `stage_snapshots.json`, and fails closed exactly where it
 does: the run recorded no stages, the stage was not recorded (the error lists the recorded ones), its
 `exchanges_completed` is unknown (null: never guessed), or it is 0 (nothing to replay). `--exchanges K`
-takes K as given (K >= 1, like `--max-exchanges`) and names the last recorded stage at or before it.
+takes K as given (K >= 1, like `--max-exchanges`) and names the recorded stage with the most exchanges at or
+below K, for orientation.
 
 Served cut points are those recorded by the run's continuations (`cut_point.served`): accounting basis,
 configured and served K, and every divergence. `cut_point_problems` is the audit's cut-point consistency
@@ -60,7 +61,7 @@ def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int) -> dict[st
     if k < 1:
         raise ReplayCutPointError(f"run {run!r}: expected K >= 1 exchanges to replay, found {k}")
     known = [r for r in stages if r["exchanges_completed"] is not None and r["exchanges_completed"] <= k]
-    before = known[-1] if known else None
+    before = max(known, key=lambda r: (r["exchanges_completed"], STAGES.index(r["stage"]))) if known else None
     return {"run": run, "by": "exchanges", "k": k, "stage": before["stage"] if before else None,
             "node": before["node"] if before else None, "exchanges_completed": before["exchanges_completed"] if before else None,
             "sandbox_ref": None, "environment_ref": None}
