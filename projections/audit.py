@@ -7,8 +7,8 @@ Policy. Each finding has a level:
 - **not-publishable**: the store as a whole cannot be trusted or would publish a false statement: the hash
   chain is broken (`lineage verify`); custody is broken (a held artifact lost, changed or never released
   on a closed fork, or a custody failure that preserved nothing), because evidence may have crossed arms; a
-  restorable lie (a fork opened on, or a child restored from, a snapshot that had been discarded and never
-  exported or imported by then); an impossible state the domain refuses (V while a child is unscored, V not
+  restorable lie (a fork opened on, or a child restored from, a snapshot discarded before then, by log
+  order and by `occurred_at` alike, and never exported or imported); an impossible state the domain refuses (V while a child is unscored, V not
   the mean of the rewards, served K above configured K), which means something bypassed the rules; or no
   run matched the selection (an empty gate must not pass).
 - **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
@@ -18,7 +18,7 @@ Policy. Each finding has a level:
   a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
-  capture, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
+  capture, a discard that log order and recorded times place on different sides of a fork, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
   what would be published, and is checked itself).
 
 Verdict and exit code: 0 **publishable** (no finding above warning); 10 **publishable with quarantines**
@@ -179,21 +179,35 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
 
 
 def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, Any]], *, report_adopted: bool = True) -> list[Finding]:
-    """A ref presented as restorable (run, what, ref, position) must have been restorable at that position."""
+    """A ref presented as restorable (run, what, ref, position, occurred_at) must have been restorable then.
+
+    "Before" is asked of both clocks, log order and `occurred_at`: a live harness records in the order things
+    happen, but importers record a run's snapshot lifetimes and forks in the order they read the artifacts,
+    with times derived from them. A lie is claimed only when both clocks put the discard strictly first and
+    neither shows an export, import or adoption by then; when the clocks disagree it is a warning.
+    """
     findings = []
     for use in presented:
-        before = {e["kind"]: e["position"] for e in sorted(lifetimes, key=lambda e: e["position"])
-                  if e["ref"] == use["ref"] and e["position"] < use["position"]}
         subject, run = use["ref"], use["run"]
-        if "exported" in before or "imported" in before:
+        mine = [e for e in lifetimes if e["ref"] == subject]
+        known = {e["kind"] for e in mine if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]}
+        by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
+        by_time = [e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]]
+        if known & {"exported", "imported"}:
             continue
-        if "adopted" in before:
+        if "adopted" in known:
             findings.append(Finding("snapshot-truthfulness", QUARANTINE, subject, f"{use['what']} uses snapshot {subject}, "
                                     "adopted from a tar of unknown provenance", run))
-        elif "discarded" in before:
+        elif by_log and by_time:
             findings.append(Finding("snapshot-truthfulness", BLOCKER, subject, f"{use['what']} presents snapshot {subject} as "
-                                    f"restorable, but it was discarded (#{before['discarded']}) and never exported or imported", run))
-        elif "captured" not in before:
+                                    f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
+                                    "or imported", run))
+        elif by_log or by_time:
+            first, second = ("log order", "the recorded times") if by_log else ("the recorded times", "log order")
+            findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} uses snapshot {subject}; {first} "
+                                    f"put its discard before that and {second} do not, so the facts' order or times are "
+                                    "unreliable (an importer's approximation?)", run))
+        elif "captured" not in known:
             findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} presents snapshot {subject}, "
                                     "whose capture is not recorded", run))
     if report_adopted:
@@ -262,10 +276,11 @@ def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
         refs = [o["sandbox_ref"], o["environment_ref"]] if own else [
             o["stage_sandbox"] if "sandbox" in layers else None, o["stage_environment"] if "environment" in layers else None]
         what = f"fork {o['fork']} of {o['run']} (at {o['stage'] or 'cursor:' + o['node']})"
-        presented += [{"run": o["run"], "what": what, "ref": ref, "position": o["position"]} for ref in refs if ref]
+        presented += [{"run": o["run"], "what": what, "ref": ref, "position": o["position"],
+                       "occurred_at": o["occurred_at"]} for ref in refs if ref]
     for r in db.rows(f"SELECT * FROM child_restores WHERE {_in('run')}", {"runs": runs}):
         what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
-        presented += [{"run": r["run"], "what": what, "ref": ref, "position": r["position"]}
+        presented += [{"run": r["run"], "what": what, "ref": ref, "position": r["position"], "occurred_at": r["occurred_at"]}
                       for ref in (r["sandbox_ref"], r["environment_ref"]) if ref]
     return presented
 
@@ -289,7 +304,7 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
                             db.rows(f"SELECT * FROM children WHERE {_in('run')}", params))
     closed = {(r["run"], r["fork"]) for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)}
     findings += check_custody(db.rows(f"SELECT * FROM custody_events WHERE {_in('run')}", params), closed)
-    findings += check_snapshots(_presented(db, keys), db.rows("SELECT ref, kind, position, tar_path FROM snapshot_events"),
+    findings += check_snapshots(_presented(db, keys), db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
                                 report_adopted=run is None and task is None and since is None)
     cut_rows = db.rows("SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
                        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}", params)

@@ -106,19 +106,24 @@ def test_custody_never_released_blocks_a_closed_fork_and_quarantines_an_open_one
     assert audit.check_custody([custody("held", 1, HELD)], set())[0].level == QUARANTINE
 
 
-def lifetime(kind: str, position: int, ref: str = "snap") -> dict:
-    return {"ref": ref, "kind": kind, "position": position, "tar_path": None}
+def lifetime(kind: str, minute: int, ref: str = "snap") -> dict:
+    return {"ref": ref, "kind": kind, "position": 100 + minute, "occurred_at": minute, "tar_path": None}
 
 
-def use(position: int, ref: str = "snap") -> dict:
-    return {"run": "r", "what": "child 0 of fork f of r (restore)", "ref": ref, "position": position}
+def use(minute: int, ref: str = "snap", position: int | None = None) -> dict:
+    return {"run": "r", "what": "child 0 of fork f of r (restore)", "ref": ref, "occurred_at": minute,
+            "position": 100 + minute if position is None else position}
 
 
 def test_restoring_a_snapshot_after_it_was_discarded_unexported_is_a_restorable_lie() -> None:
     discarded = [lifetime("captured", 1), lifetime("discarded", 5)]
     assert audit.check_snapshots([use(3)], discarded) == [], "restored while the image still lived"
     [lie] = audit.check_snapshots([use(7)], discarded)
-    assert lie.level == BLOCKER and lie.run == "r" and "discarded (#5) and never exported or imported" in lie.message
+    assert lie.level == BLOCKER and lie.run == "r" and "discarded before (#105) and never exported or imported" in lie.message
+    [tie] = audit.check_snapshots([use(5, position=106)], discarded)
+    assert tie.level == WARNING and "log order put its discard before that and the recorded times do not" in tie.message
+    [imported] = audit.check_snapshots([use(7, position=104)], discarded)
+    assert imported.level == WARNING and "the recorded times put its discard before that and log order do not" in imported.message
     exported_first = [lifetime("captured", 1), lifetime("exported", 4), lifetime("discarded", 5)]
     assert audit.check_snapshots([use(7)], exported_first) == []
     imported_first = [lifetime("captured", 1), lifetime("discarded", 5), lifetime("imported", 6)]
