@@ -9,6 +9,7 @@ PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defi
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,12 +228,22 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
 
 
 def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
-    """Build the application over the store, translating connection failures into our error family."""
+    """Build the application over the store, translating connection failures into our error family.
+
+    Several machines starting at once may race on PostgreSQL's `CREATE TABLE IF NOT EXISTS` (PostgreSQL answers
+    "tuple concurrently updated" or a duplicate-key error from its catalogue); the loser simply tries again.
+    """
     from ..domain.application import LineageApp
     from ..domain.errors import StoreUnavailable
 
-    try:
-        return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
-    except Exception as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
-        raise StoreUnavailable(f"could not open the event store {url.redacted()}: {exc}",
-                               hint="check the URL, that the server is running and that you may write there") from exc
+    for attempt in range(1, 6):
+        try:
+            return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+        except Exception as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
+            racing = url.kind == "postgresql" and ("concurrently" in str(exc) or "duplicate key" in str(exc))
+            if racing and attempt < 5:
+                time.sleep(0.1 * attempt)
+                continue
+            raise StoreUnavailable(f"could not open the event store {url.redacted()}: {exc}",
+                                   hint="check the URL, that the server is running and that you may write there") from exc
+    raise AssertionError("unreachable")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from ..bootstrap import Lineage
@@ -59,11 +61,25 @@ def tables(lineage: Lineage, fmt: str) -> None:
 
 
 @click.command()
+@click.option("--follow", is_flag=True, help="Keep following the log (e.g. a PostgreSQL store other machines write to).")
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls when following.")
+@click.option("--until", "until", type=int, help="With --follow: stop once the read models reach this log position.")
 @click.pass_obj
-def project(lineage: Lineage) -> None:
-    """Catch the read models up with the log now (every read command also does this first)."""
+def project(lineage: Lineage, follow: bool, interval: float, until: int | None) -> None:
+    """Catch the read models up with the log now (every read command also does this first).
+
+    With --follow, keep catching up as other writers append. The read-model file is opened only while there is
+    something new to apply, so other commands can still read in between.
+    """
     with read_models(lineage) as models:
-        note(f"read models at log position {models.position}")
+        position = models.position
+    note(f"read models at log position {position}")
+    while follow and (until is None or position < until):
+        time.sleep(interval)
+        if lineage.position() > position:
+            with read_models(lineage) as models:
+                position = models.position
+            note(f"read models at log position {position}")
 
 
 @click.command("rebuild")
