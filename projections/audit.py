@@ -81,6 +81,13 @@ def slot_label(slot: Slot) -> str:
     return "slot (" + ", ".join(value or "-" for value in slot) + ")"
 
 
+def _group(rows: list[dict[str, Any]], *columns: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[c] for c in columns), []).append(row)
+    return groups
+
+
 # --- run health -----------------------------------------------------------------------------------------
 
 
@@ -114,9 +121,10 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
 def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> list[Finding]:
     """V only when every child was scored, equal to their mean; unscored / failed arms and partial or open forks."""
     findings = []
+    by_fork = _group(children, "run", "fork")
     for fork in forks:
         run, where = fork["run"], f"{fork['run']}:{fork['fork']}"
-        kids = [c for c in children if (c["run"], c["fork"]) == (run, fork["fork"])]
+        kids = by_fork.get((run, fork["fork"]), [])
         rewards = [c["reward"] for c in kids if c["outcome"] == "scored"]
         every = len(rewards) == fork["n_children"]
         value = fork["value"]
@@ -147,9 +155,10 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
 def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) -> list[Finding]:
     """Every held entry released with the same digest, or a failure that preserved the entries (and where)."""
     findings = []
-    for key in sorted({(e["run"], e["fork"]) for e in events}):
+    by_fork = _group(events, "run", "fork")
+    for key in sorted(by_fork):
         run, where = key[0], f"{key[0]}:{key[1]}"
-        mine = sorted((e for e in events if (e["run"], e["fork"]) == key), key=lambda e: e["position"])
+        mine = sorted(by_fork[key], key=lambda e: e["position"])
         held = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "held"), None)
         released = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "released"), None)
         failures = [e for e in mine if e["kind"] == "failed"]
@@ -187,9 +196,10 @@ def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, A
     neither shows an export, import or adoption by then; when the clocks disagree it is a warning.
     """
     findings = []
+    by_ref = _group(lifetimes, "ref")
     for use in presented:
         subject, run = use["ref"], use["run"]
-        mine = [e for e in lifetimes if e["ref"] == subject]
+        mine = by_ref.get((subject,), [])
         known = {e["kind"] for e in mine if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]}
         by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
         by_time = [e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]]
