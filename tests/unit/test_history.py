@@ -100,3 +100,14 @@ def test_an_unknown_node_names_what_exists(lineage: Lineage, run_cli: Cli) -> No
     assert result.exit_code == 1
     assert "has no node or fork arm 'n9'; found nodes ['root', 'n1', 'n2'] and arms ['root/with-skill', 'root/no-skill']" in result.stderr
     assert run_cli("history", "no/such-run:n1", ok=False).exit_code == 1
+
+
+def test_a_fork_child_recorded_as_its_own_run_continues_its_parents_ancestry(lineage: Lineage, run_cli: Cli) -> None:
+    from rollout_lineage.domain import facts as f
+
+    lineage.record(s.healthy_ablation() + [f.RunRegistered(run="audit/child-run", task=s.TASK, role="branch-child",
+                                                           parent_run=s.HEALTHY, parent_node="n1")])
+    document = history(run_cli, "audit/child-run")
+    assert [(step["run"], step["node"]) for step in document["steps"]] == [
+        (s.HEALTHY, "root"), (s.HEALTHY, "n1"), ("audit/child-run", "root")]
+    assert "fork.child_scored" in types(document["steps"][1])
