@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.domain import facts as f
 from tests import audit_scenarios as s
 from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, ablate_run_facts
@@ -103,8 +104,6 @@ def test_an_unknown_node_names_what_exists(lineage: Lineage, run_cli: Cli) -> No
 
 
 def test_a_fork_child_recorded_as_its_own_run_continues_its_parents_ancestry(lineage: Lineage, run_cli: Cli) -> None:
-    from rollout_lineage.domain import facts as f
-
     lineage.record(s.healthy_ablation() + [f.RunRegistered(run="audit/child-run", task=s.TASK, role="branch-child",
                                                            parent_run=s.HEALTHY, parent_node="n1")])
     document = history(run_cli, "audit/child-run")
