@@ -118,17 +118,20 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         if not stored_events:
             return []
-        # Inside this transaction we hold SQLite's write lock, so new rowids follow the current maximum one by one;
-        # one executemany is then several times faster than the library's row-at-a-time inserts. Checked below.
-        c.execute(f"SELECT coalesce(max(rowid), 0) FROM {self.events_table_name}")
-        first = c.fetchone()[0] + 1
+        # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
+        # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
+        # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
         c.executemany(self.insert_events_statement, [
             (s.originator_id.hex if hasattr(s.originator_id, "hex") else s.originator_id, s.originator_version, s.topic, s.state)
             for s in stored_events])
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
-        if c.fetchone()[0] != first + len(stored_events) - 1:
-            raise IntegrityError(f"expected rowids {first}..{first + len(stored_events) - 1} for a batch, found otherwise")
-        ids = list(range(first, first + len(stored_events)))
+        last_id = c.fetchone()[0]
+        ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
+        first = stored_events[0]
+        c.execute(f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?", (ids[0],))
+        row = c.fetchone()
+        if row is None or (row[0], row[1]) != (first.originator_id.hex, first.originator_version):
+            raise IntegrityError(f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise")
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
