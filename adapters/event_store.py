@@ -155,6 +155,14 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         links = self._paged(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?")
         return merge_chain(events, links)
 
+    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, without
+        building a Notification and a UUID per event."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(f"SELECT rowid, originator_id, originator_version, topic, CAST(state AS TEXT) FROM {self.events_table_name} "
+                      "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
+            return [tuple(row) for row in c.fetchall()]
+
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as c:
             c.execute(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))
@@ -222,6 +230,14 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             curs.execute(SQL("SELECT originator_id FROM {}.{} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(
                 Identifier(self.datastore.schema), Identifier(self.events_table_name)), (list(ids),))
             return {row["originator_id"] for row in curs.fetchall()}
+
+    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
+                             "topic, convert_from(state, 'UTF8') AS state FROM {}.{} WHERE notification_id > %s AND notification_id <= %s "
+                             "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema), Identifier(self.events_table_name)),
+                         (after, stop if stop is not None else 2**62, limit))
+            return [(r["notification_id"], r["originator_id"], r["originator_version"], r["topic"], r["state"]) for r in curs.fetchall()]
 
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as curs:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PROJECTIONS: tuple[Projection, ...] = (
     log_table.PROJECTION, runs.PROJECTION, lineage.PROJECTION, stages.PROJECTION, forks.PROJECTION, custody.PROJECTION,
 )
-PAGE = 10_000
+PAGE = 20_000
 BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
@@ -120,8 +120,14 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
 
 
 def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterator[list[tuple[Any, ...]]]:
+    """Pages of (position, originator id, version, topic, state) rows, straight from the store when it can."""
+    if hasattr(recorder, "log_rows"):
+        while rows := recorder.log_rows(after, stop, page):
+            yield rows
+            after = rows[-1][0]
+        return
     for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
-        yield [(n.id, str(n.originator_id), n.originator_version, n.topic, n.state.decode()) for n in notifications]
+        yield [(n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode()) for n in notifications]
 
 
 def _prefetched(pages: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[tuple[Any, ...]]]:
