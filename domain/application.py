@@ -97,41 +97,36 @@ class LineageApp(Application[UUID]):
 
     def _decide(self, batch: Sequence[Entry]) -> list[Any]:
         """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
-        ids = [aggregate_id(entry.fact.subject_kind, entry.fact.subject_key()) for entry in batch]
+        subjects = [(entry.fact.subject_kind, entry.fact.subject_key()) for entry in batch]
+        ids = {subject: aggregate_id(*subject) for subject in subjects}
         # One query says which streams exist, so new runs and snapshots cost no read at all.
-        existing = self._existing(set(ids))
-        aggregates: dict[UUID, Any] = {}
+        existing = self._existing(set(ids.values()))
+        aggregates: dict[tuple[str, str], Any] = {}
         events: list[Any] = []
-        for entry, agg_id in zip(batch, ids, strict=True):
+        now = self.clock()  # one transaction, one recording time
+        for entry, subject in zip(batch, subjects, strict=True):
             fact = entry.fact
-            if agg_id not in aggregates:
-                aggregates[agg_id] = self._load(agg_id) if agg_id in existing else None
-            agg = aggregates[agg_id]
-            state = agg if agg is not None else AGGREGATE_FOR_SUBJECT[fact.subject_kind].blank()
+            if subject not in aggregates:
+                aggregates[subject] = self._load(ids[subject]) if ids[subject] in existing else None
+            agg = aggregates[subject]
+            state = agg if agg is not None else AGGREGATE_FOR_SUBJECT[subject[0]].blank()
             if not state.decide(fact):
                 continue
             if isinstance(fact, f.ChildRestored):
                 self._require_restorable(fact, aggregates)
-            aggregates[agg_id] = self._append(agg_id, agg, entry)
-            events.append(aggregates[agg_id].pending_events[-1])
+            event = EVENT_FOR_FACT[type(fact)].envelope(
+                originator_id=ids[subject], originator_version=agg.version + 1 if agg else 1, timestamp=now,
+                occurred_at=entry.occurred_at or now, actor=self.actor, tool_version=self.tool_version, fact=fact)
+            aggregates[subject] = agg = event.mutate(agg)
+            agg.pending_events.append(event)
+            events.append(event)
         return events
 
-    def _append(self, agg_id: UUID, agg: Any, entry: Entry) -> Any:
-        now = self.clock()
-        envelope = {"timestamp": now, "occurred_at": entry.occurred_at or now, "actor": self.actor,
-                    "tool_version": self.tool_version, "fact": entry.fact}
-        event_class = EVENT_FOR_FACT[type(entry.fact)]
-        event = event_class.envelope(originator_id=agg_id, originator_version=agg.version + 1 if agg else 1, **envelope)
-        agg = event.mutate(agg)
-        agg.pending_events.append(event)
-        return agg
-
-    def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[UUID, Any]) -> None:
+    def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]) -> None:
         for ref in (fact.snapshot.sandbox, fact.snapshot.environment):
             if not ref:
                 continue
-            snap_id = aggregate_id("snapshot", ref)
-            snapshot = aggregates.get(snap_id) or self._load(snap_id)
+            snapshot = aggregates.get(("snapshot", ref)) or self._load(aggregate_id("snapshot", ref))
             if isinstance(snapshot, Snapshot):
                 restorable, why = snapshot.restorable()
                 if not restorable:

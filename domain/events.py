@@ -54,7 +54,7 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
         """
         event = cls.__new__(cls)
         object.__setattr__(event, "__dict__", values)
-        object.__setattr__(event, "__pydantic_fields_set__", set(values))
+        object.__setattr__(event, "__pydantic_fields_set__", _ALL_FIELDS)
         object.__setattr__(event, "__pydantic_extra__", None)
         object.__setattr__(event, "__pydantic_private__", None)
         return event
@@ -78,6 +78,9 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
         aggregate.version = self.originator_version
         aggregate.modified_on = self.timestamp
         return aggregate
+
+
+_ALL_FIELDS = set(LineageEvent.model_fields)
 
 
 def _event_class(fact_cls: type[f.Fact]) -> type[LineageEvent]:
