@@ -9,12 +9,14 @@ clean append. The call returns the log position, so readers can catch projection
 
 from __future__ import annotations
 
+import gc
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -29,8 +31,7 @@ from .snapshot import Snapshot
 MAX_ATTEMPTS = 8
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """A fact to record and, when known, when it happened (else: when it is recorded)."""
 
     fact: f.Fact
@@ -42,6 +43,18 @@ class Recorded:
     position: int  # the log position a reader must reach to see this batch (0 for an empty log)
     appended: int  # events appended by this call (0 when every fact was already known)
     new_facts: tuple[f.Fact, ...] = ()  # the facts that were (or, in a dry run, would be) appended
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A batch allocates many short-lived objects at once; cyclic GC passes over them cost ~20% of recording."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def expand(entry: Entry) -> list[Entry]:
@@ -75,7 +88,8 @@ class LineageApp(Application[UUID]):
         """Append the facts that are new, all in one transaction; with dry_run, only say which they are."""
         batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            events = self._decide(batch)
+            with _collector_paused():
+                events = self._decide(batch)
             new_facts = tuple(event.fact for event in events)
             if not events or dry_run:
                 return Recorded(self.position(), 0, new_facts)
