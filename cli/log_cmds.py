@@ -66,9 +66,10 @@ def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None,
                 continue
             if types and not any(event.type == t or (t.endswith(".") and event.type.startswith(t)) for t in types):
                 continue
+            # Tables show what the fact says; the JSON formats keep every field, nulls included.
+            shown = {k: v for k, v in fact.items() if k != "type" and (v is not None or fmt in ("json", "jsonl"))}
             yield {"position": event.position, "recorded_at": event.state["timestamp"], "occurred_at": event.state["occurred_at"],
-                   "type": event.type, "subject": event.subject, "actor": event.state["actor"],
-                   "fact": {k: v for k, v in fact.items() if k != "type"}}
+                   "type": event.type, "subject": event.subject, "actor": event.state["actor"], "fact": shown}
             count += 1
             if limit is not None and count >= limit:
                 return
