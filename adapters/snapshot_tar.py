@@ -1,10 +1,9 @@
 """Offline, streaming verification of `docker save` tars.
 
-Design decision: the tar is read exactly once, front to back, in large chunks, and never extracted. Every chunk
-feeds two consumers: a second thread hashing the whole file (the `sha256` benchflow records for an export) and
-the main thread, which walks the tar headers with `tarfile` over a forward-only file object and hashes each
-member's bytes as zero-copy views of the same chunk. hashlib releases the GIL for large updates, so the two
-digests run on two cores and verification costs about one plain `sha256sum` of the file.
+Design decision: the tar is read exactly once, front to back, in large chunks, and never extracted. The reading
+and hashing live in `tar_stream`: each chunk feeds both the whole-file digest (the `sha256` benchflow records for
+an export, on a second thread) and the digest of the member it belongs to, so verification costs about one plain
+`sha256sum` of the file. This module walks the members and decides what their digests must match.
 
 Why one pass: snapshot tars are gigabytes, `manifest.json` usually comes *after* the layers, and an untrusted file
 must not be trusted to hold still between two reads. So every regular member is hashed on the way past (and, if
@@ -18,30 +17,23 @@ at all raises `InvalidInput`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
-import queue
 import re
 import stat
 import tarfile
-import threading
-import zlib
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from rollout_lineage.domain.errors import InvalidInput
 
-_CHUNK_BYTES = 4 << 20  # a multiple of the 512-byte tar block, so headers never straddle two chunks
+from .tar_stream import HEADER_READ_CAP, REEXPORT, MemberDigest, OversizedRead, TeeReader
+
 _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
-_HEADER_READ_CAP = 1 << 20  # pax and GNU long-name headers are read whole; real ones are far smaller
 _MAX_MEMBERS = 100_000  # docker save writes a few per layer; far more means a hostile or foreign archive
-_INFLATE_IN_BYTES = 256 << 10  # small input slices bound the copying zlib does for a highly compressed layer
-_INFLATE_OUT_BYTES = 8 << 20
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_REEXPORT = "re-export the image with `docker save` and verify the new file"
 _TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 
@@ -82,161 +74,6 @@ class _Abort(Exception):
     """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already recorded)."""
 
 
-class _OversizedRead(Exception):
-    """tarfile asked for more header bytes (pax or GNU long name) than a real header could need."""
-
-
-class _TeeReader:
-    """Forward-only file object: each chunk read from disk goes to the whole-file hasher thread and to the walk."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self._chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=4)  # bounds memory if the walk runs ahead
-        self._whole = hashlib.sha256()
-        self._thread = threading.Thread(target=self._hash_chunks, name="tar-sha256", daemon=True)
-        self._thread.start()
-        self._chunk = b""
-        self._view = memoryview(b"")
-        self._chunk_start = 0
-        self._chunk_end = 0
-        self._pos = 0
-        self.exhausted = False
-        self.head = b""
-        self.last_read = b""
-
-    def _hash_chunks(self) -> None:
-        while (chunk := self._chunks.get()) is not None:
-            self._whole.update(chunk)
-
-    def _fill(self) -> bool:
-        chunk = self._raw.read(_CHUNK_BYTES)
-        if not chunk:
-            self.exhausted = True
-            return False
-        self._chunks.put(chunk)
-        if not self._chunk_end:
-            self.head = chunk[:8]
-        self._chunk, self._view = chunk, memoryview(chunk)
-        self._chunk_start, self._chunk_end = self._chunk_end, self._chunk_end + len(chunk)
-        return True
-
-    def views(self, count: int) -> Iterator[memoryview]:
-        """Yield up to `count` bytes as views of the chunks (fewer only at end of file)."""
-        while count > 0:
-            if self._pos >= self._chunk_end:
-                if self._pos > self._chunk_end or not self._fill():
-                    return
-            start = self._pos - self._chunk_start
-            step = min(count, self._chunk_end - self._pos)
-            yield self._view[start : start + step]
-            self._pos += step
-            count -= step
-
-    def read(self, size: int | None = -1) -> bytes:
-        if size is None or size < 0 or size > _HEADER_READ_CAP:
-            raise _OversizedRead(size)
-        self.last_read = b"".join(bytes(view) for view in self.views(size))
-        return self.last_read
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        if whence != 0 or offset < self._pos:
-            raise tarfile.ReadError(f"backward seek to {offset} (a negative member size)")
-        for _ in self.views(offset - self._pos):
-            pass
-        self._pos = offset  # past end of file, like a real file: later reads return b""
-        return self._pos
-
-    def drain(self) -> bool:
-        """Read to end of file (so the whole-file digest is complete); True if every byte read was zero."""
-        all_zero = True
-        while True:
-            if self._pos < self._chunk_end:
-                rest = self._chunk[self._pos - self._chunk_start :]
-                all_zero = all_zero and rest.count(0) == len(rest)
-                self._pos = self._chunk_end
-            if self._pos > self._chunk_end or not self._fill():
-                return all_zero
-
-    def finish(self) -> tuple[str, int]:
-        """Hash whatever the walk left unread (it may have stopped early) and return the whole-file digest."""
-        while self._fill():
-            pass
-        self.stop()
-        return "sha256:" + self._whole.hexdigest(), self._chunk_end
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._chunks.put(None)
-            self._thread.join()
-
-
-class _MemberDigest:
-    """sha256 of a member's bytes and, when it is a gzip stream, of its decompressed bytes (the diff_id)."""
-
-    def __init__(self, name: str, head: bytes, decompressed_cap: int) -> None:
-        self.name = name
-        self.raw = hashlib.sha256()
-        self.compression = _sniff_compression(head)
-        self.plain = hashlib.sha256() if self.compression == "gzip" else None
-        self.problem: str | None = None
-        self._inflater = zlib.decompressobj(wbits=31)
-        self._fed = False
-        self._plain_bytes = 0
-        self._cap = decompressed_cap
-
-    def update(self, view: memoryview) -> None:
-        self.raw.update(view)
-        for start in range(0, len(view), _INFLATE_IN_BYTES) if self.plain else ():
-            self._inflate(view[start : start + _INFLATE_IN_BYTES])
-
-    def _inflate(self, data: bytes | memoryview) -> None:
-        try:
-            while self.plain is not None:
-                self._fed = self._fed or bool(data)
-                out = self._inflater.decompress(data, _INFLATE_OUT_BYTES)
-                self.plain.update(out)
-                self._plain_bytes += len(out)
-                if self._plain_bytes > self._cap:
-                    self._fail(f"decompresses to more than {self._cap} bytes (the member cap)", "raise the cap")
-                elif self._inflater.eof:  # gzip allows several members back to back
-                    data, self._inflater, self._fed = self._inflater.unused_data, zlib.decompressobj(wbits=31), False
-                    if not data:
-                        return
-                else:
-                    data = self._inflater.unconsumed_tail
-                    if not data and len(out) < _INFLATE_OUT_BYTES:  # a full output may leave more pending
-                        return
-        except zlib.error as exc:
-            self._fail(f"is not a valid gzip stream ({exc})", _REEXPORT)
-
-    def _fail(self, found: str, action: str) -> None:
-        self.plain = None
-        self.problem = (f"Member {self.name!r} starts like a gzip-compressed layer but {found}; expected a layer "
-                        f"whose uncompressed digest can be computed; {action}.")
-
-    def diff_id(self) -> str | None:
-        if self.compression is None:
-            return self.raw.hexdigest()
-        if self.plain is None:
-            return None
-        if self._fed:
-            self._fail("ends in the middle of the stream", _REEXPORT)
-            return None
-        return self.plain.hexdigest()
-
-
-def _sniff_compression(head: bytes) -> str | None:
-    """Name the compression by its magic bytes (bzip2's block magic too: "BZh" alone could begin a file name)."""
-    if head[:3] == b"BZh" and head[4:10] == b"1AY&SY":
-        return "bzip2"
-    for magic, name in ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")):
-        if head.startswith(magic):
-            return name
-    return None
-
 
 @dataclass
 class _Seen:
@@ -259,7 +96,7 @@ class _Scan:
         self.problems: list[str] = []
         self.complete = False  # False when the walk stopped early: missing members are then no news
 
-    def walk(self, reader: _TeeReader) -> None:
+    def walk(self, reader: TeeReader) -> None:
         last_name: str | None = None
         try:
             archive = tarfile.open(fileobj=reader, mode="r:")
@@ -282,14 +119,14 @@ class _Scan:
             self.problems.append(_parse_failure(reader, exc, last_name))
         return None
 
-    def _check_end(self, reader: _TeeReader, offset: int, last_name: str | None) -> None:
+    def _check_end(self, reader: TeeReader, offset: int, last_name: str | None) -> None:
         header = reader.last_read
         where = f"after member {last_name!r}" if last_name else "at its start"
         if len(header) == tarfile.BLOCKSIZE and header.count(0) == tarfile.BLOCKSIZE:
             self.complete = True
             if not reader.drain():
                 self.problems.append("The tar has non-zero bytes after its end-of-archive marker; expected only "
-                                     f"zero padding; something was appended to the file, so {_REEXPORT}.")
+                                     f"zero padding; something was appended to the file, so {REEXPORT}.")
         elif len(header) < tarfile.BLOCKSIZE:
             self.problems.append(f"The tar ends {where} without an end-of-archive marker; expected a complete "
                                  "`docker save` archive; the file is truncated, so copy or export it again.")
@@ -297,22 +134,22 @@ class _Scan:
             self.problems.append(f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
                                  "header or the end-of-archive marker; the file is corrupt, so copy or export it again.")
 
-    def _visit(self, member: tarfile.TarInfo, reader: _TeeReader) -> None:
+    def _visit(self, member: tarfile.TarInfo, reader: TeeReader) -> None:
         name = member.name
         key = posixpath.normpath(name)
         kind = _unsafe_kind(member)
         if name.startswith("/"):
-            self.problems.append(f"Member {name!r} has an absolute path; expected relative names only; {_REEXPORT}.")
+            self.problems.append(f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}.")
         elif ".." in name.split("/") or key in ("", "."):
             self.problems.append(f"Member {name!r} has an empty name or a '..' component; expected plain relative "
-                                 f"names that stay inside the archive; {_REEXPORT}.")
+                                 f"names that stay inside the archive; {REEXPORT}.")
         elif key in self.seen:
             self.problems.append(f"Member {name!r} appears more than once; expected each name once, since a later "
-                                 f"copy silently replaces the earlier one on load; {_REEXPORT}.")
+                                 f"copy silently replaces the earlier one on load; {REEXPORT}.")
         elif kind:
             self.seen[key] = _Seen("other")
             self.problems.append(f"Member {name!r} is a {kind}; expected only regular files and directories in a "
-                                 f"snapshot tar; {_REEXPORT}.")
+                                 f"snapshot tar; {REEXPORT}.")
         elif member.isdir():
             self.seen[key] = _Seen("dir")
         elif member.size > self.member_cap:
@@ -322,16 +159,16 @@ class _Scan:
         else:
             self.seen[key] = self._hash_member(key, member, reader)
 
-    def _hash_member(self, key: str, member: tarfile.TarInfo, reader: _TeeReader) -> _Seen:
+    def _hash_member(self, key: str, member: tarfile.TarInfo, reader: TeeReader) -> _Seen:
         reader.seek(member.offset_data)
         keep = member.size <= self.json_budget and (
             key in ("manifest.json", "index.json") or key.startswith("blobs/") or ("/" not in key and key.endswith(".json")))
-        digest = _MemberDigest(key, b"", self.member_cap)
+        digest = MemberDigest(key, b"", self.member_cap)
         parts: list[bytes] = []
         got = 0
         for view in reader.views(member.size):
             if not got:
-                digest = _MemberDigest(key, bytes(view[:16]), self.member_cap)
+                digest = MemberDigest(key, bytes(view[:16]), self.member_cap)
                 keep = keep and bytes(view[:64]).lstrip()[:1] in (b"{", b"[")  # only JSON is ever parsed
             digest.update(view)
             got += len(view)
@@ -348,7 +185,7 @@ class _Scan:
         note = digest.problem
         if digest.compression not in (None, "gzip"):
             note = (f"Member {member.name!r} is {digest.compression}-compressed; expected an uncompressed or gzip "
-                    f"layer, the only kinds whose diff_id can be checked offline; {_REEXPORT}.")
+                    f"layer, the only kinds whose diff_id can be checked offline; {REEXPORT}.")
         return _Seen("file", member.size, digest.raw.hexdigest(), diff_id, note)
 
     # -- cross-checks on what the walk collected ------------------------------------------------------------------
@@ -370,7 +207,7 @@ class _Scan:
         seen = self.seen.get(key)
         if seen is None or seen.kind != "file":
             if self.complete or seen is not None:
-                self.problems.append(f"The tar has no regular file {key!r}; expected {what}; {_REEXPORT}.")
+                self.problems.append(f"The tar has no regular file {key!r}; expected {what}; {REEXPORT}.")
             return None
         if key not in self.kept:
             self.problems.append(f"{key!r} ({seen.size} bytes) was not kept for parsing: it does not start like JSON "
@@ -380,7 +217,7 @@ class _Scan:
         try:
             return json.loads(self.kept[key])
         except (ValueError, RecursionError) as exc:
-            self.problems.append(f"{key!r} is not valid JSON ({exc}); expected {what}; {_REEXPORT}.")
+            self.problems.append(f"{key!r} is not valid JSON ({exc}); expected {what}; {REEXPORT}.")
             return None
 
     def _manifest_entries(self) -> list[dict[str, Any]]:
@@ -389,7 +226,7 @@ class _Scan:
             return []
         if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
             self.problems.append("'manifest.json' is not a non-empty JSON array of objects; expected "
-                                 f"[{{\"Config\": ..., \"RepoTags\": [...], \"Layers\": [...]}}]; {_REEXPORT}.")
+                                 f"[{{\"Config\": ..., \"RepoTags\": [...], \"Layers\": [...]}}]; {REEXPORT}.")
             return []
         return entries
 
@@ -398,20 +235,20 @@ class _Scan:
         config, layers, repo_tags = entry.get("Config"), entry.get("Layers"), entry.get("RepoTags") or []
         if not (isinstance(config, str) and _str_list(layers) and _str_list(repo_tags)):
             self.problems.append(f"manifest.json entry {number} lacks a string 'Config', a list of strings 'Layers' "
-                                 f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {_REEXPORT}.")
+                                 f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}.")
             return None, None, ()
         tags.extend(repo_tags)
         config_key = posixpath.normpath(config)
         seen = self.seen.get(config_key)
         if seen is None or seen.kind != "file" or seen.sha256 is None:
             self.problems.append(f"manifest.json entry {number} names config {config!r}, which the tar does not hold "
-                                 f"as a readable regular file; expected the image's config JSON; {_REEXPORT}.")
+                                 f"as a readable regular file; expected the image's config JSON; {REEXPORT}.")
             return config, None, self._check_layers(number, layers, None)
         named = _digest_in_name(config_key)
         if named != seen.sha256:
             self.problems.append(f"Config {config!r} has sha256 {seen.sha256}, but its name carries "
                                  f"{named or 'no digest'}; expected the name to be the digest of the bytes; the config "
-                                 f"was altered or renamed, so {_REEXPORT}.")
+                                 f"was altered or renamed, so {REEXPORT}.")
         return config, "sha256:" + seen.sha256, self._check_layers(number, layers, self._diff_ids(config_key))
 
     def _diff_ids(self, config_key: str) -> list[str] | None:
@@ -420,7 +257,7 @@ class _Scan:
         diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
         if config is not None and not (_str_list(diff_ids) and all(_is_digest(d) for d in diff_ids)):
             self.problems.append(f"Config {config_key!r} has no 'rootfs.diff_ids' list of 'sha256:<hex>' strings; "
-                                 f"expected one diff_id per layer; {_REEXPORT}.")
+                                 f"expected one diff_id per layer; {REEXPORT}.")
             return None
         return diff_ids
 
@@ -432,17 +269,17 @@ class _Scan:
             actual = "sha256:" + seen.diff_id if seen and seen.kind == "file" and seen.diff_id else None
             if seen is None or seen.kind != "file":
                 self.problems.append(f"manifest.json entry {number} names layer {layer!r}, which the tar does not "
-                                     f"hold as a regular file; expected every listed layer present; {_REEXPORT}.")
+                                     f"hold as a regular file; expected every listed layer present; {REEXPORT}.")
             elif actual is None:
-                self.problems.append(seen.note or f"Layer {layer!r} could not be hashed; {_REEXPORT}.")
+                self.problems.append(seen.note or f"Layer {layer!r} could not be hashed; {REEXPORT}.")
             elif expected is not None and actual != expected:
                 self.problems.append(f"Layer {index} ({layer!r}) has diff_id {actual}, but the config's "
                                      f"rootfs.diff_ids[{index}] is {expected}; the layer bytes were altered or belong "
-                                     f"to another image; {_REEXPORT}.")
+                                     f"to another image; {REEXPORT}.")
             checks.append(LayerCheck(index, layer, expected, actual, expected is not None and actual == expected))
         if diff_ids is not None and len(diff_ids) != len(layers):
             self.problems.append(f"manifest.json entry {number} lists {len(layers)} layers but its config lists "
-                                 f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {_REEXPORT}.")
+                                 f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {REEXPORT}.")
         return tuple(checks)
 
     def _check_blobs(self, layout: str) -> None:
@@ -452,28 +289,28 @@ class _Scan:
             algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
             if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
                 self.problems.append(f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
-                                     f"sha256 blobs, the only kind this verifier can check; {_REEXPORT}.")
+                                     f"sha256 blobs, the only kind this verifier can check; {REEXPORT}.")
             elif seen.sha256 is None:
-                self.problems.append(seen.note or f"Blob {key!r} could not be hashed; {_REEXPORT}.")
+                self.problems.append(seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}.")
             elif seen.sha256 != hex_digest:
                 self.problems.append(f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
-                                     f"altered, so {_REEXPORT}.")
+                                     f"altered, so {REEXPORT}.")
         if layout != "oci":
             return
         if "oci-layout" not in self.seen:
             self.problems.append(f"The tar has index.json but no 'oci-layout' file; expected both in an OCI layout; "
-                                 f"{_REEXPORT}.")
+                                 f"{REEXPORT}.")
         index = self._json("index.json", "the OCI image index")
         manifests = index.get("manifests") if isinstance(index, dict) else None
         if index is not None and not (isinstance(manifests, list) and all(isinstance(m, dict) for m in manifests)):
-            self.problems.append(f"'index.json' has no 'manifests' list of objects; expected an OCI index; {_REEXPORT}.")
+            self.problems.append(f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}.")
             return
         for descriptor in manifests or ():
             digest = descriptor.get("digest")
             blob = "blobs/" + digest.replace(":", "/", 1) if isinstance(digest, str) else None
             if not _is_digest(digest) or blob not in self.seen:
                 self.problems.append(f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
-                                     f"expected every indexed manifest present; {_REEXPORT}.")
+                                     f"expected every indexed manifest present; {REEXPORT}.")
 
 
 def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
@@ -488,14 +325,14 @@ def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def _parse_failure(reader: _TeeReader, exc: Exception, last_name: str | None) -> str:
+def _parse_failure(reader: TeeReader, exc: Exception, last_name: str | None) -> str:
     if last_name is None and reader.head.startswith(b"\x1f\x8b"):
         return ("The file is gzip-compressed; expected the uncompressed tar `docker save` writes; decompress it "
                 "(gunzip) and verify the result.")
-    if isinstance(exc, _OversizedRead):
+    if isinstance(exc, OversizedRead):
         return (f"The tar has a header at or after byte {reader.tell()} that asks for {exc} bytes of extended (pax or "
-                f"GNU long-name) data; expected at most {_HEADER_READ_CAP}; the file is corrupt or hostile, so "
-                f"{_REEXPORT}.")
+                f"GNU long-name) data; expected at most {HEADER_READ_CAP}; the file is corrupt or hostile, so "
+                f"{REEXPORT}.")
     if last_name is None:
         return (f"The file is not a tar archive ({exc or type(exc).__name__}); expected the output of `docker save`; "
                 "check that the path names the snapshot tar, and export it again if it does.")
@@ -536,7 +373,7 @@ def verify_tar(path: str | os.PathLike[str], *, member_cap_bytes: int = _DEFAULT
         if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
             raise InvalidInput(f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
                                hint="pass the path of the .tar file itself")
-        reader = _TeeReader(raw)
+        reader = TeeReader(raw)
         scan = _Scan(member_cap_bytes, json_cap_bytes)
         try:
             scan.walk(reader)
