@@ -84,6 +84,12 @@ class DockerEngine:
         with self._errors("ping it"):
             return bool(self._docker.ping())
 
+    def identity(self) -> str:
+        """`docker info`'s name and id, as "<name> (<id>)": which engine an image was loaded into."""
+        with self._errors("describe itself (docker info)"):
+            info = self._docker.info()
+        return f"{info.get('Name') or 'docker'} ({info.get('ID') or 'no id'})"
+
     def image_id(self, ref: str) -> str | None:
         """The `sha256:<hex>` id `ref` resolves to, or None when the engine has no such image."""
         import docker.errors

@@ -275,13 +275,9 @@ class SnapshotService:
         return Outcome(ref, "rejected", str(tar_path) if tar_path else None, tar_sha256, reason=reason, error=error)
 
     def _engine_identity(self) -> str:
-        """`docker info`'s name and id: which engine an import went into, for the `imported` fact."""
+        """Which engine an import went into, for the `imported` fact (asked of the engine once per service)."""
         if self._engine_name is None:
-            engine = self.engine
-            # DockerEngine has no public `info()` yet; this is the one place that reaches past its interface.
-            with engine._errors("describe itself (docker info)"):  # noqa: SLF001
-                info = engine._docker.info()  # noqa: SLF001
-            self._engine_name = f"{info.get('Name') or 'docker'} ({info.get('ID') or 'no id'})"
+            self._engine_name = self.engine.identity()
         return self._engine_name
 
     def _load(self, ref: str, path: Path, expected_id: str | None) -> None:
