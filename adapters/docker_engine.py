@@ -141,7 +141,7 @@ class DockerEngine:
             except BaseException:
                 Path(partial.name).unlink(missing_ok=True)
                 raise
-            _fsync_directory(final.parent)
+            fsync_directory(final.parent)
         except OSError as exc:
             raise InvalidInput(f"Cannot write snapshot tar {os.fspath(final)!r}: {exc.strerror or exc}; expected a "
                                "writable directory with room for the image.", hint="check dest_dir and free space") from exc
@@ -164,7 +164,7 @@ class DockerEngine:
             return self._docker.containers.get(container).commit(repository=repository, tag=tag).id
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Make the rename itself durable, so after a crash the tar is either absent or complete under its name."""
     descriptor = os.open(directory, os.O_RDONLY)
     try:

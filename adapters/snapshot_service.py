@@ -26,7 +26,7 @@ from typing import Any
 from ..domain import facts as f
 from ..domain.errors import (IntegrityFailure, InvalidInput, LineageError, SnapshotDigestMismatch, StageNotRecorded,
                              StoreUnavailable, UnknownSubject)
-from .docker_engine import DockerEngine, DockerEngineError
+from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
 from .snapshot_tar import TarReport, verify_tar
 
 _KEY_CHARS = 512  # the longest string a fact's key field takes (`domain/facts.py`, Key)
@@ -341,16 +341,8 @@ class SnapshotService:
                 raise SnapshotDigestMismatch(f"The export of {ref!r} does not verify: " + " ".join(found),
                                              hint="nothing was written under the final name; export again")
             os.replace(staged, final)
-            _fsync_directory(final.parent)
+            fsync_directory(final.parent)
         except BaseException:
             staged.unlink(missing_ok=True)
             raise
         return final, tar_sha256, engine_id
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
