@@ -10,22 +10,22 @@ a hidden name, verified, and only then renamed into place: the final name only e
 
 What was exported, with which digests, is read from the domain's Snapshot aggregates (the log itself). The read
 models only answer what an aggregate cannot (which refs belong to a run, which refs recorded this tar's digest)
-through `Catalog`, which opens them for one query at a time so a long `docker load` never holds the DuckDB lock.
+through the `Catalog` port; its implementation (`projections/snapshot_queries.py`) opens them for one query at a
+time, so a long `docker load` never holds the DuckDB lock.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain import facts as f
-from ..domain.errors import (IntegrityFailure, InvalidInput, LineageError, SnapshotDigestMismatch, StageNotRecorded,
-                             StoreUnavailable, UnknownSubject)
+from ..domain.errors import (IntegrityFailure, InvalidInput, LineageError, SnapshotDigestMismatch, StoreUnavailable,
+                             UnknownSubject)
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
 from .snapshot_tar import TarReport, verify_tar
 
@@ -94,56 +94,17 @@ class RunExports:
     refs: tuple[str, ...]
 
 
-class Catalog:
-    """The read-model questions imports ask; `open_models` yields caught-up read models (with `.db`)."""
-
-    def __init__(self, open_models: Callable[[], AbstractContextManager[Any]]) -> None:
-        self._open = open_models
+class Catalog(Protocol):
+    """The read-model questions imports ask (`projections/snapshot_queries.py` answers them)."""
 
     def run_exports(self, run: str, stages: Sequence[str] = ()) -> RunExports:
         """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
-        with self._open() as models:
-            db = models.db
-            registered = db.rows("SELECT run_dir FROM runs WHERE run = ?", [run])
-            if not registered:
-                raise UnknownSubject(f"Run {run!r} is not recorded; expected a run registered in the log.",
-                                     hint="`lineage sql \"SELECT run FROM runs\"` lists the recorded runs")
-            marked = [row["stage"] for row in db.rows("SELECT DISTINCT stage FROM stages WHERE run = ? ORDER BY stage", [run])]
-            snapshots = db.rows("SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run])
-        unknown = [stage for stage in stages if stage not in marked]
-        if unknown:
-            raise StageNotRecorded(f"Run {run!r} has no stage {', '.join(map(repr, unknown))}; it recorded "
-                                   f"{', '.join(marked) or 'no stages'}.", hint="pass one of the recorded stages to --stage")
-        selected = [row for row in snapshots if not stages or row["stage"] in stages]
-        for stage in stages:
-            if not any(row["exports"] for row in selected if row["stage"] == stage):
-                refs = [row["ref"] for row in selected if row["stage"] == stage]
-                raise InvalidInput(f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
-                                   "ephemeral); expected a recorded export to import.",
-                                   hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
-                                        "(benchflow: --keep-snapshots)")
-        refs = tuple(row["ref"] for row in selected if row["exports"])
-        if not refs:
-            raise InvalidInput(f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
-                               hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)")
-        return RunExports(registered[0]["run_dir"], refs)
 
     def refs_with_tar(self, tar_sha256: str) -> list[str]:
         """Refs whose recorded export (or adopted tar) has exactly this sha256."""
-        with self._open() as models:
-            rows = models.db.rows("SELECT DISTINCT ref FROM snapshot_events WHERE (kind = 'exported' AND sha256 = ?) "
-                                  "OR (kind = 'adopted' AND tar_sha256 = ?) ORDER BY ref", [tar_sha256, tar_sha256])
-        return [row["ref"] for row in rows]
 
     def refs_claimed(self, report: TarReport) -> list[str]:
         """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
-        names = sorted({form for tag in report.repo_tags for form in (tag, tag.removesuffix(":latest"))})
-        with self._open() as models:
-            rows = models.db.rows(
-                "SELECT ref FROM snapshots WHERE (captured OR adopted) AND list_contains(?, ref) "
-                "UNION SELECT ref FROM snapshot_events WHERE kind IN ('exported', 'adopted') AND image_id = ? ORDER BY ref",
-                [names, report.image_id])
-        return [row["ref"] for row in rows]
 
 
 def resolve_tar(recorded_path: str, run_dir: str | None, search_dirs: Iterable[str]) -> tuple[Path | None, list[str]]:

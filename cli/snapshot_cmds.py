@@ -13,11 +13,12 @@ from typing import Any
 
 import click
 
-from ..adapters.snapshot_service import Catalog, Outcome, SnapshotService, worst_error
+from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
 from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
-from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch, UnknownSubject
+from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
+from ..projections import snapshot_queries
 from .common import as_of_option, read_models
 from .output import format_option, note, write_document, write_rows
 
@@ -34,7 +35,7 @@ HUMAN_FORMATS = ("table", "markdown")  # these get fewer, wider columns; the mac
 
 
 def _service(lineage: Lineage) -> SnapshotService:
-    service = SnapshotService(lineage, Catalog(lambda: read_models(lineage)))
+    service = SnapshotService(lineage, snapshot_queries.ReadModelCatalog(lambda: read_models(lineage)))
     click.get_current_context().call_on_close(service.engine.close)
     return service
 
@@ -137,7 +138,7 @@ def list_command(lineage: Lineage, run_key: str | None, as_of: str | None, fmt: 
     a world can be restored from it now, and why. table and markdown show the main columns; csv, json and jsonl
     every column (export path and image id, imported image id, last rejection)."""
     with read_models(lineage, as_of) as models:
-        rows = models.db.rows("SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run_key, run_key])
+        rows = snapshot_queries.lifetimes(models.db, run_key)
     write_rows(rows, LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS, fmt)
 
 
@@ -149,12 +150,8 @@ def list_command(lineage: Lineage, run_key: str | None, as_of: str | None, fmt: 
 def show(lineage: Lineage, ref: str, as_of: str | None, fmt: str) -> None:
     """One snapshot's lifetime and restorability, then its events in log order (csv: the events only)."""
     with read_models(lineage, as_of) as models:
-        found = models.db.rows("SELECT * FROM snapshots WHERE ref = ?", [ref])
-        events = models.db.rows("SELECT * FROM snapshot_events WHERE ref = ? ORDER BY position", [ref])
-    if not found:
-        raise UnknownSubject(f"No snapshot {ref!r} is recorded; expected a captured, adopted or imported ref.",
-                             hint="`lineage snapshots list` shows the recorded refs")
-    summary = {column: found[0].get(column) for column in LIST_COLUMNS}
+        lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
+    summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
         write_document({"snapshot": summary, "events": [{c: e.get(c) for c in EVENT_COLUMNS} for e in events]}, fmt)
         return
