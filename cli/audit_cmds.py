@@ -12,7 +12,6 @@ import csv
 import io
 import itertools
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..projections import cut_point as cuts
 from ..projections import diff as diffs
 from ..projections import history as histories
 from ..projections import tree_view
+from ..projections.timeparse import parse_moment
 from .common import as_of_option, read_models
 from .output import FORMATS, note, write_document, write_rows
 
@@ -204,14 +204,7 @@ def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str 
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
     """
     lineage: Lineage = ctx.obj
-    moment = None
-    if since is not None:
-        try:
-            moment = datetime.fromisoformat(since.replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInput(f"--since: expected an ISO-8601 time, found {since!r}") from None
-        if moment.tzinfo is None:
-            raise InvalidInput(f"--since: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {since!r}")
+    moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
     chain = lineage.verify()
     integrity = {"intact": chain.intact, "events": chain.events, "head": str(chain.head) if chain.head else None,

@@ -13,15 +13,14 @@ import hashlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.log_reader import raw_pages
-from ..domain.errors import InvalidInput
 from ..domain.events import TOPIC_PREFIX
 from . import custody, forks, lineage, log_table, runs, stages
 from .base import Projection, consumed_types
+from .timeparse import parse_moment
 
 if TYPE_CHECKING:
     from ..bootstrap import Lineage
@@ -197,11 +196,6 @@ def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
         return None
     if text.isdigit():
         return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(f"--as-of: expected a log position or an ISO-8601 time, found {text!r}") from None
-    if moment.tzinfo is None:
-        raise InvalidInput(f"--as-of: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {text!r}")
+    moment = parse_moment(text, "--as-of", "a log position or an ISO-8601 time")
     with open_read_models(lineage) as models:
         return models.db.scalar("SELECT coalesce(max(position), 0) FROM events WHERE recorded_at <= ?", [moment])
