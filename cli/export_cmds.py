@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
@@ -34,26 +36,25 @@ def export() -> None:
     """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log."""
 
 
-@export.command()
-@click.argument("run")
-@as_of_option
-@output_option
-@click.pass_obj
-def tree(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
-    """RUN's tree.json (benchflow PR layout, schema_version 1)."""
-    with read_models(lineage, as_of) as models:
-        _write(exports.tree_document(models.db, run), output)
+def _run_document_command(name: str, document: Callable[[ReadModelDB, str], dict[str, Any]],
+                          help_text: str) -> click.Command:
+    """`lineage export NAME RUN`: the file `document` builds for RUN from the read models."""
+
+    @export.command(name, help=help_text)
+    @click.argument("run")
+    @as_of_option
+    @output_option
+    @click.pass_obj
+    def command(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
+        with read_models(lineage, as_of) as models:
+            _write(document(models.db, run), output)
+
+    return command
 
 
-@export.command()
-@click.argument("run")
-@as_of_option
-@output_option
-@click.pass_obj
-def stages(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
-    """RUN's stage_snapshots.json, with each stage's snapshot lifetime."""
-    with read_models(lineage, as_of) as models:
-        _write(exports.stages_document(models.db, run), output)
+tree = _run_document_command("tree", exports.tree_document, "RUN's tree.json (benchflow PR layout, schema_version 1).")
+stages = _run_document_command("stages", exports.stages_document,
+                               "RUN's stage_snapshots.json, with each stage's snapshot lifetime.")
 
 
 @export.command()
