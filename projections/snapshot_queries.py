@@ -1,10 +1,11 @@
 """Read-model queries about snapshots: what a run exported, which refs recorded a tar, `lineage snapshots list|show`.
 
-Design decision: all DuckDB SQL about snapshots lives here, beside the `snapshots` view and `snapshot_events`
-table it reads (`projections/stages.py`), as functions of a `ReadModelDB`, so the CLI only parses and prints.
-`adapters/snapshot_service.py` may not import projections, so it asks through its `Catalog` port;
-`ReadModelCatalog` implements that port by opening the read models for one query at a time, so a long
-`docker load` never holds the DuckDB lock.
+Design decision: the SQL that snapshot imports and `lineage snapshots` ask lives here, in the projections layer
+that owns the `snapshots` view and `snapshot_events` table (`projections/stages.py`), as functions of a
+`ReadModelDB`, so the CLI only parses and prints. `adapters/snapshot_service.py` may not import projections, so
+it asks through its `Catalog` port; `ReadModelCatalog` implements that port by opening the read models for one
+query at a time, so a long `docker load` never holds the DuckDB lock. (Exports, history and audit read the same
+tables in queries of their own.)
 """
 
 from __future__ import annotations
