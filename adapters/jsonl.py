@@ -35,7 +35,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 def parse_fact(obj: Any) -> Entry:
     if not isinstance(obj, dict):
         raise InvalidFact(f"expected a JSON object with a 'type', found {type(obj).__name__}")
-    if obj.get("type") not in f.FACT_BY_TYPE:
+    if not isinstance(obj.get("type"), str) or obj["type"] not in f.FACT_BY_TYPE:  # a list or dict is unhashable
         raise InvalidFact(f"field type: expected one of {sorted(f.FACT_BY_TYPE)}, found {obj.get('type')!r}",
                           hint="`lineage schema` lists every type and its fields")
     body = dict(obj)
@@ -60,7 +60,7 @@ def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
             continue
         try:
             obj = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise InvalidInput(f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
                                hint="nothing was appended; fix the line and ingest the file again") from None
         try:
