@@ -38,10 +38,13 @@ def export_file_name(ref: str) -> str:
 
 
 def adopted_ref(report: TarReport) -> str:
-    """The ref an adopted tar is recorded under: its first repo tag without a `:latest` suffix (benchflow refs
-    are untagged names that `docker save` writes as `<name>:latest`), else its image id, else its digest."""
-    if report.repo_tags:
-        return report.repo_tags[0].removesuffix(":latest")
+    """The ref an adopted tar is recorded under: its first usable repo tag without a `:latest` suffix (benchflow
+    refs are untagged names that `docker save` writes as `<name>:latest`), else its image id, else its digest.
+    A tag is usable when it is a valid snapshot key (non-empty, at most 512 characters); the tar is untrusted."""
+    for tag in report.repo_tags:
+        ref = tag.removesuffix(":latest")
+        if 0 < len(ref) <= 512 and ref.isprintable():
+            return ref
     return report.image_id or report.tar_sha256
 
 

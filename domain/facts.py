@@ -16,21 +16,47 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from .vocabulary import ArmKind, CtrfStatus, Layer, RunRole, SkillMode, Stage
 
-Key = Annotated[str, Field(min_length=1, max_length=512)]
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+MAX_JSON_DEPTH = 32
+MAX_COUNT = 2**31 - 1  # counts and indexes are 32-bit in the read models
 
 
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite number, found {value!r}")
+def _text(value: str) -> str:
+    """Every string must survive UTF-8 (a lone surrogate from a JSON escape would not)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("expected text that can be stored as UTF-8, found a lone surrogate escape") from None
     return value
 
 
-Reward = Annotated[float, AfterValidator(_finite)]
+def _plain_json(value: Any, depth: int = 0) -> Any:
+    """Free-form values (provenance, rewards, timing) must be plain, finite, shallow JSON, or the log could not
+    store them faithfully (NaN turns into null, deep nesting cannot be serialised)."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep")
+    if isinstance(value, dict):
+        return {_text(str(k)) if isinstance(k, str) else k: _plain_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(item, depth + 1) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, found {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        raise ValueError(f"expected an integer within 64 bits, found {value}")
+    if isinstance(value, str):
+        _text(value)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Key = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_text)]
+Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # allow_inf_nan=False: a NaN reward or duration is refused, never stored as null.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Fact(Model):
@@ -49,17 +75,17 @@ class RunRegistered(Fact):
     type: Literal["run.registered"] = "run.registered"
     run: Key
     task: Key
-    task_path: str | None = None
-    agent: str | None = None
-    model: str | None = None
+    task_path: Text | None = None
+    agent: Text | None = None
+    model: Text | None = None
     skill_mode: SkillMode | None = None
-    sandbox: str | None = None
-    trial: str | None = None
+    sandbox: Text | None = None
+    trial: Text | None = None
     role: RunRole = "root"
-    parent_run: str | None = None
-    parent_node: str | None = None
-    run_dir: str | None = None
-    source: dict[str, Any] | None = None
+    parent_run: Text | None = None
+    parent_node: Text | None = None
+    run_dir: Text | None = None
+    source: JsonObject | None = None
     config_sha256: Digest | None = None
 
     @model_validator(mode="after")
@@ -83,11 +109,11 @@ class StageMarked(Fact):
     run: Key
     stage: Stage
     node: Key = "root"
-    exchanges_completed: int | None = Field(default=None, ge=0)
+    exchanges_completed: Count | None = None
     layers: tuple[Layer, ...] = ()
-    sandbox_ref: str | None = None
-    environment_ref: str | None = None
-    workspace_digest: dict[str, Any] | None = None
+    sandbox_ref: Text | None = None
+    environment_ref: Text | None = None
+    workspace_digest: JsonObject | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -98,6 +124,8 @@ class StageMarked(Fact):
         captured = sorted(layer for layer, key in (("environment", "environment_ref"), ("sandbox", "sandbox_ref"))
                           if data.get(key))
         given = data.get("layers")
+        if given is not None and not (isinstance(given, (list, tuple)) and all(isinstance(x, str) for x in given)):
+            return data  # not a list of names: the field's own validation says what is wrong
         if given and sorted(given) != captured:
             raise ValueError(f"layers {list(given)} do not match the non-null refs, which give {captured}")
         return {**data, "layers": captured}
@@ -106,10 +134,10 @@ class StageMarked(Fact):
 class RunScored(Fact):
     type: Literal["run.scored"] = "run.scored"
     run: Key
-    reward: Reward
-    rewards: dict[str, Any] | None = None
-    tests: dict[str, CtrfStatus] | None = None
-    verifier_error: str | None = None
+    reward: float
+    rewards: JsonObject | None = None
+    tests: dict[Text, CtrfStatus] | None = None
+    verifier_error: Text | None = None
 
 
 class RunUnscored(Fact):
@@ -122,7 +150,7 @@ class RunFailed(Fact):
     type: Literal["run.failed"] = "run.failed"
     run: Key
     error: Key
-    category: str | None = None
+    category: Text | None = None
     request_global: bool = False
 
 
@@ -130,9 +158,9 @@ class RunFinished(Fact):
     type: Literal["run.finished"] = "run.finished"
     run: Key
     status: Literal["completed", "failed", "timeout", "cancelled"]
-    started_at: str | None = None
-    finished_at: str | None = None
-    timing: dict[str, float] = Field(default_factory=dict)
+    started_at: Text | None = None
+    finished_at: Text | None = None
+    timing: Annotated[dict[str, float], AfterValidator(_plain_json)] = Field(default_factory=dict)
     trajectory: Literal["acp", "llm", "both", "none"] | None = None
 
 
@@ -142,11 +170,11 @@ class RunFinished(Fact):
 class Delta(Model):
     """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only digests."""
 
-    environment_ref: str | None = None
+    environment_ref: Text | None = None
     skill_mode: SkillMode | None = None
     config_override_sha256: Digest | None = None
     injected_prompt_sha256: Digest | None = None
-    config_override_keys: tuple[str, ...] | None = None
+    config_override_keys: tuple[Text, ...] | None = None
 
     def provenance(self) -> dict[str, Any]:
         out = self.model_dump(mode="json")
@@ -156,19 +184,19 @@ class Delta(Model):
 
 
 class ForkChild(Model):
-    index: int = Field(ge=0)
+    index: Count
     node: Key
-    arm: str | None = None
+    arm: Text | None = None
     kind: ArmKind | None = None
-    source: str | None = None
+    source: Text | None = None
     delta: Delta = Delta()
     delta_execution: Literal["fresh-rollout"] | None = None
-    environment: dict[str, Any] | None = None
+    environment: JsonObject | None = None
 
 
 class SnapshotRefs(Model):
-    sandbox: str | None = None
-    environment: str | None = None
+    sandbox: Text | None = None
+    environment: Text | None = None
 
 
 class ForkOpened(Fact):
@@ -180,7 +208,7 @@ class ForkOpened(Fact):
     layers: tuple[Layer, ...] = ()
     snapshot: SnapshotRefs | None = None
     children: tuple[ForkChild, ...]
-    ablation: dict[str, Any] | None = None
+    ablation: JsonObject | None = None
 
     @model_validator(mode="after")
     def _children_are_a_vector(self) -> ForkOpened:
@@ -199,7 +227,7 @@ class ChildRestored(Fact):
     type: Literal["fork.child_restored"] = "fork.child_restored"
     run: Key
     fork: Key
-    index: int = Field(ge=0)
+    index: Count
     layers: tuple[Layer, ...] = ()
     snapshot: SnapshotRefs = SnapshotRefs()
 
@@ -208,9 +236,9 @@ class ChildScored(Fact):
     type: Literal["fork.child_scored"] = "fork.child_scored"
     run: Key
     fork: Key
-    index: int = Field(ge=0)
-    reward: Reward
-    tests: dict[str, CtrfStatus] | None = None
+    index: Count
+    reward: float
+    tests: dict[Text, CtrfStatus] | None = None
     wall_clock_sec: float | None = None
 
 
@@ -218,9 +246,9 @@ class ChildUnscored(Fact):
     type: Literal["fork.child_unscored"] = "fork.child_unscored"
     run: Key
     fork: Key
-    index: int = Field(ge=0)
+    index: Count
     reason: Key
-    tests: dict[str, CtrfStatus] | None = None
+    tests: dict[Text, CtrfStatus] | None = None
     wall_clock_sec: float | None = None
 
 
@@ -228,7 +256,7 @@ class ChildFailed(Fact):
     type: Literal["fork.child_failed"] = "fork.child_failed"
     run: Key
     fork: Key
-    index: int = Field(ge=0)
+    index: Count
     error: Key
     wall_clock_sec: float | None = None
 
@@ -238,8 +266,8 @@ class ForkClosed(Fact):
     run: Key
     fork: Key
     outcome: Literal["completed", "partial"]
-    value: Reward | None = None
-    error: str | None = None
+    value: float | None = None
+    error: Text | None = None
 
 
 # --- custody ------------------------------------------------------------------------------------------
@@ -248,7 +276,7 @@ class ForkClosed(Fact):
 class CustodyEntry(Model):
     path: Key
     sha256: Digest
-    size: int = Field(ge=0)
+    size: Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 class CustodyHeld(Fact):
@@ -263,8 +291,8 @@ class CustodyHandedOff(Fact):
     type: Literal["custody.handed_off"] = "custody.handed_off"
     run: Key
     fork: Key
-    index: int = Field(ge=0)
-    location: str | None = None
+    index: Count
+    location: Text | None = None
     entries: tuple[CustodyEntry, ...] = ()
 
 
@@ -280,7 +308,7 @@ class CustodyFailed(Fact):
     run: Key
     fork: Key
     phase: Literal["hold", "hand-off", "release"]
-    preserved_location: str | None = None
+    preserved_location: Text | None = None
     error: Key
     entries: tuple[CustodyEntry, ...] = ()
 
@@ -289,11 +317,11 @@ class CustodyFailed(Fact):
 
 
 class Divergence(Model):
-    exchange_index: int = Field(ge=0)
-    served_request_digest: str | None = None
-    recorded_request_digest: str | None = None
-    n_messages_served: int | None = None
-    n_messages_recorded: int | None = None
+    exchange_index: Count
+    served_request_digest: Text | None = None
+    recorded_request_digest: Text | None = None
+    n_messages_served: Count | None = None
+    n_messages_recorded: Count | None = None
 
 
 class CutPointServed(Fact):
@@ -303,14 +331,14 @@ class CutPointServed(Fact):
     run: Key
     source_run: Key
     accounting: Literal["configured", "served"]
-    configured_k: int | None = Field(default=None, ge=0)
-    served_k: int = Field(ge=0)
-    recorded_request_digest: str | None = None
-    served_request_digest: str | None = None
-    request_digest_basis: str | None = None
+    configured_k: Count | None = None
+    served_k: Count
+    recorded_request_digest: Text | None = None
+    served_request_digest: Text | None = None
+    request_digest_basis: Text | None = None
     divergences: tuple[Divergence, ...] | None = None
-    workspace_digest: dict[str, Any] | None = None
-    workspace_digest_reason: str | None = None
+    workspace_digest: JsonObject | None = None
+    workspace_digest_reason: Text | None = None
     stage: Stage | None = None
 
 
@@ -358,14 +386,14 @@ class SnapshotImported(SnapshotFact):
     engine: Key
     image_id: Digest
     tar_sha256: Digest
-    tar_path: str | None = None
+    tar_path: Text | None = None
 
 
 class SnapshotImportRejected(SnapshotFact):
     type: Literal["snapshot.import_rejected"] = "snapshot.import_rejected"
     ref: Key
     tar_sha256: Digest | None = None
-    tar_path: str | None = None
+    tar_path: Text | None = None
     reason: Key
 
 
@@ -376,7 +404,7 @@ class SnapshotAdopted(SnapshotFact):
     ref: Key
     tar_sha256: Digest
     image_id: Digest | None = None
-    tar_path: str | None = None
+    tar_path: Text | None = None
 
 
 FACT_TYPES: tuple[type[Fact], ...] = (

@@ -76,12 +76,10 @@ def as_fact(row: dict[str, Any]) -> dict[str, Any]:
 
 # -- hostile JSON values --------------------------------------------------------------------------------------------
 #
-# Two values are known to break the log when they sit where a fact takes any JSON (`rewards`, `source`,
-# `workspace_digest`, ...) or a plain float (`timing`, `wall_clock_sec`): a non-finite float (stored as null, so
-# the fact no longer equals itself and a `timing` NaN makes the run's stream unloadable) and a lone UTF-16
-# surrogate (the event cannot be encoded). tests/unit/test_fuzz_ingest.py pins both as strict xfails; until they
-# are fixed the general strategies below leave them out, and NaN/Infinity (`NON_FINITE`) are aimed only at the
-# `Reward` fields, which refuse them.
+# Two values once broke the log where a fact takes any JSON (`rewards`, `source`, `workspace_digest`, ...) or a
+# plain float (`timing`, `wall_clock_sec`): a non-finite float (stored as null) and a lone UTF-16 surrogate (the
+# event could not be encoded). The domain now refuses both; tests/unit/test_fuzz_ingest.py holds the regression
+# tests, and the general strategies below aim NaN/Infinity (`NON_FINITE`) at the reward fields.
 
 HUGE_INTS = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**40, -(10**40), 10**400])
 NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])

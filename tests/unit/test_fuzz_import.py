@@ -298,11 +298,6 @@ def test_each_intact_source_imports_cleanly(source: str) -> None:
 # -- known bugs -------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a lone surrogate (JSON \\udfff) in config.json's agent/model/task_path/environment reaches a plain `str` "
-    "fact field, then encode_state (domain/events.py, model_dump_json) raises PydanticSerializationError "
-    "inside LineageApp.record; import_runs (adapters/importers/service.py) catches only LineageError and "
-    "OSError, so `lineage import` dies with a traceback"))
 @pytest.mark.parametrize("field", ["agent", "model", "task_path"])
 def test_a_lone_surrogate_in_config_json_is_refused(field: str) -> None:
     with workspace() as root:

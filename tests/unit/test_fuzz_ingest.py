@@ -170,12 +170,7 @@ def required_fields(fact_type: str) -> set[str]:
 
 
 def hits_known_bug(obj: Any) -> bool:
-    """Inputs that trip a bug pinned below as a strict xfail; the general fuzz tests leave them out until it is fixed."""
-    if isinstance(obj, dict) and obj.get("type") == "stage.marked" and obj.get("layers"):
-        try:
-            sorted(obj["layers"])
-        except TypeError:
-            return True  # test_stage_layers_that_cannot_be_sorted_are_refused
+    """Inputs that trip a known, unfixed bug (none at present); the general fuzz tests would leave them out."""
     return False
 
 
@@ -370,7 +365,7 @@ def test_known_hostile_lines_are_refused_by_number(bad: bytes) -> None:
         assert result == 1
 
 
-# -- known bugs (strict xfails: they turn into failures once fixed, so the marks get removed) -------------------------
+# -- bugs fuzzing found, now fixed: regression tests ------------------------------------------------------------
 
 LATER_FACT = {"type": "run.failed", "run": "jobs/t__1", "error": "a later fact about the same run"}
 REGISTERED = {"type": "run.registered", "run": "jobs/t__1", "task": "t"}
@@ -405,11 +400,6 @@ NON_FINITE_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "NaN/Infinity outside the Reward fields is accepted, then serialised as null (pydantic's default for "
-    "model_dump_json): the stored fact differs from the one given, so re-ingesting the file is a ConflictingFact, "
-    "and a null in a `dict[str, float]` (RunFinished.timing) makes the run's stream unloadable, so every later "
-    "fact for that run raises pydantic.ValidationError out of FactMapper.to_domain_event (domain/events.py)"))
 @pytest.mark.parametrize("case", list(NON_FINITE_CASES))
 def test_non_finite_numbers_are_refused_or_kept(case: str) -> None:
     ingest_twice_then_more([dumps(line) for line in NON_FINITE_CASES[case]])
@@ -424,19 +414,11 @@ SURROGATE_LINES = [
 SURROGATE_IDS = ["escaped, in a str field", "raw bytes, in a str field", "in a dict value", "as a dict key"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a lone UTF-16 surrogate in any plain `str` or free-form dict field passes validation (json.loads of bytes "
-    "decodes with 'surrogatepass', so raw CESU bytes ED A0 80 get through parse_lines in adapters/jsonl.py as well "
-    "as a JSON \\udfff escape), then encode_state (domain/events.py, model_dump_json) raises "
-    "PydanticSerializationError, unhandled, inside LineageApp.record; as a dict key it is stored altered, so "
-    "re-ingesting the file is a ConflictingFact"))
 @pytest.mark.parametrize("line", SURROGATE_LINES, ids=SURROGATE_IDS)
 def test_a_lone_surrogate_is_refused_or_kept(line: bytes) -> None:
     ingest_twice_then_more([line.decode("utf-8", "surrogateescape")])
 
 
-@pytest.mark.xfail(strict=True, reason="the same lone surrogate crashes `ingest --dry-run` in cli/log_cmds.py "
-                                       "(click.echo(fact.model_dump_json()) raises PydanticSerializationError)")
 @pytest.mark.parametrize("line", SURROGATE_LINES[:3], ids=SURROGATE_IDS[:3])
 def test_a_lone_surrogate_is_refused_or_shown_by_a_dry_run(line: bytes) -> None:
     with fresh_home() as home:
@@ -444,9 +426,6 @@ def test_a_lone_surrogate_is_refused_or_shown_by_a_dry_run(line: bytes) -> None:
         assert result.exit_code == 1 or json.loads(result.stdout)["type"] == "run.registered"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an integer beyond 64 bits (exchanges_completed 10**40) is appended, but the stages read model holds NULL "
-    "for it: the log and its projection disagree without a word"))
 def test_a_huge_integer_is_refused_or_kept_by_the_read_models() -> None:
     huge = 10**40
     with fresh_home() as home:
@@ -460,10 +439,6 @@ def test_a_huge_integer_is_refused_or_kept_by_the_read_models() -> None:
         assert rows == [{"exchanges_completed": huge}]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "StageMarked._layers_match_refs (domain/facts.py) calls sorted() on the given `layers`; a list of values "
-    "that do not compare ([null, null], [1, \"a\"]) or a non-iterable (5) raises TypeError, which pydantic does "
-    "not turn into a ValidationError, so it escapes parse_fact unhandled (also with --dry-run)"))
 @pytest.mark.parametrize("layers", [[None, None], [1, "sandbox"], 5, [{}, {}]], ids=["nulls", "mixed", "a number", "objects"])
 def test_stage_layers_that_cannot_be_sorted_are_refused(layers: Any) -> None:
     line = {"type": "stage.marked", "run": "jobs/t__1", "stage": "env-ready", "layers": layers}
@@ -473,10 +448,6 @@ def test_stage_layers_that_cannot_be_sorted_are_refused(layers: Any) -> None:
         assert position(head(home)) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "free-form JSON (`source`, `rewards`, `ablation`, ...) nested deeper than ~255 levels validates, then "
-    "encode_state (domain/events.py, model_dump_json) raises PydanticSerializationError ('Circular reference "
-    "detected (depth exceeded)'), unhandled, inside LineageApp.record"))
 def test_deeply_nested_free_form_json_is_refused_or_kept() -> None:
     deep: Any = []
     for _ in range(300):

@@ -331,11 +331,6 @@ def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: by
             assert row["status"] == "rejected" and row["tar_sha256"] == report.tar_sha256
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "adopted_ref (adapters/snapshot_service.py) turns a first RepoTag of ':latest' into '' (and keeps a tag of "
-    "over 512 characters); SnapshotService._admit builds SnapshotAdopted(ref=...) before its try, so pydantic's "
-    "ValidationError escapes `lineage snapshots import --adopt` unhandled, even for a tar that fails verification "
-    "(no import_rejected is recorded either)"))
 @pytest.mark.parametrize("tag", [":latest", "x" * 600], ids=["empty after :latest", "too long"])
 @pytest.mark.parametrize("sound", [True, False], ids=["sound tar", "tar failing verification"])
 def test_adopting_a_tar_whose_first_tag_is_no_ref_is_not_a_crash(tag: str, sound: bool) -> None:
