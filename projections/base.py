@@ -35,9 +35,9 @@ class Projection:
     def view_statements(self) -> list[str]:
         return [f"CREATE OR REPLACE VIEW {name} AS {select}" for name, select in self.views.items()] + list(self.macros)
 
-    def drop_statements(self) -> list[str]:
-        return ([f"DROP VIEW IF EXISTS {name}" for name in self.views]
-                + [f"DROP TABLE IF EXISTS {name}" for name in self.tables])
+    def owned_names(self) -> list[str]:
+        """Views first: dropping them releases the tables they read."""
+        return [*self.views, *self.tables]
 
 
 @lru_cache(maxsize=None)

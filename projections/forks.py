@@ -20,7 +20,7 @@ CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WH
 
 PROJECTION = Projection(
     name="forks",
-    version=1,
+    version=2,
     tables={
         "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
                          "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
@@ -32,7 +32,7 @@ PROJECTION = Projection(
         "child_restores": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, layers VARCHAR[], sandbox_ref VARCHAR, "
                           "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
         "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, error VARCHAR, occurred_at TIMESTAMPTZ",
-        "tests": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, test VARCHAR, status VARCHAR",
+        "test_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, test VARCHAR, status VARCHAR",
     },
     apply=(
         f"""INSERT INTO fork_openings SELECT position, j.run, j.fork, j.node, j.stage, j.layers, j.snapshot.sandbox,
@@ -51,14 +51,16 @@ PROJECTION = Projection(
             FROM {facts_of("'fork.child_restored'", RESTORED)}""",
         f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
             FROM {facts_of("'fork.closed'", {"run": "VARCHAR", "fork": "VARCHAR", "outcome": "VARCHAR", "value": "DOUBLE", "error": "VARCHAR"})}""",
-        f"""INSERT INTO tests
-            SELECT e.position, e.run, e.fork, e.idx, coalesce(c.node, 'root'), e.test, e.tests->>e.test FROM (
+        # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view).
+        f"""INSERT INTO test_outcomes
+            SELECT position, run, fork, idx, test, tests->>test FROM (
                 SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx, j.tests AS tests, unnest(json_keys(j.tests)) AS test
-                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", OUTCOME)}) e
-            LEFT JOIN fork_children c ON c.run = e.run AND c.fork = e.fork AND c.idx = e.idx
-            ORDER BY e.position""",
+                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", OUTCOME)})
+            ORDER BY position""",
     ),
     views={
+        "tests": """SELECT t.position, t.run, t.fork, t.idx, coalesce(c.node, 'root') AS node, t.test, t.status
+                    FROM test_outcomes t LEFT JOIN fork_children c USING (run, fork, idx)""",
         "children": f"""
             SELECT c.run, c.fork, c.idx AS child_index, c.node, coalesce(c.arm, c.node) AS arm, c.kind AS arm_kind, c.source,
                    c.delta, c.skill_mode, c.environment_ref, c.config_override_sha256, c.injected_prompt_sha256,
@@ -90,6 +92,7 @@ PROJECTION = Projection(
         "children": "one row per fork child: arm label and kind, delta and its hashes, delta execution, status "
                     "(pass / fail / error / skipped / pending), reward or reason, restore refs",
         "tests": "one row per (run or fork child) x test: the CTRF status as reported (raw test names)",
+        "test_outcomes": "the per-test rows of scored and unscored facts, before the child's node is joined in",
         "fork_openings": "fork.opened facts", "fork_children": "one row per child of fork.opened",
         "child_outcomes": "fork.child_scored / unscored / failed facts", "child_restores": "fork.child_restored facts",
         "fork_closures": "fork.closed facts",

@@ -73,8 +73,7 @@ def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) 
                      or (log_position is not None and tracked_position(db) > log_position))
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
-                for statement in projection.drop_statements():
-                    db.execute(statement)
+                _drop(db, projection)
                 versions.pop(projection.name, None)
         if stale_log:
             db.execute("DELETE FROM lineage_tracking")
@@ -92,6 +91,14 @@ def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) 
         db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
+
+
+def _drop(db: ReadModelDB, projection: Projection) -> None:
+    """Drop what a projection owns, whichever kind each name is now (a new version may turn a table into a view)."""
+    for name in projection.owned_names():
+        kind = db.scalar("SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_name = ?", [name])
+        if kind is not None:
+            db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
 
 
 def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: int = PAGE,
@@ -141,8 +148,7 @@ def _prefetched(pages: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[tuple[A
 def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:
     with db.transaction():
         for projection in reversed(PROJECTIONS):
-            for statement in projection.drop_statements():
-                db.execute(statement)
+            _drop(db, projection)
         db.execute("DROP TABLE IF EXISTS lineage_projection_versions")
         db.execute("DROP TABLE IF EXISTS lineage_tracking")
     ensure_schema(db, store)
