@@ -19,6 +19,7 @@ import duckdb
 
 from ..domain.errors import InvalidInput, StoreUnavailable
 
+_MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 
 
@@ -28,7 +29,24 @@ class ReadModelDB:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path | str, *, timeout: float = 30.0) -> ReadModelDB:
+    def open(cls, path: Path | str, *, timeout: float = 30.0, memory_limit: str = "256MB") -> ReadModelDB:
+        """Open (waiting for another process's lock); a file database gets a bounded buffer pool and rare checkpoints.
+
+        The memory limit keeps a rebuild's footprint flat however long the log is (DuckDB spills to disk past
+        it), and checkpointing every 256 MB of WAL instead of 16 MB keeps a rebuild from rewriting its tables
+        over and over as they grow.
+        """
+        if not _MEMORY.match(memory_limit):
+            raise InvalidInput(f"expected a DuckDB memory limit such as 256MB or 2GB, found {memory_limit!r}",
+                               hint="check LINEAGE_DUCKDB_MEMORY")
+        db = cls._connect(path, timeout)
+        if db.path != ":memory:":
+            db.execute(f"SET memory_limit = '{memory_limit}'")
+            db.execute("SET checkpoint_threshold = '256MB'")
+        return db
+
+    @classmethod
+    def _connect(cls, path: Path | str, timeout: float) -> ReadModelDB:
         target = str(path)
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 PROJECTIONS: tuple[Projection, ...] = (
     log_table.PROJECTION, runs.PROJECTION, lineage.PROJECTION, stages.PROJECTION, forks.PROJECTION, custody.PROJECTION,
 )
-PAGE = 20_000
+PAGE = 50_000
 BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
@@ -186,7 +186,8 @@ def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now
         db = ReadModelDB.open(":memory:")
         ensure_schema(db, store)
         return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
-    db = ReadModelDB.open(lineage.settings.projections_path, timeout=lineage.settings.lock_timeout_s)
+    db = ReadModelDB.open(lineage.settings.projections_path, timeout=lineage.settings.lock_timeout_s,
+                          memory_limit=lineage.settings.duckdb_memory)
     try:
         ensure_schema(db, store, lineage.position())
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)

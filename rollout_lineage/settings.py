@@ -36,6 +36,7 @@ class Settings:
     store_url: str
     actor: str
     lock_timeout_s: float = 30.0
+    duckdb_memory: str = "256MB"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, store: str | None = None,
@@ -48,6 +49,7 @@ class Settings:
             store_url=url,
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
             lock_timeout_s=float(env.get("LINEAGE_LOCK_TIMEOUT", "30")),
+            duckdb_memory=env.get("LINEAGE_DUCKDB_MEMORY", "256MB"),
         )
 
     @property
