@@ -12,7 +12,9 @@ from typing import Any
 import click
 
 from ..bootstrap import Lineage
-from ..domain.errors import LineageError
+from eventsourcing.persistence import InterfaceError, OperationalError
+
+from ..domain.errors import LineageError, StoreUnavailable
 from ..settings import Settings
 
 
@@ -25,6 +27,9 @@ class LineageGroup(click.Group):
         except LineageError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except (OperationalError, InterfaceError) as exc:  # a store that went away under a read
+            click.echo(f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)", err=True)
+            ctx.exit(StoreUnavailable.exit_code)
 
 
 @click.group(cls=LineageGroup)

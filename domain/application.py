@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, OperationalError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
 from . import facts as f
 from .aggregates import AGGREGATE_FOR_SUBJECT
@@ -88,25 +88,29 @@ class LineageApp(Application[UUID]):
         """Append the facts that are new, all in one transaction; with dry_run, only say which they are."""
         batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            with _collector_paused():
-                events = self._decide(batch)
-            new_facts = tuple(event.fact for event in events)
-            if not events or dry_run:
-                return Recorded(self.position(), 0, new_facts)
             try:
+                with _collector_paused():
+                    events = self._decide(batch)
+                new_facts = tuple(event.fact for event in events)
+                if not events or dry_run:
+                    return Recorded(self.position(), 0, new_facts)
                 # Putting the events themselves (not the aggregates) keeps the log in the order facts were given.
                 recordings = self.events.put(events)
             except IntegrityError:
                 # Another writer appended to one of these streams first: decide again from its result.
                 if attempt == MAX_ATTEMPTS:
                     raise
-            except OperationalError as exc:
+                pause = random.uniform(0.005, 0.05) * attempt
+            except (OperationalError, InterfaceError) as exc:
+                # The server went away (a restart, a failover): nothing of this batch was committed, so try again.
                 if attempt == MAX_ATTEMPTS:
                     raise StoreUnavailable(f"the event store stayed unavailable after {attempt} attempts: {exc}",
-                                           hint="check that the store is reachable and not locked by a stuck process") from exc
+                                           hint="check that the store is reachable and not locked by a stuck process; "
+                                                "the batch was not recorded, so sending it again is safe") from exc
+                pause = min(2.0, 0.25 * attempt)
             else:
                 return Recorded(max(r.notification.id for r in recordings), len(recordings), new_facts)
-            time.sleep(random.uniform(0.005, 0.05) * attempt)
+            time.sleep(pause)
         raise AssertionError("unreachable")
 
     def _decide(self, batch: Sequence[Entry]) -> list[Any]:
