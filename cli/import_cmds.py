@@ -68,7 +68,7 @@ def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep
     with progress_bar() as advance:
         summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, progress=advance)
     if dry_run:
-        out = click.get_text_stream("stdout")
+        out = sys.stdout
         for fact, occurred_at in summary.facts:
             line = fact.model_dump(mode="json")
             if occurred_at is not None:

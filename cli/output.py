@@ -47,7 +47,7 @@ def _cell(value: Any) -> str:
 
 
 def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None) -> None:
-    out = click.get_text_stream("stdout")
+    out = sys.stdout  # the stream CliRunner swaps in, too
     if fmt == "jsonl":
         for row in rows:
             out.write(json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str) + "\n")
