@@ -10,6 +10,7 @@ Usage: python bench/run.py [--quick] [--only NAME ...]
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -41,9 +42,27 @@ def median(action: Callable[[], float], runs: int = 3) -> float:
     return statistics.median(action() for _ in range(runs))
 
 
+def _drop_schema(store: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(store, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def fresh(name: str, store: str | None = None) -> Lineage:
+    """An empty store: a new SQLite file, or a new schema in the PostgreSQL database."""
     home = OUT / name
     shutil.rmtree(home, ignore_errors=True)
+    if store is not None and store.startswith("postgres"):
+        import uuid
+
+        import psycopg
+
+        schema = f"bench_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(store, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {schema}")
+        atexit.register(_drop_schema, store, schema)
+        store = f"{store}{'&' if '?' in store else '?'}schema={schema}"
     return Lineage(Settings.from_env({}, home=home, store=store, actor="bench@lab"))
 
 
