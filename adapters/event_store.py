@@ -156,12 +156,15 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         return merge_chain(events, links)
 
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, without
-        building a Notification and a UUID per event."""
-        with self.datastore.transaction(commit=False) as c:
-            c.execute(f"SELECT rowid, originator_id, originator_version, topic, CAST(state AS TEXT) FROM {self.events_table_name} "
-                      "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
-            return [tuple(row) for row in c.fetchall()]
+        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, read
+        over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
+        if getattr(self, "_reader", None) is None:
+            self._reader = sqlite3.connect(Path(self.datastore.pool.db_name).resolve().as_uri() + "?mode=ro", uri=True,
+                                           check_same_thread=False)
+        cursor = self._reader.execute(
+            f"SELECT rowid, originator_id, originator_version, topic, CAST(state AS TEXT) FROM {self.events_table_name} "
+            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
+        return cursor.fetchall()
 
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as c:
@@ -179,10 +182,6 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
                           f"AND originator_id IN ({','.join('?' * len(chunk))})", chunk)
                 found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
         return found
-
-    def raw_connection(self) -> sqlite3.Connection:
-        """A plain connection to the same file, for tests and forensics that must bypass the recorder."""
-        return sqlite3.connect(self.datastore.db_name)
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder):
