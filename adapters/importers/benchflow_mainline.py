@@ -97,7 +97,8 @@ def fork_facts(timeline: Timeline, folder: RunFolder, key: str, fork: Fields, po
         if ref:
             add(-2, build(f.SnapshotCaptured, fork.where("snapshot"), ref=ref, layer=layer, run=key, node=node))
             if snapshot is not None and snapshot.raw("retention") == "deleted":
-                add(-1, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
+                # Retention runs when the fork is done with the snapshot: after its children and its closing.
+                add(10_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
     layers = tuple(sorted(layer for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)) if ref))
     entries = []
     for index, child in enumerate(children):

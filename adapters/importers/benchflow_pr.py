@@ -139,7 +139,8 @@ def import_pr_run(path: Path) -> RunPlan:
         if not any(g.node == node and g.last_at_node for g in recorded):
             plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
                                  "recorded; the facts have no fork to attach it to, so it is not recorded")
-    cleanup = files.finished_at() or t0
+    # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
+    cleanup = max((moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None), default=None)
     for entry in stages.values():
         for fact in entry.lifetime:
             timeline.add((LAST, 0), fact, cleanup)

@@ -41,5 +41,9 @@ class Timeline:
     def add(self, key: tuple[object, ...], fact: f.Fact, occurred_at: datetime | None) -> None:
         self.items.append((key, len(self.items), Entry(fact, occurred_at)))
 
+    def latest(self) -> datetime | None:
+        """The latest time any fact so far happened at (cleanup comes after all of them)."""
+        return max((entry.occurred_at for _, _, entry in self.items if entry.occurred_at is not None), default=None)
+
     def entries(self) -> list[Entry]:
         return [entry for _, _, entry in sorted(self.items, key=lambda item: (item[0], item[1]))]
