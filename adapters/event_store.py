@@ -245,11 +245,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
         return row["chain_hash"] if row else None
 
 
+_DDL_RACE = ("concurrently", "duplicate key", "already exists")
+
+
 def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     """Build the application over the store, translating connection failures into our error family.
 
     Several machines starting at once may race on PostgreSQL's `CREATE TABLE IF NOT EXISTS` (PostgreSQL answers
-    "tuple concurrently updated" or a duplicate-key error from its catalogue); the loser simply tries again.
+    "tuple concurrently updated", a duplicate-key error from its catalogue, or "type ... already exists" for the
+    table's row type); the loser simply tries again, and then finds everything in place.
     """
     from ..domain.application import LineageApp
     from ..domain.errors import StoreUnavailable
@@ -258,7 +262,7 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         try:
             return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
         except Exception as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
-            racing = url.kind == "postgresql" and ("concurrently" in str(exc) or "duplicate key" in str(exc))
+            racing = url.kind == "postgresql" and any(sign in str(exc) for sign in _DDL_RACE)
             if racing and attempt < 5:
                 time.sleep(0.1 * attempt)
                 continue

@@ -94,8 +94,8 @@ class LineageApp(Application[UUID]):
                 new_facts = tuple(event.fact for event in events)
                 if not events or dry_run:
                     return Recorded(self.position(), 0, new_facts)
-                # Putting the events themselves (not the aggregates) keeps the log in the order facts were given.
-                recordings = self.events.put(events)
+                # Storing the events themselves (not the aggregates) keeps the log in the order facts were given.
+                positions = self.recorder.insert_events([self.mapper.to_stored_event(event) for event in events])
             except IntegrityError:
                 # Another writer appended to one of these streams first: decide again from its result.
                 if attempt == MAX_ATTEMPTS:
@@ -109,7 +109,7 @@ class LineageApp(Application[UUID]):
                                                 "the batch was not recorded, so sending it again is safe") from exc
                 pause = min(2.0, 0.25 * attempt)
             else:
-                return Recorded(max(r.notification.id for r in recordings), len(recordings), new_facts)
+                return Recorded(max(positions or [0]), len(events), new_facts)
             time.sleep(pause)
         raise AssertionError("unreachable")
 
