@@ -100,12 +100,24 @@ EVENT_FOR_FACT: dict[type[f.Fact], type[LineageEvent]] = {cls: _event_class(cls)
 EVENT_BY_TOPIC: dict[str, type[LineageEvent]] = {cls.TOPIC: cls for cls in EVENT_FOR_FACT.values()}
 
 
-_NOT_IN_STATE = {"originator_id", "originator_version"}
+@lru_cache(maxsize=4096)
+def _envelope_prefix(timestamp: datetime, occurred_at: datetime, actor: str, tool_version: str) -> bytes:
+    def moment(value: datetime) -> str:
+        return json.dumps(value.isoformat().replace("+00:00", "Z"))
+
+    return (f'{{"timestamp":{moment(timestamp)},"occurred_at":{moment(occurred_at)},"actor":{json.dumps(actor)},'
+            f'"tool_version":{json.dumps(tool_version)},"fact":').encode()
 
 
 def encode_state(event: LineageEvent) -> bytes:
-    """Compact JSON in field order: deterministic for the hash chain, and plain JSON for DuckDB."""
-    return event.model_dump_json(exclude=_NOT_IN_STATE).encode()
+    """Compact JSON in a fixed field order: deterministic for the hash chain, and plain JSON for DuckDB.
+
+    The envelope is the same for every event of a batch (one recording time, one actor), so its JSON is built
+    once and only the fact is serialised per event.
+    """
+    fact = event.fact
+    return _envelope_prefix(event.timestamp, event.occurred_at, event.actor, event.tool_version) + \
+        fact.__pydantic_serializer__.to_json(fact) + b"}"
 
 
 class FactMapper(Mapper[UUID]):
