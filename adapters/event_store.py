@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
+from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -84,15 +85,20 @@ class StoreURL:
         return env
 
 
-def _links(previous: tuple[int, str], ids: Sequence[int], events: Sequence[StoredEvent]) -> list[tuple[int, int, str]]:
-    rows = []
+def _rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
+    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
+    return [(e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id), e.originator_version,
+             e.topic, e.state) for e in events]
+
+
+def _links(previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]) -> list[tuple[int, int, str]]:
+    links = []
     previous_position, previous_hash = previous
-    for position, event in zip(ids, events, strict=True):
-        chain_hash = link(previous_hash, position, event.originator_id.hex if hasattr(event.originator_id, "hex") else str(event.originator_id),
-                          event.originator_version, event.topic, event.state)
-        rows.append((position, previous_position, chain_hash))
+    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
+        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
+        links.append((position, previous_position, chain_hash))
         previous_position, previous_hash = position, chain_hash
-    return rows
+    return links
 
 
 def merge_chain(events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]) -> Iterator[ChainRow]:
@@ -121,21 +127,19 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
         # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
         # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
-        c.executemany(self.insert_events_statement, [
-            (s.originator_id.hex if hasattr(s.originator_id, "hex") else s.originator_id, s.originator_version, s.topic, s.state)
-            for s in stored_events])
+        rows = _rows(stored_events)
+        c.executemany(self.insert_events_statement, rows)
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
         last_id = c.fetchone()[0]
         ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
-        first = stored_events[0]
         c.execute(f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?", (ids[0],))
         row = c.fetchone()
-        if row is None or (row[0], row[1]) != (first.originator_id.hex, first.originator_version):
+        if row is None or (row[0], row[1]) != rows[0][:2]:
             raise IntegrityError(f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise")
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
-        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, stored_events))
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -200,7 +204,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
             curs.executemany(SQL("INSERT INTO {}.{} VALUES (%s, %s, %s)").format(*self.chain_table),
-                             _links(previous, ids, stored_events))
+                             _links(previous, ids, _rows(stored_events)))
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
