@@ -118,24 +118,29 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
     fork_row = forks[0]
     ablation = _json(db.scalar("SELECT ablation FROM fork_openings WHERE run = ? AND fork = ?", [run, fork])) or {}
     children = db.rows("SELECT * FROM children WHERE run = ? AND fork = ? ORDER BY child_index", [run, fork])
+    environments = {row["idx"]: _json(row["environment"]) for row in db.rows(
+        "SELECT idx, environment FROM fork_children WHERE run = ? AND fork = ?", [run, fork])}
+    run_dir = parent["run_dir"]
+    described = [{"name": child["arm"], "kind": child["arm_kind"], "delta": _delta(child["delta"]),
+                  "delta_execution": child["delta_execution"], "source": child["source"],
+                  "wall_clock_sec": child["wall_clock_sec"], "environment": environments.get(child["child_index"]),
+                  "node": child["node"], "artifacts": f"{run_dir}/branches/{fork_row['node']}/children/{child['node']}"
+                  if run_dir else None} for child in children]
     arms = [_arm_outcome(child, fork_row["outcome"]) for child in children]
+    # Arms that never ran have no node, so they are not fork children; the importer keeps them with the fork.
+    for skipped in ablation.get("skipped_arms", []):
+        described.append({**skipped, "delta": _delta(skipped.get("delta")), "wall_clock_sec": None, "node": None,
+                          "artifacts": None})
+        arms.append(attr.ArmOutcome(skipped["name"], None, ran=False))
     tests = attr.normalise_test_names(arms)
     stage = fork_row["stage"] or f"cursor:{fork_row['node']}"
     references = attr.arm_references(arms, parent["reward"])
     verdicts = attr.arm_verdicts(arms, stage, parent["reward"], tests)
-    run_dir = parent["run_dir"]
     arm_rows = []
-    for child, arm, arm_tests, reference, verdict in zip(children, arms, tests, references, verdicts, strict=True):
-        arm_rows.append({
-            "name": arm.name, "kind": child["arm_kind"], "delta": _delta(child["delta"]),
-            "delta_execution": child["delta_execution"], "source": child["source"], "reward": arm.reward,
-            "status": attr.arm_status(arm), "wall_clock_sec": child["wall_clock_sec"],
-            "node": child["node"] if arm.ran else None,
-            "artifacts": f"{run_dir}/branches/{fork_row['node']}/children/{child['node']}" if run_dir and arm.ran else None,
-            "tests": arm_tests, "error": arm.error, "reference": reference, "verdict": verdict,
-            "environment": _json(db.scalar("SELECT environment FROM fork_children WHERE run = ? AND fork = ? AND idx = ?",
-                                           [run, fork, child["child_index"]])),
-        })
+    for row, arm, arm_tests, reference, verdict in zip(described, arms, tests, references, verdicts, strict=True):
+        arm_rows.append({**row, "name": arm.name, "reward": arm.reward, "status": attr.arm_status(arm),
+                         "node": row["node"] if arm.ran else None, "artifacts": row["artifacts"] if arm.ran else None,
+                         "tests": arm_tests, "error": arm.error, "reference": reference, "verdict": verdict})
     stage_snapshot = stage_entries(db, run).get(fork_row["stage"]) if fork_row["stage"] else None
     return {
         "schema_version": 1,

@@ -264,3 +264,13 @@ def test_a_fork_whose_first_child_raised_is_reported_not_invented(run_cli: Cli, 
     result = run_cli("import", str(out))
     assert "warning: " in result.stderr and "node 'n2' is the only child of a fork at 'root'" in result.stderr
     assert facts(run_cli, "fork.opened") == [] and len(facts(run_cli, "stage.marked")) == 2
+
+
+def test_arms_that_never_ran_come_back_in_the_exported_report(run_cli: Cli, tmp_path: Path) -> None:
+    out = ablation_variant(tmp_path, raised="n4", skipped=["n5"])
+    run_cli("import", str(out))
+    exported = json.loads(run_cli("export", "ablation", "ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root").stdout)
+    written = json.loads((out / "ablation.json").read_text())
+    assert [arm["status"] for arm in exported["arms"]] == ["pass", "fail", "error", "skipped"]
+    assert exported["arms"][3] == written["arms"][3]
+    assert exported["value"] is None and "config:" not in str(exported["test_attribution"]["arms_with_tests"])
