@@ -8,9 +8,9 @@ appended, so one bad line rejects the file with its line number, field and reaso
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, BinaryIO, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -50,11 +50,17 @@ def parse_fact(obj: Any) -> Entry:
     return Entry(fact, occurred_at)
 
 
+def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Lines of a binary stream, never reading more than one byte past the cap into memory for any line."""
+    return iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b"")
+
+
 def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
     entries = []
     for number, raw in enumerate(lines, start=1):
         if len(raw) > MAX_LINE_BYTES:
-            raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found {len(raw)}")
+            raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
+                               hint="nothing was appended; split the fact or drop bulky free-form fields")
         text = raw.strip()
         if not text:
             continue

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..adapters.jsonl import ingest_schema, parse_lines
+from ..adapters.jsonl import bounded_lines, ingest_schema, parse_lines
 from ..adapters.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
@@ -33,7 +33,7 @@ def ingest(lineage: Lineage, source: str, dry_run: bool) -> None:
     except OSError as exc:
         raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
     with stream:
-        entries = parse_lines(stream, "stdin" if source == "-" else source)
+        entries = parse_lines(bounded_lines(stream), "stdin" if source == "-" else source)
     result = lineage.app.record(entries, dry_run=dry_run)
     if dry_run:
         for fact in result.new_facts:
