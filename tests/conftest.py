@@ -12,11 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from click.testing import CliRunner, Result
 
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
 from rollout_lineage.settings import Settings
+
+# CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss); a developer's
+# run explores new ones. LINEAGE_FUZZ_SCALE (see tests/fuzz_strategies.py) widens either.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
