@@ -13,6 +13,7 @@ from ..adapters.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
+from .common import split_address
 from .output import format_option, note, write_document, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
@@ -54,7 +55,7 @@ def ingest(lineage: Lineage, source: str, dry_run: bool) -> None:
 def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None, types: tuple[str, ...],
                 after: int, limit: int | None, fmt: str) -> None:
     """The events in log order: position, when recorded, when it happened, type, subject and who."""
-    fork_run, fork_id = _split_address(fork_address) if fork_address else (None, None)
+    fork_run, fork_id = split_address(fork_address, "RUN:FORK") if fork_address else (None, None)
 
     def rows() -> Any:
         count = 0
@@ -75,13 +76,6 @@ def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None,
                 return
 
     write_rows(rows(), LOG_COLUMNS, fmt)
-
-
-def _split_address(address: str) -> tuple[str, str]:
-    run, sep, rest = address.rpartition(":")
-    if not sep or not run or not rest:
-        raise InvalidInput(f"expected RUN:NAME (e.g. jobs/task__1:root), found {address!r}")
-    return run, rest
 
 
 @click.command()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 GENESIS = "sha256:" + "0" * 64
 
@@ -59,7 +59,6 @@ class ChainReport:
     first_bad_position: int | None = None
     problem: str | None = None
     checked_head: Head | None = None
-    problems: list[str] = field(default_factory=list)
 
     @property
     def intact(self) -> bool:
