@@ -15,8 +15,10 @@ import pytest
 from hypothesis import settings
 from click.testing import CliRunner, Result
 
+from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
+from rollout_lineage.projections import runner
 from rollout_lineage.settings import Settings
 
 # CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss); a developer's
@@ -51,6 +53,25 @@ class Cli:
         if ok and result.exit_code != 0:
             raise AssertionError(f"lineage {' '.join(args)} exited {result.exit_code}:\n{result.output}\n{result.stderr}")
         return result
+
+
+def open_lineage(store_url: str, home: Path | str) -> Lineage:
+    """A store at any URL, opened as a test's writer would."""
+    return Lineage(Settings.from_env({}, store=store_url, home=home, actor="tester@lab"))
+
+
+def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
+    """Every projection table's rows (positions aside), to compare a caught-up database with a fresh rebuild."""
+    names = sorted(name for p in runner.PROJECTIONS for name in p.tables)
+    return {name: db.connection.execute(f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL").fetchall() for name in names}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same scenario on the embedded SQLite file and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}"
+    return request.getfixturevalue("postgres_url")
 
 
 @pytest.fixture

@@ -24,27 +24,10 @@ from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.errors import ConflictingFact
 from rollout_lineage.projections import runner
-from rollout_lineage.settings import Settings
-from tests.conftest import EXAMPLES, Cli
+from tests.conftest import EXAMPLES, Cli, open_lineage, table_contents
 
 RUN = "shared/run"
 N_CHILDREN = 4
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}"
-    return request.getfixturevalue("postgres_url")
-
-
-def open_lineage(store_url: str, home: Path | str) -> Lineage:
-    return Lineage(Settings.from_env({}, store=store_url, home=home, actor="tester@lab"))
-
-
-def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
-    names = sorted(name for p in runner.PROJECTIONS for name in p.tables)
-    return {name: db.connection.execute(f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL").fetchall() for name in names}
 
 
 def assert_consistent(lineage: Lineage, expected_events: int) -> None:

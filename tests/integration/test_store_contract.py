@@ -8,23 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.errors import ConflictingFact
-from rollout_lineage.settings import Settings
-from tests.conftest import EXAMPLES, Cli
+from tests.conftest import EXAMPLES, Cli, open_lineage
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}"
-    return request.getfixturevalue("postgres_url")
-
-
-def open_lineage(store_url: str, home: Path) -> Lineage:
-    return Lineage(Settings.from_env({}, store=store_url, home=home, actor="tester@lab"))
 
 
 def test_record_idempotence_conflicts_and_verify(store_url: str, tmp_path: Path) -> None:

@@ -11,17 +11,12 @@ from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from rollout_lineage.projections import runner
 from rollout_lineage.projections.base import Projection
-from tests.conftest import Cli
+from tests.conftest import Cli, table_contents
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
 
 class Crash(Exception):
     pass
-
-
-def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
-    names = sorted(name for p in runner.PROJECTIONS for name in p.tables)
-    return {name: db.connection.execute(f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL").fetchall() for name in names}
 
 
 def fresh_tables(lineage: Lineage) -> dict[str, list[tuple]]:
