@@ -9,7 +9,9 @@ when every child was scored; a partial fork has no V.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import facts as f
 from .custody import Custody
@@ -57,18 +59,25 @@ class Fork:
         return math.fsum(rewards) / len(rewards)
 
     def decide(self, fact: f.Fact) -> bool:
-        if isinstance(fact, (f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)):
-            return self.custody.decide(fact, self.n_children)
-        if isinstance(fact, f.ForkClosed):
-            return self._decide_close(fact)
-        index = fact.index  # type: ignore[attr-defined]
+        return _DECIDERS[type(fact)](self, fact)
+
+    def _decide_custody(self, fact: f.Fact) -> bool:
+        return self.custody.decide(fact, self.n_children)
+
+    def _require_child(self, index: int) -> None:
         if index >= self.n_children:
             raise InvariantViolated(f"{self.where()}: expected a child index below {self.n_children}, found {index}")
-        if isinstance(fact, f.ChildRestored):
-            return is_new_or_same(self.restored.get(index), fact, f"{self.where()}, restore of child {index}")
+
+    def _decide_restore(self, fact: f.ChildRestored) -> bool:
+        self._require_child(fact.index)
+        return is_new_or_same(self.restored.get(fact.index), fact, f"{self.where()}, restore of child {fact.index}")
+
+    def _decide_outcome(self, fact: Outcome) -> bool:
+        index = fact.index
+        self._require_child(index)
         existing = self.outcomes.get(index)
         if existing is not None and type(existing) is not type(fact):
-            self._refuse_second_outcome(existing, fact)  # type: ignore[arg-type]
+            self._refuse_second_outcome(existing, fact)
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:
             raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",
@@ -102,11 +111,36 @@ class Fork:
         return True
 
     def when(self, fact: f.Fact) -> None:
-        if isinstance(fact, f.ChildRestored):
-            self.restored[fact.index] = fact
-        elif isinstance(fact, (f.ChildScored, f.ChildUnscored, f.ChildFailed)):
-            self.outcomes[fact.index] = fact
-        elif isinstance(fact, f.ForkClosed):
-            self.closed = fact
-        else:
-            self.custody.when(fact)
+        _EVOLVERS[type(fact)](self, fact)
+
+    def _restored(self, fact: f.ChildRestored) -> None:
+        self.restored[fact.index] = fact
+
+    def _outcome_recorded(self, fact: Outcome) -> None:
+        self.outcomes[fact.index] = fact
+
+    def _closed(self, fact: f.ForkClosed) -> None:
+        self.closed = fact
+
+    def _custody_changed(self, fact: f.Fact) -> None:
+        self.custody.when(fact)
+
+
+CUSTODY_FACTS = (f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)
+# Type dispatch, as in the Run aggregate: these run once per recorded fact.
+_DECIDERS: dict[type, Callable[[Fork, Any], bool]] = {
+    f.ChildRestored: Fork._decide_restore,
+    f.ChildScored: Fork._decide_outcome,
+    f.ChildUnscored: Fork._decide_outcome,
+    f.ChildFailed: Fork._decide_outcome,
+    f.ForkClosed: Fork._decide_close,
+    **{fact_type: Fork._decide_custody for fact_type in CUSTODY_FACTS},
+}
+_EVOLVERS: dict[type, Callable[[Fork, Any], None]] = {
+    f.ChildRestored: Fork._restored,
+    f.ChildScored: Fork._outcome_recorded,
+    f.ChildUnscored: Fork._outcome_recorded,
+    f.ChildFailed: Fork._outcome_recorded,
+    f.ForkClosed: Fork._closed,
+    **{fact_type: Fork._custody_changed for fact_type in CUSTODY_FACTS},
+}
