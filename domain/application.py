@@ -119,26 +119,26 @@ class LineageApp(Application[UUID]):
 
     def _decide(self, batch: Sequence[Entry]) -> list[Any]:
         """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
-        subjects = [(entry.fact.subject_kind, entry.fact.subject_key()) for entry in batch]
-        ids = {subject: aggregate_id(*subject) for subject in subjects}
+        ids = {(e.fact.subject_kind, e.fact.subject_key()): None for e in batch}
+        for subject in ids:
+            ids[subject] = aggregate_id(*subject)
         # One query says which streams exist, so new runs and snapshots cost no read at all.
         existing = self._existing(set(ids.values()))
-        aggregates: dict[tuple[str, str], Any] = {}
+        aggregates: dict[tuple[str, str], Any] = {subject: self._load(agg_id) if agg_id in existing else None
+                                                  for subject, agg_id in ids.items()}
         events: list[Any] = []
         now = self.clock()  # one transaction, one recording time
-        for entry, subject in zip(batch, subjects, strict=True):
-            fact = entry.fact
-            if subject not in aggregates:
-                aggregates[subject] = self._load(ids[subject]) if ids[subject] in existing else None
+        envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
+        for fact, occurred_at in batch:
+            subject = (fact.subject_kind, fact.subject_key())
             agg = aggregates[subject]
-            state = agg if agg is not None else AGGREGATE_FOR_SUBJECT[subject[0]].blank()
-            if not state.decide(fact):
+            if not (agg or AGGREGATE_FOR_SUBJECT[subject[0]].blank()).decide(fact):
                 continue
-            if isinstance(fact, f.ChildRestored):
+            if type(fact) is f.ChildRestored:
                 self._require_restorable(fact, aggregates)
             event = EVENT_FOR_FACT[type(fact)].envelope(
-                originator_id=ids[subject], originator_version=agg.version + 1 if agg else 1, timestamp=now,
-                occurred_at=entry.occurred_at or now, actor=self.actor, tool_version=self.tool_version, fact=fact)
+                originator_id=ids[subject], originator_version=agg.version + 1 if agg else 1,
+                occurred_at=occurred_at or now, fact=fact, **envelope)
             aggregates[subject] = event.mutate(agg)
             events.append(event)
         return events

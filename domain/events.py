@@ -21,6 +21,7 @@ from eventsourcing.utils import register_topic
 from pydantic import BaseModel, ConfigDict
 
 from . import facts as f
+from .aggregates import AGGREGATE_FOR_SUBJECT
 
 #: Never change: aggregate ids are uuid5 of natural keys under this namespace.
 LINEAGE_NAMESPACE = uuid5(NAMESPACE_URL, "urn:rollout-lineage")
@@ -65,13 +66,12 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
     def mutate(self, aggregate: Any) -> Any:
         """Evolve (or, for a stream's first event, build) the aggregate; the same checks as the library's."""
         if aggregate is None:
-            from .aggregates import AGGREGATE_FOR_SUBJECT
-
             cls = AGGREGATE_FOR_SUBJECT[self.fact.subject_kind]
             aggregate = cls.__new__(cls)
             aggregate.__base_init__(self.originator_id, self.originator_version - 1, self.timestamp)
             aggregate.__init__()
-        elif self.originator_id != aggregate.id or self.originator_version != aggregate.version + 1:
+        elif self.originator_version != aggregate.version + 1 or (
+                self.originator_id is not aggregate.id and self.originator_id != aggregate.id):
             raise OriginatorVersionError(f"event {self.originator_id}@{self.originator_version} does not follow "
                                          f"aggregate {aggregate.id}@{aggregate.version}")
         aggregate.when(self.fact)
