@@ -93,7 +93,7 @@ def worst_error(errors: Sequence[LineageError], what: str) -> LineageError:
 
 @dataclass(frozen=True)
 class RunExports:
-    run_dir: str | None
+    run_dirs: tuple[str, ...]  # where the run's files are now (last located) first, then where it was registered
     refs: tuple[str, ...]
 
 
@@ -110,13 +110,13 @@ class Catalog(Protocol):
         """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
 
 
-def resolve_tar(recorded_path: str, run_dir: str | None, search_dirs: Iterable[str]) -> tuple[Path | None, list[str]]:
-    """benchflow's order: the recorded path, else `<run dir>/snapshots/<file name>` (a relocated run folder), else
-    each search dir. A candidate inside the run dir must stay inside it (links out of a run dir are not followed)."""
+def resolve_tar(recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterable[str]) -> tuple[Path | None, list[str]]:
+    """benchflow's order: the recorded path, else `<run dir>/snapshots/<file name>` (a relocated run folder: where
+    it was last located, then where it was registered), else each search dir. A candidate inside a run dir must
+    stay inside it (links out of a run dir are not followed)."""
     name = Path(recorded_path).name
     candidates: list[tuple[Path, Path | None]] = [(Path(recorded_path), None)]
-    if run_dir:
-        candidates.append((Path(run_dir) / "snapshots" / name, Path(run_dir)))
+    candidates += [(Path(run_dir) / "snapshots" / name, Path(run_dir)) for run_dir in run_dirs]
     candidates += [(Path(directory) / name, None) for directory in search_dirs]
     tried = []
     for candidate, confine in candidates:
@@ -139,18 +139,18 @@ class SnapshotService:
 
     def import_run(self, run: str, stages: Sequence[str] = (), search_dirs: Sequence[str] = ()) -> list[Outcome]:
         plan = self.catalog.run_exports(run, stages)
-        return [self._import_recorded(ref, plan.run_dir, search_dirs) for ref in plan.refs]
+        return [self._import_recorded(ref, plan.run_dirs, search_dirs) for ref in plan.refs]
 
     def import_tars(self, paths: Iterable[str], *, adopt: bool = False) -> list[Outcome]:
         return [outcome for path in paths for outcome in self._import_tar(Path(path).absolute(), adopt)]
 
-    def _import_recorded(self, ref: str, run_dir: str | None, search_dirs: Sequence[str]) -> Outcome:
+    def _import_recorded(self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]) -> Outcome:
         exports = list(reversed(self.lineage.app.snapshot(ref).exports))  # the newest export whose tar is found
         if not exports:
             raise UnknownSubject(f"Snapshot {ref!r} has no recorded export; expected one to import.")
         tried: list[str] = []
         for export in exports:
-            path, looked = resolve_tar(export.path, run_dir, search_dirs)
+            path, looked = resolve_tar(export.path, run_dirs, search_dirs)
             tried += looked
             if path is not None:
                 break

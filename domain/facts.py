@@ -95,6 +95,15 @@ class RunRegistered(Fact):
         return self
 
 
+class RunLocated(Fact):
+    """Where the run's directory was read, e.g. by an importer. A run can move (archived, copied to another
+    machine); each new place is a new location, while `run.registered.run_dir` keeps where it first was."""
+
+    type: Literal["run.located"] = "run.located"
+    run: Key
+    path: Key
+
+
 class NodeOpened(Fact):
     """The run's own cursor moved onto a new node of its rollout tree (benchflow's RolloutTree step)."""
 
@@ -408,7 +417,7 @@ class SnapshotAdopted(SnapshotFact):
 
 
 FACT_TYPES: tuple[type[Fact], ...] = (
-    RunRegistered, NodeOpened, StageMarked, RunScored, RunUnscored, RunFailed, RunFinished,
+    RunRegistered, RunLocated, NodeOpened, StageMarked, RunScored, RunUnscored, RunFailed, RunFinished,
     ForkOpened, ChildRestored, ChildScored, ChildUnscored, ChildFailed, ForkClosed,
     CustodyHeld, CustodyHandedOff, CustodyReleased, CustodyFailed,
     CutPointServed,

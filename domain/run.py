@@ -34,6 +34,7 @@ class Node:
 class Run(BaseAggregate[Any]):
     def __init__(self) -> None:
         self.registration: f.RunRegistered | None = None
+        self.locations: list[str] = []
         self.nodes: dict[str, Node] = {}
         self.stages: dict[str, f.StageMarked] = {}
         self.scored: f.RunScored | f.RunUnscored | None = None
@@ -60,7 +61,15 @@ class Run(BaseAggregate[Any]):
         return decider(self, fact)
 
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
-        return is_new_or_same(self.registration, fact, f"registration of run {fact.run!r}")
+        # run_dir is where the files were when the run was first registered, not part of what the run is: the
+        # same registration read from a moved directory is known (the move itself is a run.located fact).
+        recorded = self.registration
+        if recorded is not None and recorded.run_dir != fact.run_dir:
+            recorded = recorded.model_copy(update={"run_dir": fact.run_dir})
+        return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
+
+    def _decide_location(self, fact: f.RunLocated) -> bool:
+        return not self.locations or self.locations[-1] != fact.path  # moving back to an earlier place is a move too
 
     def _decide_node(self, fact: f.NodeOpened) -> bool:
         self._require_node(fact.parent)
@@ -148,6 +157,9 @@ class Run(BaseAggregate[Any]):
         self.registration = fact
         self.nodes[ROOT_NODE] = Node(ROOT_NODE, None)
 
+    def _located(self, fact: f.RunLocated) -> None:
+        self.locations.append(fact.path)
+
     def _node_opened(self, fact: f.NodeOpened) -> None:
         self.nodes[fact.node] = Node(fact.node, fact.parent)
 
@@ -184,6 +196,7 @@ class Run(BaseAggregate[Any]):
 # and a chain of isinstance checks was a tenth of that cost.
 _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
     f.RunRegistered: Run._decide_registration,
+    f.RunLocated: Run._decide_location,
     f.NodeOpened: Run._decide_node,
     f.StageMarked: Run._decide_stage,
     f.RunScored: Run._decide_score,
@@ -196,6 +209,7 @@ _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
 }
 _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.RunRegistered: Run._registered,
+    f.RunLocated: Run._located,
     f.NodeOpened: Run._node_opened,
     f.StageMarked: Run._stage_marked,
     f.RunScored: Run._score_recorded,

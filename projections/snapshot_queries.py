@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExports:
     """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
-    registered = db.rows("SELECT run_dir FROM runs WHERE run = ?", [run])
+    registered = db.rows("SELECT location, run_dir FROM runs WHERE run = ?", [run])
     if not registered:
         raise UnknownSubject(f"Run {run!r} is not recorded; expected a run registered in the log.",
                              hint="`lineage sql \"SELECT run FROM runs\"` lists the recorded runs")
@@ -47,7 +47,7 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     if not refs:
         raise InvalidInput(f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
                            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)")
-    return RunExports(registered[0]["run_dir"], refs)
+    return RunExports(tuple(dict.fromkeys(d for d in (registered[0]["location"], registered[0]["run_dir"]) if d)), refs)
 
 
 def refs_with_tar(db: ReadModelDB, tar_sha256: str) -> list[str]:

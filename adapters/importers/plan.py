@@ -23,6 +23,12 @@ class RunPlan:
     parent_run: str | None = None
     warnings: list[str] = field(default_factory=list)
 
+    def batch(self) -> list[Entry]:
+        """What to record: the entries, with where the run was read (`run.located`) right after its registration."""
+        located = Entry(f.RunLocated(run=self.key, path=str(self.path)))
+        at = next((i + 1 for i, entry in enumerate(self.entries) if isinstance(entry.fact, f.RunRegistered)), 0)
+        return [*self.entries[:at], located, *self.entries[at:]]
+
     @property
     def forks(self) -> int:
         return sum(isinstance(e.fact, f.ForkOpened) for e in self.entries)

@@ -83,7 +83,7 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
             if run.problem is not None:
                 raise run.problem
             plan = IMPORTERS[run.kind](run.path)
-            recorded = lineage.app.record(plan.entries, dry_run=dry_run)
+            recorded = lineage.app.record(plan.batch(), dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
             raise
         except (LineageError, OSError) as exc:
@@ -102,7 +102,7 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
         summary.runs_skipped_known += appended == 0
         summary.warnings.extend(plan.warnings)
         if dry_run:
-            summary.facts.extend(_occurred(plan.entries, recorded.new_facts))
+            summary.facts.extend(_occurred(plan.batch(), recorded.new_facts))
     if progress:
         progress(len(runs), len(runs), "")
     return summary

@@ -46,6 +46,19 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
     assert "task: recorded 'task', now 'other-task'" in message
 
 
+def test_a_moved_run_is_located_again_not_registered_again() -> None:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"), f.RunLocated(run=RUN, path="/a/job/task__1")])
+    moved = [f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"), f.RunLocated(run=RUN, path="/b/job/task__1")]
+    assert [fact.type for fact in app.record(moved).new_facts] == ["run.located"]
+    assert app.record(moved).appended == 0
+    back = app.record([f.RunLocated(run=RUN, path="/a/job/task__1")])
+    assert back.appended == 1 and app.run(RUN).locations == ["/a/job/task__1", "/b/job/task__1", "/a/job/task__1"]
+    assert app.run(RUN).registration.run_dir == "/a/job/task__1"
+    # Only the directory may differ: anything else in a re-sent registration is still a conflict.
+    refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other", run_dir="/b/job/task__1"))
+
+
 def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:
     assert "record run.registered" in refused(app, UnknownSubject, f.RunScored(run="nobody", reward=1.0))
 

@@ -127,6 +127,32 @@ def test_importing_again_appends_nothing(run_cli: Cli) -> None:
     assert run_cli("head").stdout == head
 
 
+MAINLINE_DIR = PUBLIC / "benchflow-ai" / "benchflow" / "tests" / "fixtures" / "branch_tree_claude" / "claude-continue" / \
+    "hello-world-task__0000abcd"
+
+
+@pytest.mark.parametrize(("source", "run", "benchflow_recorded_dir"), [
+    (NIGHTLY / "csv-dedupe__7c1f2a90", NIGHTLY_RUN, True),  # children's provenance names the parent's directory
+    (MAINLINE_DIR, MAINLINE_RUN, False),  # nothing does: run_dir is where it was first read
+])
+def test_a_moved_run_imports_as_a_new_location_only(run_cli: Cli, tmp_path: Path, source: Path, run: str,
+                                                    benchflow_recorded_dir: bool) -> None:
+    first = copy_run(source, tmp_path / "disk-a" / "jobs")
+    run_cli("import", str(first))
+    [registered] = facts(run_cli, "run.registered", run)
+    assert (registered["run_dir"] == str(first)) is not benchflow_recorded_dir
+    moved = copy_run(first, tmp_path / "archive" / "jobs")
+    shutil.rmtree(first)
+    before = len(events(run_cli))
+    result = run_cli("import", str(moved))
+    assert "1 events appended" in result.stderr
+    assert [(e["type"], e["fact"]["path"]) for e in events(run_cli)[before:]] == [("run.located", str(moved))]
+    [row] = json.loads(run_cli("sql", f"SELECT run_dir, location FROM runs WHERE run = '{run}'", "--format", "json").stdout)
+    assert row == {"run_dir": registered["run_dir"], "location": str(moved)}
+    assert "0 events appended" in run_cli("import", str(moved)).stderr
+    assert f"run directory read at {moved}" in run_cli("history", run).stdout
+
+
 def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_path: Path) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     result_json = (run / "result.json").read_text()

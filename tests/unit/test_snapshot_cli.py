@@ -200,6 +200,17 @@ def test_run_dir_candidate_may_not_link_out_of_the_run_dir(run_cli: Cli, tmp_pat
     assert result.exit_code == 1 and "No tar found" in result.stderr
 
 
+def test_run_import_looks_in_the_run_dir_where_the_run_was_last_located(run_cli: Cli, tmp_path: Path) -> None:
+    tar, expected = snapshot_tar(tmp_path / "archive" / "run" / "snapshots" / f"{REF}.tar")
+    record_export(run_cli, tmp_path, tar, expected["image_id"], run_dir=tmp_path / "scratch" / "run",
+                  path=str(tmp_path / "scratch" / "run" / "snapshots" / f"{REF}.tar"))
+    result = run_cli("snapshots", "import", "--run", RUN, ok=False)
+    assert "No tar found for snapshot" in result.stderr
+    ingest(run_cli, tmp_path, [{"type": "run.located", "run": RUN, "path": str(tmp_path / "archive" / "run")}])
+    run_cli("snapshots", "import", "--run", RUN, ok=False)
+    assert log_rows(run_cli, "snapshot.import_rejected")[-1]["fact"]["tar_path"] == str(tar)
+
+
 def test_run_import_refuses_runs_and_stages_without_exports(run_cli: Cli, tmp_path: Path) -> None:
     ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
                                {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF}])
