@@ -135,6 +135,7 @@ def import_pr_run(path: Path) -> RunPlan:
             if isinstance(fact, f.ForkClosed) and ctx.ablation and fact.outcome == "completed" and ctx.ablation.doc.string("error"):
                 plan.warnings.append(f"{ctx.ablation.doc.where('error')}: a report error on a fork that completed has no "
                                      "place in the facts, so it is not recorded")
+        plan.warnings.extend(ctx.warnings)
     for node in holds:
         if not any(g.node == node and g.last_at_node for g in recorded):
             plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "

@@ -14,7 +14,7 @@ recorded as `custody.held` (every regular file with its digest and size) and `cu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ...domain import facts as f
@@ -77,6 +77,7 @@ class ForkContext:
     ablation: Ablation | None
     hold: str | None  # relative path of a left-over custody hold for this fork
     fallback_time: datetime | None
+    warnings: list[str] = field(default_factory=list)  # what was seen but cannot be recorded
 
 
 def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
@@ -149,8 +150,12 @@ def child_times(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> tuple[dat
 
 def custody_entries(ctx: ForkContext) -> tuple[f.CustodyEntry, ...]:
     assert ctx.hold is not None
+    files, left_out = ctx.folder.regular_files(ctx.hold)
+    if left_out:
+        ctx.warnings.append(f"{ctx.folder.root / ctx.hold}: custody entries hold regular files only, so "
+                            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} not recorded")
     return tuple(build(f.CustodyEntry, str(path), path=relative, sha256=sha256_file(path), size=file_size(path))
-                 for relative, path in ctx.folder.regular_files(ctx.hold))
+                 for relative, path in files)
 
 
 def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, datetime | None]]:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -85,25 +84,31 @@ class RunFolder:
                 names.append(entry.name)
         return names
 
-    def regular_files(self, relative: str | Path) -> Iterator[tuple[str, Path]]:
-        """(path relative to `relative`, absolute path) of every regular file below it, sorted, links not followed.
+    def regular_files(self, relative: str | Path) -> tuple[list[tuple[str, Path]], list[str]]:
+        """(path relative to `relative`, absolute path) of every regular file below it, sorted, links not followed;
+        and what was left out, each named with why.
 
-        A link that stays inside the containment root is not a regular file and is skipped; one that leaves it
-        is refused, so a hold directory cannot smuggle a reference to the host into the record.
+        A link that stays inside the containment root is not a regular file and is left out; one that leaves it
+        is refused, so a hold directory cannot smuggle a reference to the host into the record. FIFOs, devices
+        and sockets are left out too: reading one would block or never end.
         """
         base = self.resolve(relative)
         if base is None or not base.is_dir():
-            return
+            return [], []
         found: list[tuple[str, Path]] = []
+        left_out: list[str] = []
         for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
             for name in sorted(dirnames + filenames):
                 full = Path(dirpath) / name
                 mode = os.lstat(full).st_mode
                 if stat.S_ISLNK(mode):
                     self.check_contained(full)
+                    left_out.append(f"{full.relative_to(base).as_posix()} (a link)")
                 elif stat.S_ISREG(mode):
                     found.append((full.relative_to(base).as_posix(), full))
-        yield from sorted(found)
+                elif not stat.S_ISDIR(mode):
+                    left_out.append(f"{full.relative_to(base).as_posix()} (a FIFO, device or socket)")
+        return sorted(found), sorted(left_out)
 
 
 def require_regular(path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -91,6 +92,18 @@ def test_a_partial_fork_with_a_left_over_hold_records_custody_failure(run_cli: C
     assert raised["index"] == 1 and "raised before an outcome" in raised["error"]
     [closed] = facts(run_cli, "fork.closed", HOLD_RUN)
     assert (closed["outcome"], closed["value"]) == ("partial", None)
+
+
+def test_what_a_hold_holds_besides_regular_files_is_named_not_dropped_silently(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__d4e5f6a7", tmp_path / "jobs")
+    hold = run / "branches" / "n1" / "parent"
+    os.mkfifo(hold / "agent" / "stream")
+    os.symlink("openhands.log", hold / "agent" / "latest.log")
+    result = run_cli("import", str(run))
+    assert (f"{hold}: custody entries hold regular files only, so agent/latest.log (a link), agent/stream (a FIFO, "
+            "device or socket) are not recorded") in result.stderr
+    [held] = facts(run_cli, "custody.held", HOLD_RUN)
+    assert [e["path"] for e in held["entries"]] == ["agent/openhands.log", "verifier/reward.txt", "verifier/test-stdout.txt"]
 
 
 def test_a_continuation_records_its_served_cut_point(run_cli: Cli) -> None:

@@ -68,12 +68,12 @@ def test_listing_a_hold_skips_inner_links_and_refuses_outer_ones(tmp_path: Path)
     (hold / "agent" / "log.txt").write_bytes(b"hello\n")
     os.symlink(hold / "agent" / "log.txt", hold / "agent" / "again.txt")
     folder = RunFolder(tmp_path / "run")
-    files = list(folder.regular_files("branches/n1/parent"))
-    assert [relative for relative, _ in files] == ["agent/log.txt"]
+    files, left_out = folder.regular_files("branches/n1/parent")
+    assert [relative for relative, _ in files] == ["agent/log.txt"] and left_out == ["agent/again.txt (a link)"]
     assert rundir.sha256_file(files[0][1]) == "sha256:" + hashlib.sha256(b"hello\n").hexdigest()
     os.symlink("/etc", hold / "escape")
     with pytest.raises(InvalidInput, match="escape: expected a file inside"):
-        list(folder.regular_files("branches/n1/parent"))
+        folder.regular_files("branches/n1/parent")
 
 
 def test_ctrf_keeps_raw_names_first_entry_wins_and_skips_malformed_entries() -> None:
