@@ -34,6 +34,11 @@ _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
 _MAX_MEMBERS = 100_000  # docker save writes a few per layer; far more means a hostile or foreign archive
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# Docker's reference grammar for a tagged name (distribution/reference): optional registry host[:port], then
+# lowercase path components, then a tag. `docker save` writes every RepoTag in this form.
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
+_REPO_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}")
 _TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 
@@ -48,7 +53,8 @@ class LayerCheck:
 
 @dataclass(frozen=True)
 class TarReport:
-    """What one pass over a tar found. Describes the first image of `manifest.json`; any others are checked too."""
+    """What one pass over a tar found: its one image (a tar listing several is reported as a problem, and
+    describes the first)."""
 
     path: str
     tar_sha256: str
@@ -195,7 +201,13 @@ class _Scan:
             "legacy" if "manifest.json" in self.seen else "unknown")
         first: tuple[str | None, str | None, tuple[LayerCheck, ...]] = (None, None, ())
         tags: list[str] = []
-        for number, entry in enumerate(self._manifest_entries()):
+        entries = self._manifest_entries()
+        if len(entries) > 1:
+            # A tag on a second image would make the snapshot's ref resolve to a world nobody verified as it.
+            self.problems.append(f"manifest.json lists {len(entries)} images; expected exactly one, since a snapshot "
+                                 "tar holds one image and loading it would add the others to the engine too; export "
+                                 "the snapshot alone (`docker save REF`).")
+        for number, entry in enumerate(entries):
             checked = self._check_image(number, entry, tags)
             first = checked if number == 0 else first
         self._check_blobs(layout)
@@ -237,7 +249,11 @@ class _Scan:
             self.problems.append(f"manifest.json entry {number} lacks a string 'Config', a list of strings 'Layers' "
                                  f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}.")
             return None, None, ()
-        tags.extend(repo_tags)
+        malformed = [tag for tag in repo_tags if len(tag) > 255 + 129 or not _REPO_TAG.fullmatch(tag)]
+        if malformed:
+            self.problems.append(f"manifest.json entry {number} has RepoTags {malformed}, which are not image references; "
+                                 f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}.")
+        tags.extend(tag for tag in repo_tags if tag not in malformed)
         config_key = posixpath.normpath(config)
         seen = self.seen.get(config_key)
         if seen is None or seen.kind != "file" or seen.sha256 is None:

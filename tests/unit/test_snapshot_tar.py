@@ -405,3 +405,33 @@ def test_mutated_tars_yield_a_report_never_an_exception(tmp_path, cut, flips):
         assert report.ok, report.problems
     else:
         assert all(problem.endswith(".") for problem in report.problems)
+
+
+# -- what the manifest names ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tag", ["snap-x", "Snap-X:latest", "snap x:latest", "../etc:latest", "snap:latest\n"])
+def test_a_repo_tag_that_is_not_an_image_reference_is_a_problem(tmp_path, tag):
+    entries, _ = legacy_entries(tags=("snap-x:latest", tag))
+    report = verify_bytes(tmp_path, tar_bytes(entries))
+    assert_problem(report, "are not image references", repr(tag), "expected NAME:TAG")
+    assert report.repo_tags == ("snap-x:latest",)  # a malformed tag is never offered to match a ref
+
+
+@pytest.mark.parametrize("tag", ["localhost:5000/team/snap-x:v1.2", "registry.example.com/a__b/c-d:sha-0f3", "bf-snap-1_a:latest"])
+def test_registry_paths_and_separators_are_valid_tags(tmp_path, tag):
+    entries, _ = legacy_entries(tags=(tag,))
+    report = verify_bytes(tmp_path, tar_bytes(entries))
+    assert report.ok, report.problems
+    assert report.repo_tags == (tag,)
+
+
+def test_a_tar_of_two_images_is_a_problem_even_when_each_verifies(tmp_path):
+    entries, expected = legacy_entries()
+    manifest = json.loads(next(data for info, data in entries if info.name == "manifest.json"))
+    second = {**manifest[0], "RepoTags": ["snap-x:evil"]}
+    entries = [entry if entry[0].name != "manifest.json" else file_entry("manifest.json", json.dumps([*manifest, second]).encode())
+               for entry in entries]
+    report = verify_bytes(tmp_path, tar_bytes(entries))
+    assert_problem(report, "manifest.json lists 2 images; expected exactly one")
+    assert report.image_id == expected["image_id"] and report.problems == (report.problems[0],)
