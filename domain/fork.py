@@ -20,6 +20,7 @@ from .errors import ConflictingFact, InvariantViolated
 from .vocabulary import FRESH_ONLY_DELTA_KEYS
 
 Outcome = f.ChildScored | f.ChildUnscored | f.ChildFailed
+MIN_COMPLETED_CHILDREN = 2
 
 
 def check_deltas(opened: f.ForkOpened) -> None:
@@ -97,6 +98,11 @@ class Fork:
             return False
         expected = self.expected_value()
         if fact.outcome == "completed":
+            if self.n_children < MIN_COMPLETED_CHILDREN:
+                raise InvariantViolated(
+                    f"{self.where()}: expected at least {MIN_COMPLETED_CHILDREN} children to close it completed (a fork "
+                    f"compares arms, benchflow asks for n >= 2), found {self.n_children}; the others never started",
+                    hint="close it as partial")
             pending = [i for i in range(self.n_children) if not isinstance(self.outcomes.get(i), (f.ChildScored, f.ChildUnscored))]
             if pending:
                 raise InvariantViolated(

@@ -210,7 +210,8 @@ def _fork_opened(fact: dict[str, Any], where: NodeRef) -> str:
         return (f"created as child {child['index']} of fork {fact['fork']}" + (f", arm {child['arm']}" if child.get("arm") else "")
                 + f": delta {delta_label(child.get('delta'))}" + (f", {child['delta_execution']}" if child.get("delta_execution") else ""))
     at = fact.get("stage") or f"cursor {fact['node']}"
-    return f"fork {fact['fork']} opened at {at} into {len(fact['children'])} children"
+    n = len(fact["children"])
+    return f"fork {fact['fork']} opened at {at} into {n} {'child' if n == 1 else 'children'}"
 
 
 SUMMARIES: dict[str, Any] = {

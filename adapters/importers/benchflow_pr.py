@@ -122,11 +122,9 @@ def import_pr_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    skipped = skip_single_child_forks(groups, tree, plan)
-    add_nodes_and_stages(timeline, tree, stages, skipped, key, t0)
+    add_nodes_and_stages(timeline, tree, stages, key, t0)
     described = ablated_group(ablation, groups, tree, plan)
-    recorded = [g for g in groups if g.node not in skipped and not any(c.id in skipped for c in g.children)]
-    for group in recorded:
+    for group in groups:
         hold = f"branches/{group.node}/parent" if group.node in holds and group.last_at_node else None
         ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
         order = min(c.order for c in group.children)
@@ -137,7 +135,7 @@ def import_pr_run(path: Path) -> RunPlan:
                                      "place in the facts, so it is not recorded")
         plan.warnings.extend(ctx.warnings)
     for node in holds:
-        if not any(g.node == node and g.last_at_node for g in recorded):
+        if not any(g.node == node and g.last_at_node for g in groups):
             plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
                                  "recorded; the facts have no fork to attach it to, so it is not recorded")
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
@@ -163,32 +161,16 @@ def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None
     return {ablation.stage: snapshot}
 
 
-def skip_single_child_forks(groups: list[ForkGroup], tree: Tree, plan: RunPlan) -> set[str]:
-    """Nodes left out because a fork of one child cannot be recorded (the domain needs at least two)."""
-    skipped: set[str] = set()
-    for group in groups:
-        if len(group.children) < 2:
-            child = group.children[0]
-            plan.warnings.append(f"{tree.file}: node {child.id!r} is the only child of a fork at {group.node!r} (a fork "
-                                 "whose first child raised); a fork needs two children, so it is not recorded")
-            skipped.add(child.id)
-    for node in tree.nodes:
-        if node.parent in skipped:
-            skipped.add(node.id)
-    return skipped
-
-
-def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], skipped: set[str], key: str,
-                         t0: datetime | None) -> None:
+def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None) -> None:
     marks = [entry.mark for entry in stages.values()]
     for node in tree.nodes:
-        if node.parent is not None and node.delta is None and node.id not in skipped:
+        if node.parent is not None and node.delta is None:
             timeline.add((node.order, 0), build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent), t0)
     for mark in marks:
         timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
     captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}
     for node in tree.nodes:
-        if node.snapshot is None or node.id in skipped:
+        if node.snapshot is None:
             continue
         explained = any(mark.node == node.id and mark.stage == node.stage for mark in marks)
         for layer, ref in (("environment", node.snapshot.environment), ("sandbox", node.snapshot.sandbox)):

@@ -73,11 +73,22 @@ def test_stage_layers_must_match_the_refs() -> None:
         f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="x", layers=["environment"])
 
 
-def test_a_fork_needs_two_children_with_ordered_indices() -> None:
-    with pytest.raises(ValidationError, match="at least 2 children"):
-        f.ForkOpened(run=RUN, fork="x", node="root", children=(f.ForkChild(index=0, node="n1"),))
+def test_a_fork_needs_children_with_ordered_indices() -> None:
+    with pytest.raises(ValidationError, match="at least 1 child"):
+        f.ForkOpened(run=RUN, fork="x", node="root", children=())
     with pytest.raises(ValidationError, match="indices must be 0..1"):
         f.ForkOpened(run=RUN, fork="x", node="root", children=(f.ForkChild(index=1, node="n1"), f.ForkChild(index=0, node="n2")))
+
+
+def test_a_fork_whose_first_child_raised_is_recorded_and_can_only_close_partial(app: LineageApp) -> None:
+    only = f.ForkOpened(run=RUN, fork="root", node="root", stage="env-ready", children=(f.ForkChild(index=0, node="n1"),))
+    app.record([only, f.ChildFailed(run=RUN, fork="root", index=0, error="RuntimeError: the sandbox died")])
+    message = refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed"))
+    assert "expected at least 2 children to close it completed" in message and "found 1" in message
+    app.record([f.ForkClosed(run=RUN, fork="root", outcome="partial", error="RuntimeError: the sandbox died")])
+    scored_alone = f.ForkOpened(run=RUN, fork="second", node="n1", children=(f.ForkChild(index=0, node="n2"),))
+    app.record([scored_alone, f.ChildScored(run=RUN, fork="second", index=0, reward=1.0)])
+    refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="second", outcome="completed", value=1.0))
 
 
 def test_forking_at_an_unrecorded_stage_lists_the_recorded_ones(app: LineageApp) -> None:

@@ -274,7 +274,8 @@ def ablation_variant(tmp_path: Path, raised: str, skipped: list[str]) -> Path:
     report = json.loads((out / "ablation.json").read_text())
     for arm in report["arms"]:
         if arm["node"] == raised:
-            arm.update(reward=None, status="error", error="RuntimeError: the sandbox died", tests=None, reference=None)
+            arm.update(reward=None, status="error", error="RuntimeError: the sandbox died", tests=None, reference=None,
+                       verdict="errored before scoring — no reward to attribute")  # the reference's words (§1.7)
         if arm["node"] in skipped:
             arm.update(node=None, artifacts=None, reward=None, status="skipped", tests=None, error=None, reference=None,
                        wall_clock_sec=None, verdict="not run — an earlier arm errored")
@@ -298,11 +299,20 @@ def test_arms_that_never_ran_are_kept_with_the_fork_that_raised(run_cli: Cli, tm
     assert facts(run_cli, "fork.closed")[0]["outcome"] == "partial"
 
 
-def test_a_fork_whose_first_child_raised_is_reported_not_invented(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_fork_whose_first_child_raised_is_recorded_as_it_happened(run_cli: Cli, tmp_path: Path) -> None:
     out = ablation_variant(tmp_path, raised="n2", skipped=["n3", "n4", "n5"])
     result = run_cli("import", str(out))
-    assert "warning: " in result.stderr and "node 'n2' is the only child of a fork at 'root'" in result.stderr
-    assert facts(run_cli, "fork.opened") == [] and len(facts(run_cli, "stage.marked")) == 2
+    assert "warning" not in result.stderr
+    [opened] = facts(run_cli, "fork.opened")
+    assert [(c["node"], c["arm"]) for c in opened["children"]] == [("n2", "with-skill")]
+    assert [arm["name"] for arm in opened["ablation"]["skipped_arms"]] == \
+        ["no-skill", "inject:prompts/hint.md", 'config:{"agent": {"max_turns": 40}}']
+    [failed] = facts(run_cli, "fork.child_failed")
+    assert (failed["index"], failed["error"]) == (0, "RuntimeError: the sandbox died")
+    assert facts(run_cli, "fork.closed")[0]["outcome"] == "partial"
+    exported = json.loads(run_cli("export", "ablation", "ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root").stdout)
+    assert [arm["status"] for arm in exported["arms"]] == ["error", "skipped", "skipped", "skipped"]
+    assert exported["arms"] == json.loads((out / "ablation.json").read_text())["arms"]
 
 
 def test_arms_that_never_ran_come_back_in_the_exported_report(run_cli: Cli, tmp_path: Path) -> None:
