@@ -6,7 +6,8 @@ reward, CTRF), a left-over `branches/<node>/parent/` (unreleased custody), `<out
 `bench eval ablate` runs, and a continue-run's `source` block. Facts are ordered so the domain accepts them:
 registration first, then everything in node-creation order (a node before the stages marked on it, a stage
 before forks at it, a fork before its children's outcomes and its closing), snapshot lifetimes and the
-run's own outcome last.
+run's own outcome last. A fork that may still be running is left for a later import (`defer_running_forks`),
+so importing a live jobs folder again and again appends facts and never contradicts them.
 
 Where each tree.json field is kept, so an export can give the file back:
 - `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
@@ -122,9 +123,12 @@ def import_pr_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    add_nodes_and_stages(timeline, tree, stages, key, t0)
+    deferred = defer_running_forks(groups, tree, files, ablation, path, plan)
+    add_nodes_and_stages(timeline, tree, stages, key, t0, deferred)
     described = ablated_group(ablation, groups, tree, plan)
     for group in groups:
+        if group.children[0].id in deferred:
+            continue
         hold = f"branches/{group.node}/parent" if group.node in holds and group.last_at_node else None
         ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
         order = min(c.order for c in group.children)
@@ -135,7 +139,7 @@ def import_pr_run(path: Path) -> RunPlan:
                                      "place in the facts, so it is not recorded")
         plan.warnings.extend(ctx.warnings)
     for node in holds:
-        if not any(g.node == node and g.last_at_node for g in groups):
+        if node not in deferred and not any(g.node == node and g.last_at_node for g in groups):
             plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
                                  "recorded; the facts have no fork to attach it to, so it is not recorded")
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
@@ -161,16 +165,46 @@ def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None
     return {ablation.stage: snapshot}
 
 
-def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None) -> None:
-    marks = [entry.mark for entry in stages.values()]
+def defer_running_forks(groups: list[ForkGroup], tree: Tree, files: RunFiles, ablation: Ablation | None, path: Path,
+                        plan: RunPlan) -> set[str]:
+    """Nodes of forks that may still be running, with everything below them: imported once the fork has finished.
+
+    While a branch leg runs, children are attached one by one and the custody hold is in use, so its facts would
+    change (and a later import would conflict with them). A fork has finished when its node holds V or another
+    fork followed it there, or when the run finished; an ablation's arms run after the parent run finished, so
+    there only `bench eval ablate`'s report, written when every arm has finished, says so.
+    """
+    ablate_job = path.parent.name == ABLATE_JOB_NAME
+    deferred: set[str] = set()
+    for group in groups:
+        finished = (ablation is not None) if ablate_job else (
+            not group.last_at_node or tree.by_id[group.node].has_value or files.result is not None)
+        if finished or group.node in deferred:
+            deferred.update(c.id for c in group.children if group.node in deferred)
+            continue
+        why = ("ablation.json is not written yet (bench eval ablate writes it once every arm finished)" if ablate_job
+               else "the node has no value V yet and the run has no result.json")
+        n = len(group.children)
+        plan.warnings.append(f"{tree.file}: the fork at node {group.node!r} may still be running: {why}; its {n} "
+                             f"{'child' if n == 1 else 'children'} so far {'is' if n == 1 else 'are'} imported once it has finished")
+        deferred.update(c.id for c in group.children)
     for node in tree.nodes:
-        if node.parent is not None and node.delta is None:
+        if node.parent in deferred:
+            deferred.add(node.id)
+    return deferred
+
+
+def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None,
+                         deferred: set[str]) -> None:
+    marks = [entry.mark for entry in stages.values() if entry.mark.node not in deferred]
+    for node in tree.nodes:
+        if node.parent is not None and node.delta is None and node.id not in deferred:
             timeline.add((node.order, 0), build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent), t0)
     for mark in marks:
         timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
     captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}
     for node in tree.nodes:
-        if node.snapshot is None:
+        if node.snapshot is None or node.id in deferred:
             continue
         explained = any(mark.node == node.id and mark.stage == node.stage for mark in marks)
         for layer, ref in (("environment", node.snapshot.environment), ("sandbox", node.snapshot.sandbox)):

@@ -188,6 +188,48 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     assert tree == json.loads((run / "tree.json").read_text())
 
 
+def test_a_fork_still_running_is_imported_once_it_has_finished(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    finished = {name: (run / name).read_text() for name in ("tree.json", "result.json")}
+    tree = json.loads(finished["tree.json"])  # mid-branch: the second child not attached yet, no V, no result
+    tree["nodes"] = [{k: v for k, v in node.items() if k != "value"} for node in tree["nodes"] if node["id"] != "n4"]
+    (run / "tree.json").write_text(json.dumps(tree))
+    (run / "result.json").unlink()
+    shutil.move(run / "branches" / "n2" / "children" / "n4", tmp_path / "n4")
+    (run / "branches" / "n2" / "parent" / "agent").mkdir(parents=True)  # the custody hold, in use
+    (run / "branches" / "n2" / "parent" / "agent" / "openhands.log").write_text("parent's log\n")
+
+    running = run_cli("import", str(run))
+    assert ("the fork at node 'n2' may still be running: the node has no value V yet and the run has no result.json; "
+            "its 1 child so far is imported once it has finished") in running.stderr
+    assert not [e for e in events(run_cli) if e["type"].startswith(("fork.", "custody."))]
+    assert [f["node"] for f in facts(run_cli, "run.node_opened")] == ["n1", "n2"]
+
+    for name, text in finished.items():
+        (run / name).write_text(text)
+    shutil.move(tmp_path / "n4", run / "branches" / "n2" / "children" / "n4")
+    shutil.rmtree(run / "branches" / "n2" / "parent")  # released
+    before = len(events(run_cli))
+    done = run_cli("import", str(run))
+    assert "warning" not in done.stderr
+    assert [e["type"] for e in events(run_cli)[before:]] == [
+        "fork.opened", "fork.child_scored", "fork.child_scored", "fork.closed", "run.scored", "run.finished"]
+    assert json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout) == json.loads(finished["tree.json"])
+
+
+def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / ABLATE_OUT.name
+    shutil.copytree(ABLATE_OUT, out)
+    report = (out / "ablation.json").read_text()
+    (out / "ablation.json").unlink()
+    running = run_cli("import", str(out))
+    assert "ablation.json is not written yet (bench eval ablate writes it once every arm finished)" in running.stderr
+    assert facts(run_cli, "fork.opened") == [] and facts(run_cli, "stage.marked")
+    (out / "ablation.json").write_text(report)
+    assert "warning" not in run_cli("import", str(out)).stderr
+    assert json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout) == json.loads(report)
+
+
 def add_post_research_fork(run: Path) -> None:
     """A second, in-place fork from the post-research snapshot at n1, as benchflow would write it."""
     tree = json.loads((run / "tree.json").read_text())
