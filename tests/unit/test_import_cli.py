@@ -230,6 +230,25 @@ def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_pa
     assert json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout) == json.loads(report)
 
 
+def test_a_mainline_fork_still_running_is_imported_once_it_has_finished(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(MAINLINE_DIR, tmp_path / "jobs")
+    finished = {name: (run / name).read_text() for name in ("tree.json", "result.json")}
+    tree = json.loads(finished["tree.json"])
+    tree["forks"][0]["status"] = "running"
+    tree["forks"][0]["children"][1].update(status="not_started", reward=None)
+    (run / "tree.json").write_text(json.dumps(tree))
+    (run / "result.json").unlink()
+    running = run_cli("import", str(run))
+    assert "the fork at node 'n4' may still be running: its status is 'running' and the run has no result.json" in running.stderr
+    assert facts(run_cli, "fork.opened") == [] and "n4" in [f["node"] for f in facts(run_cli, "run.node_opened")]
+    for name, text in finished.items():
+        (run / name).write_text(text)
+    before = len(events(run_cli))
+    assert "warning" not in run_cli("import", str(run)).stderr
+    assert [e["type"] for e in events(run_cli)[before:] if e["type"].startswith("fork.")] == \
+        ["fork.opened", "fork.child_scored", "fork.child_scored", "fork.closed"]
+
+
 def add_post_research_fork(run: Path) -> None:
     """A second, in-place fork from the post-research snapshot at n1, as benchflow would write it."""
     tree = json.loads((run / "tree.json").read_text())
