@@ -2,21 +2,25 @@
 
 One line is one fact: `{"type": "stage.marked", "run": ..., ..., "occurred_at": "2026-11-02T10:15:00Z"}`.
 `occurred_at` is optional (default: when it is recorded). The whole input is validated before anything is
-appended, so one bad line rejects the file with its line number, field and reason.
+appended, so one bad line rejects the file with its line number, field and reason. `iter_entries` validates
+line by line without keeping anything, so a file of any size can be checked in constant memory.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
+from pathlib import Path
 from typing import Annotated, Any, BinaryIO, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
 from ..domain import facts as f
-from ..domain.application import Entry
-from ..domain.errors import InvalidFact, InvalidInput
+from ..domain.application import Entry, LineageApp
+from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
 
 MAX_LINE_BYTES = 1 << 20
 AnyFact = Annotated[Union[tuple(f.FACT_TYPES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
@@ -55,8 +59,8 @@ def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
     return iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b"")
 
 
-def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
-    entries = []
+def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
+    """The facts of JSON lines, one at a time; raises at the first bad line, naming it."""
     for number, raw in enumerate(lines, start=1):
         if len(raw) > MAX_LINE_BYTES:
             raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
@@ -70,11 +74,46 @@ def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
             raise InvalidInput(f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
                                hint="nothing was appended; fix the line and ingest the file again") from None
         try:
-            entries.append(parse_fact(obj))
+            yield parse_fact(obj)
         except InvalidFact as exc:
             raise InvalidFact(f"{source}, line {number}: {exc.message}",
                               hint="nothing was appended; fix the line and ingest the file again") from None
-    return entries
+
+
+def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
+    return list(iter_entries(lines, source))
+
+
+@dataclass(frozen=True)
+class ChunkedIngest:
+    facts: int
+    appended: int
+    chunks: int
+    position: int
+
+
+def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIngest:
+    """Validate the whole file, then record it `chunk_size` facts per transaction, so memory does not follow the
+    file's length. Malformed input still appends nothing (the first pass reads every line); a fact the log
+    refuses stops the ingest after the chunks before it, and running it again appends only what is missing."""
+    with path.open("rb") as stream:
+        total = sum(1 for _ in iter_entries(bounded_lines(stream), str(path)))
+    facts = appended = chunks = 0
+    position = app.position()
+    with path.open("rb") as stream:
+        entries = iter_entries(bounded_lines(stream), str(path))
+        while chunk := list(islice(entries, chunk_size)):
+            try:
+                recorded = app.record(chunk)
+            except InvariantViolated as exc:
+                refused = type(exc)(f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
+                                    f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
+                                    "appended)", hint="fix the file and run the same command again: facts already "
+                                                     "recorded append nothing")
+                raise refused from exc
+            facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
+            position = recorded.position
+    return ChunkedIngest(facts, appended, chunks, position)
 
 
 def ingest_schema() -> dict[str, Any]:

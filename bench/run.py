@@ -105,6 +105,33 @@ def ingest_jsonl(n: int = 60_000) -> float:
     return median(once)
 
 
+# A child's own peak: VmHWM, not ru_maxrss, which Linux carries over from the parent through fork and exec (so a
+# child of this big benchmark process would report the parent's peak).
+PEAK_RSS_MB = """
+import re
+from pathlib import Path
+def peak_rss_mb():
+    return int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text())[1]) / 1024
+"""
+INGEST_CHILD = PEAK_RSS_MB + """
+import atexit, sys
+from rollout_lineage.cli.main import main
+atexit.register(lambda: print(peak_rss_mb()))
+sys.argv[0] = "lineage"
+main()
+"""
+
+
+def ingest_peak_rss_mb(chunk_size: int | None) -> float:
+    """Peak RSS of `lineage ingest` of the ingest benchmark's file, in a fresh process: whole, or chunked."""
+    home = OUT / "ingest-rss"
+    shutil.rmtree(home, ignore_errors=True)
+    chunk = ["--chunk-size", str(chunk_size)] if chunk_size else []
+    out = subprocess.run([sys.executable, "-c", INGEST_CHILD, "--home", str(home), "ingest", *chunk, str(OUT / "ingest.jsonl")],
+                         check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
 def big_store(n_events: int) -> Lineage:
     """A store of n_events synthetic events, built once and reused between benchmark runs."""
     home = OUT / f"store-{n_events}"
@@ -118,8 +145,8 @@ def big_store(n_events: int) -> Lineage:
     return lineage
 
 
-REBUILD_CHILD = """
-import resource, sys, time
+REBUILD_CHILD = PEAK_RSS_MB + """
+import sys, time
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.projections import runner
@@ -130,7 +157,7 @@ db = ReadModelDB.open(target)
 start = time.perf_counter()
 position = runner.rebuild(db, lineage.app.recorder, lineage.store_url.redacted())
 seconds = time.perf_counter() - start
-print(position / seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(position / seconds, peak_rss_mb())
 """
 
 
@@ -236,6 +263,7 @@ def main() -> None:
         ("append_single_events_per_s", lambda: append_single(n=300 if quick else 2000)),
         ("append_batch_events_per_s", lambda: append_batch(n=24_000 if quick else 120_000)),
         ("ingest_jsonl_events_per_s", lambda: ingest_jsonl(12_000 if quick else 120_000)),
+        ("ingest_peak_rss_mb", lambda: (ingest_peak_rss_mb(None), ingest_peak_rss_mb(10_000))),
         ("rebuild", lambda: rebuild(big)),
         ("catch_up_one_event_ms", catch_up_one_event_ms),
         ("export_tree_10k_nodes_ms", lambda: export_tree_ms(10_001)),
@@ -256,6 +284,8 @@ def main() -> None:
             figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = round(value[0]), round(value[1], 1)
             # The same rebuild over a log a tenth as long: memory should not follow the log's length.
             figures[f"rebuild_peak_rss_mb_at_{big // 10}_events"] = round(rebuild(big // 10)[1], 1)
+        elif name == "ingest_peak_rss_mb":
+            figures["ingest_peak_rss_mb_whole"], figures["ingest_peak_rss_mb_chunked_10000"] = (round(v, 1) for v in value)
         elif name == "catch_up_one_event_ms":
             figures[name], figures["catch_up_one_event_cold_open_ms"] = round(value[0], 1), round(value[1], 1)
         elif name == "tar_verify":

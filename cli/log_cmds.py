@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
-from ..adapters.jsonl import bounded_lines, ingest_schema, parse_lines
+from ..adapters.jsonl import bounded_lines, ingest_in_chunks, ingest_schema, parse_lines
 from ..adapters.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
@@ -22,13 +23,29 @@ LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "act
 @click.command()
 @click.argument("source", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Validate and show what would be appended; append nothing.")
+@click.option("--chunk-size", type=click.IntRange(min=1), metavar="N",
+              help="For files too large to hold in memory: validate the whole file, then record N facts per "
+                   "transaction. A fact the log refuses stops the ingest after the chunks before it.")
 @click.pass_obj
-def ingest(lineage: Lineage, source: str, dry_run: bool) -> None:
+def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None) -> None:
     """Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.
 
     One fact per line, e.g. {"type": "stage.marked", "run": "job/task__1", "stage": "env-ready", ...}.
     `lineage schema` prints the JSON Schema of a line. Re-ingesting the same file appends nothing.
     """
+    if chunk_size is not None:
+        if source == "-":
+            raise click.UsageError("--chunk-size reads the file twice (validate, then record); found stdin: save the "
+                                   "input to a file first")
+        if dry_run:
+            raise click.UsageError("--dry-run decides the whole input at once, --chunk-size chunk by chunk; found both: "
+                                   "drop one of them")
+        try:
+            done = ingest_in_chunks(lineage.app, Path(source), chunk_size)
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
+        note(f"appended {done.appended} events from {done.facts} facts in {done.chunks} chunks; log position {done.position}")
+        return
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as exc:

@@ -168,6 +168,26 @@ def test_kill_9_during_ingest_leaves_whole_batches_and_a_rerun_completes(tmp_pat
 
 
 @pytest.mark.slow
+def test_kill_9_during_a_chunked_ingest_leaves_whole_chunks_and_a_rerun_completes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    source = tmp_path / "facts.jsonl"
+    with source.open("w") as out:
+        for i in range(20_000):
+            out.write(json.dumps({"type": "run.registered", "run": f"big/run-{i}", "task": "t"}) + "\n")
+    Cli(home)("verify")  # creates the store
+    store = home / "events.sqlite"
+    process = subprocess.Popen(lineage_command(home, "ingest", "--chunk-size", "1000", str(source)), stderr=subprocess.DEVNULL)
+    with open_lineage(f"sqlite:///{store}", home) as lineage:
+        kill_when(process, lambda: lineage.position() >= 3000)
+        assert 3000 <= lineage.position() < 20_000, "killed in the middle"
+        assert lineage.position() % 1000 == 0, "each chunk is one transaction: whole chunks only"
+        assert lineage.verify().intact
+    Cli(home)("ingest", "--chunk-size", "1000", str(source))
+    with open_lineage(f"sqlite:///{store}", home) as lineage:
+        assert_consistent(lineage, 20_000)
+
+
+@pytest.mark.slow
 def test_kill_9_during_import_keeps_whole_runs_and_a_rerun_completes(tmp_path: Path) -> None:
     jobs = tmp_path / "jobs"
     source = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"

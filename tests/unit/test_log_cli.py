@@ -72,6 +72,65 @@ def test_a_conflicting_fact_in_a_file_appends_nothing_and_shows_both_values(run_
     assert position(run_cli) == before
 
 
+def many_runs(n: int) -> list[dict]:
+    return [line for i in range(n) for line in (
+        {"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"},
+        {"type": "stage.marked", "run": f"jobs/t__{i}", "stage": "env-ready", "sandbox_ref": f"bf-snap-{i}"},
+        {"type": "run.scored", "run": f"jobs/t__{i}", "reward": float(i % 2)})]
+
+
+def log_facts(run_cli: Cli) -> list[tuple[str, dict]]:
+    return [(row["type"], row["fact"]) for row in map(json.loads, run_cli("log", "--format", "jsonl").stdout.splitlines())]
+
+
+def test_chunked_ingest_records_what_a_whole_ingest_does(run_cli: Cli, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "facts.jsonl", many_runs(10))
+    result = run_cli("ingest", "--chunk-size", "7", str(source))
+    assert "appended 40 events from 30 facts in 5 chunks" in result.stderr
+    chunked = log_facts(run_cli)
+    assert "appended 0 events" in run_cli("ingest", "--chunk-size", "4", str(source)).stderr
+    run_cli("--home", str(tmp_path / "whole"), "ingest", str(source))
+    assert log_facts_of(run_cli, tmp_path / "whole") == chunked
+
+
+def log_facts_of(run_cli: Cli, home: Path) -> list[tuple[str, dict]]:
+    out = run_cli("--home", str(home), "log", "--format", "jsonl").stdout
+    return [(row["type"], row["fact"]) for row in map(json.loads, out.splitlines())]
+
+
+def test_chunked_ingest_appends_nothing_for_a_malformed_last_line(run_cli: Cli, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "facts.jsonl", [*many_runs(5), "{not json"])
+    result = run_cli("ingest", "--chunk-size", "2", str(source), ok=False)
+    assert result.exit_code == 1 and "line 16: expected one JSON object" in result.stderr
+    assert log_facts(run_cli) == []
+
+
+def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes(run_cli: Cli, tmp_path: Path) -> None:
+    lines = many_runs(4)
+    run_cli("ingest", str(write_lines(tmp_path / "seed.jsonl", lines[3:6])))  # run 1, scored 1.0
+    lines[5] = {**lines[5], "reward": 0.0}
+    source = write_lines(tmp_path / "facts.jsonl", lines)
+    result = run_cli("ingest", "--chunk-size", "3", str(source), ok=False)
+    assert result.exit_code == 1
+    assert "facts 4 to 6 of 12 (chunk 2) were refused" in result.stderr and "reward: recorded 1.0, now 0.0" in result.stderr
+    assert "the 3 facts before them are recorded (4 events appended)" in result.stderr
+    assert "run the same command again" in result.stderr
+    assert len(log_facts(run_cli)) == 8  # the seed's run 1 and chunk 1's run 0, nothing of runs 2 and 3
+    lines[5] = {**lines[5], "reward": 1.0}
+    write_lines(source, lines)
+    assert "appended 8 events from 12 facts in 4 chunks" in run_cli("ingest", "--chunk-size", "3", str(source)).stderr
+    assert len(log_facts(run_cli)) == 16
+
+
+def test_chunked_ingest_needs_a_file_and_no_dry_run(run_cli: Cli, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "facts.jsonl", LINES)
+    from_stdin = run_cli("ingest", "--chunk-size", "2", "-", input=source.read_text(), ok=False)
+    assert from_stdin.exit_code == 2 and "save the input to a file first" in from_stdin.stderr
+    dry = run_cli("ingest", "--chunk-size", "2", "--dry-run", str(source), ok=False)
+    assert dry.exit_code == 2 and "drop one of them" in dry.stderr
+    assert log_facts(run_cli) == []
+
+
 def test_schema_describes_every_fact_type(run_cli: Cli) -> None:
     schema = json.loads(run_cli("schema").stdout)
     assert schema["discriminator"]["propertyName"] == "type"
