@@ -96,12 +96,15 @@ class RunRegistered(Fact):
 
 
 class RunLocated(Fact):
-    """Where the run's directory was read, e.g. by an importer. A run can move (archived, copied to another
-    machine); each new place is a new location, while `run.registered.run_dir` keeps where it first was."""
+    """A place the run's directory is known by. `read`: an importer read the run's files at `path` (a run can
+    move, archived or copied to another machine; each place is recorded once). `recorded`: the harness wrote
+    `path` as the run's directory in its own artifacts (benchflow's `parent_rollout` or ablation `parent.run_dir`,
+    Harbor's `trial_uri`), which exports give back."""
 
     type: Literal["run.located"] = "run.located"
     run: Key
-    path: Key
+    path: Text
+    kind: Literal["read", "recorded"] = "read"
 
 
 class NodeOpened(Fact):

@@ -34,7 +34,7 @@ class Node:
 class Run(BaseAggregate[Any]):
     def __init__(self) -> None:
         self.registration: f.RunRegistered | None = None
-        self.locations: list[str] = []
+        self.locations: list[f.RunLocated] = []
         self.nodes: dict[str, Node] = {}
         self.stages: dict[str, f.StageMarked] = {}
         self.scored: f.RunScored | f.RunUnscored | None = None
@@ -61,15 +61,15 @@ class Run(BaseAggregate[Any]):
         return decider(self, fact)
 
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
-        # run_dir is where the files were when the run was first registered, not part of what the run is: the
-        # same registration read from a moved directory is known (the move itself is a run.located fact).
         recorded = self.registration
-        if recorded is not None and recorded.run_dir != fact.run_dir:
-            recorded = recorded.model_copy(update={"run_dir": fact.run_dir})
+        if recorded is not None and fact.run_dir is None and recorded.run_dir is not None:
+            # Importers now say where a run is with run.located; a registration without run_dir does not
+            # contradict one recorded (by an older importer, or a harness) with it.
+            fact = fact.model_copy(update={"run_dir": recorded.run_dir})
         return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
 
     def _decide_location(self, fact: f.RunLocated) -> bool:
-        return not self.locations or self.locations[-1] != fact.path  # moving back to an earlier place is a move too
+        return fact not in self.locations  # each place once, so re-importing from any known place appends nothing
 
     def _decide_node(self, fact: f.NodeOpened) -> bool:
         self._require_node(fact.parent)
@@ -158,7 +158,7 @@ class Run(BaseAggregate[Any]):
         self.nodes[ROOT_NODE] = Node(ROOT_NODE, None)
 
     def _located(self, fact: f.RunLocated) -> None:
-        self.locations.append(fact.path)
+        self.locations.append(fact)
 
     def _node_opened(self, fact: f.NodeOpened) -> None:
         self.nodes[fact.node] = Node(fact.node, fact.parent)

@@ -218,7 +218,8 @@ SUMMARIES: dict[str, Any] = {
     "run.registered": lambda f, w: f"run registered: task {f['task']}, agent {f.get('agent') or '-'}, model {f.get('model') or '-'}, "
                                    f"skill mode {f.get('skill_mode') or '-'}, trial {f.get('trial') or '-'}, role {f['role']}"
                                    + (f", from {f['parent_run']}" if f.get("parent_run") else ""),
-    "run.located": lambda f, w: f"run directory read at {f['path']}",
+    "run.located": lambda f, w: (f"run directory read at {f['path']}" if f.get("kind", "read") == "read"
+                                 else f"the harness recorded the run directory as {f['path']}"),
     "run.node_opened": lambda f, w: f"cursor moved to node {f['node']} (from {f['parent']})",
     "stage.marked": lambda f, w: f"stage {f['stage']} marked: exchanges {_num(f.get('exchanges_completed'))}, "
                                  f"sandbox {f.get('sandbox_ref') or '-'}, environment {f.get('environment_ref') or '-'}",

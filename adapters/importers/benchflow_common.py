@@ -74,7 +74,7 @@ class RunFiles:
         return None
 
 
-def registration(files: RunFiles, key: str, *, run_dir: str, task_fallback: str | None = None,
+def registration(files: RunFiles, key: str, *, task_fallback: str | None = None,
                  sandbox_fallback: str | None = None, role: str = "root", parent_run: str | None = None,
                  source: dict[str, Any] | None = None) -> Entry:
     task_path = files.string("task_path")
@@ -91,7 +91,7 @@ def registration(files: RunFiles, key: str, *, run_dir: str, task_fallback: str 
     fact = build(f.RunRegistered, where, run=key, task=task, task_path=task_path, agent=files.string("agent"),
                  model=files.string("model"), skill_mode=skill_mode,
                  sandbox=sandbox if isinstance(sandbox, str) and sandbox else sandbox_fallback,
-                 role=role, parent_run=parent_run, run_dir=run_dir, source=source,
+                 role=role, parent_run=parent_run, source=source,
                  config_sha256=files.folder.sha256("config.json") if files.config is not None else None)
     return Entry(fact, files.started_at())
 

@@ -45,7 +45,7 @@ def import_mainline_run(path: Path) -> RunPlan:
         raise invalid(tree.where("kind"), repr(MAINLINE_KIND), tree.raw("kind"))
     t0 = files.started_at()
     timeline = Timeline()
-    timeline.add((-1,), registration(files, key, run_dir=str(path)).fact, t0)
+    timeline.add((-1,), registration(files, key).fact, t0)
     nodes = tree.objects("nodes", required=True)
     position = {}
     for index, node in enumerate(nodes):

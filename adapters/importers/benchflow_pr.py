@@ -16,8 +16,8 @@ Where each tree.json field is kept, so an export can give the file back:
   checkpoint) are `snapshot.captured` with that `node` and `stage`;
 - `reward`/`unscored`/neither: `fork.child_scored` / `fork.child_unscored` / `fork.child_failed`;
 - `value`: `fork.closed.value`; `delta`, `delta_execution`: `fork.opened.children[]`.
-`run_dir` is the absolute path benchflow recorded (ablation.json `parent.run_dir`, or the children's
-`parent_rollout`), else this directory's absolute path, which changes if the directory is moved.
+The run's directory as benchflow recorded it (ablation.json `parent.run_dir`, or the children's
+`parent_rollout`) is a `run.located` fact of kind `recorded`; where it was read is one of kind `read`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
     return holds
 
 
-def recorded_run_dir(path: Path, ablation: Ablation | None, provenance: dict[str, Provenance | None]) -> str:
+def recorded_run_dir(ablation: Ablation | None, provenance: dict[str, Provenance | None]) -> str | None:
     parent = ablation.doc.obj("parent") if ablation is not None else None
     if parent is not None and (run_dir := parent.string("run_dir")):
         return run_dir
@@ -87,7 +87,7 @@ def recorded_run_dir(path: Path, ablation: Ablation | None, provenance: dict[str
     if len({r for r, _ in recorded}) > 1:
         files = sorted(recorded)
         raise invalid(f"{files[1][1]}: field parent_rollout", f"{files[0][0]!r} as in {files[0][1]}", files[1][0])
-    return recorded.pop()[0] if recorded else os.path.abspath(path)
+    return recorded.pop()[0] if recorded else None
 
 
 def import_pr_run(path: Path) -> RunPlan:
@@ -109,12 +109,12 @@ def import_pr_run(path: Path) -> RunPlan:
     holds = check_branch_dirs(folder, tree)
     stages = {entry.stage: entry for entry in stage_entries(key, tree, registry, ablation_stage(ablation, registry))}
     groups = tree.group_forks(lambda node: p.fork_point() if (p := provenance.get(node.id)) else None)
-    plan = RunPlan(key, path, [])
+    plan = RunPlan(key, path, [], recorded_dir=recorded_run_dir(ablation, provenance))
     found = continuation(files)
     t0 = files.started_at()
     timeline = Timeline()
     timeline.add((-2,), registration(
-        files, key, run_dir=recorded_run_dir(path, ablation, provenance),
+        files, key,
         task_fallback=ablation.task_id() if ablation else None,
         sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
         role="continuation" if found else "root", parent_run=found.parent_run if found else None,

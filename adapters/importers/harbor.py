@@ -1,7 +1,7 @@
 """Harbor trial directories (`result.json` with `trial_name` and `verifier_result`) -> a plain run's facts.
 
-A trial is a run with no tree: `run.registered` (task, agent, model, trial; `run_dir` from `trial_uri` when it
-is a `file://` URI, the path Harbor recorded), then its outcome: `verifier_result.rewards.reward` ->
+A trial is a run with no tree: `run.registered` (task, agent, model, trial; the directory Harbor recorded in
+`trial_uri`, when it is a `file://` URI, is a `run.located` of kind `recorded`), then its outcome: `verifier_result.rewards.reward` ->
 `run.scored` with per-test outcomes from `verifier/ctrf.json`; an `exception_info` -> `run.failed`
 (message, category = exception type); a verifier result without a reward -> `run.unscored`. `run.finished`
 carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`, and
@@ -41,14 +41,14 @@ def import_harbor_trial(path: Path) -> RunPlan:
     task = config.obj("task") if config is not None else None
     environment = config.obj("environment") if config is not None else None
     uri = result.string("trial_uri")
-    run_dir = unquote(urlparse(uri).path) if uri and uri.startswith("file://") else str(path)
+    recorded_dir = unquote(urlparse(uri).path) if uri and uri.startswith("file://") else None
     started = parse_time(result.raw("started_at"), result.where("started_at")) if result.raw("started_at") else None
     finished = parse_time(result.raw("finished_at"), result.where("finished_at")) if result.raw("finished_at") else None
     entries = [Entry(build(
         f.RunRegistered, result.where(), run=key, task=result.text("task_name"),
         task_path=task.string("path") if task else None, agent=agent.string("name") if agent else None,
         model=agent.string("model_name") if agent else None, trial=result.string("trial_name"),
-        sandbox=environment.string("type") if environment else None, run_dir=run_dir,
+        sandbox=environment.string("type") if environment else None,
         config_sha256=folder.sha256("config.json") if config_doc is not None else None), started)]
     when = finished or started
     verifier = result.obj("verifier_result")
@@ -77,4 +77,4 @@ def import_harbor_trial(path: Path) -> RunPlan:
         entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
                                    status="failed" if exception is not None else "completed",
                                    started_at=iso(started), finished_at=iso(finished), timing=timing), finished))
-    return RunPlan(key, path, entries)
+    return RunPlan(key, path, entries, recorded_dir=recorded_dir)

@@ -7,12 +7,14 @@ cannot hold (they are printed, never silently dropped).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from ...domain import facts as f
 from ...domain.application import Entry
+from .fields import build
 
 
 @dataclass
@@ -22,12 +24,17 @@ class RunPlan:
     entries: list[Entry]
     parent_run: str | None = None
     warnings: list[str] = field(default_factory=list)
+    recorded_dir: str | None = None  # the run's directory as the harness wrote it in its artifacts, if it did
 
     def batch(self) -> list[Entry]:
-        """What to record: the entries, with where the run was read (`run.located`) right after its registration."""
-        located = Entry(f.RunLocated(run=self.key, path=str(self.path)))
+        """What to record: the entries, with where the run is (`run.located`) right after its registration: the
+        directory as the harness recorded it, and where it was read (links resolved, so one place has one name)."""
+        where = str(self.path)
+        located = [Entry(build(f.RunLocated, where, run=self.key, path=self.recorded_dir, kind="recorded"))] \
+            if self.recorded_dir else []
+        located.append(Entry(build(f.RunLocated, where, run=self.key, path=os.path.realpath(self.path), kind="read")))
         at = next((i + 1 for i, entry in enumerate(self.entries) if isinstance(entry.fact, f.RunRegistered)), 0)
-        return [*self.entries[:at], located, *self.entries[at:]]
+        return [*self.entries[:at], *located, *self.entries[at:]]
 
     @property
     def forks(self) -> int:

@@ -46,17 +46,21 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
     assert "task: recorded 'task', now 'other-task'" in message
 
 
-def test_a_moved_run_is_located_again_not_registered_again() -> None:
+def test_a_run_is_located_at_each_place_once_and_a_registration_without_run_dir_is_known() -> None:
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
     app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"), f.RunLocated(run=RUN, path="/a/job/task__1")])
-    moved = [f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"), f.RunLocated(run=RUN, path="/b/job/task__1")]
+    # Importers leave run_dir out of the registration and say where the run is with run.located instead.
+    moved = [f.RunRegistered(run=RUN, task="task"), f.RunLocated(run=RUN, path="/b/job/task__1")]
     assert [fact.type for fact in app.record(moved).new_facts] == ["run.located"]
     assert app.record(moved).appended == 0
-    back = app.record([f.RunLocated(run=RUN, path="/a/job/task__1")])
-    assert back.appended == 1 and app.run(RUN).locations == ["/a/job/task__1", "/b/job/task__1", "/a/job/task__1"]
-    assert app.run(RUN).registration.run_dir == "/a/job/task__1"
-    # Only the directory may differ: anything else in a re-sent registration is still a conflict.
-    refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other", run_dir="/b/job/task__1"))
+    assert app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0  # each place once
+    assert app.record([f.RunLocated(run=RUN, path="/home/ci/job/task__1", kind="recorded")]).appended == 1
+    assert [(where.kind, where.path) for where in app.run(RUN).locations] == [
+        ("read", "/a/job/task__1"), ("read", "/b/job/task__1"), ("recorded", "/home/ci/job/task__1")]
+    # A different run_dir, like any other field, is a different registration.
+    assert "run_dir: recorded '/a/job/task__1', now '/b/job/task__1'" in refused(
+        app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"))
+    refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other"))
 
 
 def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:

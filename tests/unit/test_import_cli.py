@@ -46,7 +46,10 @@ def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
     assert "4 runs, 3 forks, 8 children" in result.stderr and "0 runs rejected" in result.stderr
     assert result.stdout == ""
     registered = {f["run"]: f for f in facts(run_cli, "run.registered")}
-    assert registered[ABLATE_RUN]["run_dir"] == "/home/ci/jobs/ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
+    located = {(f["kind"], f["path"]) for f in facts(run_cli, "run.located", ABLATE_RUN)}
+    assert located == {("recorded", "/home/ci/jobs/ablate-2026-11-02__10-15-00/ablation/csv-dedupe"),
+                       ("read", os.path.realpath(ABLATE_OUT / "ablation" / "csv-dedupe"))}
+    assert all(fact.get("run_dir") is None for fact in registered.values())
     assert registered[CONTINUED_RUN]["role"] == "continuation" and registered[CONTINUED_RUN]["parent_run"] == NIGHTLY_RUN
     assert registered[NIGHTLY_RUN]["config_sha256"].startswith("sha256:")
 
@@ -144,26 +147,41 @@ MAINLINE_DIR = PUBLIC / "benchflow-ai" / "benchflow" / "tests" / "fixtures" / "b
     "hello-world-task__0000abcd"
 
 
-@pytest.mark.parametrize(("source", "run", "benchflow_recorded_dir"), [
-    (NIGHTLY / "csv-dedupe__7c1f2a90", NIGHTLY_RUN, True),  # children's provenance names the parent's directory
-    (MAINLINE_DIR, MAINLINE_RUN, False),  # nothing does: run_dir is where it was first read
+@pytest.mark.parametrize(("source", "run", "recorded_dir"), [
+    (NIGHTLY / "csv-dedupe__7c1f2a90", NIGHTLY_RUN, "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90"),  # children's provenance
+    (MAINLINE_DIR, MAINLINE_RUN, None),  # nothing in a main-line run names its own directory
 ])
 def test_a_moved_run_imports_as_a_new_location_only(run_cli: Cli, tmp_path: Path, source: Path, run: str,
-                                                    benchflow_recorded_dir: bool) -> None:
+                                                    recorded_dir: str | None) -> None:
     first = copy_run(source, tmp_path / "disk-a" / "jobs")
     run_cli("import", str(first))
-    [registered] = facts(run_cli, "run.registered", run)
-    assert (registered["run_dir"] == str(first)) is not benchflow_recorded_dir
     moved = copy_run(first, tmp_path / "archive" / "jobs")
     shutil.rmtree(first)
     before = len(events(run_cli))
     result = run_cli("import", str(moved))
     assert "1 events appended" in result.stderr
-    assert [(e["type"], e["fact"]["path"]) for e in events(run_cli)[before:]] == [("run.located", str(moved))]
+    assert [(e["type"], e["fact"]["path"]) for e in events(run_cli)[before:]] == [("run.located", os.path.realpath(moved))]
     [row] = json.loads(run_cli("sql", f"SELECT run_dir, location FROM runs WHERE run = '{run}'", "--format", "json").stdout)
-    assert row == {"run_dir": registered["run_dir"], "location": str(moved)}
+    assert row == {"run_dir": recorded_dir, "location": os.path.realpath(moved)}
     assert "0 events appended" in run_cli("import", str(moved)).stderr
-    assert f"run directory read at {moved}" in run_cli("history", run).stdout
+    assert f"run directory read at {os.path.realpath(moved)}" in run_cli("history", run).stdout
+
+
+def test_two_copies_of_a_run_import_once_each_and_then_append_nothing(run_cli: Cli, tmp_path: Path) -> None:
+    copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "disk" / "jobs")
+    backup = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "disk" / "backup")
+    (tmp_path / "disk" / "link").symlink_to(backup.parent.parent)  # one more spelling of the backup's path
+    appended = [run_cli("import", str(tmp_path / "disk")).stderr for _ in range(2)]
+    assert "0 events appended" in appended[1] and "2 runs skipped as already known" in appended[1]
+    assert len(facts(run_cli, "run.located", NIGHTLY_RUN)) == 3  # recorded by benchflow, and two places read
+
+
+def test_a_run_path_too_long_for_a_key_still_imports(run_cli: Cli, tmp_path: Path) -> None:
+    deep = tmp_path / "/".join(["d" * 50] * 12)
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", deep / "jobs")
+    assert len(str(run)) > 600
+    run_cli("import", str(run))
+    assert os.path.realpath(run) in {f["path"] for f in facts(run_cli, "run.located", NIGHTLY_RUN)}
 
 
 def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_path: Path) -> None:
