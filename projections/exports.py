@@ -41,10 +41,11 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     stage_of = {r["node"]: r for r in db.rows(
         "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
         "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
-    forks_at = {r["node"]: r for r in db.rows(
-        "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
-        "arg_max(environment_ref, position) AS environment, arg_max(value, position) AS value "
-        "FROM forks WHERE run = ? GROUP BY node", [run])}
+    # The node shows its last fork as a whole (arg_max of single columns would skip its nulls: a V that benchflow
+    # popped because a child of the last fork was unscored would come back from an earlier fork).
+    forks_at = {r["node"]: r["last"] for r in db.rows(
+        "SELECT node, arg_max({'stage': stage, 'sandbox': sandbox_ref, 'environment': environment_ref, 'value': value}, "
+        "position) AS last FROM forks WHERE run = ? GROUP BY node", [run])}
     children = {(r["fork"], r["child_index"]): r for r in db.rows("SELECT * FROM children WHERE run = ?", [run])}
     below: dict[str | None, list[dict[str, Any]]] = {}
     for node in nodes:

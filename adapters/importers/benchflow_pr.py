@@ -22,6 +22,7 @@ The run's directory as benchflow recorded it (ablation.json `parent.run_dir`, or
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import datetime
 from pathlib import Path
@@ -123,13 +124,14 @@ def import_pr_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    deferred = defer_running_forks(groups, tree, files, ablation, path, plan)
+    finished = run_finished(files, ablation, path)
+    deferred = defer_running_forks(groups, tree, finished, path.parent.name == ABLATE_JOB_NAME, plan)
     add_nodes_and_stages(timeline, tree, stages, key, t0, deferred)
     described = ablated_group(ablation, groups, tree, plan)
     for group in groups:
         if group.children[0].id in deferred:
             continue
-        hold = f"branches/{group.node}/parent" if group.node in holds and group.last_at_node else None
+        hold = f"branches/{group.node}/parent" if finished and group.node in holds and group.last_at_node else None
         ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
         order = min(c.order for c in group.children)
         for sub, fact, when in fork_facts(ctx, group):
@@ -139,9 +141,14 @@ def import_pr_run(path: Path) -> RunPlan:
                                      "place in the facts, so it is not recorded")
         plan.warnings.extend(ctx.warnings)
     for node in holds:
-        if node not in deferred and not any(g.node == node and g.last_at_node for g in groups):
+        if not finished:
+            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold, in use by a fork that may still be "
+                                 f"running (the run has not finished); import the run again once it has, and a hold "
+                                 "left behind then is recorded")
+        elif not any(g.node == node and g.last_at_node for g in groups):
             plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
-                                 "recorded; the facts have no fork to attach it to, so it is not recorded")
+                                 "recorded; the facts have no fork to attach it to, so it is not recorded; its files "
+                                 "are the parent's, preserved there for recovery by hand")
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
     cleanup = max((moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None), default=None)
     for entry in stages.values():
@@ -165,28 +172,44 @@ def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None
     return {ablation.stage: snapshot}
 
 
-def defer_running_forks(groups: list[ForkGroup], tree: Tree, files: RunFiles, ablation: Ablation | None, path: Path,
-                        plan: RunPlan) -> set[str]:
-    """Nodes of forks that may still be running, with everything below them: imported once the fork has finished.
+def run_finished(files: RunFiles, ablation: Ablation | None, path: Path) -> bool:
+    """Whether the run is done with its branch legs: its result.json exists; for `bench eval ablate` (whose arms
+    run after the parent's own leg), its report exists, written once every arm has finished."""
+    return ablation is not None if path.parent.name == ABLATE_JOB_NAME else files.result is not None
 
-    While a branch leg runs, children are attached one by one and the custody hold is in use, so its facts would
-    change (and a later import would conflict with them). A fork has finished when its node holds V or another
-    fork followed it there, or when the run finished; an ablation's arms run after the parent run finished, so
-    there only `bench eval ablate`'s report, written when every arm has finished, says so.
+
+def fork_finished(group: ForkGroup, tree: Tree) -> bool:
+    """Whether tree.json shows this fork as over while the run goes on: another fork followed it at its node, or
+    the node's V is the mean of exactly these children's rewards (a V left from an earlier fork is not)."""
+    if not group.last_at_node:
+        return True
+    node = tree.by_id[group.node]
+    rewards = [c.reward for c in group.children if c.reward is not None]
+    return (node.has_value and len(rewards) == len(group.children)
+            and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9))  # type: ignore[arg-type]
+
+
+def defer_running_forks(groups: list[ForkGroup], tree: Tree, finished: bool, ablate_job: bool, plan: RunPlan) -> set[str]:
+    """Nodes of forks that may still be running, with everything below them: imported once they have finished.
+
+    benchflow rewrites tree.json when a fork ends, so a fork in it has run; but until the run is over, a fork
+    whose outcome is not settled (no V of its own: an unscored child, or one that raised) may be rewritten as
+    the run goes on, and recording it early would contradict its final state. An ablation settles only with
+    its report.
     """
-    ablate_job = path.parent.name == ABLATE_JOB_NAME
     deferred: set[str] = set()
     for group in groups:
-        finished = (ablation is not None) if ablate_job else (
-            not group.last_at_node or tree.by_id[group.node].has_value or files.result is not None)
-        if finished or group.node in deferred:
-            deferred.update(c.id for c in group.children if group.node in deferred)
+        if group.node in deferred:
+            deferred.update(c.id for c in group.children)
+            continue
+        if finished or (not ablate_job and fork_finished(group, tree)):
             continue
         why = ("ablation.json is not written yet (bench eval ablate writes it once every arm finished)" if ablate_job
-               else "the node has no value V yet and the run has no result.json")
+               else "the node holds no value V of its children and the run has no result.json")
         n = len(group.children)
         plan.warnings.append(f"{tree.file}: the fork at node {group.node!r} may still be running: {why}; its {n} "
-                             f"{'child' if n == 1 else 'children'} so far {'is' if n == 1 else 'are'} imported once it has finished")
+                             f"{'child' if n == 1 else 'children'} so far {'is' if n == 1 else 'are'} left out; "
+                             "import the run again once it has finished")
         deferred.update(c.id for c in group.children)
     for node in tree.nodes:
         if node.parent in deferred:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ...domain import facts as f
+from ...domain.fork import MIN_COMPLETED_CHILDREN
 from ...domain.vocabulary import STAGES
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
@@ -228,6 +229,11 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
     outcome, value, error = "completed", None, None
     if failed:
         outcome, error = "partial", report_error or custody_error
+    elif len(group.children) < MIN_COMPLETED_CHILDREN:
+        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started.
+        outcome = "partial"
+        error = report_error or custody_error or (f"only {len(group.children)} of the fork's children started "
+                                                  f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
     elif len(rewards) == len(group.children):
         mean = math.fsum(rewards) / len(rewards)
         if not group.last_at_node:

@@ -206,33 +206,70 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     assert tree == json.loads((run / "tree.json").read_text())
 
 
-def test_a_fork_still_running_is_imported_once_it_has_finished(run_cli: Cli, tmp_path: Path) -> None:
-    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    finished = {name: (run / name).read_text() for name in ("tree.json", "result.json")}
-    tree = json.loads(finished["tree.json"])  # mid-branch: the second child not attached yet, no V, no result
-    tree["nodes"] = [{k: v for k, v in node.items() if k != "value"} for node in tree["nodes"] if node["id"] != "n4"]
+def add_second_fork_at_n2(run: Path, unscored: str | None) -> None:
+    """A second, in-place fork at n2 from a new cursor checkpoint, as tree.json shows it once it ended: n5 scored,
+    n6 scored or unscored (benchflow then pops V, so n2 keeps no value)."""
+    tree = json.loads((run / "tree.json").read_text())
+    n2 = next(node for node in tree["nodes"] if node["id"] == "n2")
+    n2["value"] = 0.5
+    if unscored:
+        del n2["value"]
+    for node, prompt in (("n5", "a" * 64), ("n6", "b" * 64)):
+        delta = {"config_override_sha256": None, "environment_ref": None, "injected_prompt_sha256": f"sha256:{prompt}",
+                 "skill_mode": None}
+        entry = {"id": node, "parent": "n2", "stage": None, "snapshot": None, "delta": delta}
+        entry.update({"unscored": unscored} if unscored and node == "n6" else {"reward": 1.0 if node == "n5" else 0.0})
+        tree["nodes"].append(entry)
+        child = run / "branches" / "n2" / "children" / node
+        child.mkdir(parents=True)
+        provenance = json.loads((run / "branches" / "n2" / "children" / "n3" / "provenance.json").read_text())
+        (child / "provenance.json").write_text(json.dumps({**provenance, "delta": delta, "branch_stage": "cursor:n2",
+                                                           "snapshot_ref": {"environment": None, "sandbox": "bf-snap-n2-cursor"}}))
+        if "reward" in entry:
+            (child / "reward.json").write_text(json.dumps({"reward": entry["reward"]}))
     (run / "tree.json").write_text(json.dumps(tree))
+
+
+def test_forks_of_a_run_still_going_are_imported_once_settled(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    result_json = (run / "result.json").read_text()
     (run / "result.json").unlink()
-    shutil.move(run / "branches" / "n2" / "children" / "n4", tmp_path / "n4")
-    (run / "branches" / "n2" / "parent" / "agent").mkdir(parents=True)  # the custody hold, in use
-    (run / "branches" / "n2" / "parent" / "agent" / "openhands.log").write_text("parent's log\n")
+    hold = run / "branches" / "n2" / "parent" / "agent"
+    hold.mkdir(parents=True)  # a second fork at n2 runs: the parent's artifacts are held for it
+    (hold / "openhands.log").write_text("parent's log\n")
 
-    running = run_cli("import", str(run))
-    assert ("the fork at node 'n2' may still be running: the node has no value V yet and the run has no result.json; "
-            "its 1 child so far is imported once it has finished") in running.stderr
-    assert not [e for e in events(run_cli) if e["type"].startswith(("fork.", "custody."))]
-    assert [f["node"] for f in facts(run_cli, "run.node_opened")] == ["n1", "n2"]
+    first = run_cli("import", str(run))  # the first fork is over (V is its children's mean); the hold is in use
+    assert "a custody hold, in use by a fork that may still be running" in first.stderr
+    assert [f["fork"] for f in facts(run_cli, "fork.closed")] == ["n2"]
+    assert not [e for e in events(run_cli) if e["type"].startswith("custody.")]
 
-    for name, text in finished.items():
-        (run / name).write_text(text)
-    shutil.move(tmp_path / "n4", run / "branches" / "n2" / "children" / "n4")
-    shutil.rmtree(run / "branches" / "n2" / "parent")  # released
+    add_second_fork_at_n2(run, unscored="the verifier wrote no reward")  # it ended; V popped; the run goes on
+    second = run_cli("import", str(run))
+    assert ("the fork at node 'n2' may still be running: the node holds no value V of its children and the run has "
+            "no result.json; its 2 children so far are left out; import the run again once it has finished") in second.stderr
+    assert len(facts(run_cli, "fork.opened")) == 1
+
+    (run / "result.json").write_text(result_json)
+    shutil.rmtree(hold.parent)  # released
     before = len(events(run_cli))
     done = run_cli("import", str(run))
     assert "warning" not in done.stderr
     assert [e["type"] for e in events(run_cli)[before:]] == [
-        "fork.opened", "fork.child_scored", "fork.child_scored", "fork.closed", "run.scored", "run.finished"]
-    assert json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout) == json.loads(finished["tree.json"])
+        "fork.opened", "fork.child_scored", "fork.child_unscored", "fork.closed", "run.scored", "run.finished"]
+    assert json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout) == json.loads((run / "tree.json").read_text())
+
+
+def test_a_v_left_from_an_earlier_fork_does_not_settle_a_later_one(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    (run / "result.json").unlink()
+    add_second_fork_at_n2(run, unscored=None)
+    tree = json.loads((run / "tree.json").read_text())
+    tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n6"]  # V 0.5 is the first fork's, not n5's
+    (run / "tree.json").write_text(json.dumps(tree))
+    shutil.rmtree(run / "branches" / "n2" / "children" / "n6")
+    result = run_cli("import", str(run))
+    assert "the fork at node 'n2' may still be running" in result.stderr
+    assert [[c["node"] for c in f["children"]] for f in facts(run_cli, "fork.opened")] == [["n3", "n4"]]
 
 
 def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_path: Path) -> None:
@@ -392,6 +429,23 @@ def test_a_fork_whose_first_child_raised_is_recorded_as_it_happened(run_cli: Cli
     exported = json.loads(run_cli("export", "ablation", "ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root").stdout)
     assert [arm["status"] for arm in exported["arms"]] == ["error", "skipped", "skipped", "skipped"]
     assert exported["arms"] == json.loads((out / "ablation.json").read_text())["arms"]
+
+
+@pytest.mark.parametrize("outcome", [{"reward": 1.0}, {"unscored": "the verifier wrote no reward"}])
+def test_a_fork_that_stopped_after_its_first_child_closes_partial(run_cli: Cli, tmp_path: Path, outcome: dict) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    tree = json.loads((run / "tree.json").read_text())  # child n4 never started (a hand-off failure after n3)
+    tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n4"]
+    n2, n3 = tree["nodes"][2], tree["nodes"][3]
+    del n2["value"], n3["reward"]
+    n3.update(outcome)
+    (run / "tree.json").write_text(json.dumps(tree))
+    shutil.rmtree(run / "branches" / "n2" / "children" / "n4")
+    (run / "branches" / "n2" / "children" / "n3" / "reward.json").unlink()
+    run_cli("import", str(run))
+    [closed] = facts(run_cli, "fork.closed")
+    assert (closed["outcome"], closed["value"]) == ("partial", None)
+    assert closed["error"] == "only 1 of the fork's children started (benchflow asks for at least 2)"
 
 
 def test_arms_that_never_ran_come_back_in_the_exported_report(run_cli: Cli, tmp_path: Path) -> None:
