@@ -38,7 +38,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # lowercase path components, then a tag. `docker save` writes every RepoTag in this form.
 _HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
-_REPO_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}")
+_REPO_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}", re.ASCII)
 _TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 

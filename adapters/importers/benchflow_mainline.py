@@ -87,7 +87,8 @@ def defer_running_forks(forks: list[Fields], files: RunFiles, plan: RunPlan) -> 
             deferred.update(child.text("node_id") for child in children)
             plan.warnings.append(f"{fork.where('status')}: the fork at node {fork.raw('parent_node')!r} may still be "
                                  f"running: its status is {fork.raw('status')!r} and the run has no result.json; its "
-                                 f"{len(children)} children are imported once it has finished")
+                                 f"{len(children)} {'child is' if len(children) == 1 else 'children are'} left out; "
+                                 "import the run again once it has finished")
     return deferred
 
 

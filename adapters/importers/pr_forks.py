@@ -154,7 +154,9 @@ def custody_entries(ctx: ForkContext) -> tuple[f.CustodyEntry, ...]:
     files, left_out = ctx.folder.regular_files(ctx.hold)
     if left_out:
         ctx.warnings.append(f"{ctx.folder.root / ctx.hold}: custody entries hold regular files only, so "
-                            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} not recorded")
+                            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} not recorded; recover "
+                            f"{'it' if len(left_out) == 1 else 'them'} from the hold by hand if the parent needs "
+                            f"{'it' if len(left_out) == 1 else 'them'}")
     return tuple(build(f.CustodyEntry, str(path), path=relative, sha256=sha256_file(path), size=file_size(path))
                  for relative, path in files)
 

@@ -410,7 +410,8 @@ def test_mutated_tars_yield_a_report_never_an_exception(tmp_path, cut, flips):
 # -- what the manifest names ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tag", ["snap-x", "Snap-X:latest", "snap x:latest", "../etc:latest", "snap:latest\n"])
+@pytest.mark.parametrize("tag", ["snap-x", "Snap-X:latest", "snap x:latest", "../etc:latest", "snap:latest\n", "snap:tagé",
+                                 "snap:v\u0661"])
 def test_a_repo_tag_that_is_not_an_image_reference_is_a_problem(tmp_path, tag):
     entries, _ = legacy_entries(tags=("snap-x:latest", tag))
     report = verify_bytes(tmp_path, tar_bytes(entries))
