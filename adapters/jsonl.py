@@ -95,21 +95,39 @@ class ChunkedIngest:
 def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIngest:
     """Validate the whole file, then record it `chunk_size` facts per transaction, so memory does not follow the
     file's length. Malformed input still appends nothing (the first pass reads every line); a fact the log
-    refuses stops the ingest after the chunks before it, and running it again appends only what is missing."""
+    refuses stops the ingest after the chunks before it, and running it again appends only what is missing.
+    Only the lines the first pass checked are recorded, so a file that grows meanwhile is cut where it was."""
+    checked = 0
+
+    def counted(stream: BinaryIO) -> Iterator[bytes]:
+        nonlocal checked
+        for raw in bounded_lines(stream):
+            checked += 1
+            yield raw
+
     with path.open("rb") as stream:
-        total = sum(1 for _ in iter_entries(bounded_lines(stream), str(path)))
+        total = sum(1 for _ in iter_entries(counted(stream), str(path)))
     facts = appended = chunks = 0
     position = app.position()
     with path.open("rb") as stream:
-        entries = iter_entries(bounded_lines(stream), str(path))
-        while chunk := list(islice(entries, chunk_size)):
+        entries = iter_entries(islice(bounded_lines(stream), checked), str(path))
+        while True:
+            try:
+                chunk = list(islice(entries, chunk_size))
+            except (InvalidFact, InvalidInput) as exc:  # the file was rewritten between the two passes
+                raise type(exc)(f"{path} changed while it was ingested: {exc.message}; the {facts} facts before it are "
+                                f"recorded ({appended} events appended)",
+                                hint="let its writer finish, then run the same command again: facts already recorded "
+                                     "append nothing") from exc
+            if not chunk:
+                break
             try:
                 recorded = app.record(chunk)
             except InvariantViolated as exc:
                 refused = type(exc)(f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
                                     f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
                                     "appended)", hint="fix the file and run the same command again: facts already "
-                                                     "recorded append nothing")
+                                                      "recorded append nothing")
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
             position = recorded.position

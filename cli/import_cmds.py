@@ -47,26 +47,33 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
     appended = "events that would be appended" if dry_run else "events appended"
     note(f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, {summary.children} children, "
          f"{summary.events_appended} {appended}, {summary.runs_skipped_known} runs skipped as already known, "
-         f"{summary.runs_rejected} runs rejected")
+         f"{summary.runs_rejected} runs rejected" + (f", {summary.runs_unfinished} runs left out as still running"
+                                                      if summary.runs_unfinished else ""))
 
 
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--dry-run", is_flag=True, help="Print the facts that would be appended (JSON lines on stdout); append nothing.")
 @click.option("--keep-going", is_flag=True, help="Import the other runs when one is rejected; exit 1 at the end if any was.")
+@click.option("--unfinished", is_flag=True,
+              help="Also import runs the harness may still be writing (no result.json yet; for bench eval ablate, no "
+                   "ablation.json), as they are now. Importing them again once finished may then be refused as a "
+                   "conflict where their files changed.")
 @click.pass_obj
-def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool) -> None:
+def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool, unfinished: bool) -> None:
     """Import benchflow and Harbor run directories found under PATHS.
 
     Recognises benchflow PR-#1046 run directories (tree.json, stage_snapshots.json, branches/, ablation.json,
     continue-runs), benchflow main-line branched trials (tree.json kind benchflow-branch-tree) and Harbor trial
-    directories. Each run is appended whole or not at all; importing again appends nothing, and a later state
-    of a run appends only what is new. With --dry-run the facts are printed as `lineage ingest` lines.
+    directories. Each run is appended whole or not at all; importing again appends nothing. A run still being
+    written is left out (with a warning) until it has finished. With --dry-run the facts are printed as
+    `lineage ingest` lines.
     Progress and the summary go to stderr. Exit status: 0 when every run was imported (or already known),
     1 when a run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
     """
     with progress_bar() as advance:
-        summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, progress=advance)
+        summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, unfinished=unfinished,
+                              progress=advance)
     if dry_run:
         out = sys.stdout
         for fact, occurred_at in summary.facts:

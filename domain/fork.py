@@ -63,7 +63,11 @@ class Fork:
         return _DECIDERS[type(fact)](self, fact)
 
     def _decide_custody(self, fact: f.Fact) -> bool:
-        return self.custody.decide(fact, self.n_children)
+        new = self.custody.decide(fact, self.n_children)
+        if new and self.closed is not None:
+            raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",  # type: ignore[attr-defined]
+                                    hint="custody is held, handed off and released (or fails) before fork.closed")
+        return new
 
     def _require_child(self, index: int) -> None:
         if index >= self.n_children:

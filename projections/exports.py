@@ -41,11 +41,10 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     stage_of = {r["node"]: r for r in db.rows(
         "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
         "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
-    # The node shows its last fork as a whole (arg_max of single columns would skip its nulls: a V that benchflow
-    # popped because a child of the last fork was unscored would come back from an earlier fork).
-    forks_at = {r["node"]: r["last"] for r in db.rows(
-        "SELECT node, arg_max({'stage': stage, 'sandbox': sandbox_ref, 'environment': environment_ref, 'value': value}, "
-        "position) AS last FROM forks WHERE run = ? GROUP BY node", [run])}
+    forks_at: dict[str, dict[str, Any]] = {}
+    for row in db.rows("SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS environment, value, outcome "
+                       "FROM forks WHERE run = ? ORDER BY position", [run]):
+        forks_at[row["node"]] = {**row, "value": node_value(forks_at.get(row["node"]), row)}
     children = {(r["fork"], r["child_index"]): r for r in db.rows("SELECT * FROM children WHERE run = ?", [run])}
     below: dict[str | None, list[dict[str, Any]]] = {}
     for node in nodes:
@@ -62,6 +61,14 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     for root in below.get(None, []):
         visit(root)
     return {"schema_version": 1, "cut_point": None, "nodes": out}
+
+
+def node_value(earlier: dict[str, Any] | None, fork: dict[str, Any]) -> float | None:
+    """The V tree.json shows on a node after this fork: benchflow sets it when a fork completes (popping it when a
+    child was unscored) and leaves it as it was when a fork raised (partial)."""
+    if fork["outcome"] == "completed":
+        return fork["value"]
+    return earlier["value"] if earlier else None
 
 
 def _tree_node(node: dict[str, Any], stage: dict[str, Any] | None, fork: dict[str, Any] | None,

@@ -9,9 +9,7 @@ A different schema from the PR layout (`reference/benchflow-artifacts.md` Append
 - child `status`: scored -> `fork.child_scored`, unscored -> `fork.child_unscored`, failed ->
   `fork.child_failed`; cancelled / not_started record no outcome and close the fork as partial;
 - `fork.closed`: completed with the fork's `value` when its status is "completed" and every child has an
-  outcome, else partial with the fork's `error`;
-- a fork not "completed" while the run has no `result.json` may still be running: it is left, with a
-  warning, for an import after it has finished.
+  outcome, else partial with the fork's `error`.
 A child's `observation.json` reward must agree with the tree. `step_id`, usage, timing and intervention
 evidence have no place in the facts and are not recorded (main-line trees are not exported back).
 """
@@ -52,8 +50,6 @@ def import_mainline_run(path: Path) -> RunPlan:
         position[node.text("id")] = index
     forks = tree.objects("forks")
     fork_children = {child.text("node_id") for fork in forks for child in fork.objects("children", required=True)}
-    plan = RunPlan(key, path, [])
-    deferred = defer_running_forks(forks, files, plan)
     for index, node in enumerate(nodes):
         node_id, parent = node.text("id"), node.string("parent")
         if parent is None:
@@ -62,34 +58,13 @@ def import_mainline_run(path: Path) -> RunPlan:
             continue
         if parent not in position or position[parent] >= index:
             raise invalid(node.where("parent"), "the id of a node listed before it", parent)
-        if parent in deferred:
-            deferred.add(node_id)
-        elif node_id not in fork_children:
+        if node_id not in fork_children:
             timeline.add((index, 0), build(f.NodeOpened, node.where(), run=key, node=node_id, parent=parent), t0)
     for fork in forks:
-        if fork.raw("parent_node") not in deferred and not any(c.raw("node_id") in deferred for c in fork.objects("children")):
-            fork_facts(timeline, folder, key, fork, position, t0)
+        fork_facts(timeline, folder, key, fork, position, t0)
     for entry in outcome(files, key):
         timeline.add((1 << 40,), entry.fact, entry.occurred_at)
-    plan.entries = timeline.entries()
-    return plan
-
-
-def defer_running_forks(forks: list[Fields], files: RunFiles, plan: RunPlan) -> set[str]:
-    """Child nodes of forks that may still be running (not completed while the run has no result.json): their
-    outcomes and closing would change, so they are imported once the fork has finished (as for the PR layout)."""
-    deferred: set[str] = set()
-    if files.result is not None:
-        return deferred
-    for fork in forks:
-        if fork.raw("status") != "completed":
-            children = fork.objects("children", required=True)
-            deferred.update(child.text("node_id") for child in children)
-            plan.warnings.append(f"{fork.where('status')}: the fork at node {fork.raw('parent_node')!r} may still be "
-                                 f"running: its status is {fork.raw('status')!r} and the run has no result.json; its "
-                                 f"{len(children)} {'child is' if len(children) == 1 else 'children are'} left out; "
-                                 "import the run again once it has finished")
-    return deferred
+    return RunPlan(key, path, timeline.entries(), unfinished=None if files.result is not None else "it has no result.json yet")
 
 
 def snapshot_refs(fork: Fields) -> f.SnapshotRefs:

@@ -6,8 +6,8 @@ reward, CTRF), a left-over `branches/<node>/parent/` (unreleased custody), `<out
 `bench eval ablate` runs, and a continue-run's `source` block. Facts are ordered so the domain accepts them:
 registration first, then everything in node-creation order (a node before the stages marked on it, a stage
 before forks at it, a fork before its children's outcomes and its closing), snapshot lifetimes and the
-run's own outcome last. A fork that may still be running is left for a later import (`defer_running_forks`),
-so importing a live jobs folder again and again appends facts and never contradicts them.
+run's own outcome last. A run still being written (`unfinished_because`) is imported only when asked
+(`--unfinished`), since benchflow rewrites its files as the run goes on.
 
 Where each tree.json field is kept, so an export can give the file back:
 - `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
@@ -124,14 +124,15 @@ def import_pr_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    finished = run_finished(files, ablation, path)
-    deferred = defer_running_forks(groups, tree, finished, path.parent.name == ABLATE_JOB_NAME, plan)
-    add_nodes_and_stages(timeline, tree, stages, key, t0, deferred)
+    plan.unfinished = unfinished_because(files, ablation, path)
+    add_nodes_and_stages(timeline, tree, stages, key, t0)
     described = ablated_group(ablation, groups, tree, plan)
+    holders = {} if plan.unfinished else hold_owners(holds, groups, tree, path, plan)
+    if plan.unfinished:
+        plan.warnings.extend(f"{path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, is "
+                             "not recorded; importing the run after it has finished records one left behind" for node in holds)
     for group in groups:
-        if group.children[0].id in deferred:
-            continue
-        hold = f"branches/{group.node}/parent" if finished and group.node in holds and group.last_at_node else None
+        hold = f"branches/{group.node}/parent" if holders.get(group.node) is group else None
         ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
         order = min(c.order for c in group.children)
         for sub, fact, when in fork_facts(ctx, group):
@@ -140,15 +141,6 @@ def import_pr_run(path: Path) -> RunPlan:
                 plan.warnings.append(f"{ctx.ablation.doc.where('error')}: a report error on a fork that completed has no "
                                      "place in the facts, so it is not recorded")
         plan.warnings.extend(ctx.warnings)
-    for node in holds:
-        if not finished:
-            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold, in use by a fork that may still be "
-                                 f"running (the run has not finished); import the run again once it has, and a hold "
-                                 "left behind then is recorded")
-        elif not any(g.node == node and g.last_at_node for g in groups):
-            plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, where no fork is "
-                                 "recorded; the facts have no fork to attach it to, so it is not recorded; its files "
-                                 "are the parent's, preserved there for recovery by hand")
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
     cleanup = max((moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None), default=None)
     for entry in stages.values():
@@ -172,62 +164,51 @@ def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None
     return {ablation.stage: snapshot}
 
 
-def run_finished(files: RunFiles, ablation: Ablation | None, path: Path) -> bool:
-    """Whether the run is done with its branch legs: its result.json exists; for `bench eval ablate` (whose arms
-    run after the parent's own leg), its report exists, written once every arm has finished."""
-    return ablation is not None if path.parent.name == ABLATE_JOB_NAME else files.result is not None
+def unfinished_because(files: RunFiles, ablation: Ablation | None, path: Path) -> str | None:
+    """Why the run may still be written to, or None once it is over: benchflow writes result.json last; the
+    arms of `bench eval ablate` run after the parent's own leg and are over when its report is written."""
+    if files.result is None:
+        return "it has no result.json yet"
+    if path.parent.name == ABLATE_JOB_NAME and ablation is None:
+        return "bench eval ablate has not written ablation.json yet"
+    return None
 
 
-def fork_finished(group: ForkGroup, tree: Tree) -> bool:
-    """Whether tree.json shows this fork as over while the run goes on: another fork followed it at its node, or
-    the node's V is the mean of exactly these children's rewards (a V left from an earlier fork is not)."""
-    if not group.last_at_node:
-        return True
+def hold_owners(holds: list[str], groups: list[ForkGroup], tree: Tree, path: Path, plan: RunPlan) -> dict[str, ForkGroup]:
+    """The fork each left-over custody hold belongs to: the last fork at its node, unless that fork settled with a
+    V of its own (its release then succeeded, so the hold is a later fork's that failed before any child ran)."""
+    owners = {}
+    for node in holds:
+        last = next((g for g in reversed(groups) if g.node == node), None)
+        if last is not None and not settled_with_own_value(last, tree):
+            owners[node] = last
+            continue
+        why = "where no fork is recorded" if last is None else f"whose last fork {last.fork_id!r} settled with its own V"
+        plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, {why}: it is a fork's "
+                             "that failed before any child ran, which tree.json does not show, so it is not recorded; "
+                             "its files are the parent's, preserved there for recovery by hand")
+    return owners
+
+
+def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
+    """The node's V is the mean of exactly this fork's rewards (benchflow aggregates V only after a release that
+    succeeded; a V left from an earlier fork stays when a later one raised)."""
     node = tree.by_id[group.node]
     rewards = [c.reward for c in group.children if c.reward is not None]
-    return (node.has_value and len(rewards) == len(group.children)
+    return (node.has_value and bool(rewards) and len(rewards) == len(group.children)
             and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9))  # type: ignore[arg-type]
 
 
-def defer_running_forks(groups: list[ForkGroup], tree: Tree, finished: bool, ablate_job: bool, plan: RunPlan) -> set[str]:
-    """Nodes of forks that may still be running, with everything below them: imported once they have finished.
-
-    benchflow rewrites tree.json when a fork ends, so a fork in it has run; but until the run is over, a fork
-    whose outcome is not settled (no V of its own: an unscored child, or one that raised) may be rewritten as
-    the run goes on, and recording it early would contradict its final state. An ablation settles only with
-    its report.
-    """
-    deferred: set[str] = set()
-    for group in groups:
-        if group.node in deferred:
-            deferred.update(c.id for c in group.children)
-            continue
-        if finished or (not ablate_job and fork_finished(group, tree)):
-            continue
-        why = ("ablation.json is not written yet (bench eval ablate writes it once every arm finished)" if ablate_job
-               else "the node holds no value V of its children and the run has no result.json")
-        n = len(group.children)
-        plan.warnings.append(f"{tree.file}: the fork at node {group.node!r} may still be running: {why}; its {n} "
-                             f"{'child' if n == 1 else 'children'} so far {'is' if n == 1 else 'are'} left out; "
-                             "import the run again once it has finished")
-        deferred.update(c.id for c in group.children)
+def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None) -> None:
+    marks = [entry.mark for entry in stages.values()]
     for node in tree.nodes:
-        if node.parent in deferred:
-            deferred.add(node.id)
-    return deferred
-
-
-def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None,
-                         deferred: set[str]) -> None:
-    marks = [entry.mark for entry in stages.values() if entry.mark.node not in deferred]
-    for node in tree.nodes:
-        if node.parent is not None and node.delta is None and node.id not in deferred:
+        if node.parent is not None and node.delta is None:
             timeline.add((node.order, 0), build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent), t0)
     for mark in marks:
         timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
     captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}
     for node in tree.nodes:
-        if node.snapshot is None or node.id in deferred:
+        if node.snapshot is None:
             continue
         explained = any(mark.node == node.id and mark.stage == node.stage for mark in marks)
         for layer, ref in (("environment", node.snapshot.environment), ("sandbox", node.snapshot.sandbox)):

@@ -77,4 +77,5 @@ def import_harbor_trial(path: Path) -> RunPlan:
         entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
                                    status="failed" if exception is not None else "completed",
                                    started_at=iso(started), finished_at=iso(finished), timing=timing), finished))
-    return RunPlan(key, path, entries, recorded_dir=recorded_dir)
+    return RunPlan(key, path, entries, recorded_dir=recorded_dir,
+                   unfinished=None if finished is not None else "its result.json has no finished_at yet")

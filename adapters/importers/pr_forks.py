@@ -229,13 +229,15 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
     failed = any(c.reward is None and c.unscored is None for c in group.children)
     report_error = ctx.ablation.doc.string("error") if ctx.ablation else None
     outcome, value, error = "completed", None, None
-    if failed:
+    if failed or custody_error:
+        # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
+        # earlier fork's).
         outcome, error = "partial", report_error or custody_error
     elif len(group.children) < MIN_COMPLETED_CHILDREN:
         # benchflow asks for at least two children; a fork that attached fewer stopped before the others started.
         outcome = "partial"
-        error = report_error or custody_error or (f"only {len(group.children)} of the fork's children started "
-                                                  f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
+        error = report_error or (f"only {len(group.children)} of the fork's children started "
+                                 f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
     elif len(rewards) == len(group.children):
         mean = math.fsum(rewards) / len(rewards)
         if not group.last_at_node:
@@ -246,9 +248,9 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
                               f"{[c.id for c in group.children]} (V)", node.value)
             value = node.value
         else:
-            # Every child was scored but V was never written: the fork failed after its children (custody).
+            # Every child was scored but V was never written: the fork failed after its children.
             outcome = "partial"
-            error = report_error or custody_error or "every child was scored but tree.json records no value: the fork did not complete"
+            error = report_error or "every child was scored but tree.json records no value: the fork did not complete"
     elif group.last_at_node and node.has_value:
         raise invalid(where, "no value, because a child of the fork is unscored (benchflow removes V then)", node.value)
     if ctx.ablation is not None:

@@ -5,6 +5,9 @@ one transaction or raises before writing anything. Re-importing appends nothing 
 known); a later state of a run appends only its new facts. Without `keep_going` the import stops at the first
 rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are reported and
 the others imported. A store that cannot be reached always stops the import, since no run could succeed.
+A run the harness may still be writing (no result.json yet) is left out unless `unfinished` asks for it:
+benchflow rewrites tree.json, the stage registry and the lineage files as the run goes on, so what they show
+before the end could contradict the finished run, and importing it then would be refused.
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ class ImportSummary:
     events_appended: int = 0
     runs_skipped_known: int = 0
     runs_rejected: int = 0
+    runs_unfinished: int = 0  # left out because the harness may still be writing them
     errors: list[Rejection] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     facts: list[tuple[f.Fact, datetime | None]] = field(default_factory=list)  # dry run: what would be appended
 
     def as_dict(self) -> dict[str, Any]:
         return {"runs": self.runs, "forks": self.forks, "children": self.children, "events_appended": self.events_appended,
-                "runs_skipped_known": self.runs_skipped_known, "runs_rejected": self.runs_rejected}
+                "runs_skipped_known": self.runs_skipped_known, "runs_rejected": self.runs_rejected,
+                "runs_unfinished": self.runs_unfinished}
 
 
 def in_context(error: LineageError, run: RunDir) -> LineageError:
@@ -69,7 +74,7 @@ def _occurred(entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]) -> list[t
 
 
 def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False, keep_going: bool = False,
-                progress: Progress | None = None) -> ImportSummary:
+                unfinished: bool = False, progress: Progress | None = None) -> ImportSummary:
     runs = discover(paths)
     if not runs:
         raise InvalidInput(f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
@@ -83,6 +88,11 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
             if run.problem is not None:
                 raise run.problem
             plan = IMPORTERS[run.kind](run.path)
+            if plan.unfinished and not unfinished:
+                summary.runs_unfinished += 1
+                summary.warnings.append(f"{run.path}: left out, the run may still be running ({plan.unfinished}); import "
+                                        "it once it has finished, or now with --unfinished")
+                continue
             recorded = lineage.app.record(plan.batch(), dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
             raise

@@ -148,6 +148,16 @@ def test_custody_is_conserved(app: LineageApp) -> None:
     assert app.run(RUN).forks["root"].custody.conserved
 
 
+def test_custody_comes_before_the_fork_closes(app: LineageApp) -> None:
+    entry = f.CustodyEntry(path="agent/log.txt", sha256="sha256:" + "1" * 64, size=10)
+    held = f.CustodyHeld(run=RUN, fork="root", location="branches/root/parent", entries=(entry,))
+    app.record([fork(), held, f.ChildFailed(run=RUN, fork="root", index=0, error="raised"),
+                f.ForkClosed(run=RUN, fork="root", outcome="partial")])
+    assert app.record([held]).appended == 0  # re-sent: known, not refused
+    message = refused(app, InvariantViolated, f.CustodyFailed(run=RUN, fork="root", phase="release", error="EBUSY"))
+    assert "is closed (partial); found new custody (custody.failed)" in message
+
+
 def test_a_discarded_unexported_snapshot_cannot_be_restored(app: LineageApp) -> None:
     app.record([fork(), f.SnapshotDiscarded(ref="snap-a")])
     message = refused(app, SnapshotNotRestorable,

@@ -238,7 +238,7 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
     names = [posixpath.normpath(member.name) for member, _ in entries]
     original = {member.name: content for member, content in base.entries}
     broken = (bad_tags or len(set(names)) != len(names) or not base.required <= set(names)
-              or any(member.name in {h.name for h, _ in HOSTILE} for member, _ in entries)
+              or any(member is hostile for member, _ in entries for hostile, _ in HOSTILE)  # not one replaced since
               or any(member.name in base.checked and content != original[member.name] for member, content in entries))
     return entries, "broken" if broken else "unknown" if unsure else "sound", steps
 

@@ -188,7 +188,10 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     result_json = (run / "result.json").read_text()
     (run / "result.json").unlink()  # the run is still verifying: forked at pre-verify, no result yet
-    first = run_cli("import", str(run))
+    left_out = run_cli("import", str(run))
+    assert "left out, the run may still be running (it has no result.json yet)" in left_out.stderr
+    assert "1 runs left out as still running" in left_out.stderr and events(run_cli) == []
+    first = run_cli("import", "--unfinished", str(run))
     assert not facts(run_cli, "run.scored") and len(facts(run_cli, "fork.opened")) == 1
 
     (run / "result.json").write_text(result_json)
@@ -230,46 +233,36 @@ def add_second_fork_at_n2(run: Path, unscored: str | None) -> None:
     (run / "tree.json").write_text(json.dumps(tree))
 
 
-def test_forks_of_a_run_still_going_are_imported_once_settled(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_left_over_hold_is_not_pinned_on_a_fork_that_settled_with_its_own_value(run_cli: Cli, tmp_path: Path) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    result_json = (run / "result.json").read_text()
-    (run / "result.json").unlink()
-    hold = run / "branches" / "n2" / "parent" / "agent"
-    hold.mkdir(parents=True)  # a second fork at n2 runs: the parent's artifacts are held for it
+    hold = run / "branches" / "n2" / "parent" / "agent"  # a later fork at n2 failed at its hold: no child ran
+    hold.mkdir(parents=True)
     (hold / "openhands.log").write_text("parent's log\n")
-
-    first = run_cli("import", str(run))  # the first fork is over (V is its children's mean); the hold is in use
-    assert "a custody hold, in use by a fork that may still be running" in first.stderr
-    assert [f["fork"] for f in facts(run_cli, "fork.closed")] == ["n2"]
-    assert not [e for e in events(run_cli) if e["type"].startswith("custody.")]
-
-    add_second_fork_at_n2(run, unscored="the verifier wrote no reward")  # it ended; V popped; the run goes on
-    second = run_cli("import", str(run))
-    assert ("the fork at node 'n2' may still be running: the node holds no value V of its children and the run has "
-            "no result.json; its 2 children so far are left out; import the run again once it has finished") in second.stderr
-    assert len(facts(run_cli, "fork.opened")) == 1
-
-    (run / "result.json").write_text(result_json)
-    shutil.rmtree(hold.parent)  # released
-    before = len(events(run_cli))
-    done = run_cli("import", str(run))
-    assert "warning" not in done.stderr
-    assert [e["type"] for e in events(run_cli)[before:]] == [
-        "fork.opened", "fork.child_scored", "fork.child_unscored", "fork.closed", "run.scored", "run.finished"]
-    assert json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout) == json.loads((run / "tree.json").read_text())
-
-
-def test_a_v_left_from_an_earlier_fork_does_not_settle_a_later_one(run_cli: Cli, tmp_path: Path) -> None:
-    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    (run / "result.json").unlink()
-    add_second_fork_at_n2(run, unscored=None)
-    tree = json.loads((run / "tree.json").read_text())
-    tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n6"]  # V 0.5 is the first fork's, not n5's
-    (run / "tree.json").write_text(json.dumps(tree))
-    shutil.rmtree(run / "branches" / "n2" / "children" / "n6")
     result = run_cli("import", str(run))
-    assert "the fork at node 'n2' may still be running" in result.stderr
-    assert [[c["node"] for c in f["children"]] for f in facts(run_cli, "fork.opened")] == [["n3", "n4"]]
+    assert ("a custody hold at node 'n2', whose last fork 'n2' settled with its own V: it is a fork's that failed before "
+            "any child ran") in result.stderr
+    assert not [e for e in events(run_cli) if e["type"].startswith("custody.")]
+    assert facts(run_cli, "fork.closed")[0]["outcome"] == "completed"
+
+
+def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    add_second_fork_at_n2(run, unscored=None)  # n5 1.0, n6 0.0: its mean is the first fork's V by chance
+    tree = json.loads((run / "tree.json").read_text())
+    next(node for node in tree["nodes"] if node["id"] == "n6")["reward"] = 1.0  # so V 0.5 is the first fork's
+    (run / "tree.json").write_text(json.dumps(tree))
+    (run / "branches" / "n2" / "children" / "n6" / "reward.json").write_text(json.dumps({"reward": 1.0}))
+    hold = run / "branches" / "n2" / "parent" / "agent"  # its release failed, so V was never aggregated
+    hold.mkdir(parents=True)
+    (hold / "openhands.log").write_text("parent's log\n")
+    run_cli("import", str(run))
+    closed = {f["fork"]: f for f in facts(run_cli, "fork.closed")}
+    assert (closed["n2"]["outcome"], closed["n2"]["value"]) == ("completed", 0.5)
+    assert (closed["n2.2"]["outcome"], closed["n2.2"]["value"]) == ("partial", None)
+    assert "custody hold branches/n2/parent was left behind" in closed["n2.2"]["error"]
+    assert [f["fork"] for f in facts(run_cli, "custody.failed")] == ["n2.2"]
+    exported = json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout)
+    assert next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5  # the earlier fork's V stays
 
 
 def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_path: Path) -> None:
@@ -278,30 +271,22 @@ def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_pa
     report = (out / "ablation.json").read_text()
     (out / "ablation.json").unlink()
     running = run_cli("import", str(out))
-    assert "ablation.json is not written yet (bench eval ablate writes it once every arm finished)" in running.stderr
-    assert facts(run_cli, "fork.opened") == [] and facts(run_cli, "stage.marked")
+    assert "bench eval ablate has not written ablation.json yet" in running.stderr and events(run_cli) == []
     (out / "ablation.json").write_text(report)
     assert "warning" not in run_cli("import", str(out)).stderr
     assert json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout) == json.loads(report)
 
 
-def test_a_mainline_fork_still_running_is_imported_once_it_has_finished(run_cli: Cli, tmp_path: Path) -> None:
-    run = copy_run(MAINLINE_DIR, tmp_path / "jobs")
-    finished = {name: (run / name).read_text() for name in ("tree.json", "result.json")}
-    tree = json.loads(finished["tree.json"])
-    tree["forks"][0]["status"] = "running"
-    tree["forks"][0]["children"][1].update(status="not_started", reward=None)
-    (run / "tree.json").write_text(json.dumps(tree))
-    (run / "result.json").unlink()
-    running = run_cli("import", str(run))
-    assert "the fork at node 'n4' may still be running: its status is 'running' and the run has no result.json" in running.stderr
-    assert facts(run_cli, "fork.opened") == [] and "n4" in [f["node"] for f in facts(run_cli, "run.node_opened")]
-    for name, text in finished.items():
-        (run / name).write_text(text)
-    before = len(events(run_cli))
-    assert "warning" not in run_cli("import", str(run)).stderr
-    assert [e["type"] for e in events(run_cli)[before:] if e["type"].startswith("fork.")] == \
-        ["fork.opened", "fork.child_scored", "fork.child_scored", "fork.closed"]
+def test_a_mainline_run_and_a_harbor_trial_still_running_are_left_out(run_cli: Cli, tmp_path: Path) -> None:
+    mainline = copy_run(MAINLINE_DIR, tmp_path / "jobs")
+    (mainline / "result.json").unlink()
+    harbor = copy_run(PUBLIC / "benchflow-ai" / "skillsbench-trajectories" / HARBOR_RUN, tmp_path / "jobs")
+    result = json.loads((harbor / "result.json").read_text())
+    (harbor / "result.json").write_text(json.dumps({**result, "finished_at": None, "verifier_result": None}))
+    left_out = run_cli("import", str(tmp_path / "jobs"))
+    assert "2 runs left out as still running" in left_out.stderr and "its result.json has no finished_at yet" in left_out.stderr
+    run_cli("import", "--unfinished", str(tmp_path / "jobs"))
+    assert {f["run"] for f in facts(run_cli, "run.registered")} == {MAINLINE_RUN, HARBOR_RUN}
 
 
 def add_post_research_fork(run: Path) -> None:

@@ -122,6 +122,27 @@ def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes
     assert len(log_facts(run_cli)) == 16
 
 
+def test_a_chunked_ingest_records_only_the_lines_it_validated(run_cli: Cli, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollout_lineage.adapters import jsonl
+
+    source = write_lines(tmp_path / "facts.jsonl", many_runs(3))
+    real_iter_entries = jsonl.iter_entries
+    passes = []
+
+    def grows_after_the_first_pass(lines, where):  # a harness appends (half a line) between the two passes
+        passes.append(where)
+        if len(passes) == 2:
+            with source.open("a") as out:
+                out.write(json.dumps({"type": "run.registered", "run": "jobs/late", "task": "t"}) + "\n{\"type\": ")
+        return real_iter_entries(lines, where)
+
+    monkeypatch.setattr(jsonl, "iter_entries", grows_after_the_first_pass)
+    result = run_cli("ingest", "--chunk-size", "4", str(source))
+    assert len(passes) == 2 and "appended 12 events from 9 facts in 3 chunks" in result.stderr
+    assert "jobs/late" not in run_cli("log", "--format", "jsonl").stdout
+
+
 def test_chunked_ingest_needs_a_file_and_no_dry_run(run_cli: Cli, tmp_path: Path) -> None:
     source = write_lines(tmp_path / "facts.jsonl", LINES)
     from_stdin = run_cli("ingest", "--chunk-size", "2", "-", input=source.read_text(), ok=False)
