@@ -238,7 +238,9 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
     names = [posixpath.normpath(member.name) for member, _ in entries]
     original = {member.name: content for member, content in base.entries}
     broken = (bad_tags or len(set(names)) != len(names) or not base.required <= set(names)
-              or any(member is hostile for member, _ in entries for hostile, _ in HOSTILE)  # not one replaced since
+              # a hostile member is still there, or its unsafe name under a replacement's regular file
+              or any(member is hostile for member, _ in entries for hostile, _ in HOSTILE)
+              or any(member.name.startswith("/") or ".." in member.name.split("/") for member, _ in entries)
               or any(member.name in base.checked and content != original[member.name] for member, content in entries))
     return entries, "broken" if broken else "unknown" if unsure else "sound", steps
 
