@@ -146,15 +146,18 @@ def kill_when(process: subprocess.Popen, ready: callable, timeout: float = 60) -
     process.wait()
 
 
+def write_runs(source: Path, n: int, *, scored: bool) -> Path:
+    with source.open("w") as out:
+        for i in range(n):
+            out.write(json.dumps({"type": "run.registered", "run": f"big/run-{i}", "task": "t"}) + "\n")
+            if scored:
+                out.write(json.dumps({"type": "run.scored", "run": f"big/run-{i}", "reward": 1.0}) + "\n")
+    return source
+
+
 @pytest.mark.slow
 def test_kill_9_during_ingest_leaves_whole_batches_and_a_rerun_completes(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    source = tmp_path / "facts.jsonl"
-    with source.open("w") as out:
-        for i in range(4000):
-            run = f"big/run-{i}"
-            out.write(json.dumps({"type": "run.registered", "run": run, "task": "t"}) + "\n")
-            out.write(json.dumps({"type": "run.scored", "run": run, "reward": 1.0}) + "\n")
+    home, source = tmp_path / "home", write_runs(tmp_path / "facts.jsonl", 4000, scored=True)
     Cli(home)("verify")  # creates the store
     process = subprocess.Popen(lineage_command(home, "ingest", str(source)), stderr=subprocess.DEVNULL)
     started = time.monotonic()
@@ -169,11 +172,7 @@ def test_kill_9_during_ingest_leaves_whole_batches_and_a_rerun_completes(tmp_pat
 
 @pytest.mark.slow
 def test_kill_9_during_a_chunked_ingest_leaves_whole_chunks_and_a_rerun_completes(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    source = tmp_path / "facts.jsonl"
-    with source.open("w") as out:
-        for i in range(20_000):
-            out.write(json.dumps({"type": "run.registered", "run": f"big/run-{i}", "task": "t"}) + "\n")
+    home, source = tmp_path / "home", write_runs(tmp_path / "facts.jsonl", 20_000, scored=False)
     Cli(home)("verify")  # creates the store
     store = home / "events.sqlite"
     process = subprocess.Popen(lineage_command(home, "ingest", "--chunk-size", "1000", str(source)), stderr=subprocess.DEVNULL)
