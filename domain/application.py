@@ -59,8 +59,13 @@ def _collector_paused() -> Iterator[None]:
 
 
 def expand(entry: Entry) -> list[Entry]:
-    """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref."""
+    """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref; a registration's
+    run_dir is where the harness keeps the run, recorded as a run.located of kind recorded (so a registration
+    sent with it and one sent without are the same, in either order)."""
     fact = entry.fact
+    if isinstance(fact, f.RunRegistered) and fact.run_dir is not None:
+        return [Entry(fact.model_copy(update={"run_dir": None}), entry.occurred_at),
+                Entry(f.RunLocated(run=fact.run, path=fact.run_dir, kind="recorded"), entry.occurred_at)]
     if not isinstance(fact, f.StageMarked):
         return [entry]
     captures = [

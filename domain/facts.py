@@ -84,7 +84,7 @@ class RunRegistered(Fact):
     role: RunRole = "root"
     parent_run: Text | None = None
     parent_node: Text | None = None
-    run_dir: Text | None = None
+    run_dir: Text | None = None  # accepted for convenience; recorded as a run.located of kind recorded
     source: JsonObject | None = None
     config_sha256: Digest | None = None
 

@@ -63,13 +63,16 @@ class Run(BaseAggregate[Any]):
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
         recorded = self.registration
         if recorded is not None and fact.run_dir is None and recorded.run_dir is not None:
-            # Importers now say where a run is with run.located; a registration without run_dir does not
-            # contradict one recorded (by an older importer, or a harness) with it.
+            # run_dir now arrives as run.located (see `expand`); a registration without it does not contradict
+            # one recorded with it by an earlier version.
             fact = fact.model_copy(update={"run_dir": recorded.run_dir})
         return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
 
     def _decide_location(self, fact: f.RunLocated) -> bool:
-        return fact not in self.locations  # each place once, so re-importing from any known place appends nothing
+        if fact.kind == "recorded":  # the harness keeps a run in one directory; another one is another run
+            recorded = next((where for where in self.locations if where.kind == "recorded"), None)
+            return is_new_or_same(recorded, fact, f"directory the harness recorded for run {fact.run!r}")
+        return fact not in self.locations  # each place read once, so re-importing from a known place appends nothing
 
     def _decide_node(self, fact: f.NodeOpened) -> bool:
         self._require_node(fact.parent)

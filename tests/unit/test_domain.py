@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from rollout_lineage.domain import facts as f
-from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.application import Entry, LineageApp
 from rollout_lineage.domain.errors import (ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
                                            StageNotRecorded, UnknownSubject)
 from tests.scenarios import ablate_run_facts
@@ -46,21 +46,37 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
     assert "task: recorded 'task', now 'other-task'" in message
 
 
-def test_a_run_is_located_at_each_place_once_and_a_registration_without_run_dir_is_known() -> None:
+def test_where_a_run_lives_is_located_not_registered() -> None:
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
-    app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"), f.RunLocated(run=RUN, path="/a/job/task__1")])
-    # Importers leave run_dir out of the registration and say where the run is with run.located instead.
+    # A registration's run_dir becomes a location the harness recorded; the registration itself carries none.
+    first = app.record([f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1"),
+                        f.RunLocated(run=RUN, path="/a/job/task__1")])
+    assert [(fact.type, getattr(fact, "run_dir", None)) for fact in first.new_facts][:2] == [
+        ("run.registered", None), ("run.located", None)]
+    assert app.run(RUN).registration.run_dir is None
+    # So with or without run_dir, in either order, it is the same registration.
+    assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
+    assert app.record([f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1")]).appended == 0
     moved = [f.RunRegistered(run=RUN, task="task"), f.RunLocated(run=RUN, path="/b/job/task__1")]
     assert [fact.type for fact in app.record(moved).new_facts] == ["run.located"]
     assert app.record(moved).appended == 0
-    assert app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0  # each place once
-    assert app.record([f.RunLocated(run=RUN, path="/home/ci/job/task__1", kind="recorded")]).appended == 1
+    assert app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0  # each place read once
     assert [(where.kind, where.path) for where in app.run(RUN).locations] == [
-        ("read", "/a/job/task__1"), ("read", "/b/job/task__1"), ("recorded", "/home/ci/job/task__1")]
-    # A different run_dir, like any other field, is a different registration.
-    assert "run_dir: recorded '/a/job/task__1', now '/b/job/task__1'" in refused(
-        app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"))
+        ("recorded", "/home/ci/job/task__1"), ("read", "/a/job/task__1"), ("read", "/b/job/task__1")]
+    # The harness keeps a run in one directory: another one is another run, whichever way it arrives.
+    assert "recorded '/home/ci/job/task__1', now '/elsewhere/task__1'" in refused(
+        app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/elsewhere/task__1"))
+    refused(app, ConflictingFact, f.RunLocated(run=RUN, path="/elsewhere/task__1", kind="recorded"))
     refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other"))
+
+
+def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_known() -> None:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app._record([Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False)  # as it was
+    assert app.run(RUN).registration.run_dir == "/a/job/task__1"
+    again = app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")])
+    assert [fact.type for fact in again.new_facts] == ["run.located"]
+    assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
 
 
 def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:
@@ -205,5 +221,5 @@ def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
 def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     first = app.record(ablate_run_facts())
-    assert first.appended == len(ablate_run_facts()) + 3, "plus one snapshot.captured per stage ref"
+    assert first.appended == len(ablate_run_facts()) + 3 + 1, "plus one snapshot.captured per stage ref and the run_dir"
     assert app.record(ablate_run_facts()).appended == 0

@@ -125,7 +125,9 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
                 target.symlink_to(moved, target_is_directory=True)
             else:
                 renamed = target.with_name(draw(st.sampled_from(["n7", "n99", "root", "x y", ".hidden"])))
-                target.rename(renamed if not renamed.exists() else renamed.with_name(renamed.name + "-2"))
+                while renamed.exists():  # a name an earlier damage took
+                    renamed = renamed.with_name(renamed.name + "-2")
+                target.rename(renamed)
             return kind, relative, False
     present = [f for f in FILES[source] if (run / f).is_file() and not (run / f).is_symlink()]
     if not present:

@@ -62,10 +62,15 @@ def small_line_cap() -> Iterator[None]:
 
 
 def expected_facts(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The facts a valid file appends, written out independently: each line, and a snapshot per ref it marks."""
+    """The facts a valid file appends, written out independently: each line, a snapshot per ref it marks, and a
+    location for the directory a registration names (the registration itself keeps none)."""
     out = []
     for line in lines:
         fact = {k: v for k, v in line.items() if k != "occurred_at"}
+        if fact["type"] == "run.registered" and fact.get("run_dir"):
+            out += [{**fact, "run_dir": None}, {"type": "run.located", "run": fact["run"], "path": fact["run_dir"],
+                                                 "kind": "recorded"}]
+            continue
         out.append(fact)
         if fact["type"] == "stage.marked":
             for layer in ("environment", "sandbox"):
