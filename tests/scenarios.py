@@ -39,6 +39,10 @@ ABLATION_ARMS = (
 )
 
 
+# Facts the ablate scenario implies beyond its own: a snapshot capture per stage ref, and its run_dir as a location.
+ABLATE_IMPLIED = 4
+
+
 def ablate_run_facts(*, with_late_reward: bool = True) -> list[Entry]:
     """The bench eval ablate example: env-ready fork with four arms (one unscored, tests flipping)."""
     at = iter(T0 + timedelta(seconds=10 * i) for i in range(100))

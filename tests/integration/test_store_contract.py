@@ -11,13 +11,13 @@ import pytest
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.errors import ConflictingFact
 from tests.conftest import EXAMPLES, Cli, open_lineage
-from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
+from tests.scenarios import ABLATE_IMPLIED, ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
 
 def test_record_idempotence_conflicts_and_verify(store_url: str, tmp_path: Path) -> None:
     with open_lineage(store_url, tmp_path / "home") as lineage:
         first = lineage.record(ablate_run_facts())
-        assert first.position == first.appended == len(ablate_run_facts()) + 3
+        assert first.position == first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
         assert lineage.record(ablate_run_facts()).appended == 0
         with pytest.raises(ConflictingFact, match="reward: recorded 1.0, now 0.5"):
             lineage.record([f.ChildScored(run=ABLATE_RUN, fork="root", index=0, reward=0.5)])

@@ -9,7 +9,7 @@ from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
 from rollout_lineage.domain.errors import (ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
                                            StageNotRecorded, UnknownSubject)
-from tests.scenarios import ablate_run_facts
+from tests.scenarios import ABLATE_IMPLIED, ablate_run_facts
 
 RUN = "job/task__1"
 
@@ -221,5 +221,5 @@ def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
 def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     first = app.record(ablate_run_facts())
-    assert first.appended == len(ablate_run_facts()) + 3 + 1, "plus one snapshot.captured per stage ref and the run_dir"
+    assert first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
     assert app.record(ablate_run_facts()).appended == 0
