@@ -41,7 +41,7 @@ class Run(BaseAggregate[Any]):
         self.failed: f.RunFailed | None = None
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
-        self.cut_point: f.CutPointServed | None = None
+        self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
 
     @classmethod
     def blank(cls) -> Run:
@@ -149,7 +149,9 @@ class Run(BaseAggregate[Any]):
             raise InvariantViolated(f"run {fact.run!r} continues {self.registration.parent_run!r}; found a cut point from {fact.source_run!r}")
         if fact.configured_k is not None and fact.served_k > fact.configured_k:
             raise InvariantViolated(f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}")
-        return is_new_or_same(self.cut_point, fact, f"cut point of run {fact.run!r}")
+        # benchflow writes the configured-basis block first and, in host proxy mode, reconciles it into a
+        # served-basis one after the run: one of each basis, the served one final.
+        return is_new_or_same(self.cut_points.get(fact.accounting), fact, f"{fact.accounting} cut point of run {fact.run!r}")
 
     # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
 
@@ -188,7 +190,7 @@ class Run(BaseAggregate[Any]):
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
     def _cut_point_served(self, fact: f.CutPointServed) -> None:
-        self.cut_point = fact
+        self.cut_points[fact.accounting] = fact
 
     @property
     def key(self) -> str:

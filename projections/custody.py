@@ -17,11 +17,11 @@ DIVERGENCE = {"exchange_index": "INTEGER", "served_request_digest": "VARCHAR", "
 
 PROJECTION = Projection(
     name="custody_and_cut_points",
-    version=1,
+    version=2,
     tables={
         "custody_events": "position BIGINT, run VARCHAR, fork VARCHAR, kind VARCHAR, idx INTEGER, location VARCHAR, "
                           "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
-        "cut_points": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
+        "cut_point_facts": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
                       "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
                       "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
                       "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ",
@@ -32,7 +32,7 @@ PROJECTION = Projection(
         f"""INSERT INTO custody_events SELECT position, j.run, j.fork, replace(type, 'custody.', ''), j."index",
             coalesce(j.location, j.preserved_location), j.phase, j.error, j.entries, occurred_at, actor
             FROM {facts_of(CUSTODY_TYPES, CUSTODY)}""",
-        f"""INSERT INTO cut_points SELECT position, j.run, j.source_run, j.accounting, j.configured_k, j.served_k,
+        f"""INSERT INTO cut_point_facts SELECT position, j.run, j.source_run, j.accounting, j.configured_k, j.served_k,
             j.recorded_request_digest, j.served_request_digest, j.request_digest_basis, json_array_length(j.divergences),
             j.divergences, j.workspace_digest, j.workspace_digest_reason, j.stage, occurred_at
             FROM {facts_of("'cut_point.served'", CUT_POINT)}""",
@@ -42,6 +42,11 @@ PROJECTION = Projection(
                   FROM {facts_of("'cut_point.served'", CUT_POINT)})""",
     ),
     views={
+        # One per run: the served-basis block once benchflow reconciled it, else the configured-basis one.
+        "cut_points": """
+            SELECT * EXCLUDE (pick) FROM (
+                SELECT *, row_number() OVER (PARTITION BY run ORDER BY accounting = 'served' DESC, position DESC) AS pick
+                FROM cut_point_facts) WHERE pick = 1""",
         "custody": """
             SELECT run, fork,
                    arg_min(location, position) FILTER (WHERE kind = 'held') AS hold_location,
@@ -59,8 +64,10 @@ PROJECTION = Projection(
         "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released, failures "
                    "(phase, preserved location, error) and whether custody is conserved",
         "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
-        "cut_points": "one row per served replay cut point: continuation run, source run, accounting basis, configured "
-                      "and served K, request digests, divergence count, workspace digest or the reason it is missing",
+        "cut_points": "one row per continuation run: its replay cut point (the served-basis block once reconciled, else "
+                      "the configured one): source run, accounting basis, configured and served K, request digests, "
+                      "divergence count, workspace digest or the reason it is missing",
+        "cut_point_facts": "every cut_point.served fact: a configured-basis block and, once reconciled, a served-basis one",
         "divergences": "one row per divergence of a served cut point (exchange index, served vs recorded request digests)",
     },
 )

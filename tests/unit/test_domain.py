@@ -203,6 +203,18 @@ def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured
     app.record([f.CutPointServed(**cut, configured_k=5)])
 
 
+def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app.record([f.RunRegistered(run="src", task="task"),
+                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src")])
+    configured = f.CutPointServed(run="cont", source_run="src", accounting="configured", served_k=12)
+    served = f.CutPointServed(run="cont", source_run="src", accounting="served", served_k=9, configured_k=12)
+    assert app.record([configured]).appended == 1
+    assert app.record([configured, served]).appended == 1  # benchflow's reconciliation after the run
+    assert app.record([served]).appended == 0
+    assert "served cut point of run 'cont'" in refused(app, ConflictingFact, served.model_copy(update={"served_k": 8}))
+
+
 def test_a_run_is_scored_or_unscored_not_both(app: LineageApp) -> None:
     app.record([f.RunScored(run=RUN, reward=1.0)])
     refused(app, InvariantViolated, f.RunUnscored(run=RUN, reason="no reward"))

@@ -119,6 +119,27 @@ def test_a_continuation_records_its_served_cut_point(run_cli: Cli) -> None:
     assert order.index(CONTINUED_RUN) > order.index(NIGHTLY_RUN)
 
 
+def test_a_continuation_imported_before_its_cut_point_was_reconciled_imports_again(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90__continued", tmp_path / "jobs")
+    copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    final = (run / "result.json").read_text()
+    written = json.loads(final)  # as materialized: the configured-basis block, before the served one replaces it
+    served = written["source"]["cut_point"]
+    written["source"]["cut_point"] = {
+        "accounting": "configured", "n_replayed_exchanges": 5, "branch_stage": served["branch_stage"],
+        "recorded_request_digest": served["recorded_request_digest"], "served_request_digest": None,
+        "request_digest_basis": served["request_digest_basis"], "divergences": None, "workspace_digest": None,
+        "workspace_digest_reason": "configured-basis block computed from the recording alone"}
+    (run / "result.json").write_text(json.dumps(written))
+    run_cli("import", str(tmp_path / "jobs"))
+    (run / "result.json").write_text(final)
+    run_cli("import", str(tmp_path / "jobs"))
+    assert [cut["accounting"] for cut in facts(run_cli, "cut_point.served", CONTINUED_RUN)] == ["configured", "served"]
+    [row] = json.loads(run_cli("sql", f"SELECT accounting, n_divergences FROM cut_points WHERE run = '{CONTINUED_RUN}'",
+                               "--format", "json").stdout)
+    assert row == {"accounting": "served", "n_divergences": 1}
+
+
 @pytest.mark.parametrize(("run", "files"), [
     (ABLATE_RUN, {"tree": "ablation/csv-dedupe/tree.json", "stages": "ablation/csv-dedupe/stage_snapshots.json"}),
     (NIGHTLY_RUN, {"tree": "../jobs/nightly/csv-dedupe__7c1f2a90/tree.json",
