@@ -65,7 +65,7 @@ def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
         if len(raw) > MAX_LINE_BYTES:
             raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
                                hint="nothing was appended; split the fact or drop bulky free-form fields")
-        text = raw.strip()
+        text = raw.strip() if number > 1 else raw.removeprefix(b"\xef\xbb\xbf").strip()  # editors may add a BOM
         if not text:
             continue
         try:
@@ -131,6 +131,10 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
             position = recorded.position
+    if facts != total:
+        raise InvalidInput(f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "
+                           f"those {facts} are recorded ({appended} events appended)",
+                           hint="let its writer finish, then run the same command again: facts already recorded append nothing")
     return ChunkedIngest(facts, appended, chunks, position)
 
 

@@ -71,6 +71,9 @@ class Run(BaseAggregate[Any]):
     def _decide_location(self, fact: f.RunLocated) -> bool:
         if fact.kind == "recorded":  # the harness keeps a run in one directory; another one is another run
             recorded = next((where for where in self.locations if where.kind == "recorded"), None)
+            legacy = self.registration.run_dir if self.registration else None  # where earlier versions kept it
+            if recorded is None and legacy is not None:
+                recorded = f.RunLocated(run=fact.run, path=legacy, kind="recorded")
             return is_new_or_same(recorded, fact, f"directory the harness recorded for run {fact.run!r}")
         return fact not in self.locations  # each place read once, so re-importing from a known place appends nothing
 

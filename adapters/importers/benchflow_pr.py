@@ -34,7 +34,7 @@ from ...domain.vocabulary import stage_rank
 from .benchflow_common import RunFiles, outcome, registration
 from .continuation import continuation, cut_point
 from .fields import Fields, build, invalid
-from .keys import ABLATE_JOB_NAME, run_key
+from .keys import ABLATE_JOB_NAME, is_ablate_run, run_key
 from .plan import RunPlan, Timeline
 from .pr_ablation import Ablation, parse_ablation
 from .pr_forks import ForkContext, Provenance, fork_facts, read_provenance
@@ -169,7 +169,7 @@ def unfinished_because(files: RunFiles, ablation: Ablation | None, path: Path) -
     arms of `bench eval ablate` run after the parent's own leg and are over when its report is written."""
     if files.result is None:
         return "it has no result.json yet"
-    if path.parent.name == ABLATE_JOB_NAME and ablation is None:
+    if is_ablate_run(path) and ablation is None:
         return "bench eval ablate has not written ablation.json yet"
     return None
 

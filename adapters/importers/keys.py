@@ -16,6 +16,12 @@ from pathlib import PurePath
 ABLATE_JOB_NAME = "ablation"
 
 
+def is_ablate_run(path: PurePath) -> bool:
+    """`bench eval ablate`'s parent run: `<out-dir>/ablation/<task>/`. A rollout directory in a job that happens to be
+    named `ablation` carries a `__<trial id>` (or `__continued`) suffix."""
+    return path.parent.name == ABLATE_JOB_NAME and "__" not in path.name
+
+
 def run_key_from_parts(parts: tuple[str, ...]) -> str:
     parts = tuple(p for p in parts if p not in ("", "/", "."))
     if not parts:

@@ -74,9 +74,10 @@ def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_kno
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
     app._record([Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False)  # as it was
     assert app.run(RUN).registration.run_dir == "/a/job/task__1"
-    again = app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")])
-    assert [fact.type for fact in again.new_facts] == ["run.located"]
+    assert app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")]).appended == 0
     assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
+    # Its run_dir is the directory the harness recorded: another one is another run, as in a new store.
+    refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"))
 
 
 def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:

@@ -286,6 +286,13 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(run
     assert next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5  # the earlier fork's V stays
 
 
+def test_a_rollout_in_a_job_named_ablation_is_not_taken_for_an_ablation(run_cli: Cli, tmp_path: Path) -> None:
+    run = tmp_path / "jobs" / "ablation" / "csv-dedupe__7c1f2a90"
+    shutil.copytree(NIGHTLY / "csv-dedupe__7c1f2a90", run)
+    result = run_cli("import", str(run))
+    assert "left out" not in result.stderr and len(facts(run_cli, "fork.opened")) == 1
+
+
 def test_an_ablation_is_imported_once_its_report_is_written(run_cli: Cli, tmp_path: Path) -> None:
     out = tmp_path / ABLATE_OUT.name
     shutil.copytree(ABLATE_OUT, out)
@@ -437,8 +444,12 @@ def test_a_fork_whose_first_child_raised_is_recorded_as_it_happened(run_cli: Cli
     assert exported["arms"] == json.loads((out / "ablation.json").read_text())["arms"]
 
 
-@pytest.mark.parametrize("outcome", [{"reward": 1.0}, {"unscored": "the verifier wrote no reward"}])
-def test_a_fork_that_stopped_after_its_first_child_closes_partial(run_cli: Cli, tmp_path: Path, outcome: dict) -> None:
+@pytest.mark.parametrize(("outcome", "error"), [
+    ({"reward": 1.0}, "every child was scored but tree.json records no value: the fork did not complete"),
+    ({"unscored": "the verifier wrote no reward"}, "only 1 of the fork's children started (benchflow asks for at least 2)"),
+])
+def test_a_fork_that_stopped_after_its_first_child_closes_partial(run_cli: Cli, tmp_path: Path, outcome: dict,
+                                                                  error: str) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     tree = json.loads((run / "tree.json").read_text())  # child n4 never started (a hand-off failure after n3)
     tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n4"]
@@ -451,7 +462,7 @@ def test_a_fork_that_stopped_after_its_first_child_closes_partial(run_cli: Cli, 
     run_cli("import", str(run))
     [closed] = facts(run_cli, "fork.closed")
     assert (closed["outcome"], closed["value"]) == ("partial", None)
-    assert closed["error"] == "only 1 of the fork's children started (benchflow asks for at least 2)"
+    assert closed["error"] == error
 
 
 def test_arms_that_never_ran_come_back_in_the_exported_report(run_cli: Cli, tmp_path: Path) -> None:

@@ -143,6 +143,32 @@ def test_a_chunked_ingest_records_only_the_lines_it_validated(run_cli: Cli, tmp_
     assert "jobs/late" not in run_cli("log", "--format", "jsonl").stdout
 
 
+def test_a_chunked_ingest_of_a_file_cut_short_meanwhile_says_so(run_cli: Cli, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from rollout_lineage.adapters import jsonl
+
+    source = write_lines(tmp_path / "facts.jsonl", many_runs(3))
+    real_iter_entries = jsonl.iter_entries
+    passes = []
+
+    def truncated_after_the_first_pass(lines, where):
+        passes.append(where)
+        if len(passes) == 2:
+            source.write_text(source.read_text().split("\n", 4)[0] + "\n")
+        return real_iter_entries(lines, where)
+
+    monkeypatch.setattr(jsonl, "iter_entries", truncated_after_the_first_pass)
+    result = run_cli("ingest", "--chunk-size", "4", str(source), ok=False)
+    assert result.exit_code == 1
+    assert "changed while it was ingested: 9 facts validated, 1 found when recording" in result.stderr
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_line(run_cli: Cli, tmp_path: Path) -> None:
+    source = tmp_path / "facts.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(line) + "\n" for line in LINES).encode())
+    assert "appended 4 events from 3 facts" in run_cli("ingest", str(source)).stderr
+
+
 def test_chunked_ingest_needs_a_file_and_no_dry_run(run_cli: Cli, tmp_path: Path) -> None:
     source = write_lines(tmp_path / "facts.jsonl", LINES)
     from_stdin = run_cli("ingest", "--chunk-size", "2", "-", input=source.read_text(), ok=False)
