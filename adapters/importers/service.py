@@ -81,6 +81,12 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
                            "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
                            "trial directories with result.json)", hint="name the jobs folder or a run directory")
     summary = ImportSummary()
+
+    def leave_out(run: RunDir, why: str) -> None:
+        summary.runs_unfinished += 1
+        summary.warnings.append(f"{run.path}: left out, the run may still be running ({why}); import it once it has "
+                                "finished, or now with --unfinished")
+
     for done, run in enumerate(runs):
         if progress:
             progress(done, len(runs), run.key)
@@ -89,9 +95,7 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
                 raise run.problem
             plan = IMPORTERS[run.kind](run.path)
             if plan.unfinished and not unfinished:
-                summary.runs_unfinished += 1
-                summary.warnings.append(f"{run.path}: left out, the run may still be running ({plan.unfinished}); import "
-                                        "it once it has finished, or now with --unfinished")
+                leave_out(run, plan.unfinished)
                 continue
             recorded = lineage.app.record(plan.batch(), dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
@@ -99,6 +103,10 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
         except (LineageError, OSError) as exc:
             if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
                 exc = InvalidInput(f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})")
+            if not unfinished and not (run.path / "result.json").exists():
+                # Without result.json the harness may be writing a file this very moment: wait, do not reject.
+                leave_out(run, f"it has no result.json yet, and {exc.message}")
+                continue
             summary.runs_rejected += 1
             summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
             if not keep_going:

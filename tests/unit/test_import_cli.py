@@ -286,6 +286,19 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(run
     assert next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5  # the earlier fork's V stays
 
 
+def test_a_running_run_caught_mid_write_is_left_out_not_rejected(run_cli: Cli, tmp_path: Path) -> None:
+    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    (run / "result.json").unlink()
+    tree = (run / "tree.json").read_text()
+    (run / "tree.json").write_text(tree[: len(tree) // 2])  # benchflow is writing it this very moment
+    result = run_cli("import", str(tmp_path / "jobs"))
+    assert "left out, the run may still be running (it has no result.json yet, and " in result.stderr
+    assert "tree.json" in result.stderr and "0 runs rejected, 1 runs left out as still running" in result.stderr
+    assert events(run_cli) == []
+    refused = run_cli("import", "--unfinished", str(tmp_path / "jobs"), ok=False)
+    assert refused.exit_code == 1 and "1 runs rejected" in refused.stderr
+
+
 def test_a_rollout_in_a_job_named_ablation_is_not_taken_for_an_ablation(run_cli: Cli, tmp_path: Path) -> None:
     run = tmp_path / "jobs" / "ablation" / "csv-dedupe__7c1f2a90"
     shutil.copytree(NIGHTLY / "csv-dedupe__7c1f2a90", run)
