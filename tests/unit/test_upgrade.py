@@ -1,0 +1,40 @@
+"""Stores written by earlier landings stay usable: their chain verifies, the read models build, and importing the
+same runs again appends only what this version records beyond them (where each run lives), never a conflict."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, Cli
+
+LANDING_1 = Path(__file__).resolve().parents[1] / "stores" / "landing-1-examples.sqlite"
+NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"
+
+
+def log(run_cli: Cli) -> list[dict]:
+    return [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()]
+
+
+def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(LANDING_1, home / "events.sqlite")
+    run_cli = Cli(home)
+    assert "intact" in run_cli("verify").stdout
+    before = log(run_cli)
+    assert len(before) == 88 and {e["actor"] for e in before} == {"landing-1@lab"}
+
+    result = run_cli("import", str(EXAMPLES))
+    assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
+    added = log(run_cli)[len(before):]
+    assert added and {e["type"] for e in added} == {"run.located"}
+    assert {e["fact"]["kind"] for e in added} == {"read"}  # the directories the harness recorded were already known
+    assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
+
+    tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
+    assert tree == json.loads((NIGHTLY / "tree.json").read_text())
+    [row] = json.loads(run_cli("sql", "SELECT run_dir, location FROM runs WHERE run = 'nightly/csv-dedupe__7c1f2a90'",
+                               "--format", "json").stdout)
+    assert row == {"run_dir": "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90", "location": str(NIGHTLY.resolve())}
