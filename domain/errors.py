@@ -54,6 +54,10 @@ class InvalidInput(LineageError):
     """A file, line or argument from outside could not be read as what it claims to be."""
 
 
+class MalformedJSON(InvalidInput):
+    """A file that is not valid JSON, or not yet: a harness may be writing it at this moment."""
+
+
 class StoreUnavailable(LineageError):
     """The event store, projection database or Docker engine could not be reached or locked."""
 

@@ -64,7 +64,12 @@ def import_mainline_run(path: Path) -> RunPlan:
         fork_facts(timeline, folder, key, fork, position, t0)
     for entry in outcome(files, key):
         timeline.add((1 << 40,), entry.fact, entry.occurred_at)
-    return RunPlan(key, path, timeline.entries(), unfinished=None if files.result is not None else "it has no result.json yet")
+    return RunPlan(key, path, timeline.entries())
+
+
+def still_running(path: Path) -> str | None:
+    """benchflow writes result.json when the run is over."""
+    return None if (path / "result.json").exists() else "it has no result.json yet"
 
 
 def snapshot_refs(fork: Fields) -> f.SnapshotRefs:

@@ -6,7 +6,7 @@ reward, CTRF), a left-over `branches/<node>/parent/` (unreleased custody), `<out
 `bench eval ablate` runs, and a continue-run's `source` block. Facts are ordered so the domain accepts them:
 registration first, then everything in node-creation order (a node before the stages marked on it, a stage
 before forks at it, a fork before its children's outcomes and its closing), snapshot lifetimes and the
-run's own outcome last. A run still being written (`unfinished_because`) is imported only when asked
+run's own outcome last. A run still being written (`still_running`) is imported only when asked
 (`--unfinished`), since benchflow rewrites its files as the run goes on.
 
 Where each tree.json field is kept, so an export can give the file back:
@@ -124,11 +124,11 @@ def import_pr_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    plan.unfinished = unfinished_because(files, ablation, path)
+    running = still_running(path)  # imported anyway (--unfinished): a hold may be in use, so none is recorded
     add_nodes_and_stages(timeline, tree, stages, key, t0)
     described = ablated_group(ablation, groups, tree, plan)
-    holders = {} if plan.unfinished else hold_owners(holds, groups, tree, path, plan)
-    if plan.unfinished:
+    holders = {} if running else hold_owners(holds, groups, tree, path, plan)
+    if running:
         plan.warnings.extend(f"{path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, is "
                              "not recorded; importing the run after it has finished records one left behind" for node in holds)
     for group in groups:
@@ -164,12 +164,13 @@ def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None
     return {ablation.stage: snapshot}
 
 
-def unfinished_because(files: RunFiles, ablation: Ablation | None, path: Path) -> str | None:
-    """Why the run may still be written to, or None once it is over: benchflow writes result.json last; the
-    arms of `bench eval ablate` run after the parent's own leg and are over when its report is written."""
-    if files.result is None:
+def still_running(path: Path) -> str | None:
+    """Why the harness may still be writing the run, from which files exist (nothing is parsed), or None once it is
+    over: benchflow writes result.json last; the arms of `bench eval ablate` run after the parent's own leg and are
+    over when the report beside the job folder is written."""
+    if not (path / "result.json").exists():
         return "it has no result.json yet"
-    if is_ablate_run(path) and ablation is None:
+    if is_ablate_run(path) and not (path.parent.parent / "ablation.json").exists():
         return "bench eval ablate has not written ablation.json yet"
     return None
 

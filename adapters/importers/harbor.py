@@ -17,11 +17,12 @@ from urllib.parse import unquote, urlparse
 
 from ...domain import facts as f
 from ...domain.application import Entry
+from ...domain.errors import InvalidInput, MalformedJSON
 from .ctrf import read_ctrf
 from .fields import Fields, build
 from .keys import run_key
 from .plan import RunPlan
-from .rundir import RunFolder, iso, parse_time
+from .rundir import RunFolder, iso, parse_time, read_json_file
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
@@ -77,5 +78,15 @@ def import_harbor_trial(path: Path) -> RunPlan:
         entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
                                    status="failed" if exception is not None else "completed",
                                    started_at=iso(started), finished_at=iso(finished), timing=timing), finished))
-    return RunPlan(key, path, entries, recorded_dir=recorded_dir,
-                   unfinished=None if finished is not None else "its result.json has no finished_at yet")
+    return RunPlan(key, path, entries, recorded_dir=recorded_dir)
+
+
+def still_running(path: Path) -> str | None:
+    """Harbor writes result.json as the trial goes and sets finished_at at its end."""
+    try:
+        document = read_json_file(path / "result.json")
+    except MalformedJSON:
+        return "its result.json cannot be read yet"
+    except InvalidInput:
+        return None  # over the cap, or not a regular file: the import refuses it
+    return None if isinstance(document, dict) and document.get("finished_at") else "its result.json has no finished_at yet"

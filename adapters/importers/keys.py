@@ -11,15 +11,17 @@ machine that ran it) maps to the same key as the directory it names.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 
 ABLATE_JOB_NAME = "ablation"
+ROLLOUT_SUFFIX = re.compile(r"__(?:[0-9a-f]{8}|continued)$")
 
 
 def is_ablate_run(path: PurePath) -> bool:
     """`bench eval ablate`'s parent run: `<out-dir>/ablation/<task>/`. A rollout directory in a job that happens to be
-    named `ablation` carries a `__<trial id>` (or `__continued`) suffix."""
-    return path.parent.name == ABLATE_JOB_NAME and "__" not in path.name
+    named `ablation` ends in `__<8 hex trial id>` or `__continued` (a task id itself may contain `__`)."""
+    return path.parent.name == ABLATE_JOB_NAME and not ROLLOUT_SUFFIX.search(path.name)
 
 
 def run_key_from_parts(parts: tuple[str, ...]) -> str:

@@ -25,7 +25,6 @@ class RunPlan:
     parent_run: str | None = None
     warnings: list[str] = field(default_factory=list)
     recorded_dir: str | None = None  # the run's directory as the harness wrote it in its artifacts, if it did
-    unfinished: str | None = None  # why the harness may still be writing the run (None once it is over)
 
     def batch(self) -> list[Entry]:
         """What to record: the entries, with where the run is (`run.located`) right after its registration: the

@@ -233,6 +233,12 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
         # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
         # earlier fork's).
         outcome, error = "partial", report_error or custody_error
+    elif len(group.children) < MIN_COMPLETED_CHILDREN:
+        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started
+        # (before V was aggregated, so a V on the node is an earlier fork's).
+        outcome = "partial"
+        error = report_error or (f"only {len(group.children)} of the fork's children started "
+                                 f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
     elif len(rewards) == len(group.children):
         mean = math.fsum(rewards) / len(rewards)
         if not group.last_at_node:
@@ -248,11 +254,6 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
             error = report_error or "every child was scored but tree.json records no value: the fork did not complete"
     elif group.last_at_node and node.has_value:
         raise invalid(where, "no value, because a child of the fork is unscored (benchflow removes V then)", node.value)
-    if outcome == "completed" and len(group.children) < MIN_COMPLETED_CHILDREN:
-        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started.
-        outcome, value = "partial", None
-        error = report_error or (f"only {len(group.children)} of the fork's children started "
-                                 f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
     if ctx.ablation is not None:
         reported = ctx.ablation.doc.number("value")
         if not same_value(reported, value):

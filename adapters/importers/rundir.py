@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ...domain.errors import InvalidInput
+from ...domain.errors import InvalidInput, MalformedJSON
 
 #: Largest JSON file an importer reads into memory (read at call time, so tests can lower it).
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -141,13 +141,13 @@ def read_json_file(path: Path) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
-                           hint=NOTHING_APPENDED) from None
+        raise MalformedJSON(f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
+                            hint=NOTHING_APPENDED) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
-                           hint=NOTHING_APPENDED) from None
+        raise MalformedJSON(f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
+                            hint=NOTHING_APPENDED) from None
     except RecursionError:
         raise InvalidInput(f"{path}: expected JSON of reasonable depth, found nesting too deep to read",
                            hint=NOTHING_APPENDED) from None

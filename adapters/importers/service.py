@@ -5,9 +5,10 @@ one transaction or raises before writing anything. Re-importing appends nothing 
 known); a later state of a run appends only its new facts. Without `keep_going` the import stops at the first
 rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are reported and
 the others imported. A store that cannot be reached always stops the import, since no run could succeed.
-A run the harness may still be writing (no result.json yet) is left out unless `unfinished` asks for it:
-benchflow rewrites tree.json, the stage registry and the lineage files as the run goes on, so what they show
-before the end could contradict the finished run, and importing it then would be refused.
+A run the harness may still be writing (`STILL_RUNNING`: no result.json yet; for bench eval ablate, no
+ablation.json; for Harbor, no finished_at) is left out, unread, unless `unfinished` asks for it: benchflow rewrites
+tree.json, the stage registry and the lineage files as the run goes on, so what they show before the end could
+contradict the finished run (or not parse at all), and importing it then would be refused.
 """
 
 from __future__ import annotations
@@ -20,14 +21,36 @@ from typing import Any
 
 from ...domain import facts as f
 from ...domain.application import Entry, expand
-from ...domain.errors import IntegrityFailure, InvalidInput, LineageError, StoreUnavailable
-from .benchflow_mainline import import_mainline_run
-from .benchflow_pr import import_pr_run
-from .discovery import HARBOR, MAINLINE, PR, RunDir, discover
-from .harbor import import_harbor_trial
+from ...domain.errors import IntegrityFailure, InvalidInput, LineageError, MalformedJSON, StoreUnavailable
+from . import benchflow_mainline, benchflow_pr, harbor
+from .discovery import HARBOR, MAINLINE, PR, UNREADABLE, RunDir, discover
 from .plan import RunPlan
+from .rundir import read_json_file
 
-IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {PR: import_pr_run, MAINLINE: import_mainline_run, HARBOR: import_harbor_trial}
+IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
+    PR: benchflow_pr.import_pr_run, MAINLINE: benchflow_mainline.import_mainline_run, HARBOR: harbor.import_harbor_trial}
+
+
+def unclassified_still_running(path: Path) -> str | None:
+    """A directory discovery could not classify (one of its files did not parse) may be a run caught mid-write: it
+    waits while benchflow's signals say so, or while its result.json (Harbor writes it as the trial goes) does not
+    parse either."""
+    why = benchflow_pr.still_running(path)
+    if why is None:
+        try:
+            read_json_file(path / "result.json")
+        except MalformedJSON:
+            why = "its result.json cannot be read yet"
+        except InvalidInput:  # over the size cap, a link out, a FIFO: the import refuses those
+            pass
+    return why
+
+
+# Whether the harness may still be writing a run, from which files exist (and, for Harbor, result.json's
+# finished_at), before the run's files are parsed.
+STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
+    PR: benchflow_pr.still_running, MAINLINE: benchflow_mainline.still_running, HARBOR: harbor.still_running,
+    UNREADABLE: unclassified_still_running}
 Progress = Callable[[int, int, str], None]
 
 
@@ -90,23 +113,20 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
     for done, run in enumerate(runs):
         if progress:
             progress(done, len(runs), run.key)
+        why = None if unfinished else STILL_RUNNING[run.kind](run.path)
+        if why:
+            leave_out(run, why)
+            continue
         try:
             if run.problem is not None:
                 raise run.problem
             plan = IMPORTERS[run.kind](run.path)
-            if plan.unfinished and not unfinished:
-                leave_out(run, plan.unfinished)
-                continue
             recorded = lineage.app.record(plan.batch(), dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
             raise
         except (LineageError, OSError) as exc:
             if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
                 exc = InvalidInput(f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})")
-            if not unfinished and not (run.path / "result.json").exists():
-                # Without result.json the harness may be writing a file this very moment: wait, do not reject.
-                leave_out(run, f"it has no result.json yet, and {exc.message}")
-                continue
             summary.runs_rejected += 1
             summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
             if not keep_going:

@@ -230,7 +230,9 @@ def check_import(home: Path, jobs: Path, *, refused: bool = False, keep_going: b
             assert re.search(r"[1-9]\d* runs rejected", result.stderr), result.stderr
     assert summary is None or int(summary[2]) == len(new_rows), result.stderr
     if result.exit_code == 0:
-        assert not refused, f"a certainly broken run was imported: {result.stderr}"
+        # A broken file can also be one the harness is writing this moment: such a run waits, unread, instead.
+        assert not refused or ("1 runs left out as still running" in result.stderr and new_rows == []), \
+            f"a certainly broken run was imported: {result.stderr}"
         assert "0 runs rejected" in result.stderr
     kept = head(home)
     again = invoke(home, "import", *flags, str(jobs))
@@ -247,9 +249,7 @@ def test_a_damaged_run_is_imported_whole_or_not_at_all(data: st.DataObject, sour
         home = root / "home"
         seed(home)
         certainly_broken = count == 1 and hits[0][2]
-        code, _ = check_import(home, root / "jobs", refused=certainly_broken)
-        if certainly_broken:
-            assert code == 1
+        check_import(home, root / "jobs", refused=certainly_broken)  # refused: rejected, or left out unread
 
 
 PRISTINE = "pr nightly"

@@ -286,17 +286,33 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(run
     assert next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5  # the earlier fork's V stays
 
 
-def test_a_running_run_caught_mid_write_is_left_out_not_rejected(run_cli: Cli, tmp_path: Path) -> None:
-    run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    (run / "result.json").unlink()
-    tree = (run / "tree.json").read_text()
-    (run / "tree.json").write_text(tree[: len(tree) // 2])  # benchflow is writing it this very moment
+def test_runs_caught_mid_write_are_left_out_unread_not_rejected(run_cli: Cli, tmp_path: Path) -> None:
+    nightly = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
+    (nightly / "result.json").unlink()
+    ablate = tmp_path / "jobs" / ABLATE_OUT.name
+    shutil.copytree(ABLATE_OUT, ablate)
+    (ablate / "ablation.json").unlink()
+    harbor = copy_run(PUBLIC / "benchflow-ai" / "skillsbench-trajectories" / HARBOR_RUN, tmp_path / "jobs")
+    for half_written in (nightly / "tree.json", ablate / "ablation" / "csv-dedupe" / "tree.json", harbor / "result.json"):
+        text = half_written.read_text()
+        half_written.write_text(text[: len(text) // 2])  # the harness is writing it this very moment
     result = run_cli("import", str(tmp_path / "jobs"))
-    assert "left out, the run may still be running (it has no result.json yet, and " in result.stderr
-    assert "tree.json" in result.stderr and "0 runs rejected, 1 runs left out as still running" in result.stderr
+    assert "0 runs rejected, 3 runs left out as still running" in result.stderr
+    for why in ("it has no result.json yet", "bench eval ablate has not written ablation.json yet",
+                "its result.json cannot be read yet"):
+        assert f"left out, the run may still be running ({why})" in result.stderr
     assert events(run_cli) == []
-    refused = run_cli("import", "--unfinished", str(tmp_path / "jobs"), ok=False)
-    assert refused.exit_code == 1 and "1 runs rejected" in refused.stderr
+    refused = run_cli("import", "--unfinished", "--keep-going", str(tmp_path / "jobs"), ok=False)
+    assert refused.exit_code == 1 and "3 runs rejected" in refused.stderr
+
+
+def test_an_ablation_of_a_task_whose_id_has_a_double_underscore_waits_for_its_report(run_cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / ABLATE_OUT.name
+    shutil.copytree(ABLATE_OUT, out)
+    (out / "ablation.json").unlink()
+    (out / "ablation" / "csv-dedupe").rename(out / "ablation" / "django__django-11099")
+    result = run_cli("import", str(out))
+    assert "bench eval ablate has not written ablation.json yet" in result.stderr and events(run_cli) == []
 
 
 def test_a_rollout_in_a_job_named_ablation_is_not_taken_for_an_ablation(run_cli: Cli, tmp_path: Path) -> None:
@@ -457,25 +473,25 @@ def test_a_fork_whose_first_child_raised_is_recorded_as_it_happened(run_cli: Cli
     assert exported["arms"] == json.loads((out / "ablation.json").read_text())["arms"]
 
 
-@pytest.mark.parametrize(("outcome", "error"), [
-    ({"reward": 1.0}, "every child was scored but tree.json records no value: the fork did not complete"),
-    ({"unscored": "the verifier wrote no reward"}, "only 1 of the fork's children started (benchflow asks for at least 2)"),
-])
+@pytest.mark.parametrize("outcome", [{"reward": 1.0}, {"unscored": "the verifier wrote no reward"}])
+@pytest.mark.parametrize("earlier_v", [None, 0.123])  # a V left on the node by an earlier fork changes nothing
 def test_a_fork_that_stopped_after_its_first_child_closes_partial(run_cli: Cli, tmp_path: Path, outcome: dict,
-                                                                  error: str) -> None:
+                                                                  earlier_v: float | None) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     tree = json.loads((run / "tree.json").read_text())  # child n4 never started (a hand-off failure after n3)
     tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n4"]
     n2, n3 = tree["nodes"][2], tree["nodes"][3]
     del n2["value"], n3["reward"]
     n3.update(outcome)
+    if earlier_v is not None:
+        n2["value"] = earlier_v
     (run / "tree.json").write_text(json.dumps(tree))
     shutil.rmtree(run / "branches" / "n2" / "children" / "n4")
     (run / "branches" / "n2" / "children" / "n3" / "reward.json").unlink()
     run_cli("import", str(run))
     [closed] = facts(run_cli, "fork.closed")
     assert (closed["outcome"], closed["value"]) == ("partial", None)
-    assert closed["error"] == error
+    assert closed["error"] == "only 1 of the fork's children started (benchflow asks for at least 2)"
 
 
 def test_arms_that_never_ran_come_back_in_the_exported_report(run_cli: Cli, tmp_path: Path) -> None:
