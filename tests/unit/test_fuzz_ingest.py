@@ -86,11 +86,12 @@ def split_lines(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def surely_invalid(raw: bytes, cap: int) -> bool:
-    """A line no reading of the format accepts: too long, not JSON, not an object, or no known type."""
+def surely_invalid(raw: bytes, cap: int, *, first: bool = False) -> bool:
+    """A line no reading of the format accepts: too long, not JSON, not an object, or no known type (the first
+    line may start with a UTF-8 byte order mark, which is not part of it)."""
     if len(raw) > cap:
         return True
-    text = raw.strip()
+    text = (raw.removeprefix(b"\xef\xbb\xbf") if first else raw).strip()
     if not text:
         return False
     try:
@@ -116,7 +117,7 @@ def check_ingest(home: Path, data: bytes, *, known_valid: set[bytes] = frozenset
     lines = split_lines(data)
     first_unknown = next((n for n, raw in enumerate(lines, 1) if raw.strip() and raw.rstrip(b"\r\n") not in known_valid
                           or len(raw) > cap), None)
-    if first_unknown is not None and surely_invalid(lines[first_unknown - 1], cap):
+    if first_unknown is not None and surely_invalid(lines[first_unknown - 1], cap, first=first_unknown == 1):
         invalid_line = first_unknown if invalid_line is None else min(invalid_line, first_unknown)
 
     dry = invoke(home, "ingest", *args, "--dry-run", input=data if via_stdin else None)
