@@ -153,8 +153,25 @@ class Run(BaseAggregate[Any]):
         if fact.configured_k is not None and fact.served_k > fact.configured_k:
             raise InvariantViolated(f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}")
         # benchflow writes the configured-basis block first and, in host proxy mode, reconciles it into a
-        # served-basis one after the run: one of each basis, the served one final.
-        return is_new_or_same(self.cut_points.get(fact.accounting), fact, f"{fact.accounting} cut point of run {fact.run!r}")
+        # served-basis one after the run: one of each basis, the served one final, both about the same cut.
+        if not is_new_or_same(self.cut_points.get(fact.accounting), fact, f"{fact.accounting} cut point of run {fact.run!r}"):
+            return False
+        configured, served = (self.cut_points.get("configured", fact), self.cut_points.get("served", fact))
+        if configured is not served:
+            self._check_reconciliation(configured, served)
+        return True
+
+    def _check_reconciliation(self, configured: f.CutPointServed, served: f.CutPointServed) -> None:
+        where = f"run {served.run!r}: the served cut point reconciles the configured one"
+        if served.stage != configured.stage:
+            raise InvariantViolated(f"{where}; expected the same stage, found {configured.stage!r} configured and "
+                                    f"{served.stage!r} served")
+        if served.served_k > configured.served_k:
+            raise InvariantViolated(f"{where}; expected at most the configured K {configured.served_k} served, found "
+                                    f"{served.served_k}")
+        if served.configured_k is not None and served.configured_k != configured.served_k:
+            raise InvariantViolated(f"{where}; expected its configured K {served.configured_k} to be the configured "
+                                    f"block's K, found {configured.served_k}")
 
     # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
 

@@ -216,6 +216,20 @@ def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
     assert "served cut point of run 'cont'" in refused(app, ConflictingFact, served.model_copy(update={"served_k": 8}))
 
 
+def test_a_served_cut_point_must_reconcile_the_configured_one() -> None:
+    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app.record([f.RunRegistered(run="src", task="task"),
+                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src"),
+                f.CutPointServed(run="cont", source_run="src", accounting="configured", served_k=12, stage="post-research")])
+    served = f.CutPointServed(run="cont", source_run="src", accounting="served", served_k=9, stage="post-research")
+    cases = [(served.model_copy(update={"stage": "pre-verify"}), "expected the same stage"),
+             (served.model_copy(update={"served_k": 13}), "expected at most the configured K 12 served, found 13"),
+             (served.model_copy(update={"configured_k": 10}), "expected its configured K 10 to be the configured block's K")]
+    for fact, message in cases:
+        assert message in refused(app, InvariantViolated, fact)
+    assert app.record([served]).appended == 1
+
+
 def test_a_run_is_scored_or_unscored_not_both(app: LineageApp) -> None:
     app.record([f.RunScored(run=RUN, reward=1.0)])
     refused(app, InvariantViolated, f.RunUnscored(run=RUN, reason="no reward"))
