@@ -23,6 +23,7 @@ from ..domain.application import Entry, LineageApp
 from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
 
 MAX_LINE_BYTES = 1 << 20
+RUN_AGAIN = "run the same command again: facts already recorded append nothing"
 AnyFact = Annotated[Union[tuple(f.FACT_TYPES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
 _FACT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyFact)
 _TIME_ADAPTER: TypeAdapter[datetime] = TypeAdapter(datetime)
@@ -116,9 +117,7 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 chunk = list(islice(entries, chunk_size))
             except (InvalidFact, InvalidInput) as exc:  # the file was rewritten between the two passes
                 raise type(exc)(f"{path} changed while it was ingested: {exc.message}; the {facts} facts before it are "
-                                f"recorded ({appended} events appended)",
-                                hint="let its writer finish, then run the same command again: facts already recorded "
-                                     "append nothing") from exc
+                                f"recorded ({appended} events appended)", hint=f"let its writer finish, then {RUN_AGAIN}") from exc
             if not chunk:
                 break
             try:
@@ -126,15 +125,14 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
             except InvariantViolated as exc:
                 refused = type(exc)(f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
                                     f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
-                                    "appended)", hint="fix the file and run the same command again: facts already "
-                                                      "recorded append nothing")
+                                    "appended)", hint=f"fix the file and {RUN_AGAIN}")
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
             position = recorded.position
     if facts != total:
         raise InvalidInput(f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "
                            f"those {facts} are recorded ({appended} events appended)",
-                           hint="let its writer finish, then run the same command again: facts already recorded append nothing")
+                           hint=f"let its writer finish, then {RUN_AGAIN}")
     return ChunkedIngest(facts, appended, chunks, position)
 
 

@@ -124,9 +124,8 @@ class LineageApp(Application[UUID]):
 
     def _decide(self, batch: Sequence[Entry]) -> list[Any]:
         """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
-        ids = {(e.fact.subject_kind, e.fact.subject_key()): None for e in batch}
-        for subject in ids:
-            ids[subject] = aggregate_id(*subject)
+        subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
+        ids = {subject: aggregate_id(*subject) for subject in subjects}
         # One query says which streams exist, so new runs and snapshots cost no read at all.
         existing = self._existing(set(ids.values()))
         aggregates: dict[tuple[str, str], Any] = {subject: self._load(agg_id) if agg_id in existing else None

@@ -10,8 +10,8 @@ aggregate's stream (see `LineageEvent.mutate`); whether it is allowed to is the 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
 

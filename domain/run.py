@@ -8,8 +8,8 @@ optimistic-concurrency conflict to retry on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.domain import BaseAggregate

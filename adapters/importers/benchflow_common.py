@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, get_args
 
 from ...domain import facts as f
@@ -72,6 +72,11 @@ class RunFiles:
             if doc is not None and doc.raw("source") is not None:
                 return doc.obj("source")
         return None
+
+
+def result_missing(path: Path) -> str | None:
+    """Why a benchflow run may still be running, or None: benchflow writes result.json when the run is over."""
+    return None if (path / "result.json").exists() else "it has no result.json yet"
 
 
 def registration(files: RunFiles, key: str, *, task_fallback: str | None = None,

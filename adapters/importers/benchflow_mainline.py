@@ -67,11 +67,6 @@ def import_mainline_run(path: Path) -> RunPlan:
     return RunPlan(key, path, timeline.entries())
 
 
-def still_running(path: Path) -> str | None:
-    """benchflow writes result.json when the run is over."""
-    return None if (path / "result.json").exists() else "it has no result.json yet"
-
-
 def snapshot_refs(fork: Fields) -> f.SnapshotRefs:
     snapshot = fork.obj("snapshot")
     if snapshot is None:

@@ -31,7 +31,7 @@ from ...domain import facts as f
 from ...domain.application import Entry
 from ...domain.errors import InvalidInput
 from ...domain.vocabulary import stage_rank
-from .benchflow_common import RunFiles, outcome, registration
+from .benchflow_common import RunFiles, outcome, registration, result_missing
 from .continuation import continuation, cut_point
 from .fields import Fields, build, invalid
 from .keys import ABLATE_JOB_NAME, is_ablate_run, run_key
@@ -168,8 +168,8 @@ def still_running(path: Path) -> str | None:
     """Why the harness may still be writing the run, from which files exist (nothing is parsed), or None once it is
     over: benchflow writes result.json last; the arms of `bench eval ablate` run after the parent's own leg and are
     over when the report beside the job folder is written."""
-    if not (path / "result.json").exists():
-        return "it has no result.json yet"
+    if why := result_missing(path):
+        return why
     if is_ablate_run(path) and not (path.parent.parent / "ablation.json").exists():
         return "bench eval ablate has not written ablation.json yet"
     return None

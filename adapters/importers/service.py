@@ -21,8 +21,15 @@ from typing import Any
 
 from ...domain import facts as f
 from ...domain.application import Entry, expand
-from ...domain.errors import IntegrityFailure, InvalidInput, LineageError, MalformedJSON, StoreUnavailable
+from ...domain.errors import (
+    IntegrityFailure,
+    InvalidInput,
+    LineageError,
+    MalformedJSON,
+    StoreUnavailable,
+)
 from . import benchflow_mainline, benchflow_pr, harbor
+from .benchflow_common import result_missing
 from .discovery import HARBOR, MAINLINE, PR, UNREADABLE, RunDir, discover
 from .plan import RunPlan
 from .rundir import read_json_file
@@ -49,7 +56,7 @@ def unclassified_still_running(path: Path) -> str | None:
 # Whether the harness may still be writing a run, from which files exist (and, for Harbor, result.json's
 # finished_at), before the run's files are parsed.
 STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
-    PR: benchflow_pr.still_running, MAINLINE: benchflow_mainline.still_running, HARBOR: harbor.still_running,
+    PR: benchflow_pr.still_running, MAINLINE: result_missing, HARBOR: harbor.still_running,
     UNREADABLE: unclassified_still_running}
 Progress = Callable[[int, int, str], None]
 
@@ -104,24 +111,21 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
                            "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
                            "trial directories with result.json)", hint="name the jobs folder or a run directory")
     summary = ImportSummary()
-
-    def leave_out(run: RunDir, why: str) -> None:
-        summary.runs_unfinished += 1
-        summary.warnings.append(f"{run.path}: left out, the run may still be running ({why}); import it once it has "
-                                "finished, or now with --unfinished")
-
     for done, run in enumerate(runs):
         if progress:
             progress(done, len(runs), run.key)
         why = None if unfinished else STILL_RUNNING[run.kind](run.path)
         if why:
-            leave_out(run, why)
+            summary.runs_unfinished += 1
+            summary.warnings.append(f"{run.path}: left out, the run may still be running ({why}); import it once it has "
+                                    "finished, or now with --unfinished")
             continue
         try:
             if run.problem is not None:
                 raise run.problem
             plan = IMPORTERS[run.kind](run.path)
-            recorded = lineage.app.record(plan.batch(), dry_run=dry_run)
+            batch = plan.batch()
+            recorded = lineage.app.record(batch, dry_run=dry_run)
         except (StoreUnavailable, IntegrityFailure):
             raise
         except (LineageError, OSError) as exc:
@@ -140,7 +144,7 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
         summary.runs_skipped_known += appended == 0
         summary.warnings.extend(plan.warnings)
         if dry_run:
-            summary.facts.extend(_occurred(plan.batch(), recorded.new_facts))
+            summary.facts.extend(_occurred(batch, recorded.new_facts))
     if progress:
         progress(len(runs), len(runs), "")
     return summary
