@@ -9,6 +9,7 @@ message carries the PID) instead of failing on the first attempt.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,10 +18,14 @@ from typing import Any
 
 import duckdb
 
-from ..domain.errors import InvalidInput, StoreUnavailable
+from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
+#: Every read-model connection, ours or a user's: no files, network or extensions beyond the database itself,
+#: set when the connection opens (before any statement, so nothing stored in the file can run with them on).
+_SEALED = {"enable_external_access": False, "autoload_known_extensions": False, "autoinstall_known_extensions": False,
+           "allow_community_extensions": False, "allow_unsigned_extensions": False}
 
 
 class ReadModelDB:
@@ -29,24 +34,26 @@ class ReadModelDB:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path | str, *, timeout: float = 30.0, memory_limit: str = "256MB") -> ReadModelDB:
-        """Open (waiting for another process's lock); a file database gets a bounded buffer pool and rare checkpoints.
+    def open(cls, path: Path | str, *, timeout: float = 30.0, memory_limit: str = "256MB",
+             read_only: bool = False) -> ReadModelDB:
+        """Open (waiting for another process's lock) with a bounded buffer pool and rare checkpoints.
 
         The memory limit keeps a rebuild's footprint flat however long the log is (DuckDB spills to disk past
         it), and checkpointing every 256 MB of WAL instead of 16 MB keeps a rebuild from rewriting its tables
-        over and over as they grow.
+        over and over as they grow. `read_only` is for users' SQL: DuckDB itself then refuses every write, however
+        it is phrased (a writing CTE, `EXPLAIN ANALYZE` of DDL), and the configuration is locked as well, so a
+        statement cannot lift the memory cap or turn file access back on.
         """
         if not _MEMORY.match(memory_limit):
             raise InvalidInput(f"expected a DuckDB memory limit such as 256MB or 2GB, found {memory_limit!r}",
                                hint="check LINEAGE_DUCKDB_MEMORY")
-        db = cls._connect(path, timeout)
-        if db.path != ":memory:":
-            db.execute(f"SET memory_limit = '{memory_limit}'")
-            db.execute("SET checkpoint_threshold = '256MB'")
-        return db
+        config: dict[str, Any] = {**_SEALED, "memory_limit": memory_limit, "checkpoint_threshold": "256MB"}
+        if read_only:
+            config["lock_configuration"] = True
+        return cls._connect(path, timeout, config, read_only)
 
     @classmethod
-    def _connect(cls, path: Path | str, timeout: float) -> ReadModelDB:
+    def _connect(cls, path: Path | str, timeout: float, config: dict[str, Any], read_only: bool) -> ReadModelDB:
         target = str(path)
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -54,7 +61,7 @@ class ReadModelDB:
         delay = 0.05
         while True:
             try:
-                return cls(duckdb.connect(target), target)
+                return cls(duckdb.connect(target, read_only=read_only, config=config), target)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise StoreUnavailable(f"cannot open the read models at {target}: {exc}",
@@ -71,16 +78,18 @@ class ReadModelDB:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self.connection.execute("BEGIN TRANSACTION")
-        try:
-            yield self.connection
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        self.connection.execute("COMMIT")
+        with within_limits():
+            self.connection.execute("BEGIN TRANSACTION")
+            try:
+                yield self.connection
+            except BaseException:
+                self.connection.execute("ROLLBACK")
+                raise
+            self.connection.execute("COMMIT")
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
-        self.connection.execute(sql, params)
+        with within_limits():
+            self.connection.execute(sql, params)
 
     def append(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Bulk insert through DuckDB's appender (two orders of magnitude faster than executemany)."""
@@ -90,13 +99,15 @@ class ReadModelDB:
             appender.flush()
 
     def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
-        row = self.connection.execute(sql, params).fetchone()
+        with within_limits():
+            row = self.connection.execute(sql, params).fetchone()
         return row[0] if row else None
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.connection.execute(sql, params)
-        names = [d[0] for d in cursor.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        with within_limits():
+            cursor = self.connection.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def rows_if_tables_exist(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """`rows`, or [] when a table in the query does not exist yet (a new file)."""
@@ -105,22 +116,57 @@ class ReadModelDB:
         except duckdb.CatalogException:
             return []
 
-    def query(self, sql: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
-        """Run a user's read-only statement; errors become InvalidInput with DuckDB's own words."""
+    def query(self, sql: str, *, timeout: float | None = None) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+        """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
+
+        Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become ReadLimitExceeded.
+        """
+        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
+        if watchdog is not None:
+            watchdog.daemon = True
+            watchdog.start()
         try:
-            cursor = self.connection.execute(sql)
-        except duckdb.Error as exc:
-            raise InvalidInput(f"the SQL was refused: {exc}", hint="`lineage tables` lists the read models and their columns") from None
+            with within_limits(timeout):
+                try:
+                    cursor = self.connection.execute(sql)
+                except (duckdb.OutOfMemoryException, duckdb.InterruptException):
+                    raise
+                except duckdb.Error as exc:
+                    raise InvalidInput(f"the SQL was refused: {exc}",
+                                       hint="`lineage tables` lists the read models and their columns") from None
+        except BaseException:
+            if watchdog is not None:
+                watchdog.cancel()
+            raise
         names = [d[0] for d in cursor.description or ()]
 
         def batches() -> Iterator[tuple[Any, ...]]:
-            while chunk := cursor.fetchmany(2048):
-                yield from chunk
+            try:
+                with within_limits(timeout):
+                    while chunk := cursor.fetchmany(2048):
+                        yield from chunk
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
 
         return names, batches()
 
     def table_names(self) -> set[str]:
         return {row[0] for row in self.connection.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+
+
+@contextmanager
+def within_limits(timeout: float | None = None) -> Iterator[None]:
+    """DuckDB's memory cap and an interrupted statement become one clear error (exit 4), never a traceback."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException as exc:
+        raise ReadLimitExceeded(
+            f"the read models needed more memory than their cap allows: {str(exc).splitlines()[0]}",
+            hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)") from None
+    except duckdb.InterruptException:
+        raise ReadLimitExceeded(f"the query ran past its {timeout or 0:g} s timeout and was stopped",
+                                hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)") from None
 
 
 def _holder(message: str) -> str:

@@ -24,6 +24,7 @@ from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow, link
+from .chained_log import merge_chain
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -101,21 +102,6 @@ def _links(previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[s
     return links
 
 
-def merge_chain(events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]) -> Iterator[ChainRow]:
-    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
-    event, chain = next(events, None), next(links, None)
-    while event is not None or chain is not None:
-        if chain is None or (event is not None and event[0] < chain[0]):
-            yield ChainRow(event[0], event[1], event[2], event[3], bytes(event[4]), None, None)  # type: ignore[index]
-            event = next(events, None)
-        elif event is None or chain[0] < event[0]:
-            yield ChainRow(chain[0], None, None, None, None, chain[1], chain[2])
-            chain = next(links, None)
-        else:
-            yield ChainRow(event[0], event[1], event[2], event[3], bytes(event[4]), chain[1], chain[2])
-            event, chain = next(events, None), next(links, None)
-
-
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
         return [*super().construct_create_table_statements(),
@@ -159,15 +145,24 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         links = self._paged(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?")
         return merge_chain(events, links)
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, read
-        over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
+    def _plain_reader(self) -> sqlite3.Connection:
         if getattr(self, "_reader", None) is None:
             self._reader = sqlite3.connect(Path(self.datastore.pool.db_name).resolve().as_uri() + "?mode=ro", uri=True,
                                            check_same_thread=False)
-        cursor = self._reader.execute(
+        return self._reader
+
+    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, read
+        over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
+        cursor = self._plain_reader().execute(
             f"SELECT rowid, originator_id, originator_version, topic, CAST(state AS TEXT) FROM {self.events_table_name} "
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
+        return cursor.fetchall()
+
+    def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
+        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
+        cursor = self._plain_reader().execute(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
+                                      "ORDER BY position", (after, stop if stop is not None else 2**62))
         return cursor.fetchall()
 
     def chain_hash_at(self, position: int) -> str | None:
@@ -241,6 +236,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                              "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema), Identifier(self.events_table_name)),
                          (after, stop if stop is not None else 2**62, limit))
             return [(r["notification_id"], r["originator_id"], r["originator_version"], r["topic"], r["state"]) for r in curs.fetchall()]
+
+    def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
+        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(SQL("SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s AND position <= %s "
+                             "ORDER BY position").format(*self.chain_table), (after, stop if stop is not None else 2**62))
+            return [(r["position"], r["previous"], r["chain_hash"]) for r in curs.fetchall()]
 
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as curs:

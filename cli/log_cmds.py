@@ -97,10 +97,16 @@ def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None,
 
 @click.command()
 @click.option("--head", "kept_head", metavar="POS:HASH", help="A head printed earlier by `lineage head`; fail if it is gone.")
+@click.option("--read-models", "check_read_models", is_flag=True,
+              help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).")
 @format_option(default="table")
 @click.pass_obj
-def verify(lineage: Lineage, kept_head: str | None, fmt: str) -> None:
-    """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not)."""
+def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
+    """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
+
+    With --read-models, also show that the read-model file (a cache others may be able to write) holds exactly
+    what a rebuild from the log would.
+    """
     head = None
     if kept_head:
         try:
@@ -111,6 +117,13 @@ def verify(lineage: Lineage, kept_head: str | None, fmt: str) -> None:
     document = {"intact": report.intact, "events": report.events, "head": str(report.head) if report.head else None,
                 "first_bad_position": report.first_bad_position, "problem": report.problem,
                 "checked_head": str(report.checked_head) if report.checked_head else None}
+    differing: list[str] = []
+    if check_read_models and report.intact:
+        from ..projections.runner import differences_from_rebuild
+
+        position, differing = differences_from_rebuild(lineage)
+        document["read_models"] = (f"differ from a rebuild at position {position}: {', '.join(differing)}" if differing
+                                   else f"match a rebuild at position {position}")
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
     else:
@@ -118,6 +131,9 @@ def verify(lineage: Lineage, kept_head: str | None, fmt: str) -> None:
     if not report.intact:
         raise IntegrityFailure(f"the log is not intact: {report.problem}",
                                hint="restore the store from a backup taken before that position")
+    if differing:
+        raise IntegrityFailure(f"the read models were changed outside rollout-lineage: {', '.join(differing)} differ "
+                               "from a rebuild from the log", hint="run `lineage rebuild`; the log itself is intact")
 
 
 @click.command()

@@ -8,7 +8,7 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from ..projections.runner import PROJECTIONS, rebuild
+from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
 from .common import as_of_option, read_models
 from .output import format_option, note, write_rows
 
@@ -18,25 +18,29 @@ READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 @click.command()
 @click.argument("query")
 @as_of_option
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="Seconds the query may run (and stream) before it is stopped (exit 4).")
 @format_option()
 @click.pass_obj
-def sql(lineage: Lineage, query: str, as_of: str | None, fmt: str) -> None:
+def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
     """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
+
+    The query runs on a read-only connection with file access, extensions and configuration changes off, under
+    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout.
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
-    with read_models(lineage, as_of) as models:
-        connection = models.db.connection
+    with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
         try:
-            kinds = [statement.type.name for statement in connection.extract_statements(query)]
+            kinds = [statement.type.name for statement in db.connection.extract_statements(query)]
         except Exception as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
             raise InvalidInput(f"the SQL does not parse: {exc}") from None
         refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
         if refused or not kinds:
+            # The connection refuses writes anyway; this names the problem before DuckDB's words do.
             raise InvalidInput(f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
                                hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead")
-        connection.execute("SET enable_external_access = false")  # no COPY TO, ATTACH or file reads from user SQL
-        columns, rows = models.db.query(query)
+        columns, rows = db.query(query, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
 

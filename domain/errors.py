@@ -64,6 +64,12 @@ class StoreUnavailable(LineageError):
     exit_code = 4
 
 
+class ReadLimitExceeded(LineageError):
+    """A read needed more than it may take: the read models' memory cap or the statement timeout."""
+
+    exit_code = 4
+
+
 class IntegrityFailure(LineageError):
     """Evidence does not match: a tampered log, a snapshot tar whose digests differ, a head that moved."""
 

@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .errors import IntegrityFailure
+
 GENESIS = "sha256:" + "0" * 64
 
 
@@ -68,10 +70,11 @@ class ChainReport:
 class ChainWalker:
     """Walks rows in position order, stopping at the first break (later links depend on it anyway)."""
 
-    def __init__(self) -> None:
-        self.report = ChainReport()
-        self._previous_position = 0
-        self._previous_hash = GENESIS
+    def __init__(self, start: Head | None = None) -> None:
+        """Walk from the log's beginning, or from a head already checked (a reader resuming where it stopped)."""
+        self.report = ChainReport(head=start)
+        self._previous_position = start.position if start else 0
+        self._previous_hash = start.chain_hash if start else GENESIS
 
     def feed(self, rows: Iterable[ChainRow]) -> bool:
         for row in rows:
@@ -106,9 +109,25 @@ class ChainWalker:
         self.report.checked_head = kept
         if self.report.problem is not None:
             return
+        if kept.position == 0:  # the head of an empty log: genesis, which every log extends
+            stored_hash_at = GENESIS
         if stored_hash_at is None:
             self._fail(kept.position, f"the kept head {kept} is missing: the log ends at "
                                       f"{self.report.head or 'position 0'}, so its tail was truncated")
         elif stored_hash_at != kept.chain_hash:
             self._fail(kept.position, f"the kept head {kept} differs from the stored link at that position "
                                       f"({stored_hash_at}); the log was rewritten")
+
+
+def check_window(start: Head | None, rows: Iterable[ChainRow]) -> Head | None:
+    """Check one window of the log against its chain, continuing from `start`; returns the window's last head.
+
+    Readers call this on every page they project, so nothing broken ever reaches a read model.
+    """
+    walker = ChainWalker(start)
+    if not walker.feed(rows):
+        raise IntegrityFailure(f"the log's hash chain is broken at position {walker.report.first_bad_position}: "
+                               f"{walker.report.problem}; the read models stop before it",
+                               hint="run `lineage verify` for the whole report, and restore the store from a backup "
+                                    "or a kept head; nothing after the break is shown")
+    return walker.report.head

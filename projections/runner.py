@@ -10,14 +10,22 @@ in-memory database, so they are what the log said at that position and nothing l
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import duckdb
 
 from ..adapters.duckdb_store import ReadModelDB
+from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.log_reader import raw_pages
+from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.events import TOPIC_PREFIX
+from ..domain.integrity import Head, check_window
 from . import custody, forks, lineage, log_table, runs, stages
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
@@ -31,46 +39,81 @@ PROJECTIONS: tuple[Projection, ...] = (
 PAGE = 50_000
 BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
+    # The chain hash at the tracked position: a read-model file is a faithful prefix of a log only while the log
+    # still holds that hash there (another store, a rewritten or truncated log all differ).
+    "ALTER TABLE lineage_tracking ADD COLUMN IF NOT EXISTS head_hash VARCHAR",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
-    # JSON null inside a fact means "absent": read models show SQL NULL for it.
-    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
     f"CREATE TABLE IF NOT EXISTS {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
     "originator_version INTEGER, topic VARCHAR, state VARCHAR)",
 )
+#: Re-created from code on every open, so an edited macro or view in the file never runs (they are cheap).
+DEFINITIONS = (
+    # JSON null inside a fact means "absent": read models show SQL NULL for it.
+    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
+)
 TRACKING_NAME = "lineage"
+T = TypeVar("T")
 
 
 def tracked_position(db: ReadModelDB) -> int:
     return db.scalar("SELECT position FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]) or 0
 
 
+def _tracked_head(db: ReadModelDB) -> Head | None:
+    row = db.rows("SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
+    return Head(row[0]["position"], row[0]["head_hash"]) if row and row[0]["position"] and row[0]["head_hash"] else None
+
+
 def _fingerprint() -> str:
     """Changes whenever any DDL, view or macro text changes (views are cheap to recreate, so any edit does)."""
-    text = "\n".join([*BOOKKEEPING, *(s for p in PROJECTIONS for s in (*p.create_statements(), *p.view_statements(),
-                                                                       f"{p.name}={p.version}"))])
+    text = "\n".join([*BOOKKEEPING, *DEFINITIONS, *(s for p in PROJECTIONS for s in (*p.create_statements(), *p.view_statements(),
+                                                                                    f"{p.name}={p.version}"))])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _up_to_date(db: ReadModelDB, store: str, log_position: int | None) -> bool:
-    """The fast path every read takes: one query says the schema is current and the log has not shrunk."""
-    row = db.rows_if_tables_exist("SELECT t.store, t.position, s.fingerprint FROM lineage_tracking t, lineage_schema s "
-                                  "WHERE t.name = ?", [TRACKING_NAME])
-    return bool(row) and row[0]["store"] == store and row[0]["fingerprint"] == _fingerprint() and (
-        log_position is None or row[0]["position"] <= log_position)
+def _definitions() -> list[str]:
+    return [*DEFINITIONS, *(statement for p in PROJECTIONS for statement in p.view_statements())]
 
 
-def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) -> None:
-    """Create what is missing; rebuild what is stale (another store, a shorter log, a projection's new version)."""
-    if _up_to_date(db, store, log_position):
+def _state(db: ReadModelDB) -> dict[str, Any] | None:
+    """What the file says it holds: store, position, head hash, schema fingerprint (None for a new or old file)."""
+    try:
+        rows = db.connection.execute("SELECT t.store, t.position, t.head_hash, s.fingerprint FROM lineage_tracking t, "
+                                     "lineage_schema s WHERE t.name = ?", [TRACKING_NAME]).fetchall()
+    except (duckdb.CatalogException, duckdb.BinderException):
+        return None
+    return dict(zip(("store", "position", "head_hash", "fingerprint"), rows[0], strict=True)) if rows else None
+
+
+def _faithful(state: dict[str, Any], log: Any) -> bool:
+    """The file was built from a prefix of this very log: the log still holds the recorded head at that position."""
+    if not state["position"] or not isinstance(log, ChainedLog):
+        return True
+    return state["head_hash"] is not None and log.chain_hash_at(state["position"]) == state["head_hash"]
+
+
+def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
+    """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
+    projection's new version); re-create every macro and view from code."""
+    state = _state(db)
+    log_position = (log.max_notification_id() or 0) if log is not None else None
+    if (state is not None and state["store"] == store and state["fingerprint"] == _fingerprint()
+            and (log_position is None or state["position"] <= log_position) and _faithful(state, log)):
+        with db.transaction():
+            for statement in _definitions():
+                db.execute(statement)
         return
     with db.transaction():
-        for statement in BOOKKEEPING:
+        for statement in (*BOOKKEEPING, *DEFINITIONS):
             db.execute(statement)
-        tracked_store = db.scalar("SELECT store FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
         versions = {row["name"]: row["version"] for row in db.rows("SELECT * FROM lineage_projection_versions")}
-        stale_log = (tracked_store not in (None, store) or versions.get("events", log_table.PROJECTION.version) != log_table.PROJECTION.version
-                     or (log_position is not None and tracked_position(db) > log_position))
+        tracked = db.rows("SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
+        stale_log = bool(tracked) and (
+            tracked[0]["store"] != store
+            or versions.get("events", log_table.PROJECTION.version) != log_table.PROJECTION.version
+            or (log_position is not None and tracked[0]["position"] > log_position)
+            or not _faithful(tracked[0], log))
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
                 _drop(db, projection)
@@ -88,7 +131,7 @@ def ensure_schema(db: ReadModelDB, store: str, log_position: int | None = None) 
             for statement in projection.view_statements():
                 db.execute(statement)
             db.execute("INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)", [projection.name, projection.version])
-        db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
+        db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
 
@@ -103,11 +146,15 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
 
 def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: int = PAGE,
              inside_page: Callable[[int], None] | None = None) -> int:
-    """Apply every event after the tracked position (up to `stop`); returns the new tracked position."""
+    """Apply every event after the tracked position (up to `stop`); returns the new tracked position.
+
+    Every page is checked against the log's hash chain before it is applied (continuing from the head kept in
+    the file), so a broken chain stops the read models before the break (IntegrityFailure, exit 3).
+    """
     last = tracked_position(db)
     if stop is not None and last >= stop:
         return last
-    for rows in _prefetched(_page_rows(recorder, last, stop, page)):
+    for rows, head in _prefetched(_checked_pages(recorder, _tracked_head(db), last, stop, page)):
         high = rows[-1][0]
         page_types = {row[3].removeprefix(TOPIC_PREFIX) for row in rows}
         with db.transaction():
@@ -120,13 +167,34 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
                         db.execute(statement, {"lo": last, "hi": high})
             if inside_page is not None:
                 inside_page(high)  # tests use this to die mid-page
-            db.execute("UPDATE lineage_tracking SET position = ? WHERE name = ? AND position = ?", [high, TRACKING_NAME, last])
+            db.execute("UPDATE lineage_tracking SET position = ?, head_hash = ? WHERE name = ? AND position = ?",
+                       [high, head.chain_hash if head else None, TRACKING_NAME, last])
         last = high
     return last
 
 
+def _checked_pages(recorder: Any, head: Head | None, after: int, stop: int | None,
+                   page: int) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
+    """Pages of the log with the chain head at each page's end; a store without a chain (in memory) is not checked."""
+    chained = isinstance(recorder, ChainedLog)
+    if chained and after and head is None:
+        raise IntegrityFailure(f"the read models are at position {after} but do not say which log head they were built from",
+                               hint="run `lineage rebuild`")
+    for rows in _page_rows(recorder, after, stop, page):
+        if chained:
+            high = rows[-1][0]
+            events = ((r[0], r[1], r[2], r[3], r[4].encode()) for r in rows)
+            head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
+            after = high
+        yield rows, head
+    if chained:
+        tail = recorder.chain_links(after, stop)
+        if tail and not recorder.log_rows(after, tail[0][0], 1):  # links past the last event: its events were deleted
+            check_window(head, merge_chain(iter(()), iter(tail)))
+
+
 def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterator[list[tuple[Any, ...]]]:
-    """Pages of (position, originator id, version, topic, state) rows, straight from the store when it can."""
+    """Pages of (position, originator id hex, version, topic, state) rows, straight from the store when it can."""
     if hasattr(recorder, "log_rows"):
         while rows := recorder.log_rows(after, stop, page):
             yield rows
@@ -136,7 +204,7 @@ def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterat
         yield [(n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode()) for n in notifications]
 
 
-def _prefetched(pages: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[tuple[Any, ...]]]:
+def _prefetched(pages: Iterator[T]) -> Iterator[T]:
     """Read the next page from the store while DuckDB applies this one (DuckDB releases the GIL)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
         pending = reader.submit(next, pages, None)
@@ -179,17 +247,23 @@ class ReadModels:
         self.close()
 
 
-def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now: bool = True) -> ReadModels:
+def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now: bool = True,
+                     path: Path | str | None = None) -> ReadModels:
+    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
     recorder = lineage.app.recorder
     store = lineage.store_url.redacted()
     if as_of is not None:
-        db = ReadModelDB.open(":memory:")
-        ensure_schema(db, store)
-        return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
+        db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)
+        try:
+            ensure_schema(db, store)
+            return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
+        except BaseException:
+            db.close()
+            raise
     db = ReadModelDB.open(lineage.settings.projections_path, timeout=lineage.settings.lock_timeout_s,
                           memory_limit=lineage.settings.duckdb_memory)
     try:
-        ensure_schema(db, store, lineage.position())
+        ensure_schema(db, store, recorder)
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
     except BaseException:
         db.close()
@@ -197,12 +271,63 @@ def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now
     return ReadModels(db, position)
 
 
+@contextmanager
+def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[ReadModelDB]:
+    """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
+
+    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
+    extensions and the memory cap out of reach. `--as-of` answers are built in a scratch file first, because an
+    in-memory database cannot be opened read-only.
+    """
+    settings = lineage.settings
+    with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
+        path: Path | str = settings.projections_path
+        if as_of is not None:
+            path = Path(scratch) / "as-of.duckdb"
+        with open_read_models(lineage, as_of=as_of, path=path):
+            pass
+        db = ReadModelDB.open(path, timeout=settings.lock_timeout_s, memory_limit=settings.duckdb_memory, read_only=True)
+        try:
+            yield db
+        finally:
+            db.close()
+
+
+def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
+    """Compare every projection table in the read-model file with a rebuild from the log up to the same position.
+
+    The file is a cache anyone with write access to it could edit; this is how an auditor shows it was not. Views
+    and macros need no check: they are re-created from code on every open.
+    """
+    with tempfile.TemporaryDirectory(prefix="lineage-check-") as scratch:
+        with open_read_models(lineage) as models:
+            position = models.position
+            kept = _table_digests(models.db)
+        with open_read_models(lineage, as_of=position, path=Path(scratch) / "rebuild.duckdb") as fresh:
+            rebuilt = _table_digests(fresh.db)
+    return position, sorted(name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name))
+
+
+def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
+    names = [name for projection in PROJECTIONS for name in projection.tables]
+    return {name: tuple(db.connection.execute(f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t").fetchone())
+            for name in names}
+
+
 def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
-    """POSITION, or an ISO-8601 time: the last position recorded at or before it (what we knew then)."""
+    """POSITION, or an ISO-8601 time: the last position before the first one recorded after it (what we knew then).
+
+    "Before the first later one" rather than "the last one at or before": a writer whose clock ran behind may have
+    left an early time after later ones, and what the log held at TIME is a prefix of it, never a selection.
+    """
     if text is None:
         return None
     if text.isdigit():
+        if len(text) > 18:
+            raise InvalidInput(f"expected a log position (at most 18 digits), found {len(text)} digits",
+                               hint="`lineage head` shows the log's last position")
         return int(text)
     moment = parse_moment(text, "--as-of", "a log position or an ISO-8601 time")
     with open_read_models(lineage) as models:
-        return models.db.scalar("SELECT coalesce(max(position), 0) FROM events WHERE recorded_at <= ?", [moment])
+        return models.db.scalar("SELECT coalesce(max(position), 0) FROM events WHERE position < coalesce("
+                                "(SELECT min(position) FROM events WHERE recorded_at > ?), 9223372036854775807)", [moment])
