@@ -20,7 +20,7 @@ CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WH
 
 PROJECTION = Projection(
     name="forks",
-    version=2,
+    version=3,
     tables={
         "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
                          "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
@@ -51,10 +51,13 @@ PROJECTION = Projection(
             FROM {facts_of("'fork.child_restored'", RESTORED)}""",
         f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
             FROM {facts_of("'fork.closed'", {"run": "VARCHAR", "fork": "VARCHAR", "outcome": "VARCHAR", "value": "DOUBLE", "error": "VARCHAR"})}""",
-        # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view).
+        # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The test
+        # map is read once as a MAP and unnested: extracting each key from the JSON again (`tests->>key`) costs
+        # O(tests) per key, so one run of 2,000 tests used to exhaust the memory cap.
         f"""INSERT INTO test_outcomes
-            SELECT position, run, fork, idx, test, tests->>test FROM (
-                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx, j.tests AS tests, unnest(json_keys(j.tests)) AS test
+            SELECT position, run, fork, idx, test.key, test.value FROM (
+                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx,
+                       unnest(map_entries(CAST(j.tests AS MAP(VARCHAR, VARCHAR)))) AS test
                 FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", OUTCOME)})
             ORDER BY position""",
     ),
