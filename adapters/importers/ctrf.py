@@ -12,7 +12,7 @@ from typing import get_args
 
 from ...domain.vocabulary import CtrfStatus
 from .fields import invalid
-from .rundir import MAX_CTRF_BYTES, RunFolder
+from .rundir import CTRF_CAP_FACTOR, RunFolder
 
 STATUSES = frozenset(get_args(CtrfStatus))
 
@@ -39,7 +39,7 @@ def parse_ctrf(document: object, where: str) -> dict[str, str]:
 def read_ctrf(folder: RunFolder, *candidates: str) -> dict[str, str] | None:
     """Outcomes from the first candidate file that exists, or None (not observed, which differs from {})."""
     for relative in candidates:
-        document = folder.read_json(relative, cap=MAX_CTRF_BYTES)
+        document = folder.read_json(relative, cap_factor=CTRF_CAP_FACTOR)
         if document is not None or folder.exists(relative):
             return parse_ctrf(document, str(folder.root / relative))
     return None

@@ -25,8 +25,8 @@ from ...domain.errors import InvalidInput, MalformedJSON
 
 #: Largest JSON file an importer reads into memory (read at call time, so tests can lower it).
 MAX_JSON_BYTES = 16 * 1024 * 1024
-#: A CTRF report lists every test with its timings: 200,000 tests are about 50 MB.
-MAX_CTRF_BYTES = 256 * 1024 * 1024
+#: A CTRF report lists every test with its timings (200,000 tests are about 50 MB), so it may be this much larger.
+CTRF_CAP_FACTOR = 16
 CHUNK = 1 << 20
 NOTHING_APPENDED = "nothing was appended for this run; fix or remove the file and import again"
 
@@ -60,12 +60,12 @@ class RunFolder:
         path = self.resolve(relative)
         return path is not None and path.is_dir()
 
-    def read_json(self, relative: str | Path, *, cap: int = MAX_JSON_BYTES) -> Any:
+    def read_json(self, relative: str | Path, *, cap_factor: int = 1) -> Any:
         """The parsed JSON of a file, or None if the file does not exist."""
         path = self.resolve(relative)
         if path is None:
             return None
-        return read_json_file(path, cap=cap)
+        return read_json_file(path, cap_factor=cap_factor)
 
     def sha256(self, relative: str | Path) -> str:
         path = self.resolve(relative)
@@ -126,7 +126,8 @@ def require_regular(path: Path) -> None:
                            hint=NOTHING_APPENDED)
 
 
-def read_json_file(path: Path, *, cap: int = MAX_JSON_BYTES) -> Any:
+def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
+    cap = MAX_JSON_BYTES * cap_factor
     require_regular(path)
     try:
         with open(path, "rb") as handle:

@@ -184,7 +184,8 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
         target.unlink()
         target.mkdir()
     elif kind == "over_cap":
-        target.write_bytes(data + b" " * (CAP + 1 - len(data) + draw(st.integers(0, 4096))))
+        cap = CAP * (rundir.CTRF_CAP_FACTOR if target.name == "ctrf.json" else 1)  # CTRF reports may be larger
+        target.write_bytes(data + b" " * (cap + 1 - len(data) + draw(st.integers(0, 4096))))
     elif kind == "stray_file":
         folder = target.parent / draw(st.sampled_from(["", "branches", "branches/n9/children/n10", "verifier"]))
         folder.mkdir(parents=True, exist_ok=True)
