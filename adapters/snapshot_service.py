@@ -16,6 +16,7 @@ time, so a long `docker load` never holds the DuckDB lock.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -128,6 +129,34 @@ def resolve_tar(recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterab
     return None, tried
 
 
+def check_export_tars(rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool) -> None:
+    """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
+    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Updates the rows in place."""
+    for row in rows:
+        if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
+            continue
+        path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
+        problem = None
+        if path is None:
+            problem = f"its exported tar is gone (looked at {', '.join(tried)})"
+        elif rehash and (digest := _sha256_of(path)) != row["export_sha256"]:
+            problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
+        if problem is None:
+            continue
+        if row["captured"] and not row["discarded"]:
+            row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
+        else:
+            row.update(restorable=False, restorable_because=problem)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest()
+
+
 class SnapshotService:
     def __init__(self, lineage: Any, catalog: Catalog, engine: DockerEngine | None = None) -> None:
         self.lineage = lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
@@ -206,14 +235,16 @@ class SnapshotService:
         try:
             self._check_evidence(ref, path, report, tar_sha256, image_id, against)
             if adoption:
-                self.lineage.app.record(adoption, dry_run=True)  # a conflicting adoption is refused before loading
+                self.lineage.app.record(adoption, dry_run=True, verified_here=True)  # a conflict is refused before loading
             engine = self._engine_identity()
             self._load(ref, path, expected_id)
+        except StoreUnavailable:
+            raise  # the engine is away: that says nothing about the tar, so nothing is recorded
         except LineageError as exc:
             return self._reject(ref, report.tar_sha256, path, exc)
         imported = f.SnapshotImported(ref=ref, engine=engine, image_id=expected_id, tar_sha256=report.tar_sha256,
                                       tar_path=str(path))
-        self.lineage.record([*adoption, imported])
+        self.lineage.app.record([*adoption, imported], verified_here=True)
         return Outcome(ref, "adopted" if adopt else "imported", str(path), report.tar_sha256, expected_id, engine)
 
     @staticmethod
@@ -227,6 +258,10 @@ class SnapshotService:
             found.append(f"it holds image {report.image_id}, but {against} has image {image_id} (a different world).")
         if report.image_id is not None and not _tar_names(ref, report):
             found.append(f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve.")
+        others = [tag for tag in report.repo_tags if _canonical_tag(tag) != _canonical_tag(ref)]
+        if others:
+            found.append(f"it also tags {others}; loading it would re-point those names in the engine, and only "
+                         f"{ref!r} may be loaded.")
         found += report.problems  # after the digest findings: a long list of problems is clipped in the log
         if found:
             raise SnapshotDigestMismatch(f"Tar {str(path)!r} for snapshot {ref!r} does not match {against}: "
@@ -234,8 +269,9 @@ class SnapshotService:
 
     def _reject(self, ref: str, tar_sha256: str | None, tar_path: Path | str | None, error: LineageError) -> Outcome:
         reason = _clip(str(error))
-        self.lineage.record([f.SnapshotImportRejected(ref=ref, tar_sha256=tar_sha256,
-                                                      tar_path=str(tar_path) if tar_path else None, reason=reason)])
+        self.lineage.app.record([f.SnapshotImportRejected(ref=ref, tar_sha256=tar_sha256,
+                                                          tar_path=str(tar_path) if tar_path else None, reason=reason)],
+                                verified_here=True)
         return Outcome(ref, "rejected", str(tar_path) if tar_path else None, tar_sha256, reason=reason, error=error)
 
     def _engine_identity(self) -> str:
@@ -276,6 +312,8 @@ class SnapshotService:
                                  hint="`lineage snapshots list` shows the recorded refs")
         try:
             path, tar_sha256, image_id = self._export(ref, Path(dest_dir))
+        except StoreUnavailable:
+            raise  # the engine is away: the snapshot may export fine later, so nothing is recorded
         except LineageError as exc:
             self.lineage.record([f.SnapshotExportFailed(ref=ref, error=_clip(str(exc)))])
             raise

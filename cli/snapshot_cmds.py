@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
+from ..adapters.snapshot_service import Outcome, SnapshotService, check_export_tars, worst_error
 from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
@@ -130,15 +130,21 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
 
 @snapshots.command("list")
 @click.option("--run", "run_key", metavar="RUN", help="Only the snapshots captured by this run.")
+@click.option("--check", is_flag=True, help="Re-hash each exported tar a snapshot's restorability rests on "
+                                            "(without it, only that the tar is still there is checked).")
 @as_of_option
 @format_option()
 @click.pass_obj
-def list_command(lineage: Lineage, run_key: str | None, as_of: str | None, fmt: str) -> None:
+def list_command(lineage: Lineage, run_key: str | None, check: bool, as_of: str | None, fmt: str) -> None:
     """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports, adopted) and whether
-    a world can be restored from it now, and why. table and markdown show the main columns; csv, json and jsonl
-    every column (export path and image id, imported image id, last rejection)."""
+    a world can be restored from it now, and why. A snapshot restorable only through its exported tar is not
+    restorable once that tar is gone (or, with --check, no longer has its recorded sha256). table and markdown
+    show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
+    rejection)."""
     with read_models(lineage, as_of) as models:
         rows = snapshot_queries.lifetimes(models.db, run_key)
+        run_dirs = snapshot_queries.run_directories(models.db)
+    check_export_tars(rows, run_dirs, rehash=check)
     write_rows(rows, LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS, fmt)
 
 

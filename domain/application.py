@@ -24,7 +24,7 @@ from eventsourcing.persistence import IntegrityError, InterfaceError, Operationa
 
 from . import facts as f
 from .aggregates import AGGREGATE_FOR_SUBJECT
-from .errors import SnapshotNotRestorable, StoreUnavailable
+from .errors import ClaimRefused, SnapshotNotRestorable, StoreUnavailable
 from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 
@@ -75,6 +75,16 @@ def expand(entry: Entry) -> list[Entry]:
     return [entry, *captures]
 
 
+def _refuse_claims(batch: Sequence[Entry]) -> None:
+    claimed = [entry.fact for entry in batch if entry.fact.verified_here]
+    if claimed:
+        fact = claimed[0]
+        raise ClaimRefused(f"expected facts a harness or importer observed, found {fact.type!r} for {fact.subject_key()!r}, "
+                           f"which asserts a verification only {fact.verified_here} performs (nothing was recorded)",
+                           hint="record what you observed (e.g. snapshot.exported with the tar's digest) and let "
+                                "`lineage snapshots import` verify and load the tar")
+
+
 class LineageApp(Application[UUID]):
     name = "lineage"
 
@@ -90,11 +100,18 @@ class LineageApp(Application[UUID]):
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def record(self, entries: Iterable[Entry | f.Fact], *, dry_run: bool = False) -> Recorded:
-        """Append the facts that are new, all in one transaction; with dry_run, only say which they are."""
+    def record(self, entries: Iterable[Entry | f.Fact], *, dry_run: bool = False, verified_here: bool = False) -> Recorded:
+        """Append the facts that are new, all in one transaction; with dry_run, only say which they are.
+
+        Facts that assert a verification this tool performs (`Fact.verified_here`) are refused unless the caller is
+        the code that performed it and says so; everyone else (ingest, importers, harnesses) may only state what
+        they saw.
+        """
         with _collector_paused():
-            return self._record([e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))],
-                                dry_run)
+            batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
+            if not verified_here:
+                _refuse_claims(batch)
+            return self._record(batch, dry_run)
 
     def _record(self, batch: list[Entry], dry_run: bool) -> Recorded:
         for attempt in range(1, MAX_ATTEMPTS + 1):

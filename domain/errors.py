@@ -26,6 +26,10 @@ class InvalidFact(LineageError):
     """A fact failed validation: a field is missing, of the wrong type, or outside the vocabulary."""
 
 
+class ClaimRefused(InvalidFact):
+    """A fact that asserts a verification rollout-lineage performs itself, sent by someone else."""
+
+
 class InvariantViolated(LineageError):
     """A fact is well formed but contradicts what the log already holds (nothing was recorded)."""
 

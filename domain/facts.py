@@ -63,6 +63,9 @@ class Fact(Model):
     """Base of every fact. `type` is the stable name used in JSON lines and event topics."""
 
     subject_kind: ClassVar[str] = "run"
+    #: Set on facts that assert a check rollout-lineage performed itself (a tar verified, an image loaded): only
+    #: the code that performed it may record them; `ingest` and the Python API refuse them (see `LineageApp.record`).
+    verified_here: ClassVar[str | None] = None
 
     def subject_key(self) -> str:
         return self.run  # type: ignore[attr-defined]
@@ -395,6 +398,7 @@ class SnapshotDiscarded(SnapshotFact):
 
 
 class SnapshotImported(SnapshotFact):
+    verified_here: ClassVar[str | None] = "`lineage snapshots import` (it verifies the tar, loads it and checks the image id)"
     type: Literal["snapshot.imported"] = "snapshot.imported"
     ref: Key
     engine: Key
@@ -404,6 +408,7 @@ class SnapshotImported(SnapshotFact):
 
 
 class SnapshotImportRejected(SnapshotFact):
+    verified_here: ClassVar[str | None] = "`lineage snapshots import` (a rejection is the result of its verification)"
     type: Literal["snapshot.import_rejected"] = "snapshot.import_rejected"
     ref: Key
     tar_sha256: Digest | None = None
@@ -414,6 +419,7 @@ class SnapshotImportRejected(SnapshotFact):
 class SnapshotAdopted(SnapshotFact):
     """A tar that matches no recorded export, taken in on purpose: its provenance is unknown."""
 
+    verified_here: ClassVar[str | None] = "`lineage snapshots import --adopt` (it verifies the tar before adopting it)"
     type: Literal["snapshot.adopted"] = "snapshot.adopted"
     ref: Key
     tar_sha256: Digest

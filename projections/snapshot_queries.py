@@ -72,6 +72,12 @@ def lifetimes(db: ReadModelDB, run: str | None = None) -> list[dict[str, Any]]:
     return db.rows("SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run])
 
 
+def run_directories(db: ReadModelDB) -> dict[str, list[str]]:
+    """Where each run's files were last seen, newest first (a moved run keeps its exported tars in `snapshots/`)."""
+    rows = db.rows("SELECT run, list(path ORDER BY position DESC) AS paths FROM run_locations GROUP BY run")
+    return {row["run"]: row["paths"] for row in rows}
+
+
 def lifetime_with_events(db: ReadModelDB, ref: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One ref's `snapshots` row and its `snapshot_events` in log order; UnknownSubject when nothing is recorded."""
     found = db.rows("SELECT * FROM snapshots WHERE ref = ?", [ref])

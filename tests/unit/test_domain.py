@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
-from rollout_lineage.domain.errors import (ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
+from rollout_lineage.domain.errors import (ClaimRefused, ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
                                            StageNotRecorded, UnknownSubject)
 from tests.scenarios import ABLATE_IMPLIED, ablate_run_facts
 
@@ -29,10 +29,10 @@ def fork(stage: str | None = "env-ready", node: str = "root", **delta: object) -
     return f.ForkOpened(run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta))
 
 
-def refused(app: LineageApp, error: type[Exception], *facts: f.Fact) -> str:
+def refused(app: LineageApp, error: type[Exception], *facts: f.Fact, verified_here: bool = False) -> str:
     before = app.position()
     with pytest.raises(error) as caught:
-        app.record(facts)
+        app.record(facts, verified_here=verified_here)
     assert app.position() == before, "a refused batch must append nothing"
     return str(caught.value)
 
@@ -186,11 +186,26 @@ def test_a_discarded_unexported_snapshot_cannot_be_restored(app: LineageApp) -> 
 
 def test_snapshot_lifetime_needs_a_capture_and_adoption_needs_an_unknown_ref(app: LineageApp) -> None:
     refused(app, UnknownSubject, f.SnapshotExported(ref="never-seen", path="/x.tar", sha256="sha256:" + "4" * 64))
-    refused(app, InvariantViolated, f.SnapshotAdopted(ref="snap-a", tar_sha256="sha256:" + "4" * 64))
-    app.record([f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64)])
+    refused(app, InvariantViolated, f.SnapshotAdopted(ref="snap-a", tar_sha256="sha256:" + "4" * 64), verified_here=True)
+    app.record([f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64)], verified_here=True)
     assert app.snapshot("stray").restorable() == (True, "adopted from a tar of unknown provenance")
-    app.record([f.SnapshotImportRejected(ref="unknown-tag", tar_sha256="sha256:" + "5" * 64, reason="no export matches")])
+    app.record([f.SnapshotImportRejected(ref="unknown-tag", tar_sha256="sha256:" + "5" * 64, reason="no export matches")],
+               verified_here=True)
     assert app.snapshot("unknown-tag").restorable()[0] is False
+
+
+@pytest.mark.parametrize("claim", [
+    f.SnapshotImported(ref="snap-a", engine="forged (x)", image_id="sha256:" + "6" * 64, tar_sha256="sha256:" + "7" * 64),
+    f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64),
+    f.SnapshotImportRejected(ref="snap-a", reason="forged rejection"),
+], ids=lambda fact: fact.type)
+def test_verifications_this_tool_performs_cannot_be_claimed_by_others(app: LineageApp, claim: f.Fact) -> None:
+    """A discarded snapshot must not become "restorable: imported" because someone said so."""
+    app.record([f.RunRegistered(run=RUN, task="task"), f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a"),
+                f.SnapshotDiscarded(ref="snap-a")])
+    message = refused(app, ClaimRefused, f.RunRegistered(run="other", task="task"), claim)
+    assert claim.type in message and "lineage snapshots import" in message
+    assert app.snapshot("snap-a").restorable()[0] is False
 
 
 def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured(app: LineageApp) -> None:
