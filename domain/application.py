@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 
 MAX_ATTEMPTS = 8
+#: Every stored state starts with its recording time (see `events.encode_state`).
+_RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
 
 
 class Entry(NamedTuple):
@@ -148,7 +151,7 @@ class LineageApp(Application[UUID]):
         aggregates: dict[tuple[str, str], Any] = {subject: self._load(agg_id) if agg_id in existing else None
                                                   for subject, agg_id in ids.items()}
         events: list[Any] = []
-        now = self.clock()  # one transaction, one recording time
+        now = self._recording_time()  # one transaction, one recording time
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
         for fact, occurred_at in batch:
             subject = (fact.subject_kind, fact.subject_key())
@@ -163,6 +166,25 @@ class LineageApp(Application[UUID]):
             aggregates[subject] = event.mutate(agg)
             events.append(event)
         return events
+
+    def _recording_time(self) -> datetime:
+        """Now, or the log's last recording time when this writer's clock is behind it: recorded time never goes
+        backwards along the log, so "what the log held at TIME" is always a prefix of it.
+
+        Two writers racing with skewed clocks can still leave an earlier time after a later one (the tail is read
+        before the write lock is taken); readers resolve a time to the position before the first later one, so
+        even then `--as-of TIME` is a prefix.
+        """
+        now = self.clock()
+        last = self.recorder.max_notification_id()
+        if last:
+            tail = self.recorder.select_notifications(start=last, limit=1)
+            match = _RECORDED_AT.match(tail[0].state[:80]) if tail else None
+            if match:
+                recorded = datetime.fromisoformat(match[1].decode())
+                if recorded > now:
+                    return recorded
+        return now
 
     def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]) -> None:
         for ref in (fact.snapshot.sandbox, fact.snapshot.environment):
