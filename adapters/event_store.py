@@ -155,7 +155,9 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         """(position, originator id hex, version, topic, state text) rows: the projection runner's input, read
         over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
         cursor = self._plain_reader().execute(
-            f"SELECT rowid, originator_id, originator_version, topic, CAST(state AS TEXT) FROM {self.events_table_name} "
+            # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
+            f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN CAST(state AS TEXT) END "
+            f"FROM {self.events_table_name} "
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
         return cursor.fetchall()
 
@@ -252,6 +254,26 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
 
 
 _DDL_RACE = ("concurrently", "duplicate key", "already exists")
+PROBE_TIMEOUT_S = 2
+
+
+def _probe_server(url: StoreURL) -> None:
+    """One plain connection first, so a wrong password, a missing database or a refused connection is said at once
+    and in the server's words (the library's pool would wait its full timeout and then only say it got none)."""
+    import psycopg
+
+    from ..domain.errors import StoreUnavailable
+
+    env = url.application_env()
+    try:
+        psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
+                        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"],
+                        connect_timeout=PROBE_TIMEOUT_S).close()
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()).replace(env["POSTGRES_PASSWORD"] or "\0", "***")
+        raise StoreUnavailable(f"could not connect to the event store {url.redacted()}: {reason}",
+                               hint="check the URL (user, password, host, port, database) and that the server is "
+                                    "running") from None
 
 
 def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
@@ -264,6 +286,8 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     from ..domain.application import LineageApp
     from ..domain.errors import StoreUnavailable
 
+    if url.kind == "postgresql":
+        _probe_server(url)
     for attempt in range(1, 6):
         try:
             return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)

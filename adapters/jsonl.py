@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any, BinaryIO, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
-from pydantic_core import from_json
 
+from . import strict_json
 from ..domain import facts as f
-from ..domain.application import Entry, LineageApp
+from ..domain.application import Entry, LineageApp, refuse_implausible_times
 from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
 
 MAX_LINE_BYTES = 1 << 20
@@ -52,7 +52,9 @@ def parse_fact(obj: Any) -> Entry:
         raise InvalidFact(describe_validation_error(exc)) from None
     if occurred_at is not None and occurred_at.tzinfo is None:
         raise InvalidFact(f"field occurred_at: expected a time with a UTC offset, found {occurred!r}")
-    return Entry(fact, occurred_at)
+    entry = Entry(fact, occurred_at)
+    refuse_implausible_times([entry])  # here too, so a chunked ingest refuses it before its first chunk
+    return entry
 
 
 def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
@@ -70,7 +72,7 @@ def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
         if not text:
             continue
         try:
-            obj = from_json(text)  # pydantic-core's parser: a quarter of json.loads's time per line
+            obj = strict_json.loads(text)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise InvalidInput(f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
                                hint="nothing was appended; fix the line and ingest the file again") from None

@@ -12,11 +12,14 @@ import csv
 import io
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..adapters import strict_json
+from ..adapters.importers.rundir import require_regular
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..projections import audit as audit_checks
@@ -26,9 +29,10 @@ from ..projections import history as histories
 from ..projections import tree_view
 from ..projections.timeparse import parse_moment
 from .common import as_of_option, read_models
-from .output import FORMATS, note, write_document, write_rows
+from .output import FORMATS, MAX_POSITION, note, terminal_safe, write_document, write_rows
 
 MATRIX_LIMIT = 10 * 1024 * 1024
+MAX_SLOTS = 1_000_000  # a cross product past this is a mistake, and would exhaust memory before it is noticed
 
 
 def text_format_option(func: Any) -> Any:
@@ -38,7 +42,7 @@ def text_format_option(func: Any) -> Any:
 
 def _emit(fmt: str, document: dict[str, Any], text: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
     if fmt == "text":
-        click.echo(text, nl=False)
+        click.echo(terminal_safe(text), nl=False)
     elif fmt == "json":
         write_document(document, fmt)
     else:
@@ -72,7 +76,7 @@ def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
     with read_models(lineage, as_of) as models:
         model = tree_view.tree_model(models.db, run)
-    click.echo(tree_view.RENDERERS[fmt](model), nl=False)
+    click.echo(terminal_safe(tree_view.RENDERERS[fmt](model)), nl=False)
 
 
 @click.command()
@@ -95,7 +99,7 @@ def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str) -> None:
 @click.command("cut-point")
 @click.argument("run")
 @click.option("--stage", help="Cut where this stage was captured (K = its exchanges_completed), like --cut-stage.")
-@click.option("--exchanges", type=int, metavar="K", help="Cut after K exchanges (K >= 1).")
+@click.option("--exchanges", type=click.IntRange(max=MAX_POSITION), metavar="K", help="Cut after K exchanges (K >= 1).")
 @as_of_option
 @text_format_option
 @click.pass_obj
@@ -135,6 +139,7 @@ def _slot(entry: Any, where: str) -> audit_checks.Slot:
 def read_matrix(path: Path) -> list[audit_checks.Slot]:
     """Expected slots from a CSV or JSON matrix file (formats in `projections/audit.py`)."""
     try:
+        require_regular(path)  # a FIFO would block the audit forever
         with path.open("rb") as handle:
             data = handle.read(MATRIX_LIMIT + 1)
     except OSError as exc:
@@ -147,13 +152,19 @@ def read_matrix(path: Path) -> list[audit_checks.Slot]:
         slots = [_slot({k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}") for row in reader]
     else:
         try:
-            document = json.loads(text)
-        except ValueError as exc:
+            document = strict_json.loads(text)
+        except ValueError as exc:  # invalid JSON, or a key given twice
             raise InvalidInput(f"--matrix {path}: expected JSON, found invalid JSON ({exc})") from None
+        except RecursionError:
+            raise InvalidInput(f"--matrix {path}: expected JSON, found nesting too deep to read") from None
         if isinstance(document, dict) and "slots" in document:
             document = document["slots"]
         if isinstance(document, dict):
             axes = {name: value if isinstance(value, list) else [value] for name, value in document.items()}
+            size = math.prod(len(values) for values in axes.values())
+            if size > MAX_SLOTS:
+                raise InvalidInput(f"--matrix {path}: expected at most {MAX_SLOTS} slots, found axes that expand to {size}",
+                                   hint="list the slots you expect instead of their cross product")
             document = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
         if not isinstance(document, list):
             raise InvalidInput(f"--matrix {path}: expected a list of slots, {{\"slots\": [...]}} or an object of lists")

@@ -15,7 +15,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
 from .common import split_address
-from .output import format_option, note, write_document, write_rows
+from .output import POSITION, format_option, note, write_document, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
 
@@ -65,8 +65,8 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
 @click.option("--run", "run_key", help="Only events about this run (and its forks and snapshots).")
 @click.option("--fork", "fork_address", metavar="RUN:FORK", help="Only events about this fork.")
 @click.option("--type", "types", multiple=True, help="Only these fact types; a prefix such as 'fork.' matches a family.")
-@click.option("--after", type=int, default=0, show_default=True, help="Start after this log position.")
-@click.option("--limit", type=int, help="At most this many events.")
+@click.option("--after", type=POSITION, default=0, show_default=True, help="Start after this log position.")
+@click.option("--limit", type=POSITION, help="At most this many events.")
 @format_option()
 @click.pass_obj
 def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None, types: tuple[str, ...],

@@ -16,6 +16,9 @@ from typing import Any
 import click
 
 FORMATS = ("table", "json", "jsonl", "csv", "markdown")
+MAX_POSITION = 2**62  # both stores keep positions in 64-bit integers
+#: A log position (or a count) as an option takes it: a 20-digit number is a usage error, not an overflow deep inside.
+POSITION = click.IntRange(min=0, max=MAX_POSITION)
 
 
 def format_option(default: str = "table", extra: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -46,6 +49,15 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0)) if code != 0x0A}
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters from recorded ids and values (escape sequences, carriage returns) shown, not obeyed:
+    a run named with ESC[2J must not clear an auditor's screen or hide the rows above it."""
+    return text.translate(_CONTROL)
+
+
 def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None) -> None:
     out = sys.stdout  # the stream CliRunner swaps in, too
     if fmt == "jsonl":
@@ -65,7 +77,8 @@ def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str,
         out.write("| " + " | ".join(columns) + " |\n")
         out.write("|" + "|".join("---" for _ in columns) + "|\n")
         for row in rows:
-            out.write("| " + " | ".join(_cell(row.get(c)).replace("|", "\\|").replace("\n", " ") for c in columns) + " |\n")
+            out.write("| " + " | ".join(terminal_safe(_cell(row.get(c))).replace("|", "\\|").replace("\n", " ")
+                                        for c in columns) + " |\n")
     else:
         _write_table(rows, columns, title)
 
@@ -77,8 +90,10 @@ def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: 
     table = Table(title=title, show_lines=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
+    from rich.text import Text
+
+    for row in rows:  # Text, not str: a value like "[red]x" is data, not rich markup
+        table.add_row(*(Text(terminal_safe(_cell(row.get(c)))) for c in columns))
     Console(file=sys.stdout, width=max(120, Console().width), soft_wrap=False).print(table)
 
 
@@ -88,4 +103,4 @@ def write_document(document: Any, fmt: str) -> None:
 
 
 def note(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(terminal_safe(message), err=True)

@@ -10,7 +10,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
 from .common import as_of_option, read_models
-from .output import format_option, note, write_rows
+from .output import POSITION, format_option, note, write_rows
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -67,7 +67,7 @@ def tables(lineage: Lineage, fmt: str) -> None:
 @click.command()
 @click.option("--follow", is_flag=True, help="Keep following the log (e.g. a PostgreSQL store other machines write to).")
 @click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls when following.")
-@click.option("--until", "until", type=int, help="With --follow: stop once the read models reach this log position.")
+@click.option("--until", "until", type=POSITION, help="With --follow: stop once the read models reach this log position.")
 @click.pass_obj
 def project(lineage: Lineage, follow: bool, interval: float, until: int | None) -> None:
     """Catch the read models up with the log now (every read command also does this first).

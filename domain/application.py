@@ -25,7 +25,7 @@ from eventsourcing.persistence import IntegrityError, InterfaceError, Operationa
 
 from . import facts as f
 from .aggregates import AGGREGATE_FOR_SUBJECT
-from .errors import ClaimRefused, SnapshotNotRestorable, StoreUnavailable
+from .errors import ClaimRefused, InvalidFact, SnapshotNotRestorable, StoreUnavailable
 from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 
@@ -78,6 +78,18 @@ def expand(entry: Entry) -> list[Entry]:
     return [entry, *captures]
 
 
+#: Times outside these years are typos or sentinels (0001-01-01, 9999-12-31), never when a rollout happened.
+PLAUSIBLE_YEARS = range(1970, 2201)
+
+
+def refuse_implausible_times(batch: Sequence[Entry]) -> None:
+    for entry in batch:
+        if entry.occurred_at is not None and entry.occurred_at.year not in PLAUSIBLE_YEARS:
+            raise InvalidFact(f"{entry.fact.type} for {entry.fact.subject_key()!r}: expected occurred_at between "
+                              f"{PLAUSIBLE_YEARS.start} and {PLAUSIBLE_YEARS.stop - 1}, found {entry.occurred_at.isoformat()} "
+                              "(nothing was recorded)", hint="check the artifact's time field")
+
+
 def _refuse_claims(batch: Sequence[Entry]) -> None:
     claimed = [entry.fact for entry in batch if entry.fact.verified_here]
     if claimed:
@@ -112,6 +124,7 @@ class LineageApp(Application[UUID]):
         """
         with _collector_paused():
             batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
+            refuse_implausible_times(batch)
             if not verified_here:
                 _refuse_claims(batch)
             return self._record(batch, dry_run)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
 
 from .vocabulary import ArmKind, CtrfStatus, Layer, RunRole, SkillMode, Stage
 
@@ -52,6 +52,9 @@ Key = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_text)]
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+#: Strict: `true` is not a reward and "1" is not a number (lax pydantic would turn both into 1.0); 1 still is.
+Number = Annotated[float, Strict()]
+Seconds = Annotated[float, Strict(), Field(ge=0)]
 
 
 class Model(BaseModel):
@@ -149,7 +152,7 @@ class StageMarked(Fact):
 class RunScored(Fact):
     type: Literal["run.scored"] = "run.scored"
     run: Key
-    reward: float
+    reward: Number
     rewards: JsonObject | None = None
     tests: dict[Text, CtrfStatus] | None = None
     verifier_error: Text | None = None
@@ -175,7 +178,7 @@ class RunFinished(Fact):
     status: Literal["completed", "failed", "timeout", "cancelled"]
     started_at: Text | None = None
     finished_at: Text | None = None
-    timing: Annotated[dict[str, float], AfterValidator(_plain_json)] = Field(default_factory=dict)
+    timing: Annotated[dict[str, Seconds], AfterValidator(_plain_json)] = Field(default_factory=dict)
     trajectory: Literal["acp", "llm", "both", "none"] | None = None
 
 
@@ -254,9 +257,9 @@ class ChildScored(Fact):
     run: Key
     fork: Key
     index: Count
-    reward: float
+    reward: Number
     tests: dict[Text, CtrfStatus] | None = None
-    wall_clock_sec: float | None = None
+    wall_clock_sec: Seconds | None = None
 
 
 class ChildUnscored(Fact):
@@ -266,7 +269,7 @@ class ChildUnscored(Fact):
     index: Count
     reason: Key
     tests: dict[Text, CtrfStatus] | None = None
-    wall_clock_sec: float | None = None
+    wall_clock_sec: Seconds | None = None
 
 
 class ChildFailed(Fact):
@@ -275,7 +278,7 @@ class ChildFailed(Fact):
     fork: Key
     index: Count
     error: Key
-    wall_clock_sec: float | None = None
+    wall_clock_sec: Seconds | None = None
 
 
 class ForkClosed(Fact):
@@ -283,7 +286,7 @@ class ForkClosed(Fact):
     run: Key
     fork: Key
     outcome: Literal["completed", "partial"]
-    value: float | None = None
+    value: Number | None = None
     error: Text | None = None
 
 

@@ -49,7 +49,7 @@ class Head:
     @classmethod
     def parse(cls, text: str) -> Head:
         position, _, chain_hash = text.partition(":")
-        if not position.isdigit() or not chain_hash.startswith("sha256:") or len(chain_hash) != 71:
+        if not position.isdigit() or len(position) > 18 or not chain_hash.startswith("sha256:") or len(chain_hash) != 71:
             raise ValueError(f"expected POSITION:sha256:<64 hex> as printed by `lineage head`, found {text!r}")
         return cls(int(position), chain_hash)
 
@@ -89,8 +89,11 @@ class ChainWalker:
 
     def _check(self, row: ChainRow) -> bool:
         p = row.position
-        if row.state is None:
+        if row.state is None and row.originator_id is None:
             return self._fail(p, f"position {p}: the event was deleted (its chain link remains)")
+        if row.state is None:
+            return self._fail(p, f"position {p}: the event's state is stored as something other than the bytes "
+                                 "rollout-lineage writes (e.g. TEXT); it was edited")
         if row.chain_hash is None:
             return self._fail(p, f"position {p}: the event has no chain link, so it was inserted outside rollout-lineage")
         if row.previous != self._previous_position:

@@ -183,7 +183,7 @@ def _checked_pages(recorder: Any, head: Head | None, after: int, stop: int | Non
     for rows in _page_rows(recorder, after, stop, page):
         if chained:
             high = rows[-1][0]
-            events = ((r[0], r[1], r[2], r[3], r[4].encode()) for r in rows)
+            events = ((r[0], r[1], r[2], r[3], r[4].encode() if r[4] is not None else None) for r in rows)
             head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
             after = high
         yield rows, head

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .. import strict_json
 from ...domain.errors import InvalidInput, MalformedJSON
 
 #: Largest JSON file an importer reads into memory (read at call time, so tests can lower it).
@@ -146,10 +147,13 @@ def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
         raise MalformedJSON(f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
                             hint=NOTHING_APPENDED) from None
     try:
-        return json.loads(text)
+        return strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedJSON(f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
                             hint=NOTHING_APPENDED) from None
+    except ValueError as exc:  # a repeated key, an integer past 4,300 digits: JSON, but not evidence we can read one way
+        raise InvalidInput(f"{path}: expected JSON with one value per key and numbers of sane length, found: {exc}",
+                           hint=NOTHING_APPENDED) from None
     except RecursionError:
         raise InvalidInput(f"{path}: expected JSON of reasonable depth, found nesting too deep to read",
                            hint=NOTHING_APPENDED) from None

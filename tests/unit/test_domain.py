@@ -265,3 +265,23 @@ def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
     first = app.record(ablate_run_facts())
     assert first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
     assert app.record(ablate_run_facts()).appended == 0
+
+
+def test_a_lost_race_is_decided_again_from_the_winners_result(app: LineageApp) -> None:
+    """Another writer appends the same fact between our decision and our insert: we retry, and append nothing."""
+    from eventsourcing.persistence import IntegrityError
+
+    insert = app.recorder.insert_events
+    raced: list[int] = []
+
+    def losing_once(events, **kwargs):  # type: ignore[no-untyped-def]
+        if not raced:
+            raced.append(1)
+            app.record([f.RunRegistered(run="raced/run", task="task")])  # the winner, through the same store
+            raise IntegrityError("version conflict: the stream moved")
+        return insert(events, **kwargs)
+
+    app.recorder.insert_events = losing_once  # type: ignore[method-assign]
+    before = app.position()
+    recorded = app.record([f.RunRegistered(run="raced/run", task="task")])
+    assert (recorded.appended, app.position()) == (0, before + 1) and raced == [1]
