@@ -1,5 +1,6 @@
 """Stores written by earlier landings stay usable: their chain verifies, the read models build, and importing the
-same runs again appends only what this version records beyond them (where each run lives), never a conflict."""
+same runs again appends only what this version records beyond them (where each run lives, its release-gate
+evidence), never a conflict."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before):]
-    assert added and {e["type"] for e in added} == {"run.located"}
-    assert {e["fact"]["kind"] for e in added} == {"read"}  # the directories the harness recorded were already known
+    assert added and {e["type"] for e in added} == {"run.located", "run.evidence_observed"}
+    assert {e["fact"]["kind"] for e in added if e["type"] == "run.located"} == {"read"}  # the directories the harness recorded were already known
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
