@@ -212,7 +212,7 @@ def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str 
     with read_models(lineage, as_of) as models:
         report = audit_checks.audit_report(models.db, integrity, position=models.position, run=run_key, task=task,
                                            since=moment, slots=slots)
-    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "message"))
+    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "address", "message"))
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])
