@@ -171,6 +171,8 @@ def render_audit(report: dict[str, Any]) -> str:
     for row in report["runs"]:
         detail = row["result"] if row["health"] == "healthy" else "; ".join(row["reasons"])
         detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
+        detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
+        detail += f" [{row['preservation']}]" if row["preservation"] else ""
         lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
@@ -199,8 +201,9 @@ def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str 
           as_of: str | None, fmt: str) -> None:
     """Review the store like a release gate and end with a verdict.
 
-    Checks run health, matrix slots, custody conservation, snapshot truthfulness, fork and cut-point
-    consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
+    Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a training-ready
+    results.jsonl row), token usage and timing, skill loading, matrix slots (oracle lanes apart), preservation
+    receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
     """
     lineage: Lineage = ctx.obj
