@@ -32,9 +32,8 @@ before a verdict keep the CLI's codes (1 bad input such as a malformed matrix fi
 
 Run health: healthy means scored with a reward and no verifier error, no run failure (a timeout, by
 `run.finished` status or a failure category containing "timeout", is normal), no trajectory `none`, and the
-skill's evidence checks passed;
-its result is pass (reward >= 1), fail, or timeout. A superseded run is one a continuation names as its
-`parent_run`: supersession is read from recorded lineage, never guessed from timing.
+skill's evidence checks passed; its result is pass (reward >= 1), fail, or timeout. A superseded run is one a
+continuation names as its `parent_run`: supersession is read from recorded lineage, never guessed from timing.
 
 Matrix file (`--matrix FILE`): the expected slots, each a (task, agent, model, skill_mode, trial). CSV with a
 header naming `task` and any of the other four columns, one slot per line; or JSON: a list of slot objects,
