@@ -383,6 +383,8 @@ class ResultsRow(Model):
     malformed: Count = 0
     training_ready: bool | None = None
     training_ready_reason: Text | None = None
+    rows_without_usage: Count = 0  # training-ready rows without positive token usage
+    unlisted_tool_calls: Count = 0  # rows whose assistant messages call tools but that list no tool_defs/tools
 
 
 class TokenUsage(Model):

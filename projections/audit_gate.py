@@ -4,7 +4,8 @@ over read-model rows, like the rest of `audit`.
 - **Trajectory gate** (the skill's hard gate, for benchflow model trials): `trajectory/acp_trajectory.jsonl` and
   `trajectory/llm_trajectory.jsonl` present, non-empty, every line parsable, agent-side events in the first,
   provider request and response bodies with token usage in the second; `results.jsonl` present with exactly one
-  row, `info.training_ready` true; `partial_trajectory` not set. A file the layout does not write (Harbor writes
+  row, `info.training_ready` true, with positive token usage and tool definitions for any assistant tool calls;
+  `partial_trajectory` not set. A file the layout does not write (Harbor writes
   none of the three) is not required; a run with no evidence recorded at all fails closed.
 - **Token usage and timing**: positive token usage (a total, or input plus output) and start/end times or a
   duration, for every model run.
@@ -66,6 +67,10 @@ def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
         if evidence["results_present"] and evidence["results_rows"] and evidence["training_ready"] is not True:
             why = evidence["training_ready_reason"] or "no reason given"
             reasons.append(f"{RESULTS}: the rollout row is not training_ready ({why})")
+        if evidence["results_rows_without_usage"]:
+            reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
+        if evidence["results_unlisted_tool_calls"]:
+            reasons.append(f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)")
     if evidence["partial_trajectory"]:
         reasons.append("the trajectory is partial (partial_trajectory is true)")
     return reasons

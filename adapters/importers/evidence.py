@@ -31,6 +31,7 @@ ACP, LLM, RESULTS = "trajectory/acp_trajectory.jsonl", "trajectory/llm_trajector
 MAX_LINE_BYTES = 64 * 1024 * 1024
 SKILL_MARKERS = (b"SKILL.md", b".claude/skills", b".codex/skills", b".agents/skills", b"invoke_skill", b"activate_skill")
 TOKEN_KEYS = frozenset(("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+                        "final_input_tokens", "final_output_tokens",
                         "inputTokens", "outputTokens", "totalTokens", "promptTokenCount", "candidatesTokenCount",
                         "totalTokenCount"))
 CONTINUED = "__continued"
@@ -123,19 +124,32 @@ def llm_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
                             **found), scan.marker_lines
 
 
+def calls_unlisted_tools(record: dict[str, Any]) -> bool:
+    """Assistant tool calls in the row's messages (or prompt + completion) with no tool definitions listed."""
+    messages = record.get("messages")
+    if not isinstance(messages, list):
+        messages = [m for part in ("prompt", "completion") if isinstance(record.get(part), list) for m in record[part]]
+    calls = any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in messages)
+    return calls and not (record.get("tool_defs") or record.get("tools"))
+
+
 def results_row(folder: RunFolder) -> f.ResultsRow:
     ready: list[Any] = []
     reasons: list[Any] = []
+    counts = {"rows_without_usage": 0, "unlisted_tool_calls": 0}
 
     def read(record: dict[str, Any]) -> None:
         info = record.get("info") if isinstance(record.get("info"), dict) else {}
         ready.append(info.get("training_ready"))
         reasons.append(info.get("training_ready_reason"))
+        counts["rows_without_usage"] += info.get("training_ready") is True and not has_usage(record.get("token_usage"))
+        counts["unlisted_tool_calls"] += calls_unlisted_tools(record)
 
     scan = scan_jsonl(folder, RESULTS, read)
     reason = next((r for r in reasons if isinstance(r, str) and r), None)
     return f.ResultsRow(present=scan.present, rows=scan.records, malformed=scan.malformed,
-                        training_ready=(all(r is True for r in ready) if ready else None), training_ready_reason=reason)
+                        training_ready=(all(r is True for r in ready) if ready else None), training_ready_reason=reason,
+                        **counts)
 
 
 def count(doc: Fields | None, key: str) -> int | None:

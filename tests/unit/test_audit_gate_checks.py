@@ -15,7 +15,8 @@ def evidence_row(**overrides: object) -> dict:
                  "llm_present": True, "llm_size": 10, "llm_records": 9, "llm_malformed": 0, "llm_requests": 9,
                  "llm_responses": 9, "llm_responses_with_usage": 9,
                  "results_present": True, "results_rows": 1, "results_malformed": 0, "training_ready": True,
-                 "training_ready_reason": None, "input_tokens": 100, "output_tokens": 5, "total_tokens": 105,
+                 "training_ready_reason": None, "results_rows_without_usage": 0, "results_unlisted_tool_calls": 0,
+                 "input_tokens": 100, "output_tokens": 5, "total_tokens": 105,
                  "started_at": "2026-11-02T09:00:00+00:00", "finished_at": "2026-11-02T09:03:00+00:00", "duration_sec": 180.0,
                  "skill_mode": "no-skill", "skills_dir": None, "skill_invocations": 0, "skill_marker_lines": 0}
     return {**row, **overrides}
@@ -39,6 +40,8 @@ def reasons(**overrides: object) -> list[str]:
     ({"results_rows": 2}, "results.jsonl: expected exactly one rollout row, found 2"),
     ({"training_ready": False, "training_ready_reason": "agent_error"},
      "results.jsonl: the rollout row is not training_ready (agent_error)"),
+    ({"results_rows_without_usage": 1}, "results.jsonl: a training-ready row carries no positive token usage"),
+    ({"results_unlisted_tool_calls": 1}, "results.jsonl: assistant tool_calls without tool definitions (tool_defs or tools)"),
     ({"partial_trajectory": True}, "the trajectory is partial (partial_trajectory is true)"),
     ({"total_tokens": None, "input_tokens": 0, "output_tokens": None}, "missing or zero token usage"),
     ({"duration_sec": None, "finished_at": None}, "missing timing (no start and end, no duration)"),

@@ -113,17 +113,22 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
     with (run / "trajectory" / "acp_trajectory.jsonl").open("a") as handle:
         handle.write('{"type": "tool_call", "title": "cat /app/.claude/skills/csv/SKILL.md"}\n{"truncated": \n')
     (run / "trajectory" / "llm_trajectory.jsonl").write_text("")
-    (run / "results.jsonl").write_text(json.dumps({"info": {"training_ready": False, "training_ready_reason": "agent_error"}}) + "\n")
+    call = {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "bash"}}]}
+    row = {"info": {"training_ready": False, "training_ready_reason": "agent_error"}, "prompt": [], "completion": [call]}
+    (run / "results.jsonl").write_text(json.dumps(row) + "\n")
     run_cli("import", str(run))
     [row] = json.loads(run_cli("sql", "SELECT trial, acp_records, acp_malformed, acp_agent_events, llm_present, llm_records, "
-                               "results_rows, training_ready, training_ready_reason, total_tokens, skill_marker_lines "
+                               "results_rows, training_ready, training_ready_reason, results_unlisted_tool_calls, total_tokens, "
+                               "skill_marker_lines "
                                "FROM evidence WHERE node = 'root'", "--format", "json").stdout)
     assert row == {"trial": "csv-dedupe__d4e5f6a7", "acp_records": 17, "acp_malformed": 1, "acp_agent_events": 17,
                    "llm_present": True, "llm_records": 0, "results_rows": 1, "training_ready": False,
-                   "training_ready_reason": "agent_error", "total_tokens": 19474, "skill_marker_lines": 1}
+                   "training_ready_reason": "agent_error", "results_unlisted_tool_calls": 1, "total_tokens": 19474,
+                   "skill_marker_lines": 1}
     reasons = next(r["reasons"] for r in audit_json(run_cli, code=10)["runs"])
-    assert reasons[:3] == ["1 unparsable line(s) in trajectory/acp_trajectory.jsonl", "empty trajectory/llm_trajectory.jsonl",
-                           "results.jsonl: the rollout row is not training_ready (agent_error)"]
+    assert reasons[:4] == ["1 unparsable line(s) in trajectory/acp_trajectory.jsonl", "empty trajectory/llm_trajectory.jsonl",
+                           "results.jsonl: the rollout row is not training_ready (agent_error)",
+                           "results.jsonl: assistant tool_calls without tool definitions (tool_defs or tools)"]
     assert "0 events appended" in run_cli("import", str(run)).stderr
 
 
