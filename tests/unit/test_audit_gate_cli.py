@@ -170,6 +170,8 @@ def test_a_preservation_receipt_is_ingested_once_and_audited_as_preserved_but_un
     [row] = json.loads(run_cli("sql", "SELECT run, result, history_digest = drained_digest AS matches, qualified FROM receipts",
                                "--format", "json").stdout)
     assert row == {"run": RUN, "result": "sealed", "matches": True, "qualified": False}
+    history = run_cli("history", f"{RUN}:root").stdout
+    assert f"preservation attempt sealed: history {HISTORY[:19]}, exports/terminal-native-1" in history
 
 
 def test_a_second_different_receipt_cannot_reseal(lineage: Lineage, run_cli: Cli, tmp_path: Path) -> None:
@@ -191,3 +193,16 @@ def test_a_receipt_for_another_history_or_run_is_refused_with_what_to_do(lineage
     refused = ingest(run_cli, tmp_path, receipt_line(history_run="audit/other__1"), ok=False)
     assert refused.exit_code == 1 and "found one for run 'audit/other__1'" in refused.stderr
     assert run_cli("sql", "SELECT count(*) AS n FROM receipts", "--format", "csv").stdout.splitlines()[1] == "0"
+
+
+def test_a_harbor_trial_is_held_to_usage_and_timing_not_to_benchflow_trajectories(run_cli: Cli) -> None:
+    trial = EXAMPLES / "public" / "benchflow-ai" / "skillsbench-trajectories" / "claude-opus-4-5-0126-wenbo"
+    run_cli("import", str(trial))
+    [row] = json.loads(run_cli("sql", "SELECT trial, acp_present, llm_present, results_present, total_tokens, duration_sec > 0 "
+                               "AS timed FROM evidence", "--format", "json").stdout)
+    assert row == {"trial": None, "acp_present": None, "llm_present": None, "results_present": None, "total_tokens": None,
+                   "timed": True}
+    report = audit_json(run_cli, code=10)
+    assert by_check(report, "trajectory-gate") == []
+    assert [message for _, _, message in by_check(report, "usage-and-timing")] == ["unhealthy: missing or zero token usage"]
+    assert report["runs"][0]["trial"] == "powerlifting-coef-calc__8rkRX6k", "Harbor's trial comes from its registration"
