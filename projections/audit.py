@@ -328,6 +328,8 @@ def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> li
     oracle = gate.is_oracle(row["agent"])
     health = classify_run(row)
     checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(evidence, oracle=oracle)
+    skills = None if oracle else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
+    checks += [("skill-loading", skills)] if skills else []
     if checks and health["health"] == "healthy":
         health = {"health": "unhealthy", "result": None, "reasons": []}
     health["reasons"] = [reason for _, reason in checks]
@@ -341,18 +343,17 @@ def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> li
     return [Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root") for check, reason in checks]
 
 
-def _skill_findings(db: ReadModelDB, runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]],
-                    params: dict[str, Any]) -> list[Finding]:
-    """Skill loading for with-skill runs and arms, leakage for no-skill ones (oracle lanes excepted)."""
-    subjects = [(r["run"], "root", r["run"], evidence.get((r["run"], "root"), {}).get("skill_mode") or r["skill_mode"])
-                for r in runs if r["lane"] == "model"]
-    subjects += [(c["run"], c["node"], f"{c['run']}:{c['fork']}/{c['arm']}", c["skill_mode"])
-                 for c in db.rows(f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL", params)]
+def _arm_skill_findings(db: ReadModelDB, runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]],
+                        params: dict[str, Any]) -> list[Finding]:
+    """Skill loading for with-skill arms, leakage for no-skill ones (a run's own is part of its health)."""
+    model = {r["run"] for r in runs if r["lane"] == "model"}
     findings = []
-    for key, node, subject, mode in subjects:
-        problem = gate.skill_problem(mode, evidence.get((key, node)))
-        if problem:
-            findings.append(Finding("skill-loading", QUARANTINE, subject, problem, key, node))
+    for c in db.rows(f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
+                     params):
+        problem = gate.skill_problem(c["skill_mode"], evidence.get((c["run"], c["node"])))
+        if problem and c["run"] in model:
+            findings.append(Finding("skill-loading", QUARANTINE, f"{c['run']}:{c['fork']}/{c['arm']}", problem, c["run"],
+                                    c["node"]))
     return findings
 
 
@@ -389,7 +390,7 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
         oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
         findings.append(Finding("selection", BLOCKER, "store", f"no model run matched the selection{oracle}, so there is "
                                 "nothing to publish"))
-    findings += _arm_gate_findings(runs, evidence) + _skill_findings(db, runs, evidence, params)
+    findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
     receipt_findings, preservation = _preservation_findings(db, params)
     findings += receipt_findings
     findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),

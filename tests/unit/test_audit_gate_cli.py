@@ -67,10 +67,12 @@ def test_a_with_skill_arm_must_show_its_skills_loaded(lineage: Lineage, run_cli:
     assert history["steps"][-1]["node"] == "n1" and history["steps"][-1]["events"][-1]["type"] == "run.evidence_observed"
 
 
-def test_a_no_skill_run_that_reaches_skill_resources_leaks(lineage: Lineage, run_cli: Cli) -> None:
+def test_a_no_skill_run_that_reaches_skill_resources_leaks(lineage: Lineage, run_cli: Cli, tmp_path: Path) -> None:
     lineage.record(plain_run(skills=f.SkillLoading(skill_mode="no-skill", invocations=0, marker_lines=2)))
-    assert by_check(audit_json(run_cli, code=10), "skill-loading") == [
-        ("quarantine", f"{RUN}:root", "no-skill leakage: 2 trajectory line(s) naming skill resources")]
+    report = audit_json(run_cli, "--matrix", str(matrix_file(tmp_path, {**s.MATRIX, "trial": ["9"]})), code=10)
+    assert by_check(report, "skill-loading") == [
+        ("quarantine", f"{RUN}:root", "unhealthy: no-skill leakage: 2 trajectory line(s) naming skill resources")]
+    assert [slot["status"] for slot in report["matrix"]] == ["unhealthy"], "a leaking run does not fill its slot healthily"
 
 
 def test_oracle_lanes_are_reported_apart_from_the_model_runs(lineage: Lineage, run_cli: Cli, tmp_path: Path) -> None:
