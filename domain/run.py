@@ -43,7 +43,7 @@ class Run(BaseAggregate[Any]):
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
-        self.evidence: dict[str, f.EvidenceObserved] = {}  # by node
+        self.evidence: dict[str, list[f.EvidenceObserved]] = {}  # by node, each different observation once
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
 
@@ -101,8 +101,11 @@ class Run(BaseAggregate[Any]):
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
 
     def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:
+        # An observation of what the node's files held when read: benchflow writes results.jsonl after result.json,
+        # so a run read between the two is observed again, differently, later. Each observation is kept (the audit
+        # judges the latest and warns that the files changed), so re-reading appends nothing and never conflicts.
         self._require_node(fact.node)
-        return is_new_or_same(self.evidence.get(fact.node), fact, f"evidence of node {fact.node!r} of run {fact.run!r}")
+        return fact not in self.evidence.get(fact.node, [])
 
     def _decide_drain(self, fact: f.ScorerDrained) -> bool:
         return decide_drain(self.drained, fact)
@@ -221,7 +224,7 @@ class Run(BaseAggregate[Any]):
             self.nodes[child.node] = Node(child.node, fact.node, fork=fact.fork)
 
     def _evidence_observed(self, fact: f.EvidenceObserved) -> None:
-        self.evidence[fact.node] = fact
+        self.evidence.setdefault(fact.node, []).append(fact)
 
     def _scorer_drained(self, fact: f.ScorerDrained) -> None:
         self.drained = fact

@@ -21,7 +21,8 @@ Policy. Each finding has a level:
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
   capture, a discard that log order and recorded times place on different sides of a fork, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
-  what would be published, and is checked itself), an oracle run's problems (oracle lanes are reward-only
+  what would be published, and is checked itself), evidence read more than once with different contents (the
+  latest is judged), an oracle run's problems (oracle lanes are reward-only
   evidence, reported apart: never counted, quarantined or matched to slots with the model runs).
 
 Every finding about a node carries `address` (`RUN:NODE`), which `lineage history` resolves.
@@ -365,6 +366,13 @@ def _arm_gate_findings(runs: list[dict[str, Any]], evidence: dict[tuple[str, str
             for check, reason in gate.gate_reasons(row, oracle=False)]
 
 
+def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
+    return [Finding("evidence-changed", WARNING, f"{key}:{node}", f"its files were read {row['observations']} times with "
+                    "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
+                    "files changed after the run", key, node)
+            for (key, node), row in sorted(evidence.items()) if row["observations"] > 1]
+
+
 def _preservation_findings(db: ReadModelDB, params: dict[str, Any]) -> tuple[list[Finding], dict[str, str]]:
     receipts = db.rows(f"SELECT * FROM receipts WHERE {_in('run')} ORDER BY position", params)
     levels = {"blocker": BLOCKER, "quarantine": QUARANTINE}
@@ -391,6 +399,7 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
         findings.append(Finding("selection", BLOCKER, "store", f"no model run matched the selection{oracle}, so there is "
                                 "nothing to publish"))
     findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
+    findings += _changed_evidence_findings(evidence)
     receipt_findings, preservation = _preservation_findings(db, params)
     findings += receipt_findings
     findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),

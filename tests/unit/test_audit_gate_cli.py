@@ -208,3 +208,20 @@ def test_a_harbor_trial_is_held_to_usage_and_timing_not_to_benchflow_trajectorie
     assert by_check(report, "trajectory-gate") == []
     assert [message for _, _, message in by_check(report, "usage-and-timing")] == ["unhealthy: missing or zero token usage"]
     assert report["runs"][0]["trial"] == "powerlifting-coef-calc__8rkRX6k", "Harbor's trial comes from its registration"
+
+
+def test_a_run_read_before_benchflow_wrote_results_jsonl_is_observed_again_without_conflict(run_cli: Cli, tmp_path: Path) -> None:
+    run = tmp_path / "jobs" / "nightly" / "csv-dedupe__d4e5f6a7"
+    shutil.copytree(NIGHTLY / run.name, run)
+    run_cli("import", str(run))  # result.json is written, results.jsonl not yet: benchflow writes it last
+    row = {"info": {"training_ready": True}, "token_usage": {"total_tokens": 19474}, "prompt": [], "completion": []}
+    (run / "results.jsonl").write_text(json.dumps(row) + "\n")
+    again = run_cli("import", str(run))
+    assert "1 events appended" in again.stderr and "0 runs rejected" in again.stderr
+    [latest] = json.loads(run_cli("sql", "SELECT results_present, training_ready, observations FROM evidence WHERE node = 'root'",
+                                  "--format", "json").stdout)
+    assert latest == {"results_present": True, "training_ready": True, "observations": 2}
+    report = audit_json(run_cli, code=10)
+    assert not any("results.jsonl" in reason for reason in report["runs"][0]["reasons"]), "the latest observation is judged"
+    [(level, address, message)] = by_check(report, "evidence-changed")
+    assert (level, address) == ("warning", "nightly/csv-dedupe__d4e5f6a7:root") and "read 2 times" in message

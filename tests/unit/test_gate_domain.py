@@ -62,12 +62,15 @@ def test_a_receipt_states_its_result_consistently() -> None:
         receipt(history_digest="md5:1234")
 
 
-def test_evidence_is_about_a_node_of_the_tree_and_is_recorded_once(app: LineageApp) -> None:
+def test_evidence_is_about_a_node_of_the_tree_and_each_observation_is_recorded_once(app: LineageApp) -> None:
     refused(app, UnknownSubject, f.EvidenceObserved(run=RUN, node="n9"))
-    evidence = f.EvidenceObserved(run=RUN, trial="task__1", acp_trajectory=f.TrajectoryFile(present=False))
-    app.record([evidence])
-    assert app.record([evidence]).appended == 0
-    message = refused(app, ConflictingFact, evidence.model_copy(update={"trial": "task__2"}))
-    assert "evidence of node 'root'" in message
+    early = f.EvidenceObserved(run=RUN, trial="task__1", results=f.ResultsRow(present=False))
+    app.record([early])
+    assert app.record([early]).appended == 0
+    # benchflow writes results.jsonl after result.json: a later read sees it, which is another observation, no conflict
+    later = early.model_copy(update={"results": f.ResultsRow(present=True, rows=1, training_ready=True)})
+    assert app.record([later]).appended == 1
+    assert app.record([early, later]).appended == 0
+    assert app.run(RUN).evidence["root"] == [early, later]
     with pytest.raises(ValidationError):
         f.EvidenceObserved(run=RUN, acp_trajectory={"present": True, "lines": 3})
