@@ -63,6 +63,8 @@ def test_a_with_skill_arm_must_show_its_skills_loaded(lineage: Lineage, run_cli:
     assert (level, address) == ("quarantine", f"{s.HEALTHY}:n1")
     assert message == "with-skill, but the task skills show no loading: no skills directory in the sandbox, no skill invoked"
     assert [f["subject"] for f in report["findings"] if f["check"] == "skill-loading"] == [f"{s.HEALTHY}:root/with-skill"]
+    assert (f"{s.HEALTHY}:root/with-skill: with-skill, but the task skills show no loading: no skills directory in the "
+            f"sandbox, no skill invoked (at {s.HEALTHY}:n1)") in run_cli("audit", ok=False).stdout
     history = json.loads(run_cli("history", address, "--format", "json").stdout)
     assert history["steps"][-1]["node"] == "n1" and history["steps"][-1]["events"][-1]["type"] == "run.evidence_observed"
 
