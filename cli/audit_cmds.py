@@ -180,7 +180,8 @@ def render_audit(report: dict[str, Any]) -> str:
                   for slot in report["matrix"]]
     lines.append("findings:" if report["findings"] else "findings: none")
     lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}"
-              + (f" (at {f['address']})" if f["address"] and f["address"] != f["subject"] else "") for f in report["findings"]]
+              + (f" (at {f['address']})" if f["address"] not in (None, f["subject"], f"{f['subject']}:root") else "")
+              for f in report["findings"]]
     integrity = report["integrity"]
     lines.append(f"log integrity: intact, {integrity['events']} events, head {integrity['head']}" if integrity["intact"]
                  else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}")
