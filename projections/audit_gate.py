@@ -41,36 +41,50 @@ def _file_reasons(evidence: dict[str, Any], prefix: str, name: str, records_colu
     return [f"{malformed} unparsable line(s) in {name}"] if malformed else []
 
 
+def _acp_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "acp", ACP)
+    if evidence["acp_present"] and evidence["acp_records"] and not evidence["acp_agent_events"]:
+        reasons.append(f"no agent-side events in {ACP}")
+    return reasons
+
+
+def _llm_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "llm", LLM)
+    if not (evidence["llm_present"] and evidence["llm_records"]):
+        return reasons
+    requests, responses = evidence["llm_requests"] or 0, evidence["llm_responses"] or 0
+    if not requests:
+        reasons.append(f"no provider request bodies in {LLM}")
+    if not responses:
+        reasons.append(f"no provider response bodies in {LLM}")
+    elif responses < requests:
+        reasons.append(f"{LLM}: provider response count {responses} < request count {requests}")
+    if responses and not evidence["llm_responses_with_usage"]:
+        reasons.append(f"no provider token usage in the response bodies of {LLM}")
+    return reasons
+
+
+def _results_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "results", RESULTS, "rows")
+    if not (evidence["results_present"] and evidence["results_rows"]):
+        return reasons
+    if evidence["results_rows"] != 1:
+        reasons.append(f"{RESULTS}: expected exactly one rollout row, found {evidence['results_rows']}")
+    if evidence["training_ready"] is not True:
+        reasons.append(f"{RESULTS}: the rollout row is not training_ready ({evidence['training_ready_reason'] or 'no reason given'})")
+    if evidence["results_rows_without_usage"]:
+        reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
+    if evidence["results_unlisted_tool_calls"]:
+        reasons.append(f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)")
+    return reasons
+
+
 def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
-    """The hard trajectory gate on one node's evidence row; files its layout does not write are skipped."""
+    """The hard trajectory gate on one node's evidence row; files its layout does not write (NULL) are skipped."""
     reasons = []
-    if evidence["acp_present"] is not None:
-        reasons += _file_reasons(evidence, "acp", ACP)
-        if evidence["acp_present"] and evidence["acp_records"] and not evidence["acp_agent_events"]:
-            reasons.append(f"no agent-side events in {ACP}")
-    if evidence["llm_present"] is not None:
-        reasons += _file_reasons(evidence, "llm", LLM)
-        if evidence["llm_present"] and evidence["llm_records"]:
-            requests, responses = evidence["llm_requests"] or 0, evidence["llm_responses"] or 0
-            if not requests:
-                reasons.append(f"no provider request bodies in {LLM}")
-            if not responses:
-                reasons.append(f"no provider response bodies in {LLM}")
-            elif responses < requests:
-                reasons.append(f"{LLM}: provider response count {responses} < request count {requests}")
-            if responses and not evidence["llm_responses_with_usage"]:
-                reasons.append(f"no provider token usage in the response bodies of {LLM}")
-    if evidence["results_present"] is not None:
-        reasons += _file_reasons(evidence, "results", RESULTS, "rows")
-        if evidence["results_present"] and evidence["results_rows"] not in (0, 1):
-            reasons.append(f"{RESULTS}: expected exactly one rollout row, found {evidence['results_rows']}")
-        if evidence["results_present"] and evidence["results_rows"] and evidence["training_ready"] is not True:
-            why = evidence["training_ready_reason"] or "no reason given"
-            reasons.append(f"{RESULTS}: the rollout row is not training_ready ({why})")
-        if evidence["results_rows_without_usage"]:
-            reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
-        if evidence["results_unlisted_tool_calls"]:
-            reasons.append(f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)")
+    for column, check in (("acp_present", _acp_reasons), ("llm_present", _llm_reasons), ("results_present", _results_reasons)):
+        if evidence[column] is not None:
+            reasons += check(evidence)
     if evidence["partial_trajectory"]:
         reasons.append("the trajectory is partial (partial_trajectory is true)")
     return reasons
