@@ -227,3 +227,20 @@ def test_a_run_read_before_benchflow_wrote_results_jsonl_is_observed_again_witho
     assert not any("results.jsonl" in reason for reason in report["runs"][0]["reasons"]), "the latest observation is judged"
     [(level, address, message)] = by_check(report, "evidence-changed")
     assert (level, address) == ("warning", "nightly/csv-dedupe__d4e5f6a7:root") and "read 2 times" in message
+
+
+def test_a_harness_records_its_receipt_through_the_python_api(tmp_path: Path) -> None:
+    from rollout_lineage import facts, open_store
+
+    store = f"sqlite:///{tmp_path / 'events.sqlite'}"
+    receipt = facts.PreservationReceipted(run=RUN, history_run=RUN, history_digest=HISTORY, result="failed",
+                                          error="ValueError: destination must be absolute")
+    with open_store(store, home=str(tmp_path), actor="harness@lab") as lineage:
+        first = lineage.record([*plain_run(), facts.ScorerDrained(run=RUN, history_digest=HISTORY), receipt])
+        again = lineage.record([receipt])
+    assert first.appended == 6 and again.appended == 0 and again.position == first.position
+    report = audit_json(Cli(tmp_path, store), code=10)
+    assert by_check(report, "preservation") == [
+        ("quarantine", f"{RUN}:root", "the one preservation attempt failed (ValueError: destination must be absolute): "
+                                      "the scorer's final history has no independent checkpoint")]
+    assert report["runs"][0]["preservation"] == "preservation failed"
