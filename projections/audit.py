@@ -16,14 +16,14 @@ Policy. Each finding has a level:
   configuration error, or failing the experiment-review skill's evidence checks in `audit_gate`: trajectory gate,
   token usage, timing); a fresh-rollout arm failing them; a with-skill run or arm without skill loading, a no-skill
   one with skill leakage; a run preserved but unqualified, or whose one preservation attempt failed; a fork
-  with an unscored or failed arm, ended partial or still open; a custody failure that preserved its entries; a snapshot adopted from a tar of unknown provenance used by a fork;
-  a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
+  with an unscored or failed arm, ended partial or still open; a custody failure that preserved its entries;
+  a snapshot adopted from a tar of unknown provenance used by a fork; a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
   capture, a discard that log order and recorded times place on different sides of a fork, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
   what would be published, and is checked itself), evidence read more than once with different contents (the
-  latest is judged), an oracle run's problems (oracle lanes are reward-only
-  evidence, reported apart: never counted, quarantined or matched to slots with the model runs).
+  latest is judged), an oracle run's problems (oracle lanes are reward-only evidence, reported apart: never
+  counted, quarantined or matched to slots with the model runs).
 
 Every finding about a node carries `address` (`RUN:NODE`), which `lineage history` resolves.
 
