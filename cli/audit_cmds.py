@@ -182,13 +182,17 @@ def render_audit(report: dict[str, Any]) -> str:
     for row in report["runs"]:
         detail = row["result"] if row["health"] == "healthy" else "; ".join(row["reasons"])
         detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
+        detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
+        detail += f" [{row['preservation']}]" if row["preservation"] else ""
         lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
         lines += [f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
                   for slot in report["matrix"]]
     lines.append("findings:" if report["findings"] else "findings: none")
-    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}" for f in report["findings"]]
+    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}"
+              + (f" (at {f['address']})" if f["address"] not in (None, f["subject"], f"{f['subject']}:root") else "")
+              for f in report["findings"]]
     integrity = report["integrity"]
     lines.append(f"log integrity: intact, {integrity['events']} events, head {integrity['head']}" if integrity["intact"]
                  else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}")
@@ -210,8 +214,9 @@ def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str 
           as_of: str | None, fmt: str) -> None:
     """Review the store like a release gate and end with a verdict.
 
-    Checks run health, matrix slots, custody conservation, snapshot truthfulness, fork and cut-point
-    consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
+    Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a training-ready
+    results.jsonl row), token usage and timing, skill loading, matrix slots (oracle lanes apart), preservation
+    receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
     """
     lineage: Lineage = ctx.obj
@@ -223,7 +228,7 @@ def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str 
     with read_models(lineage, as_of) as models:
         report = audit_checks.audit_report(models.db, integrity, position=models.position, run=run_key, task=task,
                                            since=moment, slots=slots)
-    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "message"))
+    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "address", "message"))
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])

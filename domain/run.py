@@ -18,6 +18,7 @@ from . import facts as f
 from .decisions import is_new_or_same
 from .errors import InvariantViolated, StageNotRecorded, UnknownSubject
 from .fork import CUSTODY_FACTS, Fork, check_deltas
+from .preservation import decide_drain, decide_receipt
 from .vocabulary import ROOT_NODE, STAGES, stage_rank
 
 FORK_FACTS = (f.ChildRestored, f.ChildScored, f.ChildUnscored, f.ChildFailed, f.ForkClosed, *CUSTODY_FACTS)
@@ -42,6 +43,9 @@ class Run(BaseAggregate[Any]):
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
+        self.evidence: dict[str, list[f.EvidenceObserved]] = {}  # by node, each different observation once
+        self.drained: f.ScorerDrained | None = None
+        self.receipt: f.PreservationReceipted | None = None
 
     @classmethod
     def blank(cls) -> Run:
@@ -95,6 +99,19 @@ class Run(BaseAggregate[Any]):
 
     def _decide_finish(self, fact: f.RunFinished) -> bool:
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
+
+    def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:
+        # An observation of what the node's files held when read: benchflow writes results.jsonl after result.json,
+        # so a run read between the two is observed again, differently, later. Each observation is kept (the audit
+        # judges the latest and warns that the files changed), so re-reading appends nothing and never conflicts.
+        self._require_node(fact.node)
+        return fact not in self.evidence.get(fact.node, [])
+
+    def _decide_drain(self, fact: f.ScorerDrained) -> bool:
+        return decide_drain(self.drained, fact)
+
+    def _decide_receipt(self, fact: f.PreservationReceipted) -> bool:
+        return decide_receipt(self.drained, self.receipt, fact)
 
     def _decide_in_fork(self, fact: f.Fact) -> bool:
         return self._fork(fact.fork).decide(fact)  # type: ignore[attr-defined]
@@ -206,6 +223,15 @@ class Run(BaseAggregate[Any]):
         for child in fact.children:
             self.nodes[child.node] = Node(child.node, fact.node, fork=fact.fork)
 
+    def _evidence_observed(self, fact: f.EvidenceObserved) -> None:
+        self.evidence.setdefault(fact.node, []).append(fact)
+
+    def _scorer_drained(self, fact: f.ScorerDrained) -> None:
+        self.drained = fact
+
+    def _preservation_receipted(self, fact: f.PreservationReceipted) -> None:
+        self.receipt = fact
+
     def _in_fork(self, fact: f.Fact) -> None:
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
@@ -230,6 +256,9 @@ _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
     f.RunFinished: Run._decide_finish,
     f.ForkOpened: Run._decide_fork,
     f.CutPointServed: Run._decide_cut_point,
+    f.EvidenceObserved: Run._decide_evidence,
+    f.ScorerDrained: Run._decide_drain,
+    f.PreservationReceipted: Run._decide_receipt,
     **{fact_type: Run._decide_in_fork for fact_type in FORK_FACTS},
 }
 _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
@@ -243,5 +272,8 @@ _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.RunFinished: Run._run_finished,
     f.ForkOpened: Run._fork_opened,
     f.CutPointServed: Run._cut_point_served,
+    f.EvidenceObserved: Run._evidence_observed,
+    f.ScorerDrained: Run._scorer_drained,
+    f.PreservationReceipted: Run._preservation_receipted,
     **{fact_type: Run._in_fork for fact_type in FORK_FACTS},
 }

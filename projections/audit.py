@@ -9,31 +9,38 @@ Policy. Each finding has a level:
   on a closed fork, or a custody failure that preserved nothing), because evidence may have crossed arms; a
   restorable lie (a fork opened on, or a child restored from, a snapshot discarded before then, by log
   order and by `occurred_at` alike, and never exported or imported); an impossible state the domain refuses (V while a child is unscored, V not
-  the mean of the rewards, served K above configured K), which means something bypassed the rules; or no
-  run matched the selection (an empty gate must not pass).
+  the mean of the rewards, served K above configured K, a preservation receipt sealing another history), which
+  means something bypassed the rules; or no model run matched the selection (an empty gate must not pass).
 - **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
   (infrastructure error, verifier crash, missing reward, unscored, trajectory `none`, request-global
-  configuration error); a fork with an unscored or failed arm, ended partial or still open; a custody
-  failure that preserved its entries; a snapshot adopted from a tar of unknown provenance used by a fork;
-  a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
+  configuration error, or failing the experiment-review skill's evidence checks in `audit_gate`: trajectory gate,
+  token usage, timing); a fresh-rollout arm failing them; a with-skill run or arm without skill loading, a no-skill
+  one with skill leakage; a run preserved but unqualified, or whose one preservation attempt failed; a fork
+  with an unscored or failed arm, ended partial or still open; a custody failure that preserved its entries;
+  a snapshot adopted from a tar of unknown provenance used by a fork; a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
   capture, a discard that log order and recorded times place on different sides of a fork, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
-  what would be published, and is checked itself).
+  what would be published, and is checked itself), evidence read more than once with different contents (the
+  latest is judged), an oracle run's problems (oracle lanes are reward-only evidence, reported apart: never
+  counted, quarantined or matched to slots with the model runs).
+
+Every finding about a node carries `address` (`RUN:NODE`), which `lineage history` resolves.
 
 Verdict and exit code: 0 **publishable** (no finding above warning); 10 **publishable with quarantines**
 (naming every quarantined run and slot); 11 **not publishable** (any not-publishable finding). Errors
 before a verdict keep the CLI's codes (1 bad input such as a malformed matrix file).
 
 Run health: healthy means scored with a reward and no verifier error, no run failure (a timeout, by
-`run.finished` status or a failure category containing "timeout", is normal), and no trajectory `none`;
-its result is pass (reward >= 1), fail, or timeout. A superseded run is one a continuation names as its
-`parent_run`: supersession is read from recorded lineage, never guessed from timing.
+`run.finished` status or a failure category containing "timeout", is normal), no trajectory `none`, and the
+skill's evidence checks passed; its result is pass (reward >= 1), fail, or timeout. A superseded run is one a
+continuation names as its `parent_run`: supersession is read from recorded lineage, never guessed from timing.
 
 Matrix file (`--matrix FILE`): the expected slots, each a (task, agent, model, skill_mode, trial). CSV with a
 header naming `task` and any of the other four columns, one slot per line; or JSON: a list of slot objects,
 `{"slots": [...]}`, or one object of lists (`{"task": [...], "agent": [...], ...}`) meaning their cross
-product. A missing or empty field matches runs that did not record it. Slot statuses: healthy (one current
+product. A missing or empty field matches runs that did not record it. A benchflow run's trial is its rollout name
+(from its recorded evidence when its registration has none). Slot statuses: healthy (one current
 run, healthy), missing (no run), duplicate (two or more current runs), stale (its runs were all superseded
 by later runs outside the slot), unhealthy (its one current run is unhealthy).
 
@@ -49,6 +56,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from . import audit_gate as gate
 from . import cut_point
 from .history import as_json
 
@@ -68,9 +76,14 @@ class Finding:
     subject: str
     message: str
     run: str | None = None  # the run this finding quarantines or blames, if any
+    node: str | None = None  # the node of `run` it is about, if any: `lineage history RUN:NODE` follows it
+
+    @property
+    def address(self) -> str | None:
+        return f"{self.run}:{self.node}" if self.run and self.node else None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "address": self.address}
 
 
 Slot = tuple[str | None, ...]  # (task, agent, model, skill_mode, trial)
@@ -135,17 +148,20 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
             problem = f"V={value:g} is not the mean {math.fsum(rewards) / len(rewards):g} of the children's rewards"
         elif value is None and every and fork["outcome"] == "completed":
             problem = "every child was scored and the fork completed, but V is missing"
+        node = fork.get("node")
         if problem:
-            findings.append(Finding("fork-consistency", BLOCKER, where, problem, run))
+            findings.append(Finding("fork-consistency", BLOCKER, where, problem, run, node))
         for child in kids:
             if child["outcome"] in ("unscored", "failed"):
                 findings.append(Finding("fork-consistency", QUARANTINE, where,
-                                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}", run))
+                                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}",
+                                        run, child.get("node")))
         if fork["outcome"] == "partial":
             findings.append(Finding("fork-consistency", QUARANTINE, where,
-                                    "the fork ended partial" + (f": {fork['error']}" if fork["error"] else ""), run))
+                                    "the fork ended partial" + (f": {fork['error']}" if fork["error"] else ""), run, node))
         elif fork["outcome"] == "open":
-            findings.append(Finding("fork-consistency", QUARANTINE, where, "the fork is still open: not every arm has an outcome", run))
+            findings.append(Finding("fork-consistency", QUARANTINE, where, "the fork is still open: not every arm has an outcome",
+                                    run, node))
     return findings
 
 
@@ -159,16 +175,17 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
     for key in sorted(by_fork):
         run, where = key[0], f"{key[0]}:{key[1]}"
         mine = sorted(by_fork[key], key=lambda e: e["position"])
+        node = mine[0].get("node")
         held = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "held"), None)
         released = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "released"), None)
         failures = [e for e in mine if e["kind"] == "failed"]
         for failure in failures:
             if failure["location"]:
                 findings.append(Finding("custody", QUARANTINE, where, f"custody failed at {failure['phase']}: {failure['error']}; "
-                                        f"the entries are preserved at {failure['location']}", run))
+                                        f"the entries are preserved at {failure['location']}", run, node))
             else:
                 findings.append(Finding("custody", BLOCKER, where, f"custody failed at {failure['phase']}: {failure['error']}; "
-                                        "nothing was preserved, so the held entries are unaccounted for", run))
+                                        "nothing was preserved, so the held entries are unaccounted for", run, node))
         if held is None:
             continue
         if released is not None:
@@ -177,10 +194,11 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
             extra = sorted(set(released) - set(held))
             if missing or changed or extra:
                 findings.append(Finding("custody", BLOCKER, where, f"custody broken: released entries differ from the held ones "
-                                        f"(missing {missing}, digest changed {changed}, never held {extra})", run))
+                                        f"(missing {missing}, digest changed {changed}, never held {extra})", run, node))
         elif not failures:
             level, state = (BLOCKER, "the fork is closed") if key in closed else (QUARANTINE, "the fork is still open")
-            findings.append(Finding("custody", level, where, f"{len(held)} held entries were never released and {state}", run))
+            findings.append(Finding("custody", level, where, f"{len(held)} held entries were never released and {state}", run,
+                                    node))
     return findings
 
 
@@ -198,7 +216,7 @@ def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, A
     findings = []
     by_ref = _group(lifetimes, "ref")
     for use in presented:
-        subject, run = use["ref"], use["run"]
+        subject, run, node = use["ref"], use["run"], use.get("node")
         mine = by_ref.get((subject,), [])
         known = {e["kind"] for e in mine if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]}
         by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
@@ -207,19 +225,19 @@ def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, A
             continue
         if "adopted" in known:
             findings.append(Finding("snapshot-truthfulness", QUARANTINE, subject, f"{use['what']} uses snapshot {subject}, "
-                                    "adopted from a tar of unknown provenance", run))
+                                    "adopted from a tar of unknown provenance", run, node))
         elif by_log and by_time:
             findings.append(Finding("snapshot-truthfulness", BLOCKER, subject, f"{use['what']} presents snapshot {subject} as "
                                     f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
-                                    "or imported", run))
+                                    "or imported", run, node))
         elif by_log or by_time:
             first, second = ("log order", "the recorded times") if by_log else ("the recorded times", "log order")
             findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} uses snapshot {subject}; {first} "
                                     f"put its discard before that and {second} do not, so the facts' order or times are "
-                                    "unreliable (an importer's approximation?)", run))
+                                    "unreliable (an importer's approximation?)", run, node))
         elif "captured" not in known:
             findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} presents snapshot {subject}, "
-                                    "whose capture is not recorded", run))
+                                    "whose capture is not recorded", run, node))
     if report_adopted:
         findings += [Finding("snapshot-truthfulness", WARNING, e["ref"], f"snapshot {e['ref']} was adopted from a tar of unknown "
                              f"provenance ({e.get('tar_path') or 'path not recorded'})") for e in lifetimes if e["kind"] == "adopted"]
@@ -258,7 +276,7 @@ def classify_slots(slots: list[Slot], runs: list[dict[str, Any]], superseded: di
             findings.append(Finding("matrix", QUARANTINE, label, f"{status}: {why}"))
     expected = set(slots)
     findings += [Finding("matrix", WARNING, row["run"], f"run {row['run']} matches no slot of the matrix ({slot_label(run_slot(row))})",
-                         row["run"]) for row in runs if run_slot(row) not in expected]
+                         row["run"], "root") for row in runs if run_slot(row) not in expected]
     return rows, findings
 
 
@@ -286,46 +304,121 @@ def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
         refs = [o["sandbox_ref"], o["environment_ref"]] if own else [
             o["stage_sandbox"] if "sandbox" in layers else None, o["stage_environment"] if "environment" in layers else None]
         what = f"fork {o['fork']} of {o['run']} (at {o['stage'] or 'cursor:' + o['node']})"
-        presented += [{"run": o["run"], "what": what, "ref": ref, "position": o["position"],
+        presented += [{"run": o["run"], "node": o["node"], "what": what, "ref": ref, "position": o["position"],
                        "occurred_at": o["occurred_at"]} for ref in refs if ref]
-    for r in db.rows(f"SELECT * FROM child_restores WHERE {_in('run')}", {"runs": runs}):
+    for r in db.rows(f"SELECT r.*, c.node FROM child_restores r LEFT JOIN fork_children c USING (run, fork, idx) "
+                     f"WHERE {_in('r.run')}", {"runs": runs}):
         what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
-        presented += [{"run": r["run"], "what": what, "ref": ref, "position": r["position"], "occurred_at": r["occurred_at"]}
-                      for ref in (r["sandbox_ref"], r["environment_ref"]) if ref]
+        presented += [{"run": r["run"], "node": r["node"], "what": what, "ref": ref, "position": r["position"],
+                       "occurred_at": r["occurred_at"]} for ref in (r["sandbox_ref"], r["environment_ref"]) if ref]
     return presented
+
+
+def _selected_runs(db: ReadModelDB, run: str | None, task: str | None, since: datetime | None) -> list[dict[str, Any]]:
+    """The runs to audit; a benchflow run's trial (its rollout name) comes from its evidence when its registration,
+    recorded by an earlier version, has none."""
+    return db.rows("SELECT r.* REPLACE (coalesce(r.trial, e.trial) AS trial) FROM runs r "
+                   "LEFT JOIN evidence e ON e.run = r.run AND e.node = 'root' "
+                   "WHERE ($run IS NULL OR r.run = $run) AND ($task IS NULL OR r.task = $task) "
+                   "AND ($since IS NULL OR r.registered_at >= $since) ORDER BY r.position",
+                   {"run": run, "task": task, "since": since})
+
+
+def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> list[Finding]:
+    """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that follow."""
+    oracle = gate.is_oracle(row["agent"])
+    health = classify_run(row)
+    checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(evidence, oracle=oracle)
+    skills = None if oracle else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
+    checks += [("skill-loading", skills)] if skills else []
+    if checks and health["health"] == "healthy":
+        health = {"health": "unhealthy", "result": None, "reasons": []}
+    health["reasons"] = [reason for _, reason in checks]
+    row.update(health, lane=gate.ORACLE if oracle else "model")
+    # A superseded run is not a candidate for publication (its continuation is), so its health is only noted; an
+    # oracle lane is reward-only evidence, reported apart from the model runs.
+    level, note = (WARNING, f" (superseded by {row['superseded_by']})") if row["superseded_by"] else (QUARANTINE, "")
+    if oracle:
+        return [Finding("oracle-lane", WARNING, row["run"], f"oracle run, reported apart from the model runs: unhealthy: "
+                        f"{reason}", row["run"], "root") for _, reason in checks]
+    return [Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root") for check, reason in checks]
+
+
+def _arm_skill_findings(db: ReadModelDB, runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]],
+                        params: dict[str, Any]) -> list[Finding]:
+    """Skill loading for with-skill arms, leakage for no-skill ones (a run's own is part of its health)."""
+    model = {r["run"] for r in runs if r["lane"] == "model"}
+    findings = []
+    for c in db.rows(f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
+                     params):
+        problem = gate.skill_problem(c["skill_mode"], evidence.get((c["run"], c["node"])))
+        if problem and c["run"] in model:
+            findings.append(Finding("skill-loading", QUARANTINE, f"{c['run']}:{c['fork']}/{c['arm']}", problem, c["run"],
+                                    c["node"]))
+    return findings
+
+
+def _arm_gate_findings(runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
+    """The trajectory gate, token usage and timing for each fresh-rollout arm whose own directory was read."""
+    lanes = {r["run"]: r["lane"] for r in runs}
+    return [Finding(check, QUARANTINE, f"{key}:{node}", f"arm at node {node} unhealthy: {reason}", key, node)
+            for (key, node), row in sorted(evidence.items()) if node != "root" and lanes.get(key) == "model"
+            for check, reason in gate.gate_reasons(row, oracle=False)]
+
+
+def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
+    return [Finding("evidence-changed", WARNING, f"{key}:{node}", f"its files were read {row['observations']} times with "
+                    "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
+                    "files changed after the run", key, node)
+            for (key, node), row in sorted(evidence.items()) if row["observations"] > 1]
+
+
+def _preservation_findings(db: ReadModelDB, params: dict[str, Any]) -> tuple[list[Finding], dict[str, str]]:
+    receipts = db.rows(f"SELECT * FROM receipts WHERE {_in('run')} ORDER BY position", params)
+    levels = {"blocker": BLOCKER, "quarantine": QUARANTINE}
+    findings = [Finding("preservation", levels[level], key, message, key, "root")
+                for level, key, message in gate.preservation_problems(receipts)]
+    states = {r["run"]: "preserved, unqualified" if r["result"] == "sealed" else "preservation failed" for r in receipts}
+    return findings, states
 
 
 def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, run: str | None = None, task: str | None = None,
                  since: datetime | None = None, slots: list[Slot] | None = None) -> dict[str, Any]:
-    runs = db.rows("SELECT * FROM runs WHERE ($run IS NULL OR run = $run) AND ($task IS NULL OR task = $task) "
-                   "AND ($since IS NULL OR registered_at >= $since) ORDER BY position", {"run": run, "task": task, "since": since})
+    runs = _selected_runs(db, run, task, since)
     keys = [r["run"] for r in runs]
     params = {"runs": keys}
+    evidence = {(e["run"], e["node"]): e for e in db.rows(f"SELECT * FROM evidence WHERE {_in('run')}", params)}
     findings: list[Finding] = []
-    if not runs:
-        findings.append(Finding("selection", BLOCKER, "store", "no run matched the selection, so there is nothing to publish"))
     superseded = {r["parent_run"]: r["run"] for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")}
     for row in runs:
-        row.update(classify_run(row), superseded_by=superseded.get(row["run"]))
-        # A superseded run is not a candidate for publication (its continuation is), so its health is only noted.
-        level, note = (WARNING, f" (superseded by {row['superseded_by']})") if row["superseded_by"] else (QUARANTINE, "")
-        findings += [Finding("run-health", level, row["run"], f"unhealthy: {reason}{note}", row["run"]) for reason in row["reasons"]]
+        row["superseded_by"] = superseded.get(row["run"])
+        findings += _health_findings(row, evidence.get((row["run"], "root")))
+    model_runs = [r for r in runs if r["lane"] == "model"]
+    if not model_runs:
+        oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
+        findings.append(Finding("selection", BLOCKER, "store", f"no model run matched the selection{oracle}, so there is "
+                                "nothing to publish"))
+    findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
+    findings += _changed_evidence_findings(evidence)
+    receipt_findings, preservation = _preservation_findings(db, params)
+    findings += receipt_findings
     findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
                             db.rows(f"SELECT * FROM children WHERE {_in('run')}", params))
     closed = {(r["run"], r["fork"]) for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)}
-    findings += check_custody(db.rows(f"SELECT * FROM custody_events WHERE {_in('run')}", params), closed)
+    findings += check_custody(db.rows(f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
+                                      f"WHERE {_in('e.run')}", params), closed)
     findings += check_snapshots(_presented(db, keys), db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
                                 report_adopted=run is None and task is None and since is None)
     cut_rows = db.rows("SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
                        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}", params)
     for row in cut_rows:
         row["divergences"] = as_json(row["divergences"])
-    findings += [Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key)
+    findings += [Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
                  for severe, key, message in cut_point.cut_point_problems(cut_rows)]
     matrix = None
     if slots is not None:
         chosen = [s for s in slots if (task is None or s[0] == task) and (run is None or any(run_slot(r) == s for r in runs))]
-        matrix, slot_findings = classify_slots(chosen, runs, superseded)
+        matrix, slot_findings = classify_slots(chosen, model_runs, superseded)  # oracle lanes fill no slot
         findings += slot_findings
     if not integrity["intact"]:
         findings.append(Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}"))
@@ -333,8 +426,10 @@ def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, r
     order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
     return {
         "position": position, "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
-        "runs": [{k: row[k] for k in ("run", "task", "agent", "model", "skill_mode", "trial", "role", "outcome", "reward",
-                                      "health", "result", "reasons", "superseded_by")} for row in runs],
+        "runs": [{**{k: row[k] for k in ("run", "task", "agent", "model", "skill_mode", "trial", "role", "lane", "outcome",
+                                         "reward", "health", "result", "reasons", "superseded_by")},
+                  "preservation": preservation.get(row["run"])} for row in runs],
+        "lanes": {lane: sum(r["lane"] == lane for r in runs) for lane in ("model", gate.ORACLE)},
         "matrix": matrix, "integrity": integrity,
         "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
         "verdict": outcome, "quarantined": quarantined, "exit_code": EXIT_CODES[outcome],

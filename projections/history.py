@@ -129,7 +129,7 @@ def _placements(event: dict[str, Any], fact: dict[str, Any], child_nodes: dict[t
     if kind.startswith("snapshot."):
         home = (fact["run"], fact["node"]) if kind == "snapshot.captured" else ref_home.get(fact["ref"])
         return [home] if home else []
-    if kind in ("run.node_opened", "stage.marked"):
+    if kind in ("run.node_opened", "stage.marked", "run.evidence_observed"):
         return [(run, fact["node"])]
     if kind == "fork.opened":
         return [(run, fact["node"])] + [(run, child["node"]) for child in fact["children"]]
@@ -249,10 +249,24 @@ SUMMARIES: dict[str, Any] = {
     "run.failed": lambda f, w: f"run failed ({f.get('category') or 'uncategorised'}"
                                + (", request-global" if f.get("request_global") else "") + f"): {f['error']}",
     "run.finished": lambda f, w: f"run finished {f['status']}" + (f", trajectory {f['trajectory']}" if f.get("trajectory") else ""),
+    "run.evidence_observed": lambda f, w: _evidence(f),
+    "scorer.drained": lambda f, w: f"scorer drained: history {short_digest(f['history_digest'])}",
+    "scorer.preservation_receipted": lambda f, w: f"preservation attempt {f['result']}: history {short_digest(f['history_digest'])}"
+                                                  + (f", {f['checkpoint']}" if f.get("checkpoint") else "")
+                                                  + (f": {f['error']}" if f.get("error") else ""),
     "cut_point.served": lambda f, w: f"replayed {f['source_run']} up to K={f['served_k']} ({f['accounting']} accounting, configured "
                                      f"K={_num(f.get('configured_k'))}" + (f", stage {f['stage']}" if f.get("stage") else "")
                                      + f"), {len(f.get('divergences') or [])} divergences",
 }
+
+
+def _evidence(fact: dict[str, Any]) -> str:
+    files = [f"{name} {'present' if part['present'] else 'missing'}" for name, part in
+             (("acp", fact.get("acp_trajectory")), ("llm", fact.get("llm_trajectory")), ("results.jsonl", fact.get("results")))
+             if part is not None]
+    usage = fact.get("token_usage") or {}
+    return ("evidence read: " + ", ".join([*files, f"tokens {usage.get('total_tokens') or '-'}"])
+            + (f", trial {fact['trial']}" if fact.get("trial") else ""))
 
 
 def summarise(kind: str, fact: dict[str, Any], where: NodeRef) -> str:

@@ -26,7 +26,7 @@ from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.events import TOPIC_PREFIX
 from ..domain.integrity import Head, check_window
-from . import custody, forks, lineage, log_table, runs, stages
+from . import custody, evidence, forks, lineage, log_table, preservation, runs, stages
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 PROJECTIONS: tuple[Projection, ...] = (
     log_table.PROJECTION, runs.PROJECTION, lineage.PROJECTION, stages.PROJECTION, forks.PROJECTION, custody.PROJECTION,
+    evidence.PROJECTION, preservation.PROJECTION,
 )
 PAGE = 50_000
 BOOKKEEPING = (

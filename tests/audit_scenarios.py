@@ -59,8 +59,27 @@ def arm(run: str, index: int, outcome: f.Fact) -> list[f.Fact]:
             outcome, f.CustodyHandedOff(run=run, fork="root", index=index, location=f"{HOLD}/../children/n{index + 1}/mounted")]
 
 
+ACP_OK = f.TrajectoryFile(present=True, size=3333, records=18, agent_events=18)
+LLM_OK = f.TrajectoryFile(present=True, size=32974, records=9, requests=9, responses=9, responses_with_usage=9)
+RESULTS_OK = f.ResultsRow(present=True, rows=1, training_ready=True)
+
+
+def evidence(run: str, node: str = "root", *, trial: str | None = None, **overrides: object) -> f.EvidenceObserved:
+    """What a healthy benchflow rollout directory holds for the release gate (with-skill arms: their skills loaded)."""
+    values: dict[str, object] = {
+        "run": run, "node": node, "trial": trial, "acp_trajectory": ACP_OK, "llm_trajectory": LLM_OK, "results": RESULTS_OK,
+        "token_usage": f.TokenUsage(input_tokens=21624, output_tokens=520, total_tokens=22144, source="litellm_callback"),
+        "started_at": "2026-11-02T09:00:00+00:00", "finished_at": "2026-11-02T09:02:50+00:00", "duration_sec": 170.1,
+        "tool_calls": 7, "partial_trajectory": False,
+        "skills": f.SkillLoading(skill_mode="no-skill", invocations=0)}
+    return f.EvidenceObserved(**{**values, **overrides})
+
+
+WITH_SKILL = f.SkillLoading(skill_mode="with-skill", skills_dir="/home/agent/.claude/skills", invocations=1, marker_lines=1)
+
+
 def run_end(run: str, reward: float = 1.0) -> list[f.Fact]:
-    return [f.SnapshotExported(ref=ref(run, "env-ready"), path=f"/jobs/snapshots/{ref(run, 'env-ready')}.tar",
+    return [evidence(run), evidence(run, "n1", skills=WITH_SKILL), f.SnapshotExported(ref=ref(run, "env-ready"), path=f"/jobs/snapshots/{ref(run, 'env-ready')}.tar",
                                sha256="sha256:" + "c3" * 32, image_id="sha256:" + "d4" * 32),
             f.RunScored(run=run, reward=reward, tests=tests("passed" if reward >= 1 else "failed")),
             f.RunFinished(run=run, status="completed", trajectory="acp")]
@@ -121,7 +140,8 @@ def served_cut_point_with_divergence() -> list[Entry]:
                                 divergences=(f.Divergence(exchange_index=7, served_request_digest="sha256:" + "bb" * 32,
                                                           recorded_request_digest="sha256:" + "aa" * 32,
                                                           n_messages_served=15, n_messages_recorded=15),)),
-               f.RunScored(run=run, reward=1.0, tests=tests("passed")), f.RunFinished(run=run, status="completed", trajectory="llm")])
+               f.RunScored(run=run, reward=1.0, tests=tests("passed")), f.RunFinished(run=run, status="completed", trajectory="llm"),
+               evidence(run)])
 
 
 def duplicate_slot() -> list[Entry]:
@@ -130,7 +150,7 @@ def duplicate_slot() -> list[Entry]:
 
 
 def run_end_plain(run: str) -> list[f.Fact]:
-    return [f.RunScored(run=run, reward=0.0, tests=tests("failed")), f.RunFinished(run=run, status="completed", trajectory="acp")]
+    return [evidence(run), f.RunScored(run=run, reward=0.0, tests=tests("failed")), f.RunFinished(run=run, status="completed", trajectory="acp")]
 
 
 def ephemeral_snapshot_restored() -> list[Entry]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from ...domain import facts as f
 from .benchflow_common import RunFiles, outcome, registration
 from .ctrf import read_ctrf
+from .evidence import benchflow_evidence
 from .fields import Fields, build, invalid
 from .keys import run_key
 from .plan import RunPlan, Timeline
@@ -64,6 +65,9 @@ def import_mainline_run(path: Path) -> RunPlan:
         fork_facts(timeline, folder, key, fork, position, t0)
     for entry in outcome(files, key):
         timeline.add((1 << 40,), entry.fact, entry.occurred_at)
+    evidence = benchflow_evidence(files, key)
+    if evidence is not None:
+        timeline.add((1 << 40, 1), evidence, files.finished_at())
     return RunPlan(key, path, timeline.entries())
 
 

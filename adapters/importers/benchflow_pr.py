@@ -33,6 +33,7 @@ from ...domain.errors import InvalidInput
 from ...domain.vocabulary import stage_rank
 from .benchflow_common import RunFiles, outcome, registration, result_missing
 from .continuation import continuation, cut_point
+from .evidence import benchflow_evidence
 from .fields import Fields, build, invalid
 from .keys import ABLATE_JOB_NAME, is_ablate_run, run_key
 from .plan import RunPlan, Timeline
@@ -148,8 +149,25 @@ def import_pr_run(path: Path) -> RunPlan:
             timeline.add((LAST, 0), fact, cleanup)
     for entry in parent_outcome(files, key, ablation):
         timeline.add((LAST, 1), entry.fact, entry.occurred_at)
+    for entry in gate_evidence(folder, files, key, [] if running else groups, continuation=bool(found)):
+        timeline.add((LAST, 2), entry.fact, entry.occurred_at)
     plan.entries = timeline.entries()
     return plan
+
+
+def gate_evidence(folder: RunFolder, files: RunFiles, key: str, groups: list[ForkGroup], *, continuation: bool) -> list[Entry]:
+    """Release-gate evidence of the run and of each fresh-rollout arm that has a run directory of its own (an arm
+    still running is never read: the run's groups are passed only once it has finished)."""
+    root = benchflow_evidence(files, key, continuation=continuation)
+    out = [Entry(root, files.finished_at())] if root is not None else []
+    for group in groups:
+        for child in group.children:
+            relative = f"branches/{group.node}/children/{child.id}"
+            if folder.exists(f"{relative}/result.json"):
+                arm_files = RunFiles.read(RunFolder(folder.root / relative, folder.containment))
+                arm = benchflow_evidence(arm_files, key, child.id)
+                out += [Entry(arm, arm_files.finished_at())] if arm is not None else []
+    return out
 
 
 def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None) -> dict[str, Fields]:

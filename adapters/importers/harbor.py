@@ -5,7 +5,8 @@ A trial is a run with no tree: `run.registered` (task, agent, model, trial; the 
 `run.scored` with per-test outcomes from `verifier/ctrf.json`; an `exception_info` -> `run.failed`
 (message, category = exception type); a verifier result without a reward -> `run.unscored`. `run.finished`
 carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`, and
-`total`) computed from Harbor's started/finished pairs. Harbor writes naive ISO times; they are taken as UTC.
+`total`) computed from Harbor's started/finished pairs; `run.evidence_observed` the token usage (`agent_result`)
+and timing the release gate checks. Harbor writes naive ISO times; they are taken as UTC.
 A directory with only `verifier/ctrf.json` is not a trial and is never imported.
 """
 
@@ -19,6 +20,7 @@ from ...domain import facts as f
 from ...domain.application import Entry
 from ...domain.errors import InvalidInput, MalformedJSON
 from .ctrf import read_ctrf
+from .evidence import token_usage
 from .fields import Fields, build
 from .keys import run_key
 from .plan import RunPlan
@@ -78,6 +80,11 @@ def import_harbor_trial(path: Path) -> RunPlan:
         entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
                                    status="failed" if exception is not None else "completed",
                                    started_at=iso(started), finished_at=iso(finished), timing=timing), finished))
+        # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
+        total = timing.get("total")
+        entries.append(Entry(build(f.EvidenceObserved, result.where(), run=key, token_usage=token_usage(result.obj("agent_result")),
+                                   started_at=iso(started), finished_at=iso(finished),
+                                   duration_sec=total if total is not None and total >= 0 else None), finished))
     return RunPlan(key, path, entries, recorded_dir=recorded_dir)
 
 

@@ -104,7 +104,7 @@ def test_filters_select_runs(lineage: Lineage, run_cli: Cli) -> None:
     assert audit_json(run_cli, "--task", "csv-dedupe", code=10)["quarantined"] == [s.UNSCORED]
     assert audit_json(run_cli, "--since", "2026-11-02T09:00:00Z", code=10)["filters"]["since"] == "2026-11-02T09:00:00+00:00"
     empty = audit_json(run_cli, "--task", "no-such-task", code=11)
-    assert findings(empty) == [("not-publishable", "store", "no run matched the selection, so there is nothing to publish")]
+    assert findings(empty) == [("not-publishable", "store", "no model run matched the selection, so there is nothing to publish")]
     assert run_cli("audit", "--since", "yesterday", ok=False).exit_code == 1
 
 
@@ -124,7 +124,7 @@ def test_row_formats_list_the_findings_and_the_verdict_goes_to_stderr(lineage: L
     lineage.record(s.partial_fork())
     result = run_cli("audit", "--format", "csv", ok=False)
     assert result.exit_code == 10
-    assert result.stdout.splitlines()[0] == "level,check,subject,run,message"
+    assert result.stdout.splitlines()[0] == "level,check,subject,run,address,message"
     assert len(result.stdout.splitlines()) == 3
     assert "verdict: publishable with quarantines" in result.stderr
 

@@ -27,15 +27,17 @@ def test_a_fork_childs_history_from_the_root_with_when_and_who(lineage: Lineage,
     assert [(step["node"], step["kind"]) for step in document["steps"]] == [("root", "root"), ("n1", "child")]
     root, child = document["steps"]
     assert types(root) == ["run.registered", "stage.marked", "snapshot.captured", "fork.opened", "custody.held",
-                           "custody.released", "fork.closed", "snapshot.exported", "run.scored", "run.finished"]
-    assert types(child) == ["fork.opened", "fork.child_restored", "fork.child_scored", "custody.handed_off"]
+                           "custody.released", "fork.closed", "run.evidence_observed", "snapshot.exported", "run.scored",
+                           "run.finished"]
+    assert types(child) == ["fork.opened", "fork.child_restored", "fork.child_scored", "custody.handed_off",
+                            "run.evidence_observed"], "an arm's own evidence is placed on its node"
     assert child["arm"] == "with-skill" and child["fork"] == "root" and child["child_index"] == 0
     opened = child["events"][0]
     assert opened["summary"] == "created as child 0 of fork root, arm with-skill: delta skill_mode=with-skill, fresh-rollout"
     assert opened["occurred_at"] == "2026-11-02T09:02:00Z" and opened["actor"] == "tester@lab"
     assert opened["recorded_at"].endswith("Z") and opened["recorded_at"] > opened["occurred_at"]
     assert child["events"][2]["summary"] == "scored: reward 1 (tests: 2 passed)"
-    assert root["events"][-4]["summary"] == "fork root closed completed, V 0.5"
+    assert root["events"][-5]["summary"] == "fork root closed completed, V 0.5"
 
 
 @pytest.mark.parametrize("address", [f"{s.HEALTHY}:n2", f"{s.HEALTHY}:root/no-skill", f"{s.HEALTHY}:root/#1"])
@@ -67,7 +69,8 @@ def test_a_continuation_starts_in_the_run_it_continues(lineage: Lineage, run_cli
     assert [(step["run"], step["node"]) for step in document["steps"]] == [(s.SOURCE, "root"), (s.SOURCE, "n1"), (s.CONTINUED, "root")]
     assert "run.failed" in types(document["steps"][0])
     assert types(document["steps"][1])[-1] == "stage.marked", "the continuation attaches where the cut stage was captured"
-    assert types(document["steps"][2]) == ["run.registered", "cut_point.served", "run.scored", "run.finished"]
+    assert types(document["steps"][2]) == ["run.registered", "cut_point.served", "run.scored", "run.finished",
+                                           "run.evidence_observed"]
     served = document["steps"][2]["events"][1]["summary"]
     assert served == (f"replayed {s.SOURCE} up to K=12 (served accounting, configured K=12, stage post-research), 1 divergences")
 

@@ -218,7 +218,8 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     (run / "result.json").write_text(result_json)
     second = len(events(run_cli))
     run_cli("import", str(run))
-    assert [e["type"] for e in events(run_cli)[second:]] == ["run.scored", "run.finished"]
+    # ... and the release-gate evidence of the run and of its two fresh-rollout arms, read once it has finished
+    assert [e["type"] for e in events(run_cli)[second:]] == ["run.scored", "run.finished", *["run.evidence_observed"] * 3]
 
     add_post_research_fork(run)
     third = len(events(run_cli))

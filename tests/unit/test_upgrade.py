@@ -1,5 +1,6 @@
 """Stores written by earlier landings stay usable: their chain verifies, the read models build, and importing the
-same runs again appends only what this version records beyond them (where each run lives), never a conflict."""
+same runs again appends only what this version records beyond them (where each run lives, its release-gate
+evidence), never a conflict."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from tests.conftest import EXAMPLES, Cli
 
 LANDING_1 = Path(__file__).resolve().parents[1] / "stores" / "landing-1-examples.sqlite"
+GATE = Path(__file__).resolve().parents[1] / "stores" / "gate-examples.sqlite"
 NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"
 
 
@@ -29,8 +31,8 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before):]
-    assert added and {e["type"] for e in added} == {"run.located"}
-    assert {e["fact"]["kind"] for e in added} == {"read"}  # the directories the harness recorded were already known
+    assert added and {e["type"] for e in added} == {"run.located", "run.evidence_observed"}
+    assert {e["fact"]["kind"] for e in added if e["type"] == "run.located"} == {"read"}  # the directories the harness recorded were already known
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
@@ -38,3 +40,24 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     [row] = json.loads(run_cli("sql", "SELECT run_dir, location FROM runs WHERE run = 'nightly/csv-dedupe__7c1f2a90'",
                                "--format", "json").stdout)
     assert row == {"run_dir": "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90", "location": str(NIGHTLY.resolve())}
+
+
+def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(GATE, home / "events.sqlite")
+    run_cli = Cli(home)
+    assert "intact" in run_cli("verify").stdout
+    before = log(run_cli)
+    assert len(before) == 103 and {e["actor"] for e in before} == {"gate@lab"}
+
+    result = run_cli("import", str(EXAMPLES))
+    assert "0 runs rejected" in result.stderr
+    added = log(run_cli)[len(before):]
+    assert {e["type"] for e in added} <= {"run.located"}, "only a new place the runs were read at, never a conflict"
+    evidence = run_cli("sql", "SELECT count(*) AS n FROM evidence", "--format", "csv").stdout.splitlines()[1]
+    assert evidence == "13"
+    [receipt] = json.loads(run_cli("sql", "SELECT run, result, qualified FROM receipts", "--format", "json").stdout)
+    assert receipt == {"run": "nightly/csv-dedupe__d4e5f6a7", "result": "sealed", "qualified": False}
+    audit = run_cli("audit", "--run", "nightly/csv-dedupe__d4e5f6a7", ok=False)
+    assert audit.exit_code == 10 and "[preserved, unqualified]" in audit.stdout

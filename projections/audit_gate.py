@@ -1,0 +1,146 @@
+"""The experiment-review skill's checks on recorded evidence, and terminal preservation receipts; pure functions
+over read-model rows, like the rest of `audit`.
+
+- **Trajectory gate** (the skill's hard gate, for benchflow model trials): `trajectory/acp_trajectory.jsonl` and
+  `trajectory/llm_trajectory.jsonl` present, non-empty, every line parsable, agent-side events in the first,
+  provider request and response bodies with token usage in the second; `results.jsonl` present with exactly one
+  row, `info.training_ready` true, with positive token usage and tool definitions for any assistant tool calls;
+  `partial_trajectory` not set. A file the layout does not write (Harbor writes
+  none of the three) is not required; a run with no evidence recorded at all fails closed.
+- **Token usage and timing**: positive token usage (a total, or input plus output) and start/end times or a
+  duration, for every model run.
+- **Skill loading**: a with-skill run or arm must show skills put into its sandbox or invoked; a no-skill one
+  must show neither, nor trajectory lines naming skill resources (leakage).
+- **Oracle lanes** (agent `oracle`): reward-only evidence, with no model trajectory; their runs are checked for
+  reward and timing only, reported as warnings, and never counted, quarantined or matched to matrix slots with
+  the model runs.
+- **Preservation receipts**: a run whose scorer was sealed after a worker failure is preserved but unqualified
+  (the sealed history is evidence for a receiver, not a qualified recovery), so it is quarantined as such; a
+  failed attempt is quarantined with its error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ORACLE = "oracle"
+ACP, LLM, RESULTS = "trajectory/acp_trajectory.jsonl", "trajectory/llm_trajectory.jsonl", "results.jsonl"
+REMEDY = ("re-import the run with this version of rollout-lineage, or record run.evidence_observed for it")
+
+
+def is_oracle(agent: str | None) -> bool:
+    return (agent or "").strip().lower() == ORACLE
+
+
+def _file_reasons(evidence: dict[str, Any], prefix: str, name: str, records_column: str = "records") -> list[str]:
+    if not evidence[f"{prefix}_present"]:
+        return [f"missing required artifact {name}"]
+    records, malformed = evidence[f"{prefix}_{records_column}"] or 0, evidence[f"{prefix}_malformed"] or 0
+    if not records and not malformed:
+        return [f"empty {name}"]
+    return [f"{malformed} unparsable line(s) in {name}"] if malformed else []
+
+
+def _acp_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "acp", ACP)
+    if evidence["acp_present"] and evidence["acp_records"] and not evidence["acp_agent_events"]:
+        reasons.append(f"no agent-side events in {ACP}")
+    return reasons
+
+
+def _llm_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "llm", LLM)
+    if not (evidence["llm_present"] and evidence["llm_records"]):
+        return reasons
+    requests, responses = evidence["llm_requests"] or 0, evidence["llm_responses"] or 0
+    if not requests:
+        reasons.append(f"no provider request bodies in {LLM}")
+    if not responses:
+        reasons.append(f"no provider response bodies in {LLM}")
+    elif responses < requests:
+        reasons.append(f"{LLM}: provider response count {responses} < request count {requests}")
+    if responses and not evidence["llm_responses_with_usage"]:
+        reasons.append(f"no provider token usage in the response bodies of {LLM}")
+    return reasons
+
+
+def _results_reasons(evidence: dict[str, Any]) -> list[str]:
+    reasons = _file_reasons(evidence, "results", RESULTS, "rows")
+    if not (evidence["results_present"] and evidence["results_rows"]):
+        return reasons
+    if evidence["results_rows"] != 1:
+        reasons.append(f"{RESULTS}: expected exactly one rollout row, found {evidence['results_rows']}")
+    if evidence["training_ready"] is not True:
+        reasons.append(f"{RESULTS}: the rollout row is not training_ready ({evidence['training_ready_reason'] or 'no reason given'})")
+    if evidence["results_rows_without_usage"]:
+        reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
+    if evidence["results_unlisted_tool_calls"]:
+        reasons.append(f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)")
+    return reasons
+
+
+def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
+    """The hard trajectory gate on one node's evidence row; files its layout does not write (NULL) are skipped."""
+    reasons = []
+    for column, check in (("acp_present", _acp_reasons), ("llm_present", _llm_reasons), ("results_present", _results_reasons)):
+        if evidence[column] is not None:
+            reasons += check(evidence)
+    if evidence["partial_trajectory"]:
+        reasons.append("the trajectory is partial (partial_trajectory is true)")
+    return reasons
+
+
+def usage_and_timing_reasons(evidence: dict[str, Any], *, oracle: bool) -> list[str]:
+    reasons = []
+    total = evidence["total_tokens"] or (evidence["input_tokens"] or 0) + (evidence["output_tokens"] or 0)
+    if not oracle and not total:
+        reasons.append("missing or zero token usage")
+    if evidence["duration_sec"] is None and not (evidence["started_at"] and evidence["finished_at"]):
+        reasons.append("missing timing (no start and end, no duration)")
+    return reasons
+
+
+def gate_reasons(evidence: dict[str, Any] | None, *, oracle: bool) -> list[tuple[str, str]]:
+    """(check, reason) for each way a run fails the skill's evidence checks (empty when it passes)."""
+    if evidence is None:
+        return [("trajectory-gate", f"no release-gate evidence is recorded (trajectory files, token usage, timing): {REMEDY}")]
+    return ([("trajectory-gate", reason) for reason in ([] if oracle else trajectory_reasons(evidence))]
+            + [("usage-and-timing", reason) for reason in usage_and_timing_reasons(evidence, oracle=oracle)])
+
+
+def skill_problem(skill_mode: str | None, evidence: dict[str, Any] | None) -> str | None:
+    """What is wrong with skill loading for a run or arm of `skill_mode`, or None."""
+    if skill_mode == "with-skill":
+        if evidence is None:
+            return f"with-skill, but no evidence of skill loading is recorded: {REMEDY}"
+        if not evidence["skills_dir"] and not evidence["skill_invocations"]:
+            return "with-skill, but the task skills show no loading: no skills directory in the sandbox, no skill invoked"
+    elif skill_mode == "no-skill" and evidence is not None:
+        leaks = [what for what, present in (
+            (f"skills directory {evidence['skills_dir']} in the sandbox", evidence["skills_dir"]),
+            (f"{evidence['skill_invocations']} skill invocation(s)", evidence["skill_invocations"]),
+            (f"{evidence['skill_marker_lines']} trajectory line(s) naming skill resources", evidence["skill_marker_lines"]))
+            if present]
+        if leaks:
+            return "no-skill leakage: " + ", ".join(leaks)
+    return None
+
+
+def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(level, run, message) for each receipt: preserved but unqualified, a failed attempt, or a digest the
+    domain would have refused (something bypassed the rules)."""
+    problems = []
+    for row in receipts:
+        run = row["run"]
+        if row["drained_digest"] != row["history_digest"]:
+            problems.append(("blocker", run, f"the preservation receipt seals history {row['history_digest']}, but the run's "
+                                             f"drained scorer history is {row['drained_digest']}"))
+        elif row["result"] == "sealed":
+            problems.append(("quarantine", run, "preserved but unqualified: after a worker failure its scorer was sealed on "
+                                                f"its own ({row['checkpoint'] or 'checkpoint not named'}, history "
+                                                f"{row['history_digest'][:19]}); that is evidence for a receiver, not a "
+                                                "qualified recovery"))
+        else:
+            problems.append(("quarantine", run, f"the one preservation attempt failed ({row['error']}): the scorer's final "
+                                                "history has no independent checkpoint"))
+    return problems
