@@ -1,6 +1,6 @@
 """A fork: children branched from one node of a rollout tree, each with a delta, each with one outcome.
 
-Rules follow benchflow's branching lifecycle (`reference/benchflow-artifacts.md` §1.4, §2.2, §2.4): deltas that
+Rules follow benchflow's branching lifecycle (`docs/benchflow-formats.md` §11.2, §13): deltas that
 need a fresh rollout (skill mode, config override, environment swap) exist only at `env-ready`; a child has
 at most one outcome (scored, unscored or failed); V is the mean of the children's rewards and exists only
 when every child was scored; a partial fork has no V.

@@ -1,7 +1,7 @@
 """Exports in benchflow's own schemas: `tree.json`, `stage_snapshots.json` and `ablation.json`.
 
 Built only from the read models, so the same log prefix always gives the same bytes (see
-`vocabulary.canonical_json`). Field semantics follow `reference/benchflow-artifacts.md` §1.1, §1.2 and §1.7;
+`vocabulary.canonical_json`). Field semantics follow `docs/benchflow-formats.md` §2, §3 and §5;
 the derived ablation fields come from `attribution.py`.
 """
 
