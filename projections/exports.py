@@ -41,10 +41,18 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     stage_of = {r["node"]: r for r in db.rows(
         "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
         "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
+    marks = {r["stage"]: r for r in db.rows("SELECT stage, sandbox_ref AS sandbox, environment_ref AS environment "
+                                            "FROM stage_marks WHERE run = ?", [run])}
     forks_at: dict[str, dict[str, Any]] = {}
     for row in db.rows("SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS environment, value, outcome "
                        "FROM forks WHERE run = ? ORDER BY position", [run]):
         forks_at[row["node"]] = {**row, "value": node_value(forks_at.get(row["node"]), row)}
+        # A fork replaces the node's checkpoint: branch_at_stage adopts the stage's (re-tagging the node with
+        # it), a cursor branch takes a fresh one without a stage (docs/benchflow-formats.md §13.1).
+        mark = marks.get(row["stage"]) if row["stage"] else None
+        stage_of[row["node"]] = {"stage": row["stage"], **({"sandbox": mark["sandbox"], "environment": mark["environment"]}
+                                                          if mark else {"sandbox": row["sandbox"],
+                                                                        "environment": row["environment"]})}
     children = {(r["fork"], r["child_index"]): r for r in db.rows("SELECT * FROM children WHERE run = ?", [run])}
     below: dict[str | None, list[dict[str, Any]]] = {}
     for node in nodes:
@@ -75,9 +83,8 @@ def _tree_node(node: dict[str, Any], stage: dict[str, Any] | None, fork: dict[st
                child: dict[str, Any] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"id": node["node"], "parent": node["parent"], "stage": stage["stage"] if stage else None,
                              "snapshot": None}
-    refs = stage or (fork if fork and fork["stage"] is None else None)
-    if refs and (refs["sandbox"] or refs["environment"]):
-        entry["snapshot"] = {"environment": refs["environment"], "sandbox": refs["sandbox"]}
+    if stage and (stage["sandbox"] or stage["environment"]):
+        entry["snapshot"] = {"environment": stage["environment"], "sandbox": stage["sandbox"]}
     if fork and fork["value"] is not None:
         entry["value"] = fork["value"]
     if child:
