@@ -43,6 +43,13 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
         "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
     marks = {r["stage"]: r for r in db.rows("SELECT stage, sandbox_ref AS sandbox, environment_ref AS environment "
                                             "FROM stage_marks WHERE run = ?", [run])}
+    # A checkpoint no registry entry explains (a branch child's own verify(), a bare checkpoint) is a
+    # snapshot.captured on its node: that is the node's tag, over any mark placed there.
+    for row in db.rows(
+            "SELECT node, arg_max(stage, position) AS stage, arg_max(ref, position) FILTER (WHERE layer = 'sandbox') "
+            "AS sandbox, arg_max(ref, position) FILTER (WHERE layer = 'environment') AS environment "
+            "FROM snapshot_events WHERE kind = 'captured' AND run = ? GROUP BY node", [run]):
+        stage_of[row["node"]] = {**row, "stage": row["stage"] or (stage_of.get(row["node"]) or {}).get("stage")}
     forks_at: dict[str, dict[str, Any]] = {}
     for row in db.rows("SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS environment, value, outcome "
                        "FROM forks WHERE run = ? ORDER BY position", [run]):

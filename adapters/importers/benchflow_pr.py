@@ -11,9 +11,10 @@ run's own outcome last. A run still being written (`still_running`) is imported 
 
 Where each tree.json field is kept, so an export can give the file back:
 - `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
-- `stage`, `snapshot`: the `stage.marked` on that node (the last in lifecycle order), or the cursor fork's
-  `fork.opened.snapshot`; tags and refs the registry does not explain (a child's own captures, a bare
-  checkpoint) are `snapshot.captured` with that `node` and `stage`;
+- `stage`, `snapshot`: the last fork at the node (a stage fork re-tags it with its stage, a cursor fork leaves
+  its own checkpoint, `fork.opened.snapshot`), else tags and refs the registry does not explain (a child's own
+  verify() at the end of its chain, a bare checkpoint) as `snapshot.captured` with that `node` and `stage`,
+  else the `stage.marked` on that node (the last in lifecycle order; docs/benchflow-formats.md §13.1-13.2);
 - `reward`/`unscored`/neither: `fork.child_scored` / `fork.child_unscored` / `fork.child_failed`;
 - `value`: `fork.closed.value`; `delta`, `delta_execution`: `fork.opened.children[]`.
 The run's directory as benchflow recorded it (ablation.json `parent.run_dir`, or the children's
