@@ -42,6 +42,7 @@ class Run(BaseAggregate[Any]):
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
+        self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
 
     @classmethod
     def blank(cls) -> Run:
@@ -95,6 +96,11 @@ class Run(BaseAggregate[Any]):
 
     def _decide_finish(self, fact: f.RunFinished) -> bool:
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
+
+    def _decide_report(self, fact: f.AblationReported) -> bool:
+        if fact.fork is not None:
+            self._fork(fact.fork)
+        return is_new_or_same(self.report, fact, f"ablation report of run {fact.run!r}")
 
     def _decide_in_fork(self, fact: f.Fact) -> bool:
         return self._fork(fact.fork).decide(fact)  # type: ignore[attr-defined]
@@ -209,6 +215,9 @@ class Run(BaseAggregate[Any]):
     def _in_fork(self, fact: f.Fact) -> None:
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
+    def _reported(self, fact: f.AblationReported) -> None:
+        self.report = fact
+
     def _cut_point_served(self, fact: f.CutPointServed) -> None:
         self.cut_points[fact.accounting] = fact
 
@@ -230,6 +239,7 @@ _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
     f.RunFinished: Run._decide_finish,
     f.ForkOpened: Run._decide_fork,
     f.CutPointServed: Run._decide_cut_point,
+    f.AblationReported: Run._decide_report,
     **{fact_type: Run._decide_in_fork for fact_type in FORK_FACTS},
 }
 _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
@@ -243,5 +253,6 @@ _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.RunFinished: Run._run_finished,
     f.ForkOpened: Run._fork_opened,
     f.CutPointServed: Run._cut_point_served,
+    f.AblationReported: Run._reported,
     **{fact_type: Run._in_fork for fact_type in FORK_FACTS},
 }

@@ -132,9 +132,15 @@ def stages_document(db: ReadModelDB, run: str) -> dict[str, Any]:
 
 
 def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
+    """The report `bench eval ablate` wrote for the fork (docs/benchflow-formats.md §5): the arms' rows from the fork
+    facts, and what the report itself said (`value`, `error`, the parent block) as written, never recomputed."""
     parent = require_run(db, run)
+    reports = db.rows("SELECT * FROM ablation_reports WHERE run = ? ORDER BY position DESC LIMIT 1", [run])
+    report = reports[0] if reports else None
     forks = db.rows("SELECT * FROM forks WHERE run = ? AND fork = ?", [run, fork])
     if not forks:
+        if report is not None and report["fork"] is None and fork == _report_node(db, run, report["stage"]):
+            return _forkless_document(db, parent, report)
         known = [r["fork"] for r in db.rows("SELECT fork FROM forks WHERE run = ? ORDER BY position", [run])]
         raise UnknownSubject(f"expected fork {fork!r} of run {run!r}, found forks {known}")
     fork_row = forks[0]
@@ -154,29 +160,61 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
         described.append({**skipped, "delta": _delta(skipped.get("delta")), "wall_clock_sec": None, "node": None,
                           "artifacts": None})
         arms.append(attr.ArmOutcome(skipped["name"], None, ran=False))
-    tests = attr.normalise_test_names(arms)
+    # branch_at_stage returns V only when the fork completed; a fork that raised leaves the report's value null.
+    value = fork_row["value"] if fork_row["outcome"] == "completed" else None
+    # _finalize_report: the branch error goes on the report only when no arm carries an error.
+    error = fork_row["error"] if all(arm.error is None for arm in arms) else None
     stage = fork_row["stage"] or f"cursor:{fork_row['node']}"
-    references = attr.arm_references(arms, parent["reward"])
-    verdicts = attr.arm_verdicts(arms, stage, parent["reward"], tests)
+    return _report(db, parent, report, ablation, stage=stage, stage_name=fork_row["stage"],
+                   layers=sorted(fork_row["layers"] or []), described=described, arms=arms, value=value, error=error)
+
+
+def _report_node(db: ReadModelDB, run: str, stage: str) -> str:
+    """Where a report whose arms never ran would have forked: the node its stage was captured on, else root."""
+    node = db.scalar("SELECT node FROM stage_marks WHERE run = ? AND stage = ? ORDER BY position DESC LIMIT 1", [run, stage])
+    return node or "root"
+
+
+def _forkless_document(db: ReadModelDB, parent: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """A report whose fork never happened (a request-global parent failure): every arm skipped."""
+    written = _json(report["report"]) or {}
+    described = [{**arm, "delta": _delta(arm.get("delta")), "wall_clock_sec": None, "node": None, "artifacts": None}
+                 for arm in written.get("arms", [])]
+    arms = [attr.ArmOutcome(arm["name"], None, ran=False) for arm in described]
+    return _report(db, parent, report, written, stage=report["stage"], stage_name=report["stage"],
+                   layers=list(written.get("snapshot_layers") or []), described=described, arms=arms, value=None,
+                   error=report["error"])
+
+
+def _report(db: ReadModelDB, parent: dict[str, Any], report: dict[str, Any] | None, ablation: dict[str, Any], *,
+            stage: str, stage_name: str | None, layers: list[str], described: list[dict[str, Any]],
+            arms: list[attr.ArmOutcome], value: float | None, error: str | None) -> dict[str, Any]:
+    run_dir = parent["run_dir"]
+    parent_reward, parent_error = parent["reward"], parent["error"]
+    if report is not None:  # the parent block and the error as the report wrote them
+        parent_reward, parent_error, error = report["parent_reward"], report["parent_error"], report["error"]
+    tests = attr.normalise_test_names(arms)
+    references = attr.arm_references(arms, parent_reward)
+    verdicts = attr.arm_verdicts(arms, stage, parent_reward, tests)
     arm_rows = []
     for row, arm, arm_tests, reference, verdict in zip(described, arms, tests, references, verdicts, strict=True):
         arm_rows.append({**row, "name": arm.name, "reward": arm.reward, "status": attr.arm_status(arm),
                          "node": row["node"] if arm.ran else None, "artifacts": row["artifacts"] if arm.ran else None,
                          "tests": arm_tests, "error": arm.error, "reference": reference, "verdict": verdict})
-    stage_snapshot = stage_entries(db, run).get(fork_row["stage"]) if fork_row["stage"] else None
+    stage_snapshot = stage_entries(db, parent["run"]).get(stage_name) if stage_name else None
     return {
         "schema_version": 1,
         "task": ablation.get("task") or {"id": parent["task"], "path": parent["task_path"]},
         "stage": stage,
-        "snapshot_layers": ablation.get("snapshot_layers") or sorted(fork_row["layers"] or []),
+        "snapshot_layers": ablation.get("snapshot_layers") or layers,
         "stage_snapshot": stage_snapshot,
         "agent": ablation.get("agent", parent["agent"]),
         "model": ablation.get("model", parent["model"]),
         "sandbox": ablation.get("sandbox", parent["sandbox"]),
         "environment": ablation.get("environment"),
-        "parent": {"reward": parent["reward"], "error": parent["error"], "run_dir": run_dir},
-        "value": attr.report_value(arms),
-        "error": fork_row["error"],
+        "parent": {"reward": parent_reward, "error": parent_error, "run_dir": run_dir},
+        "value": value,
+        "error": error,
         "arms": arm_rows,
         "test_attribution": attr.test_attribution(arms, tests),
     }
