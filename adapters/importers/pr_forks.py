@@ -20,7 +20,7 @@ from datetime import datetime
 from ...domain import facts as f
 from ...domain.fork import MIN_COMPLETED_CHILDREN
 from ...domain.vocabulary import STAGES
-from .ctrf import read_ctrf
+from .ctrf import child_test_outcomes
 from .fields import Fields, build, invalid
 from .pr_ablation import Ablation, Arm
 from .pr_stages import StageEntry
@@ -207,12 +207,12 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
 def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None) -> f.Fact:
     wall = arm.wall_clock_sec if arm else None
     base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
-    if node.reward is None and node.unscored is None:
-        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED))
-    directory = child_dir(group.node, node.id)
-    tests = read_ctrf(ctx.folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json")
+    # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a finally).
+    tests = child_test_outcomes(ctx.folder, child_dir(group.node, node.id))
     if tests is None and arm is not None:
         tests = arm.tests
+    if node.reward is None and node.unscored is None:
+        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED), tests=tests)
     if node.reward is not None:
         return build(f.ChildScored, node.where, **base, reward=node.reward, tests=tests)
     return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
