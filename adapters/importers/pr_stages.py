@@ -7,7 +7,9 @@ re-tags the node it adopts; docs/benchflow-formats.md §13.1). So the node is re
 2. else the linear node whose snapshot refs equal the entry's refs;
 3. else the writer's order: `env-ready` is captured in `start()`, before any step, so on `root`; `pre-verify`
    and `post-verify` share the verify node (where the other one is, else the run's last linear node);
-   `post-research` can be anywhere, so it is refused with what to check.
+   `post-research` is wherever the cursor was, and only a later capture on the same node (the verify stages,
+   when the research-end mark came at quiescence) erases its tag, so it goes to the verify node, or is refused
+   with what to check when the run has none.
 A run without `tree.json` never branched and the files know only `root`, so its stages are all there.
 A tree node tagged with a stage the registry lacks is an inconsistency and is refused, unless the run has no
 registry at all, in which case the tree alone describes the stage (refs from the node; exchanges unknown).
@@ -76,14 +78,16 @@ def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
         return {stage: ROOT_NODE for stage in docs}
     placed = {stage: node for stage in docs if (node := matching_node(tree, stage, docs[stage])) is not None}
     linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
-    for stage in docs:
+    for stage in sorted(docs, key=lambda s: s == "post-research"):  # the verify node first
         if stage in placed:
             continue
+        verify_node = next((placed[s] for s in VERIFY_STAGES if s in placed), None)
         if stage == "env-ready":
             placed[stage] = ROOT_NODE
         elif stage in VERIFY_STAGES:
-            other = next((placed[s] for s in VERIFY_STAGES if s != stage and s in placed), None)
-            placed[stage] = other or max(linear, key=lambda node: node.order).id
+            placed[stage] = verify_node or max(linear, key=lambda node: node.order).id
+        elif verify_node is not None:
+            placed[stage] = verify_node
         else:
             raise invalid(docs[stage].where(), f"a node of {tree.file} tagged {stage!r} or holding its snapshot refs "
                           "(benchflow captures it wherever the cursor was, so nothing else places it)",

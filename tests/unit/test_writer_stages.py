@@ -99,3 +99,40 @@ def test_an_env_ready_ablation_with_both_verify_stages_moves_nothing_onto_root(r
     assert exported_tree == on_disk(run.run_dir, "tree.json")
     assert exported_stages == on_disk(run.run_dir, "stage_snapshots.json")
     assert json.loads(run_cli("export", "ablation", f"{key}:root").stdout) == on_disk(out, "ablation.json")
+
+
+def test_a_research_end_marked_at_quiescence_shares_the_verify_node(run_cli: Cli, tmp_path: Path) -> None:
+    """ablate._execute_parent marks post-research after execute() when the marker appeared late, then
+    Rollout.verify captures pre- and post-verify on the same cursor: only post-verify's tag is left."""
+    out = tmp_path / "ablate-2026-11-02__10-15-00"
+    run = WriterRun(out / "ablation" / TASK, snapshot_stages={"env-ready", "pre-verify", "post-verify"})
+    run.start(snap("envready000"))
+    run.execute(3)
+    run.capture_stage("post-research", snap("research000"), 3)  # Rollout.mark_stage at quiescence
+    run.verify(VERIFY_REFS)
+    value = run.branch_at_stage("env-ready", [Child(prompt_delta("1"), reward=1.0), Child(prompt_delta("2"), reward=1.0)])
+    run.write_run_files(TASK, rewards={"reward": 1.0})
+    arms = [Arm("inject:a.md", "inject", prompt_delta("1"), "a.md"), Arm("inject:b.md", "inject", prompt_delta("2"), "b.md")]
+    report = ablation_report(run, task=TASK, stage="env-ready", arms=arms, parent_reward=1.0, parent_error=None,
+                             value=value, branch_error=None)
+    for row in report["arms"]:
+        row["delta_execution"] = "fresh-rollout"
+    dump(out / "ablation.json", report)
+    run_cli("import", str(out))
+    key = f"{out.name}/ablation/{TASK}"
+    exported_tree, exported_stages = exports(run_cli, key)
+    assert exported_tree == on_disk(run.run_dir, "tree.json")
+    assert exported_stages == on_disk(run.run_dir, "stage_snapshots.json")
+    assert json.loads(run_cli("export", "ablation", f"{key}:root").stdout) == on_disk(out, "ablation.json")
+
+
+def test_a_post_research_stage_no_node_explains_is_refused_with_what_to_check(run_cli: Cli, tmp_path: Path) -> None:
+    out, run, _ = ablate_at(tmp_path, "env-ready", {"env-ready"})
+    registry = on_disk(run.run_dir, "stage_snapshots.json")
+    registry["stages"]["post-research"] = {"environment_ref": None, "exchanges_completed": 2, "layers": ["sandbox"],
+                                           "sandbox_ref": f"bf-snap-{TASK}-nowhere0000"}
+    dump(run.run_dir / "stage_snapshots.json", registry)
+    result = run_cli("import", str(out), ok=False)
+    assert result.exit_code == 1
+    assert "stages.post-research: expected a node of" in result.stderr
+    assert "check that tree.json and stage_snapshots.json come from the same run" in result.stderr
