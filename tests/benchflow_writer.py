@@ -53,7 +53,7 @@ class Child:
     unscored: str | None = None
     raises: str | None = None  # the exception text when the child raises
     ctrf: Any = None  # what its verifier leaves in verifier/ctrf.json (bytes, or a JSON value), None = no file
-    verify_refs: dict[str, dict[str, str | None]] | None = None  # per stage: refs its own verify() captures
+    verify_refs: dict[str, dict[str, str | None]] | None = None  # refs its own verify() captures (default: new)
 
 
 class ChildRaised(Exception):
@@ -214,8 +214,9 @@ class WriterRun:
             return self._raise_if(child)
         self.execute(child.events, node=node)  # make_default_runner: execute(node=child), verify()
         self._raise_if(child)
-        if child.verify_refs is not None:
-            self.verify(child.verify_refs)
+        # The child's verify() captures the run's configured verify stages on its own cursor, with refs of its own.
+        self.verify(child.verify_refs or {stage: {"environment": None, "sandbox": f"bf-snap-child-{node}-{stage}"}
+                                          for stage in ("pre-verify", "post-verify")})
 
     @staticmethod
     def _raise_if(child: Child) -> None:

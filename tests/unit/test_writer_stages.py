@@ -63,7 +63,9 @@ def test_a_run_branched_at_pre_verify_imports_with_post_verify_on_the_verify_nod
     so the registry's post-verify entry matches no node by tag or refs; it belongs on that same node."""
     out, run, value = ablate_at(tmp_path, "pre-verify", {"pre-verify", "post-verify"})
     tree = on_disk(run.run_dir, "tree.json")
-    assert [(n["id"], n["stage"]) for n in tree["nodes"] if n["stage"]] == [("n3", "pre-verify")]
+    # n3 re-tagged by adopt_checkpoint; n5 and n6 are the children's own verify() (the last tag wins)
+    assert [(n["id"], n["stage"]) for n in tree["nodes"] if n["stage"]] == \
+        [("n3", "pre-verify"), ("n5", "post-verify"), ("n6", "post-verify")]
     run_cli("import", str(out))
     key = f"{out.name}/ablation/{TASK}"
     marks = {row["stage"]: row["node"] for row in json.loads(run_cli(
