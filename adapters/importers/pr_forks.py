@@ -229,9 +229,9 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
     failed = any(c.reward is None and c.unscored is None for c in group.children)
     report_error = ctx.ablation.doc.string("error") if ctx.ablation else None
     outcome, value, error = "completed", None, None
-    if failed or custody_error:
+    if failed or custody_error or report_error:
         # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
-        # earlier fork's).
+        # earlier fork's). A report error says the same: _finalize_report sets it only when branch_at_stage raised.
         outcome, error = "partial", report_error or custody_error
     elif len(group.children) < MIN_COMPLETED_CHILDREN:
         # benchflow asks for at least two children; a fork that attached fewer stopped before the others started

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
 from tests.conftest import Cli
 from tests.unit.test_writer_stages import TASK, VERIFY_REFS, snap
@@ -44,17 +46,19 @@ def export_report(run_cli: Cli, out: Path, fork: str = "root") -> tuple[dict, di
     return json.loads(run_cli("export", "ablation", f"{KEY}:{fork}").stdout), json.loads((out / "ablation.json").read_text())
 
 
+@pytest.mark.parametrize("hold_left", [True, False])  # False: the preserved hold was recovered by hand since
 def test_a_fork_that_raised_after_every_child_scored_exports_null_value_and_the_branch_error(
-        run_cli: Cli, tmp_path: Path) -> None:
+        run_cli: Cli, tmp_path: Path, hold_left: bool) -> None:
     """rollout_branch.branch: MountedArtifacts.release fails closed in the finally after both children scored;
     branch_at_stage raises, so _branch_into_arms leaves value null and _finalize_report sets error."""
     run = parent_run(tmp_path)
     run.execute(4)
     run.verify(VERIFY_REFS)
     value, error = branch(run, release_fails=RELEASE_ERROR)
-    hold = run.run_dir / "branches" / "root" / "parent" / "verifier"
-    hold.mkdir(parents=True)
-    (hold / "reward.txt").write_text("0.0\n")
+    if hold_left:
+        hold = run.run_dir / "branches" / "root" / "parent" / "verifier"
+        hold.mkdir(parents=True)
+        (hold / "reward.txt").write_text("0.0\n")
     run.write_run_files(TASK, rewards={"reward": 0.0})
     report = ablation_report(run, task=TASK, stage="env-ready", arms=ARMS, parent_reward=0.0, parent_error=None,
                              value=value, branch_error=error)
