@@ -244,7 +244,18 @@ class WriterRun:
             self.write_stage_snapshots()
 
     # the run's own files -----------------------------------------------------------------------------
+    def cleanup(self) -> None:
+        """Rollout.cleanup() without --keep-snapshots (and ablate.retain_stage_snapshot before it): every stage
+        image dies with the sandbox, so each registry entry is annotated ephemeral, never exported."""
+        for entry in self.registry.values():
+            entry.setdefault("ephemeral", True)
+            entry.setdefault("exported", None)
+        if self.registry:
+            self.write_stage_snapshots()
+
     def write_run_files(self, task: str, *, rewards: dict | None, error: str | None = None) -> None:
+        """Cleanup, then Rollout._build_result: config.json (written at start) and result.json."""
+        self.cleanup()
         config = {"task_path": f"tasks/{task}", "agent": "claude-agent-acp", "model": "claude-sonnet-4-5",
                   "environment": "docker", "skill_mode": "no-skill", "started_at": "2026-11-02 10:15:03.412907"}
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2))
