@@ -256,6 +256,7 @@ class WriterRun:
     def write_run_files(self, task: str, *, rewards: dict | None, error: str | None = None) -> None:
         """Cleanup, then Rollout._build_result: config.json (written at start) and result.json."""
         self.cleanup()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         config = {"task_path": f"tasks/{task}", "agent": "claude-agent-acp", "model": "claude-sonnet-4-5",
                   "environment": "docker", "skill_mode": "no-skill", "started_at": "2026-11-02 10:15:03.412907"}
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2))

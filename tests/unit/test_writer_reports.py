@@ -105,3 +105,21 @@ def test_a_report_whose_arms_were_all_skipped_is_recorded_and_exported(run_cli: 
     assert not (run.run_dir / "tree.json").exists()
     exported, written = export_report(run_cli, run.run_dir.parent.parent)
     assert exported == written
+
+
+def test_a_report_whose_research_marker_never_appeared_is_recorded_and_exported(run_cli: Cli, tmp_path: Path) -> None:
+    """ablate._branch_into_arms: with --mark-research-end-on and no marker, post-research was never captured, so
+    the fork is skipped; _retain_and_cleanup finds no registry entry (stage_snapshot null)."""
+    run = WriterRun(tmp_path / OUT / "ablation" / TASK, snapshot_stages={"post-research"})
+    run.start(snap("envready000"))
+    run.execute(3)
+    run.verify(VERIFY_REFS)
+    error = ("the research-end marker 'PLAN.md' never appeared in the workspace during the parent run, so "
+             "'post-research' was never captured and there is nothing to branch")
+    run.write_run_files(TASK, rewards={"reward": 1.0})
+    report = ablation_report(run, task=TASK, stage="post-research", arms=ARMS, parent_reward=1.0, parent_error=None,
+                             value=None, branch_error=error, tree_written=False)
+    assert report["stage_snapshot"] is None and not (run.run_dir / "stage_snapshots.json").exists()
+    dump(run.run_dir.parent.parent / "ablation.json", report)
+    exported, written = export_report(run_cli, run.run_dir.parent.parent)
+    assert exported == written
