@@ -119,6 +119,8 @@ class Run(BaseAggregate[Any]):
 
     def _decide_stage(self, fact: f.StageMarked) -> bool:
         self._require_node(fact.node)
+        if self._replaces_root_fallback(fact):
+            return True
         if not is_new_or_same(self.stages.get(fact.stage), fact, f"stage {fact.stage!r} of run {fact.run!r}"):
             return False
         later = [stage for stage in self.stages if stage_rank(stage) > stage_rank(fact.stage)]
@@ -127,6 +129,18 @@ class Run(BaseAggregate[Any]):
                 f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; stages are marked in lifecycle order "
                 f"{' < '.join(STAGES)}")
         return True
+
+    def _replaces_root_fallback(self, fact: f.StageMarked) -> bool:
+        """Whether `fact` places a stage that earlier importers put on root for want of a tree node explaining it.
+
+        benchflow moves stage tags (verify() captures two stages on one node, branch_at_stage re-tags the node it
+        adopts), and importers before the writer-order placement fell back to root for the stage left untagged.
+        The same mark on its node is a correction, not a conflict: recorded, and readers take the latest mark per
+        stage (the `stages` view). `env-ready` is never corrected, because benchflow captures it on root.
+        """
+        recorded = self.stages.get(fact.stage)
+        return (recorded is not None and recorded.node == ROOT_NODE != fact.node and fact.stage != "env-ready"
+                and recorded.model_copy(update={"node": fact.node}) == fact)
 
     def _decide_fork(self, fact: f.ForkOpened) -> bool:
         if not is_new_or_same(self.forks[fact.fork].opened if fact.fork in self.forks else None, fact,

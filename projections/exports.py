@@ -12,6 +12,7 @@ from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import UnknownSubject
+from ..domain.vocabulary import STAGES
 from . import attribution as attr
 
 
@@ -38,17 +39,21 @@ def require_run(db: ReadModelDB, run: str) -> dict[str, Any]:
 def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     require_run(db, run)
     nodes = db.rows("SELECT node, parent, fork, child_index, kind FROM nodes WHERE run = ? ORDER BY position, child_index", [run])
+    # Stages captured on one node come in lifecycle order and its tag is the last of them.
+    rank = f"list_position({list(STAGES)!r}, stage)"
     stage_of = {r["node"]: r for r in db.rows(
-        "SELECT node, arg_max(stage, position) AS stage, arg_max(sandbox_ref, position) AS sandbox, "
-        "arg_max(environment_ref, position) AS environment FROM stage_marks WHERE run = ? GROUP BY node", [run])}
+        f"SELECT node, arg_max(stage, {rank}) AS stage, arg_max(sandbox_ref, {rank}) AS sandbox, "
+        f"arg_max(environment_ref, {rank}) AS environment FROM stages WHERE run = ? GROUP BY node", [run])}
     marks = {r["stage"]: r for r in db.rows("SELECT stage, sandbox_ref AS sandbox, environment_ref AS environment "
-                                            "FROM stage_marks WHERE run = ?", [run])}
+                                            "FROM stages WHERE run = ?", [run])}
     # A checkpoint no registry entry explains (a branch child's own verify(), a bare checkpoint) is a
     # snapshot.captured on its node: that is the node's tag, over any mark placed there.
     for row in db.rows(
             "SELECT node, arg_max(stage, position) AS stage, arg_max(ref, position) FILTER (WHERE layer = 'sandbox') "
             "AS sandbox, arg_max(ref, position) FILTER (WHERE layer = 'environment') AS environment "
-            "FROM snapshot_events WHERE kind = 'captured' AND run = ? GROUP BY node", [run]):
+            "FROM snapshot_events WHERE kind = 'captured' AND run = ? AND ref NOT IN (SELECT sandbox_ref FROM stage_marks "
+            "WHERE run = ? AND sandbox_ref IS NOT NULL UNION SELECT environment_ref FROM stage_marks WHERE run = ? AND "
+            "environment_ref IS NOT NULL) GROUP BY node", [run, run, run]):
         stage_of[row["node"]] = {**row, "stage": row["stage"] or (stage_of.get(row["node"]) or {}).get("stage")}
     forks_at: dict[str, dict[str, Any]] = {}
     for row in db.rows("SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS environment, value, outcome "
@@ -171,7 +176,7 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
 
 def _report_node(db: ReadModelDB, run: str, stage: str) -> str:
     """Where a report whose arms never ran would have forked: the node its stage was captured on, else root."""
-    node = db.scalar("SELECT node FROM stage_marks WHERE run = ? AND stage = ? ORDER BY position DESC LIMIT 1", [run, stage])
+    node = db.scalar("SELECT node FROM stages WHERE run = ? AND stage = ?", [run, stage])
     return node or "root"
 
 

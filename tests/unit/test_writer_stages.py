@@ -138,3 +138,26 @@ def test_a_post_research_stage_no_node_explains_is_refused_with_what_to_check(ru
     assert result.exit_code == 1
     assert "stages.post-research: expected a node of" in result.stderr
     assert "check that tree.json and stage_snapshots.json come from the same run" in result.stderr
+
+
+def test_a_store_that_put_an_untagged_stage_on_root_takes_the_run_again(run_cli: Cli, tmp_path: Path) -> None:
+    """Importers before the writer-order placement put pre-verify (whose tag Rollout.verify overwrote with
+    post-verify) on root. Importing the run again records the same mark on its node as a correction, never a
+    conflict, and the exports follow the latest mark."""
+    out, run, _ = ablate_at(tmp_path, "env-ready", {"env-ready", "pre-verify", "post-verify"})
+    lines = [json.loads(line) for line in run_cli("import", "--dry-run", str(out)).stdout.splitlines()]
+    for fact in lines:
+        if fact["type"] in ("stage.marked", "snapshot.captured") and fact.get("stage") == "pre-verify":
+            assert fact["node"] == "n3"
+            fact["node"] = "root"  # what the earlier importers recorded (the mark and the capture it implies)
+    run_cli("ingest", "-", input="".join(json.dumps(fact) + "\n" for fact in lines))
+    result = run_cli("import", str(out))
+    assert "0 runs rejected" in result.stderr
+    added = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()][len(lines):]
+    assert [(e["type"], e["fact"].get("node")) for e in added if e["type"] != "run.located"] == \
+        [("stage.marked", "n3"), ("snapshot.captured", "n3")]
+    assert "0 events appended" in run_cli("import", str(out)).stderr
+    key = f"{out.name}/ablation/{TASK}"
+    exported_tree, exported_stages = exports(run_cli, key)
+    assert exported_tree == on_disk(run.run_dir, "tree.json")
+    assert exported_stages == on_disk(run.run_dir, "stage_snapshots.json")
