@@ -83,6 +83,10 @@ class Fork:
         existing = self.outcomes.get(index)
         if existing is not None and type(existing) is not type(fact):
             self._refuse_second_outcome(existing, fact)
+        if (isinstance(existing, f.ChildFailed) and existing.tests is None
+                and existing == fact.model_copy(update={"tests": None})):
+            # Recorded before a failed child carried the tests mined from its hand-off: the same outcome.
+            return False
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:
             raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",

@@ -102,3 +102,21 @@ def test_names_are_shortened_only_when_injective_within_the_arms_own_report(run_
         Child(arms[1].delta, reward=0.0, ctrf=ctrf({"b/t.py::test_x": "failed"}))], arms)
     assert [sorted(row["tests"]) for row in report["arms"]] == [["a/t.py::test_x", "b/t.py::test_x"], ["test_x"]]
     assert exported(run_cli, out, "n2") == report
+
+
+def test_a_store_that_recorded_the_raised_child_without_tests_takes_the_run_again(run_cli: Cli, tmp_path: Path) -> None:
+    """fork.child_failed had no tests before; importing the run again with them is the same outcome, not a
+    conflict (nothing is appended)."""
+    arms = arms_for(2)
+    out, _ = ablate(tmp_path, "pre-verify", [
+        Child(arms[0].delta, reward=1.0, ctrf=ctrf({"t.py::test_a": "passed"})),
+        Child(arms[1].delta, raises="RuntimeError: gone", ctrf=ctrf({"t.py::test_a": "failed"}))], arms)
+    lines = [json.loads(line) for line in run_cli("import", "--dry-run", str(out)).stdout.splitlines()]
+    for fact in lines:
+        if fact["type"] == "fork.child_failed":
+            assert fact.pop("tests") == {"t.py::test_a": "failed"}
+    run_cli("ingest", "-", input="".join(json.dumps(fact) + "\n" for fact in lines))
+    result = run_cli("import", str(out))
+    assert "0 runs rejected" in result.stderr
+    added = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()][len(lines):]
+    assert {e["type"] for e in added} <= {"run.located"}
