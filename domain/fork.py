@@ -83,9 +83,10 @@ class Fork:
         existing = self.outcomes.get(index)
         if existing is not None and type(existing) is not type(fact):
             self._refuse_second_outcome(existing, fact)
-        if (isinstance(existing, f.ChildFailed) and existing.tests is None
-                and existing == fact.model_copy(update={"tests": None})):
-            # Recorded before a failed child carried the tests mined from its hand-off: the same outcome.
+        if (existing is not None and (existing.tests is None) != (fact.tests is None)
+                and existing.model_copy(update={"tests": None}) == fact.model_copy(update={"tests": None})):
+            # The same outcome read by an earlier importer: before a failed child carried tests, or before a CTRF
+            # report that is empty or over benchflow's 64 KiB read limit meant "not observed". What is recorded stands.
             return False
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:

@@ -120,3 +120,23 @@ def test_a_store_that_recorded_the_raised_child_without_tests_takes_the_run_agai
     assert "0 runs rejected" in result.stderr
     added = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()][len(lines):]
     assert {e["type"] for e in added} <= {"run.located"}
+
+
+def test_a_store_that_recorded_an_empty_report_as_observed_exports_it_as_benchflow_reads_it(
+        run_cli: Cli, tmp_path: Path) -> None:
+    """Earlier importers recorded a CTRF report listing no test as {} (observed, empty); artifact_test_outcomes
+    reads it as None. Importing again appends nothing, and the export says null, as the report does."""
+    arms = arms_for(2)
+    out, report = ablate(tmp_path, "pre-verify", [
+        Child(arms[0].delta, reward=1.0, ctrf={"results": {"tests": []}}),
+        Child(arms[1].delta, reward=0.0, ctrf=ctrf({"t.py::test_a": "failed"}))], arms)
+    lines = [json.loads(line) for line in run_cli("import", "--dry-run", str(out)).stdout.splitlines()]
+    for fact in lines:
+        if fact["type"] == "fork.child_scored" and fact["index"] == 0:
+            assert fact["tests"] is None
+            fact["tests"] = {}
+    run_cli("ingest", "-", input="".join(json.dumps(fact) + "\n" for fact in lines))
+    assert "0 runs rejected" in run_cli("import", str(out)).stderr
+    added = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()][len(lines):]
+    assert {e["type"] for e in added} <= {"run.located"}
+    assert json.loads(run_cli("export", "ablation", f"{KEY}:n2").stdout) == report
