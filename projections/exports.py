@@ -141,10 +141,10 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
     facts, and what the report itself said (`value`, `error`, the parent block) as written, never recomputed."""
     parent = require_run(db, run)
     reports = db.rows("SELECT * FROM ablation_reports WHERE run = ? ORDER BY position DESC LIMIT 1", [run])
-    report = reports[0] if reports else None
     forks = db.rows("SELECT * FROM forks WHERE run = ? AND fork = ?", [run, fork])
+    report = reports[0] if reports and reports[0]["fork"] == (fork if forks else None) else None
     if not forks:
-        if report is not None and report["fork"] is None and fork == _report_node(db, run, report["stage"]):
+        if report is not None and fork == _report_node(db, run, report["stage"]):
             return _forkless_document(db, parent, report)
         known = [r["fork"] for r in db.rows("SELECT fork FROM forks WHERE run = ? ORDER BY position", [run])]
         raise UnknownSubject(f"expected fork {fork!r} of run {run!r}, found forks {known}")
