@@ -60,12 +60,14 @@ def test_the_child_that_raised_still_has_its_ctrf_mined(run_cli: Cli, tmp_path: 
     arms = arms_for(3)
     out, report = ablate(tmp_path, "pre-verify", [
         Child(arms[0].delta, reward=1.0, ctrf=ctrf({"t/a.py::test_a": "passed", "t/a.py::test_b": "passed"})),
-        Child(arms[1].delta, raises="RuntimeError: the agent connection dropped",
+        Child(arms[1].delta, raises="RuntimeError: the agent connection dropped", events=3,  # a chain, then it raised
               ctrf=ctrf({"t/a.py::test_a": "passed", "t/a.py::test_b": "failed"})),
         Child(arms[2].delta, reward=0.0)], arms)
     assert [row["status"] for row in report["arms"]] == ["pass", "error", "skipped"]
     assert report["arms"][1]["tests"] == {"test_a": "passed", "test_b": "failed"}
     assert exported(run_cli, out, "n2") == report
+    assert json.loads(run_cli("export", "tree", KEY).stdout) == \
+        json.loads((out / "ablation" / TASK / "tree.json").read_text())
 
 
 def test_reports_that_say_nothing_are_not_observed_never_refused(run_cli: Cli, tmp_path: Path) -> None:
