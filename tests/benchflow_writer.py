@@ -166,6 +166,11 @@ class WriterRun:
         return self.run_dir / "branches" / parent / "children" / child
 
     # rollout_branch.branch ------------------------------------------------------------------------------
+    def branch(self, children: list[Child], refs: dict[str, str | None]) -> float | None:
+        """Rollout.branch(): a fresh checkpoint at the cursor (checkpoint_composed, no stage), children in place."""
+        self.nodes[self.cursor].state["snapshot"] = {**refs, "stage": None}
+        return self._fork(self.cursor, children, fresh=False)
+
     def branch_at_stage(self, stage: str, children: list[Child], *, release_fails: str | None = None) -> float | None:
         """Returns V, or raises ChildRaised (a child raised, or the custody release failed closed)."""
         parent = self.stage_nodes[stage]
@@ -173,8 +178,10 @@ class WriterRun:
         # adopt_checkpoint: the stage's snapshot becomes the node's checkpoint, re-tagging it
         self.nodes[parent].state["snapshot"] = {"environment": entry["environment_ref"], "sandbox": entry["sandbox_ref"],
                                                 "stage": stage}
+        return self._fork(parent, children, fresh=stage == "env-ready", release_fails=release_fails)
+
+    def _fork(self, parent: str, children: list[Child], *, fresh: bool, release_fails: str | None = None) -> float | None:
         saved = (self.cursor, dict(self.registry), dict(self.stage_nodes), self.exchanges)
-        fresh = stage == "env-ready"
         attached: list[str] = []
         try:
             for child in children:

@@ -61,3 +61,25 @@ def test_a_child_verifying_both_stages_keeps_only_the_later_tag(run_cli: Cli, tm
     assert json.loads(run_cli("export", "tree", key).stdout) == tree
     assert json.loads(run_cli("export", "stages", key).stdout) == \
         json.loads((run.run_dir / "stage_snapshots.json").read_text())
+
+
+def test_a_cursor_branch_after_verify_keeps_the_verify_stages_off_root(run_cli: Cli, tmp_path: Path) -> None:
+    """Rollout.branch() at the cursor checkpoints the verify node afresh (no stage), so neither verify stage
+    matches a node by tag or refs; both stay on that node, and its tag is the cursor checkpoint."""
+    run = WriterRun(tmp_path / "jobs" / "nightly" / "csv-dedupe__0a1b2c3d", snapshot_stages={"pre-verify", "post-verify"})
+    run.execute(3)
+    run.verify(VERIFY_REFS)
+    run.branch([Child(prompt_delta("1"), events=2, reward=1.0), Child(prompt_delta("2"), events=1, reward=0.0)],
+               {"environment": "env-snap-cursor-1", "sandbox": None})
+    run.write_run_files("csv-dedupe", rewards={"reward": 1.0})
+    tree = json.loads((run.run_dir / "tree.json").read_text())
+    assert [(n["id"], n["stage"], n["snapshot"]) for n in tree["nodes"][:4]][-1] == \
+        ("n3", None, {"environment": "env-snap-cursor-1", "sandbox": None})
+    run_cli("import", str(run.run_dir))
+    key = "nightly/csv-dedupe__0a1b2c3d"
+    marks = {row["stage"]: row["node"] for row in json.loads(run_cli(
+        "sql", f"SELECT stage, node FROM stages WHERE run = '{key}'", "--format", "json").stdout)}
+    assert marks == {"pre-verify": "n3", "post-verify": "n3"}
+    assert json.loads(run_cli("export", "tree", key).stdout) == tree
+    assert json.loads(run_cli("export", "stages", key).stdout) == \
+        json.loads((run.run_dir / "stage_snapshots.json").read_text())
