@@ -63,7 +63,10 @@ stages = _run_document_command("stages", exports.stages_document,
 @output_option
 @click.pass_obj
 def ablation(lineage: Lineage, fork: str, as_of: str | None, output: str | None) -> None:
-    """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution)."""
+    """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution).
+
+    A report whose arms never ran has no fork: name the node its stage was captured on (root for env-ready).
+    """
     run, fork_id = split_address(fork, "RUN:FORK")
     with read_models(lineage, as_of) as models:
         _write(exports.ablation_document(models.db, run, fork_id), output)

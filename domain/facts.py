@@ -273,12 +273,16 @@ class ChildUnscored(Fact):
 
 
 class ChildFailed(Fact):
+    """A child that raised. Its verifier may still have written a CTRF report (benchflow hands a child's mounted
+    output off in a `finally`), and benchflow mines it like any other child's, so `tests` is recorded here too."""
+
     type: Literal["fork.child_failed"] = "fork.child_failed"
     run: Key
     fork: Key
     index: Count
     error: Key
     wall_clock_sec: Seconds | None = None
+    tests: dict[Text, CtrfStatus] | None = None
 
 
 class ForkClosed(Fact):
@@ -288,6 +292,25 @@ class ForkClosed(Fact):
     outcome: Literal["completed", "partial"]
     value: Number | None = None
     error: Text | None = None
+
+
+class AblationReported(Fact):
+    """What a `bench eval ablate` report says that the fork facts cannot hold (docs/benchflow-formats.md §13.3).
+
+    `parent_reward`/`parent_error` are the parent block as `_run_parent` saw `verify()`, kept when result.json says
+    otherwise (`_maybe_classify_api_error` rewrites it later). A report whose fork never happened (a request-global
+    parent failure skips every arm, and no tree.json is written) has `fork` null and keeps its request-level fields
+    and arm definitions in `report`. `error` is the report's own error as written.
+    """
+
+    type: Literal["ablation.reported"] = "ablation.reported"
+    run: Key
+    stage: Stage
+    fork: Key | None = None
+    parent_reward: float | None = None
+    parent_error: Text | None = None
+    error: Text | None = None
+    report: JsonObject | None = None
 
 
 # --- custody ------------------------------------------------------------------------------------------
@@ -537,7 +560,7 @@ class SnapshotAdopted(SnapshotFact):
 
 FACT_TYPES: tuple[type[Fact], ...] = (
     RunRegistered, RunLocated, NodeOpened, StageMarked, RunScored, RunUnscored, RunFailed, RunFinished,
-    ForkOpened, ChildRestored, ChildScored, ChildUnscored, ChildFailed, ForkClosed,
+    ForkOpened, ChildRestored, ChildScored, ChildUnscored, ChildFailed, ForkClosed, AblationReported,
     CustodyHeld, CustodyHandedOff, CustodyReleased, CustodyFailed,
     CutPointServed,
     EvidenceObserved, ScorerDrained, PreservationReceipted,

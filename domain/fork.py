@@ -1,6 +1,6 @@
 """A fork: children branched from one node of a rollout tree, each with a delta, each with one outcome.
 
-Rules follow benchflow's branching lifecycle (`reference/benchflow-artifacts.md` §1.4, §2.2, §2.4): deltas that
+Rules follow benchflow's branching lifecycle (`docs/benchflow-formats.md` §11.2, §13): deltas that
 need a fresh rollout (skill mode, config override, environment swap) exist only at `env-ready`; a child has
 at most one outcome (scored, unscored or failed); V is the mean of the children's rewards and exists only
 when every child was scored; a partial fork has no V.
@@ -83,6 +83,11 @@ class Fork:
         existing = self.outcomes.get(index)
         if existing is not None and type(existing) is not type(fact):
             self._refuse_second_outcome(existing, fact)
+        if (existing is not None and (existing.tests is None) != (fact.tests is None)
+                and existing.model_copy(update={"tests": None}) == fact.model_copy(update={"tests": None})):
+            # The same outcome read by an earlier importer: before a failed child carried tests, or before a CTRF
+            # report that is empty or over benchflow's 64 KiB read limit meant "not observed". What is recorded stands.
+            return False
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:
             raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",

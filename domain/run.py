@@ -46,6 +46,7 @@ class Run(BaseAggregate[Any]):
         self.evidence: dict[str, list[f.EvidenceObserved]] = {}  # by node, each different observation once
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
+        self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
 
     @classmethod
     def blank(cls) -> Run:
@@ -112,6 +113,10 @@ class Run(BaseAggregate[Any]):
 
     def _decide_receipt(self, fact: f.PreservationReceipted) -> bool:
         return decide_receipt(self.drained, self.receipt, fact)
+    def _decide_report(self, fact: f.AblationReported) -> bool:
+        if fact.fork is not None:
+            self._fork(fact.fork)
+        return is_new_or_same(self.report, fact, f"ablation report of run {fact.run!r}")
 
     def _decide_in_fork(self, fact: f.Fact) -> bool:
         return self._fork(fact.fork).decide(fact)  # type: ignore[attr-defined]
@@ -130,6 +135,8 @@ class Run(BaseAggregate[Any]):
 
     def _decide_stage(self, fact: f.StageMarked) -> bool:
         self._require_node(fact.node)
+        if self._replaces_root_fallback(fact):
+            return True
         if not is_new_or_same(self.stages.get(fact.stage), fact, f"stage {fact.stage!r} of run {fact.run!r}"):
             return False
         later = [stage for stage in self.stages if stage_rank(stage) > stage_rank(fact.stage)]
@@ -138,6 +145,18 @@ class Run(BaseAggregate[Any]):
                 f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; stages are marked in lifecycle order "
                 f"{' < '.join(STAGES)}")
         return True
+
+    def _replaces_root_fallback(self, fact: f.StageMarked) -> bool:
+        """Whether `fact` places a stage that earlier importers put on root for want of a tree node explaining it.
+
+        benchflow moves stage tags (verify() captures two stages on one node, branch_at_stage re-tags the node it
+        adopts), and importers before the writer-order placement fell back to root for the stage left untagged.
+        The same mark on its node is a correction, not a conflict: recorded, and readers take the latest mark per
+        stage (the `stages` view). `env-ready` is never corrected, because benchflow captures it on root.
+        """
+        recorded = self.stages.get(fact.stage)
+        return (recorded is not None and recorded.node == ROOT_NODE != fact.node and fact.stage != "env-ready"
+                and recorded.model_copy(update={"node": fact.node}) == fact)
 
     def _decide_fork(self, fact: f.ForkOpened) -> bool:
         if not is_new_or_same(self.forks[fact.fork].opened if fact.fork in self.forks else None, fact,
@@ -235,6 +254,9 @@ class Run(BaseAggregate[Any]):
     def _in_fork(self, fact: f.Fact) -> None:
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
+    def _reported(self, fact: f.AblationReported) -> None:
+        self.report = fact
+
     def _cut_point_served(self, fact: f.CutPointServed) -> None:
         self.cut_points[fact.accounting] = fact
 
@@ -259,6 +281,7 @@ _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
     f.EvidenceObserved: Run._decide_evidence,
     f.ScorerDrained: Run._decide_drain,
     f.PreservationReceipted: Run._decide_receipt,
+    f.AblationReported: Run._decide_report,
     **{fact_type: Run._decide_in_fork for fact_type in FORK_FACTS},
 }
 _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
@@ -275,5 +298,6 @@ _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.EvidenceObserved: Run._evidence_observed,
     f.ScorerDrained: Run._scorer_drained,
     f.PreservationReceipted: Run._preservation_receipted,
+    f.AblationReported: Run._reported,
     **{fact_type: Run._in_fork for fact_type in FORK_FACTS},
 }

@@ -15,6 +15,7 @@ from eventsourcing.domain import BaseAggregate
 from . import facts as f
 from .decisions import is_new_or_same
 from .errors import InvariantViolated, UnknownSubject
+from .vocabulary import ROOT_NODE
 
 LIFETIME_FACTS = (f.SnapshotExported, f.SnapshotExportFailed, f.SnapshotDiscarded, f.SnapshotImported)
 
@@ -58,7 +59,11 @@ class Snapshot(BaseAggregate[Any]):
         if isinstance(fact, f.SnapshotCaptured):
             if self.adopted is not None:
                 raise InvariantViolated(f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it")
-            return is_new_or_same(self.captured, fact, f"capture of snapshot {ref!r}")
+            recorded = self.captured
+            if (recorded is not None and recorded.node == ROOT_NODE != fact.node and fact.stage not in (None, "env-ready")
+                    and recorded.model_copy(update={"node": fact.node}) == fact):
+                return True  # a stage earlier importers put on root, placed on its node (see Run._replaces_root_fallback)
+            return is_new_or_same(recorded, fact, f"capture of snapshot {ref!r}")
         if isinstance(fact, f.SnapshotAdopted):
             if self.captured is not None:
                 raise InvariantViolated(f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "

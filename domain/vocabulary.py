@@ -1,7 +1,7 @@
 """The words benchflow uses for a branched rollout, and its content-addressing rules.
 
 Kept in one place because importers, the domain and the exports must agree on them byte for byte
-(`reference/benchflow-artifacts.md` §1.3, §1.4, §3).
+(`docs/benchflow-formats.md` §11, §11.3).
 """
 
 from __future__ import annotations

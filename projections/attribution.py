@@ -8,7 +8,8 @@ family, so the rules can be tested exhaustively and reused by any reader.
 
 Where §1.7a is silent, benchflow's report module decides: a skill arm whose counterpart has no reward
 compares against the parent instead, and a tie verdict compares only the two arms' own tests. One choice
-is ours: a `::` inside a pytest parametrisation id (`test_x[a::b]`) is not a path separator.
+is benchflow's too (`_display_test_name`): a `::` inside a pytest parametrisation id (`test_x[a::b]`) is not a
+path separator.
 """
 
 from __future__ import annotations
@@ -82,19 +83,22 @@ def short_test_name(raw: str) -> str:
 
 
 def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:
-    """Each arm's tests under short names if shortening is injective over the whole report, else raw."""
-    raw_names = {name for arm in arms for name in (arm.tests or {})}
-    short = {name: short_test_name(name) for name in raw_names}
-    injective = len(set(short.values())) == len(raw_names)
+    """Each arm's tests under short names if shortening is injective within that arm's own report, else raw.
+
+    benchflow shortens inside `ctrf_test_outcomes`, one CTRF report (one arm) at a time, and never renames
+    afterwards (docs/benchflow-formats.md §8): two arms may therefore name one test differently.
+    """
     normalised: list[OutcomeMap | None] = []
     for arm in arms:
         if arm.tests is None:
             normalised.append(None)
             continue
+        short = {name: short_test_name(name) for name in arm.tests}
+        injective = len(set(short.values())) == len(short)
         outcomes: OutcomeMap = {}
         for name, status in arm.tests.items():
             outcomes.setdefault(short[name] if injective else name, status)
-        normalised.append(outcomes)
+        normalised.append(dict(sorted(outcomes.items())))
     return normalised
 
 

@@ -1,6 +1,6 @@
 """`lineage cut-point RUN`: resolve a replay cut point from the log, and list the cut points actually served.
 
-Resolution follows benchflow's `bench eval continue --cut-stage` (`reference/benchflow-artifacts.md` §1.6),
+Resolution follows benchflow's `bench eval continue --cut-stage` (`docs/benchflow-formats.md` §10),
 reading the stage registry from the log instead of `stage_snapshots.json`, and fails closed exactly where it
 does: the run recorded no stages, the stage was not recorded (the error lists the recorded ones), its
 `exchanges_completed` is unknown (null: never guessed), or it is 0 (nothing to replay). `--exchanges K`

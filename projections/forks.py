@@ -12,6 +12,8 @@ OPENED = {"run": "VARCHAR", "fork": "VARCHAR", "node": "VARCHAR", "stage": "VARC
 OUTCOME = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "reward": "DOUBLE", "reason": "VARCHAR", "error": "VARCHAR",
            "tests": "JSON", "wall_clock_sec": "DOUBLE"}
 OUTCOME_TYPES = "'fork.child_scored', 'fork.child_unscored', 'fork.child_failed'"
+REPORTED = {"run": "VARCHAR", "stage": "VARCHAR", "fork": "VARCHAR", "parent_reward": "DOUBLE", "parent_error": "VARCHAR",
+            "error": "VARCHAR", "report": "JSON"}
 RESTORED = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "layers": ["VARCHAR"], "snapshot": REFS}
 
 CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WHEN o.kind = 'scored' THEN 'fail'
@@ -20,7 +22,7 @@ CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WH
 
 PROJECTION = Projection(
     name="forks",
-    version=3,
+    version=4,
     tables={
         "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
                          "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
@@ -33,6 +35,8 @@ PROJECTION = Projection(
                           "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
         "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, error VARCHAR, occurred_at TIMESTAMPTZ",
         "test_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, test VARCHAR, status VARCHAR",
+        "ablation_reports": "position BIGINT, run VARCHAR, stage VARCHAR, fork VARCHAR, parent_reward DOUBLE, "
+                            "parent_error VARCHAR, error VARCHAR, report JSON, occurred_at TIMESTAMPTZ",
     },
     apply=(
         f"""INSERT INTO fork_openings SELECT position, j.run, j.fork, j.node, j.stage, j.layers, j.snapshot.sandbox,
@@ -51,6 +55,9 @@ PROJECTION = Projection(
             FROM {facts_of("'fork.child_restored'", RESTORED)}""",
         f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
             FROM {facts_of("'fork.closed'", {"run": "VARCHAR", "fork": "VARCHAR", "outcome": "VARCHAR", "value": "DOUBLE", "error": "VARCHAR"})}""",
+        f"""INSERT INTO ablation_reports SELECT position, j.run, j.stage, j.fork, j.parent_reward, j.parent_error, j.error,
+            j.report, occurred_at
+            FROM {facts_of("'ablation.reported'", REPORTED)}""",
         # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The test
         # map is read once as a MAP and unnested: extracting each key from the JSON again (`tests->>key`) costs
         # O(tests) per key, so one run of 2,000 tests used to exhaust the memory cap.
@@ -99,5 +106,7 @@ PROJECTION = Projection(
         "fork_openings": "fork.opened facts", "fork_children": "one row per child of fork.opened",
         "child_outcomes": "fork.child_scored / unscored / failed facts", "child_restores": "fork.child_restored facts",
         "fork_closures": "fork.closed facts",
+        "ablation_reports": "ablation.reported facts: a report's parent block where result.json differs, its own error, "
+                            "and whole reports whose arms never ran (fork null)",
     },
 )

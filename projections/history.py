@@ -235,7 +235,12 @@ SUMMARIES: dict[str, Any] = {
                                         f"environment {f['snapshot'].get('environment') or '-'}",
     "fork.child_scored": lambda f, w: f"scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}",
     "fork.child_unscored": lambda f, w: f"unscored: {f['reason']}{_tests(f.get('tests'))}",
-    "fork.child_failed": lambda f, w: f"failed: {f['error']}",
+    "fork.child_failed": lambda f, w: f"failed: {f['error']}{_tests(f.get('tests'))}",
+    "ablation.reported": lambda f, w: (f"ablation report at {f['stage']}"
+                                       + (f" on fork {f['fork']}" if f.get("fork") else ": no arm ran")
+                                       + f"; parent reward {_num(f.get('parent_reward'))}"
+                                       + (f", parent error: {f['parent_error']}" if f.get("parent_error") else "")
+                                       + (f", error: {f['error']}" if f.get("error") else "")),
     "fork.closed": lambda f, w: f"fork {f['fork']} closed {f['outcome']}, V {_num(f.get('value'))}"
                                 + (f", error: {f['error']}" if f.get("error") else ""),
     "custody.held": lambda f, w: f"custody of fork {f['fork']} held at {f['location']} ({len(f['entries'])} entries)",

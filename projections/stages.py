@@ -36,15 +36,17 @@ PROJECTION = Projection(
             FROM {facts_of(SNAPSHOT_TYPES, SNAPSHOT)}""",
     ),
     views={
+        # The latest mark per stage: a later import may correct where an earlier one placed it (domain/run.py).
         "stages": """SELECT run, stage, node, exchanges_completed, layers, sandbox_ref, environment_ref, workspace_digest,
-                            occurred_at, position FROM stage_marks""",
+                            occurred_at, position FROM stage_marks
+                     QUALIFY row_number() OVER (PARTITION BY run, stage ORDER BY position DESC) = 1""",
         "snapshots": """
             WITH folded AS (
                 SELECT ref,
                        arg_min(layer, position) FILTER (WHERE kind = 'captured') AS layer,
                        arg_min(run, position) FILTER (WHERE kind = 'captured') AS run,
                        arg_min(stage, position) FILTER (WHERE kind = 'captured') AS stage,
-                       arg_min(node, position) FILTER (WHERE kind = 'captured') AS node,
+                       arg_max(node, position) FILTER (WHERE kind = 'captured') AS node,  -- a corrected placement wins
                        bool_or(kind = 'captured') AS captured,
                        bool_or(kind = 'adopted') AS adopted,
                        count(*) FILTER (WHERE kind = 'exported') AS exports,
@@ -73,7 +75,7 @@ PROJECTION = Projection(
             FROM folded""",
     },
     docs={
-        "stages": "one row per (run, stage) marked: node, exchanges_completed, layers, sandbox and environment refs, workspace digest",
+        "stages": "one row per (run, stage) marked (its latest mark): node, exchanges_completed, layers, sandbox and environment refs, workspace digest",
         "snapshots": "one row per snapshot ref: origin (run, stage, layer), exports, discards, imports, rejected imports, "
                      "lifetime and whether it is restorable now (and why)",
         "snapshot_events": "every snapshot lifetime fact (kind: captured, exported, export_failed, discarded, imported, import_rejected, adopted)",

@@ -1,6 +1,6 @@
 """benchflow main-line branched trials (`tree.json` with `"kind": "benchflow-branch-tree"`) -> facts.
 
-A different schema from the PR layout (`reference/benchflow-artifacts.md` Appendix A): nodes carry only
+A different schema from the PR layout (`docs/benchflow-formats.md` §12): nodes carry only
 `id`/`parent`/`step_id`, and each entry of `forks[]` is a cursor fork with its own 32-hex id, its snapshot
 (`snapshot.sandbox.ref`, `snapshot.environment`), its children's statuses and V. Mapping:
 - nodes that are not fork children -> `run.node_opened`; fork children come with `fork.opened`;

@@ -11,9 +11,10 @@ run's own outcome last. A run still being written (`still_running`) is imported 
 
 Where each tree.json field is kept, so an export can give the file back:
 - `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
-- `stage`, `snapshot`: the `stage.marked` on that node (the last in lifecycle order), or the cursor fork's
-  `fork.opened.snapshot`; tags and refs the registry does not explain (a child's own captures, a bare
-  checkpoint) are `snapshot.captured` with that `node` and `stage`;
+- `stage`, `snapshot`: the last fork at the node (a stage fork re-tags it with its stage, a cursor fork leaves
+  its own checkpoint, `fork.opened.snapshot`), else tags and refs the registry does not explain (a child's own
+  verify() at the end of its chain, a bare checkpoint) as `snapshot.captured` with that `node` and `stage`,
+  else the `stage.marked` on that node (the last in lifecycle order; docs/benchflow-formats.md §13.1-13.2);
 - `reward`/`unscored`/neither: `fork.child_scored` / `fork.child_unscored` / `fork.child_failed`;
 - `value`: `fork.closed.value`; `delta`, `delta_execution`: `fork.opened.children[]`.
 The run's directory as benchflow recorded it (ablation.json `parent.run_dir`, or the children's
@@ -138,19 +139,22 @@ def import_pr_run(path: Path) -> RunPlan:
         order = min(c.order for c in group.children)
         for sub, fact, when in fork_facts(ctx, group):
             timeline.add((order, 0, sub), fact, when)
-            if isinstance(fact, f.ForkClosed) and ctx.ablation and fact.outcome == "completed" and ctx.ablation.doc.string("error"):
-                plan.warnings.append(f"{ctx.ablation.doc.where('error')}: a report error on a fork that completed has no "
-                                     "place in the facts, so it is not recorded")
         plan.warnings.extend(ctx.warnings)
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
     cleanup = max((moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None), default=None)
     for entry in stages.values():
         for fact in entry.lifetime:
             timeline.add((LAST, 0), fact, cleanup)
-    for entry in parent_outcome(files, key, ablation):
+    entries = parent_outcome(files, key, ablation)
+    for entry in entries:
         timeline.add((LAST, 1), entry.fact, entry.occurred_at)
     for entry in gate_evidence(folder, files, key, [] if running else groups, continuation=bool(found)):
         timeline.add((LAST, 2), entry.fact, entry.occurred_at)
+    if ablation is not None:
+        fork = described.fork_id if described is not None else None
+        when = entries[-1].occurred_at if entries else files.finished_at() or t0
+        for fact in report_fact(ablation, key, fork, [e.fact for e in entries], timeline.closing(fork)):
+            timeline.add((LAST, 2), fact, when)
     plan.entries = timeline.entries()
     return plan
 
@@ -241,9 +245,7 @@ def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, Stage
 def ablated_group(ablation: Ablation | None, groups: list[ForkGroup], tree: Tree, plan: RunPlan) -> ForkGroup | None:
     if ablation is None:
         return None
-    if not ablation.nodes:
-        plan.warnings.append(f"{ablation.doc.file}: no arm ran (every arm has node null), so there is no fork to record "
-                             "the report on; the run is recorded without it")
+    if not ablation.nodes:  # no arm ran (a request-global parent failure skips the fork): an ablation.reported
         return None
     for group in groups:
         if {c.id for c in group.children} == ablation.nodes:
@@ -253,18 +255,32 @@ def ablated_group(ablation: Ablation | None, groups: list[ForkGroup], tree: Tree
 
 
 def parent_outcome(files: RunFiles, key: str, ablation: Ablation | None) -> list[Entry]:
+    """The run's own outcome from result.json; a parent error only the report names is the run's failure."""
     entries = outcome(files, key)
     parent = ablation.doc.obj("parent") if ablation is not None else None
-    if parent is None:
-        return entries
-    scored = next((e.fact for e in entries if isinstance(e.fact, f.RunScored)), None)
     failed = next((e.fact for e in entries if isinstance(e.fact, f.RunFailed)), None)
-    reward, error = parent.number("reward"), parent.string("error")
-    if scored is not None and reward != scored.reward:
-        raise invalid(parent.where("reward"), f"{scored.reward!r}, the reward in {files.folder.root / 'result.json'}", reward)
-    if failed is not None and error is not None and error != failed.error:
-        raise invalid(parent.where("error"), f"{failed.error!r}, the error in {files.folder.root / 'result.json'}", error)
-    if failed is None and error is not None:
+    error = parent.string("error") if parent is not None else None
+    if parent is not None and failed is None and error is not None:
         entries.append(Entry(build(f.RunFailed, parent.where("error"), run=key, error=error),
                              files.finished_at() or files.started_at()))
     return entries
+
+
+def report_fact(ablation: Ablation, key: str, fork: str | None, outcome_facts: list[f.Fact],
+                closed: f.ForkClosed | None) -> list[f.Fact]:
+    """`ablation.reported` for what the report wrote that the fork and outcome facts do not give back: a parent
+    block from `verify()` that result.json contradicts (`_maybe_classify_api_error` ran later), an error the fork's
+    closing does not carry, or a whole report without a fork (docs/benchflow-formats.md §13.3)."""
+    doc, parent = ablation.doc, ablation.doc.obj("parent")
+    reward = parent.number("reward") if parent is not None else None
+    error = parent.string("error") if parent is not None else None
+    scored = next((x.reward for x in outcome_facts if isinstance(x, f.RunScored)), None)
+    failed = next((x.error for x in outcome_facts if isinstance(x, f.RunFailed)), None)
+    report_error = doc.string("error")
+    arm_errors = any(arm.error is not None for arm in ablation.arms)
+    derived_error = closed.error if closed is not None and not arm_errors else None
+    if fork is not None and (reward, error) == (scored, failed) and report_error == derived_error:
+        return []
+    report = None if fork is not None else {**ablation.metadata, "arms": ablation.skipped()}
+    return [build(f.AblationReported, doc.where(), run=key, stage=ablation.stage, fork=fork, parent_reward=reward,
+                  parent_error=error, error=report_error, report=report)]

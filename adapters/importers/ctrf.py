@@ -1,20 +1,28 @@
 """Per-test outcomes from a verifier's `ctrf.json` (pytest-json-ctrf), read the way benchflow reads them.
 
 Only `results.tests[]` entries that are objects with a non-empty string `name` and `status` count; the first
-entry wins when a name repeats; names are kept raw (benchflow's pytest node-id shortening happens at export,
-where it must be injective across a whole report). A status outside CTRF's vocabulary is refused rather than
+entry wins when a name repeats; names are kept raw (benchflow's pytest node-id shortening is decided per CTRF
+report, one arm at a time, and is applied at export). A status outside CTRF's vocabulary is refused rather than
 guessed at, because the fact type only admits the five CTRF statuses.
+
+A branch child's outcomes follow benchflow's `artifact_test_outcomes` (docs/benchflow-formats.md §8): a report
+that is missing, empty, unparsable, larger than 64 KiB, not a CTRF object, or lists no test means "not observed"
+(None), never a refused run; the child's own directory is tried before its `mounted/` hand-off, and the first
+that yields outcomes wins. Links out of the run and special files are still refused: they are not a verifier's
+output.
 """
 
 from __future__ import annotations
 
-from typing import get_args
+import json
+from typing import Any, get_args
 
 from ...domain.vocabulary import CtrfStatus
 from .fields import invalid
-from .rundir import CTRF_CAP_FACTOR, RunFolder
+from .rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 
 STATUSES = frozenset(get_args(CtrfStatus))
+ARTIFACT_READ_BYTES = 64 * 1024  # benchflow's _ARTIFACT_READ_BYTES: a larger report is not read at all
 
 
 def parse_ctrf(document: object, where: str) -> dict[str, str]:
@@ -42,4 +50,51 @@ def read_ctrf(folder: RunFolder, *candidates: str) -> dict[str, str] | None:
         document = folder.read_json(relative, cap_factor=CTRF_CAP_FACTOR)
         if document is not None or folder.exists(relative):
             return parse_ctrf(document, str(folder.root / relative))
+    return None
+
+
+def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
+    """`ctrf_test_outcomes` on a parsed report: None when it is not a CTRF object or names no test."""
+    results = document.get("results") if isinstance(document, dict) else None
+    if not isinstance(document, dict) or not isinstance(results or {}, dict):
+        return None
+    tests = (results or {}).get("tests") or []
+    if not isinstance(tests, list):
+        return None
+    outcomes: dict[str, str] = {}
+    for i, entry in enumerate(tests):
+        if not isinstance(entry, dict):
+            continue
+        name, status = entry.get("name"), entry.get("status")
+        if not (isinstance(name, str) and name.strip() and isinstance(status, str) and status.strip()):
+            continue
+        if status not in STATUSES:
+            raise invalid(f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status)
+        outcomes.setdefault(name, status)
+    return outcomes or None
+
+
+def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | None:
+    """benchflow's `artifact_test_outcomes(root)`: `root/verifier/ctrf.json`, or None when it says nothing."""
+    path = folder.resolve(f"{root}/verifier/ctrf.json")
+    if path is None:
+        return None
+    require_regular(path)
+    with open(path, "rb") as handle:
+        data = handle.read(ARTIFACT_READ_BYTES + 1)
+    if len(data) > ARTIFACT_READ_BYTES:
+        return None
+    try:
+        document = json.loads(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return benchflow_outcomes(document, str(path))
+
+
+def child_test_outcomes(folder: RunFolder, child_dir: str) -> dict[str, str] | None:
+    """benchflow's `_child_test_outcomes`: the child's own directory, then its `mounted/` hand-off."""
+    for root in (child_dir, f"{child_dir}/mounted"):
+        outcomes = artifact_test_outcomes(folder, root)
+        if outcomes is not None:
+            return outcomes
     return None

@@ -58,5 +58,10 @@ class Timeline:
         """The latest time any fact so far happened at (cleanup comes after all of them)."""
         return max((entry.occurred_at for _, _, entry in self.items if entry.occurred_at is not None), default=None)
 
+    def closing(self, fork: str | None) -> f.ForkClosed | None:
+        """The fork.closed recorded so far for `fork`."""
+        return next((entry.fact for _, _, entry in self.items
+                     if isinstance(entry.fact, f.ForkClosed) and entry.fact.fork == fork), None)
+
     def entries(self) -> list[Entry]:
         return [entry for _, _, entry in sorted(self.items, key=lambda item: (item[0], item[1]))]

@@ -20,7 +20,7 @@ from datetime import datetime
 from ...domain import facts as f
 from ...domain.fork import MIN_COMPLETED_CHILDREN
 from ...domain.vocabulary import STAGES
-from .ctrf import read_ctrf
+from .ctrf import child_test_outcomes
 from .fields import Fields, build, invalid
 from .pr_ablation import Ablation, Arm
 from .pr_stages import StageEntry
@@ -207,12 +207,12 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
 def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None) -> f.Fact:
     wall = arm.wall_clock_sec if arm else None
     base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
-    if node.reward is None and node.unscored is None:
-        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED))
-    directory = child_dir(group.node, node.id)
-    tests = read_ctrf(ctx.folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json")
+    # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a finally).
+    tests = child_test_outcomes(ctx.folder, child_dir(group.node, node.id))
     if tests is None and arm is not None:
         tests = arm.tests
+    if node.reward is None and node.unscored is None:
+        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED), tests=tests)
     if node.reward is not None:
         return build(f.ChildScored, node.where, **base, reward=node.reward, tests=tests)
     return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
@@ -229,9 +229,9 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
     failed = any(c.reward is None and c.unscored is None for c in group.children)
     report_error = ctx.ablation.doc.string("error") if ctx.ablation else None
     outcome, value, error = "completed", None, None
-    if failed or custody_error:
+    if failed or custody_error or report_error:
         # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
-        # earlier fork's).
+        # earlier fork's). A report error says the same: _finalize_report sets it only when branch_at_stage raised.
         outcome, error = "partial", report_error or custody_error
     elif len(group.children) < MIN_COMPLETED_CHILDREN:
         # benchflow asks for at least two children; a fork that attached fewer stopped before the others started

@@ -1,9 +1,16 @@
 """benchflow's stage registry (`stage_snapshots.json`) as `stage.marked` facts plus snapshot lifetimes.
 
-Which node a stage was captured on is not in the registry, so it is read from the tree, in this order:
+Which node a stage was captured on is not in the registry, and a node's tag is only its latest checkpoint's
+(`capture_stage` replaces it, `verify()` captures pre-verify then post-verify on one cursor, `branch_at_stage`
+re-tags the node it adopts; docs/benchflow-formats.md §13.1). So the node is read from the tree, in this order:
 1. the linear node (not a branch child or below one) whose `stage` tag is that stage;
 2. else the linear node whose snapshot refs equal the entry's refs;
-3. else `root` (a run that never branched has only the root node, and benchflow captures there).
+3. else the writer's order: `env-ready` is captured in `start()`, before any step, so on `root`; `pre-verify`
+   and `post-verify` share the verify node (where the other one is, else the run's last linear node);
+   `post-research` is wherever the cursor was, and only a later capture on the same node (the verify stages,
+   when the research-end mark came at quiescence) erases its tag, so it goes to the verify node, or is refused
+   with what to check when the run has none.
+A run without `tree.json` never branched and the files know only `root`, so its stages are all there.
 A tree node tagged with a stage the registry lacks is an inconsistency and is refused, unless the run has no
 registry at all, in which case the tree alone describes the stage (refs from the node; exchanges unknown).
 
@@ -48,7 +55,12 @@ def parse_registry(document: object, file: str) -> dict[str, Fields]:
     return {name: stages.obj(name, required=True) for name in STAGES if name in stages.data}  # type: ignore[misc]
 
 
-def choose_node(tree: Tree, stage: str, sandbox_ref: str | None, environment_ref: str | None) -> str:
+VERIFY_STAGES = ("pre-verify", "post-verify")
+
+
+def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
+    """The linear node tagged with the stage, else the one holding its refs (rules 1 and 2)."""
+    sandbox_ref, environment_ref = doc.string("sandbox_ref"), doc.string("environment_ref")
     linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
     for node in linear:
         if node.stage == stage:
@@ -57,15 +69,37 @@ def choose_node(tree: Tree, stage: str, sandbox_ref: str | None, environment_ref
         if node.snapshot is not None and (sandbox_ref or environment_ref) and \
                 (node.snapshot.sandbox, node.snapshot.environment) == (sandbox_ref, environment_ref):
             return node.id
-    return ROOT_NODE
+    return None
 
 
-def stage_entry(run: str, stage: str, doc: Fields, tree: Tree) -> StageEntry:
+def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
+    """The node each registry stage was captured on (see the module docstring)."""
+    if tree.absent:
+        return {stage: ROOT_NODE for stage in docs}
+    placed = {stage: node for stage in docs if (node := matching_node(tree, stage, docs[stage])) is not None}
+    linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
+    for stage in sorted(docs, key=lambda s: s == "post-research"):  # the verify node first
+        if stage in placed:
+            continue
+        verify_node = next((placed[s] for s in VERIFY_STAGES if s in placed), None)
+        if stage == "env-ready":
+            placed[stage] = ROOT_NODE
+        elif stage in VERIFY_STAGES:
+            placed[stage] = verify_node or max(linear, key=lambda node: node.order).id
+        elif verify_node is not None:
+            placed[stage] = verify_node
+        else:
+            raise invalid(docs[stage].where(), f"a node of {tree.file} tagged {stage!r} or holding its snapshot refs "
+                          "(benchflow captures it wherever the cursor was, so nothing else places it)",
+                          "no such node; check that tree.json and stage_snapshots.json come from the same run")
+    return placed
+
+
+def stage_entry(run: str, stage: str, doc: Fields, node: str) -> StageEntry:
     doc.only(ENTRY_FIELDS)
     sandbox_ref, environment_ref = doc.string("sandbox_ref"), doc.string("environment_ref")
     layers = doc.items("layers")
-    mark = build(f.StageMarked, doc.where(), run=run, stage=stage,
-                 node=choose_node(tree, stage, sandbox_ref, environment_ref),
+    mark = build(f.StageMarked, doc.where(), run=run, stage=stage, node=node,
                  exchanges_completed=doc.integer("exchanges_completed"), layers=layers,
                  sandbox_ref=sandbox_ref, environment_ref=environment_ref)
     return StageEntry(stage, mark, lifetime(doc, sandbox_ref or environment_ref), doc.data)
@@ -102,7 +136,10 @@ def stage_entries(run: str, tree: Tree, registry: dict[str, Fields] | None, extr
     """Every stage of the run in lifecycle order; `extra` are entries known only from ablation.json."""
     docs = dict(extra)
     docs.update(registry or {})
-    entries = {stage: stage_entry(run, stage, doc, tree) for stage, doc in docs.items()}
+    for doc in docs.values():
+        doc.only(ENTRY_FIELDS)
+    nodes = place_stages(tree, docs)
+    entries = {stage: stage_entry(run, stage, doc, nodes[stage]) for stage, doc in docs.items()}
     for node in tree.nodes:
         if node.stage is None or node.stage in entries or tree.under_fork(node.id):
             continue

@@ -53,6 +53,7 @@ class Tree:
     nodes: list[TreeNode]
     file: str
     by_id: dict[str, TreeNode] = field(default_factory=dict)
+    absent: bool = False  # no tree.json: the run never branched, and only root is known
 
     def __post_init__(self) -> None:
         self.by_id = {node.id: node for node in self.nodes}
@@ -139,4 +140,5 @@ def parse_tree(document: object, file: str) -> Tree:
 
 def root_only() -> Tree:
     """The tree of a run that never branched (benchflow writes tree.json only after a branch)."""
-    return Tree([TreeNode(ROOT_NODE, None, None, None, None, None, None, None, None, "tree.json (absent)")], "tree.json")
+    return Tree([TreeNode(ROOT_NODE, None, None, None, None, None, None, None, None, "tree.json (absent)")], "tree.json",
+                absent=True)

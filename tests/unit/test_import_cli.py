@@ -433,8 +433,9 @@ def ablation_variant(tmp_path: Path, raised: str, skipped: list[str]) -> Path:
     report = json.loads((out / "ablation.json").read_text())
     for arm in report["arms"]:
         if arm["node"] == raised:
-            arm.update(reward=None, status="error", error="RuntimeError: the sandbox died", tests=None, reference=None,
-                       verdict="errored before scoring — no reward to attribute")  # the reference's words (§1.7)
+            # outcomes_for_arms still mines the raising child's CTRF (docs/benchflow-formats.md §8), so tests stay
+            arm.update(reward=None, status="error", error="RuntimeError: the sandbox died", reference=None,
+                       verdict="errored before scoring — no reward to attribute")
         if arm["node"] in skipped:
             arm.update(node=None, artifacts=None, reward=None, status="skipped", tests=None, error=None, reference=None,
                        wall_clock_sec=None, verdict="not run — an earlier arm errored")
