@@ -310,6 +310,13 @@ class SnapshotService:
             raise UnknownSubject(f"Snapshot {ref!r} is not recorded (never captured or adopted); expected the ref of a "
                                  "recorded snapshot. Nothing was asked of the engine.",
                                  hint="`lineage snapshots list` shows the recorded refs")
+        final = Path(os.path.abspath(Path(dest_dir) / export_file_name(ref)))
+        if final.exists() and str(final) not in {export.path for export in snapshot.exports}:
+            # benchflow's file names fold characters ('a/b' and 'a-b' are both a-b.tar): never replace another
+            # snapshot's evidence, whose recorded digest would then point at this one.
+            raise InvalidInput(f"Exporting snapshot {ref!r} would replace {str(final)!r}, which this snapshot did not "
+                               "export (another ref maps to the same file name); expected a free file name. Nothing "
+                               "was asked of the engine.", hint="export it into another folder with --to")
         try:
             path, tar_sha256, image_id = self._export(ref, Path(dest_dir))
         except StoreUnavailable:

@@ -362,3 +362,16 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(run_
     tar.unlink()
     restorable, because = listed()
     assert restorable is False and "exported tar is gone" in because and str(tar) in because
+
+
+def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path: Path) -> None:
+    """'team/snap' and 'team-snap' are both team-snap.tar in benchflow's file names."""
+    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
+                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": "team/snap"}])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "team-snap.tar").write_bytes(b"another snapshot's evidence")
+    result = run_cli("snapshots", "export", "team/snap", "--to", str(out), ok=False)
+    assert result.exit_code == 1 and "another ref maps to the same file name" in result.stderr
+    assert UNREACHABLE not in result.stderr and (out / "team-snap.tar").read_bytes() == b"another snapshot's evidence"
+    assert log_rows(run_cli, "snapshot.export") == []
