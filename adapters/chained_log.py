@@ -18,7 +18,9 @@ class ChainedLog(Protocol):
 
     def max_notification_id(self) -> int | None: ...
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]: ...
+    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+        """(position, originator id hex, version, topic, state text, recorded_by) in position order; recorded_by is
+        the identity the store authenticated (a PostgreSQL role), None where it has none."""
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]: ...
 

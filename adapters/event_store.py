@@ -157,7 +157,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         cursor = self._plain_reader().execute(
             # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
             f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN CAST(state AS TEXT) END "
-            f"FROM {self.events_table_name} "
+            f", NULL FROM {self.events_table_name} "  # recorded_by: a SQLite file authenticates nobody
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
         return cursor.fetchall()
 
@@ -192,6 +192,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
         self.sql_create_statements.append(SQL(
             "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
         ).format(*self.chain_table))
+        # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
+        # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
+        self.sql_create_statements.append(SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS recorded_by text").format(*self.chain_table))
+        self.sql_create_statements.append(SQL("ALTER TABLE {}.{} ALTER COLUMN recorded_by SET DEFAULT session_user").format(
+            *self.chain_table))
 
     def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
@@ -200,7 +205,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             curs.execute(SQL("SELECT position, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1").format(*self.chain_table))
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
-            curs.executemany(SQL("INSERT INTO {}.{} VALUES (%s, %s, %s)").format(*self.chain_table),
+            curs.executemany(SQL("INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)").format(*self.chain_table),
                              _links(previous, ids, _rows(stored_events)))
         return ids
 
@@ -234,10 +239,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(SQL("SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
-                             "topic, convert_from(state, 'UTF8') AS state FROM {}.{} WHERE notification_id > %s AND notification_id <= %s "
-                             "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema), Identifier(self.events_table_name)),
+                             "topic, convert_from(state, 'UTF8') AS state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
+                             "ON c.position = notification_id WHERE notification_id > %s AND notification_id <= %s "
+                             "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema), Identifier(self.events_table_name),
+                                                                         *self.chain_table),
                          (after, stop if stop is not None else 2**62, limit))
-            return [(r["notification_id"], r["originator_id"], r["originator_version"], r["topic"], r["state"]) for r in curs.fetchall()]
+            return [(r["notification_id"], r["originator_id"], r["originator_version"], r["topic"], r["state"], r["recorded_by"])
+                    for r in curs.fetchall()]
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""

@@ -17,19 +17,21 @@ STAGE_PAGE = f"""
 INSERT INTO events
 SELECT position, originator_id, originator_version, replace(topic, 'lineage:', ''),
        CASE WHEN starts_with(topic, 'lineage:snapshot.') THEN j.fact.ref ELSE j.fact.run END,
-       j.timestamp::TIMESTAMPTZ, j.occurred_at::TIMESTAMPTZ, j.actor, j.tool_version, json_extract(state, '$.fact')
+       j.timestamp::TIMESTAMPTZ, j.occurred_at::TIMESTAMPTZ, j.actor, recorded_by, j.tool_version,
+       json_extract(state, '$.fact')
 FROM (SELECT *, {parsed(ENVELOPE, 'state')} FROM {PAGE_TABLE})
 ORDER BY position
 """
 
 PROJECTION = Projection(
     name="events",
-    version=1,
+    version=2,
     tables={
         "events": "position BIGINT, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
                   "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "
-                  "tool_version VARCHAR, fact JSON",
+                  "recorded_by VARCHAR, tool_version VARCHAR, fact JSON",
     },
-    docs={"events": "one row per event in log order: position, when recorded, when it happened, who, type, subject "
-                    "(run key or snapshot ref) and the fact as JSON"},
+    docs={"events": "one row per event in log order: position, when recorded, when it happened, type, subject "
+                    "(run key or snapshot ref), the fact as JSON, who the writer said it was (actor, self-asserted) and "
+                    "who the store authenticated (recorded_by: the PostgreSQL role; NULL on SQLite)"},
 )

@@ -45,8 +45,10 @@ BOOKKEEPING = (
     "ALTER TABLE lineage_tracking ADD COLUMN IF NOT EXISTS head_hash VARCHAR",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
-    f"CREATE TABLE IF NOT EXISTS {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
-    "originator_version INTEGER, topic VARCHAR, state VARCHAR)",
+    # A staging table, empty between pages: re-created whenever the schema changes, so its columns follow the code.
+    f"DROP TABLE IF EXISTS {log_table.PAGE_TABLE}",
+    f"CREATE TABLE {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
+    "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)",
 )
 #: Re-created from code on every open, so an edited macro or view in the file never runs (they are cheap).
 DEFINITIONS = (
@@ -202,7 +204,7 @@ def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterat
             after = rows[-1][0]
         return
     for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
-        yield [(n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode()) for n in notifications]
+        yield [(n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode(), None) for n in notifications]
 
 
 def _prefetched(pages: Iterator[T]) -> Iterator[T]:

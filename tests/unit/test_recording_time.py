@@ -45,3 +45,14 @@ def test_as_of_a_time_is_the_prefix_before_the_first_later_recording(run_cli: Cl
     assert runs == [], "nothing was in the log by 2021: the 2020 event stands after one recorded in 2026"
     assert len(json.loads(run_cli("sql", "SELECT run FROM runs", "--as-of", "2200-01-01T00:00:00Z",
                                   "--format", "json").stdout)) == 3
+
+
+def test_the_actor_is_self_asserted_and_the_store_says_who_recorded(store_url: str, tmp_path: Path) -> None:
+    """A writer may call itself anything; PostgreSQL also records the role it authenticated (SQLite: nobody)."""
+    with open_lineage(store_url, tmp_path / "home") as lineage:
+        lineage.app.actor = "the-auditor@lab"  # a claim
+        lineage.record([f.RunRegistered(run="jobs/a__1", task="t")])
+        with lineage.read_models() as models:
+            [row] = models.db.rows("SELECT actor, recorded_by FROM events")
+    expected = "lineage" if store_url.startswith("postgresql") else None
+    assert row == {"actor": "the-auditor@lab", "recorded_by": expected}
