@@ -10,11 +10,13 @@ run's forks, custody and cut points, because their invariants span the whole rol
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from .vocabulary import ArmKind, CtrfStatus, Layer, RunRole, SkillMode, Stage
+from .vocabulary import (BRANCH_AGGREGATE, REQUEST_GLOBAL, ArmKind, BranchSkillMode, CtrfStatus, Layer, RewardBasis,
+                         RunRole, SkillMode, Stage, TrajectorySource)
 
 MAX_JSON_DEPTH = 32
 MAX_COUNT = 2**31 - 1  # counts and indexes are 32-bit in the read models
@@ -63,6 +65,8 @@ class Fact(Model):
     """Base of every fact. `type` is the stable name used in JSON lines and event topics."""
 
     subject_kind: ClassVar[str] = "run"
+    #: Bumped when what a stored fact means changes; `upcast_v<n>_v<n+1>(fact_json)` reads an older one forward.
+    class_version: ClassVar[int] = 1
 
     def subject_key(self) -> str:
         return self.run  # type: ignore[attr-defined]
@@ -143,37 +147,135 @@ class StageMarked(Fact):
         return {**data, "layers": captured}
 
 
+def _reward_source(rewards: Any) -> Any:
+    return rewards.get("source") if isinstance(rewards, dict) else None
+
+
 class RunScored(Fact):
+    """A reward in the run's result. `basis` says whose: `verified` (the run's own verifier) or `branch_aggregate`
+    (benchflow's `rewards.source`: a branched parent that never verified itself reports its fork's V)."""
+
     type: Literal["run.scored"] = "run.scored"
+    class_version: ClassVar[int] = 2
     run: Key
     reward: float
     rewards: JsonObject | None = None
     tests: dict[Text, CtrfStatus] | None = None
     verifier_error: Text | None = None
+    basis: RewardBasis = "verified"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _basis_from_rewards(cls, data: Any) -> Any:
+        if isinstance(data, dict) and _reward_source(data.get("rewards")) == BRANCH_AGGREGATE:
+            if data.get("basis", BRANCH_AGGREGATE) != BRANCH_AGGREGATE:
+                raise ValueError(f"rewards say source {BRANCH_AGGREGATE!r}, so basis must be too, found {data['basis']!r}")
+            return {**data, "basis": BRANCH_AGGREGATE}
+        return data
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 took a branch aggregate for the run's own score; its rewards still say which it was."""
+        fact["basis"] = BRANCH_AGGREGATE if _reward_source(fact.get("rewards")) == BRANCH_AGGREGATE else "verified"
 
 
 class RunUnscored(Fact):
+    """The run produced no reward. `verifier_error` when its verifier failed (crashed, timed out) rather than
+    scoring nothing; `rewards` when the verifier wrote values none of which is the run's reward."""
+
     type: Literal["run.unscored"] = "run.unscored"
     run: Key
     reason: Key
+    verifier_error: Text | None = None
+    rewards: JsonObject | None = None
 
 
 class RunFailed(Fact):
+    """The run raised. `request_global`: a configuration error of the whole request (benchflow's error_category
+    `request_global`), which every arm and retry would repeat."""
+
     type: Literal["run.failed"] = "run.failed"
+    class_version: ClassVar[int] = 2
     run: Key
     error: Key
     category: Text | None = None
     request_global: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _request_global_category(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("category") == REQUEST_GLOBAL:
+            if data.get("request_global") is False:
+                raise ValueError(f"category {REQUEST_GLOBAL!r} is a request-global error, found request_global false")
+            return {**data, "request_global": True}
+        return data
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 recorded benchflow's `request_global` category without setting the flag."""
+        fact["request_global"] = bool(fact.get("request_global")) or fact.get("category") == REQUEST_GLOBAL
+
+
+def time_zone_of(text: str) -> str:
+    """`recorded` when an ISO-8601 time carries its own UTC offset, `unknown` when it is a naive wall-clock time."""
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise ValueError(f"expected an ISO-8601 time such as '2026-01-01 12:00:25.000000', found {text!r}") from None
+    return "unknown" if moment.tzinfo is None else "recorded"
+
 
 class RunFinished(Fact):
+    """How and when the run ended. Times are kept as the harness wrote them: benchflow and Harbor write naive
+    local times (`datetime.now()`), whose zone nobody recorded, so `time_zone` says `unknown`; `recorded` when the
+    text carries an offset; `utc-assumed` on a fact stored by version 1, which read naive times as UTC."""
+
     type: Literal["run.finished"] = "run.finished"
+    class_version: ClassVar[int] = 2
     run: Key
     status: Literal["completed", "failed", "timeout", "cancelled"]
     started_at: Text | None = None
     finished_at: Text | None = None
+    time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
     timing: Annotated[dict[str, float], AfterValidator(_plain_json)] = Field(default_factory=dict)
-    trajectory: Literal["acp", "llm", "both", "none"] | None = None
+    trajectory: TrajectorySource | None = None
+
+    @model_validator(mode="after")
+    def _zone_of_the_times(self) -> RunFinished:
+        written = [t for t in (self.started_at, self.finished_at) if t is not None]
+        if self.time_zone == "utc-assumed" or not written:
+            return self
+        zones = {time_zone_of(t) for t in written}
+        if len(zones) > 1:
+            raise ValueError(f"expected started_at and finished_at both with or both without a UTC offset, found {written}")
+        zone = zones.pop()
+        if self.time_zone not in (None, zone):
+            raise ValueError(f"time_zone {self.time_zone!r} does not match the times, which give {zone!r}")
+        object.__setattr__(self, "time_zone", zone)  # derived, like stage layers: one spelling per fact
+        return self
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 rewrote naive times as UTC (`+00:00`): it says so instead of passing them as recorded."""
+        fact["time_zone"] = "utc-assumed" if fact.get("started_at") or fact.get("finished_at") else None
+
+    def same_run_end_as(self, legacy: RunFinished) -> bool:
+        """Whether `legacy`, stored by version 1, records this same end: the same times read as UTC, and no
+        trajectory where version 1 had no word for this one."""
+        if legacy.time_zone != "utc-assumed" or self.time_zone == "utc-assumed":
+            return False
+        same_times = all(_as_utc(mine) == _as_utc(theirs) for mine, theirs in
+                         ((self.started_at, legacy.started_at), (self.finished_at, legacy.finished_at)))
+        same_trajectory = legacy.trajectory == self.trajectory or (
+            legacy.trajectory is None and self.trajectory in ("scraped", "partial_acp", "hosted_env"))
+        return same_times and same_trajectory and (legacy.status, legacy.timing) == (self.status, self.timing)
+
+
+def _as_utc(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
 # --- forks --------------------------------------------------------------------------------------------
@@ -183,7 +285,7 @@ class Delta(Model):
     """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only digests."""
 
     environment_ref: Text | None = None
-    skill_mode: SkillMode | None = None
+    skill_mode: BranchSkillMode | None = None
     config_override_sha256: Digest | None = None
     injected_prompt_sha256: Digest | None = None
     config_override_keys: tuple[Text, ...] | None = None

@@ -12,8 +12,8 @@ Policy. Each finding has a level:
   the mean of the rewards, served K above configured K), which means something bypassed the rules; or no
   run matched the selection (an empty gate must not pass).
 - **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
-  (infrastructure error, verifier crash, missing reward, unscored, trajectory `none`, request-global
-  configuration error); a fork with an unscored or failed arm, ended partial or still open; a custody
+  (infrastructure error, verifier crash, missing reward, unscored, a branch aggregate V instead of a score of
+  its own, trajectory `none`, request-global configuration error); a fork with an unscored or failed arm, ended partial or still open; a custody
   failure that preserved its entries; a snapshot adopted from a tar of unknown provenance used by a fork;
   a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
@@ -101,7 +101,10 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         reasons.append(f"infrastructure error ({row.get('error_category') or 'uncategorised'}): {row['error']}")
     if row.get("verifier_error"):
         reasons.append(f"verifier crash: {row['verifier_error']}")
-    if row["outcome"] == "unscored":
+    if row["outcome"] == "branch_aggregate":
+        reasons.append(f"not verified itself: its result reports the branch aggregate V={row['branch_value']:g} "
+                       "(rewards source branch_aggregate), not a score of its own")
+    elif row["outcome"] == "unscored":
         reasons.append(f"unscored: {row['unscored_reason']}")
     elif row["outcome"] != "scored":
         reasons.append("missing reward: neither run.scored nor run.unscored is recorded")

@@ -399,7 +399,8 @@ def test_harbor_trials_and_ctrf_only_folders_from_the_public_fixture(run_cli: Cl
     [scored] = facts(run_cli, "run.scored")
     assert scored["reward"] == 1.0 and set(Counter(scored["tests"].values())) == {"passed"}
     [finished] = facts(run_cli, "run.finished")
-    assert finished["started_at"] == "2026-01-26T03:23:07.723949+00:00" and finished["timing"]["total"] == 582.653
+    assert finished["started_at"] == "2026-01-26T03:23:07.723949" and finished["timing"]["total"] == 582.653
+    assert finished["time_zone"] == "unknown"  # Harbor's datetime.now(): kept as written, zone not recorded
 
 
 def test_a_branch_child_directory_is_not_a_run_of_its_own(run_cli: Cli) -> None:
