@@ -239,6 +239,8 @@ class RunFinished(Fact):
     time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
     timing: Annotated[dict[str, float], AfterValidator(_plain_json)] = Field(default_factory=dict)
     trajectory: TrajectorySource | None = None
+    #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it can serve.
+    exchanges_recorded: Count | None = None
 
     @model_validator(mode="after")
     def _zone_of_the_times(self) -> RunFinished:
@@ -268,7 +270,9 @@ class RunFinished(Fact):
                          ((self.started_at, legacy.started_at), (self.finished_at, legacy.finished_at)))
         same_trajectory = legacy.trajectory == self.trajectory or (
             legacy.trajectory is None and self.trajectory in ("scraped", "partial_acp", "hosted_env"))
-        return same_times and same_trajectory and (legacy.status, legacy.timing) == (self.status, self.timing)
+        same_count = legacy.exchanges_recorded in (None, self.exchanges_recorded)  # version 1 did not count them
+        return same_times and same_trajectory and same_count and \
+            (legacy.status, legacy.timing) == (self.status, self.timing)
 
 
 def _as_utc(text: str | None) -> datetime | None:
@@ -441,7 +445,14 @@ class Divergence(Model):
 
 
 class CutPointServed(Fact):
-    """A continuation run replayed its source run up to a cut point (benchflow's `cut_point` block)."""
+    """A continuation run replayed its source run up to a cut point (benchflow's `cut_point` block).
+
+    `configured_k`, when given, is the K the replay was configured with, which benchflow validates as
+    `0 < K <= n_recorded` (`validate_max_exchanges`), so it is at least 1; `served_k` may be 0 (the agent asked
+    nothing). `cut_point_digest` is the PR-head block's digest: sha256 over the canonical JSON of the whole
+    recorded request body at the last replayed exchange (`request_body_digest`), not comparable with the later
+    `recorded_request_digest` / `served_request_digest`, which digest only `{messages, tools}`.
+    """
 
     type: Literal["cut_point.served"] = "cut_point.served"
     run: Key
@@ -456,6 +467,13 @@ class CutPointServed(Fact):
     workspace_digest: JsonObject | None = None
     workspace_digest_reason: Text | None = None
     stage: Stage | None = None
+    cut_point_digest: Digest | None = None
+
+    @model_validator(mode="after")
+    def _configured_k_is_a_cut(self) -> CutPointServed:
+        if self.configured_k == 0:
+            raise ValueError("expected configured K >= 1 (benchflow validates 0 < K <= n_recorded), found 0")
+        return self
 
 
 # --- snapshots ----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ REGISTRATION = {key: "VARCHAR" for key in ("run", "task", "task_path", "agent", 
 OUTCOME = {"run": "VARCHAR", "reward": "DOUBLE", "rewards": "JSON", "tests": "JSON", "verifier_error": "VARCHAR",
            "reason": "VARCHAR", "error": "VARCHAR", "category": "VARCHAR", "request_global": "BOOLEAN", "status": "VARCHAR",
            "started_at": "VARCHAR", "finished_at": "VARCHAR", "timing": "JSON", "trajectory": "VARCHAR",
-           "basis": "VARCHAR", "time_zone": "VARCHAR"}
+           "basis": "VARCHAR", "time_zone": "VARCHAR", "exchanges_recorded": "INTEGER"}
 
 PROJECTION = Projection(
     name="runs",
@@ -22,7 +22,7 @@ PROJECTION = Projection(
         "run_outcomes": "position BIGINT, run VARCHAR, kind VARCHAR, reward DOUBLE, rewards JSON, tests JSON, "
                         "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
                         "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
-                        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR",
+                        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR, exchanges_recorded INTEGER",
         "run_locations": "position BIGINT, run VARCHAR, kind VARCHAR, path VARCHAR, recorded_at TIMESTAMPTZ",
     },
     apply=(
@@ -39,7 +39,8 @@ PROJECTION = Projection(
             CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis
                  WHEN j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END,
             CASE WHEN type <> 'run.finished' THEN NULL WHEN j.time_zone IS NOT NULL THEN j.time_zone
-                 WHEN j.started_at IS NOT NULL OR j.finished_at IS NOT NULL THEN 'utc-assumed' END
+                 WHEN j.started_at IS NOT NULL OR j.finished_at IS NOT NULL THEN 'utc-assumed' END,
+            j.exchanges_recorded
             FROM {facts_of("'run.scored', 'run.unscored', 'run.failed', 'run.finished'", OUTCOME)}""",
         f"""INSERT INTO run_locations SELECT position, j.run, coalesce(j.kind, 'read'), j.path, recorded_at
             FROM {facts_of("'run.located'", {"run": "VARCHAR", "kind": "VARCHAR", "path": "VARCHAR"})}""",
@@ -57,7 +58,7 @@ PROJECTION = Projection(
                    coalesce(s.rewards, u.rewards) AS rewards, coalesce(s.verifier_error, u.verifier_error) AS verifier_error,
                    u.reason AS unscored_reason, f.error, f.category AS error_category,
                    coalesce(f.request_global, false) AS request_global, fin.status, fin.started_at, fin.finished_at,
-                   fin.time_zone, fin.timing, fin.trajectory, r.occurred_at AS registered_at, r.position
+                   fin.time_zone, fin.timing, fin.trajectory, fin.exchanges_recorded, r.occurred_at AS registered_at, r.position
             FROM run_registrations r
             LEFT JOIN run_outcomes s ON s.run = r.run AND s.kind = 'scored'
             LEFT JOIN run_outcomes u ON u.run = r.run AND u.kind = 'unscored'

@@ -21,6 +21,7 @@ from ...domain.application import Entry
 from ...domain.vocabulary import BENCHFLOW_TRAJECTORY_SOURCES, SkillMode
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
+from .recording import exchanges_recorded
 from .rundir import RunFolder, parse_time
 
 SKILL_MODES = frozenset(get_args(SkillMode))
@@ -143,5 +144,5 @@ def outcome(files: RunFiles, key: str) -> list[Entry]:
             f.RunFinished, result.where("finished_at"), run=key, status="failed" if error else "completed",
             started_at=started_text, finished_at=finished_text,
             timing={k: timing.number(k) for k in timing.data if timing.raw(k) is not None} if timing else {},
-            trajectory=trajectory), finished))
+            trajectory=trajectory, exchanges_recorded=exchanges_recorded(files.folder)), finished))
     return out
