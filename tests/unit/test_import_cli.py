@@ -70,7 +70,8 @@ def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
     assert facts(run_cli, "fork.closed", ABLATE_RUN) == [
         {"run": ABLATE_RUN, "fork": "root", "outcome": "completed", "value": None, "error": None}]
     assert [f["ref"] for f in facts(run_cli, "snapshot.exported")] == ["bf-snap-csv-dedupe-a41c07e95b2d"]
-    assert len(facts(run_cli, "snapshot.discarded")) == 6
+    # ephemeral stage entries discard every ref they hold, the environment snapshot of pre-verify too
+    assert len(facts(run_cli, "snapshot.discarded")) == 7
 
 
 def test_stage_marks_land_on_their_tree_nodes_in_lifecycle_order(run_cli: Cli) -> None:

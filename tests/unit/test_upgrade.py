@@ -29,8 +29,12 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before):]
-    assert added and {e["type"] for e in added} == {"run.located"}
-    assert {e["fact"]["kind"] for e in added} == {"read"}  # the directories the harness recorded were already known
+    # Beyond where each run lives, this version records that an ephemeral stage entry discards its environment
+    # snapshot too (rule 6), which the first landing left as merely captured: new facts, never a conflict.
+    assert added and {e["type"] for e in added} == {"run.located", "snapshot.discarded"}
+    located = [e for e in added if e["type"] == "run.located"]
+    assert {e["fact"]["kind"] for e in located} == {"read"}  # the directories the harness recorded were already known
+    assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == ["env-snap-csv-dedupe-0c55e1a7"]
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
