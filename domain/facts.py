@@ -424,6 +424,9 @@ class CustodyReleased(Fact):
 
 
 class CustodyFailed(Fact):
+    """A custody step failed. `index`: the child whose hand-off failed (phase hand-off); a hand-off failure and a
+    release failure of one fork are separate facts."""
+
     type: Literal["custody.failed"] = "custody.failed"
     run: Key
     fork: Key
@@ -431,6 +434,13 @@ class CustodyFailed(Fact):
     preserved_location: Text | None = None
     error: Key
     entries: tuple[CustodyEntry, ...] = ()
+    index: Count | None = None
+
+    @model_validator(mode="after")
+    def _index_names_a_hand_off(self) -> CustodyFailed:
+        if self.index is not None and self.phase != "hand-off":
+            raise ValueError(f"index names the child of a failed hand-off; found it on phase {self.phase!r}")
+        return self
 
 
 # --- replay cut points --------------------------------------------------------------------------------

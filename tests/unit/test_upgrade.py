@@ -30,8 +30,9 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before):]
     # Beyond where each run lives, this version records that an ephemeral stage entry discards its environment
-    # snapshot too (rule 6), which the first landing left as merely captured: new facts, never a conflict.
-    assert added and {e["type"] for e in added} == {"run.located", "snapshot.discarded"}
+    # snapshot too (rule 6), which the first landing left as merely captured, and each child's mounted/ archive
+    # as a custody hand-off (rule 8): new facts, never a conflict.
+    assert added and {e["type"] for e in added} == {"run.located", "snapshot.discarded", "custody.handed_off"}
     located = [e for e in added if e["type"] == "run.located"]
     assert {e["fact"]["kind"] for e in located} == {"read"}  # the directories the harness recorded were already known
     assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == ["env-snap-csv-dedupe-0c55e1a7"]
