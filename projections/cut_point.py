@@ -75,7 +75,9 @@ def resolve_stage(run: str, stages: list[dict[str, Any]], stage: str, recorded: 
     if problem:
         raise ReplayCutPointError(f"run {run!r}: cannot cut at stage {stage!r}: {problem}", hint="use --exchanges K")
     _within_recording(run, row["exchanges_completed"], recorded, f"stage {stage!r} with")
-    return {"run": run, "by": "stage", "k": row["exchanges_completed"], **row}
+    # benchflow's resolve_cut_point turns a stage cut into max_exchanges = K, written as configured_max_exchanges
+    return {"run": run, "by": "stage", "k": row["exchanges_completed"], "configured_max_exchanges": row["exchanges_completed"],
+            "branch_stage": stage, **row}
 
 
 def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int, recorded: int | None) -> dict[str, Any]:
@@ -90,7 +92,8 @@ def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int, recorded: 
     _within_recording(run, k, recorded, "--exchanges")
     known = [r for r in stages if r["exchanges_completed"] is not None and r["exchanges_completed"] <= k]
     before = max(known, key=lambda r: (r["exchanges_completed"], STAGES.index(r["stage"]))) if known else None
-    return {"run": run, "by": "exchanges", "k": k, "stage": before["stage"] if before else None,
+    return {"run": run, "by": "exchanges", "k": k, "configured_max_exchanges": k, "branch_stage": None,
+            "stage": before["stage"] if before else None,
             "node": before["node"] if before else None, "exchanges_completed": before["exchanges_completed"] if before else None,
             "sandbox_ref": None, "environment_ref": None}
 

@@ -127,10 +127,14 @@ def outcome(files: RunFiles, key: str) -> list[Entry]:
         out.append(Entry(build(f.RunScored, result.where("rewards"), run=key, reward=reward, rewards=rewards.data,
                                tests=tests, verifier_error=verifier_error), when))
     elif rewards is not None:
-        out.append(Entry(build(f.RunUnscored, result.where("rewards"), run=key,
+        out.append(Entry(build(f.RunUnscored, result.where("rewards"), run=key, verifier_error=verifier_error,
+                               rewards=rewards.data or None,
                                reason=f"result.json rewards carry no 'reward' (keys: {sorted(rewards.data)})"), when))
-    elif verifier_error and not error:
-        out.append(Entry(build(f.RunUnscored, result.where("verifier_error"), run=key, reason=verifier_error), when))
+    elif verifier_error:
+        # The verifier failed (crashed, or timed out: `_verify_rollout` writes "verifier timed out after Ns"), which
+        # is an unscored run with a verifier error, also when the agent's session failed too.
+        out.append(Entry(build(f.RunUnscored, result.where("verifier_error"), run=key, reason=verifier_error,
+                               verifier_error=verifier_error), when))
     if error:
         out.append(Entry(build(f.RunFailed, result.where("error"), run=key, error=error, category=category), when))
     finished = files.finished_at()

@@ -70,6 +70,8 @@ def test_a_pr_head_stage_cut_imports_as_what_it_is(run_cli: Cli, tmp_path: Path)
                    "cut_point_digest": DIGEST, "recorded_request_digest": None, "served_request_digest": None}
     document = json.loads(run_cli("cut-point", SOURCE, "--stage", "post-research", "--format", "json").stdout)
     assert (document["resolved"]["k"], document["exchanges_recorded"]) == (4, N_RECORDED)
+    # what resolve_cut_point hands the replay for --cut-stage post-research: the K and the stage, as written
+    assert (document["resolved"]["configured_max_exchanges"], document["resolved"]["branch_stage"]) == (4, "post-research")
     assert document["served"][0]["problems"] == [
         "the served cut point recorded no divergence list, so nobody checked the replay"]
 

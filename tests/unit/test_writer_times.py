@@ -87,3 +87,18 @@ def test_a_harbor_verifier_timeout_is_a_verifier_failure(run_cli: Cli, tmp_path:
     messages = [f["message"] for f in report["findings"] if f.get("run") == "job/trial__1"]
     assert not any("missing reward" in m for m in messages)
     assert any("verifier crash: VerifierTimeoutError" in m for m in messages)
+
+
+def test_a_benchflow_verifier_timeout_is_a_verifier_failure(run_cli: Cli, tmp_path: Path) -> None:
+    # `_verify_rollout` (benchflow rollout/_setup.py) on the verifier's timeout: rewards stay None and
+    # verifier_error = "verifier timed out after {budget}s"; `_build_rollout_result` writes both, with
+    # verifier_error_category from `classify_verifier_error` ("verifier_timeout").
+    run_cli("import", str(benchflow_run(tmp_path, rewards=None, verifier_error="verifier timed out after 600s",
+                                        verifier_error_category="verifier_timeout")))
+    found = row(run_cli, "nightly/csv-dedupe__5e0d1c2b", "outcome", "verifier_error", "unscored_reason")
+    assert found == {"outcome": "unscored", "verifier_error": "verifier timed out after 600s",
+                     "unscored_reason": "verifier timed out after 600s"}
+    report = json.loads(run_cli("audit", "--format", "json", ok=False).stdout)
+    messages = [f["message"] for f in report["findings"] if f.get("run") == "nightly/csv-dedupe__5e0d1c2b"]
+    assert not any("missing reward" in m for m in messages)
+    assert any("verifier crash: verifier timed out after 600s" in m for m in messages)
