@@ -85,3 +85,11 @@ def test_a_run_scored_by_its_own_verifier_is_healthy(run_cli: Cli, tmp_path: Pat
     run_cli("import", str(benchflow_run(tmp_path)))
     assert run_row(run_cli, "outcome", "reward", "branch_value") == {"outcome": "scored", "reward": 1.0, "branch_value": None}
     assert run_reasons(audit(run_cli)) == []
+
+
+def test_history_says_what_the_writer_meant(run_cli: Cli, tmp_path: Path) -> None:
+    run_cli("import", str(benchflow_run(tmp_path, rewards={"reward": 0.5, "source": "branch_aggregate"},
+                                        error="bad effort", error_category="request_global")))
+    lines = run_cli("history", RUN).stdout
+    assert "run reports the branch aggregate V=0.5, not verified itself" in lines
+    assert "run failed (request_global, request-global): bad effort" in lines
