@@ -17,7 +17,7 @@ from tests.conftest import EXAMPLES, Cli
 
 NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"
 ABLATE = EXAMPLES / "pr-layout" / "ablate-2026-11-02__10-15-00"
-ABLATE_RUN = "ablate-2026-11-02__10-15-00/csv-dedupe"
+ABLATE_RUN = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 RUN_DIR = "/home/ci/jobs/ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 
 
@@ -74,6 +74,14 @@ def test_a_reported_hand_off_failure_is_its_own_fact(run_cli: Cli, tmp_path: Pat
     assert not [e for e in events if e["kind"] == "held"]  # the release succeeded: nothing is left to hold
     [fork] = json.loads(run_cli("sql", "SELECT outcome, value, error FROM forks", "--format", "json").stdout)
     assert fork == {"outcome": "partial", "value": None, "error": message}
+    tree = out / "ablation" / "csv-dedupe" / "tree.json"
+    assert run_cli("export", "tree", ABLATE_RUN).stdout == tree.read_text()  # the partial tree, byte for byte
+    exported = json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout)
+    written = json.loads((out / "ablation.json").read_text())
+    # test_attribution is derived from the arms that reported tests (this scenario did not recompute it)
+    assert {k: v for k, v in exported.items() if k != "test_attribution"} == \
+        {k: v for k, v in written.items() if k != "test_attribution"}
+    assert exported["test_attribution"]["arms_with_tests"] == ["with-skill", "no-skill"]
     findings = json.loads(run_cli("audit", "--format", "json", ok=False).stdout)["findings"]
     assert any(f["check"] == "custody" and "custody failed at hand-off" in f["message"] for f in findings)
 

@@ -68,6 +68,7 @@ def test_a_pr_head_stage_cut_imports_as_what_it_is(run_cli: Cli, tmp_path: Path)
                                "recorded_request_digest, served_request_digest FROM cut_points", "--format", "json").stdout)
     assert row == {"accounting": "served", "stage": "post-research", "configured_k": 4, "served_k": 4,
                    "cut_point_digest": DIGEST, "recorded_request_digest": None, "served_request_digest": None}
+    assert run_cli("export", "stages", SOURCE).stdout == (source / "stage_snapshots.json").read_text()
     document = json.loads(run_cli("cut-point", SOURCE, "--stage", "post-research", "--format", "json").stdout)
     assert (document["resolved"]["k"], document["exchanges_recorded"]) == (4, N_RECORDED)
     # what resolve_cut_point hands the replay for --cut-stage post-research: the K and the stage, as written
