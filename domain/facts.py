@@ -116,7 +116,8 @@ class RunScored(Fact):
     def _basis_from_rewards(cls, data: Any) -> Any:
         if isinstance(data, dict) and _reward_source(data.get("rewards")) == BRANCH_AGGREGATE:
             if data.get("basis", BRANCH_AGGREGATE) != BRANCH_AGGREGATE:
-                raise ValueError(f"rewards say source {BRANCH_AGGREGATE!r}, so basis must be too, found {data['basis']!r}")
+                raise ValueError(f"expected basis {BRANCH_AGGREGATE!r} (the rewards say source {BRANCH_AGGREGATE!r}), "
+                                 f"found {data['basis']!r}")
             return {**data, "basis": BRANCH_AGGREGATE}
         return data
 
@@ -153,7 +154,7 @@ class RunFailed(Fact):
     def _request_global_category(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("category") == REQUEST_GLOBAL:
             if data.get("request_global") is False:
-                raise ValueError(f"category {REQUEST_GLOBAL!r} is a request-global error, found request_global false")
+                raise ValueError(f"expected request_global true with category {REQUEST_GLOBAL!r}, found false")
             return {**data, "request_global": True}
         return data
 
@@ -190,7 +191,7 @@ class RunFinished(Fact):
             raise ValueError(f"expected started_at and finished_at both with or both without a UTC offset, found {written}")
         zone = zones.pop()
         if self.time_zone not in (None, zone):
-            raise ValueError(f"time_zone {self.time_zone!r} does not match the times, which give {zone!r}")
+            raise ValueError(f"expected time_zone {zone!r} (what the times give), found {self.time_zone!r}")
         object.__setattr__(self, "time_zone", zone)  # derived, like stage layers: one spelling per fact
         return self
 
@@ -370,7 +371,7 @@ class CustodyFailed(Fact):
     @model_validator(mode="after")
     def _index_names_a_hand_off(self) -> CustodyFailed:
         if self.index is not None and self.phase != "hand-off":
-            raise ValueError(f"index names the child of a failed hand-off; found it on phase {self.phase!r}")
+            raise ValueError(f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}")
         return self
 
 
