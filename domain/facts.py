@@ -13,9 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .fact_base import (MAX_COUNT, MAX_JSON_DEPTH, Count, Digest, Fact, JsonObject, Key, Model, Text, _plain_json,
-                        as_utc, time_zone_of)
-
+from .fact_base import Count, Digest, Fact, JsonObject, Key, Model, Text, _plain_json, as_utc, time_zone_of
 from .vocabulary import (BRANCH_AGGREGATE, REQUEST_GLOBAL, ArmKind, BranchSkillMode, CtrfStatus, Layer, RewardBasis,
                          RunRole, SkillMode, Stage, TrajectorySource)
 
