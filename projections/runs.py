@@ -74,7 +74,8 @@ PROJECTION = Projection(
                 "(scored / branch_aggregate / unscored / failed / pending) with reward or reason, finish status and "
                 "timing; a branch_aggregate run never verified itself: its result's reward is its fork's V "
                 "(branch_value), not its own; started_at / finished_at as the harness wrote them, time_zone "
-                "unknown for naive local times (utc-assumed where an earlier version read them as UTC)",
+                "unknown for naive local times (utc-assumed where an earlier version read them as UTC); "
+                "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
         "run_registrations": "run.registered facts, one row per run",
         "run_outcomes": "run.scored / unscored / failed / finished facts (kind column)",
         "run_locations": "run.located facts: every place a run's directory was read at (kind read) or that the "
