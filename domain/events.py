@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -36,6 +37,9 @@ def aggregate_id(subject_kind: str, key: str) -> UUID:
 class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
     model_config = ConfigDict(frozen=True, extra="forbid")
     TOPIC: ClassVar[str]
+    #: eventsourcing's upcasting convention: a stored event without `class_version` is version 1, and
+    #: `upcast_v<n>_v<n+1>(state)` brings a stored state one version forward before it is validated.
+    class_version: ClassVar[int] = 1
 
     originator_id: UUID
     originator_version: int
@@ -83,15 +87,27 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
 _ALL_FIELDS = set(LineageEvent.model_fields)
 
 
+def _fact_upcast(upcast: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """A fact's upcaster (over the fact's own JSON object) as the event's (over the whole stored state)."""
+    def upcast_state(state: dict[str, Any]) -> None:
+        upcast(state["fact"])
+    return upcast_state
+
+
 def _event_class(fact_cls: type[f.Fact]) -> type[LineageEvent]:
     name = fact_cls.__name__
     topic = TOPIC_PREFIX + f.fact_type(fact_cls)
-    cls = type(name, (LineageEvent,), {
+    namespace: dict[str, Any] = {
         "__annotations__": {"fact": fact_cls},
         "__module__": __name__,
         "__qualname__": name,
         "TOPIC": topic,
-    })
+        "class_version": fact_cls.class_version,
+    }
+    for version in range(1, fact_cls.class_version):
+        step = f"upcast_v{version}_v{version + 1}"
+        namespace[step] = staticmethod(_fact_upcast(getattr(fact_cls, step)))
+    cls = type(name, (LineageEvent,), namespace)
     register_topic(topic, cls)
     return cls
 
@@ -101,12 +117,14 @@ EVENT_BY_TOPIC: dict[str, type[LineageEvent]] = {cls.TOPIC: cls for cls in EVENT
 
 
 @lru_cache(maxsize=4096)
-def _envelope_prefix(timestamp: datetime, occurred_at: datetime, actor: str, tool_version: str) -> bytes:
+def _envelope_prefix(timestamp: datetime, occurred_at: datetime, actor: str, tool_version: str,
+                     class_version: int = 1) -> bytes:
     def moment(value: datetime) -> str:
         return json.dumps(value.isoformat().replace("+00:00", "Z"))
 
+    version = f'"class_version":{class_version},' if class_version > 1 else ""  # version 1 stays as it always was
     return (f'{{"timestamp":{moment(timestamp)},"occurred_at":{moment(occurred_at)},"actor":{json.dumps(actor)},'
-            f'"tool_version":{json.dumps(tool_version)},"fact":').encode()
+            f'"tool_version":{json.dumps(tool_version)},{version}"fact":').encode()
 
 
 def encode_state(event: LineageEvent) -> bytes:
@@ -116,8 +134,8 @@ def encode_state(event: LineageEvent) -> bytes:
     once and only the fact is serialised per event.
     """
     fact = event.fact
-    return _envelope_prefix(event.timestamp, event.occurred_at, event.actor, event.tool_version) + \
-        fact.__pydantic_serializer__.to_json(fact) + b"}"
+    return _envelope_prefix(event.timestamp, event.occurred_at, event.actor, event.tool_version,
+                            type(event).class_version) + fact.__pydantic_serializer__.to_json(fact) + b"}"
 
 
 class FactMapper(Mapper[UUID]):
@@ -134,6 +152,10 @@ class FactMapper(Mapper[UUID]):
     def to_domain_event(self, stored_event: StoredEvent) -> LineageEvent:
         cls = EVENT_BY_TOPIC[stored_event.topic]
         state = json.loads(stored_event.state)
+        version = state.pop("class_version", 1)
+        while version < cls.class_version:  # an event stored by an earlier version, read with today's meaning
+            getattr(cls, f"upcast_v{version}_v{version + 1}")(state)
+            version += 1
         state["originator_id"] = stored_event.originator_id
         state["originator_version"] = stored_event.originator_version
         return cls.model_validate(state)

@@ -9,70 +9,14 @@ run's forks, custody and cut points, because their invariants span the whole rol
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from .vocabulary import ArmKind, CtrfStatus, Layer, RunRole, SkillMode, Stage
-
-MAX_JSON_DEPTH = 32
-MAX_COUNT = 2**31 - 1  # counts and indexes are 32-bit in the read models
-
-
-def _text(value: str) -> str:
-    """Every string must survive UTF-8 (a lone surrogate from a JSON escape would not)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("expected text that can be stored as UTF-8, found a lone surrogate escape") from None
-    return value
-
-
-def _plain_json(value: Any, depth: int = 0) -> Any:
-    """Free-form values (provenance, rewards, timing) must be plain, finite, shallow JSON, or the log could not
-    store them faithfully (NaN turns into null, deep nesting cannot be serialised)."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep")
-    if isinstance(value, dict):
-        return {_text(str(k)) if isinstance(k, str) else k: _plain_json(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain_json(item, depth + 1) for item in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"expected a finite number, found {value!r}")
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
-        raise ValueError(f"expected an integer within 64 bits, found {value}")
-    if isinstance(value, str):
-        _text(value)
-    return value
-
-
-Text = Annotated[str, AfterValidator(_text)]
-Key = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_text)]
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
-#: Strict: `true` is not a reward and "1" is not a number (lax pydantic would turn both into 1.0); 1 still is.
-Number = Annotated[float, Strict()]
-Seconds = Annotated[float, Strict(), Field(ge=0)]
-
-
-class Model(BaseModel):
-    # allow_inf_nan=False: a NaN reward or duration is refused, never stored as null.
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class Fact(Model):
-    """Base of every fact. `type` is the stable name used in JSON lines and event topics."""
-
-    subject_kind: ClassVar[str] = "run"
-    #: Set on facts that assert a check rollout-lineage performed itself (a tar verified, an image loaded): only
-    #: the code that performed it may record them; `ingest` and the Python API refuse them (see `LineageApp.record`).
-    verified_here: ClassVar[str | None] = None
-
-    def subject_key(self) -> str:
-        return self.run  # type: ignore[attr-defined]
-
+from .fact_base import (Count, Digest, Fact, JsonObject, Key, Model, Number, Seconds, Text, _plain_json, as_utc,
+                        time_zone_of)
+from .vocabulary import (BRANCH_AGGREGATE, REQUEST_GLOBAL, ArmKind, BranchSkillMode, CtrfStatus, Layer, RewardBasis,
+                         RunRole, SkillMode, Stage, TrajectorySource)
 
 # --- runs ---------------------------------------------------------------------------------------------
 
@@ -149,37 +93,124 @@ class StageMarked(Fact):
         return {**data, "layers": captured}
 
 
+def _reward_source(rewards: Any) -> Any:
+    return rewards.get("source") if isinstance(rewards, dict) else None
+
+
 class RunScored(Fact):
+    """A reward in the run's result. `basis` says whose: `verified` (the run's own verifier) or `branch_aggregate`
+    (benchflow's `rewards.source`: a branched parent that never verified itself reports its fork's V)."""
+
     type: Literal["run.scored"] = "run.scored"
+    class_version: ClassVar[int] = 2
     run: Key
     reward: Number
     rewards: JsonObject | None = None
     tests: dict[Text, CtrfStatus] | None = None
     verifier_error: Text | None = None
+    basis: RewardBasis = "verified"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _basis_from_rewards(cls, data: Any) -> Any:
+        if isinstance(data, dict) and _reward_source(data.get("rewards")) == BRANCH_AGGREGATE:
+            if data.get("basis", BRANCH_AGGREGATE) != BRANCH_AGGREGATE:
+                raise ValueError(f"expected basis {BRANCH_AGGREGATE!r} (the rewards say source {BRANCH_AGGREGATE!r}), "
+                                 f"found {data['basis']!r}")
+            return {**data, "basis": BRANCH_AGGREGATE}
+        return data
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 took a branch aggregate for the run's own score; its rewards still say which it was."""
+        fact["basis"] = BRANCH_AGGREGATE if _reward_source(fact.get("rewards")) == BRANCH_AGGREGATE else "verified"
 
 
 class RunUnscored(Fact):
+    """The run produced no reward. `verifier_error` when its verifier failed (crashed, timed out) rather than
+    scoring nothing; `rewards` when the verifier wrote values none of which is the run's reward."""
+
     type: Literal["run.unscored"] = "run.unscored"
     run: Key
     reason: Key
+    verifier_error: Text | None = None
+    rewards: JsonObject | None = None
 
 
 class RunFailed(Fact):
+    """The run raised. `request_global`: a configuration error of the whole request (benchflow's error_category
+    `request_global`), which every arm and retry would repeat."""
+
     type: Literal["run.failed"] = "run.failed"
+    class_version: ClassVar[int] = 2
     run: Key
     error: Key
     category: Text | None = None
     request_global: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _request_global_category(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("category") == REQUEST_GLOBAL:
+            if data.get("request_global") is False:
+                raise ValueError(f"expected request_global true with category {REQUEST_GLOBAL!r}, found false")
+            return {**data, "request_global": True}
+        return data
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 recorded benchflow's `request_global` category without setting the flag."""
+        fact["request_global"] = bool(fact.get("request_global")) or fact.get("category") == REQUEST_GLOBAL
+
 
 class RunFinished(Fact):
+    """How and when the run ended. Times are kept as the harness wrote them: benchflow and Harbor write naive
+    local times (`datetime.now()`), whose zone nobody recorded, so `time_zone` says `unknown`; `recorded` when the
+    text carries an offset; `utc-assumed` on a fact stored by version 1, which read naive times as UTC."""
+
     type: Literal["run.finished"] = "run.finished"
+    class_version: ClassVar[int] = 2
     run: Key
     status: Literal["completed", "failed", "timeout", "cancelled"]
     started_at: Text | None = None
     finished_at: Text | None = None
+    time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
     timing: Annotated[dict[str, Seconds], AfterValidator(_plain_json)] = Field(default_factory=dict)
-    trajectory: Literal["acp", "llm", "both", "none"] | None = None
+    trajectory: TrajectorySource | None = None
+    #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it can serve.
+    exchanges_recorded: Count | None = None
+
+    @model_validator(mode="after")
+    def _zone_of_the_times(self) -> RunFinished:
+        written = [t for t in (self.started_at, self.finished_at) if t is not None]
+        if self.time_zone == "utc-assumed" or not written:
+            return self
+        zones = {time_zone_of(t) for t in written}
+        if len(zones) > 1:
+            raise ValueError(f"expected started_at and finished_at both with or both without a UTC offset, found {written}")
+        zone = zones.pop()
+        if self.time_zone not in (None, zone):
+            raise ValueError(f"expected time_zone {zone!r} (what the times give), found {self.time_zone!r}")
+        object.__setattr__(self, "time_zone", zone)  # derived, like stage layers: one spelling per fact
+        return self
+
+    @staticmethod
+    def upcast_v1_v2(fact: dict[str, Any]) -> None:
+        """Version 1 rewrote naive times as UTC (`+00:00`): it says so instead of passing them as recorded."""
+        fact["time_zone"] = "utc-assumed" if fact.get("started_at") or fact.get("finished_at") else None
+
+    def same_run_end_as(self, legacy: RunFinished) -> bool:
+        """Whether `legacy`, stored by version 1, records this same end: the same times read as UTC, and no
+        trajectory where version 1 had no word for this one."""
+        if legacy.time_zone != "utc-assumed" or self.time_zone == "utc-assumed":
+            return False
+        same_times = all(as_utc(mine) == as_utc(theirs) for mine, theirs in
+                         ((self.started_at, legacy.started_at), (self.finished_at, legacy.finished_at)))
+        same_trajectory = legacy.trajectory == self.trajectory or (
+            legacy.trajectory is None and self.trajectory in ("scraped", "partial_acp", "hosted_env"))
+        same_count = legacy.exchanges_recorded in (None, self.exchanges_recorded)  # version 1 did not count them
+        return same_times and same_trajectory and same_count and \
+            (legacy.status, legacy.timing) == (self.status, self.timing)
 
 
 # --- forks --------------------------------------------------------------------------------------------
@@ -189,7 +220,7 @@ class Delta(Model):
     """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only digests."""
 
     environment_ref: Text | None = None
-    skill_mode: SkillMode | None = None
+    skill_mode: BranchSkillMode | None = None
     config_override_sha256: Digest | None = None
     injected_prompt_sha256: Digest | None = None
     config_override_keys: tuple[Text, ...] | None = None
@@ -307,7 +338,7 @@ class AblationReported(Fact):
     run: Key
     stage: Stage
     fork: Key | None = None
-    parent_reward: float | None = None
+    parent_reward: Number | None = None
     parent_error: Text | None = None
     error: Text | None = None
     report: JsonObject | None = None
@@ -347,6 +378,9 @@ class CustodyReleased(Fact):
 
 
 class CustodyFailed(Fact):
+    """A custody step failed. `index`: the child whose hand-off failed (phase hand-off); a hand-off failure and a
+    release failure of one fork are separate facts."""
+
     type: Literal["custody.failed"] = "custody.failed"
     run: Key
     fork: Key
@@ -354,6 +388,13 @@ class CustodyFailed(Fact):
     preserved_location: Text | None = None
     error: Key
     entries: tuple[CustodyEntry, ...] = ()
+    index: Count | None = None
+
+    @model_validator(mode="after")
+    def _index_names_a_hand_off(self) -> CustodyFailed:
+        if self.index is not None and self.phase != "hand-off":
+            raise ValueError(f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}")
+        return self
 
 
 # --- replay cut points --------------------------------------------------------------------------------
@@ -368,7 +409,14 @@ class Divergence(Model):
 
 
 class CutPointServed(Fact):
-    """A continuation run replayed its source run up to a cut point (benchflow's `cut_point` block)."""
+    """A continuation run replayed its source run up to a cut point (benchflow's `cut_point` block).
+
+    `configured_k`, when given, is the K the replay was configured with, which benchflow validates as
+    `0 < K <= n_recorded` (`validate_max_exchanges`), so it is at least 1; `served_k` may be 0 (the agent asked
+    nothing). `cut_point_digest` is the PR-head block's digest: sha256 over the canonical JSON of the whole
+    recorded request body at the last replayed exchange (`request_body_digest`), not comparable with the later
+    `recorded_request_digest` / `served_request_digest`, which digest only `{messages, tools}`.
+    """
 
     type: Literal["cut_point.served"] = "cut_point.served"
     run: Key
@@ -383,6 +431,13 @@ class CutPointServed(Fact):
     workspace_digest: JsonObject | None = None
     workspace_digest_reason: Text | None = None
     stage: Stage | None = None
+    cut_point_digest: Digest | None = None
+
+    @model_validator(mode="after")
+    def _configured_k_is_a_cut(self) -> CutPointServed:
+        if self.configured_k == 0:
+            raise ValueError("expected configured K >= 1 (benchflow validates 0 < K <= n_recorded), found 0")
+        return self
 
 
 # --- release-gate evidence (the experiment-review skill) ----------------------------------------------
@@ -449,7 +504,7 @@ class EvidenceObserved(Fact):
     token_usage: TokenUsage | None = None
     started_at: Text | None = None
     finished_at: Text | None = None
-    duration_sec: Annotated[float, Field(ge=0)] | None = None
+    duration_sec: Seconds | None = None
     tool_calls: Count | None = None
     partial_trajectory: bool | None = None
     skills: SkillLoading | None = None

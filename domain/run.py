@@ -93,12 +93,17 @@ class Run(BaseAggregate[Any]):
         if self.scored is not None and type(self.scored) is not type(fact):
             raise InvariantViolated(f"run {fact.run!r} is already recorded as {self.scored.type}; found {fact.type}",
                                     hint="a run is either scored or unscored")
+        if isinstance(self.scored, f.RunUnscored) and isinstance(fact, f.RunUnscored) and \
+                self.scored.verifier_error is None and self.scored.rewards is None and self.scored.reason == fact.reason:
+            return False  # recorded before unscored runs kept their verifier error and values: the same statement
         return is_new_or_same(self.scored, fact, f"score of run {fact.run!r}")
 
     def _decide_failure(self, fact: f.RunFailed) -> bool:
         return is_new_or_same(self.failed, fact, f"failure of run {fact.run!r}")
 
     def _decide_finish(self, fact: f.RunFinished) -> bool:
+        if self.finished is not None and fact.same_run_end_as(self.finished):
+            return False  # version 1 recorded this end with its times read as UTC: nothing new to say
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
 
     def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:

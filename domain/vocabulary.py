@@ -14,7 +14,20 @@ from typing import Any, Literal
 STAGES: tuple[str, ...] = ("env-ready", "post-research", "pre-verify", "post-verify")
 Stage = Literal["env-ready", "post-research", "pre-verify", "post-verify"]
 Layer = Literal["environment", "sandbox"]
-SkillMode = Literal["no-skill", "with-skill"]
+#: A run's skill mode (benchflow `skill_policy`: `self-gen` has a creator agent write the skills first).
+SkillMode = Literal["no-skill", "with-skill", "self-gen"]
+#: The skill modes a branch delta may set (benchflow's BranchDelta accepts only these two).
+BranchSkillMode = Literal["no-skill", "with-skill"]
+#: benchflow's `result.json` `trajectory_source` (`acp`, `partial_acp` when the ACP capture was cut short,
+#: `scraped` from the agent's own logs, `hosted_env` for hosted-environment evidence); `llm`, `both` and
+#: `none` are this project's earlier words, still accepted from `lineage ingest` and stored facts.
+TrajectorySource = Literal["acp", "scraped", "partial_acp", "hosted_env", "llm", "both", "none"]
+BENCHFLOW_TRAJECTORY_SOURCES = ("acp", "scraped", "partial_acp", "hosted_env")
+#: The `error_category` benchflow gives a request-global configuration error (one every arm would repeat).
+REQUEST_GLOBAL = "request_global"
+#: `rewards.source` on a branched parent that never ran its own verifier: the reward is the branch V.
+BRANCH_AGGREGATE = "branch_aggregate"
+RewardBasis = Literal["verified", "branch_aggregate"]
 RunRole = Literal["root", "branch-child", "continuation"]
 ArmKind = Literal["skill-mode", "inject", "config-override", "environment-ref"]
 CtrfStatus = Literal["passed", "failed", "skipped", "pending", "other"]

@@ -12,7 +12,8 @@ Policy. Each finding has a level:
   the mean of the rewards, served K above configured K, a preservation receipt sealing another history), which
   means something bypassed the rules; or no model run matched the selection (an empty gate must not pass).
 - **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
-  (infrastructure error, verifier crash, missing reward, unscored, trajectory `none`, request-global
+  (infrastructure error, verifier crash, missing reward, unscored, a branch aggregate V instead of a score of
+  its own, trajectory `none`, request-global
   configuration error, or failing the experiment-review skill's evidence checks in `audit_gate`: trajectory gate,
   token usage, timing); a fresh-rollout arm failing them; a with-skill run or arm without skill loading, a no-skill
   one with skill leakage; a run preserved but unqualified, or whose one preservation attempt failed; a fork
@@ -114,7 +115,10 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         reasons.append(f"infrastructure error ({row.get('error_category') or 'uncategorised'}): {row['error']}")
     if row.get("verifier_error"):
         reasons.append(f"verifier crash: {row['verifier_error']}")
-    if row["outcome"] == "unscored":
+    if row["outcome"] == "branch_aggregate":
+        reasons.append(f"not verified itself: its result reports the branch aggregate V={row['branch_value']:g} "
+                       "(rewards source branch_aggregate), not a score of its own")
+    elif row["outcome"] == "unscored":
         reasons.append(f"unscored: {row['unscored_reason']}")
     elif row["outcome"] != "scored":
         reasons.append("missing reward: neither run.scored nor run.unscored is recorded")

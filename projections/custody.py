@@ -10,21 +10,22 @@ CUSTODY = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "location": 
            "phase": "VARCHAR", "error": "VARCHAR", "entries": "JSON"}
 CUSTODY_TYPES = "'custody.held', 'custody.handed_off', 'custody.released', 'custody.failed'"
 CUT_POINT = {key: "VARCHAR" for key in ("run", "source_run", "accounting", "recorded_request_digest", "served_request_digest",
-                                        "request_digest_basis", "workspace_digest_reason", "stage")} | {
+                                        "request_digest_basis", "workspace_digest_reason", "stage",
+                                        "cut_point_digest")} | {
     "configured_k": "INTEGER", "served_k": "INTEGER", "divergences": "JSON", "workspace_digest": "JSON"}
 DIVERGENCE = {"exchange_index": "INTEGER", "served_request_digest": "VARCHAR", "recorded_request_digest": "VARCHAR",
               "n_messages_served": "INTEGER", "n_messages_recorded": "INTEGER"}
 
 PROJECTION = Projection(
     name="custody_and_cut_points",
-    version=2,
+    version=3,
     tables={
         "custody_events": "position BIGINT, run VARCHAR, fork VARCHAR, kind VARCHAR, idx INTEGER, location VARCHAR, "
                           "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
         "cut_point_facts": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
                       "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
                       "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
-                      "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ",
+                      "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ, cut_point_digest VARCHAR",
         "divergences": "position BIGINT, run VARCHAR, exchange_index INTEGER, served_request_digest VARCHAR, "
                        "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
     },
@@ -34,7 +35,7 @@ PROJECTION = Projection(
             FROM {facts_of(CUSTODY_TYPES, CUSTODY)}""",
         f"""INSERT INTO cut_point_facts SELECT position, j.run, j.source_run, j.accounting, j.configured_k, j.served_k,
             j.recorded_request_digest, j.served_request_digest, j.request_digest_basis, json_array_length(j.divergences),
-            j.divergences, j.workspace_digest, j.workspace_digest_reason, j.stage, occurred_at
+            j.divergences, j.workspace_digest, j.workspace_digest_reason, j.stage, occurred_at, j.cut_point_digest
             FROM {facts_of("'cut_point.served'", CUT_POINT)}""",
         f"""INSERT INTO divergences SELECT position, run, d.exchange_index, d.served_request_digest, d.recorded_request_digest,
             d.n_messages_served, d.n_messages_recorded
@@ -66,7 +67,8 @@ PROJECTION = Projection(
         "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
         "cut_points": "one row per continuation run: its replay cut point (the served-basis block once reconciled, else "
                       "the configured one): source run, accounting basis, configured and served K, request digests, "
-                      "divergence count, workspace digest or the reason it is missing",
+                      "divergence count, workspace digest or the reason it is missing; cut_point_digest for a "
+                      "PR-head block (the whole recorded request body at the cut, not comparable with the others)",
         "cut_point_facts": "every cut_point.served fact: a configured-basis block and, once reconciled, a served-basis one",
         "divergences": "one row per divergence of a served cut point (exchange index, served vs recorded request digests)",
     },

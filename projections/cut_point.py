@@ -3,9 +3,12 @@
 Resolution follows benchflow's `bench eval continue --cut-stage` (`docs/benchflow-formats.md` §10),
 reading the stage registry from the log instead of `stage_snapshots.json`, and fails closed exactly where it
 does: the run recorded no stages, the stage was not recorded (the error lists the recorded ones), its
-`exchanges_completed` is unknown (null: never guessed), or it is 0 (nothing to replay). `--exchanges K`
-takes K as given (K >= 1, like `--max-exchanges`) and names the recorded stage with the most exchanges at or
-below K, for orientation.
+`exchanges_completed` is unknown (null: never guessed), or it is 0 (nothing to replay). Like benchflow's
+`validate_max_exchanges`, every K must satisfy `0 < K <= n_recorded`, the exchanges the run's recording holds
+(`run.finished.exchanges_recorded`, else `n_recorded_exchanges` in a continuation's provenance): `--exchanges K`
+beyond them is refused, and so is `--exchanges` when the count is unknown (a cut is never guessed); a stage's
+K comes from the run's own registry and is refused only when a known count says it lies beyond the recording.
+`--exchanges K` names the recorded stage with the most exchanges at or below K, for orientation.
 
 Served cut points are those recorded by the run's continuations (`cut_point.served`): accounting basis,
 configured and served K, and every divergence. `cut_point_problems` is the audit's cut-point consistency
@@ -44,7 +47,24 @@ def _usable(row: dict[str, Any]) -> str | None:
     return None
 
 
-def resolve_stage(run: str, stages: list[dict[str, Any]], stage: str) -> dict[str, Any]:
+def recorded_exchanges(db: ReadModelDB, run: str) -> int | None:
+    """The run's recorded exchange count: its own, else the one its continuations' provenance carries."""
+    own = db.scalar("SELECT exchanges_recorded FROM runs WHERE run = ?", [run])
+    if own is not None:
+        return int(own)
+    counted = db.scalar("SELECT max(CAST(json_extract(source, '$.n_recorded_exchanges') AS INTEGER)) FROM runs "
+                        "WHERE parent_run = ? AND role = 'continuation'", [run])
+    return None if counted is None else int(counted)
+
+
+def _within_recording(run: str, k: int, recorded: int | None, what: str) -> None:
+    if recorded is not None and k > recorded:
+        raise ReplayCutPointError(
+            f"run {run!r}: expected a cut K in 1..{recorded} (the exchanges its recording holds), found {what} K = {k}",
+            hint=f"choose K <= {recorded}; a replay cannot serve exchanges that were never recorded")
+
+
+def resolve_stage(run: str, stages: list[dict[str, Any]], stage: str, recorded: int | None = None) -> dict[str, Any]:
     if not stages:
         raise ReplayCutPointError(f"run {run!r} recorded no stages, so there is no stage registry to cut at",
                                   hint="use --exchanges K, or record stage.marked facts with exchanges_completed")
@@ -54,15 +74,26 @@ def resolve_stage(run: str, stages: list[dict[str, Any]], stage: str) -> dict[st
     problem = _usable(row)
     if problem:
         raise ReplayCutPointError(f"run {run!r}: cannot cut at stage {stage!r}: {problem}", hint="use --exchanges K")
-    return {"run": run, "by": "stage", "k": row["exchanges_completed"], **row}
+    _within_recording(run, row["exchanges_completed"], recorded, f"stage {stage!r} with")
+    # benchflow's resolve_cut_point turns a stage cut into max_exchanges = K, written as configured_max_exchanges
+    return {"run": run, "by": "stage", "k": row["exchanges_completed"], "configured_max_exchanges": row["exchanges_completed"],
+            "branch_stage": stage, **row}
 
 
-def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int) -> dict[str, Any]:
+def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int, recorded: int | None) -> dict[str, Any]:
     if k < 1:
         raise ReplayCutPointError(f"run {run!r}: expected K >= 1 exchanges to replay, found {k}")
+    if recorded is None:
+        raise ReplayCutPointError(
+            f"run {run!r}: expected a known number of recorded exchanges to check K = {k} against (0 < K <= "
+            "n_recorded), found none: no trajectory/llm_trajectory.jsonl was imported for it and no continuation "
+            "recorded n_recorded_exchanges", hint="import the finished run with its trajectory/llm_trajectory.jsonl, "
+            "or cut at a recorded stage with --stage")
+    _within_recording(run, k, recorded, "--exchanges")
     known = [r for r in stages if r["exchanges_completed"] is not None and r["exchanges_completed"] <= k]
     before = max(known, key=lambda r: (r["exchanges_completed"], STAGES.index(r["stage"]))) if known else None
-    return {"run": run, "by": "exchanges", "k": k, "stage": before["stage"] if before else None,
+    return {"run": run, "by": "exchanges", "k": k, "configured_max_exchanges": k, "branch_stage": None,
+            "stage": before["stage"] if before else None,
             "node": before["node"] if before else None, "exchanges_completed": before["exchanges_completed"] if before else None,
             "sandbox_ref": None, "environment_ref": None}
 
@@ -108,12 +139,14 @@ def cut_point_document(db: ReadModelDB, run: str, stage: str | None, exchanges: 
     require_run(db, run)
     stages = registry(db, run)
     resolved = None
+    recorded = recorded_exchanges(db, run)
     if stage is not None:
-        resolved = resolve_stage(run, stages, stage)
+        resolved = resolve_stage(run, stages, stage, recorded)
     elif exchanges is not None:
-        resolved = resolve_exchanges(run, stages, exchanges)
+        resolved = resolve_exchanges(run, stages, exchanges, recorded)
     candidates = [{**row, "usable": _usable(row) is None, "why_not": _usable(row)} for row in stages]
-    return {"run": run, "position": position, "resolved": resolved, "stages": candidates, "served": served_cut_points(db, run)}
+    return {"run": run, "position": position, "exchanges_recorded": recorded, "resolved": resolved, "stages": candidates,
+            "served": served_cut_points(db, run)}
 
 
 def render_cut_point(document: dict[str, Any]) -> str:

@@ -248,11 +248,18 @@ SUMMARIES: dict[str, Any] = {
     "custody.released": lambda f, w: f"custody of fork {f['fork']} released ({len(f['entries'])} entries)",
     "custody.failed": lambda f, w: f"custody of fork {f['fork']} failed at {f['phase']}: {f['error']}; "
                                    + (f"preserved at {f['preserved_location']}" if f.get("preserved_location") else "nothing preserved"),
-    "run.scored": lambda f, w: f"run scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}"
+    # Stored facts are read with today's meaning (see the upcasters in domain/facts.py): a branch-aggregate reward,
+    # a request_global category.
+    "run.scored": lambda f, w: (f"run reports the branch aggregate V={_num(f['reward'])}, not verified itself"
+                                if (f.get("rewards") or {}).get("source") == "branch_aggregate"
+                                else f"run scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}")
                                + (f", verifier error: {f['verifier_error']}" if f.get("verifier_error") else ""),
-    "run.unscored": lambda f, w: f"run unscored: {f['reason']}",
+    "run.unscored": lambda f, w: f"run unscored: {f['reason']}"
+                                 + (f", verifier error: {f['verifier_error']}" if f.get("verifier_error")
+                                    and f["verifier_error"] != f["reason"] else ""),
     "run.failed": lambda f, w: f"run failed ({f.get('category') or 'uncategorised'}"
-                               + (", request-global" if f.get("request_global") else "") + f"): {f['error']}",
+                               + (", request-global" if f.get("request_global") or f.get("category") == "request_global"
+                                  else "") + f"): {f['error']}",
     "run.finished": lambda f, w: f"run finished {f['status']}" + (f", trajectory {f['trajectory']}" if f.get("trajectory") else ""),
     "run.evidence_observed": lambda f, w: _evidence(f),
     "scorer.drained": lambda f, w: f"scorer drained: history {short_digest(f['history_digest'])}",

@@ -8,11 +8,12 @@ REGISTRATION = {key: "VARCHAR" for key in ("run", "task", "task_path", "agent", 
                                            "role", "parent_run", "parent_node", "run_dir", "config_sha256")} | {"source": "JSON"}
 OUTCOME = {"run": "VARCHAR", "reward": "DOUBLE", "rewards": "JSON", "tests": "JSON", "verifier_error": "VARCHAR",
            "reason": "VARCHAR", "error": "VARCHAR", "category": "VARCHAR", "request_global": "BOOLEAN", "status": "VARCHAR",
-           "started_at": "VARCHAR", "finished_at": "VARCHAR", "timing": "JSON", "trajectory": "VARCHAR"}
+           "started_at": "VARCHAR", "finished_at": "VARCHAR", "timing": "JSON", "trajectory": "VARCHAR",
+           "basis": "VARCHAR", "time_zone": "VARCHAR", "exchanges_recorded": "INTEGER"}
 
 PROJECTION = Projection(
     name="runs",
-    version=3,
+    version=4,
     tables={
         "run_registrations": "position BIGINT, run VARCHAR, task VARCHAR, task_path VARCHAR, agent VARCHAR, model VARCHAR, "
                              "skill_mode VARCHAR, sandbox VARCHAR, trial VARCHAR, role VARCHAR, parent_run VARCHAR, "
@@ -21,16 +22,25 @@ PROJECTION = Projection(
         "run_outcomes": "position BIGINT, run VARCHAR, kind VARCHAR, reward DOUBLE, rewards JSON, tests JSON, "
                         "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
                         "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
-                        "occurred_at TIMESTAMPTZ",
+                        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR, exchanges_recorded INTEGER",
         "run_locations": "position BIGINT, run VARCHAR, kind VARCHAR, path VARCHAR, recorded_at TIMESTAMPTZ",
     },
     apply=(
         f"""INSERT INTO run_registrations SELECT position, j.run, j.task, j.task_path, j.agent, j.model, j.skill_mode,
             j.sandbox, j.trial, j.role, j.parent_run, j.parent_node, j.run_dir, j.source, j.config_sha256, occurred_at,
             recorded_at FROM {facts_of("'run.registered'", REGISTRATION)}""",
+        # Facts stored by version 1 are read with today's meaning, as the domain's upcasters read them: a
+        # `request_global` category is request-global, `rewards.source = branch_aggregate` is the branch's V,
+        # and times rewritten as UTC say so.
         f"""INSERT INTO run_outcomes SELECT position, j.run, replace(type, 'run.', ''), j.reward, j.rewards, j.tests,
-            j.verifier_error, j.reason, j.error, j.category, j.request_global, j.status, j.started_at, j.finished_at,
-            j.timing, j.trajectory, occurred_at
+            j.verifier_error, j.reason, j.error, j.category,
+            coalesce(j.request_global, false) OR coalesce(j.category = 'request_global', false), j.status,
+            j.started_at, j.finished_at, j.timing, j.trajectory, occurred_at,
+            CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis
+                 WHEN j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END,
+            CASE WHEN type <> 'run.finished' THEN NULL WHEN j.time_zone IS NOT NULL THEN j.time_zone
+                 WHEN j.started_at IS NOT NULL OR j.finished_at IS NOT NULL THEN 'utc-assumed' END,
+            j.exchanges_recorded
             FROM {facts_of("'run.scored', 'run.unscored', 'run.failed', 'run.finished'", OUTCOME)}""",
         f"""INSERT INTO run_locations SELECT position, j.run, coalesce(j.kind, 'read'), j.path, recorded_at
             FROM {facts_of("'run.located'", {"run": "VARCHAR", "kind": "VARCHAR", "path": "VARCHAR"})}""",
@@ -40,11 +50,15 @@ PROJECTION = Projection(
             SELECT r.run, r.task, r.task_path, r.agent, r.model, r.skill_mode, r.sandbox, r.trial, r.role, r.parent_run,
                    r.parent_node, coalesce(loc.recorded, r.run_dir) AS run_dir,
                    coalesce(loc.read, loc.recorded, r.run_dir) AS location, r.config_sha256, r.source,
-                   CASE WHEN s.run IS NOT NULL THEN 'scored' WHEN u.run IS NOT NULL THEN 'unscored'
-                        WHEN f.run IS NOT NULL THEN 'failed' ELSE 'pending' END AS outcome,
-                   s.reward, s.rewards, s.verifier_error, u.reason AS unscored_reason, f.error, f.category AS error_category,
+                   CASE WHEN s.basis = 'branch_aggregate' THEN 'branch_aggregate' WHEN s.run IS NOT NULL THEN 'scored'
+                        WHEN u.run IS NOT NULL THEN 'unscored' WHEN f.run IS NOT NULL THEN 'failed'
+                        ELSE 'pending' END AS outcome,
+                   CASE WHEN s.basis = 'branch_aggregate' THEN NULL ELSE s.reward END AS reward,
+                   CASE WHEN s.basis = 'branch_aggregate' THEN s.reward END AS branch_value,
+                   coalesce(s.rewards, u.rewards) AS rewards, coalesce(s.verifier_error, u.verifier_error) AS verifier_error,
+                   u.reason AS unscored_reason, f.error, f.category AS error_category,
                    coalesce(f.request_global, false) AS request_global, fin.status, fin.started_at, fin.finished_at,
-                   fin.timing, fin.trajectory, r.occurred_at AS registered_at, r.position
+                   fin.time_zone, fin.timing, fin.trajectory, fin.exchanges_recorded, r.occurred_at AS registered_at, r.position
             FROM run_registrations r
             LEFT JOIN run_outcomes s ON s.run = r.run AND s.kind = 'scored'
             LEFT JOIN run_outcomes u ON u.run = r.run AND u.kind = 'unscored'
@@ -57,7 +71,11 @@ PROJECTION = Projection(
     docs={
         "runs": "one row per run: registration (task, agent, model, skill mode, trial, role, parent; run_dir as the "
                 "harness recorded it, location where its files were last newly read), outcome "
-                "(scored / unscored / failed / pending) with reward or reason, finish status and timing",
+                "(scored / branch_aggregate / unscored / failed / pending) with reward or reason, finish status and "
+                "timing; a branch_aggregate run never verified itself: its result's reward is its fork's V "
+                "(branch_value), not its own; started_at / finished_at as the harness wrote them, time_zone "
+                "unknown for naive local times (utc-assumed where an earlier version read them as UTC); "
+                "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
         "run_registrations": "run.registered facts, one row per run",
         "run_outcomes": "run.scored / unscored / failed / finished facts (kind column)",
         "run_locations": "run.located facts: every place a run's directory was read at (kind read) or that the "

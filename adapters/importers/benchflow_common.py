@@ -4,8 +4,9 @@ Shared by the PR-#1046 and main-line importers, which differ only in how they de
 Registration reads `config.json` first and `result.json` second, because `config.json` is written when the
 run starts and never rewritten, while `result.json` appears at the end and a continue-run patches it (its
 `model` and `source.cut_point`); so a run imported while in progress and again when finished registers with
-the same fields. Times are benchflow's `str(datetime)` and are taken as UTC; `run.finished` stores them as
-ISO-8601 so runs from different harnesses compare in SQL.
+the same fields. Times are benchflow's `str(datetime.now())`: naive local wall-clock times of a machine whose zone
+nobody recorded, so `run.finished` keeps them as written with `time_zone: unknown`; only the envelope's
+`occurred_at`, which orders the log, reads them as UTC.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any, get_args
 
 from ...domain import facts as f
 from ...domain.application import Entry
-from ...domain.vocabulary import SkillMode
+from ...domain.vocabulary import BENCHFLOW_TRAJECTORY_SOURCES, SkillMode
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
-from .rundir import RunFolder, iso, parse_time
+from .recording import exchanges_recorded
+from .rundir import RunFolder, parse_time
 
 SKILL_MODES = frozenset(get_args(SkillMode))
-TRAJECTORIES = frozenset(("acp", "llm", "both", "none"))
 
 
 @dataclass
@@ -65,6 +66,15 @@ class RunFiles:
         if self.result is None or self.result.raw("finished_at") is None:
             return None
         return parse_time(self.result.raw("finished_at"), self.result.where("finished_at"))
+
+    def written_times(self) -> tuple[str | None, str | None]:
+        """started_at and finished_at exactly as written (checked by `started_at()` / `finished_at()` first)."""
+        self.started_at(), self.finished_at()
+        found = ((self.result, "started_at") if self.result is not None and self.result.raw("started_at") is not None
+                 else self.first("started_at"))
+        started = found[0].raw("started_at").strip() if found else None
+        finished = self.result.raw("finished_at") if self.result is not None else None
+        return started, finished.strip() if isinstance(finished, str) else None
 
     def source(self) -> Fields | None:
         """The run's `source` provenance block: result.json's if it has one, else config.json's."""
@@ -117,19 +127,26 @@ def outcome(files: RunFiles, key: str) -> list[Entry]:
         out.append(Entry(build(f.RunScored, result.where("rewards"), run=key, reward=reward, rewards=rewards.data,
                                tests=tests, verifier_error=verifier_error), when))
     elif rewards is not None:
-        out.append(Entry(build(f.RunUnscored, result.where("rewards"), run=key,
+        out.append(Entry(build(f.RunUnscored, result.where("rewards"), run=key, verifier_error=verifier_error,
+                               rewards=rewards.data or None,
                                reason=f"result.json rewards carry no 'reward' (keys: {sorted(rewards.data)})"), when))
-    elif verifier_error and not error:
-        out.append(Entry(build(f.RunUnscored, result.where("verifier_error"), run=key, reason=verifier_error), when))
+    elif verifier_error:
+        # The verifier failed (crashed, or timed out: `_verify_rollout` writes "verifier timed out after Ns"), which
+        # is an unscored run with a verifier error, also when the agent's session failed too.
+        out.append(Entry(build(f.RunUnscored, result.where("verifier_error"), run=key, reason=verifier_error,
+                               verifier_error=verifier_error), when))
     if error:
         out.append(Entry(build(f.RunFailed, result.where("error"), run=key, error=error, category=category), when))
     finished = files.finished_at()
     if finished is not None:
         timing = result.obj("timing")
-        trajectory = result.raw("trajectory_source")
+        trajectory = result.string("trajectory_source")
+        if trajectory is not None and trajectory not in BENCHFLOW_TRAJECTORY_SOURCES:
+            raise invalid(result.where("trajectory_source"), f"one of {list(BENCHFLOW_TRAJECTORY_SOURCES)} or null", trajectory)
+        started_text, finished_text = files.written_times()
         out.append(Entry(build(
             f.RunFinished, result.where("finished_at"), run=key, status="failed" if error else "completed",
-            started_at=iso(files.started_at()), finished_at=iso(finished),
+            started_at=started_text, finished_at=finished_text,
             timing={k: timing.number(k) for k in timing.data if timing.raw(k) is not None} if timing else {},
-            trajectory=trajectory if trajectory in TRAJECTORIES else None), finished))
+            trajectory=trajectory, exchanges_recorded=exchanges_recorded(files.folder)), finished))
     return out

@@ -6,9 +6,17 @@ same rule as directories (`keys.py`). The cut point is read from `result.json` o
 config-time block is replaced by the served accounting when the run ends, so a run still in progress has no
 final cut point yet, and recording the provisional one would contradict the final one later.
 
-`configured_k` is `configured_max_exchanges` when present, else `n_replayed_exchanges` for the configured
-basis (there the two are the same number), else unknown; `served_k` is `n_replayed_exchanges`. The older
-PR-head block (`cut_point_digest`, no `accounting`) is refused, since its digest means something else.
+`configured_k` is `configured_max_exchanges` when present (benchflow's `resolve_cut_point` turns a `--cut-stage`
+into that K too, so a stage cut writes it as well), else `n_replayed_exchanges` for the configured basis (there
+the two are the same number), else unknown; `served_k` is `n_replayed_exchanges`. benchflow validates every cut
+as `0 < K <= n_recorded` (`validate_max_exchanges`) against the source's recording, whose size the block's
+provenance carries as `source.n_recorded_exchanges`: a block outside that range is refused.
+
+Two block layouts exist. The PR-head one (`cut_point_provenance` / `served_cut_point` at benchflow PR #1046's
+head) has `cut_point_digest`, the digest of the whole recorded request body at the last replayed exchange; the
+later one has `recorded_request_digest` / `served_request_digest` over `{messages, tools}`, divergences and a
+workspace digest. Each is recorded as what it is: the PR-head digest as `cut_point_digest`, never as either of
+the later digests, and a block mixing the two layouts is refused.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from .fields import Fields, build, invalid
 from .keys import run_key
 
 CONTINUE_KIND = "benchflow-continue"
-CUT_POINT_FIELDS = ("n_replayed_exchanges", "recorded_request_digest", "served_request_digest", "request_digest_basis",
-                    "accounting", "divergences", "workspace_digest", "workspace_digest_reason",
-                    "configured_max_exchanges", "branch_stage")
+COMMON_FIELDS = ("n_replayed_exchanges", "accounting", "configured_max_exchanges", "branch_stage")
+PR_HEAD_FIELDS = (*COMMON_FIELDS, "cut_point_digest")
+CUT_POINT_FIELDS = (*COMMON_FIELDS, "recorded_request_digest", "served_request_digest", "request_digest_basis",
+                    "divergences", "workspace_digest", "workspace_digest_reason")
 
 
 @dataclass
@@ -52,7 +61,10 @@ def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
     block = result_source.obj("cut_point") if result_source is not None else None
     if block is None:
         return []
-    block.only(CUT_POINT_FIELDS, "an older cut-point block (cut_point_digest) is not supported")
+    pr_head = block.has("cut_point_digest")
+    block.only(PR_HEAD_FIELDS if pr_head else CUT_POINT_FIELDS,
+               "a PR-head block (cut_point_digest) and a later one (request digests) are different layouts" if pr_head
+               else "any other field would be lost on import")
     accounting = block.string("accounting", required=True, nullable=False)
     if accounting not in ("configured", "served"):
         raise invalid(block.where("accounting"), "'configured' or 'served'", accounting)
@@ -62,6 +74,7 @@ def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
     configured = block.integer("configured_max_exchanges")
     if configured is None and accounting == "configured":
         configured = served
+    check_within_recording(block, found, configured, served)
     stage = block.string("branch_stage")
     if stage is not None and stage not in STAGES:
         raise invalid(block.where("branch_stage"), f"one of {list(STAGES)}", stage)
@@ -72,5 +85,19 @@ def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
                  served_request_digest=block.string("served_request_digest"),
                  request_digest_basis=block.string("request_digest_basis"),
                  divergences=block.raw("divergences"), workspace_digest=workspace.data if workspace else None,
-                 workspace_digest_reason=block.string("workspace_digest_reason"), stage=stage)
+                 workspace_digest_reason=block.string("workspace_digest_reason"), stage=stage,
+                 cut_point_digest=block.string("cut_point_digest"))
     return [Entry(fact, files.finished_at() or files.started_at())]
+
+
+def check_within_recording(block: Fields, found: Continuation, configured: int | None, served: int) -> None:
+    """`0 < K <= n_recorded` (benchflow's `validate_max_exchanges`), n_recorded from the provenance block."""
+    recorded = found.source.integer("n_recorded_exchanges")
+    where = block.where("configured_max_exchanges" if block.has("configured_max_exchanges") else "n_replayed_exchanges")
+    if configured is not None and not (0 < configured and (recorded is None or configured <= recorded)):
+        bound = f"1..{recorded}" if recorded is not None else "at least 1"
+        raise invalid(where, f"a cut K in {bound} (benchflow validates 0 < K <= n_recorded; "
+                      f"{found.source.where('n_recorded_exchanges')} gives n_recorded {recorded})", configured)
+    if recorded is not None and served > recorded:
+        raise invalid(block.where("n_replayed_exchanges"), f"at most the {recorded} recorded exchanges "
+                      f"({found.source.where('n_recorded_exchanges')})", served)

@@ -1,12 +1,18 @@
 """Harbor trial directories (`result.json` with `trial_name` and `verifier_result`) -> a plain run's facts.
 
 A trial is a run with no tree: `run.registered` (task, agent, model, trial; the directory Harbor recorded in
-`trial_uri`, when it is a `file://` URI, is a `run.located` of kind `recorded`), then its outcome: `verifier_result.rewards.reward` ->
-`run.scored` with per-test outcomes from `verifier/ctrf.json`; an `exception_info` -> `run.failed`
-(message, category = exception type); a verifier result without a reward -> `run.unscored`. `run.finished`
-carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`, and
-`total`) computed from Harbor's started/finished pairs; `run.evidence_observed` the token usage (`agent_result`)
-and timing the release gate checks. Harbor writes naive ISO times; they are taken as UTC.
+`trial_uri`, when it is a `file://` URI, is a `run.located` of kind `recorded`), then its outcome.
+- Rewards: Harbor's `VerifierResult.rewards` is a dict of any keys (a task's verifier names them). Its reward is
+  the `reward` key when there is one, else the only value of a one-key dict (Harbor's own `Mean` metric reads a
+  one-key dict that way) -> `run.scored` with per-test outcomes from `verifier/ctrf.json`; several keys and none
+  named `reward` -> `run.unscored` keeping the values.
+- An `exception_info` -> `run.failed` (message, category = exception type). When the exception is the verifier's
+  (`VerifierTimeoutError`, `RewardFileNotFoundError`, ... : `VERIFIER_EXCEPTIONS`), the verifier failed, which is
+  also `run.unscored` with `verifier_error`, never a reward merely missing.
+`run.finished` carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`,
+and `total`) computed from Harbor's started/finished pairs; `run.evidence_observed` the token usage (`agent_result`)
+and timing the release gate checks. Harbor writes naive local times (`datetime.now()`):
+they are kept as written with `time_zone: unknown` (durations do not need the zone).
 A directory with only `verifier/ctrf.json` is not a trial and is never imported.
 """
 
@@ -27,6 +33,45 @@ from .plan import RunPlan
 from .rundir import RunFolder, iso, parse_time, read_json_file
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+#: Exceptions Harbor's verifier raises (harbor.verifier, and the trial's verifier timeout).
+VERIFIER_EXCEPTIONS = frozenset(("VerifierTimeoutError", "AddTestsDirError", "VerifierOutputParseError", "RewardParseError",
+                                 "DownloadVerifierDirError", "RewardFileNotFoundError", "RewardFileEmptyError"))
+
+
+def harbor_reward(rewards: Fields) -> float | None:
+    """The trial's reward: the `reward` key, else the only value of a one-key dict, else none."""
+    if rewards.raw("reward") is not None:
+        return rewards.number("reward", required=True)
+    if len(rewards.data) == 1:
+        return rewards.number(next(iter(rewards.data)), required=True)
+    return None
+
+
+def outcome(key: str, folder: RunFolder, result: Fields) -> list[f.Fact]:
+    verifier = result.obj("verifier_result")
+    rewards = verifier.obj("rewards") if verifier is not None else None
+    exception = result.obj("exception_info")
+    reward = harbor_reward(rewards) if rewards is not None else None
+    facts: list[f.Fact] = []
+    if reward is not None:
+        assert rewards is not None
+        facts.append(build(f.RunScored, rewards.where(), run=key, reward=reward, rewards=rewards.data,
+                           tests=read_ctrf(folder, "verifier/ctrf.json")))
+    elif exception is not None and exception.string("exception_type") in VERIFIER_EXCEPTIONS:
+        kind = exception.text("exception_type")
+        message = exception.string("exception_message")
+        facts.append(build(f.RunUnscored, exception.where(), run=key, reason=f"the verifier failed ({kind})",
+                           verifier_error=f"{kind}: {message}" if message else kind,
+                           rewards=rewards.data if rewards is not None else None))
+    elif rewards is not None and rewards.data:
+        facts.append(build(f.RunUnscored, rewards.where(), run=key, rewards=rewards.data,
+                           reason=f"the verifier result has several rewards and none named 'reward' (keys: {sorted(rewards.data)})"))
+    elif verifier is not None and exception is None:
+        facts.append(build(f.RunUnscored, verifier.where(), run=key, reason="the verifier result carries no 'reward'"))
+    if exception is not None:
+        message = exception.string("exception_message") or exception.string("exception_type") or "the trial raised"
+        facts.append(build(f.RunFailed, exception.where(), run=key, error=message, category=exception.string("exception_type")))
+    return facts
 
 
 def looks_like_trial(document: object) -> bool:
@@ -54,19 +99,7 @@ def import_harbor_trial(path: Path) -> RunPlan:
         sandbox=environment.string("type") if environment else None,
         config_sha256=folder.sha256("config.json") if config_doc is not None else None), started)]
     when = finished or started
-    verifier = result.obj("verifier_result")
-    rewards = verifier.obj("rewards") if verifier is not None else None
-    exception = result.obj("exception_info")
-    if rewards is not None and rewards.raw("reward") is not None:
-        entries.append(Entry(build(f.RunScored, rewards.where(), run=key, reward=rewards.number("reward", required=True),
-                                   rewards=rewards.data, tests=read_ctrf(folder, "verifier/ctrf.json")), when))
-    elif verifier is not None and exception is None:
-        entries.append(Entry(build(f.RunUnscored, verifier.where(), run=key,
-                                   reason="the verifier result carries no 'reward'"), when))
-    if exception is not None:
-        message = exception.string("exception_message") or exception.string("exception_type") or "the trial raised"
-        entries.append(Entry(build(f.RunFailed, exception.where(), run=key, error=message,
-                                   category=exception.string("exception_type")), when))
+    entries.extend(Entry(fact, when) for fact in outcome(key, folder, result))
     if finished is not None:
         timing = {}
         for phase in PHASES:
@@ -78,8 +111,9 @@ def import_harbor_trial(path: Path) -> RunPlan:
         if started is not None:
             timing["total"] = round((finished - started).total_seconds(), 3)
         entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
-                                   status="failed" if exception is not None else "completed",
-                                   started_at=iso(started), finished_at=iso(finished), timing=timing), finished))
+                                   status="failed" if result.raw("exception_info") is not None else "completed",
+                                   started_at=result.text("started_at").strip() if started else None,
+                                   finished_at=result.text("finished_at").strip(), timing=timing), finished))
         # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
         total = timing.get("total")
         entries.append(Entry(build(f.EvidenceObserved, result.where(), run=key, token_usage=token_usage(result.obj("agent_result")),

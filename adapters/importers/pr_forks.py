@@ -6,9 +6,10 @@ for a cursor fork) and its snapshot from the stage registry (stage forks) or the
 `fork.child_scored`, `unscored` gives `fork.child_unscored`, neither gives `fork.child_failed` (benchflow's
 partial tree: that child raised). V is the tree node's `value`; the domain re-checks it is the mean.
 
-A `branches/<node>/parent/` directory that is still there is a custody hold benchflow never released: it is
-recorded as `custody.held` (every regular file with its digest and size) and `custody.failed` in phase
-"release", preserved where it lies, on the last fork at that node.
+Custody (`pr_custody.py`): a `branches/<node>/parent/` directory that is still there is a custody hold benchflow
+never released: `custody.held` (every regular file with its digest and size) and `custody.failed` in phase
+"release", preserved where it lies, on the last fork at that node; each child's `mounted/` archive is a
+`custody.handed_off`; a hand-off failure the report names is a `custody.failed` in phase "hand-off".
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from .fields import Fields, build, invalid
 from .pr_ablation import Ablation, Arm
 from .pr_stages import StageEntry
 from .pr_tree import ForkGroup, Tree, TreeNode, refs
-from .rundir import RunFolder, file_size, parse_time, sha256_file
+from . import pr_custody as custody
+from .rundir import RunFolder, parse_time
 
 PROVENANCE_FIELDS = ("kind", "parent_rollout", "branch_stage", "snapshot_ref", "cut_point", "delta", "delta_execution")
 RAISED = "the child raised before an outcome was recorded (benchflow's partial tree: no reward and no unscored reason)"
@@ -149,18 +151,6 @@ def child_times(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> tuple[dat
             parse_time(finished, doc.where("finished_at")) if finished is not None else None)
 
 
-def custody_entries(ctx: ForkContext) -> tuple[f.CustodyEntry, ...]:
-    assert ctx.hold is not None
-    files, left_out = ctx.folder.regular_files(ctx.hold)
-    if left_out:
-        ctx.warnings.append(f"{ctx.folder.root / ctx.hold}: custody entries hold regular files only, so "
-                            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} not recorded; recover "
-                            f"{'it' if len(left_out) == 1 else 'them'} from the hold by hand if the parent needs "
-                            f"{'it' if len(left_out) == 1 else 'them'}")
-    return tuple(build(f.CustodyEntry, str(path), path=relative, sha256=sha256_file(path), size=file_size(path))
-                 for relative, path in files)
-
-
 def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, datetime | None]]:
     """The fork's facts with their order inside the fork (opened, held, outcomes, failed custody, closed)."""
     where = f"{ctx.tree.file}: node {group.node}"
@@ -188,20 +178,31 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
     out: list[tuple[int, f.Fact, datetime | None]] = [(0, build(
         f.ForkOpened, where, run=ctx.run, fork=group.fork_id, node=group.node, stage=stage, layers=layers,
         snapshot=snapshot, children=tuple(children), ablation=ablation), opened_at)]
-    held = custody_entries(ctx) if ctx.hold else ()
+    held = custody.entries(ctx.folder, ctx.hold, ctx.warnings) if ctx.hold else ()
     if ctx.hold:
         out.append((1, build(f.CustodyHeld, where, run=ctx.run, fork=group.fork_id, location=ctx.hold, entries=held), opened_at))
     for index, (node, arm, (_, finished)) in enumerate(zip(group.children, arms, times, strict=True)):
-        out.append((2 + index, child_outcome(ctx, group, index, node, arm), finished or opened_at))
+        # benchflow hands the mounts off in the child's `finally`, then records its outcome
+        if (handed := custody.hand_off(ctx.folder, ctx.run, group, index, ctx.warnings)) is not None:
+            out.append((2 + 2 * index, handed, finished or opened_at))
+        out.append((3 + 2 * index, child_outcome(ctx, group, index, node, arm), finished or opened_at))
     closed_at = max((t[1] for t in times if t[1] is not None), default=opened_at)
-    custody_error = None
+    messages = custody.reported_messages(*reported_errors(ctx, arms))
+    failures: list[f.CustodyFailed] = custody.hand_off_failures(ctx.folder, ctx.run, group, messages)
     if ctx.hold:
-        custody_error = (f"the custody hold {ctx.hold} was left behind: the parent's mounted artifacts moved there before "
-                         f"the children ran were never moved back ({len(held)} files remain there)")
-        out.append((10_000, build(f.CustodyFailed, where, run=ctx.run, fork=group.fork_id, phase="release",
-                                  preserved_location=ctx.hold, error=custody_error, entries=held), closed_at))
-    out.append((10_001, close(ctx, group, custody_error), closed_at))
+        failures.append(build(f.CustodyFailed, where, run=ctx.run, fork=group.fork_id, phase="release",
+                              preserved_location=ctx.hold, error=custody.release_error(messages, ctx.hold, len(held)),
+                              entries=held))
+    out += [(10_000 + i, failure, closed_at) for i, failure in enumerate(failures)]
+    out.append((20_000, close(ctx, group, failures[0].error if failures else None), closed_at))
     return out
+
+
+def reported_errors(ctx: ForkContext, arms: list[Arm | None]) -> list[str | None]:
+    """Where `bench eval ablate` puts a branch error: the report's own `error`, or the arm that raised."""
+    if ctx.ablation is None:
+        return []
+    return [ctx.ablation.doc.string("error"), *(arm.error for arm in arms if arm is not None)]
 
 
 def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None) -> f.Fact:

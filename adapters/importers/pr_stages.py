@@ -14,11 +14,15 @@ A run without `tree.json` never branched and the files know only `root`, so its 
 A tree node tagged with a stage the registry lacks is an inconsistency and is refused, unless the run has no
 registry at all, in which case the tree alone describes the stage (refs from the node; exchanges unknown).
 
-Lifetime annotations apply to the entry's sandbox snapshot (what `docker save` exports and cleanup deletes),
-or to its environment snapshot when it has no sandbox layer: `exported` gives `snapshot.exported`,
-`ephemeral: true` gives `snapshot.discarded`, `export_error` gives `snapshot.export_failed`. An entry with
-no lifetime keys (externally owned sandbox) gives none. `ephemeral: false` with `exported: null` says nothing
-the facts can hold, so it is not recorded (an export of the registry then omits those two keys).
+Lifetime annotations are about the whole stage entry, not one of its refs: benchflow's cleanup finalizes each
+recorded stage as a unit (`stop(delete=True)` destroys the sandbox and its environment plane together), so
+`ephemeral: true` gives `snapshot.discarded` for the sandbox and the environment snapshot alike, and
+`export_error` (the entry stays ephemeral) gives `snapshot.export_failed` for both: neither can be restored.
+`exported` is the `docker save` tar of the sandbox image, so it gives `snapshot.exported` for the sandbox ref
+(for the environment ref only when the entry has no sandbox layer); the environment snapshot of an exported
+entry keeps only its capture, since nothing records whether the tar holds it. An entry with no lifetime keys
+(externally owned sandbox) gives none. `ephemeral: false` with `exported: null` says nothing the facts can
+hold, so it is not recorded (an export of the registry then omits those two keys).
 """
 
 from __future__ import annotations
@@ -102,24 +106,26 @@ def stage_entry(run: str, stage: str, doc: Fields, node: str) -> StageEntry:
     mark = build(f.StageMarked, doc.where(), run=run, stage=stage, node=node,
                  exchanges_completed=doc.integer("exchanges_completed"), layers=layers,
                  sandbox_ref=sandbox_ref, environment_ref=environment_ref)
-    return StageEntry(stage, mark, lifetime(doc, sandbox_ref or environment_ref), doc.data)
+    return StageEntry(stage, mark, lifetime(doc, sandbox_ref, environment_ref), doc.data)
 
 
-def lifetime(doc: Fields, ref: str | None) -> list[f.Fact]:
+def lifetime(doc: Fields, sandbox_ref: str | None, environment_ref: str | None) -> list[f.Fact]:
     ephemeral, exported, export_error = doc.boolean("ephemeral"), doc.obj("exported"), doc.string("export_error")
-    if (ephemeral is not None or exported is not None or export_error is not None) and ref is None:
+    primary = sandbox_ref or environment_ref
+    whole_entry = [ref for ref in (sandbox_ref, environment_ref) if ref]
+    if (ephemeral is not None or exported is not None or export_error is not None) and primary is None:
         raise invalid(doc.where("ephemeral"), "lifetime annotations only on an entry that captured a snapshot", doc.data)
     facts: list[f.Fact] = []
     if exported is not None:
         if ephemeral:
             raise invalid(doc.where("exported"), "no export record on an entry marked ephemeral: true", exported.data)
         exported.only(EXPORT_FIELDS)
-        facts.append(build(f.SnapshotExported, exported.where(), ref=ref, path=exported.text("path"),
+        facts.append(build(f.SnapshotExported, exported.where(), ref=primary, path=exported.text("path"),
                            sha256=exported.text("sha256"), image_id=exported.string("image_id")))
     if ephemeral:
-        facts.append(build(f.SnapshotDiscarded, doc.where("ephemeral"), ref=ref))
+        facts += [build(f.SnapshotDiscarded, doc.where("ephemeral"), ref=ref) for ref in whole_entry]
     if export_error is not None:
-        facts.append(build(f.SnapshotExportFailed, doc.where("export_error"), ref=ref, error=export_error))
+        facts += [build(f.SnapshotExportFailed, doc.where("export_error"), ref=ref, error=export_error) for ref in whole_entry]
     return facts
 
 

@@ -176,7 +176,9 @@ def file_size(path: Path) -> int:
 
 
 def parse_time(value: Any, where: str) -> datetime:
-    """A benchflow `str(datetime)` ("YYYY-MM-DD HH:MM:SS.ffffff") or ISO-8601 time; naive times are UTC."""
+    """A benchflow `str(datetime)` ("YYYY-MM-DD HH:MM:SS.ffffff") or ISO-8601 time, as a moment to order the log by
+    (`occurred_at`): a naive time, whose zone its writer never recorded, is read as UTC here only; facts keep the
+    text as written (`run.finished.time_zone`)."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{where}: expected a time such as '2026-01-01 12:00:25.000000', found {value!r}",
                            hint=NOTHING_APPENDED)

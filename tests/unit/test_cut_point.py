@@ -27,10 +27,10 @@ def test_resolution_rules() -> None:
             resolve_stage("r", REGISTRY, stage)
     with pytest.raises(ReplayCutPointError, match="recorded no stages"):
         resolve_stage("r", [], "env-ready")
-    assert resolve_exchanges("r", REGISTRY, 7)["stage"] == "post-research"
-    assert resolve_exchanges("r", REGISTRY, 3)["stage"] == "pre-verify", "0 <= 3: the last stage at or before K"
+    assert resolve_exchanges("r", REGISTRY, 7, 12)["stage"] == "post-research"
+    assert resolve_exchanges("r", REGISTRY, 3, 12)["stage"] == "pre-verify", "0 <= 3: the last stage at or before K"
     with pytest.raises(ReplayCutPointError, match="K >= 1"):
-        resolve_exchanges("r", REGISTRY, 0)
+        resolve_exchanges("r", REGISTRY, 0, 12)
 
 
 def test_a_stage_cut_point_and_the_continuations_served(lineage: Lineage, run_cli: Cli) -> None:
@@ -72,7 +72,7 @@ def test_zero_exchanges_and_no_stages_fail_closed(lineage: Lineage, run_cli: Cli
 
 
 def test_exchanges_and_the_listing_of_usable_stages(lineage: Lineage, run_cli: Cli) -> None:
-    lineage.record(nightly_run_facts())
+    lineage.record([*nightly_run_facts(), f.RunFinished(run=NIGHTLY_RUN, status="completed", exchanges_recorded=12)])
     assert run_cli("cut-point", NIGHTLY_RUN, "--exchanges", "7").stdout.splitlines()[0] == (
         f"cut point of {NIGHTLY_RUN} at K = 7 exchanges; the last recorded stage at or before it is post-research (K = 5)")
     assert run_cli("cut-point", NIGHTLY_RUN).stdout.splitlines() == [

@@ -70,7 +70,8 @@ def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
     assert facts(run_cli, "fork.closed", ABLATE_RUN) == [
         {"run": ABLATE_RUN, "fork": "root", "outcome": "completed", "value": None, "error": None}]
     assert [f["ref"] for f in facts(run_cli, "snapshot.exported")] == ["bf-snap-csv-dedupe-a41c07e95b2d"]
-    assert len(facts(run_cli, "snapshot.discarded")) == 6
+    # ephemeral stage entries discard every ref they hold, the environment snapshot of pre-verify too
+    assert len(facts(run_cli, "snapshot.discarded")) == 7
 
 
 def test_stage_marks_land_on_their_tree_nodes_in_lifecycle_order(run_cli: Cli) -> None:
@@ -263,7 +264,7 @@ def test_a_left_over_hold_is_not_pinned_on_a_fork_that_settled_with_its_own_valu
     result = run_cli("import", str(run))
     assert ("a custody hold at node 'n2', whose last fork 'n2' settled with its own V: it is a fork's that failed before "
             "any child ran") in result.stderr
-    assert not [e for e in events(run_cli) if e["type"].startswith("custody.")]
+    assert not [e for e in events(run_cli) if e["type"] in ("custody.held", "custody.failed")]  # hand-offs are the fork's
     assert facts(run_cli, "fork.closed")[0]["outcome"] == "completed"
 
 
@@ -400,7 +401,8 @@ def test_harbor_trials_and_ctrf_only_folders_from_the_public_fixture(run_cli: Cl
     [scored] = facts(run_cli, "run.scored")
     assert scored["reward"] == 1.0 and set(Counter(scored["tests"].values())) == {"passed"}
     [finished] = facts(run_cli, "run.finished")
-    assert finished["started_at"] == "2026-01-26T03:23:07.723949+00:00" and finished["timing"]["total"] == 582.653
+    assert finished["started_at"] == "2026-01-26T03:23:07.723949" and finished["timing"]["total"] == 582.653
+    assert finished["time_zone"] == "unknown"  # Harbor's datetime.now(): kept as written, zone not recorded
 
 
 def test_a_branch_child_directory_is_not_a_run_of_its_own(run_cli: Cli) -> None:

@@ -31,8 +31,13 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before):]
-    assert added and {e["type"] for e in added} == {"run.located", "run.evidence_observed"}
-    assert {e["fact"]["kind"] for e in added if e["type"] == "run.located"} == {"read"}  # the directories the harness recorded were already known
+    # Beyond where each run lives, this version records that an ephemeral stage entry discards its environment
+    # snapshot too (rule 6), which the first landing left as merely captured, and each child's mounted/ archive
+    # as a custody hand-off (rule 8), and the release gate's evidence: new facts, never a conflict.
+    assert added and {e["type"] for e in added} == {"run.located", "snapshot.discarded", "custody.handed_off", "run.evidence_observed"}
+    located = [e for e in added if e["type"] == "run.located"]
+    assert {e["fact"]["kind"] for e in located} == {"read"}  # the directories the harness recorded were already known
+    assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == ["env-snap-csv-dedupe-0c55e1a7"]
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
@@ -54,7 +59,9 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr
     added = log(run_cli)[len(before):]
-    assert {e["type"] for e in added} <= {"run.located"}, "only a new place the runs were read at, never a conflict"
+    # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that the writer rules
+    # 6 and 8 read since this store was written), never a conflict.
+    assert {e["type"] for e in added} <= {"run.located", "snapshot.discarded", "custody.handed_off"}
     evidence = run_cli("sql", "SELECT count(*) AS n FROM evidence", "--format", "csv").stdout.splitlines()[1]
     assert evidence == "13"
     [receipt] = json.loads(run_cli("sql", "SELECT run, result, qualified FROM receipts", "--format", "json").stdout)
