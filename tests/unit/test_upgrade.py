@@ -68,3 +68,29 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     assert receipt == {"run": "nightly/csv-dedupe__d4e5f6a7", "result": "sealed", "qualified": False}
     audit = run_cli("audit", "--run", "nightly/csv-dedupe__d4e5f6a7", ok=False)
     assert audit.exit_code == 10 and "[preserved, unqualified]" in audit.stdout
+
+
+LANDING_2 = Path(__file__).resolve().parents[1] / "stores" / "landing-2-examples.sqlite"
+ABLATE = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
+
+
+def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Path) -> None:
+    """The landing before the writer rules, the release gate and the read-path checks: it verifies, its read models
+    build (with the head they come from), and the same runs import again with new facts only."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(LANDING_2, home / "events.sqlite")
+    run_cli = Cli(home)
+    assert "match a rebuild" in run_cli("verify", "--read-models").stdout
+    before = log(run_cli)
+    assert len(before) == 88 and {e["actor"] for e in before} == {"landing-2@lab"}
+
+    result = run_cli("import", str(EXAMPLES))
+    assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
+    added = log(run_cli)[len(before):]
+    assert {e["type"] for e in added} <= {"run.located", "snapshot.discarded", "custody.handed_off", "run.evidence_observed"}
+    assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
+    assert json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout) == \
+        json.loads((NIGHTLY / "tree.json").read_text())
+    written = EXAMPLES / "pr-layout" / ABLATE.split("/")[0] / "ablation.json"
+    assert json.loads(run_cli("export", "ablation", f"{ABLATE}:root").stdout) == json.loads(written.read_text())
