@@ -167,6 +167,13 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
     except duckdb.InterruptException:
         raise ReadLimitExceeded(f"the query ran past its {timeout or 0:g} s timeout and was stopped",
                                 hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)") from None
+    except (duckdb.IOException, duckdb.TransactionException) as exc:
+        if not isinstance(exc, duckdb.IOException) and "write" not in str(exc).lower():
+            raise
+        # A full disk or a read-only folder: the transaction was rolled back, so the file holds the last page.
+        raise StoreUnavailable(f"the read models could not be written: {str(exc).splitlines()[0]}",
+                               hint="free space where the read models live (LINEAGE_HOME) and run the command again; "
+                                    "they resume from the last page written") from None
 
 
 def _holder(message: str) -> str:

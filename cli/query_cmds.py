@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Any
 
 import click
 
@@ -13,6 +15,24 @@ from .common import as_of_option, read_models
 from .output import POSITION, format_option, note, write_rows
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+
+
+def statement_kinds(connection: Any, query: str) -> list[str]:
+    """Each statement's type, looking inside EXPLAIN: `EXPLAIN ANALYZE` runs what it explains, so it counts as that.
+
+    The connection is read-only anyway; this also keeps a query from dropping the views this code put in its own
+    connection, and names the problem before DuckDB's words do.
+    """
+    kinds = []
+    for statement in connection.extract_statements(query):
+        kind = statement.type.name
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN.sub("", statement.query, count=1)
+            kind = "EXPLAIN" if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"] else \
+                "EXPLAIN of something other than one SELECT"
+        kinds.append(kind)
+    return kinds
 
 
 @click.command()
@@ -32,7 +52,7 @@ def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: st
     """
     with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
         try:
-            kinds = [statement.type.name for statement in db.connection.extract_statements(query)]
+            kinds = statement_kinds(db.connection, query)
         except Exception as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
             raise InvalidInput(f"the SQL does not parse: {exc}") from None
         refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
@@ -51,8 +71,11 @@ def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
     with read_models(lineage) as models:
         columns = {}
+        # The temp catalog holds this code's own views (see `shadow_definitions`); tables live in the file.
         for row in models.db.rows("SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
-                                  "AS cols FROM information_schema.columns GROUP BY table_name"):
+                                  "AS cols FROM information_schema.columns WHERE table_catalog = 'temp' OR table_name NOT IN "
+                                  "(SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp') "
+                                  "GROUP BY table_name"):
             columns[row["table_name"]] = row["cols"]
         rows = []
         for projection in PROJECTIONS:

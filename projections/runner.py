@@ -10,6 +10,7 @@ in-memory database, so they are what the log said at that position and nothing l
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +51,7 @@ BOOKKEEPING = (
     f"CREATE TABLE {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
     "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)",
 )
-#: Re-created from code on every open, so an edited macro or view in the file never runs (they are cheap).
+#: Macros and views are also created on every connection as TEMP objects from code (see `shadow_definitions`).
 DEFINITIONS = (
     # JSON null inside a fact means "absent": read models show SQL NULL for it.
     "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
@@ -79,6 +80,27 @@ def _definitions() -> list[str]:
     return [*DEFINITIONS, *(statement for p in PROJECTIONS for statement in p.view_statements())]
 
 
+_TEMP = re.compile(r"^CREATE OR REPLACE (VIEW|MACRO) ")
+_NAME = re.compile(r"^CREATE OR REPLACE TEMP (VIEW|MACRO) (\w+)")
+
+
+def shadow_definitions(db: ReadModelDB) -> None:
+    """Every macro and view again, from code, as TEMP objects of this connection only.
+
+    DuckDB resolves names in the connection's temp catalog first, so whatever the file's own copies say (someone
+    with write access to it may have edited them) never runs in our commands or in users' SQL; and reading
+    writes nothing to the file, so a full disk or a read-only copy still answers.
+    """
+    for statement in _definitions():
+        db.execute(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
+
+
+def _unshadow(db: ReadModelDB) -> None:
+    for statement in reversed(_definitions()):
+        kind, name = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement)).groups()  # type: ignore[union-attr]
+        db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
+
+
 def _state(db: ReadModelDB) -> dict[str, Any] | None:
     """What the file says it holds: store, position, head hash, schema fingerprint (None for a new or old file)."""
     try:
@@ -98,15 +120,14 @@ def _faithful(state: dict[str, Any], log: Any) -> bool:
 
 def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
-    projection's new version); re-create every macro and view from code."""
+    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
     if (state is not None and state["store"] == store and state["fingerprint"] == _fingerprint()
             and (log_position is None or state["position"] <= log_position) and _faithful(state, log)):
-        with db.transaction():
-            for statement in _definitions():
-                db.execute(statement)
+        shadow_definitions(db)
         return
+    _unshadow(db)  # what follows creates and drops the file's own objects
     with db.transaction():
         for statement in (*BOOKKEEPING, *DEFINITIONS):
             db.execute(statement)
@@ -137,12 +158,14 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
         db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
+    shadow_definitions(db)
 
 
 def _drop(db: ReadModelDB, projection: Projection) -> None:
     """Drop what a projection owns, whichever kind each name is now (a new version may turn a table into a view)."""
     for name in projection.owned_names():
-        kind = db.scalar("SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_name = ?", [name])
+        kind = db.scalar("SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_catalog <> 'temp' "
+                         "AND table_name = ?", [name])
         if kind is not None:
             db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
 
@@ -217,6 +240,7 @@ def _prefetched(pages: Iterator[T]) -> Iterator[T]:
 
 
 def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:
+    _unshadow(db)  # the drops below are of the file's own objects
     with db.transaction():
         for projection in reversed(PROJECTIONS):
             _drop(db, projection)
@@ -291,6 +315,7 @@ def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[Rea
             pass
         db = ReadModelDB.open(path, timeout=settings.lock_timeout_s, memory_limit=settings.duckdb_memory, read_only=True)
         try:
+            shadow_definitions(db)
             yield db
         finally:
             db.close()
