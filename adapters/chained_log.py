@@ -34,16 +34,22 @@ def _stored_bytes(state: Any) -> bytes | None:
     return bytes(state) if isinstance(state, (bytes, bytearray, memoryview)) else None
 
 
-def merge_chain(events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]) -> Iterator[ChainRow]:
+def merge_chain(
+    events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]
+) -> Iterator[ChainRow]:
     """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
     event, chain = next(events, None), next(links, None)
     while event is not None or chain is not None:
         if chain is None or (event is not None and event[0] < chain[0]):
-            yield ChainRow(event[0], event[1], event[2], event[3], _stored_bytes(event[4]), None, None)  # type: ignore[index]
+            yield ChainRow(
+                event[0], event[1], event[2], event[3], _stored_bytes(event[4]), None, None
+            )  # type: ignore[index]
             event = next(events, None)
         elif event is None or chain[0] < event[0]:
             yield ChainRow(chain[0], None, None, None, None, chain[1], chain[2])
             chain = next(links, None)
         else:
-            yield ChainRow(event[0], event[1], event[2], event[3], _stored_bytes(event[4]), chain[1], chain[2])
+            yield ChainRow(
+                event[0], event[1], event[2], event[3], _stored_bytes(event[4]), chain[1], chain[2]
+            )
             event, chain = next(events, None), next(links, None)

@@ -13,14 +13,17 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rollout_lineage.domain.errors import InvalidInput, LineageError, StoreUnavailable
 
-_DEFAULT_TIMEOUT_S = 600  # benchflow's timeout per docker call; `docker save` of a large image takes minutes
+_DEFAULT_TIMEOUT_S = (
+    600  # benchflow's timeout per docker call; `docker save` of a large image takes minutes
+)
 
 
 class DockerEngineError(LineageError):
@@ -39,7 +42,13 @@ class DockerEngine:
     `client` takes an already built SDK client (tests pass a fake); otherwise one is built on first use.
     """
 
-    def __init__(self, base_url: str | None = None, *, timeout_s: int = _DEFAULT_TIMEOUT_S, client: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        timeout_s: int = _DEFAULT_TIMEOUT_S,
+        client: Any = None,
+    ) -> None:
         self._base_url = base_url
         self._timeout_s = timeout_s
         self._client = client
@@ -50,8 +59,11 @@ class DockerEngine:
             with self._errors("connect"):
                 import docker  # deferred: see the module docstring
 
-                self._client = (docker.DockerClient(base_url=self._base_url, timeout=self._timeout_s)
-                                if self._base_url else docker.from_env(timeout=self._timeout_s))
+                self._client = (
+                    docker.DockerClient(base_url=self._base_url, timeout=self._timeout_s)
+                    if self._base_url
+                    else docker.from_env(timeout=self._timeout_s)
+                )
         return self._client
 
     @contextmanager
@@ -64,16 +76,26 @@ class DockerEngine:
         try:
             yield
         except docker.errors.APIError as exc:
-            raise DockerEngineError(f"The Docker engine at {where} refused to {action}: {exc.explanation or exc}.",
-                                    hint="check the reference or container named") from exc
+            raise DockerEngineError(
+                f"The Docker engine at {where} refused to {action}: {exc.explanation or exc}.",
+                hint="check the reference or container named",
+            ) from exc
         except docker.errors.ImageLoadError as exc:
-            raise DockerEngineError(f"The Docker engine at {where} could not {action}: {exc}; expected a tar "
-                                    "written by `docker save`.", hint="verify the tar with `lineage snapshots "
-                                    "verify`") from exc
-        except (docker.errors.DockerException, requests.exceptions.RequestException,
-                urllib3.exceptions.HTTPError) as exc:  # `image.save()` streams through urllib3 unwrapped
-            raise StoreUnavailable(f"Cannot reach the Docker engine at {where} to {action} ({exc}); expected a "
-                                   "running engine.", hint="start dockerd or set DOCKER_HOST, then retry") from exc
+            raise DockerEngineError(
+                f"The Docker engine at {where} could not {action}: {exc}; expected a tar "
+                "written by `docker save`.",
+                hint="verify the tar with `lineage snapshots verify`",
+            ) from exc
+        except (
+            docker.errors.DockerException,
+            requests.exceptions.RequestException,
+            urllib3.exceptions.HTTPError,
+        ) as exc:  # `image.save()` streams through urllib3 unwrapped
+            raise StoreUnavailable(
+                f"Cannot reach the Docker engine at {where} to {action} ({exc}); expected a "
+                "running engine.",
+                hint="start dockerd or set DOCKER_HOST, then retry",
+            ) from exc
 
     def close(self) -> None:
         if self._client is not None:
@@ -109,26 +131,38 @@ class DockerEngine:
         try:
             tar = open(path, "rb")  # noqa: SIM115 -- closed below, after the engine has read it all
         except OSError as exc:
-            raise InvalidInput(f"Cannot open snapshot tar {os.fspath(path)!r}: {exc.strerror or exc}; expected a "
-                               "readable file.", hint="check the path and its permissions") from exc
+            raise InvalidInput(
+                f"Cannot open snapshot tar {os.fspath(path)!r}: {exc.strerror or exc}; expected a "
+                "readable file.",
+                hint="check the path and its permissions",
+            ) from exc
         with tar, self._errors(f"load {os.fspath(path)!r}"):
-            images = self._docker.images.load(tar)  # requests streams a file object; it is never read whole
+            images = self._docker.images.load(
+                tar
+            )  # requests streams a file object; it is never read whole
         loaded = {image.id: LoadedImage(image.id, tuple(image.tags)) for image in images}
         return list(loaded.values())
 
-    def save_to(self, ref: str, dest_dir: str | os.PathLike[str], file_name: str) -> tuple[Path, str, int]:
+    def save_to(
+        self, ref: str, dest_dir: str | os.PathLike[str], file_name: str
+    ) -> tuple[Path, str, int]:
         """`docker save` `ref` to `dest_dir/file_name` atomically; returns (path, "sha256:<hex>" of the tar, size)."""
         if not file_name or file_name in (".", "..") or "/" in file_name or os.sep in file_name:
-            raise InvalidInput(f"Snapshot file name {file_name!r} is not a plain file name; expected a name without "
-                               "directories, such as the one benchflow derives from the sandbox ref.")
+            raise InvalidInput(
+                f"Snapshot file name {file_name!r} is not a plain file name; expected a name without "
+                "directories, such as the one benchflow derives from the sandbox ref."
+            )
         final = Path(dest_dir) / file_name
         with self._errors(f"look up image {ref!r}"):
             image = self._docker.images.get(ref)
-        named = next((tag for tag in (ref, f"{ref}:latest") if tag in image.tags), False)  # keep RepoTags as docker
+        named = next(
+            (tag for tag in (ref, f"{ref}:latest") if tag in image.tags), False
+        )  # keep RepoTags as docker
         digest, size = hashlib.sha256(), 0
         try:
-            partial = tempfile.NamedTemporaryFile(dir=final.parent, prefix=f".{file_name}.", suffix=".partial",
-                                                  delete=False)
+            partial = tempfile.NamedTemporaryFile(  # noqa: SIM115 (renamed into place or removed below)
+                dir=final.parent, prefix=f".{file_name}.", suffix=".partial", delete=False
+            )
             try:
                 with partial, self._errors(f"save image {ref!r}"):
                     for chunk in image.save(chunk_size=1 << 20, named=named):
@@ -136,15 +170,20 @@ class DockerEngine:
                         digest.update(chunk)
                         size += len(chunk)
                     partial.flush()
-                    os.fsync(partial.fileno())  # the rename below must never publish bytes still in the page cache
+                    os.fsync(
+                        partial.fileno()
+                    )  # the rename below must never publish bytes still in the page cache
                 os.replace(partial.name, final)
             except BaseException:
                 Path(partial.name).unlink(missing_ok=True)
                 raise
             fsync_directory(final.parent)
         except OSError as exc:
-            raise InvalidInput(f"Cannot write snapshot tar {os.fspath(final)!r}: {exc.strerror or exc}; expected a "
-                               "writable directory with room for the image.", hint="check dest_dir and free space") from exc
+            raise InvalidInput(
+                f"Cannot write snapshot tar {os.fspath(final)!r}: {exc.strerror or exc}; expected a "
+                "writable directory with room for the image.",
+                hint="check dest_dir and free space",
+            ) from exc
         return final, "sha256:" + digest.hexdigest(), size
 
     def remove_image(self, ref: str, *, force: bool = False) -> bool:

@@ -24,8 +24,13 @@ _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 #: Every read-model connection, ours or a user's: no files, network or extensions beyond the database itself,
 #: set when the connection opens (before any statement, so nothing stored in the file can run with them on).
-_SEALED = {"enable_external_access": False, "autoload_known_extensions": False, "autoinstall_known_extensions": False,
-           "allow_community_extensions": False, "allow_unsigned_extensions": False}
+_SEALED = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+}
 
 
 class ReadModelDB:
@@ -34,8 +39,14 @@ class ReadModelDB:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path | str, *, timeout: float = 30.0, memory_limit: str = "256MB",
-             read_only: bool = False) -> ReadModelDB:
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        timeout: float = 30.0,
+        memory_limit: str = "256MB",
+        read_only: bool = False,
+    ) -> ReadModelDB:
         """Open (waiting for another process's lock) with a bounded buffer pool and rare checkpoints.
 
         The memory limit keeps a rebuild's footprint flat however long the log is (DuckDB spills to disk past
@@ -45,15 +56,23 @@ class ReadModelDB:
         statement cannot lift the memory cap or turn file access back on.
         """
         if not _MEMORY.match(memory_limit):
-            raise InvalidInput(f"expected a DuckDB memory limit such as 256MB or 2GB, found {memory_limit!r}",
-                               hint="check LINEAGE_DUCKDB_MEMORY")
-        config: dict[str, Any] = {**_SEALED, "memory_limit": memory_limit, "checkpoint_threshold": "256MB"}
+            raise InvalidInput(
+                f"expected a DuckDB memory limit such as 256MB or 2GB, found {memory_limit!r}",
+                hint="check LINEAGE_DUCKDB_MEMORY",
+            )
+        config: dict[str, Any] = {
+            **_SEALED,
+            "memory_limit": memory_limit,
+            "checkpoint_threshold": "256MB",
+        }
         if read_only:
             config["lock_configuration"] = True
         return cls._connect(path, timeout, config, read_only)
 
     @classmethod
-    def _connect(cls, path: Path | str, timeout: float, config: dict[str, Any], read_only: bool) -> ReadModelDB:
+    def _connect(
+        cls, path: Path | str, timeout: float, config: dict[str, Any], read_only: bool
+    ) -> ReadModelDB:
         target = str(path)
         if target != ":memory:":
             Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -64,12 +83,16 @@ class ReadModelDB:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
-                    raise StoreUnavailable(f"cannot open the read models at {target}: {exc}",
-                                           hint="remove the file and run `lineage rebuild`; it is derived from the log") from exc
+                    raise StoreUnavailable(
+                        f"cannot open the read models at {target}: {exc}",
+                        hint="remove the file and run `lineage rebuild`; it is derived from the log",
+                    ) from exc
                 if time.monotonic() >= deadline:
                     raise StoreUnavailable(
                         f"the read models at {target} are locked by another process ({_holder(str(exc))}); "
-                        f"waited {timeout:g} s", hint="wait for that command to finish, or raise LINEAGE_LOCK_TIMEOUT") from exc
+                        f"waited {timeout:g} s",
+                        hint="wait for that command to finish, or raise LINEAGE_LOCK_TIMEOUT",
+                    ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
@@ -103,20 +126,26 @@ class ReadModelDB:
             row = self.connection.execute(sql, params).fetchone()
         return row[0] if row else None
 
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         with within_limits():
             cursor = self.connection.execute(sql, params)
             names = [d[0] for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    def rows_if_tables_exist(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    def rows_if_tables_exist(
+        self, sql: str, params: Sequence[Any] | None = None
+    ) -> list[dict[str, Any]]:
         """`rows`, or [] when a table in the query does not exist yet (a new file)."""
         try:
             return self.rows(sql, params)
         except duckdb.CatalogException:
             return []
 
-    def query(self, sql: str, *, timeout: float | None = None) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    def query(
+        self, sql: str, *, timeout: float | None = None
+    ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
 
         Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become ReadLimitExceeded.
@@ -132,8 +161,10 @@ class ReadModelDB:
                 except (duckdb.OutOfMemoryException, duckdb.InterruptException):
                     raise
                 except duckdb.Error as exc:
-                    raise InvalidInput(f"the SQL was refused: {exc}",
-                                       hint="`lineage tables` lists the read models and their columns") from None
+                    raise InvalidInput(
+                        f"the SQL was refused: {exc}",
+                        hint="`lineage tables` lists the read models and their columns",
+                    ) from None
         except BaseException:
             if watchdog is not None:
                 watchdog.cancel()
@@ -152,7 +183,12 @@ class ReadModelDB:
         return names, batches()
 
     def table_names(self) -> set[str]:
-        return {row[0] for row in self.connection.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+        return {
+            row[0]
+            for row in self.connection.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()
+        }
 
 
 @contextmanager
@@ -163,17 +199,22 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
     except duckdb.OutOfMemoryException as exc:
         raise ReadLimitExceeded(
             f"the read models needed more memory than their cap allows: {str(exc).splitlines()[0]}",
-            hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)") from None
+            hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)",
+        ) from None
     except duckdb.InterruptException:
-        raise ReadLimitExceeded(f"the query ran past its {timeout or 0:g} s timeout and was stopped",
-                                hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)") from None
+        raise ReadLimitExceeded(
+            f"the query ran past its {timeout or 0:g} s timeout and was stopped",
+            hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)",
+        ) from None
     except (duckdb.IOException, duckdb.TransactionException) as exc:
         if not isinstance(exc, duckdb.IOException) and "write" not in str(exc).lower():
             raise
         # A full disk or a read-only folder: the transaction was rolled back, so the file holds the last page.
-        raise StoreUnavailable(f"the read models could not be written: {str(exc).splitlines()[0]}",
-                               hint="free space where the read models live (LINEAGE_HOME) and run the command again; "
-                                    "they resume from the last page written") from None
+        raise StoreUnavailable(
+            f"the read models could not be written: {str(exc).splitlines()[0]}",
+            hint="free space where the read models live (LINEAGE_HOME) and run the command again; "
+            "they resume from the last page written",
+        ) from None
 
 
 def _holder(message: str) -> str:

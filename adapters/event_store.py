@@ -42,14 +42,21 @@ class StoreURL:
         if parsed.scheme == "sqlite":
             raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
             if not raw:
-                raise InvalidInput(f"expected sqlite:///PATH, found {url!r}", hint="e.g. sqlite:///home/me/.lineage/events.sqlite")
+                raise InvalidInput(
+                    f"expected sqlite:///PATH, found {url!r}",
+                    hint="e.g. sqlite:///home/me/.lineage/events.sqlite",
+                )
             return cls("sqlite", url, Path(raw))
         if parsed.scheme in ("postgresql", "postgres"):
             if not parsed.hostname or not parsed.path.strip("/"):
-                raise InvalidInput(f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {url!r}")
+                raise InvalidInput(
+                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {url!r}"
+                )
             return cls("postgresql", url)
-        raise InvalidInput(f"expected a store URL starting sqlite:/// or postgresql://, found {url!r}",
-                           hint="set --store or LINEAGE_STORE")
+        raise InvalidInput(
+            f"expected a store URL starting sqlite:/// or postgresql://, found {url!r}",
+            hint="set --store or LINEAGE_STORE",
+        )
 
     def redacted(self) -> str:
         parsed = urlparse(self.url)
@@ -88,11 +95,20 @@ class StoreURL:
 
 def _rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
     """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
-    return [(e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id), e.originator_version,
-             e.topic, e.state) for e in events]
+    return [
+        (
+            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
+            e.originator_version,
+            e.topic,
+            e.state,
+        )
+        for e in events
+    ]
 
 
-def _links(previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]) -> list[tuple[int, int, str]]:
+def _links(
+    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
+) -> list[tuple[int, int, str]]:
     links = []
     previous_position, previous_hash = previous
     for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
@@ -104,10 +120,14 @@ def _links(previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[s
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
-        return [*super().construct_create_table_statements(),
-                f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)"]
+        return [
+            *super().construct_create_table_statements(),
+            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
+        ]
 
-    def _insert_events(self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+    def _insert_events(
+        self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
         if not stored_events:
             return []
         # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
@@ -118,10 +138,15 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
         last_id = c.fetchone()[0]
         ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
-        c.execute(f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?", (ids[0],))
+        c.execute(
+            f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?",
+            (ids[0],),
+        )
         row = c.fetchone()
         if row is None or (row[0], row[1]) != rows[0][:2]:
-            raise IntegrityError(f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise")
+            raise IntegrityError(
+                f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise"
+            )
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
@@ -140,15 +165,22 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             after = rows[-1][0]
 
     def chain_rows(self) -> Iterator[ChainRow]:
-        events = self._paged(f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
-                             "WHERE rowid > ? ORDER BY rowid LIMIT ?")
-        links = self._paged(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?")
+        events = self._paged(
+            f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?"
+        )
+        links = self._paged(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?"
+        )
         return merge_chain(events, links)
 
     def _plain_reader(self) -> sqlite3.Connection:
         if getattr(self, "_reader", None) is None:
-            self._reader = sqlite3.connect(Path(self.datastore.pool.db_name).resolve().as_uri() + "?mode=ro", uri=True,
-                                           check_same_thread=False)
+            self._reader = sqlite3.connect(
+                Path(self.datastore.pool.db_name).resolve().as_uri() + "?mode=ro",
+                uri=True,
+                check_same_thread=False,
+            )
         return self._reader
 
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
@@ -158,13 +190,18 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
             f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN CAST(state AS TEXT) END "
             f", NULL FROM {self.events_table_name} "  # recorded_by: a SQLite file authenticates nobody
-            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?", (after, stop if stop is not None else 2**62, limit))
+            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+            (after, stop if stop is not None else 2**62, limit),
+        )
         return cursor.fetchall()
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
-        cursor = self._plain_reader().execute(f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
-                                      "ORDER BY position", (after, stop if stop is not None else 2**62))
+        cursor = self._plain_reader().execute(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
+            "ORDER BY position",
+            (after, stop if stop is not None else 2**62),
+        )
         return cursor.fetchall()
 
     def chain_hash_at(self, position: int) -> str | None:
@@ -178,9 +215,12 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         hexes = [i.hex for i in ids]
         with self.datastore.transaction(commit=False) as c:
             for start in range(0, len(hexes), 500):
-                chunk = hexes[start:start + 500]
-                c.execute(f"SELECT DISTINCT originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
-                          f"AND originator_id IN ({','.join('?' * len(chunk))})", chunk)
+                chunk = hexes[start : start + 500]
+                c.execute(
+                    f"SELECT DISTINCT originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
+                    f"AND originator_id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
                 found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
         return found
 
@@ -189,24 +229,43 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
-        self.sql_create_statements.append(SQL(
-            "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
-        ).format(*self.chain_table))
+        self.sql_create_statements.append(
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
+            ).format(*self.chain_table)
+        )
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
-        self.sql_create_statements.append(SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS recorded_by text").format(*self.chain_table))
-        self.sql_create_statements.append(SQL("ALTER TABLE {}.{} ALTER COLUMN recorded_by SET DEFAULT session_user").format(
-            *self.chain_table))
+        self.sql_create_statements.append(
+            SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS recorded_by text").format(
+                *self.chain_table
+            )
+        )
+        self.sql_create_statements.append(
+            SQL("ALTER TABLE {}.{} ALTER COLUMN recorded_by SET DEFAULT session_user").format(
+                *self.chain_table
+            )
+        )
 
-    def _fetch_ids_after_insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+    def _fetch_ids_after_insert_events(
+        self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
         ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
         if ids:
             # Still inside the transaction holding the EXCLUSIVE lock on the events table.
-            curs.execute(SQL("SELECT position, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1").format(*self.chain_table))
+            curs.execute(
+                SQL("SELECT position, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1").format(
+                    *self.chain_table
+                )
+            )
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
-            curs.executemany(SQL("INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)").format(*self.chain_table),
-                             _links(previous, ids, _rows(stored_events)))
+            curs.executemany(
+                SQL(
+                    "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
+                ).format(*self.chain_table),
+                _links(previous, ids, _rows(stored_events)),
+            )
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -222,41 +281,76 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
 
     def chain_rows(self) -> Iterator[ChainRow]:
         schema = Identifier(self.datastore.schema)
-        events = self._paged(SQL("SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, topic, state "
-                                 "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s").format(
-                                     schema, Identifier(self.events_table_name)),
-                             ("notification_id", "originator_id", "originator_version", "topic", "state"))
-        links = self._paged(SQL("SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s ORDER BY position LIMIT %s").format(*self.chain_table),
-                            ("position", "previous", "chain_hash"))
+        events = self._paged(
+            SQL(
+                "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, topic, state "
+                "FROM {}.{} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+            ).format(schema, Identifier(self.events_table_name)),
+            ("notification_id", "originator_id", "originator_version", "topic", "state"),
+        )
+        links = self._paged(
+            SQL(
+                "SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s ORDER BY position LIMIT %s"
+            ).format(*self.chain_table),
+            ("position", "previous", "chain_hash"),
+        )
         return merge_chain(events, links)
 
     def existing_originators(self, ids: set[Any]) -> set[Any]:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT originator_id FROM {}.{} WHERE originator_version = 1 AND originator_id = ANY(%s)").format(
-                Identifier(self.datastore.schema), Identifier(self.events_table_name)), (list(ids),))
+            curs.execute(
+                SQL(
+                    "SELECT originator_id FROM {}.{} WHERE originator_version = 1 AND originator_id = ANY(%s)"
+                ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name)),
+                (list(ids),),
+            )
             return {row["originator_id"] for row in curs.fetchall()}
 
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
-                             "topic, convert_from(state, 'UTF8') AS state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
-                             "ON c.position = notification_id WHERE notification_id > %s AND notification_id <= %s "
-                             "ORDER BY notification_id LIMIT %s").format(Identifier(self.datastore.schema), Identifier(self.events_table_name),
-                                                                         *self.chain_table),
-                         (after, stop if stop is not None else 2**62, limit))
-            return [(r["notification_id"], r["originator_id"], r["originator_version"], r["topic"], r["state"], r["recorded_by"])
-                    for r in curs.fetchall()]
+            curs.execute(
+                SQL(
+                    "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
+                    "topic, convert_from(state, 'UTF8') AS state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
+                    "ON c.position = notification_id WHERE notification_id > %s AND notification_id <= %s "
+                    "ORDER BY notification_id LIMIT %s"
+                ).format(
+                    Identifier(self.datastore.schema),
+                    Identifier(self.events_table_name),
+                    *self.chain_table,
+                ),
+                (after, stop if stop is not None else 2**62, limit),
+            )
+            return [
+                (
+                    r["notification_id"],
+                    r["originator_id"],
+                    r["originator_version"],
+                    r["topic"],
+                    r["state"],
+                    r["recorded_by"],
+                )
+                for r in curs.fetchall()
+            ]
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s AND position <= %s "
-                             "ORDER BY position").format(*self.chain_table), (after, stop if stop is not None else 2**62))
+            curs.execute(
+                SQL(
+                    "SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s AND position <= %s "
+                    "ORDER BY position"
+                ).format(*self.chain_table),
+                (after, stop if stop is not None else 2**62),
+            )
             return [(r["position"], r["previous"], r["chain_hash"]) for r in curs.fetchall()]
 
     def chain_hash_at(self, position: int) -> str | None:
         with self.datastore.transaction(commit=False) as curs:
-            curs.execute(SQL("SELECT chain_hash FROM {}.{} WHERE position = %s").format(*self.chain_table), (position,))
+            curs.execute(
+                SQL("SELECT chain_hash FROM {}.{} WHERE position = %s").format(*self.chain_table),
+                (position,),
+            )
             row = curs.fetchone()
         return row["chain_hash"] if row else None
 
@@ -274,14 +368,21 @@ def _probe_server(url: StoreURL) -> None:
 
     env = url.application_env()
     try:
-        psycopg.connect(dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
-                        user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"],
-                        connect_timeout=PROBE_TIMEOUT_S).close()
+        psycopg.connect(
+            dbname=env["POSTGRES_DBNAME"],
+            host=env["POSTGRES_HOST"],
+            port=env["POSTGRES_PORT"],
+            user=env["POSTGRES_USER"],
+            password=env["POSTGRES_PASSWORD"],
+            connect_timeout=PROBE_TIMEOUT_S,
+        ).close()
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split()).replace(env["POSTGRES_PASSWORD"] or "\0", "***")
-        raise StoreUnavailable(f"could not connect to the event store {url.redacted()}: {reason}",
-                               hint="check the URL (user, password, host, port, database) and that the server is "
-                                    "running") from None
+        raise StoreUnavailable(
+            f"could not connect to the event store {url.redacted()}: {reason}",
+            hint="check the URL (user, password, host, port, database) and that the server is "
+            "running",
+        ) from None
 
 
 def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
@@ -299,11 +400,15 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     for attempt in range(1, 6):
         try:
             return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
-        except Exception as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
+        except (
+            Exception
+        ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
             racing = url.kind == "postgresql" and any(sign in str(exc) for sign in _DDL_RACE)
             if racing and attempt < 5:
                 time.sleep(0.1 * attempt)
                 continue
-            raise StoreUnavailable(f"could not open the event store {url.redacted()}: {exc}",
-                                   hint="check the URL, that the server is running and that you may write there") from exc
+            raise StoreUnavailable(
+                f"could not open the event store {url.redacted()}: {exc}",
+                hint="check the URL, that the server is running and that you may write there",
+            ) from exc
     raise AssertionError("unreachable")

@@ -17,10 +17,10 @@ from typing import Annotated, Any, BinaryIO, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from . import strict_json
 from ..domain import facts as f
 from ..domain.application import Entry, LineageApp, refuse_implausible_times
 from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
+from . import strict_json
 
 MAX_LINE_BYTES = 1 << 20
 RUN_AGAIN = "run the same command again: facts already recorded append nothing"
@@ -32,7 +32,14 @@ _TIME_ADAPTER: TypeAdapter[datetime] = TypeAdapter(datetime)
 def describe_validation_error(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors()[:3]:
-        location = ".".join(str(p) for p in error["loc"] if not (isinstance(p, str) and "." in p and p in f.FACT_BY_TYPE)) or "(line)"
+        location = (
+            ".".join(
+                str(p)
+                for p in error["loc"]
+                if not (isinstance(p, str) and "." in p and p in f.FACT_BY_TYPE)
+            )
+            or "(line)"
+        )
         parts.append(f"field {location}: {error['msg']}")
     return "; ".join(parts)
 
@@ -40,9 +47,13 @@ def describe_validation_error(exc: ValidationError) -> str:
 def parse_fact(obj: Any) -> Entry:
     if not isinstance(obj, dict):
         raise InvalidFact(f"expected a JSON object with a 'type', found {type(obj).__name__}")
-    if not isinstance(obj.get("type"), str) or obj["type"] not in f.FACT_BY_TYPE:  # a list or dict is unhashable
-        raise InvalidFact(f"field type: expected one of {sorted(f.FACT_BY_TYPE)}, found {obj.get('type')!r}",
-                          hint="`lineage schema` lists every type and its fields")
+    if (
+        not isinstance(obj.get("type"), str) or obj["type"] not in f.FACT_BY_TYPE
+    ):  # a list or dict is unhashable
+        raise InvalidFact(
+            f"field type: expected one of {sorted(f.FACT_BY_TYPE)}, found {obj.get('type')!r}",
+            hint="`lineage schema` lists every type and its fields",
+        )
     body = dict(obj)
     occurred = body.pop("occurred_at", None)
     try:
@@ -51,9 +62,13 @@ def parse_fact(obj: Any) -> Entry:
     except ValidationError as exc:
         raise InvalidFact(describe_validation_error(exc)) from None
     if occurred_at is not None and occurred_at.tzinfo is None:
-        raise InvalidFact(f"field occurred_at: expected a time with a UTC offset, found {occurred!r}")
+        raise InvalidFact(
+            f"field occurred_at: expected a time with a UTC offset, found {occurred!r}"
+        )
     entry = Entry(fact, occurred_at)
-    refuse_implausible_times([entry])  # here too, so a chunked ingest refuses it before its first chunk
+    refuse_implausible_times(
+        [entry]
+    )  # here too, so a chunked ingest refuses it before its first chunk
     return entry
 
 
@@ -66,21 +81,29 @@ def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
     """The facts of JSON lines, one at a time; raises at the first bad line, naming it."""
     for number, raw in enumerate(lines, start=1):
         if len(raw) > MAX_LINE_BYTES:
-            raise InvalidInput(f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
-                               hint="nothing was appended; split the fact or drop bulky free-form fields")
-        text = raw.strip() if number > 1 else raw.removeprefix(b"\xef\xbb\xbf").strip()  # editors may add a BOM
+            raise InvalidInput(
+                f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
+                hint="nothing was appended; split the fact or drop bulky free-form fields",
+            )
+        text = (
+            raw.strip() if number > 1 else raw.removeprefix(b"\xef\xbb\xbf").strip()
+        )  # editors may add a BOM
         if not text:
             continue
         try:
             obj = strict_json.loads(text)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise InvalidInput(f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
-                               hint="nothing was appended; fix the line and ingest the file again") from None
+            raise InvalidInput(
+                f"{source}, line {number}: expected one JSON object, found invalid JSON ({exc})",
+                hint="nothing was appended; fix the line and ingest the file again",
+            ) from None
         try:
             yield parse_fact(obj)
         except InvalidFact as exc:
-            raise InvalidFact(f"{source}, line {number}: {exc.message}",
-                              hint="nothing was appended; fix the line and ingest the file again") from None
+            raise InvalidFact(
+                f"{source}, line {number}: {exc.message}",
+                hint="nothing was appended; fix the line and ingest the file again",
+            ) from None
 
 
 def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
@@ -117,24 +140,35 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
         while True:
             try:
                 chunk = list(islice(entries, chunk_size))
-            except (InvalidFact, InvalidInput) as exc:  # the file was rewritten between the two passes
-                raise type(exc)(f"{path} changed while it was ingested: {exc.message}; the {facts} facts before it are "
-                                f"recorded ({appended} events appended)", hint=f"let its writer finish, then {RUN_AGAIN}") from exc
+            except (
+                InvalidFact,
+                InvalidInput,
+            ) as exc:  # the file was rewritten between the two passes
+                raise type(exc)(
+                    f"{path} changed while it was ingested: {exc.message}; the {facts} facts before it are "
+                    f"recorded ({appended} events appended)",
+                    hint=f"let its writer finish, then {RUN_AGAIN}",
+                ) from exc
             if not chunk:
                 break
             try:
                 recorded = app.record(chunk)
             except InvariantViolated as exc:
-                refused = type(exc)(f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
-                                    f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
-                                    "appended)", hint=f"fix the file and {RUN_AGAIN}")
+                refused = type(exc)(
+                    f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
+                    f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
+                    "appended)",
+                    hint=f"fix the file and {RUN_AGAIN}",
+                )
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
             position = recorded.position
     if facts != total:
-        raise InvalidInput(f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "
-                           f"those {facts} are recorded ({appended} events appended)",
-                           hint=f"let its writer finish, then {RUN_AGAIN}")
+        raise InvalidInput(
+            f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "
+            f"those {facts} are recorded ({appended} events appended)",
+            hint=f"let its writer finish, then {RUN_AGAIN}",
+        )
     return ChunkedIngest(facts, appended, chunks, position)
 
 
@@ -142,9 +176,15 @@ def ingest_schema() -> dict[str, Any]:
     """JSON Schema of one ingest line: a fact, plus an optional `occurred_at`."""
     schema = _FACT_ADAPTER.json_schema()
     for definition in schema.get("$defs", {}).values():
-        if "type" in definition.get("properties", {}) and definition["properties"]["type"].get("const") in f.FACT_BY_TYPE:
-            definition["properties"]["occurred_at"] = {"type": "string", "format": "date-time",
-                                                       "description": "When it happened (default: when recorded)."}
+        if (
+            "type" in definition.get("properties", {})
+            and definition["properties"]["type"].get("const") in f.FACT_BY_TYPE
+        ):
+            definition["properties"]["occurred_at"] = {
+                "type": "string",
+                "format": "date-time",
+                "description": "When it happened (default: when recorded).",
+            }
     schema["title"] = "rollout-lineage ingest line"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

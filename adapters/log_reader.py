@@ -34,10 +34,14 @@ class LoggedEvent:
         return fact.get("ref") if self.type.startswith("snapshot.") else fact.get("run")  # type: ignore[return-value]
 
 
-def raw_pages(recorder: Any, *, after: int = 0, stop: int | None = None, page: int = PAGE) -> Iterator[list[Any]]:
+def raw_pages(
+    recorder: Any, *, after: int = 0, stop: int | None = None, page: int = PAGE
+) -> Iterator[list[Any]]:
     """Notifications in pages of `page`, from after `after` up to and including `stop`."""
     while True:
-        notifications = recorder.select_notifications(start=after, limit=page, stop=stop, inclusive_of_start=False)
+        notifications = recorder.select_notifications(
+            start=after, limit=page, stop=stop, inclusive_of_start=False
+        )
         if not notifications:
             return
         yield notifications
@@ -49,5 +53,10 @@ def raw_pages(recorder: Any, *, after: int = 0, stop: int | None = None, page: i
 def iter_events(recorder: Any, *, after: int = 0, stop: int | None = None) -> Iterator[LoggedEvent]:
     for notifications in raw_pages(recorder, after=after, stop=stop):
         for n in notifications:
-            yield LoggedEvent(n.id, str(n.originator_id), n.originator_version,
-                              n.topic.removeprefix(TOPIC_PREFIX), json.loads(n.state))
+            yield LoggedEvent(
+                n.id,
+                str(n.originator_id),
+                n.originator_version,
+                n.topic.removeprefix(TOPIC_PREFIX),
+                json.loads(n.state),
+            )

@@ -25,8 +25,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..domain import facts as f
-from ..domain.errors import (IntegrityFailure, InvalidInput, LineageError, SnapshotDigestMismatch, StoreUnavailable,
-                             UnknownSubject)
+from ..domain.errors import (
+    IntegrityFailure,
+    InvalidInput,
+    LineageError,
+    SnapshotDigestMismatch,
+    StoreUnavailable,
+    UnknownSubject,
+)
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
 from .snapshot_tar import TarReport, verify_tar
 
@@ -56,7 +62,9 @@ def _canonical_tag(ref: str) -> str:
 
 def _tar_names(ref: str, report: TarReport) -> bool:
     """Whether loading the tar makes `ref` resolve: a repo tag names it, or the ref is the image id itself."""
-    return ref == report.image_id or _canonical_tag(ref) in {_canonical_tag(tag) for tag in report.repo_tags}
+    return ref == report.image_id or _canonical_tag(ref) in {
+        _canonical_tag(tag) for tag in report.repo_tags
+    }
 
 
 def _clip(text: str) -> str:
@@ -86,15 +94,21 @@ def worst_error(errors: Sequence[LineageError], what: str) -> LineageError:
     """One error for many failures: evidence mismatches first (exit 3), then an unreachable engine (4), else 1."""
     if len(errors) == 1:
         return errors[0]
-    worst = (next((e for e in errors if isinstance(e, IntegrityFailure)), None)
-             or next((e for e in errors if isinstance(e, StoreUnavailable)), None) or errors[0])
-    return type(worst)(f"{len(errors)} {what} failed: " + " | ".join(e.message for e in errors),
-                       hint=worst.hint)
+    worst = (
+        next((e for e in errors if isinstance(e, IntegrityFailure)), None)
+        or next((e for e in errors if isinstance(e, StoreUnavailable)), None)
+        or errors[0]
+    )
+    return type(worst)(
+        f"{len(errors)} {what} failed: " + " | ".join(e.message for e in errors), hint=worst.hint
+    )
 
 
 @dataclass(frozen=True)
 class RunExports:
-    run_dirs: tuple[str, ...]  # where the run's files are now (last located) first, then where it was registered
+    run_dirs: tuple[
+        str, ...
+    ]  # where the run's files are now (last located) first, then where it was registered
     refs: tuple[str, ...]
 
 
@@ -111,7 +125,9 @@ class Catalog(Protocol):
         """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
 
 
-def resolve_tar(recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterable[str]) -> tuple[Path | None, list[str]]:
+def resolve_tar(
+    recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterable[str]
+) -> tuple[Path | None, list[str]]:
     """benchflow's order: the recorded path, else `<run dir>/snapshots/<file name>` (a relocated run folder: where
     it was last located, then where it was registered), else each search dir. A candidate inside a run dir must
     stay inside it (links out of a run dir are not followed)."""
@@ -129,7 +145,9 @@ def resolve_tar(recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterab
     return None, tried
 
 
-def check_export_tars(rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool) -> None:
+def check_export_tars(
+    rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
+) -> None:
     """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
     `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Updates the rows in place."""
     for row in rows:
@@ -159,24 +177,36 @@ def _sha256_of(path: Path) -> str:
 
 class SnapshotService:
     def __init__(self, lineage: Any, catalog: Catalog, engine: DockerEngine | None = None) -> None:
-        self.lineage = lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
+        self.lineage = (
+            lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
+        )
         self.catalog = catalog
         self.engine = engine or DockerEngine()  # connects on first use only
         self._engine_name: str | None = None
 
     # --- import ---------------------------------------------------------------------------------------
 
-    def import_run(self, run: str, stages: Sequence[str] = (), search_dirs: Sequence[str] = ()) -> list[Outcome]:
+    def import_run(
+        self, run: str, stages: Sequence[str] = (), search_dirs: Sequence[str] = ()
+    ) -> list[Outcome]:
         plan = self.catalog.run_exports(run, stages)
         return [self._import_recorded(ref, plan.run_dirs, search_dirs) for ref in plan.refs]
 
     def import_tars(self, paths: Iterable[str], *, adopt: bool = False) -> list[Outcome]:
-        return [outcome for path in paths for outcome in self._import_tar(Path(path).absolute(), adopt)]
+        return [
+            outcome for path in paths for outcome in self._import_tar(Path(path).absolute(), adopt)
+        ]
 
-    def _import_recorded(self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]) -> Outcome:
-        exports = list(reversed(self.lineage.app.snapshot(ref).exports))  # the newest export whose tar is found
+    def _import_recorded(
+        self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]
+    ) -> Outcome:
+        exports = list(
+            reversed(self.lineage.app.snapshot(ref).exports)
+        )  # the newest export whose tar is found
         if not exports:
-            raise UnknownSubject(f"Snapshot {ref!r} has no recorded export; expected one to import.")
+            raise UnknownSubject(
+                f"Snapshot {ref!r} has no recorded export; expected one to import."
+            )
         tried: list[str] = []
         for export in exports:
             path, looked = resolve_tar(export.path, run_dirs, search_dirs)
@@ -184,8 +214,11 @@ class SnapshotService:
             if path is not None:
                 break
         else:
-            error = InvalidInput(f"No tar found for snapshot {ref!r}: looked at {', '.join(dict.fromkeys(tried))}; expected "
-                                 "the exported file.", hint="pass the folder holding it with --search")
+            error = InvalidInput(
+                f"No tar found for snapshot {ref!r}: looked at {', '.join(dict.fromkeys(tried))}; expected "
+                "the exported file.",
+                hint="pass the folder holding it with --search",
+            )
             return self._reject(ref, None, exports[0].path, error)
         try:
             report = verify_tar(path)
@@ -206,73 +239,168 @@ class SnapshotService:
             error = SnapshotDigestMismatch(
                 f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
                 f"{', '.join(map(repr, claimed))} but matches none of its recorded exports; expected the exported file.",
-                hint="find the exported tar (`lineage snapshots show REF`) or re-export the image")
+                hint="find the exported tar (`lineage snapshots show REF`) or re-export the image",
+            )
             return [self._reject(ref, report.tar_sha256, path, error) for ref in claimed]
         if not adopt:
-            broken = f" It also does not verify: {' '.join(report.problems)}" if report.problems else ""
-            error = InvalidInput(f"Tar {str(path)!r} (sha256 {report.tar_sha256}) matches no recorded export or adopted "
-                                 f"tar; expected a tar the log knows.{broken}",
-                                 hint="use --adopt to record it as a snapshot of unknown provenance, or import --run RUN")
-            return [Outcome(adopted_ref(report), "refused", str(path), report.tar_sha256, report.image_id,
-                            reason=error.message, error=error)]
-        return [self._admit(adopted_ref(report), path, report, report.tar_sha256, report.image_id,
-                            "a sound `docker save` tar", adopt=True)]
+            broken = (
+                f" It also does not verify: {' '.join(report.problems)}" if report.problems else ""
+            )
+            error = InvalidInput(
+                f"Tar {str(path)!r} (sha256 {report.tar_sha256}) matches no recorded export or adopted "
+                f"tar; expected a tar the log knows.{broken}",
+                hint="use --adopt to record it as a snapshot of unknown provenance, or import --run RUN",
+            )
+            return [
+                Outcome(
+                    adopted_ref(report),
+                    "refused",
+                    str(path),
+                    report.tar_sha256,
+                    report.image_id,
+                    reason=error.message,
+                    error=error,
+                )
+            ]
+        return [
+            self._admit(
+                adopted_ref(report),
+                path,
+                report,
+                report.tar_sha256,
+                report.image_id,
+                "a sound `docker save` tar",
+                adopt=True,
+            )
+        ]
 
     def _admit_match(self, ref: str, path: Path, report: TarReport) -> Outcome:
         snapshot = self.lineage.app.snapshot(ref)
-        export = next((e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None)
+        export = next(
+            (e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None
+        )
         if export is not None:
-            return self._admit(ref, path, report, export.sha256, export.image_id, "its recorded export")
+            return self._admit(
+                ref, path, report, export.sha256, export.image_id, "its recorded export"
+            )
         adopted = snapshot.adopted
-        return self._admit(ref, path, report, adopted.tar_sha256, adopted.image_id, "its adopted tar")
+        return self._admit(
+            ref, path, report, adopted.tar_sha256, adopted.image_id, "its adopted tar"
+        )
 
-    def _admit(self, ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None, against: str,
-               *, adopt: bool = False) -> Outcome:
+    def _admit(
+        self,
+        ref: str,
+        path: Path,
+        report: TarReport,
+        tar_sha256: str,
+        image_id: str | None,
+        against: str,
+        *,
+        adopt: bool = False,
+    ) -> Outcome:
         """Verify against the record, then load, then check the ref; any failure is recorded as a rejection."""
-        expected_id = image_id or report.image_id  # a null recorded id (benchflow allows it) trusts the verified tar
-        adoption = [f.SnapshotAdopted(ref=ref, tar_sha256=report.tar_sha256, image_id=report.image_id,
-                                      tar_path=str(path))] if adopt else []
+        expected_id = (
+            image_id or report.image_id
+        )  # a null recorded id (benchflow allows it) trusts the verified tar
+        adoption = (
+            [
+                f.SnapshotAdopted(
+                    ref=ref,
+                    tar_sha256=report.tar_sha256,
+                    image_id=report.image_id,
+                    tar_path=str(path),
+                )
+            ]
+            if adopt
+            else []
+        )
         try:
             self._check_evidence(ref, path, report, tar_sha256, image_id, against)
             if adoption:
-                self.lineage.app.record(adoption, dry_run=True, verified_here=True)  # a conflict is refused before loading
+                self.lineage.app.record(
+                    adoption, dry_run=True, verified_here=True
+                )  # a conflict is refused before loading
             engine = self._engine_identity()
             self._load(ref, path, expected_id)
         except StoreUnavailable:
             raise  # the engine is away: that says nothing about the tar, so nothing is recorded
         except LineageError as exc:
             return self._reject(ref, report.tar_sha256, path, exc)
-        imported = f.SnapshotImported(ref=ref, engine=engine, image_id=expected_id, tar_sha256=report.tar_sha256,
-                                      tar_path=str(path))
+        imported = f.SnapshotImported(
+            ref=ref,
+            engine=engine,
+            image_id=expected_id,
+            tar_sha256=report.tar_sha256,
+            tar_path=str(path),
+        )
         self.lineage.app.record([*adoption, imported], verified_here=True)
-        return Outcome(ref, "adopted" if adopt else "imported", str(path), report.tar_sha256, expected_id, engine)
+        return Outcome(
+            ref,
+            "adopted" if adopt else "imported",
+            str(path),
+            report.tar_sha256,
+            expected_id,
+            engine,
+        )
 
     @staticmethod
-    def _check_evidence(ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None,
-                        against: str) -> None:
+    def _check_evidence(
+        ref: str, path: Path, report: TarReport, tar_sha256: str, image_id: str | None, against: str
+    ) -> None:
         found = []
         if report.tar_sha256 != tar_sha256:
-            found.append(f"its sha256 is {report.tar_sha256}, but {against} has {tar_sha256} (the file is not "
-                         "the one exported).")
+            found.append(
+                f"its sha256 is {report.tar_sha256}, but {against} has {tar_sha256} (the file is not "
+                "the one exported)."
+            )
         if image_id is not None and report.image_id != image_id:
-            found.append(f"it holds image {report.image_id}, but {against} has image {image_id} (a different world).")
+            found.append(
+                f"it holds image {report.image_id}, but {against} has image {image_id} (a different world)."
+            )
         if report.image_id is not None and not _tar_names(ref, report):
-            found.append(f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve.")
+            found.append(
+                f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve."
+            )
         others = [tag for tag in report.repo_tags if _canonical_tag(tag) != _canonical_tag(ref)]
         if others:
-            found.append(f"it also tags {others}; loading it would re-point those names in the engine, and only "
-                         f"{ref!r} may be loaded.")
-        found += report.problems  # after the digest findings: a long list of problems is clipped in the log
+            found.append(
+                f"it also tags {others}; loading it would re-point those names in the engine, and only "
+                f"{ref!r} may be loaded."
+            )
+        found += (
+            report.problems
+        )  # after the digest findings: a long list of problems is clipped in the log
         if found:
-            raise SnapshotDigestMismatch(f"Tar {str(path)!r} for snapshot {ref!r} does not match {against}: "
-                                         + " ".join(found), hint="nothing was loaded; find the exported tar or re-export")
+            raise SnapshotDigestMismatch(
+                f"Tar {str(path)!r} for snapshot {ref!r} does not match {against}: "
+                + " ".join(found),
+                hint="nothing was loaded; find the exported tar or re-export",
+            )
 
-    def _reject(self, ref: str, tar_sha256: str | None, tar_path: Path | str | None, error: LineageError) -> Outcome:
+    def _reject(
+        self, ref: str, tar_sha256: str | None, tar_path: Path | str | None, error: LineageError
+    ) -> Outcome:
         reason = _clip(str(error))
-        self.lineage.app.record([f.SnapshotImportRejected(ref=ref, tar_sha256=tar_sha256,
-                                                          tar_path=str(tar_path) if tar_path else None, reason=reason)],
-                                verified_here=True)
-        return Outcome(ref, "rejected", str(tar_path) if tar_path else None, tar_sha256, reason=reason, error=error)
+        self.lineage.app.record(
+            [
+                f.SnapshotImportRejected(
+                    ref=ref,
+                    tar_sha256=tar_sha256,
+                    tar_path=str(tar_path) if tar_path else None,
+                    reason=reason,
+                )
+            ],
+            verified_here=True,
+        )
+        return Outcome(
+            ref,
+            "rejected",
+            str(tar_path) if tar_path else None,
+            tar_sha256,
+            reason=reason,
+            error=error,
+        )
 
     def _engine_identity(self) -> str:
         """Which engine an import went into, for the `imported` fact (asked of the engine once per service)."""
@@ -287,9 +415,11 @@ class SnapshotService:
             resolved = self.engine.image_id(ref)
             if resolved is None or resolved != expected_id:
                 # The tar was verified first, so this means the file changed between verification and load.
-                raise SnapshotDigestMismatch(f"After loading {str(path)!r}, {ref!r} resolves to {resolved or 'nothing'}; "
-                                             f"expected image {expected_id}; what the load added was removed again.",
-                                             hint="the file changed after it was verified; copy it again and retry")
+                raise SnapshotDigestMismatch(
+                    f"After loading {str(path)!r}, {ref!r} resolves to {resolved or 'nothing'}; "
+                    f"expected image {expected_id}; what the load added was removed again.",
+                    hint="the file changed after it was verified; copy it again and retry",
+                )
         except LineageError:
             self._unload(before)
             raise
@@ -307,16 +437,21 @@ class SnapshotService:
     def export(self, ref: str, dest_dir: str | os.PathLike[str]) -> Outcome:
         snapshot = self.lineage.app.snapshot(ref)
         if snapshot is None or not snapshot.known:
-            raise UnknownSubject(f"Snapshot {ref!r} is not recorded (never captured or adopted); expected the ref of a "
-                                 "recorded snapshot. Nothing was asked of the engine.",
-                                 hint="`lineage snapshots list` shows the recorded refs")
+            raise UnknownSubject(
+                f"Snapshot {ref!r} is not recorded (never captured or adopted); expected the ref of a "
+                "recorded snapshot. Nothing was asked of the engine.",
+                hint="`lineage snapshots list` shows the recorded refs",
+            )
         final = Path(os.path.abspath(Path(dest_dir) / export_file_name(ref)))
         if final.exists() and str(final) not in {export.path for export in snapshot.exports}:
             # benchflow's file names fold characters ('a/b' and 'a-b' are both a-b.tar): never replace another
             # snapshot's evidence, whose recorded digest would then point at this one.
-            raise InvalidInput(f"Exporting snapshot {ref!r} would replace {str(final)!r}, which this snapshot did not "
-                               "export (another ref maps to the same file name); expected a free file name. Nothing "
-                               "was asked of the engine.", hint="export it into another folder with --to")
+            raise InvalidInput(
+                f"Exporting snapshot {ref!r} would replace {str(final)!r}, which this snapshot did not "
+                "export (another ref maps to the same file name); expected a free file name. Nothing "
+                "was asked of the engine.",
+                hint="export it into another folder with --to",
+            )
         try:
             path, tar_sha256, image_id = self._export(ref, Path(dest_dir))
         except StoreUnavailable:
@@ -324,31 +459,44 @@ class SnapshotService:
         except LineageError as exc:
             self.lineage.record([f.SnapshotExportFailed(ref=ref, error=_clip(str(exc)))])
             raise
-        self.lineage.record([f.SnapshotExported(ref=ref, path=str(path), sha256=tar_sha256, image_id=image_id)])
+        self.lineage.record(
+            [f.SnapshotExported(ref=ref, path=str(path), sha256=tar_sha256, image_id=image_id)]
+        )
         return Outcome(ref, "exported", str(path), tar_sha256, image_id)
 
     def _export(self, ref: str, dest_dir: Path) -> tuple[Path, str, str]:
         engine_id = self.engine.image_id(ref)
         if engine_id is None:
-            raise DockerEngineError(f"The Docker engine has no image {ref!r}; expected the captured image to still "
-                                    "exist.", hint="it may have been discarded; import it from an exported tar first")
+            raise DockerEngineError(
+                f"The Docker engine has no image {ref!r}; expected the captured image to still "
+                "exist.",
+                hint="it may have been discarded; import it from an exported tar first",
+            )
         name = export_file_name(ref)
         final = Path(os.path.abspath(dest_dir / name))
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InvalidInput(f"Cannot create export folder {str(final.parent)!r}: {exc.strerror or exc}.") from exc
+            raise InvalidInput(
+                f"Cannot create export folder {str(final.parent)!r}: {exc.strerror or exc}."
+            ) from exc
         staged, tar_sha256, _size = self.engine.save_to(ref, final.parent, f".{name}.unverified")
         try:
             report = verify_tar(staged)
             found = list(report.problems)
             if report.tar_sha256 != tar_sha256:
-                found.append(f"the file's sha256 is {report.tar_sha256}, but {tar_sha256} was written (it changed on disk).")
+                found.append(
+                    f"the file's sha256 is {report.tar_sha256}, but {tar_sha256} was written (it changed on disk)."
+                )
             if report.image_id != engine_id:
-                found.append(f"it holds image {report.image_id}, but the engine's {ref!r} is {engine_id}.")
+                found.append(
+                    f"it holds image {report.image_id}, but the engine's {ref!r} is {engine_id}."
+                )
             if found:
-                raise SnapshotDigestMismatch(f"The export of {ref!r} does not verify: " + " ".join(found),
-                                             hint="nothing was written under the final name; export again")
+                raise SnapshotDigestMismatch(
+                    f"The export of {ref!r} does not verify: " + " ".join(found),
+                    hint="nothing was written under the final name; export again",
+                )
             os.replace(staged, final)
             fsync_directory(final.parent)
         except BaseException:

@@ -32,13 +32,17 @@ from .tar_stream import HEADER_READ_CAP, REEXPORT, MemberDigest, OversizedRead, 
 
 _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
-_MAX_MEMBERS = 100_000  # docker save writes a few per layer; far more means a hostile or foreign archive
+_MAX_MEMBERS = (
+    100_000  # docker save writes a few per layer; far more means a hostile or foreign archive
+)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # Docker's reference grammar for a tagged name (distribution/reference): optional registry host[:port], then
 # lowercase path components, then a tag. `docker save` writes every RepoTag in this form.
 _HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
-_REPO_TAG = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}", re.ASCII)
+_REPO_TAG = re.compile(
+    rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}", re.ASCII
+)
 _TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 
@@ -72,13 +76,17 @@ class TarReport:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)  # nested LayerChecks become dicts; tuples become lists below
-        return {**data, "repo_tags": list(self.repo_tags), "layers": list(data["layers"]),
-                "problems": list(self.problems), "ok": self.ok}
+        return {
+            **data,
+            "repo_tags": list(self.repo_tags),
+            "layers": list(data["layers"]),
+            "problems": list(self.problems),
+            "ok": self.ok,
+        }
 
 
 class _Abort(Exception):
     """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already recorded)."""
-
 
 
 @dataclass
@@ -87,7 +95,9 @@ class _Seen:
     size: int = 0
     sha256: str | None = None
     diff_id: str | None = None
-    note: str | None = None  # why the diff_id is unknown; reported only if the member is used as a layer
+    note: str | None = (
+        None  # why the diff_id is unknown; reported only if the member is used as a layer
+    )
 
 
 class _Scan:
@@ -105,15 +115,17 @@ class _Scan:
     def walk(self, reader: TeeReader) -> None:
         last_name: str | None = None
         try:
-            archive = tarfile.open(fileobj=reader, mode="r:")
+            archive = tarfile.open(fileobj=reader, mode="r:")  # noqa: SIM115 (closed in finally)
             for count in range(_MAX_MEMBERS + 1):
                 member = archive.next()
                 if member is None:
                     return self._check_end(reader, archive.offset, last_name)
                 archive.members.clear()  # TarFile keeps every TarInfo; `self.seen` is our own bounded index
                 if count == _MAX_MEMBERS:
-                    self.problems.append(f"The tar holds more than {_MAX_MEMBERS} members; expected the few "
-                                         f"members per layer that `docker save` writes; the rest was not checked.")
+                    self.problems.append(
+                        f"The tar holds more than {_MAX_MEMBERS} members; expected the few "
+                        f"members per layer that `docker save` writes; the rest was not checked."
+                    )
                     return None
                 self._visit(member, reader)
                 last_name = member.name
@@ -121,7 +133,7 @@ class _Scan:
             pass
         except OSError:
             raise  # the disk failed, not the input: the caller reports the path as unreadable
-        except Exception as exc:  # noqa: BLE001 -- tarfile raises an open set of types on malformed headers
+        except Exception as exc:
             self.problems.append(_parse_failure(reader, exc, last_name))
         return None
 
@@ -131,58 +143,85 @@ class _Scan:
         if len(header) == tarfile.BLOCKSIZE and header.count(0) == tarfile.BLOCKSIZE:
             self.complete = True
             if not reader.drain():
-                self.problems.append("The tar has non-zero bytes after its end-of-archive marker; expected only "
-                                     f"zero padding; something was appended to the file, so {REEXPORT}.")
+                self.problems.append(
+                    "The tar has non-zero bytes after its end-of-archive marker; expected only "
+                    f"zero padding; something was appended to the file, so {REEXPORT}."
+                )
         elif len(header) < tarfile.BLOCKSIZE:
-            self.problems.append(f"The tar ends {where} without an end-of-archive marker; expected a complete "
-                                 "`docker save` archive; the file is truncated, so copy or export it again.")
+            self.problems.append(
+                f"The tar ends {where} without an end-of-archive marker; expected a complete "
+                "`docker save` archive; the file is truncated, so copy or export it again."
+            )
         else:
-            self.problems.append(f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
-                                 "header or the end-of-archive marker; the file is corrupt, so copy or export it again.")
+            self.problems.append(
+                f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
+                "header or the end-of-archive marker; the file is corrupt, so copy or export it again."
+            )
 
     def _visit(self, member: tarfile.TarInfo, reader: TeeReader) -> None:
         name = member.name
         key = posixpath.normpath(name)
         kind = _unsafe_kind(member)
         if name.startswith("/"):
-            self.problems.append(f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}.")
+            self.problems.append(
+                f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}."
+            )
         elif ".." in name.split("/") or key in ("", "."):
-            self.problems.append(f"Member {name!r} has an empty name or a '..' component; expected plain relative "
-                                 f"names that stay inside the archive; {REEXPORT}.")
+            self.problems.append(
+                f"Member {name!r} has an empty name or a '..' component; expected plain relative "
+                f"names that stay inside the archive; {REEXPORT}."
+            )
         elif key in self.seen:
-            self.problems.append(f"Member {name!r} appears more than once; expected each name once, since a later "
-                                 f"copy silently replaces the earlier one on load; {REEXPORT}.")
+            self.problems.append(
+                f"Member {name!r} appears more than once; expected each name once, since a later "
+                f"copy silently replaces the earlier one on load; {REEXPORT}."
+            )
         elif kind:
             self.seen[key] = _Seen("other")
-            self.problems.append(f"Member {name!r} is a {kind}; expected only regular files and directories in a "
-                                 f"snapshot tar; {REEXPORT}.")
+            self.problems.append(
+                f"Member {name!r} is a {kind}; expected only regular files and directories in a "
+                f"snapshot tar; {REEXPORT}."
+            )
         elif member.isdir():
             self.seen[key] = _Seen("dir")
         elif member.size > self.member_cap:
-            self.seen[key] = _Seen("file", member.size, note=(
-                f"Member {name!r} is {member.size} bytes, over the member cap of {self.member_cap}; expected "
-                "smaller members; raise the cap to verify it."))
+            self.seen[key] = _Seen(
+                "file",
+                member.size,
+                note=(
+                    f"Member {name!r} is {member.size} bytes, over the member cap of {self.member_cap}; expected "
+                    "smaller members; raise the cap to verify it."
+                ),
+            )
         else:
             self.seen[key] = self._hash_member(key, member, reader)
 
     def _hash_member(self, key: str, member: tarfile.TarInfo, reader: TeeReader) -> _Seen:
         reader.seek(member.offset_data)
         keep = member.size <= self.json_budget and (
-            key in ("manifest.json", "index.json") or key.startswith("blobs/") or ("/" not in key and key.endswith(".json")))
+            key in ("manifest.json", "index.json")
+            or key.startswith("blobs/")
+            or ("/" not in key and key.endswith(".json"))
+        )
         digest = MemberDigest(key, b"", self.member_cap)
         parts: list[bytes] = []
         got = 0
         for view in reader.views(member.size):
             if not got:
                 digest = MemberDigest(key, bytes(view[:16]), self.member_cap)
-                keep = keep and bytes(view[:64]).lstrip()[:1] in (b"{", b"[")  # only JSON is ever parsed
+                keep = keep and bytes(view[:64]).lstrip()[:1] in (
+                    b"{",
+                    b"[",
+                )  # only JSON is ever parsed
             digest.update(view)
             got += len(view)
             if keep:
                 parts.append(bytes(view))
         if got < member.size:
-            self.problems.append(f"The tar ends inside member {member.name!r} ({got} of {member.size} bytes present); "
-                                 "expected a complete archive; the file is truncated, so copy or export it again.")
+            self.problems.append(
+                f"The tar ends inside member {member.name!r} ({got} of {member.size} bytes present); "
+                "expected a complete archive; the file is truncated, so copy or export it again."
+            )
             raise _Abort
         if keep:
             self.kept[key] = b"".join(parts)
@@ -190,41 +229,61 @@ class _Scan:
         diff_id = digest.diff_id()
         note = digest.problem
         if digest.compression not in (None, "gzip"):
-            note = (f"Member {member.name!r} is {digest.compression}-compressed; expected an uncompressed or gzip "
-                    f"layer, the only kinds whose diff_id can be checked offline; {REEXPORT}.")
+            note = (
+                f"Member {member.name!r} is {digest.compression}-compressed; expected an uncompressed or gzip "
+                f"layer, the only kinds whose diff_id can be checked offline; {REEXPORT}."
+            )
         return _Seen("file", member.size, digest.raw.hexdigest(), diff_id, note)
 
     # -- cross-checks on what the walk collected ------------------------------------------------------------------
 
     def report(self, path: str, tar_sha256: str, size: int) -> TarReport:
-        layout = "oci" if {"index.json", "oci-layout"} & self.seen.keys() else (
-            "legacy" if "manifest.json" in self.seen else "unknown")
+        layout = (
+            "oci"
+            if {"index.json", "oci-layout"} & self.seen.keys()
+            else ("legacy" if "manifest.json" in self.seen else "unknown")
+        )
         first: tuple[str | None, str | None, tuple[LayerCheck, ...]] = (None, None, ())
         tags: list[str] = []
         entries = self._manifest_entries()
         if len(entries) > 1:
             # A tag on a second image would make the snapshot's ref resolve to a world nobody verified as it.
-            self.problems.append(f"manifest.json lists {len(entries)} images; expected exactly one, since a snapshot "
-                                 "tar holds one image and loading it would add the others to the engine too; export "
-                                 "the snapshot alone (`docker save REF`).")
+            self.problems.append(
+                f"manifest.json lists {len(entries)} images; expected exactly one, since a snapshot "
+                "tar holds one image and loading it would add the others to the engine too; export "
+                "the snapshot alone (`docker save REF`)."
+            )
         for number, entry in enumerate(entries):
             checked = self._check_image(number, entry, tags)
             first = checked if number == 0 else first
         self._check_blobs(layout)
         config_member, image_id, layers = first
-        return TarReport(path, tar_sha256, size, layout, image_id, config_member, tuple(dict.fromkeys(tags)),
-                         layers, tuple(self.problems))
+        return TarReport(
+            path,
+            tar_sha256,
+            size,
+            layout,
+            image_id,
+            config_member,
+            tuple(dict.fromkeys(tags)),
+            layers,
+            tuple(self.problems),
+        )
 
     def _json(self, key: str, what: str) -> Any:
         seen = self.seen.get(key)
         if seen is None or seen.kind != "file":
             if self.complete or seen is not None:
-                self.problems.append(f"The tar has no regular file {key!r}; expected {what}; {REEXPORT}.")
+                self.problems.append(
+                    f"The tar has no regular file {key!r}; expected {what}; {REEXPORT}."
+                )
             return None
         if key not in self.kept:
-            self.problems.append(f"{key!r} ({seen.size} bytes) was not kept for parsing: it does not start like JSON "
-                                 f"or would pass the JSON cap ({self.json_cap} bytes in all); expected {what}; if it "
-                                 "is genuine JSON, raise the JSON cap.")
+            self.problems.append(
+                f"{key!r} ({seen.size} bytes) was not kept for parsing: it does not start like JSON "
+                f"or would pass the JSON cap ({self.json_cap} bytes in all); expected {what}; if it "
+                "is genuine JSON, raise the JSON cap."
+            )
             return None
         try:
             return json.loads(self.kept[key])
@@ -236,66 +295,111 @@ class _Scan:
         entries = self._json("manifest.json", "the image list `docker save` writes")
         if entries is None:
             return []
-        if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
-            self.problems.append("'manifest.json' is not a non-empty JSON array of objects; expected "
-                                 f"[{{\"Config\": ..., \"RepoTags\": [...], \"Layers\": [...]}}]; {REEXPORT}.")
+        if (
+            not isinstance(entries, list)
+            or not entries
+            or not all(isinstance(entry, dict) for entry in entries)
+        ):
+            self.problems.append(
+                "'manifest.json' is not a non-empty JSON array of objects; expected "
+                f'[{{"Config": ..., "RepoTags": [...], "Layers": [...]}}]; {REEXPORT}.'
+            )
             return []
         return entries
 
-    def _check_image(self, number: int, entry: dict[str, Any], tags: list[str]) -> tuple[
-            str | None, str | None, tuple[LayerCheck, ...]]:
-        config, layers, repo_tags = entry.get("Config"), entry.get("Layers"), entry.get("RepoTags") or []
+    def _check_image(
+        self, number: int, entry: dict[str, Any], tags: list[str]
+    ) -> tuple[str | None, str | None, tuple[LayerCheck, ...]]:
+        config, layers, repo_tags = (
+            entry.get("Config"),
+            entry.get("Layers"),
+            entry.get("RepoTags") or [],
+        )
         if not (isinstance(config, str) and _str_list(layers) and _str_list(repo_tags)):
-            self.problems.append(f"manifest.json entry {number} lacks a string 'Config', a list of strings 'Layers' "
-                                 f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}.")
+            self.problems.append(
+                f"manifest.json entry {number} lacks a string 'Config', a list of strings 'Layers' "
+                f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}."
+            )
             return None, None, ()
-        malformed = [tag for tag in repo_tags if len(tag) > 255 + 129 or not _REPO_TAG.fullmatch(tag)]
+        malformed = [
+            tag for tag in repo_tags if len(tag) > 255 + 129 or not _REPO_TAG.fullmatch(tag)
+        ]
         if malformed:
-            self.problems.append(f"manifest.json entry {number} has RepoTags {malformed}, which are not image references; "
-                                 f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}.")
+            self.problems.append(
+                f"manifest.json entry {number} has RepoTags {malformed}, which are not image references; "
+                f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}."
+            )
         tags.extend(tag for tag in repo_tags if tag not in malformed)
         config_key = posixpath.normpath(config)
         seen = self.seen.get(config_key)
         if seen is None or seen.kind != "file" or seen.sha256 is None:
-            self.problems.append(f"manifest.json entry {number} names config {config!r}, which the tar does not hold "
-                                 f"as a readable regular file; expected the image's config JSON; {REEXPORT}.")
+            self.problems.append(
+                f"manifest.json entry {number} names config {config!r}, which the tar does not hold "
+                f"as a readable regular file; expected the image's config JSON; {REEXPORT}."
+            )
             return config, None, self._check_layers(number, layers, None)
         named = _digest_in_name(config_key)
         if named != seen.sha256:
-            self.problems.append(f"Config {config!r} has sha256 {seen.sha256}, but its name carries "
-                                 f"{named or 'no digest'}; expected the name to be the digest of the bytes; the config "
-                                 f"was altered or renamed, so {REEXPORT}.")
-        return config, "sha256:" + seen.sha256, self._check_layers(number, layers, self._diff_ids(config_key))
+            self.problems.append(
+                f"Config {config!r} has sha256 {seen.sha256}, but its name carries "
+                f"{named or 'no digest'}; expected the name to be the digest of the bytes; the config "
+                f"was altered or renamed, so {REEXPORT}."
+            )
+        return (
+            config,
+            "sha256:" + seen.sha256,
+            self._check_layers(number, layers, self._diff_ids(config_key)),
+        )
 
     def _diff_ids(self, config_key: str) -> list[str] | None:
         config = self._json(config_key, "an image config JSON")
         rootfs = config.get("rootfs") if isinstance(config, dict) else None
         diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
-        if config is not None and not (_str_list(diff_ids) and all(_is_digest(d) for d in diff_ids)):
-            self.problems.append(f"Config {config_key!r} has no 'rootfs.diff_ids' list of 'sha256:<hex>' strings; "
-                                 f"expected one diff_id per layer; {REEXPORT}.")
+        if config is not None and not (
+            _str_list(diff_ids) and all(_is_digest(d) for d in diff_ids)
+        ):
+            self.problems.append(
+                f"Config {config_key!r} has no 'rootfs.diff_ids' list of 'sha256:<hex>' strings; "
+                f"expected one diff_id per layer; {REEXPORT}."
+            )
             return None
         return diff_ids
 
-    def _check_layers(self, number: int, layers: list[str], diff_ids: list[str] | None) -> tuple[LayerCheck, ...]:
+    def _check_layers(
+        self, number: int, layers: list[str], diff_ids: list[str] | None
+    ) -> tuple[LayerCheck, ...]:
         checks = []
         for index, layer in enumerate(layers):
             seen = self.seen.get(posixpath.normpath(layer))
             expected = diff_ids[index] if diff_ids is not None and index < len(diff_ids) else None
-            actual = "sha256:" + seen.diff_id if seen and seen.kind == "file" and seen.diff_id else None
+            actual = (
+                "sha256:" + seen.diff_id if seen and seen.kind == "file" and seen.diff_id else None
+            )
             if seen is None or seen.kind != "file":
-                self.problems.append(f"manifest.json entry {number} names layer {layer!r}, which the tar does not "
-                                     f"hold as a regular file; expected every listed layer present; {REEXPORT}.")
+                self.problems.append(
+                    f"manifest.json entry {number} names layer {layer!r}, which the tar does not "
+                    f"hold as a regular file; expected every listed layer present; {REEXPORT}."
+                )
             elif actual is None:
-                self.problems.append(seen.note or f"Layer {layer!r} could not be hashed; {REEXPORT}.")
+                self.problems.append(
+                    seen.note or f"Layer {layer!r} could not be hashed; {REEXPORT}."
+                )
             elif expected is not None and actual != expected:
-                self.problems.append(f"Layer {index} ({layer!r}) has diff_id {actual}, but the config's "
-                                     f"rootfs.diff_ids[{index}] is {expected}; the layer bytes were altered or belong "
-                                     f"to another image; {REEXPORT}.")
-            checks.append(LayerCheck(index, layer, expected, actual, expected is not None and actual == expected))
+                self.problems.append(
+                    f"Layer {index} ({layer!r}) has diff_id {actual}, but the config's "
+                    f"rootfs.diff_ids[{index}] is {expected}; the layer bytes were altered or belong "
+                    f"to another image; {REEXPORT}."
+                )
+            checks.append(
+                LayerCheck(
+                    index, layer, expected, actual, expected is not None and actual == expected
+                )
+            )
         if diff_ids is not None and len(diff_ids) != len(layers):
-            self.problems.append(f"manifest.json entry {number} lists {len(layers)} layers but its config lists "
-                                 f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {REEXPORT}.")
+            self.problems.append(
+                f"manifest.json entry {number} lists {len(layers)} layers but its config lists "
+                f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {REEXPORT}."
+            )
         return tuple(checks)
 
     def _check_blobs(self, layout: str) -> None:
@@ -304,29 +408,41 @@ class _Scan:
                 continue
             algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
             if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
-                self.problems.append(f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
-                                     f"sha256 blobs, the only kind this verifier can check; {REEXPORT}.")
+                self.problems.append(
+                    f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
+                    f"sha256 blobs, the only kind this verifier can check; {REEXPORT}."
+                )
             elif seen.sha256 is None:
                 self.problems.append(seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}.")
             elif seen.sha256 != hex_digest:
-                self.problems.append(f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
-                                     f"altered, so {REEXPORT}.")
+                self.problems.append(
+                    f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
+                    f"altered, so {REEXPORT}."
+                )
         if layout != "oci":
             return
         if "oci-layout" not in self.seen:
-            self.problems.append(f"The tar has index.json but no 'oci-layout' file; expected both in an OCI layout; "
-                                 f"{REEXPORT}.")
+            self.problems.append(
+                f"The tar has index.json but no 'oci-layout' file; expected both in an OCI layout; "
+                f"{REEXPORT}."
+            )
         index = self._json("index.json", "the OCI image index")
         manifests = index.get("manifests") if isinstance(index, dict) else None
-        if index is not None and not (isinstance(manifests, list) and all(isinstance(m, dict) for m in manifests)):
-            self.problems.append(f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}.")
+        if index is not None and not (
+            isinstance(manifests, list) and all(isinstance(m, dict) for m in manifests)
+        ):
+            self.problems.append(
+                f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}."
+            )
             return
         for descriptor in manifests or ():
             digest = descriptor.get("digest")
             blob = "blobs/" + digest.replace(":", "/", 1) if isinstance(digest, str) else None
             if not _is_digest(digest) or blob not in self.seen:
-                self.problems.append(f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
-                                     f"expected every indexed manifest present; {REEXPORT}.")
+                self.problems.append(
+                    f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
+                    f"expected every indexed manifest present; {REEXPORT}."
+                )
 
 
 def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
@@ -343,23 +459,34 @@ def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
 
 def _parse_failure(reader: TeeReader, exc: Exception, last_name: str | None) -> str:
     if last_name is None and reader.head.startswith(b"\x1f\x8b"):
-        return ("The file is gzip-compressed; expected the uncompressed tar `docker save` writes; decompress it "
-                "(gunzip) and verify the result.")
+        return (
+            "The file is gzip-compressed; expected the uncompressed tar `docker save` writes; decompress it "
+            "(gunzip) and verify the result."
+        )
     if isinstance(exc, OversizedRead):
-        return (f"The tar has a header at or after byte {reader.tell()} that asks for {exc} bytes of extended (pax or "
-                f"GNU long-name) data; expected at most {HEADER_READ_CAP}; the file is corrupt or hostile, so "
-                f"{REEXPORT}.")
+        return (
+            f"The tar has a header at or after byte {reader.tell()} that asks for {exc} bytes of extended (pax or "
+            f"GNU long-name) data; expected at most {HEADER_READ_CAP}; the file is corrupt or hostile, so "
+            f"{REEXPORT}."
+        )
     if last_name is None:
-        return (f"The file is not a tar archive ({exc or type(exc).__name__}); expected the output of `docker save`; "
-                "check that the path names the snapshot tar, and export it again if it does.")
-    return (f"The tar is {'truncated' if reader.exhausted else 'corrupt'} after member {last_name!r} "
-            f"({type(exc).__name__}: {exc}); expected a complete, well-formed archive; copy or export the file again.")
+        return (
+            f"The file is not a tar archive ({exc or type(exc).__name__}); expected the output of `docker save`; "
+            "check that the path names the snapshot tar, and export it again if it does."
+        )
+    return (
+        f"The tar is {'truncated' if reader.exhausted else 'corrupt'} after member {last_name!r} "
+        f"({type(exc).__name__}: {exc}); expected a complete, well-formed archive; copy or export the file again."
+    )
 
 
 def _digest_in_name(config_key: str) -> str | None:
     """The digest a config's member name promises: OCI `blobs/sha256/<hex>`, legacy `<hex>.json`."""
-    name = config_key.removeprefix("blobs/sha256/") if config_key.startswith("blobs/sha256/") else (
-        config_key.removesuffix(".json") if "/" not in config_key else "")
+    name = (
+        config_key.removeprefix("blobs/sha256/")
+        if config_key.startswith("blobs/sha256/")
+        else (config_key.removesuffix(".json") if "/" not in config_key else "")
+    )
     return name if _HEX64.fullmatch(name) else None
 
 
@@ -368,11 +495,17 @@ def _str_list(value: Any) -> bool:
 
 
 def _is_digest(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith("sha256:") and bool(_HEX64.fullmatch(value[7:]))
+    return (
+        isinstance(value, str) and value.startswith("sha256:") and bool(_HEX64.fullmatch(value[7:]))
+    )
 
 
-def verify_tar(path: str | os.PathLike[str], *, member_cap_bytes: int = _DEFAULT_MEMBER_CAP,
-               json_cap_bytes: int = _DEFAULT_JSON_CAP) -> TarReport:
+def verify_tar(
+    path: str | os.PathLike[str],
+    *,
+    member_cap_bytes: int = _DEFAULT_MEMBER_CAP,
+    json_cap_bytes: int = _DEFAULT_JSON_CAP,
+) -> TarReport:
     """Verify a `docker save` tar in one streaming pass; problems are reported, never raised.
 
     `member_cap_bytes` bounds the size of any member (and of a decompressed gzip layer) that is hashed;
@@ -381,22 +514,29 @@ def verify_tar(path: str | os.PathLike[str], *, member_cap_bytes: int = _DEFAULT
     """
     shown = os.fspath(path)
     try:
-        raw = open(shown, "rb", buffering=0)  # unbuffered: each chunk is copied from the kernel exactly once
+        # unbuffered: each chunk is copied from the kernel exactly once
+        raw = open(shown, "rb", buffering=0)  # noqa: SIM115 (the caller's with-block owns it)
     except OSError as exc:
-        raise InvalidInput(f"Cannot open snapshot tar {shown!r}: {exc.strerror or exc}; expected a readable file.",
-                           hint="check the path and its permissions") from exc
+        raise InvalidInput(
+            f"Cannot open snapshot tar {shown!r}: {exc.strerror or exc}; expected a readable file.",
+            hint="check the path and its permissions",
+        ) from exc
     with raw:
         if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
-            raise InvalidInput(f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
-                               hint="pass the path of the .tar file itself")
+            raise InvalidInput(
+                f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
+                hint="pass the path of the .tar file itself",
+            )
         reader = TeeReader(raw)
         scan = _Scan(member_cap_bytes, json_cap_bytes)
         try:
             scan.walk(reader)
             tar_sha256, size = reader.finish()
         except OSError as exc:
-            raise InvalidInput(f"Reading snapshot tar {shown!r} failed: {exc}; expected a readable file.",
-                               hint="check the disk or copy the file again") from exc
+            raise InvalidInput(
+                f"Reading snapshot tar {shown!r} failed: {exc}; expected a readable file.",
+                hint="check the disk or copy the file again",
+            ) from exc
         finally:
             reader.stop()
     return scan.report(shown, tar_sha256, size)

@@ -18,11 +18,14 @@ import queue
 import tarfile
 import threading
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 CHUNK_BYTES = 4 << 20  # a multiple of the 512-byte tar block, so headers never straddle two chunks
 HEADER_READ_CAP = 1 << 20  # pax and GNU long-name headers are read whole; real ones are far smaller
-_INFLATE_IN_BYTES = 256 << 10  # small input slices bound the copying zlib does for a highly compressed layer
+_INFLATE_IN_BYTES = (
+    256 << 10
+)  # small input slices bound the copying zlib does for a highly compressed layer
 _INFLATE_OUT_BYTES = 8 << 20
 REEXPORT = "re-export the image with `docker save` and verify the new file"
 
@@ -36,7 +39,9 @@ class TeeReader:
 
     def __init__(self, raw: Any) -> None:
         self._raw = raw
-        self._chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=4)  # bounds memory if the walk runs ahead
+        self._chunks: queue.Queue[bytes | None] = queue.Queue(
+            maxsize=4
+        )  # bounds memory if the walk runs ahead
         self._whole = hashlib.sha256()
         self._thread = threading.Thread(target=self._hash_chunks, name="tar-sha256", daemon=True)
         self._thread.start()
@@ -68,9 +73,8 @@ class TeeReader:
     def views(self, count: int) -> Iterator[memoryview]:
         """Yield up to `count` bytes as views of the chunks (fewer only at end of file)."""
         while count > 0:
-            if self._pos >= self._chunk_end:
-                if self._pos > self._chunk_end or not self._fill():
-                    return
+            if self._pos >= self._chunk_end and (self._pos > self._chunk_end or not self._fill()):
+                return
             start = self._pos - self._chunk_start
             step = min(count, self._chunk_end - self._pos)
             yield self._view[start : start + step]
@@ -145,22 +149,33 @@ class MemberDigest:
                 self.plain.update(out)
                 self._plain_bytes += len(out)
                 if self._plain_bytes > self._cap:
-                    self._fail(f"decompresses to more than {self._cap} bytes (the member cap)", "raise the cap")
+                    self._fail(
+                        f"decompresses to more than {self._cap} bytes (the member cap)",
+                        "raise the cap",
+                    )
                 elif self._inflater.eof:  # gzip allows several members back to back
-                    data, self._inflater, self._fed = self._inflater.unused_data, zlib.decompressobj(wbits=31), False
+                    data, self._inflater, self._fed = (
+                        self._inflater.unused_data,
+                        zlib.decompressobj(wbits=31),
+                        False,
+                    )
                     if not data:
                         return
                 else:
                     data = self._inflater.unconsumed_tail
-                    if not data and len(out) < _INFLATE_OUT_BYTES:  # a full output may leave more pending
+                    if (
+                        not data and len(out) < _INFLATE_OUT_BYTES
+                    ):  # a full output may leave more pending
                         return
         except zlib.error as exc:
             self._fail(f"is not a valid gzip stream ({exc})", REEXPORT)
 
     def _fail(self, found: str, action: str) -> None:
         self.plain = None
-        self.problem = (f"Member {self.name!r} starts like a gzip-compressed layer but {found}; expected a layer "
-                        f"whose uncompressed digest can be computed; {action}.")
+        self.problem = (
+            f"Member {self.name!r} starts like a gzip-compressed layer but {found}; expected a layer "
+            f"whose uncompressed digest can be computed; {action}."
+        )
 
     def diff_id(self) -> str | None:
         if self.compression is None:
@@ -177,7 +192,11 @@ def sniff_compression(head: bytes) -> str | None:
     """Name the compression by its magic bytes (bzip2's block magic too: "BZh" alone could begin a file name)."""
     if head[:3] == b"BZh" and head[4:10] == b"1AY&SY":
         return "bzip2"
-    for magic, name in ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")):
+    for magic, name in (
+        (b"\x1f\x8b", "gzip"),
+        (b"\xfd7zXZ\x00", "xz"),
+        (b"\x28\xb5\x2f\xfd", "zstd"),
+    ):
         if head.startswith(magic):
             return name
     return None

@@ -25,14 +25,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import tar_verify  # noqa: E402
-from synthetic import EVENTS_PER_RUN, batches  # noqa: E402
+import tar_verify
+from synthetic import EVENTS_PER_RUN, batches
 
-from rollout_lineage.adapters.jsonl import parse_lines  # noqa: E402
-from rollout_lineage.bootstrap import Lineage  # noqa: E402
-from rollout_lineage.domain import facts as f  # noqa: E402
-from rollout_lineage.projections import exports  # noqa: E402
-from rollout_lineage.settings import Settings  # noqa: E402
+from rollout_lineage.adapters.jsonl import parse_lines
+from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.domain import facts as f
+from rollout_lineage.projections import exports
+from rollout_lineage.settings import Settings
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -74,6 +74,7 @@ def append_single(store: str | None = None, n: int = 1000) -> float:
             for fact in facts:
                 lineage.record([fact])
             return n / (time.perf_counter() - start)
+
     return median(once)
 
 
@@ -85,6 +86,7 @@ def append_batch(store: str | None = None, n: int = 60_000) -> float:
             start = time.perf_counter()
             appended = sum(lineage.record(batch).appended for batch in prepared)
             return appended / (time.perf_counter() - start)
+
     return median(once)
 
 
@@ -102,6 +104,7 @@ def ingest_jsonl(n: int = 60_000) -> float:
             with source.open("rb") as lines:
                 appended = lineage.record(parse_lines(lines, str(source))).appended
             return appended / (time.perf_counter() - start)
+
     return median(once)
 
 
@@ -113,13 +116,16 @@ from pathlib import Path
 def peak_rss_mb():
     return int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text())[1]) / 1024
 """
-INGEST_CHILD = PEAK_RSS_MB + """
+INGEST_CHILD = (
+    PEAK_RSS_MB
+    + """
 import atexit, sys
 from rollout_lineage.cli.main import main
 atexit.register(lambda: print(peak_rss_mb()))
 sys.argv[0] = "lineage"
 main()
 """
+)
 
 
 def ingest_peak_rss_mb(chunk_size: int | None) -> float:
@@ -127,8 +133,21 @@ def ingest_peak_rss_mb(chunk_size: int | None) -> float:
     home = OUT / "ingest-rss"
     shutil.rmtree(home, ignore_errors=True)
     chunk = ["--chunk-size", str(chunk_size)] if chunk_size else []
-    out = subprocess.run([sys.executable, "-c", INGEST_CHILD, "--home", str(home), "ingest", *chunk, str(OUT / "ingest.jsonl")],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            INGEST_CHILD,
+            "--home",
+            str(home),
+            "ingest",
+            *chunk,
+            str(OUT / "ingest.jsonl"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return float(out.split()[-1])
 
 
@@ -145,7 +164,9 @@ def big_store(n_events: int) -> Lineage:
     return lineage
 
 
-REBUILD_CHILD = PEAK_RSS_MB + """
+REBUILD_CHILD = (
+    PEAK_RSS_MB
+    + """
 import os, sys, time
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
@@ -159,6 +180,7 @@ position = runner.rebuild(db, lineage.app.recorder, lineage.store_url.redacted()
 seconds = time.perf_counter() - start
 print(position / seconds, peak_rss_mb())
 """
+)
 
 
 def rebuild(n_events: int, memory_cap: str = "256MB") -> tuple[float, float]:
@@ -171,8 +193,13 @@ def rebuild(n_events: int, memory_cap: str = "256MB") -> tuple[float, float]:
         target = OUT / "rebuild.duckdb"
         for path in (target, target.with_suffix(".duckdb.wal")):
             path.unlink(missing_ok=True)
-        line = subprocess.run([sys.executable, "-c", REBUILD_CHILD, str(home), str(target)], check=True,
-                              capture_output=True, text=True, env={**os.environ, "LINEAGE_DUCKDB_MEMORY": memory_cap}).stdout.split()
+        line = subprocess.run(
+            [sys.executable, "-c", REBUILD_CHILD, str(home), str(target)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LINEAGE_DUCKDB_MEMORY": memory_cap},
+        ).stdout.split()
         results.append((float(line[0]), float(line[1])))
     return statistics.median(r[0] for r in results), max(r[1] for r in results)
 
@@ -206,7 +233,7 @@ def binary_tree_facts(run: str, n_nodes: int) -> list[list[f.Fact]]:
     for k in range((n_nodes - 1) // 2):
         children = tuple(f.ForkChild(index=i, node=name(2 * k + 1 + i)) for i in range(2))
         facts.append(f.ForkOpened(run=run, fork=name(k), node=name(k), children=children))
-    return [facts[i:i + 5000] for i in range(0, len(facts), 5000)]
+    return [facts[i : i + 5000] for i in range(0, len(facts), 5000)]
 
 
 def tree_store(n_nodes: int) -> Lineage:
@@ -218,31 +245,37 @@ def tree_store(n_nodes: int) -> Lineage:
 
 def export_tree_ms(n_nodes: int = 10_000) -> float:
     with tree_store(n_nodes) as lineage, lineage.read_models() as models:
+
         def once() -> float:
             start = time.perf_counter()
             document = exports.tree_document(models.db, "wide/run")
             assert len(document["nodes"]) == n_nodes - (n_nodes + 1) % 2
             return (time.perf_counter() - start) * 1000
+
         return median(once, 5)
 
 
 def descendants_query_ms(n_nodes: int = 100_000) -> float:
     with tree_store(n_nodes) as lineage, lineage.read_models() as models:
+
         def once() -> float:
             start = time.perf_counter()
             count = models.db.scalar("SELECT count(*) FROM descendants('wide/run', 'n1')")
             assert count > n_nodes // 3
             return (time.perf_counter() - start) * 1000
+
         return median(once, 5)
 
 
 def verify_log(n_events: int) -> float:
     with big_store(n_events) as lineage:
+
         def once() -> float:
             start = time.perf_counter()
             report = lineage.verify()
             assert report.intact
             return report.events / (time.perf_counter() - start)
+
         return median(once)
 
 
@@ -255,8 +288,9 @@ def main() -> None:
     big = 100_000 if quick else 1_000_000
     pg = os.environ.get("LINEAGE_BENCH_POSTGRES_URL") or os.environ.get("LINEAGE_TEST_POSTGRES_URL")
     figures: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU, {round(os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30)} GiB, "
-                   f"Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU, "
+        f"{round(os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30)} GiB, "
+        f"Python {platform.python_version()}",
         "quick": quick,
     }
     plan: list[tuple[str, Callable[[], Any]]] = [
@@ -272,8 +306,16 @@ def main() -> None:
         ("tar_verify", lambda: tar_verify.run(quick=quick)),
     ]
     if pg:
-        plan[2:2] = [("append_single_events_per_s_postgresql", lambda: append_single(pg, n=300 if quick else 1000)),
-                     ("append_batch_events_per_s_postgresql", lambda: append_batch(pg, n=24_000 if quick else 60_000))]
+        plan[2:2] = [
+            (
+                "append_single_events_per_s_postgresql",
+                lambda: append_single(pg, n=300 if quick else 1000),
+            ),
+            (
+                "append_batch_events_per_s_postgresql",
+                lambda: append_batch(pg, n=24_000 if quick else 60_000),
+            ),
+        ]
     for name, action in plan:
         if args.only and not any(name.startswith(prefix) for prefix in args.only):
             continue
@@ -281,16 +323,26 @@ def main() -> None:
         value = action()
         if name == "rebuild":
             figures["rebuild_events"] = big
-            figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = round(value[0]), round(value[1], 1)
+            figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = (
+                round(value[0]),
+                round(value[1], 1),
+            )
             # The same rebuild over a log a tenth as long, and both under a smaller cap: what grows with the log is
             # DuckDB's buffer pool filling up to its cap (LINEAGE_DUCKDB_MEMORY), not anything unbounded.
             figures[f"rebuild_peak_rss_mb_at_{big // 10}_events"] = round(rebuild(big // 10)[1], 1)
             figures["rebuild_peak_rss_mb_cap_64mb"] = round(rebuild(big, "64MB")[1], 1)
-            figures[f"rebuild_peak_rss_mb_cap_64mb_at_{big // 10}_events"] = round(rebuild(big // 10, "64MB")[1], 1)
+            figures[f"rebuild_peak_rss_mb_cap_64mb_at_{big // 10}_events"] = round(
+                rebuild(big // 10, "64MB")[1], 1
+            )
         elif name == "ingest_peak_rss_mb":
-            figures["ingest_peak_rss_mb_whole"], figures["ingest_peak_rss_mb_chunked_10000"] = (round(v, 1) for v in value)
+            figures["ingest_peak_rss_mb_whole"], figures["ingest_peak_rss_mb_chunked_10000"] = (
+                round(v, 1) for v in value
+            )
         elif name == "catch_up_one_event_ms":
-            figures[name], figures["catch_up_one_event_cold_open_ms"] = round(value[0], 1), round(value[1], 1)
+            figures[name], figures["catch_up_one_event_cold_open_ms"] = (
+                round(value[0], 1),
+                round(value[1], 1),
+            )
         elif name == "tar_verify":
             figures["tar_verify_ratio_vs_hashlib"] = value["tar_verify_ratio_vs_hashlib"]
             figures["tar_verify_bytes"] = value["tar_bytes"]

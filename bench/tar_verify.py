@@ -82,7 +82,9 @@ def build_tar(size_mib: int) -> Path:
             layer_names.append(f"{diff_id}/layer.tar")
             diff_ids.append("sha256:" + diff_id)
             _add_file(archive, layer_names[-1], staging)
-        config = json.dumps({"os": "linux", "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+        config = json.dumps(
+            {"os": "linux", "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+        ).encode()
         config_name = hashlib.sha256(config).hexdigest() + ".json"
         _add_file(archive, config_name, config)
         manifest = [{"Config": config_name, "RepoTags": ["bench:latest"], "Layers": layer_names}]

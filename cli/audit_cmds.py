@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -36,11 +35,23 @@ MAX_SLOTS = 1_000_000  # a cross product past this is a mistake, and would exhau
 
 
 def text_format_option(func: Any) -> Any:
-    return click.option("--format", "fmt", type=click.Choice(["text", *FORMATS]), default="text", show_default=True,
-                        help="text for people; json for the full document; table, jsonl, csv or markdown for its rows.")(func)
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", *FORMATS]),
+        default="text",
+        show_default=True,
+        help="text for people; json for the full document; table, jsonl, csv or markdown for its rows.",
+    )(func)
 
 
-def _emit(fmt: str, document: dict[str, Any], text: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+def _emit(
+    fmt: str,
+    document: dict[str, Any],
+    text: str,
+    rows: list[dict[str, Any]],
+    columns: tuple[str, ...],
+) -> None:
     if fmt == "text":
         click.echo(terminal_safe(text), nl=False)
     elif fmt == "json":
@@ -62,15 +73,36 @@ def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
     """
     with read_models(lineage, as_of) as models:
         document = histories.history_document(models.db, node, models.position)
-    _emit(fmt, document, histories.render_history(document), histories.history_rows(document),
-          ("step", "run", "node", "position", "occurred_at", "recorded_at", "actor", "type", "summary"))
+    _emit(
+        fmt,
+        document,
+        histories.render_history(document),
+        histories.history_rows(document),
+        (
+            "step",
+            "run",
+            "node",
+            "position",
+            "occurred_at",
+            "recorded_at",
+            "actor",
+            "type",
+            "summary",
+        ),
+    )
 
 
 @click.command()
 @click.argument("run")
 @as_of_option
-@click.option("--format", "fmt", type=click.Choice(list(tree_view.RENDERERS)), default="text", show_default=True,
-              help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(tree_view.RENDERERS)),
+    default="text",
+    show_default=True,
+    help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.",
+)
 @click.pass_obj
 def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
@@ -93,17 +125,38 @@ def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str) -> None:
     """
     with read_models(lineage, as_of) as models:
         document = diffs.diff_document(models.db, a, b, models.position)
-    _emit(fmt, document, diffs.render_diff(document), document["tests"], ("test", "a", "b", "change", "kind"))
+    _emit(
+        fmt,
+        document,
+        diffs.render_diff(document),
+        document["tests"],
+        ("test", "a", "b", "change", "kind"),
+    )
 
 
 @click.command("cut-point")
 @click.argument("run")
-@click.option("--stage", help="Cut where this stage was captured (K = its exchanges_completed), like --cut-stage.")
-@click.option("--exchanges", type=click.IntRange(max=MAX_POSITION), metavar="K", help="Cut after K exchanges (K >= 1).")
+@click.option(
+    "--stage",
+    help="Cut where this stage was captured (K = its exchanges_completed), like --cut-stage.",
+)
+@click.option(
+    "--exchanges",
+    type=click.IntRange(max=MAX_POSITION),
+    metavar="K",
+    help="Cut after K exchanges (K >= 1).",
+)
 @as_of_option
 @text_format_option
 @click.pass_obj
-def cut_point(lineage: Lineage, run: str, stage: str | None, exchanges: int | None, as_of: str | None, fmt: str) -> None:
+def cut_point(
+    lineage: Lineage,
+    run: str,
+    stage: str | None,
+    exchanges: int | None,
+    as_of: str | None,
+    fmt: str,
+) -> None:
     """Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.
 
     Fails closed (exit 1) when RUN recorded no stages, the stage was not recorded, its exchange count is
@@ -114,8 +167,22 @@ def cut_point(lineage: Lineage, run: str, stage: str | None, exchanges: int | No
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
     with read_models(lineage, as_of) as models:
         document = cuts.cut_point_document(models.db, run, stage, exchanges, models.position)
-    _emit(fmt, document, cuts.render_cut_point(document), document["served"],
-          ("run", "accounting", "stage", "configured_k", "served_k", "registry_k", "divergences", "problems"))
+    _emit(
+        fmt,
+        document,
+        cuts.render_cut_point(document),
+        document["served"],
+        (
+            "run",
+            "accounting",
+            "stage",
+            "configured_k",
+            "served_k",
+            "registry_k",
+            "divergences",
+            "problems",
+        ),
+    )
 
 
 def _slot_value(value: Any, where: str) -> str | None:
@@ -128,12 +195,18 @@ def _slot_value(value: Any, where: str) -> str | None:
 
 def _slot(entry: Any, where: str) -> audit_checks.Slot:
     if not isinstance(entry, dict):
-        raise InvalidInput(f"{where}: expected an object with {list(audit_checks.SLOT_FIELDS)}, found {entry!r}")
+        raise InvalidInput(
+            f"{where}: expected an object with {list(audit_checks.SLOT_FIELDS)}, found {entry!r}"
+        )
     unknown = sorted(set(entry) - set(audit_checks.SLOT_FIELDS))
     if unknown or not entry.get("task"):
-        raise InvalidInput(f"{where}: expected a task and only the fields {list(audit_checks.SLOT_FIELDS)}, found "
-                           + (f"unknown fields {unknown}" if unknown else "no task"))
-    return tuple(_slot_value(entry.get(name), f"{where}, field {name}") for name in audit_checks.SLOT_FIELDS)
+        raise InvalidInput(
+            f"{where}: expected a task and only the fields {list(audit_checks.SLOT_FIELDS)}, found "
+            + (f"unknown fields {unknown}" if unknown else "no task")
+        )
+    return tuple(
+        _slot_value(entry.get(name), f"{where}, field {name}") for name in audit_checks.SLOT_FIELDS
+    )
 
 
 def read_matrix(path: Path) -> list[audit_checks.Slot]:
@@ -149,25 +222,43 @@ def read_matrix(path: Path) -> list[audit_checks.Slot]:
     text = data.decode("utf-8", "replace")
     if path.suffix.lower() == ".csv" or text.lstrip()[:1] not in ("[", "{"):
         reader = csv.DictReader(io.StringIO(text))
-        slots = [_slot({k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}") for row in reader]
+        slots = [
+            _slot(
+                {k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}"
+            )
+            for row in reader
+        ]
     else:
         try:
             document = strict_json.loads(text)
         except ValueError as exc:  # invalid JSON, or a key given twice
-            raise InvalidInput(f"--matrix {path}: expected JSON, found invalid JSON ({exc})") from None
+            raise InvalidInput(
+                f"--matrix {path}: expected JSON, found invalid JSON ({exc})"
+            ) from None
         except RecursionError:
-            raise InvalidInput(f"--matrix {path}: expected JSON, found nesting too deep to read") from None
+            raise InvalidInput(
+                f"--matrix {path}: expected JSON, found nesting too deep to read"
+            ) from None
         if isinstance(document, dict) and "slots" in document:
             document = document["slots"]
         if isinstance(document, dict):
-            axes = {name: value if isinstance(value, list) else [value] for name, value in document.items()}
+            axes = {
+                name: value if isinstance(value, list) else [value]
+                for name, value in document.items()
+            }
             size = math.prod(len(values) for values in axes.values())
             if size > MAX_SLOTS:
-                raise InvalidInput(f"--matrix {path}: expected at most {MAX_SLOTS} slots, found axes that expand to {size}",
-                                   hint="list the slots you expect instead of their cross product")
-            document = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+                raise InvalidInput(
+                    f"--matrix {path}: expected at most {MAX_SLOTS} slots, found axes that expand to {size}",
+                    hint="list the slots you expect instead of their cross product",
+                )
+            document = [
+                dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())
+            ]
         if not isinstance(document, list):
-            raise InvalidInput(f"--matrix {path}: expected a list of slots, {{\"slots\": [...]}} or an object of lists")
+            raise InvalidInput(
+                f'--matrix {path}: expected a list of slots, {{"slots": [...]}} or an object of lists'
+            )
         slots = [_slot(entry, f"{path}, slot {i}") for i, entry in enumerate(document)]
     seen: set[audit_checks.Slot] = set()
     for slot in slots:
@@ -187,15 +278,26 @@ def render_audit(report: dict[str, Any]) -> str:
         lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
-        lines += [f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
-                  for slot in report["matrix"]]
+        lines += [
+            f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
+            for slot in report["matrix"]
+        ]
     lines.append("findings:" if report["findings"] else "findings: none")
-    lines += [f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}"
-              + (f" (at {f['address']})" if f["address"] not in (None, f["subject"], f"{f['subject']}:root") else "")
-              for f in report["findings"]]
+    lines += [
+        f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}"
+        + (
+            f" (at {f['address']})"
+            if f["address"] not in (None, f["subject"], f"{f['subject']}:root")
+            else ""
+        )
+        for f in report["findings"]
+    ]
     integrity = report["integrity"]
-    lines.append(f"log integrity: intact, {integrity['events']} events, head {integrity['head']}" if integrity["intact"]
-                 else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}")
+    lines.append(
+        f"log integrity: intact, {integrity['events']} events, head {integrity['head']}"
+        if integrity["intact"]
+        else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}"
+    )
     named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
     lines.append(f"verdict: {report['verdict']}{named}")
     return "\n".join(lines) + "\n"
@@ -204,31 +306,65 @@ def render_audit(report: dict[str, Any]) -> str:
 @click.command()
 @click.option("--run", "run_key", help="Only this run.")
 @click.option("--task", help="Only runs of this task (and matrix slots of it).")
-@click.option("--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time (with a UTC offset).")
-@click.option("--matrix", "matrix_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Expected task x agent x model x skill_mode x trial slots: CSV with a header, or JSON.")
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="Only runs registered at or after this ISO-8601 time (with a UTC offset).",
+)
+@click.option(
+    "--matrix",
+    "matrix_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Expected task x agent x model x skill_mode x trial slots: CSV with a header, or JSON.",
+)
 @as_of_option
 @text_format_option
 @click.pass_context
-def audit(ctx: click.Context, run_key: str | None, task: str | None, since: str | None, matrix_file: Path | None,
-          as_of: str | None, fmt: str) -> None:
+def audit(
+    ctx: click.Context,
+    run_key: str | None,
+    task: str | None,
+    since: str | None,
+    matrix_file: Path | None,
+    as_of: str | None,
+    fmt: str,
+) -> None:
     """Review the store like a release gate and end with a verdict.
 
     Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a training-ready
     results.jsonl row), token usage and timing, skill loading, matrix slots (oracle lanes apart), preservation
-    receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
+    receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash
+    chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
     """
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
     chain = lineage.verify()
-    integrity = {"intact": chain.intact, "events": chain.events, "head": str(chain.head) if chain.head else None,
-                 "first_bad_position": chain.first_bad_position, "problem": chain.problem}
+    integrity = {
+        "intact": chain.intact,
+        "events": chain.events,
+        "head": str(chain.head) if chain.head else None,
+        "first_bad_position": chain.first_bad_position,
+        "problem": chain.problem,
+    }
     with read_models(lineage, as_of) as models:
-        report = audit_checks.audit_report(models.db, integrity, position=models.position, run=run_key, task=task,
-                                           since=moment, slots=slots)
-    _emit(fmt, report, render_audit(report), report["findings"], ("level", "check", "subject", "run", "address", "message"))
+        report = audit_checks.audit_report(
+            models.db,
+            integrity,
+            position=models.position,
+            run=run_key,
+            task=task,
+            since=moment,
+            slots=slots,
+        )
+    _emit(
+        fmt,
+        report,
+        render_audit(report),
+        report["findings"],
+        ("level", "check", "subject", "run", "address", "message"),
+    )
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])

@@ -14,8 +14,12 @@ from ..projections.runner import ReadModels, open_read_models, resolve_as_of
 
 
 def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--as-of", "as_of", metavar="POSITION|TIME",
-                        help="Answer as the log stood at this position, or at this ISO-8601 time (e.g. 2026-11-02T10:00:00Z).")(func)
+    return click.option(
+        "--as-of",
+        "as_of",
+        metavar="POSITION|TIME",
+        help="Answer as the log stood at this position, or at this ISO-8601 time (e.g. 2026-11-02T10:00:00Z).",
+    )(func)
 
 
 @contextmanager
@@ -30,5 +34,7 @@ def read_models(lineage: Lineage, as_of: str | None = None) -> Iterator[ReadMode
 def split_address(address: str, what: str = "RUN:NAME") -> tuple[str, str]:
     run, sep, rest = address.rpartition(":")
     if not sep or not run or not rest:
-        raise InvalidInput(f"expected {what} (e.g. ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}")
+        raise InvalidInput(
+            f"expected {what} (e.g. ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}"
+        )
     return run, rest

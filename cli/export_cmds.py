@@ -28,7 +28,9 @@ def _write(document: dict[str, Any], output: str | None) -> None:
     note(f"wrote {target}")
 
 
-output_option = click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
+output_option = click.option(
+    "-o", "--output", metavar="FILE", help="Write to FILE instead of stdout."
+)
 
 
 @click.group()
@@ -36,8 +38,9 @@ def export() -> None:
     """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log."""
 
 
-def _run_document_command(name: str, document: Callable[[ReadModelDB, str], dict[str, Any]],
-                          help_text: str) -> click.Command:
+def _run_document_command(
+    name: str, document: Callable[[ReadModelDB, str], dict[str, Any]], help_text: str
+) -> click.Command:
     """`lineage export NAME RUN`: the file `document` builds for RUN from the read models."""
 
     @export.command(name, help=help_text)
@@ -52,9 +55,14 @@ def _run_document_command(name: str, document: Callable[[ReadModelDB, str], dict
     return command
 
 
-tree = _run_document_command("tree", exports.tree_document, "RUN's tree.json (benchflow PR layout, schema_version 1).")
-stages = _run_document_command("stages", exports.stages_document,
-                               "RUN's stage_snapshots.json, with each stage's snapshot lifetime.")
+tree = _run_document_command(
+    "tree", exports.tree_document, "RUN's tree.json (benchflow PR layout, schema_version 1)."
+)
+stages = _run_document_command(
+    "stages",
+    exports.stages_document,
+    "RUN's stage_snapshots.json, with each stage's snapshot lifetime.",
+)
 
 
 @export.command()

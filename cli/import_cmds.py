@@ -23,8 +23,15 @@ def progress_bar() -> Iterator[Callable[[int, int, str], None] | None]:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), transient=True, console=_stderr_console()) as bar:
+    with Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        transient=True,
+        console=_stderr_console(),
+    ) as bar:
         task = bar.add_task("", total=None)
 
         def advance(done: int, total: int, current: str) -> None:
@@ -42,25 +49,46 @@ def _stderr_console() -> Any:
 def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
     for warning in summary.warnings:
         note(f"warning: {warning}")
-    for rejection in summary.errors if keep_going else ():  # without --keep-going the error itself ends the command
+    for rejection in (
+        summary.errors if keep_going else ()
+    ):  # without --keep-going the error itself ends the command
         note(f"rejected: {rejection.error}")
     appended = "events that would be appended" if dry_run else "events appended"
-    note(f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, {summary.children} children, "
-         f"{summary.events_appended} {appended}, {summary.runs_skipped_known} runs skipped as already known, "
-         f"{summary.runs_rejected} runs rejected" + (f", {summary.runs_unfinished} runs left out as still running"
-                                                      if summary.runs_unfinished else ""))
+    note(
+        f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, {summary.children} children, "
+        f"{summary.events_appended} {appended}, {summary.runs_skipped_known} runs skipped as already known, "
+        f"{summary.runs_rejected} runs rejected"
+        + (
+            f", {summary.runs_unfinished} runs left out as still running"
+            if summary.runs_unfinished
+            else ""
+        )
+    )
 
 
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--dry-run", is_flag=True, help="Print the facts that would be appended (JSON lines on stdout); append nothing.")
-@click.option("--keep-going", is_flag=True, help="Import the other runs when one is rejected; exit 1 at the end if any was.")
-@click.option("--unfinished", is_flag=True,
-              help="Also import runs the harness may still be writing (no result.json yet; for bench eval ablate, no "
-                   "ablation.json), as they are now. Importing them again once finished may then be refused as a "
-                   "conflict where their files changed.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the facts that would be appended (JSON lines on stdout); append nothing.",
+)
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Import the other runs when one is rejected; exit 1 at the end if any was.",
+)
+@click.option(
+    "--unfinished",
+    is_flag=True,
+    help="Also import runs the harness may still be writing (no result.json yet; for bench eval ablate, no "
+    "ablation.json), as they are now. Importing them again once finished may then be refused as a "
+    "conflict where their files changed.",
+)
 @click.pass_obj
-def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool, unfinished: bool) -> None:
+def import_command(
+    lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool, unfinished: bool
+) -> None:
     """Import benchflow and Harbor run directories found under PATHS.
 
     Recognises benchflow PR-#1046 run directories (tree.json, stage_snapshots.json, branches/, ablation.json,
@@ -72,8 +100,14 @@ def import_command(lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep
     1 when a run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
     """
     with progress_bar() as advance:
-        summary = import_runs(lineage, list(paths), dry_run=dry_run, keep_going=keep_going, unfinished=unfinished,
-                              progress=advance)
+        summary = import_runs(
+            lineage,
+            list(paths),
+            dry_run=dry_run,
+            keep_going=keep_going,
+            unfinished=unfinished,
+            progress=advance,
+        )
     if dry_run:
         out = sys.stdout
         for fact, occurred_at in summary.facts:

@@ -22,10 +22,16 @@ LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "act
 
 @click.command()
 @click.argument("source", type=click.Path(allow_dash=True, dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="Validate and show what would be appended; append nothing.")
-@click.option("--chunk-size", type=click.IntRange(min=1), metavar="N",
-              help="For files too large to hold in memory: validate the whole file, then record N facts per "
-                   "transaction. A fact the log refuses stops the ingest after the chunks before it.")
+@click.option(
+    "--dry-run", is_flag=True, help="Validate and show what would be appended; append nothing."
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="For files too large to hold in memory: validate the whole file, then record N facts per "
+    "transaction. A fact the log refuses stops the ingest after the chunks before it.",
+)
 @click.pass_obj
 def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None) -> None:
     """Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.
@@ -35,16 +41,22 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     """
     if chunk_size is not None:
         if source == "-":
-            raise click.UsageError("--chunk-size reads the file twice (validate, then record); found stdin: save the "
-                                   "input to a file first")
+            raise click.UsageError(
+                "--chunk-size reads the file twice (validate, then record); found stdin: save the "
+                "input to a file first"
+            )
         if dry_run:
-            raise click.UsageError("--dry-run decides the whole input at once, --chunk-size chunk by chunk; found both: "
-                                   "drop one of them")
+            raise click.UsageError(
+                "--dry-run decides the whole input at once, --chunk-size chunk by chunk; found both: "
+                "drop one of them"
+            )
         try:
             done = ingest_in_chunks(lineage.app, Path(source), chunk_size)
         except OSError as exc:
             raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
-        note(f"appended {done.appended} events from {done.facts} facts in {done.chunks} chunks; log position {done.position}")
+        note(
+            f"appended {done.appended} events from {done.facts} facts in {done.chunks} chunks; log position {done.position}"
+        )
         return
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
@@ -58,19 +70,35 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
             click.echo(fact.model_dump_json())
         note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
     else:
-        note(f"appended {result.appended} events from {len(entries)} facts; log position {result.position}")
+        note(
+            f"appended {result.appended} events from {len(entries)} facts; log position {result.position}"
+        )
 
 
 @click.command("log")
 @click.option("--run", "run_key", help="Only events about this run (and its forks and snapshots).")
 @click.option("--fork", "fork_address", metavar="RUN:FORK", help="Only events about this fork.")
-@click.option("--type", "types", multiple=True, help="Only these fact types; a prefix such as 'fork.' matches a family.")
-@click.option("--after", type=POSITION, default=0, show_default=True, help="Start after this log position.")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    help="Only these fact types; a prefix such as 'fork.' matches a family.",
+)
+@click.option(
+    "--after", type=POSITION, default=0, show_default=True, help="Start after this log position."
+)
 @click.option("--limit", type=POSITION, help="At most this many events.")
 @format_option()
 @click.pass_obj
-def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None, types: tuple[str, ...],
-                after: int, limit: int | None, fmt: str) -> None:
+def log_command(
+    lineage: Lineage,
+    run_key: str | None,
+    fork_address: str | None,
+    types: tuple[str, ...],
+    after: int,
+    limit: int | None,
+    fmt: str,
+) -> None:
     """The events in log order: position, when recorded, when it happened, type, subject and who."""
     fork_run, fork_id = split_address(fork_address, "RUN:FORK") if fork_address else (None, None)
 
@@ -82,12 +110,25 @@ def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None,
                 continue
             if fork_id and (fact.get("run"), fact.get("fork")) != (fork_run, fork_id):
                 continue
-            if types and not any(event.type == t or (t.endswith(".") and event.type.startswith(t)) for t in types):
+            if types and not any(
+                event.type == t or (t.endswith(".") and event.type.startswith(t)) for t in types
+            ):
                 continue
             # Tables show what the fact says; the JSON formats keep every field, nulls included.
-            shown = {k: v for k, v in fact.items() if k != "type" and (v is not None or fmt in ("json", "jsonl"))}
-            yield {"position": event.position, "recorded_at": event.state["timestamp"], "occurred_at": event.state["occurred_at"],
-                   "type": event.type, "subject": event.subject, "actor": event.state["actor"], "fact": shown}
+            shown = {
+                k: v
+                for k, v in fact.items()
+                if k != "type" and (v is not None or fmt in ("json", "jsonl"))
+            }
+            yield {
+                "position": event.position,
+                "recorded_at": event.state["timestamp"],
+                "occurred_at": event.state["occurred_at"],
+                "type": event.type,
+                "subject": event.subject,
+                "actor": event.state["actor"],
+                "fact": shown,
+            }
             count += 1
             if limit is not None and count >= limit:
                 return
@@ -96,9 +137,18 @@ def log_command(lineage: Lineage, run_key: str | None, fork_address: str | None,
 
 
 @click.command()
-@click.option("--head", "kept_head", metavar="POS:HASH", help="A head printed earlier by `lineage head`; fail if it is gone.")
-@click.option("--read-models", "check_read_models", is_flag=True,
-              help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).")
+@click.option(
+    "--head",
+    "kept_head",
+    metavar="POS:HASH",
+    help="A head printed earlier by `lineage head`; fail if it is gone.",
+)
+@click.option(
+    "--read-models",
+    "check_read_models",
+    is_flag=True,
+    help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
+)
 @format_option(default="table")
 @click.pass_obj
 def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
@@ -114,26 +164,39 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
     report = lineage.verify(head)
-    document = {"intact": report.intact, "events": report.events, "head": str(report.head) if report.head else None,
-                "first_bad_position": report.first_bad_position, "problem": report.problem,
-                "checked_head": str(report.checked_head) if report.checked_head else None}
+    document = {
+        "intact": report.intact,
+        "events": report.events,
+        "head": str(report.head) if report.head else None,
+        "first_bad_position": report.first_bad_position,
+        "problem": report.problem,
+        "checked_head": str(report.checked_head) if report.checked_head else None,
+    }
     differing: list[str] = []
     if check_read_models and report.intact:
         from ..projections.runner import differences_from_rebuild
 
         position, differing = differences_from_rebuild(lineage)
-        document["read_models"] = (f"differ from a rebuild at position {position}: {', '.join(differing)}" if differing
-                                   else f"match a rebuild at position {position}")
+        document["read_models"] = (
+            f"differ from a rebuild at position {position}: {', '.join(differing)}"
+            if differing
+            else f"match a rebuild at position {position}"
+        )
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
     else:
         write_rows([document], list(document), fmt)
     if not report.intact:
-        raise IntegrityFailure(f"the log is not intact: {report.problem}",
-                               hint="restore the store from a backup taken before that position")
+        raise IntegrityFailure(
+            f"the log is not intact: {report.problem}",
+            hint="restore the store from a backup taken before that position",
+        )
     if differing:
-        raise IntegrityFailure(f"the read models were changed outside rollout-lineage: {', '.join(differing)} differ "
-                               "from a rebuild from the log", hint="run `lineage rebuild`; the log itself is intact")
+        raise IntegrityFailure(
+            f"the read models were changed outside rollout-lineage: {', '.join(differing)} differ "
+            "from a rebuild from the log",
+            hint="run `lineage rebuild`; the log itself is intact",
+        )
 
 
 @click.command()
@@ -142,7 +205,9 @@ def head(lineage: Lineage) -> None:
     """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`."""
     report = lineage.verify()
     if not report.intact:
-        raise IntegrityFailure(f"the log is not intact, so it has no trustworthy head: {report.problem}")
+        raise IntegrityFailure(
+            f"the log is not intact, so it has no trustworthy head: {report.problem}"
+        )
     click.echo(str(report.head) if report.head else "0:" + "sha256:" + "0" * 64)
 
 

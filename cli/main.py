@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import click
-
-from ..bootstrap import Lineage
 from eventsourcing.persistence import InterfaceError, OperationalError
 
+from ..bootstrap import Lineage
 from ..domain.errors import LineageError, StoreUnavailable
 from ..settings import Settings
 
@@ -28,14 +27,25 @@ class LineageGroup(click.Group):
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except (OperationalError, InterfaceError) as exc:  # a store that went away under a read
-            click.echo(f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)", err=True)
+            click.echo(
+                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)",
+                err=True,
+            )
             ctx.exit(StoreUnavailable.exit_code)
 
 
 @click.group(cls=LineageGroup)
-@click.option("--store", envvar="LINEAGE_STORE", help="Event store URL: sqlite:///PATH or postgresql://USER@HOST/DB "
-              "(default: the SQLite file in LINEAGE_HOME).")
-@click.option("--home", envvar="LINEAGE_HOME", help="Folder for the embedded store and read models (default ./.lineage).")
+@click.option(
+    "--store",
+    envvar="LINEAGE_STORE",
+    help="Event store URL: sqlite:///PATH or postgresql://USER@HOST/DB "
+    "(default: the SQLite file in LINEAGE_HOME).",
+)
+@click.option(
+    "--home",
+    envvar="LINEAGE_HOME",
+    help="Folder for the embedded store and read models (default ./.lineage).",
+)
 @click.option("--actor", envvar="LINEAGE_ACTOR", help="Who is recording (default user@host).")
 @click.version_option(package_name="rollout-lineage")
 @click.pass_context

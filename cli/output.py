@@ -21,9 +21,17 @@ MAX_POSITION = 2**62  # both stores keep positions in 64-bit integers
 POSITION = click.IntRange(min=0, max=MAX_POSITION)
 
 
-def format_option(default: str = "table", extra: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--format", "fmt", type=click.Choice([*FORMATS, *extra]), default=default, show_default=True,
-                        help="Output format.")
+def format_option(
+    default: str = "table", extra: Sequence[str] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice([*FORMATS, *extra]),
+        default=default,
+        show_default=True,
+        help="Output format.",
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -49,7 +57,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7f, 0xa0)) if code != 0x0A}
+_CONTROL = {
+    code: f"\\x{code:02x}" for code in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if code != 0x0A
+}
 
 
 def terminal_safe(text: str) -> str:
@@ -58,7 +68,9 @@ def terminal_safe(text: str) -> str:
     return text.translate(_CONTROL)
 
 
-def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None) -> None:
+def write_rows(
+    rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None
+) -> None:
     out = sys.stdout  # the stream CliRunner swaps in, too
     if fmt == "jsonl":
         for row in rows:
@@ -66,7 +78,11 @@ def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str,
     elif fmt == "json":
         out.write("[")
         for i, row in enumerate(rows):
-            out.write(("," if i else "") + "\n  " + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str))
+            out.write(
+                ("," if i else "")
+                + "\n  "
+                + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str)
+            )
         out.write("\n]\n")
     elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
@@ -77,8 +93,14 @@ def write_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str,
         out.write("| " + " | ".join(columns) + " |\n")
         out.write("|" + "|".join("---" for _ in columns) + "|\n")
         for row in rows:
-            out.write("| " + " | ".join(terminal_safe(_cell(row.get(c))).replace("|", "\\|").replace("\n", " ")
-                                        for c in columns) + " |\n")
+            out.write(
+                "| "
+                + " | ".join(
+                    terminal_safe(_cell(row.get(c))).replace("|", "\\|").replace("\n", " ")
+                    for c in columns
+                )
+                + " |\n"
+            )
     else:
         _write_table(rows, columns, title)
 
@@ -99,7 +121,9 @@ def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: 
 
 def write_document(document: Any, fmt: str) -> None:
     """A single JSON document (a report) in the JSON formats."""
-    click.echo(json.dumps(document, indent=2 if fmt == "json" else None, sort_keys=True, default=str))
+    click.echo(
+        json.dumps(document, indent=2 if fmt == "json" else None, sort_keys=True, default=str)
+    )
 
 
 def note(message: str) -> None:

@@ -29,8 +29,11 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
         kind = statement.type.name
         if kind == "EXPLAIN":
             inner = _EXPLAIN.sub("", statement.query, count=1)
-            kind = "EXPLAIN" if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"] else \
-                "EXPLAIN of something other than one SELECT"
+            kind = (
+                "EXPLAIN"
+                if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"]
+                else "EXPLAIN of something other than one SELECT"
+            )
         kinds.append(kind)
     return kinds
 
@@ -38,8 +41,13 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
 @click.command()
 @click.argument("query")
 @as_of_option
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="Seconds the query may run (and stream) before it is stopped (exit 4).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds the query may run (and stream) before it is stopped (exit 4).",
+)
 @format_option()
 @click.pass_obj
 def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
@@ -53,13 +61,17 @@ def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: st
     with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
         try:
             kinds = statement_kinds(db.connection, query)
-        except Exception as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
+        except (
+            Exception
+        ) as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
             raise InvalidInput(f"the SQL does not parse: {exc}") from None
         refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
         if refused or not kinds:
             # The connection refuses writes anyway; this names the problem before DuckDB's words do.
-            raise InvalidInput(f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
-                               hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead")
+            raise InvalidInput(
+                f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
+                hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
+            )
         columns, rows = db.query(query, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
@@ -72,25 +84,49 @@ def tables(lineage: Lineage, fmt: str) -> None:
     with read_models(lineage) as models:
         columns = {}
         # The temp catalog holds this code's own views (see `shadow_definitions`); tables live in the file.
-        for row in models.db.rows("SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
-                                  "AS cols FROM information_schema.columns WHERE table_catalog = 'temp' OR table_name NOT IN "
-                                  "(SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp') "
-                                  "GROUP BY table_name"):
+        for row in models.db.rows(
+            "SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
+            "AS cols FROM information_schema.columns WHERE table_catalog = 'temp' OR table_name NOT IN "
+            "(SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp') "
+            "GROUP BY table_name"
+        ):
             columns[row["table_name"]] = row["cols"]
         rows = []
         for projection in PROJECTIONS:
             for name, doc in projection.docs.items():
                 kind = "view" if name in projection.views else "macro" if "(" in name else "table"
-                rows.append({"name": name, "kind": kind, "projection": projection.name, "description": doc,
-                             "columns": columns.get(name, "")})
+                rows.append(
+                    {
+                        "name": name,
+                        "kind": kind,
+                        "projection": projection.name,
+                        "description": doc,
+                        "columns": columns.get(name, ""),
+                    }
+                )
     rows.sort(key=lambda r: (r["kind"] != "view", r["kind"] != "macro", r["name"]))
     write_rows(rows, ("name", "kind", "description", "columns"), fmt)
 
 
 @click.command()
-@click.option("--follow", is_flag=True, help="Keep following the log (e.g. a PostgreSQL store other machines write to).")
-@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls when following.")
-@click.option("--until", "until", type=POSITION, help="With --follow: stop once the read models reach this log position.")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep following the log (e.g. a PostgreSQL store other machines write to).",
+)
+@click.option(
+    "--interval",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds between polls when following.",
+)
+@click.option(
+    "--until",
+    "until",
+    type=POSITION,
+    help="With --follow: stop once the read models reach this log position.",
+)
 @click.pass_obj
 def project(lineage: Lineage, follow: bool, interval: float, until: int | None) -> None:
     """Catch the read models up with the log now (every read command also does this first).

@@ -22,20 +22,75 @@ from ..projections import snapshot_queries
 from .common import as_of_option, read_models
 from .output import format_option, note, write_document, write_rows
 
-VERIFY_COLUMNS = ("path", "ok", "layout", "image_id", "repo_tags", "tar_sha256", "size_bytes", "config_member",
-                  "layers", "problems")
-LIST_COLUMNS = ("ref", "run", "stage", "layer", "lifetime", "restorable", "restorable_because", "captured", "adopted",
-                "exports", "export_failures", "discarded", "imports", "rejected_imports", "export_path",
-                "export_image_id", "imported_image_id", "last_rejection")
-LIST_TABLE_COLUMNS = ("ref", "run", "stage", "lifetime", "restorable", "restorable_because", "exports", "imports",
-                      "rejected_imports")
-EVENT_COLUMNS = ("position", "kind", "occurred_at", "actor", "run", "stage", "layer", "path", "sha256", "image_id",
-                 "engine", "tar_path", "tar_sha256", "reason")
-HUMAN_FORMATS = ("table", "markdown")  # these get fewer, wider columns; the machine formats get every column
+VERIFY_COLUMNS = (
+    "path",
+    "ok",
+    "layout",
+    "image_id",
+    "repo_tags",
+    "tar_sha256",
+    "size_bytes",
+    "config_member",
+    "layers",
+    "problems",
+)
+LIST_COLUMNS = (
+    "ref",
+    "run",
+    "stage",
+    "layer",
+    "lifetime",
+    "restorable",
+    "restorable_because",
+    "captured",
+    "adopted",
+    "exports",
+    "export_failures",
+    "discarded",
+    "imports",
+    "rejected_imports",
+    "export_path",
+    "export_image_id",
+    "imported_image_id",
+    "last_rejection",
+)
+LIST_TABLE_COLUMNS = (
+    "ref",
+    "run",
+    "stage",
+    "lifetime",
+    "restorable",
+    "restorable_because",
+    "exports",
+    "imports",
+    "rejected_imports",
+)
+EVENT_COLUMNS = (
+    "position",
+    "kind",
+    "occurred_at",
+    "actor",
+    "run",
+    "stage",
+    "layer",
+    "path",
+    "sha256",
+    "image_id",
+    "engine",
+    "tar_path",
+    "tar_sha256",
+    "reason",
+)
+HUMAN_FORMATS = (
+    "table",
+    "markdown",
+)  # these get fewer, wider columns; the machine formats get every column
 
 
 def _service(lineage: Lineage) -> SnapshotService:
-    service = SnapshotService(lineage, snapshot_queries.ReadModelCatalog(lambda: read_models(lineage)))
+    service = SnapshotService(
+        lineage, snapshot_queries.ReadModelCatalog(lambda: read_models(lineage))
+    )
     click.get_current_context().call_on_close(service.engine.close)
     return service
 
@@ -68,34 +123,72 @@ def verify(lineage: Lineage, tars: tuple[str, ...], fmt: str) -> None:
             errors.append(exc)
         else:
             if not row["ok"]:
-                errors.append(SnapshotDigestMismatch(f"{tar}: {' '.join(row['problems'])}",
-                                                     hint="re-export the image with `lineage snapshots export`"))
+                errors.append(
+                    SnapshotDigestMismatch(
+                        f"{tar}: {' '.join(row['problems'])}",
+                        hint="re-export the image with `lineage snapshots export`",
+                    )
+                )
         rows.append(row)
     if fmt in ("json", "jsonl"):
         write_rows(rows, VERIFY_COLUMNS, fmt)
     else:
-        write_rows([{**row, "layers": _layer_summary(row.get("layers", []))} for row in rows], VERIFY_COLUMNS, fmt)
+        write_rows(
+            [{**row, "layers": _layer_summary(row.get("layers", []))} for row in rows],
+            VERIFY_COLUMNS,
+            fmt,
+        )
     if errors:
         raise worst_error(errors, f"of {len(tars)} tars")
 
 
 def _layer_summary(layers: list[dict[str, Any]]) -> list[str]:
-    return [f"{layer['index']}: {'ok' if layer['ok'] else 'MISMATCH'} {layer['actual_diff_id'] or '(not hashed)'}"
-            for layer in layers]
+    return [
+        f"{layer['index']}: {'ok' if layer['ok'] else 'MISMATCH'} {layer['actual_diff_id'] or '(not hashed)'}"
+        for layer in layers
+    ]
 
 
 @snapshots.command("import")
 @click.argument("tars", nargs=-1, metavar="[TAR...]")
-@click.option("--run", "run_key", metavar="RUN", help="Import the recorded exports of this run instead of named tars.")
-@click.option("--stage", "stages", multiple=True, type=click.Choice(STAGES), help="With --run: only these stages.")
-@click.option("--search", "search_dirs", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="With --run: folders to look in when a recorded tar is not at its path or in <run dir>/snapshots.")
-@click.option("--adopt", is_flag=True, help="Take in a TAR no record vouches for, as a snapshot of unknown "
-              "provenance (recorded under its first repo tag without ':latest', else its image id).")
+@click.option(
+    "--run",
+    "run_key",
+    metavar="RUN",
+    help="Import the recorded exports of this run instead of named tars.",
+)
+@click.option(
+    "--stage",
+    "stages",
+    multiple=True,
+    type=click.Choice(STAGES),
+    help="With --run: only these stages.",
+)
+@click.option(
+    "--search",
+    "search_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="With --run: folders to look in when a recorded tar is not at its path or in <run dir>/snapshots.",
+)
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Take in a TAR no record vouches for, as a snapshot of unknown "
+    "provenance (recorded under its first repo tag without ':latest', else its image id).",
+)
 @format_option()
 @click.pass_obj
-def import_command(lineage: Lineage, tars: tuple[str, ...], run_key: str | None, stages: tuple[str, ...],
-                   search_dirs: tuple[str, ...], adopt: bool, fmt: str) -> None:
+def import_command(
+    lineage: Lineage,
+    tars: tuple[str, ...],
+    run_key: str | None,
+    stages: tuple[str, ...],
+    search_dirs: tuple[str, ...],
+    adopt: bool,
+    fmt: str,
+) -> None:
     """Load snapshot tars into the Docker engine, each verified against its recorded export first.
 
     A tar is checked (sha256 and image id against the record, every layer against its config) before the engine
@@ -108,15 +201,25 @@ def import_command(lineage: Lineage, tars: tuple[str, ...], run_key: str | None,
     if not run_key and (stages or search_dirs):
         raise click.UsageError("--stage and --search apply to --run")
     service = _service(lineage)
-    outcomes = service.import_run(run_key, stages, search_dirs) if run_key else service.import_tars(tars, adopt=adopt)
+    outcomes = (
+        service.import_run(run_key, stages, search_dirs)
+        if run_key
+        else service.import_tars(tars, adopt=adopt)
+    )
     write_rows([outcome.row() for outcome in outcomes], Outcome.COLUMNS, fmt)
     _finish(outcomes, "imports")
 
 
 @snapshots.command()
 @click.argument("ref")
-@click.option("--to", "dest_dir", required=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Folder for the tar (created if missing); the file is named from the ref as benchflow does.")
+@click.option(
+    "--to",
+    "dest_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Folder for the tar (created if missing); the file is named from the ref as benchflow does.",
+)
 @format_option()
 @click.pass_obj
 def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
@@ -130,12 +233,18 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
 
 @snapshots.command("list")
 @click.option("--run", "run_key", metavar="RUN", help="Only the snapshots captured by this run.")
-@click.option("--check", is_flag=True, help="Re-hash each exported tar a snapshot's restorability rests on "
-                                            "(without it, only that the tar is still there is checked).")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Re-hash each exported tar a snapshot's restorability rests on "
+    "(without it, only that the tar is still there is checked).",
+)
 @as_of_option
 @format_option()
 @click.pass_obj
-def list_command(lineage: Lineage, run_key: str | None, check: bool, as_of: str | None, fmt: str) -> None:
+def list_command(
+    lineage: Lineage, run_key: str | None, check: bool, as_of: str | None, fmt: str
+) -> None:
     """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports, adopted) and whether
     a world can be restored from it now, and why. A snapshot restorable only through its exported tar is not
     restorable once that tar is gone (or, with --check, no longer has its recorded sha256). table and markdown
@@ -159,22 +268,39 @@ def show(lineage: Lineage, ref: str, as_of: str | None, fmt: str) -> None:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
     summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
-        write_document({"snapshot": summary, "events": [{c: e.get(c) for c in EVENT_COLUMNS} for e in events]}, fmt)
+        write_document(
+            {"snapshot": summary, "events": [{c: e.get(c) for c in EVENT_COLUMNS} for e in events]},
+            fmt,
+        )
         return
     if fmt != "csv":
-        write_rows([{"field": key, "value": value} for key, value in summary.items()], ("field", "value"), fmt,
-                   title=f"snapshot {ref}")
+        write_rows(
+            [{"field": key, "value": value} for key, value in summary.items()],
+            ("field", "value"),
+            fmt,
+            title=f"snapshot {ref}",
+        )
         click.echo()
     if fmt in HUMAN_FORMATS:
         events = [{**event, "detail": _detail(event)} for event in events]
-    write_rows(events, ("position", "kind", "occurred_at", "actor", "detail") if fmt in HUMAN_FORMATS else EVENT_COLUMNS,
-               fmt, title="events")
+    write_rows(
+        events,
+        ("position", "kind", "occurred_at", "actor", "detail")
+        if fmt in HUMAN_FORMATS
+        else EVENT_COLUMNS,
+        fmt,
+        title="events",
+    )
     if fmt == "table":
-        note(f"{ref}: {'restorable' if summary['restorable'] else 'NOT restorable'} ({summary['restorable_because']})")
+        note(
+            f"{ref}: {'restorable' if summary['restorable'] else 'NOT restorable'} ({summary['restorable_because']})"
+        )
 
 
 def _detail(event: dict[str, Any]) -> str:
-    return "; ".join(f"{column}={event[column]}" for column in EVENT_COLUMNS[4:] if event.get(column) is not None)
+    return "; ".join(
+        f"{column}={event[column]}" for column in EVENT_COLUMNS[4:] if event.get(column) is not None
+    )
 
 
 COMMANDS = (snapshots,)

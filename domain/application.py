@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -67,13 +67,23 @@ def expand(entry: Entry) -> list[Entry]:
     sent with it and one sent without are the same, in either order)."""
     fact = entry.fact
     if isinstance(fact, f.RunRegistered) and fact.run_dir is not None:
-        return [Entry(fact.model_copy(update={"run_dir": None}), entry.occurred_at),
-                Entry(f.RunLocated(run=fact.run, path=fact.run_dir, kind="recorded"), entry.occurred_at)]
+        return [
+            Entry(fact.model_copy(update={"run_dir": None}), entry.occurred_at),
+            Entry(
+                f.RunLocated(run=fact.run, path=fact.run_dir, kind="recorded"), entry.occurred_at
+            ),
+        ]
     if not isinstance(fact, f.StageMarked):
         return [entry]
     captures = [
-        Entry(f.SnapshotCaptured(ref=ref, layer=layer, run=fact.run, stage=fact.stage, node=fact.node), entry.occurred_at)
-        for layer, ref in (("environment", fact.environment_ref), ("sandbox", fact.sandbox_ref)) if ref
+        Entry(
+            f.SnapshotCaptured(
+                ref=ref, layer=layer, run=fact.run, stage=fact.stage, node=fact.node
+            ),
+            entry.occurred_at,
+        )
+        for layer, ref in (("environment", fact.environment_ref), ("sandbox", fact.sandbox_ref))
+        if ref
     ]
     return [entry, *captures]
 
@@ -85,26 +95,37 @@ PLAUSIBLE_YEARS = range(1970, 2201)
 def refuse_implausible_times(batch: Sequence[Entry]) -> None:
     for entry in batch:
         if entry.occurred_at is not None and entry.occurred_at.year not in PLAUSIBLE_YEARS:
-            raise InvalidFact(f"{entry.fact.type} for {entry.fact.subject_key()!r}: expected occurred_at between "
-                              f"{PLAUSIBLE_YEARS.start} and {PLAUSIBLE_YEARS.stop - 1}, found {entry.occurred_at.isoformat()} "
-                              "(nothing was recorded)", hint="check the artifact's time field")
+            raise InvalidFact(
+                f"{entry.fact.type} for {entry.fact.subject_key()!r}: expected occurred_at between "
+                f"{PLAUSIBLE_YEARS.start} and {PLAUSIBLE_YEARS.stop - 1}, found {entry.occurred_at.isoformat()} "
+                "(nothing was recorded)",
+                hint="check the artifact's time field",
+            )
 
 
 def _refuse_claims(batch: Sequence[Entry]) -> None:
     claimed = [entry.fact for entry in batch if entry.fact.verified_here]
     if claimed:
         fact = claimed[0]
-        raise ClaimRefused(f"expected facts a harness or importer observed, found {fact.type!r} for {fact.subject_key()!r}, "
-                           f"which asserts a verification only {fact.verified_here} performs (nothing was recorded)",
-                           hint="record what you observed (e.g. snapshot.exported with the tar's digest) and let "
-                                "`lineage snapshots import` verify and load the tar")
+        raise ClaimRefused(
+            f"expected facts a harness or importer observed, found {fact.type!r} for {fact.subject_key()!r}, "
+            f"which asserts a verification only {fact.verified_here} performs (nothing was recorded)",
+            hint="record what you observed (e.g. snapshot.exported with the tar's digest) and let "
+            "`lineage snapshots import` verify and load the tar",
+        )
 
 
 class LineageApp(Application[UUID]):
     name = "lineage"
 
-    def __init__(self, env: dict[str, str] | None = None, *, actor: str = "unknown", tool_version: str = "0",
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        actor: str = "unknown",
+        tool_version: str = "0",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         super().__init__(env=env)
         self.actor = actor
         self.tool_version = tool_version
@@ -115,7 +136,13 @@ class LineageApp(Application[UUID]):
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def record(self, entries: Iterable[Entry | f.Fact], *, dry_run: bool = False, verified_here: bool = False) -> Recorded:
+    def record(
+        self,
+        entries: Iterable[Entry | f.Fact],
+        *,
+        dry_run: bool = False,
+        verified_here: bool = False,
+    ) -> Recorded:
         """Append the facts that are new, all in one transaction; with dry_run, only say which they are.
 
         Facts that assert a verification this tool performs (`Fact.verified_here`) are refused unless the caller is
@@ -123,7 +150,11 @@ class LineageApp(Application[UUID]):
         they saw.
         """
         with _collector_paused():
-            batch = [e for entry in entries for e in expand(entry if isinstance(entry, Entry) else Entry(entry))]
+            batch = [
+                e
+                for entry in entries
+                for e in expand(entry if isinstance(entry, Entry) else Entry(entry))
+            ]
             refuse_implausible_times(batch)
             if not verified_here:
                 _refuse_claims(batch)
@@ -137,7 +168,9 @@ class LineageApp(Application[UUID]):
                 if not events or dry_run:
                     return Recorded(self.position(), 0, new_facts)
                 # Storing the events themselves (not the aggregates) keeps the log in the order facts were given.
-                positions = self.recorder.insert_events([self.mapper.to_stored_event(event) for event in events])
+                positions = self.recorder.insert_events(
+                    [self.mapper.to_stored_event(event) for event in events]
+                )
             except IntegrityError:
                 # Another writer appended to one of these streams first: decide again from its result.
                 if attempt == MAX_ATTEMPTS:
@@ -146,9 +179,11 @@ class LineageApp(Application[UUID]):
             except (OperationalError, InterfaceError) as exc:
                 # The server went away (a restart, a failover): nothing of this batch was committed, so try again.
                 if attempt == MAX_ATTEMPTS:
-                    raise StoreUnavailable(f"the event store stayed unavailable after {attempt} attempts: {exc}",
-                                           hint="check that the store is reachable and not locked by a stuck process; "
-                                                "the batch was not recorded, so sending it again is safe") from exc
+                    raise StoreUnavailable(
+                        f"the event store stayed unavailable after {attempt} attempts: {exc}",
+                        hint="check that the store is reachable and not locked by a stuck process; "
+                        "the batch was not recorded, so sending it again is safe",
+                    ) from exc
                 pause = min(2.0, 0.25 * attempt)
             else:
                 return Recorded(max(positions or [0]), len(events), new_facts)
@@ -161,8 +196,10 @@ class LineageApp(Application[UUID]):
         ids = {subject: aggregate_id(*subject) for subject in subjects}
         # One query says which streams exist, so new runs and snapshots cost no read at all.
         existing = self._existing(set(ids.values()))
-        aggregates: dict[tuple[str, str], Any] = {subject: self._load(agg_id) if agg_id in existing else None
-                                                  for subject, agg_id in ids.items()}
+        aggregates: dict[tuple[str, str], Any] = {
+            subject: self._load(agg_id) if agg_id in existing else None
+            for subject, agg_id in ids.items()
+        }
         events: list[Any] = []
         now = self._recording_time()  # one transaction, one recording time
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
@@ -174,8 +211,12 @@ class LineageApp(Application[UUID]):
             if type(fact) is f.ChildRestored:
                 self._require_restorable(fact, aggregates)
             event = EVENT_FOR_FACT[type(fact)].envelope(
-                originator_id=ids[subject], originator_version=agg.version + 1 if agg else 1,
-                occurred_at=occurred_at or now, fact=fact, **envelope)
+                originator_id=ids[subject],
+                originator_version=agg.version + 1 if agg else 1,
+                occurred_at=occurred_at or now,
+                fact=fact,
+                **envelope,
+            )
             aggregates[subject] = event.mutate(agg)
             events.append(event)
         return events
@@ -199,17 +240,23 @@ class LineageApp(Application[UUID]):
                     return recorded
         return now
 
-    def _require_restorable(self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]) -> None:
+    def _require_restorable(
+        self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]
+    ) -> None:
         for ref in (fact.snapshot.sandbox, fact.snapshot.environment):
             if not ref:
                 continue
-            snapshot = aggregates.get(("snapshot", ref)) or self._load(aggregate_id("snapshot", ref))
+            snapshot = aggregates.get(("snapshot", ref)) or self._load(
+                aggregate_id("snapshot", ref)
+            )
             if isinstance(snapshot, Snapshot):
                 restorable, why = snapshot.restorable()
                 if not restorable:
                     raise SnapshotNotRestorable(
                         f"fork {fact.fork!r} of run {fact.run!r}: child {fact.index} restores snapshot {ref!r}, "
-                        f"which cannot be restored: {why}", hint="export snapshots before cleanup (keep-snapshots)")
+                        f"which cannot be restored: {why}",
+                        hint="export snapshots before cleanup (keep-snapshots)",
+                    )
 
     def _existing(self, ids: set[UUID]) -> set[UUID]:
         known = getattr(self.recorder, "existing_originators", None)

@@ -30,11 +30,17 @@ class Custody:
             # benchflow hands each child's mounts off whether or not the hold is still on record: a released hold
             # leaves no directory behind to say what it held.
             if fact.index >= n_children:
-                raise InvariantViolated(f"{where}: expected a child index below {n_children}, found {fact.index}")
-            return is_new_or_same(self.handed_off.get(fact.index), fact, f"{where}, hand-off to child {fact.index}")
+                raise InvariantViolated(
+                    f"{where}: expected a child index below {n_children}, found {fact.index}"
+                )
+            return is_new_or_same(
+                self.handed_off.get(fact.index), fact, f"{where}, hand-off to child {fact.index}"
+            )
         if self.held is None:
-            raise InvariantViolated(f"{where}: expected custody.held before {fact.type}, found no hold on record",  # type: ignore[attr-defined]
-                                    hint="record custody.held first")
+            raise InvariantViolated(
+                f"{where}: expected custody.held before {fact.type}, found no hold on record",  # type: ignore[attr-defined]
+                hint="record custody.held first",
+            )
         if isinstance(fact, f.CustodyReleased):
             self._check_conservation(fact, where)
             return is_new_or_same(self.released, fact, where)
@@ -45,7 +51,9 @@ class Custody:
         held = {entry.path: entry for entry in self.held.entries}
         back = {entry.path: entry for entry in fact.entries}
         missing = sorted(set(held) - set(back))
-        changed = sorted(path for path in set(held) & set(back) if held[path].sha256 != back[path].sha256)
+        changed = sorted(
+            path for path in set(held) & set(back) if held[path].sha256 != back[path].sha256
+        )
         extra = sorted(set(back) - set(held))
         if missing or changed or extra:
             raise CustodyBroken(

@@ -15,7 +15,11 @@ from .facts import Fact
 
 def differing_fields(existing: Fact, incoming: Fact) -> dict[str, tuple[Any, Any]]:
     old, new = existing.model_dump(mode="json"), incoming.model_dump(mode="json")
-    return {key: (old.get(key), new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
+    return {
+        key: (old.get(key), new.get(key))
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    }
 
 
 def is_new_or_same(existing: Fact | None, incoming: Fact, what: str) -> bool:
@@ -24,7 +28,10 @@ def is_new_or_same(existing: Fact | None, incoming: Fact, what: str) -> bool:
         return True
     if existing == incoming:
         return False
-    diffs = "; ".join(f"{key}: recorded {old!r}, now {new!r}" for key, (old, new) in differing_fields(existing, incoming).items())
+    diffs = "; ".join(
+        f"{key}: recorded {old!r}, now {new!r}"
+        for key, (old, new) in differing_fields(existing, incoming).items()
+    )
     raise ConflictingFact(
         f"{what} is already recorded with different values ({diffs})",
         hint="facts are immutable: if the recorded value is wrong, record a correcting fact under a new key",

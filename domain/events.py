@@ -10,8 +10,8 @@ aggregate's stream (see `LineageEvent.mutate`); whether it is allowed to is the 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, ClassVar
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -75,9 +75,12 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
             aggregate.__base_init__(self.originator_id, self.originator_version - 1, self.timestamp)
             aggregate.__init__()
         elif self.originator_version != aggregate.version + 1 or (
-                self.originator_id is not aggregate.id and self.originator_id != aggregate.id):
-            raise OriginatorVersionError(f"event {self.originator_id}@{self.originator_version} does not follow "
-                                         f"aggregate {aggregate.id}@{aggregate.version}")
+            self.originator_id is not aggregate.id and self.originator_id != aggregate.id
+        ):
+            raise OriginatorVersionError(
+                f"event {self.originator_id}@{self.originator_version} does not follow "
+                f"aggregate {aggregate.id}@{aggregate.version}"
+            )
         aggregate.when(self.fact)
         aggregate.version = self.originator_version
         aggregate.modified_on = self.timestamp
@@ -89,8 +92,10 @@ _ALL_FIELDS = set(LineageEvent.model_fields)
 
 def _fact_upcast(upcast: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
     """A fact's upcaster (over the fact's own JSON object) as the event's (over the whole stored state)."""
+
     def upcast_state(state: dict[str, Any]) -> None:
         upcast(state["fact"])
+
     return upcast_state
 
 
@@ -112,19 +117,30 @@ def _event_class(fact_cls: type[f.Fact]) -> type[LineageEvent]:
     return cls
 
 
-EVENT_FOR_FACT: dict[type[f.Fact], type[LineageEvent]] = {cls: _event_class(cls) for cls in f.FACT_TYPES}
+EVENT_FOR_FACT: dict[type[f.Fact], type[LineageEvent]] = {
+    cls: _event_class(cls) for cls in f.FACT_TYPES
+}
 EVENT_BY_TOPIC: dict[str, type[LineageEvent]] = {cls.TOPIC: cls for cls in EVENT_FOR_FACT.values()}
 
 
 @lru_cache(maxsize=4096)
-def _envelope_prefix(timestamp: datetime, occurred_at: datetime, actor: str, tool_version: str,
-                     class_version: int = 1) -> bytes:
+def _envelope_prefix(
+    timestamp: datetime,
+    occurred_at: datetime,
+    actor: str,
+    tool_version: str,
+    class_version: int = 1,
+) -> bytes:
     def moment(value: datetime) -> str:
         return json.dumps(value.isoformat().replace("+00:00", "Z"))
 
-    version = f'"class_version":{class_version},' if class_version > 1 else ""  # version 1 stays as it always was
-    return (f'{{"timestamp":{moment(timestamp)},"occurred_at":{moment(occurred_at)},"actor":{json.dumps(actor)},'
-            f'"tool_version":{json.dumps(tool_version)},{version}"fact":').encode()
+    version = (
+        f'"class_version":{class_version},' if class_version > 1 else ""
+    )  # version 1 stays as it always was
+    return (
+        f'{{"timestamp":{moment(timestamp)},"occurred_at":{moment(occurred_at)},"actor":{json.dumps(actor)},'
+        f'"tool_version":{json.dumps(tool_version)},{version}"fact":'
+    ).encode()
 
 
 def encode_state(event: LineageEvent) -> bytes:
@@ -134,8 +150,17 @@ def encode_state(event: LineageEvent) -> bytes:
     once and only the fact is serialised per event.
     """
     fact = event.fact
-    return _envelope_prefix(event.timestamp, event.occurred_at, event.actor, event.tool_version,
-                            type(event).class_version) + fact.__pydantic_serializer__.to_json(fact) + b"}"
+    return (
+        _envelope_prefix(
+            event.timestamp,
+            event.occurred_at,
+            event.actor,
+            event.tool_version,
+            type(event).class_version,
+        )
+        + fact.__pydantic_serializer__.to_json(fact)
+        + b"}"
+    )
 
 
 class FactMapper(Mapper[UUID]):
@@ -153,7 +178,9 @@ class FactMapper(Mapper[UUID]):
         cls = EVENT_BY_TOPIC[stored_event.topic]
         state = json.loads(stored_event.state)
         version = state.pop("class_version", 1)
-        while version < cls.class_version:  # an event stored by an earlier version, read with today's meaning
+        while (
+            version < cls.class_version
+        ):  # an event stored by an earlier version, read with today's meaning
             getattr(cls, f"upcast_v{version}_v{version + 1}")(state)
             version += 1
         state["originator_id"] = stored_event.originator_id

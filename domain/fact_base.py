@@ -8,7 +8,7 @@ to say whether they carry a UTC offset.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
@@ -22,7 +22,9 @@ def _text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError("expected text that can be stored as UTF-8, found a lone surrogate escape") from None
+        raise ValueError(
+            "expected text that can be stored as UTF-8, found a lone surrogate escape"
+        ) from None
     return value
 
 
@@ -32,7 +34,10 @@ def _plain_json(value: Any, depth: int = 0) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):
-        return {_text(str(k)) if isinstance(k, str) else k: _plain_json(v, depth + 1) for k, v in value.items()}
+        return {
+            _text(str(k)) if isinstance(k, str) else k: _plain_json(v, depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [_plain_json(item, depth + 1) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -78,7 +83,9 @@ def time_zone_of(text: str) -> str:
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        raise ValueError(f"expected an ISO-8601 time such as '2026-01-01 12:00:25.000000', found {text!r}") from None
+        raise ValueError(
+            f"expected an ISO-8601 time such as '2026-01-01 12:00:25.000000', found {text!r}"
+        ) from None
     return "unknown" if moment.tzinfo is None else "recorded"
 
 
@@ -86,8 +93,20 @@ def as_utc(text: str | None) -> datetime | None:
     if text is None:
         return None
     moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
 
 
-__all__ = ["MAX_COUNT", "MAX_JSON_DEPTH", "Count", "Digest", "Fact", "JsonObject", "Key", "Model", "Text",
-           "_plain_json", "as_utc", "time_zone_of"]
+__all__ = [
+    "MAX_COUNT",
+    "MAX_JSON_DEPTH",
+    "Count",
+    "Digest",
+    "Fact",
+    "JsonObject",
+    "Key",
+    "Model",
+    "Text",
+    "_plain_json",
+    "as_utc",
+    "time_zone_of",
+]

@@ -13,10 +13,33 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .fact_base import (Count, Digest, Fact, JsonObject, Key, Model, Number, Seconds, Text, _plain_json, as_utc,
-                        time_zone_of)
-from .vocabulary import (BRANCH_AGGREGATE, REQUEST_GLOBAL, ArmKind, BranchSkillMode, CtrfStatus, Layer, RewardBasis,
-                         RunRole, SkillMode, Stage, TrajectorySource)
+from .fact_base import (
+    Count,
+    Digest,
+    Fact,
+    JsonObject,
+    Key,
+    Model,
+    Number,
+    Seconds,
+    Text,
+    _plain_json,
+    as_utc,
+    time_zone_of,
+)
+from .vocabulary import (
+    BRANCH_AGGREGATE,
+    REQUEST_GLOBAL,
+    ArmKind,
+    BranchSkillMode,
+    CtrfStatus,
+    Layer,
+    RewardBasis,
+    RunRole,
+    SkillMode,
+    Stage,
+    TrajectorySource,
+)
 
 # --- runs ---------------------------------------------------------------------------------------------
 
@@ -34,14 +57,18 @@ class RunRegistered(Fact):
     role: RunRole = "root"
     parent_run: Text | None = None
     parent_node: Text | None = None
-    run_dir: Text | None = None  # accepted for convenience; recorded as a run.located of kind recorded
+    run_dir: Text | None = (
+        None  # accepted for convenience; recorded as a run.located of kind recorded
+    )
     source: JsonObject | None = None
     config_sha256: Digest | None = None
 
     @model_validator(mode="after")
     def _role_needs_parent(self) -> RunRegistered:
         if self.role != "root" and not self.parent_run:
-            raise ValueError(f"a run with role {self.role!r} needs parent_run (the run it comes from)")
+            raise ValueError(
+                f"a run with role {self.role!r} needs parent_run (the run it comes from)"
+            )
         return self
 
 
@@ -83,13 +110,20 @@ class StageMarked(Fact):
         """`layers` is derived from the non-null refs (benchflow's rule); a given list must agree."""
         if not isinstance(data, dict):
             return data
-        captured = sorted(layer for layer, key in (("environment", "environment_ref"), ("sandbox", "sandbox_ref"))
-                          if data.get(key))
+        captured = sorted(
+            layer
+            for layer, key in (("environment", "environment_ref"), ("sandbox", "sandbox_ref"))
+            if data.get(key)
+        )
         given = data.get("layers")
-        if given is not None and not (isinstance(given, (list, tuple)) and all(isinstance(x, str) for x in given)):
+        if given is not None and not (
+            isinstance(given, (list, tuple)) and all(isinstance(x, str) for x in given)
+        ):
             return data  # not a list of names: the field's own validation says what is wrong
         if given and sorted(given) != captured:
-            raise ValueError(f"layers {list(given)} do not match the non-null refs, which give {captured}")
+            raise ValueError(
+                f"layers {list(given)} do not match the non-null refs, which give {captured}"
+            )
         return {**data, "layers": captured}
 
 
@@ -115,15 +149,21 @@ class RunScored(Fact):
     def _basis_from_rewards(cls, data: Any) -> Any:
         if isinstance(data, dict) and _reward_source(data.get("rewards")) == BRANCH_AGGREGATE:
             if data.get("basis", BRANCH_AGGREGATE) != BRANCH_AGGREGATE:
-                raise ValueError(f"expected basis {BRANCH_AGGREGATE!r} (the rewards say source {BRANCH_AGGREGATE!r}), "
-                                 f"found {data['basis']!r}")
+                raise ValueError(
+                    f"expected basis {BRANCH_AGGREGATE!r} (the rewards say source {BRANCH_AGGREGATE!r}), "
+                    f"found {data['basis']!r}"
+                )
             return {**data, "basis": BRANCH_AGGREGATE}
         return data
 
     @staticmethod
     def upcast_v1_v2(fact: dict[str, Any]) -> None:
         """Version 1 took a branch aggregate for the run's own score; its rewards still say which it was."""
-        fact["basis"] = BRANCH_AGGREGATE if _reward_source(fact.get("rewards")) == BRANCH_AGGREGATE else "verified"
+        fact["basis"] = (
+            BRANCH_AGGREGATE
+            if _reward_source(fact.get("rewards")) == BRANCH_AGGREGATE
+            else "verified"
+        )
 
 
 class RunUnscored(Fact):
@@ -153,14 +193,18 @@ class RunFailed(Fact):
     def _request_global_category(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("category") == REQUEST_GLOBAL:
             if data.get("request_global") is False:
-                raise ValueError(f"expected request_global true with category {REQUEST_GLOBAL!r}, found false")
+                raise ValueError(
+                    f"expected request_global true with category {REQUEST_GLOBAL!r}, found false"
+                )
             return {**data, "request_global": True}
         return data
 
     @staticmethod
     def upcast_v1_v2(fact: dict[str, Any]) -> None:
         """Version 1 recorded benchflow's `request_global` category without setting the flag."""
-        fact["request_global"] = bool(fact.get("request_global")) or fact.get("category") == REQUEST_GLOBAL
+        fact["request_global"] = (
+            bool(fact.get("request_global")) or fact.get("category") == REQUEST_GLOBAL
+        )
 
 
 class RunFinished(Fact):
@@ -187,30 +231,52 @@ class RunFinished(Fact):
             return self
         zones = {time_zone_of(t) for t in written}
         if len(zones) > 1:
-            raise ValueError(f"expected started_at and finished_at both with or both without a UTC offset, found {written}")
+            raise ValueError(
+                f"expected started_at and finished_at both with or both without a UTC offset, found {written}"
+            )
         zone = zones.pop()
         if self.time_zone not in (None, zone):
-            raise ValueError(f"expected time_zone {zone!r} (what the times give), found {self.time_zone!r}")
-        object.__setattr__(self, "time_zone", zone)  # derived, like stage layers: one spelling per fact
+            raise ValueError(
+                f"expected time_zone {zone!r} (what the times give), found {self.time_zone!r}"
+            )
+        object.__setattr__(
+            self, "time_zone", zone
+        )  # derived, like stage layers: one spelling per fact
         return self
 
     @staticmethod
     def upcast_v1_v2(fact: dict[str, Any]) -> None:
         """Version 1 rewrote naive times as UTC (`+00:00`): it says so instead of passing them as recorded."""
-        fact["time_zone"] = "utc-assumed" if fact.get("started_at") or fact.get("finished_at") else None
+        fact["time_zone"] = (
+            "utc-assumed" if fact.get("started_at") or fact.get("finished_at") else None
+        )
 
     def same_run_end_as(self, legacy: RunFinished) -> bool:
         """Whether `legacy`, stored by version 1, records this same end: the same times read as UTC, and no
         trajectory where version 1 had no word for this one."""
         if legacy.time_zone != "utc-assumed" or self.time_zone == "utc-assumed":
             return False
-        same_times = all(as_utc(mine) == as_utc(theirs) for mine, theirs in
-                         ((self.started_at, legacy.started_at), (self.finished_at, legacy.finished_at)))
+        same_times = all(
+            as_utc(mine) == as_utc(theirs)
+            for mine, theirs in (
+                (self.started_at, legacy.started_at),
+                (self.finished_at, legacy.finished_at),
+            )
+        )
         same_trajectory = legacy.trajectory == self.trajectory or (
-            legacy.trajectory is None and self.trajectory in ("scraped", "partial_acp", "hosted_env"))
-        same_count = legacy.exchanges_recorded in (None, self.exchanges_recorded)  # version 1 did not count them
-        return same_times and same_trajectory and same_count and \
-            (legacy.status, legacy.timing) == (self.status, self.timing)
+            legacy.trajectory is None
+            and self.trajectory in ("scraped", "partial_acp", "hosted_env")
+        )
+        same_count = legacy.exchanges_recorded in (
+            None,
+            self.exchanges_recorded,
+        )  # version 1 did not count them
+        return (
+            same_times
+            and same_trajectory
+            and same_count
+            and (legacy.status, legacy.timing) == (self.status, self.timing)
+        )
 
 
 # --- forks --------------------------------------------------------------------------------------------
@@ -264,13 +330,19 @@ class ForkOpened(Fact):
         # benchflow asks for n >= 2 children, but attaches them one by one: when the first one raises, the tree
         # holds that one only. Such a fork is on record as it happened; it can never close completed.
         if not self.children:
-            raise ValueError("a fork needs at least 1 child (the children that were started), found none")
+            raise ValueError(
+                "a fork needs at least 1 child (the children that were started), found none"
+            )
         indices = [child.index for child in self.children]
         if indices != list(range(len(indices))):
-            raise ValueError(f"child indices must be 0..{len(indices) - 1} in order, found {indices}")
+            raise ValueError(
+                f"child indices must be 0..{len(indices) - 1} in order, found {indices}"
+            )
         nodes = [child.node for child in self.children]
         if len(set(nodes)) != len(nodes) or self.node in nodes:
-            raise ValueError(f"child nodes must be distinct and differ from the fork node, found {nodes}")
+            raise ValueError(
+                f"child nodes must be distinct and differ from the fork node, found {nodes}"
+            )
         return self
 
 
@@ -393,7 +465,9 @@ class CustodyFailed(Fact):
     @model_validator(mode="after")
     def _index_names_a_hand_off(self) -> CustodyFailed:
         if self.index is not None and self.phase != "hand-off":
-            raise ValueError(f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}")
+            raise ValueError(
+                f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}"
+            )
         return self
 
 
@@ -436,7 +510,9 @@ class CutPointServed(Fact):
     @model_validator(mode="after")
     def _configured_k_is_a_cut(self) -> CutPointServed:
         if self.configured_k == 0:
-            raise ValueError("expected configured K >= 1 (benchflow validates 0 < K <= n_recorded), found 0")
+            raise ValueError(
+                "expected configured K >= 1 (benchflow validates 0 < K <= n_recorded), found 0"
+            )
         return self
 
 
@@ -468,7 +544,9 @@ class ResultsRow(Model):
     training_ready: bool | None = None
     training_ready_reason: Text | None = None
     rows_without_usage: Count = 0  # training-ready rows without positive token usage
-    unlisted_tool_calls: Count = 0  # rows whose assistant messages call tools but that list no tool_defs/tools
+    unlisted_tool_calls: Count = (
+        0  # rows whose assistant messages call tools but that list no tool_defs/tools
+    )
 
 
 class TokenUsage(Model):
@@ -541,7 +619,9 @@ class PreservationReceipted(Fact):
         if self.result == "failed" and not self.error:
             raise ValueError("a failed preservation attempt needs its error")
         if self.result == "sealed" and self.error:
-            raise ValueError(f"a sealed preservation attempt carries no error, found {self.error!r}")
+            raise ValueError(
+                f"a sealed preservation attempt carries no error, found {self.error!r}"
+            )
         return self
 
 
@@ -584,7 +664,9 @@ class SnapshotDiscarded(SnapshotFact):
 
 
 class SnapshotImported(SnapshotFact):
-    verified_here: ClassVar[str | None] = "`lineage snapshots import` (it verifies the tar, loads it and checks the image id)"
+    verified_here: ClassVar[str | None] = (
+        "`lineage snapshots import` (it verifies the tar, loads it and checks the image id)"
+    )
     type: Literal["snapshot.imported"] = "snapshot.imported"
     ref: Key
     engine: Key
@@ -594,7 +676,9 @@ class SnapshotImported(SnapshotFact):
 
 
 class SnapshotImportRejected(SnapshotFact):
-    verified_here: ClassVar[str | None] = "`lineage snapshots import` (a rejection is the result of its verification)"
+    verified_here: ClassVar[str | None] = (
+        "`lineage snapshots import` (a rejection is the result of its verification)"
+    )
     type: Literal["snapshot.import_rejected"] = "snapshot.import_rejected"
     ref: Key
     tar_sha256: Digest | None = None
@@ -605,7 +689,9 @@ class SnapshotImportRejected(SnapshotFact):
 class SnapshotAdopted(SnapshotFact):
     """A tar that matches no recorded export, taken in on purpose: its provenance is unknown."""
 
-    verified_here: ClassVar[str | None] = "`lineage snapshots import --adopt` (it verifies the tar before adopting it)"
+    verified_here: ClassVar[str | None] = (
+        "`lineage snapshots import --adopt` (it verifies the tar before adopting it)"
+    )
     type: Literal["snapshot.adopted"] = "snapshot.adopted"
     ref: Key
     tar_sha256: Digest
@@ -614,13 +700,36 @@ class SnapshotAdopted(SnapshotFact):
 
 
 FACT_TYPES: tuple[type[Fact], ...] = (
-    RunRegistered, RunLocated, NodeOpened, StageMarked, RunScored, RunUnscored, RunFailed, RunFinished,
-    ForkOpened, ChildRestored, ChildScored, ChildUnscored, ChildFailed, ForkClosed, AblationReported,
-    CustodyHeld, CustodyHandedOff, CustodyReleased, CustodyFailed,
+    RunRegistered,
+    RunLocated,
+    NodeOpened,
+    StageMarked,
+    RunScored,
+    RunUnscored,
+    RunFailed,
+    RunFinished,
+    ForkOpened,
+    ChildRestored,
+    ChildScored,
+    ChildUnscored,
+    ChildFailed,
+    ForkClosed,
+    AblationReported,
+    CustodyHeld,
+    CustodyHandedOff,
+    CustodyReleased,
+    CustodyFailed,
     CutPointServed,
-    EvidenceObserved, ScorerDrained, PreservationReceipted,
-    SnapshotCaptured, SnapshotExported, SnapshotExportFailed, SnapshotDiscarded,
-    SnapshotImported, SnapshotImportRejected, SnapshotAdopted,
+    EvidenceObserved,
+    ScorerDrained,
+    PreservationReceipted,
+    SnapshotCaptured,
+    SnapshotExported,
+    SnapshotExportFailed,
+    SnapshotDiscarded,
+    SnapshotImported,
+    SnapshotImportRejected,
+    SnapshotAdopted,
 )
 
 FACT_BY_TYPE: dict[str, type[Fact]] = {cls.model_fields["type"].default: cls for cls in FACT_TYPES}

@@ -26,7 +26,9 @@ MIN_COMPLETED_CHILDREN = 2
 def check_deltas(opened: f.ForkOpened) -> None:
     if opened.stage == "env-ready":
         return
-    where = f"fork {opened.fork!r} of run {opened.run!r} at {opened.stage or 'cursor ' + opened.node}"
+    where = (
+        f"fork {opened.fork!r} of run {opened.run!r} at {opened.stage or 'cursor ' + opened.node}"
+    )
     for child in opened.children:
         fresh_keys = [key for key in FRESH_ONLY_DELTA_KEYS if getattr(child.delta, key) is not None]
         if fresh_keys or child.delta_execution is not None:
@@ -67,17 +69,23 @@ class Fork:
         # A hand-off only says where a child's mounted output was archived (before the fork closed); a store written
         # before hand-offs were imported learns of them after the close, which changes nothing the close decided.
         if new and self.closed is not None and not isinstance(fact, f.CustodyHandedOff):
-            raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",  # type: ignore[attr-defined]
-                                    hint="custody is held, handed off and released (or fails) before fork.closed")
+            raise InvariantViolated(
+                f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",  # type: ignore[attr-defined]
+                hint="custody is held, handed off and released (or fails) before fork.closed",
+            )
         return new
 
     def _require_child(self, index: int) -> None:
         if index >= self.n_children:
-            raise InvariantViolated(f"{self.where()}: expected a child index below {self.n_children}, found {index}")
+            raise InvariantViolated(
+                f"{self.where()}: expected a child index below {self.n_children}, found {index}"
+            )
 
     def _decide_restore(self, fact: f.ChildRestored) -> bool:
         self._require_child(fact.index)
-        return is_new_or_same(self.restored.get(fact.index), fact, f"{self.where()}, restore of child {fact.index}")
+        return is_new_or_same(
+            self.restored.get(fact.index), fact, f"{self.where()}, restore of child {fact.index}"
+        )
 
     def _decide_outcome(self, fact: Outcome) -> bool:
         index = fact.index
@@ -85,15 +93,21 @@ class Fork:
         existing = self.outcomes.get(index)
         if existing is not None and type(existing) is not type(fact):
             self._refuse_second_outcome(existing, fact)
-        if (existing is not None and (existing.tests is None) != (fact.tests is None)
-                and existing.model_copy(update={"tests": None}) == fact.model_copy(update={"tests": None})):
+        if (
+            existing is not None
+            and (existing.tests is None) != (fact.tests is None)
+            and existing.model_copy(update={"tests": None})
+            == fact.model_copy(update={"tests": None})
+        ):
             # The same outcome read by an earlier importer: before a failed child carried tests, or before a CTRF
             # report that is empty or over benchflow's 64 KiB read limit meant "not observed". What is recorded stands.
             return False
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:
-            raise InvariantViolated(f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",
-                                    hint="record child outcomes before fork.closed")
+            raise InvariantViolated(
+                f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",
+                hint="record child outcomes before fork.closed",
+            )
         return new
 
     def _refuse_second_outcome(self, existing: Outcome, incoming: Outcome) -> None:
@@ -113,18 +127,28 @@ class Fork:
                 raise InvariantViolated(
                     f"{self.where()}: expected at least {MIN_COMPLETED_CHILDREN} children to close it completed (a fork "
                     f"compares arms, benchflow asks for n >= 2), found {self.n_children}; the others never started",
-                    hint="close it as partial")
-            pending = [i for i in range(self.n_children) if not isinstance(self.outcomes.get(i), (f.ChildScored, f.ChildUnscored))]
+                    hint="close it as partial",
+                )
+            pending = [
+                i
+                for i in range(self.n_children)
+                if not isinstance(self.outcomes.get(i), (f.ChildScored, f.ChildUnscored))
+            ]
             if pending:
                 raise InvariantViolated(
                     f"{self.where()}: expected every child scored or unscored to close it completed, "
-                    f"found children {pending} without such an outcome", hint="close it as partial")
+                    f"found children {pending} without such an outcome",
+                    hint="close it as partial",
+                )
         else:
             expected = None
-        if (fact.value is None) != (expected is None) or (expected is not None and not math.isclose(fact.value, expected, abs_tol=1e-9)):  # type: ignore[arg-type]
+        if (fact.value is None) != (expected is None) or (
+            expected is not None and not math.isclose(fact.value, expected, abs_tol=1e-9)
+        ):  # type: ignore[arg-type]
             raise InvariantViolated(
                 f"{self.where()}: expected value {expected!r} (V is the mean of the children's rewards, only when "
-                f"every child was scored and the fork completed), found {fact.value!r}")
+                f"every child was scored and the fork completed), found {fact.value!r}"
+            )
         return True
 
     def when(self, fact: f.Fact) -> None:
@@ -151,7 +175,7 @@ _DECIDERS: dict[type, Callable[[Fork, Any], bool]] = {
     f.ChildUnscored: Fork._decide_outcome,
     f.ChildFailed: Fork._decide_outcome,
     f.ForkClosed: Fork._decide_close,
-    **{fact_type: Fork._decide_custody for fact_type in CUSTODY_FACTS},
+    **dict.fromkeys(CUSTODY_FACTS, Fork._decide_custody),
 }
 _EVOLVERS: dict[type, Callable[[Fork, Any], None]] = {
     f.ChildRestored: Fork._restored,
@@ -159,5 +183,5 @@ _EVOLVERS: dict[type, Callable[[Fork, Any], None]] = {
     f.ChildUnscored: Fork._outcome_recorded,
     f.ChildFailed: Fork._outcome_recorded,
     f.ForkClosed: Fork._closed,
-    **{fact_type: Fork._custody_changed for fact_type in CUSTODY_FACTS},
+    **dict.fromkeys(CUSTODY_FACTS, Fork._custody_changed),
 }

@@ -18,9 +18,18 @@ from .errors import IntegrityFailure
 GENESIS = "sha256:" + "0" * 64
 
 
-def link(previous_hash: str, position: int, originator_id: str, originator_version: int, topic: str, state: bytes) -> str:
+def link(
+    previous_hash: str,
+    position: int,
+    originator_id: str,
+    originator_version: int,
+    topic: str,
+    state: bytes,
+) -> str:
     digest = hashlib.sha256()
-    digest.update(f"{previous_hash}|{position}|{originator_id}|{originator_version}|{topic}|".encode())
+    digest.update(
+        f"{previous_hash}|{position}|{originator_id}|{originator_version}|{topic}|".encode()
+    )
     digest.update(hashlib.sha256(state).digest())
     return "sha256:" + digest.hexdigest()
 
@@ -49,8 +58,15 @@ class Head:
     @classmethod
     def parse(cls, text: str) -> Head:
         position, _, chain_hash = text.partition(":")
-        if not position.isdigit() or len(position) > 18 or not chain_hash.startswith("sha256:") or len(chain_hash) != 71:
-            raise ValueError(f"expected POSITION:sha256:<64 hex> as printed by `lineage head`, found {text!r}")
+        if (
+            not position.isdigit()
+            or len(position) > 18
+            or not chain_hash.startswith("sha256:")
+            or len(chain_hash) != 71
+        ):
+            raise ValueError(
+                f"expected POSITION:sha256:<64 hex> as printed by `lineage head`, found {text!r}"
+            )
         return cls(int(position), chain_hash)
 
 
@@ -77,10 +93,7 @@ class ChainWalker:
         self._previous_hash = start.chain_hash if start else GENESIS
 
     def feed(self, rows: Iterable[ChainRow]) -> bool:
-        for row in rows:
-            if not self._check(row):
-                return False
-        return True
+        return all(self._check(row) for row in rows)
 
     def _fail(self, position: int, problem: str) -> bool:
         self.report.first_bad_position = position
@@ -92,16 +105,34 @@ class ChainWalker:
         if row.state is None and row.originator_id is None:
             return self._fail(p, f"position {p}: the event was deleted (its chain link remains)")
         if row.state is None:
-            return self._fail(p, f"position {p}: the event's state is stored as something other than the bytes "
-                                 "rollout-lineage writes (e.g. TEXT); it was edited")
+            return self._fail(
+                p,
+                f"position {p}: the event's state is stored as something other than the bytes "
+                "rollout-lineage writes (e.g. TEXT); it was edited",
+            )
         if row.chain_hash is None:
-            return self._fail(p, f"position {p}: the event has no chain link, so it was inserted outside rollout-lineage")
+            return self._fail(
+                p,
+                f"position {p}: the event has no chain link, so it was inserted outside rollout-lineage",
+            )
         if row.previous != self._previous_position:
-            return self._fail(p, f"position {p}: its link points back to position {row.previous}, but the event before it "
-                                 f"is at position {self._previous_position}; events were deleted, inserted or reordered")
-        expected = link(self._previous_hash, p, row.originator_id or "", row.originator_version or 0, row.topic or "", row.state)
+            return self._fail(
+                p,
+                f"position {p}: its link points back to position {row.previous}, but the event before it "
+                f"is at position {self._previous_position}; events were deleted, inserted or reordered",
+            )
+        expected = link(
+            self._previous_hash,
+            p,
+            row.originator_id or "",
+            row.originator_version or 0,
+            row.topic or "",
+            row.state,
+        )
         if expected != row.chain_hash:
-            return self._fail(p, f"position {p}: the stored event does not match its chain hash; it was edited")
+            return self._fail(
+                p, f"position {p}: the stored event does not match its chain hash; it was edited"
+            )
         self._previous_position, self._previous_hash = p, expected
         self.report.events += 1
         self.report.head = Head(p, expected)
@@ -115,11 +146,17 @@ class ChainWalker:
         if kept.position == 0:  # the head of an empty log: genesis, which every log extends
             stored_hash_at = GENESIS
         if stored_hash_at is None:
-            self._fail(kept.position, f"the kept head {kept} is missing: the log ends at "
-                                      f"{self.report.head or 'position 0'}, so its tail was truncated")
+            self._fail(
+                kept.position,
+                f"the kept head {kept} is missing: the log ends at "
+                f"{self.report.head or 'position 0'}, so its tail was truncated",
+            )
         elif stored_hash_at != kept.chain_hash:
-            self._fail(kept.position, f"the kept head {kept} differs from the stored link at that position "
-                                      f"({stored_hash_at}); the log was rewritten")
+            self._fail(
+                kept.position,
+                f"the kept head {kept} differs from the stored link at that position "
+                f"({stored_hash_at}); the log was rewritten",
+            )
 
 
 def check_window(start: Head | None, rows: Iterable[ChainRow]) -> Head | None:
@@ -129,8 +166,10 @@ def check_window(start: Head | None, rows: Iterable[ChainRow]) -> Head | None:
     """
     walker = ChainWalker(start)
     if not walker.feed(rows):
-        raise IntegrityFailure(f"the log's hash chain is broken at position {walker.report.first_bad_position}: "
-                               f"{walker.report.problem}; the read models stop before it",
-                               hint="run `lineage verify` for the whole report, and restore the store from a backup "
-                                    "or a kept head; nothing after the break is shown")
+        raise IntegrityFailure(
+            f"the log's hash chain is broken at position {walker.report.first_bad_position}: "
+            f"{walker.report.problem}; the read models stop before it",
+            hint="run `lineage verify` for the whole report, and restore the store from a backup "
+            "or a kept head; nothing after the break is shown",
+        )
     return walker.report.head

@@ -19,22 +19,33 @@ def decide_drain(recorded: f.ScorerDrained | None, fact: f.ScorerDrained) -> boo
     return is_new_or_same(recorded, fact, f"scorer history digest of run {fact.run!r}")
 
 
-def decide_receipt(drained: f.ScorerDrained | None, recorded: f.PreservationReceipted | None,
-                   fact: f.PreservationReceipted) -> bool:
+def decide_receipt(
+    drained: f.ScorerDrained | None,
+    recorded: f.PreservationReceipted | None,
+    fact: f.PreservationReceipted,
+) -> bool:
     if fact.history_run != fact.run:
         raise InvariantViolated(
             f"run {fact.run!r}: expected a preservation receipt for its own scorer history, found one for run "
-            f"{fact.history_run!r}", hint=f"record the receipt on run {fact.history_run!r}, or fix its history_run")
+            f"{fact.history_run!r}",
+            hint=f"record the receipt on run {fact.history_run!r}, or fix its history_run",
+        )
     if drained is None:
         raise UnknownSubject(
             f"run {fact.run!r}: expected its scorer history digest (scorer.drained) before a preservation receipt, "
-            "found none", hint="record the run's scorer.drained first, so the receipt's digest can be checked")
+            "found none",
+            hint="record the run's scorer.drained first, so the receipt's digest can be checked",
+        )
     if fact.history_digest != drained.history_digest:
         raise InvariantViolated(
             f"run {fact.run!r}: expected the preservation receipt to seal its scorer history {drained.history_digest}, "
             f"found {fact.history_digest}",
-            hint="the receipt is about another history; check that it was written by this run's scorer")
+            hint="the receipt is about another history; check that it was written by this run's scorer",
+        )
     if recorded is not None and recorded != fact:
-        is_new_or_same(recorded, fact, f"preservation receipt of run {fact.run!r} (one attempt per run; it cannot "
-                                       "reseal)")
+        is_new_or_same(
+            recorded,
+            fact,
+            f"preservation receipt of run {fact.run!r} (one attempt per run; it cannot reseal)",
+        )
     return recorded is None

@@ -21,7 +21,14 @@ from .fork import CUSTODY_FACTS, Fork, check_deltas
 from .preservation import decide_drain, decide_receipt
 from .vocabulary import ROOT_NODE, STAGES, stage_rank
 
-FORK_FACTS = (f.ChildRestored, f.ChildScored, f.ChildUnscored, f.ChildFailed, f.ForkClosed, *CUSTODY_FACTS)
+FORK_FACTS = (
+    f.ChildRestored,
+    f.ChildScored,
+    f.ChildUnscored,
+    f.ChildFailed,
+    f.ForkClosed,
+    *CUSTODY_FACTS,
+)
 
 
 @dataclass
@@ -43,7 +50,9 @@ class Run(BaseAggregate[Any]):
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
-        self.evidence: dict[str, list[f.EvidenceObserved]] = {}  # by node, each different observation once
+        self.evidence: dict[
+            str, list[f.EvidenceObserved]
+        ] = {}  # by node, each different observation once
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
         self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
@@ -61,8 +70,10 @@ class Run(BaseAggregate[Any]):
         if decider is None:
             raise TypeError(f"not a run fact: {fact!r}")
         if self.registration is None and decider is not Run._decide_registration:
-            raise UnknownSubject(f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]
-                                 hint="record run.registered for it first")
+            raise UnknownSubject(
+                f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]
+                hint="record run.registered for it first",
+            )
         return decider(self, fact)
 
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
@@ -74,27 +85,44 @@ class Run(BaseAggregate[Any]):
         return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
 
     def _decide_location(self, fact: f.RunLocated) -> bool:
-        if fact.kind == "recorded":  # the harness keeps a run in one directory; another one is another run
+        if (
+            fact.kind == "recorded"
+        ):  # the harness keeps a run in one directory; another one is another run
             recorded = next((where for where in self.locations if where.kind == "recorded"), None)
-            legacy = self.registration.run_dir if self.registration else None  # where earlier versions kept it
+            legacy = (
+                self.registration.run_dir if self.registration else None
+            )  # where earlier versions kept it
             if recorded is None and legacy is not None:
                 recorded = f.RunLocated(run=fact.run, path=legacy, kind="recorded")
-            return is_new_or_same(recorded, fact, f"directory the harness recorded for run {fact.run!r}")
-        return fact not in self.locations  # each place read once, so re-importing from a known place appends nothing
+            return is_new_or_same(
+                recorded, fact, f"directory the harness recorded for run {fact.run!r}"
+            )
+        return (
+            fact not in self.locations
+        )  # each place read once, so re-importing from a known place appends nothing
 
     def _decide_node(self, fact: f.NodeOpened) -> bool:
         self._require_node(fact.parent)
         existing = self.nodes.get(fact.node)
         if existing is not None and (existing.parent, existing.fork) != (fact.parent, None):
-            raise InvariantViolated(f"run {fact.run!r}: node {fact.node!r} already exists under {existing.parent!r}; found it opened under {fact.parent!r}")
+            raise InvariantViolated(
+                f"run {fact.run!r}: node {fact.node!r} already exists under {existing.parent!r}; found it opened under {fact.parent!r}"
+            )
         return existing is None
 
     def _decide_score(self, fact: f.RunScored | f.RunUnscored) -> bool:
         if self.scored is not None and type(self.scored) is not type(fact):
-            raise InvariantViolated(f"run {fact.run!r} is already recorded as {self.scored.type}; found {fact.type}",
-                                    hint="a run is either scored or unscored")
-        if isinstance(self.scored, f.RunUnscored) and isinstance(fact, f.RunUnscored) and \
-                self.scored.verifier_error is None and self.scored.rewards is None and self.scored.reason == fact.reason:
+            raise InvariantViolated(
+                f"run {fact.run!r} is already recorded as {self.scored.type}; found {fact.type}",
+                hint="a run is either scored or unscored",
+            )
+        if (
+            isinstance(self.scored, f.RunUnscored)
+            and isinstance(fact, f.RunUnscored)
+            and self.scored.verifier_error is None
+            and self.scored.rewards is None
+            and self.scored.reason == fact.reason
+        ):
             return False  # recorded before unscored runs kept their verifier error and values: the same statement
         return is_new_or_same(self.scored, fact, f"score of run {fact.run!r}")
 
@@ -103,7 +131,9 @@ class Run(BaseAggregate[Any]):
 
     def _decide_finish(self, fact: f.RunFinished) -> bool:
         if self.finished is not None and fact.same_run_end_as(self.finished):
-            return False  # version 1 recorded this end with its times read as UTC: nothing new to say
+            return (
+                False  # version 1 recorded this end with its times read as UTC: nothing new to say
+            )
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
 
     def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:
@@ -118,6 +148,7 @@ class Run(BaseAggregate[Any]):
 
     def _decide_receipt(self, fact: f.PreservationReceipted) -> bool:
         return decide_receipt(self.drained, self.receipt, fact)
+
     def _decide_report(self, fact: f.AblationReported) -> bool:
         if fact.fork is not None:
             self._fork(fact.fork)
@@ -128,27 +159,34 @@ class Run(BaseAggregate[Any]):
 
     def _require_node(self, node: str) -> Node:
         if node not in self.nodes:
-            raise UnknownSubject(f"run {self.key!r}: expected node {node!r} in its tree, found nodes {sorted(self.nodes)}",
-                                 hint="record run.node_opened (or the fork that creates it) first")
+            raise UnknownSubject(
+                f"run {self.key!r}: expected node {node!r} in its tree, found nodes {sorted(self.nodes)}",
+                hint="record run.node_opened (or the fork that creates it) first",
+            )
         return self.nodes[node]
 
     def _fork(self, fork: str) -> Fork:
         if fork not in self.forks:
-            raise UnknownSubject(f"run {self.key!r}: expected fork {fork!r}, found forks {sorted(self.forks)}",
-                                 hint="record fork.opened first")
+            raise UnknownSubject(
+                f"run {self.key!r}: expected fork {fork!r}, found forks {sorted(self.forks)}",
+                hint="record fork.opened first",
+            )
         return self.forks[fork]
 
     def _decide_stage(self, fact: f.StageMarked) -> bool:
         self._require_node(fact.node)
         if self._replaces_root_fallback(fact):
             return True
-        if not is_new_or_same(self.stages.get(fact.stage), fact, f"stage {fact.stage!r} of run {fact.run!r}"):
+        if not is_new_or_same(
+            self.stages.get(fact.stage), fact, f"stage {fact.stage!r} of run {fact.run!r}"
+        ):
             return False
         later = [stage for stage in self.stages if stage_rank(stage) > stage_rank(fact.stage)]
         if later:
             raise InvariantViolated(
                 f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; stages are marked in lifecycle order "
-                f"{' < '.join(STAGES)}")
+                f"{' < '.join(STAGES)}"
+            )
         return True
 
     def _replaces_root_fallback(self, fact: f.StageMarked) -> bool:
@@ -160,44 +198,71 @@ class Run(BaseAggregate[Any]):
         stage (the `stages` view). `env-ready` is never corrected, because benchflow captures it on root.
         """
         recorded = self.stages.get(fact.stage)
-        return (recorded is not None and recorded.node == ROOT_NODE != fact.node and fact.stage != "env-ready"
-                and recorded.model_copy(update={"node": fact.node}) == fact)
+        return (
+            recorded is not None
+            and recorded.node == ROOT_NODE != fact.node
+            and fact.stage != "env-ready"
+            and recorded.model_copy(update={"node": fact.node}) == fact
+        )
 
     def _decide_fork(self, fact: f.ForkOpened) -> bool:
-        if not is_new_or_same(self.forks[fact.fork].opened if fact.fork in self.forks else None, fact,
-                              f"fork {fact.fork!r} of run {fact.run!r}"):
+        if not is_new_or_same(
+            self.forks[fact.fork].opened if fact.fork in self.forks else None,
+            fact,
+            f"fork {fact.fork!r} of run {fact.run!r}",
+        ):
             return False
         self._require_node(fact.node)
         taken = sorted(child.node for child in fact.children if child.node in self.nodes)
         if taken:
-            raise InvariantViolated(f"run {fact.run!r}: fork {fact.fork!r} would create nodes {taken}, which already exist")
+            raise InvariantViolated(
+                f"run {fact.run!r}: fork {fact.fork!r} would create nodes {taken}, which already exist"
+            )
         if fact.stage is not None:
             entry = self.stages.get(fact.stage)
             if entry is None:
                 raise StageNotRecorded(
                     f"run {fact.run!r}: expected stage {fact.stage!r} recorded before forking at it, "
-                    f"found recorded stages {[s for s in STAGES if s in self.stages]}")
+                    f"found recorded stages {[s for s in STAGES if s in self.stages]}"
+                )
             if entry.node != fact.node:
-                raise InvariantViolated(f"run {fact.run!r}: stage {fact.stage!r} was captured on node {entry.node!r}, "
-                                        f"found the fork at node {fact.node!r}")
+                raise InvariantViolated(
+                    f"run {fact.run!r}: stage {fact.stage!r} was captured on node {entry.node!r}, "
+                    f"found the fork at node {fact.node!r}"
+                )
             if not entry.layers:
-                raise InvariantViolated(f"run {fact.run!r}: stage {fact.stage!r} captured no layers, so nothing can be restored")
+                raise InvariantViolated(
+                    f"run {fact.run!r}: stage {fact.stage!r} captured no layers, so nothing can be restored"
+                )
         check_deltas(fact)
         return True
 
     def _decide_cut_point(self, fact: f.CutPointServed) -> bool:
         assert self.registration is not None
         if self.registration.role != "continuation":
-            raise InvariantViolated(f"run {fact.run!r}: expected a continuation run to serve a cut point, found role {self.registration.role!r}")
+            raise InvariantViolated(
+                f"run {fact.run!r}: expected a continuation run to serve a cut point, found role {self.registration.role!r}"
+            )
         if fact.source_run != self.registration.parent_run:
-            raise InvariantViolated(f"run {fact.run!r} continues {self.registration.parent_run!r}; found a cut point from {fact.source_run!r}")
+            raise InvariantViolated(
+                f"run {fact.run!r} continues {self.registration.parent_run!r}; found a cut point from {fact.source_run!r}"
+            )
         if fact.configured_k is not None and fact.served_k > fact.configured_k:
-            raise InvariantViolated(f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}")
+            raise InvariantViolated(
+                f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}"
+            )
         # benchflow writes the configured-basis block first and, in host proxy mode, reconciles it into a
         # served-basis one after the run: one of each basis, the served one final, both about the same cut.
-        if not is_new_or_same(self.cut_points.get(fact.accounting), fact, f"{fact.accounting} cut point of run {fact.run!r}"):
+        if not is_new_or_same(
+            self.cut_points.get(fact.accounting),
+            fact,
+            f"{fact.accounting} cut point of run {fact.run!r}",
+        ):
             return False
-        configured, served = (self.cut_points.get("configured", fact), self.cut_points.get("served", fact))
+        configured, served = (
+            self.cut_points.get("configured", fact),
+            self.cut_points.get("served", fact),
+        )
         if configured is not served:
             self._check_reconciliation(configured, served)
         return True
@@ -205,14 +270,20 @@ class Run(BaseAggregate[Any]):
     def _check_reconciliation(self, configured: f.CutPointServed, served: f.CutPointServed) -> None:
         where = f"run {served.run!r}: the served cut point reconciles the configured one"
         if served.stage != configured.stage:
-            raise InvariantViolated(f"{where}; expected the same stage, found {configured.stage!r} configured and "
-                                    f"{served.stage!r} served")
+            raise InvariantViolated(
+                f"{where}; expected the same stage, found {configured.stage!r} configured and "
+                f"{served.stage!r} served"
+            )
         if served.served_k > configured.served_k:
-            raise InvariantViolated(f"{where}; expected at most the configured K {configured.served_k} served, found "
-                                    f"{served.served_k}")
+            raise InvariantViolated(
+                f"{where}; expected at most the configured K {configured.served_k} served, found "
+                f"{served.served_k}"
+            )
         if served.configured_k is not None and served.configured_k != configured.served_k:
-            raise InvariantViolated(f"{where}; expected its configured K {served.configured_k} to be the configured "
-                                    f"block's K, found {configured.served_k}")
+            raise InvariantViolated(
+                f"{where}; expected its configured K {served.configured_k} to be the configured "
+                f"block's K, found {configured.served_k}"
+            )
 
     # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
 
@@ -287,7 +358,7 @@ _DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
     f.ScorerDrained: Run._decide_drain,
     f.PreservationReceipted: Run._decide_receipt,
     f.AblationReported: Run._decide_report,
-    **{fact_type: Run._decide_in_fork for fact_type in FORK_FACTS},
+    **dict.fromkeys(FORK_FACTS, Run._decide_in_fork),
 }
 _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.RunRegistered: Run._registered,
@@ -304,5 +375,5 @@ _EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
     f.ScorerDrained: Run._scorer_drained,
     f.PreservationReceipted: Run._preservation_receipted,
     f.AblationReported: Run._reported,
-    **{fact_type: Run._in_fork for fact_type in FORK_FACTS},
+    **dict.fromkeys(FORK_FACTS, Run._in_fork),
 }

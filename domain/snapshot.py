@@ -17,7 +17,12 @@ from .decisions import is_new_or_same
 from .errors import InvariantViolated, UnknownSubject
 from .vocabulary import ROOT_NODE
 
-LIFETIME_FACTS = (f.SnapshotExported, f.SnapshotExportFailed, f.SnapshotDiscarded, f.SnapshotImported)
+LIFETIME_FACTS = (
+    f.SnapshotExported,
+    f.SnapshotExportFailed,
+    f.SnapshotDiscarded,
+    f.SnapshotImported,
+)
 
 
 class Snapshot(BaseAggregate[Any]):
@@ -58,22 +63,33 @@ class Snapshot(BaseAggregate[Any]):
         ref = fact.subject_key()
         if isinstance(fact, f.SnapshotCaptured):
             if self.adopted is not None:
-                raise InvariantViolated(f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it")
+                raise InvariantViolated(
+                    f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it"
+                )
             recorded = self.captured
-            if (recorded is not None and recorded.node == ROOT_NODE != fact.node and fact.stage not in (None, "env-ready")
-                    and recorded.model_copy(update={"node": fact.node}) == fact):
+            if (
+                recorded is not None
+                and recorded.node == ROOT_NODE != fact.node
+                and fact.stage not in (None, "env-ready")
+                and recorded.model_copy(update={"node": fact.node}) == fact
+            ):
                 return True  # a stage earlier importers put on root, placed on its node (see Run._replaces_root_fallback)
             return is_new_or_same(recorded, fact, f"capture of snapshot {ref!r}")
         if isinstance(fact, f.SnapshotAdopted):
             if self.captured is not None:
-                raise InvariantViolated(f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "
-                                        "expected an unknown ref to adopt", hint="import it against its recorded export instead")
+                raise InvariantViolated(
+                    f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "
+                    "expected an unknown ref to adopt",
+                    hint="import it against its recorded export instead",
+                )
             return is_new_or_same(self.adopted, fact, f"adoption of snapshot {ref!r}")
         if isinstance(fact, f.SnapshotImportRejected):
             return fact not in self.rejections
         if not self.known:
-            raise UnknownSubject(f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",  # type: ignore[attr-defined]
-                                 hint="record stage.marked (or snapshot.captured) first")
+            raise UnknownSubject(
+                f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",  # type: ignore[attr-defined]
+                hint="record stage.marked (or snapshot.captured) first",
+            )
         if isinstance(fact, f.SnapshotDiscarded):
             return not self.discarded
         if isinstance(fact, f.SnapshotExported):

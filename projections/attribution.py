@@ -42,7 +42,9 @@ class ArmOutcome:
 
     def __post_init__(self) -> None:
         # benchflow never writes these combinations; refusing them keeps `status` and `ran` in agreement.
-        if not self.ran and (self.reward is not None or self.error is not None or self.tests is not None):
+        if not self.ran and (
+            self.reward is not None or self.error is not None or self.tests is not None
+        ):
             raise InvalidInput(
                 f"arm {self.name!r} never ran but carries a reward, error or test outcomes",
                 hint="a skipped arm has reward, error and tests all null",
@@ -150,7 +152,7 @@ def test_attribution(
 ) -> dict:
     """The report's `test_attribution` section (tests default to `normalise_test_names(arms)`)."""
     tests = _tests_or_normalised(arms, tests_per_arm)
-    named = [(arm.name, arm_tests) for arm, arm_tests in zip(arms, tests)]
+    named = [(arm.name, arm_tests) for arm, arm_tests in zip(arms, tests, strict=False)]
     tested = [arm_tests for _, arm_tests in named if arm_tests is not None]
     differing = _differing(named)
     differing_names = [entry["test"] for entry in differing]
@@ -167,9 +169,7 @@ def test_attribution(
             "no sub-test difference in this comparison"
         )
     elif tie:
-        summary = (
-            f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing_names)}"
-        )
+        summary = f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing_names)}"
     else:
         summary = f"{len(differing)} sub-test outcome(s) differ: {_name_list(differing_names)}"
     return {
@@ -200,7 +200,9 @@ def _reference(
 
 def arm_references(arms: Sequence[ArmOutcome], parent_reward: float | None) -> list[str | None]:
     by_name = {arm.name: arm for arm in arms}
-    return [None if arm.reward is None else _reference(arm, by_name, parent_reward)[0] for arm in arms]
+    return [
+        None if arm.reward is None else _reference(arm, by_name, parent_reward)[0] for arm in arms
+    ]
 
 
 def arm_verdicts(
@@ -211,9 +213,9 @@ def arm_verdicts(
 ) -> list[str]:
     tests = _tests_or_normalised(arms, tests_per_arm)
     by_name = {arm.name: arm for arm in arms}
-    tests_by_name = {arm.name: arm_tests for arm, arm_tests in zip(arms, tests)}
+    tests_by_name = {arm.name: arm_tests for arm, arm_tests in zip(arms, tests, strict=False)}
     verdicts = []
-    for arm, arm_tests in zip(arms, tests):
+    for arm, arm_tests in zip(arms, tests, strict=False):
         status = arm_status(arm)
         if status == "error":
             verdicts.append("errored before scoring — no reward to attribute")

@@ -8,7 +8,8 @@ Policy. Each finding has a level:
   chain is broken (`lineage verify`); custody is broken (a held artifact lost, changed or never released
   on a closed fork, or a custody failure that preserved nothing), because evidence may have crossed arms; a
   restorable lie (a fork opened on, or a child restored from, a snapshot discarded before then, by log
-  order and by `occurred_at` alike, and never exported or imported); an impossible state the domain refuses (V while a child is unscored, V not
+  order and by `occurred_at` alike, and never exported or imported); an impossible state the domain refuses
+  (V while a child is unscored, V not
   the mean of the rewards, served K above configured K, a preservation receipt sealing another history), which
   means something bypassed the rules; or no model run matched the selection (an empty gate must not pass).
 - **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
@@ -18,10 +19,12 @@ Policy. Each finding has a level:
   token usage, timing); a fresh-rollout arm failing them; a with-skill run or arm without skill loading, a no-skill
   one with skill leakage; a run preserved but unqualified, or whose one preservation attempt failed; a fork
   with an unscored or failed arm, ended partial or still open; a custody failure that preserved its entries;
-  a snapshot adopted from a tar of unknown provenance used by a fork; a served cut point that diverged, recorded no divergence list, or whose stage K disagrees with the
+  a snapshot adopted from a tar of unknown provenance used by a fork; a served cut point that diverged,
+  recorded no divergence list, or whose stage K disagrees with the
   source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
 - **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
-  capture, a discard that log order and recorded times place on different sides of a fork, a run outside the matrix, an unhealthy run that a continuation superseded (the continuation is
+  capture, a discard that log order and recorded times place on different sides of a fork, a run outside the
+  matrix, an unhealthy run that a continuation superseded (the continuation is
   what would be published, and is checked itself), evidence read more than once with different contents (the
   latest is judged), an oracle run's problems (oracle lanes are reward-only evidence, reported apart: never
   counted, quarantined or matched to slots with the model runs).
@@ -65,7 +68,11 @@ if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
 
 BLOCKER, QUARANTINE, WARNING = "not-publishable", "quarantine", "warning"
-PUBLISHABLE, WITH_QUARANTINES, NOT_PUBLISHABLE = "publishable", "publishable with quarantines", "not publishable"
+PUBLISHABLE, WITH_QUARANTINES, NOT_PUBLISHABLE = (
+    "publishable",
+    "publishable with quarantines",
+    "not publishable",
+)
 EXIT_CODES = {PUBLISHABLE: 0, WITH_QUARANTINES: 10, NOT_PUBLISHABLE: 11}
 TIMEOUT = re.compile(r"time.?out|timed out", re.IGNORECASE)
 
@@ -77,7 +84,9 @@ class Finding:
     subject: str
     message: str
     run: str | None = None  # the run this finding quarantines or blames, if any
-    node: str | None = None  # the node of `run` it is about, if any: `lineage history RUN:NODE` follows it
+    node: str | None = (
+        None  # the node of `run` it is about, if any: `lineage history RUN:NODE` follows it
+    )
 
     @property
     def address(self) -> str | None:
@@ -95,7 +104,9 @@ def slot_label(slot: Slot) -> str:
     return "slot (" + ", ".join(value or "-" for value in slot) + ")"
 
 
-def _group(rows: list[dict[str, Any]], *columns: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+def _group(
+    rows: list[dict[str, Any]], *columns: str
+) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(row[c] for c in columns), []).append(row)
@@ -108,16 +119,22 @@ def _group(rows: list[dict[str, Any]], *columns: str) -> dict[tuple[Any, ...], l
 def classify_run(row: dict[str, Any]) -> dict[str, Any]:
     """healthy (pass / fail / timeout, with a reward) or unhealthy, with every reason."""
     reasons = []
-    timed_out = row.get("status") == "timeout" or bool(TIMEOUT.search(row.get("error_category") or ""))
+    timed_out = row.get("status") == "timeout" or bool(
+        TIMEOUT.search(row.get("error_category") or "")
+    )
     if row.get("request_global"):
         reasons.append(f"request-global configuration error: {row['error']}")
     elif row.get("error") and not timed_out:
-        reasons.append(f"infrastructure error ({row.get('error_category') or 'uncategorised'}): {row['error']}")
+        reasons.append(
+            f"infrastructure error ({row.get('error_category') or 'uncategorised'}): {row['error']}"
+        )
     if row.get("verifier_error"):
         reasons.append(f"verifier crash: {row['verifier_error']}")
     if row["outcome"] == "branch_aggregate":
-        reasons.append(f"not verified itself: its result reports the branch aggregate V={row['branch_value']:g} "
-                       "(rewards source branch_aggregate), not a score of its own")
+        reasons.append(
+            f"not verified itself: its result reports the branch aggregate V={row['branch_value']:g} "
+            "(rewards source branch_aggregate), not a score of its own"
+        )
     elif row["outcome"] == "unscored":
         reasons.append(f"unscored: {row['unscored_reason']}")
     elif row["outcome"] != "scored":
@@ -148,7 +165,9 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
         problem = None
         if value is not None and not every:
             problem = f"V={value:g} is recorded although only {len(rewards)} of {fork['n_children']} children were scored"
-        elif value is not None and not math.isclose(value, math.fsum(rewards) / len(rewards), abs_tol=1e-9):
+        elif value is not None and not math.isclose(
+            value, math.fsum(rewards) / len(rewards), abs_tol=1e-9
+        ):
             problem = f"V={value:g} is not the mean {math.fsum(rewards) / len(rewards):g} of the children's rewards"
         elif value is None and every and fork["outcome"] == "completed":
             problem = "every child was scored and the fork completed, but V is missing"
@@ -157,15 +176,38 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
             findings.append(Finding("fork-consistency", BLOCKER, where, problem, run, node))
         for child in kids:
             if child["outcome"] in ("unscored", "failed"):
-                findings.append(Finding("fork-consistency", QUARANTINE, where,
-                                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}",
-                                        run, child.get("node")))
+                findings.append(
+                    Finding(
+                        "fork-consistency",
+                        QUARANTINE,
+                        where,
+                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}",
+                        run,
+                        child.get("node"),
+                    )
+                )
         if fork["outcome"] == "partial":
-            findings.append(Finding("fork-consistency", QUARANTINE, where,
-                                    "the fork ended partial" + (f": {fork['error']}" if fork["error"] else ""), run, node))
+            findings.append(
+                Finding(
+                    "fork-consistency",
+                    QUARANTINE,
+                    where,
+                    "the fork ended partial" + (f": {fork['error']}" if fork["error"] else ""),
+                    run,
+                    node,
+                )
+            )
         elif fork["outcome"] == "open":
-            findings.append(Finding("fork-consistency", QUARANTINE, where, "the fork is still open: not every arm has an outcome",
-                                    run, node))
+            findings.append(
+                Finding(
+                    "fork-consistency",
+                    QUARANTINE,
+                    where,
+                    "the fork is still open: not every arm has an outcome",
+                    run,
+                    node,
+                )
+            )
     return findings
 
 
@@ -180,16 +222,48 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
         run, where = key[0], f"{key[0]}:{key[1]}"
         mine = sorted(by_fork[key], key=lambda e: e["position"])
         node = mine[0].get("node")
-        held = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "held"), None)
-        released = next(({x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()} for e in mine if e["kind"] == "released"), None)
+        held = next(
+            (
+                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
+                for e in mine
+                if e["kind"] == "held"
+            ),
+            None,
+        )
+        released = next(
+            (
+                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
+                for e in mine
+                if e["kind"] == "released"
+            ),
+            None,
+        )
         failures = [e for e in mine if e["kind"] == "failed"]
         for failure in failures:
             if failure["location"]:
-                findings.append(Finding("custody", QUARANTINE, where, f"custody failed at {failure['phase']}: {failure['error']}; "
-                                        f"the entries are preserved at {failure['location']}", run, node))
+                findings.append(
+                    Finding(
+                        "custody",
+                        QUARANTINE,
+                        where,
+                        f"custody failed at {failure['phase']}: {failure['error']}; "
+                        f"the entries are preserved at {failure['location']}",
+                        run,
+                        node,
+                    )
+                )
             else:
-                findings.append(Finding("custody", BLOCKER, where, f"custody failed at {failure['phase']}: {failure['error']}; "
-                                        "nothing was preserved, so the held entries are unaccounted for", run, node))
+                findings.append(
+                    Finding(
+                        "custody",
+                        BLOCKER,
+                        where,
+                        f"custody failed at {failure['phase']}: {failure['error']}; "
+                        "nothing was preserved, so the held entries are unaccounted for",
+                        run,
+                        node,
+                    )
+                )
         if held is None:
             continue
         if released is not None:
@@ -197,19 +271,42 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
             changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
             extra = sorted(set(released) - set(held))
             if missing or changed or extra:
-                findings.append(Finding("custody", BLOCKER, where, f"custody broken: released entries differ from the held ones "
-                                        f"(missing {missing}, digest changed {changed}, never held {extra})", run, node))
+                findings.append(
+                    Finding(
+                        "custody",
+                        BLOCKER,
+                        where,
+                        f"custody broken: released entries differ from the held ones "
+                        f"(missing {missing}, digest changed {changed}, never held {extra})",
+                        run,
+                        node,
+                    )
+                )
         elif not failures:
-            level, state = (BLOCKER, "the fork is closed") if key in closed else (QUARANTINE, "the fork is still open")
-            findings.append(Finding("custody", level, where, f"{len(held)} held entries were never released and {state}", run,
-                                    node))
+            level, state = (
+                (BLOCKER, "the fork is closed")
+                if key in closed
+                else (QUARANTINE, "the fork is still open")
+            )
+            findings.append(
+                Finding(
+                    "custody",
+                    level,
+                    where,
+                    f"{len(held)} held entries were never released and {state}",
+                    run,
+                    node,
+                )
+            )
     return findings
 
 
 # --- snapshots ------------------------------------------------------------------------------------------
 
 
-def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, Any]], *, report_adopted: bool = True) -> list[Finding]:
+def check_snapshots(
+    presented: list[dict[str, Any]], lifetimes: list[dict[str, Any]], *, report_adopted: bool = True
+) -> list[Finding]:
     """A ref presented as restorable (run, what, ref, position, occurred_at) must have been restorable then.
 
     "Before" is asked of both clocks, log order and `occurred_at`: a live harness records in the order things
@@ -222,29 +319,83 @@ def check_snapshots(presented: list[dict[str, Any]], lifetimes: list[dict[str, A
     for use in presented:
         subject, run, node = use["ref"], use["run"], use.get("node")
         mine = by_ref.get((subject,), [])
-        known = {e["kind"] for e in mine if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]}
+        known = {
+            e["kind"]
+            for e in mine
+            if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]
+        }
         by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
-        by_time = [e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]]
+        by_time = [
+            e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]
+        ]
         if known & {"exported", "imported"}:
             continue
         if "adopted" in known:
-            findings.append(Finding("snapshot-truthfulness", QUARANTINE, subject, f"{use['what']} uses snapshot {subject}, "
-                                    "adopted from a tar of unknown provenance", run, node))
+            findings.append(
+                Finding(
+                    "snapshot-truthfulness",
+                    QUARANTINE,
+                    subject,
+                    f"{use['what']} uses snapshot {subject}, "
+                    "adopted from a tar of unknown provenance",
+                    run,
+                    node,
+                )
+            )
         elif by_log and by_time:
-            findings.append(Finding("snapshot-truthfulness", BLOCKER, subject, f"{use['what']} presents snapshot {subject} as "
-                                    f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
-                                    "or imported", run, node))
+            findings.append(
+                Finding(
+                    "snapshot-truthfulness",
+                    BLOCKER,
+                    subject,
+                    f"{use['what']} presents snapshot {subject} as "
+                    f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
+                    "or imported",
+                    run,
+                    node,
+                )
+            )
         elif by_log or by_time:
-            first, second = ("log order", "the recorded times") if by_log else ("the recorded times", "log order")
-            findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} uses snapshot {subject}; {first} "
-                                    f"put its discard before that and {second} do not, so the facts' order or times are "
-                                    "unreliable (an importer's approximation?)", run, node))
+            first, second = (
+                ("log order", "the recorded times")
+                if by_log
+                else ("the recorded times", "log order")
+            )
+            findings.append(
+                Finding(
+                    "snapshot-truthfulness",
+                    WARNING,
+                    subject,
+                    f"{use['what']} uses snapshot {subject}; {first} "
+                    f"put its discard before that and {second} do not, so the facts' order or times are "
+                    "unreliable (an importer's approximation?)",
+                    run,
+                    node,
+                )
+            )
         elif "captured" not in known:
-            findings.append(Finding("snapshot-truthfulness", WARNING, subject, f"{use['what']} presents snapshot {subject}, "
-                                    "whose capture is not recorded", run, node))
+            findings.append(
+                Finding(
+                    "snapshot-truthfulness",
+                    WARNING,
+                    subject,
+                    f"{use['what']} presents snapshot {subject}, whose capture is not recorded",
+                    run,
+                    node,
+                )
+            )
     if report_adopted:
-        findings += [Finding("snapshot-truthfulness", WARNING, e["ref"], f"snapshot {e['ref']} was adopted from a tar of unknown "
-                             f"provenance ({e.get('tar_path') or 'path not recorded'})") for e in lifetimes if e["kind"] == "adopted"]
+        findings += [
+            Finding(
+                "snapshot-truthfulness",
+                WARNING,
+                e["ref"],
+                f"snapshot {e['ref']} was adopted from a tar of unknown "
+                f"provenance ({e.get('tar_path') or 'path not recorded'})",
+            )
+            for e in lifetimes
+            if e["kind"] == "adopted"
+        ]
     return findings
 
 
@@ -255,7 +406,9 @@ def run_slot(row: dict[str, Any]) -> Slot:
     return tuple(row.get(name) for name in SLOT_FIELDS)
 
 
-def classify_slots(slots: list[Slot], runs: list[dict[str, Any]], superseded: dict[str, str]) -> tuple[list[dict[str, Any]], list[Finding]]:
+def classify_slots(
+    slots: list[Slot], runs: list[dict[str, Any]], superseded: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[Finding]]:
     """Each expected slot healthy, missing, duplicate, stale or unhealthy; runs outside every slot are warned about."""
     by_slot: dict[Slot, list[dict[str, Any]]] = {}
     for row in runs:
@@ -268,19 +421,44 @@ def classify_slots(slots: list[Slot], runs: list[dict[str, Any]], superseded: di
             status, why = "missing", "no run fills it"
         elif not current:
             status = "stale"
-            why = "its runs were superseded: " + ", ".join(f"{r['run']} by {superseded[r['run']]}" for r in matched)
+            why = "its runs were superseded: " + ", ".join(
+                f"{r['run']} by {superseded[r['run']]}" for r in matched
+            )
         elif len(current) > 1:
-            status, why = "duplicate", f"{len(current)} runs fill it and none supersedes another: {[r['run'] for r in current]}"
+            status, why = (
+                "duplicate",
+                f"{len(current)} runs fill it and none supersedes another: {[r['run'] for r in current]}",
+            )
         elif current[0]["health"] == "unhealthy":
-            status, why = "unhealthy", f"run {current[0]['run']}: {'; '.join(current[0]['reasons'])}"
+            status, why = (
+                "unhealthy",
+                f"run {current[0]['run']}: {'; '.join(current[0]['reasons'])}",
+            )
         else:
             status, why = "healthy", f"run {current[0]['run']} ({current[0]['result']})"
-        rows.append({**dict(zip(SLOT_FIELDS, slot, strict=True)), "status": status, "runs": [r["run"] for r in matched], "detail": why})
+        rows.append(
+            {
+                **dict(zip(SLOT_FIELDS, slot, strict=True)),
+                "status": status,
+                "runs": [r["run"] for r in matched],
+                "detail": why,
+            }
+        )
         if status != "healthy":
             findings.append(Finding("matrix", QUARANTINE, label, f"{status}: {why}"))
     expected = set(slots)
-    findings += [Finding("matrix", WARNING, row["run"], f"run {row['run']} matches no slot of the matrix ({slot_label(run_slot(row))})",
-                         row["run"], "root") for row in runs if run_slot(row) not in expected]
+    findings += [
+        Finding(
+            "matrix",
+            WARNING,
+            row["run"],
+            f"run {row['run']} matches no slot of the matrix ({slot_label(run_slot(row))})",
+            row["run"],
+            "root",
+        )
+        for row in runs
+        if run_slot(row) not in expected
+    ]
     return rows, findings
 
 
@@ -301,39 +479,81 @@ def _in(column: str) -> str:
 def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
     """Refs each fork (its stage's refs, limited to its layers, unless it names its own) and each restore relied on."""
     presented = []
-    for o in db.rows(f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref AS stage_environment FROM fork_openings o "
-                     f"LEFT JOIN stages s ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}", {"runs": runs}):
+    for o in db.rows(
+        f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref AS stage_environment FROM fork_openings o "
+        f"LEFT JOIN stages s ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}",
+        {"runs": runs},
+    ):
         own = o["sandbox_ref"] or o["environment_ref"]
         layers = o["layers"] or ["sandbox", "environment"]
-        refs = [o["sandbox_ref"], o["environment_ref"]] if own else [
-            o["stage_sandbox"] if "sandbox" in layers else None, o["stage_environment"] if "environment" in layers else None]
+        refs = (
+            [o["sandbox_ref"], o["environment_ref"]]
+            if own
+            else [
+                o["stage_sandbox"] if "sandbox" in layers else None,
+                o["stage_environment"] if "environment" in layers else None,
+            ]
+        )
         what = f"fork {o['fork']} of {o['run']} (at {o['stage'] or 'cursor:' + o['node']})"
-        presented += [{"run": o["run"], "node": o["node"], "what": what, "ref": ref, "position": o["position"],
-                       "occurred_at": o["occurred_at"]} for ref in refs if ref]
-    for r in db.rows(f"SELECT r.*, c.node FROM child_restores r LEFT JOIN fork_children c USING (run, fork, idx) "
-                     f"WHERE {_in('r.run')}", {"runs": runs}):
+        presented += [
+            {
+                "run": o["run"],
+                "node": o["node"],
+                "what": what,
+                "ref": ref,
+                "position": o["position"],
+                "occurred_at": o["occurred_at"],
+            }
+            for ref in refs
+            if ref
+        ]
+    for r in db.rows(
+        f"SELECT r.*, c.node FROM child_restores r LEFT JOIN fork_children c USING (run, fork, idx) "
+        f"WHERE {_in('r.run')}",
+        {"runs": runs},
+    ):
         what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
-        presented += [{"run": r["run"], "node": r["node"], "what": what, "ref": ref, "position": r["position"],
-                       "occurred_at": r["occurred_at"]} for ref in (r["sandbox_ref"], r["environment_ref"]) if ref]
+        presented += [
+            {
+                "run": r["run"],
+                "node": r["node"],
+                "what": what,
+                "ref": ref,
+                "position": r["position"],
+                "occurred_at": r["occurred_at"],
+            }
+            for ref in (r["sandbox_ref"], r["environment_ref"])
+            if ref
+        ]
     return presented
 
 
-def _selected_runs(db: ReadModelDB, run: str | None, task: str | None, since: datetime | None) -> list[dict[str, Any]]:
+def _selected_runs(
+    db: ReadModelDB, run: str | None, task: str | None, since: datetime | None
+) -> list[dict[str, Any]]:
     """The runs to audit; a benchflow run's trial (its rollout name) comes from its evidence when its registration,
     recorded by an earlier version, has none."""
-    return db.rows("SELECT r.* REPLACE (coalesce(r.trial, e.trial) AS trial) FROM runs r "
-                   "LEFT JOIN evidence e ON e.run = r.run AND e.node = 'root' "
-                   "WHERE ($run IS NULL OR r.run = $run) AND ($task IS NULL OR r.task = $task) "
-                   "AND ($since IS NULL OR r.registered_at >= $since) ORDER BY r.position",
-                   {"run": run, "task": task, "since": since})
+    return db.rows(
+        "SELECT r.* REPLACE (coalesce(r.trial, e.trial) AS trial) FROM runs r "
+        "LEFT JOIN evidence e ON e.run = r.run AND e.node = 'root' "
+        "WHERE ($run IS NULL OR r.run = $run) AND ($task IS NULL OR r.task = $task) "
+        "AND ($since IS NULL OR r.registered_at >= $since) ORDER BY r.position",
+        {"run": run, "task": task, "since": since},
+    )
 
 
 def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> list[Finding]:
     """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that follow."""
     oracle = gate.is_oracle(row["agent"])
     health = classify_run(row)
-    checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(evidence, oracle=oracle)
-    skills = None if oracle else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
+    checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(
+        evidence, oracle=oracle
+    )
+    skills = (
+        None
+        if oracle
+        else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
+    )
     checks += [("skill-loading", skills)] if skills else []
     if checks and health["health"] == "healthy":
         health = {"health": "unhealthy", "result": None, "reasons": []}
@@ -341,100 +561,228 @@ def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> li
     row.update(health, lane=gate.ORACLE if oracle else "model")
     # A superseded run is not a candidate for publication (its continuation is), so its health is only noted; an
     # oracle lane is reward-only evidence, reported apart from the model runs.
-    level, note = (WARNING, f" (superseded by {row['superseded_by']})") if row["superseded_by"] else (QUARANTINE, "")
+    level, note = (
+        (WARNING, f" (superseded by {row['superseded_by']})")
+        if row["superseded_by"]
+        else (QUARANTINE, "")
+    )
     if oracle:
-        return [Finding("oracle-lane", WARNING, row["run"], f"oracle run, reported apart from the model runs: unhealthy: "
-                        f"{reason}", row["run"], "root") for _, reason in checks]
-    return [Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root") for check, reason in checks]
+        return [
+            Finding(
+                "oracle-lane",
+                WARNING,
+                row["run"],
+                f"oracle run, reported apart from the model runs: unhealthy: {reason}",
+                row["run"],
+                "root",
+            )
+            for _, reason in checks
+        ]
+    return [
+        Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root")
+        for check, reason in checks
+    ]
 
 
-def _arm_skill_findings(db: ReadModelDB, runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]],
-                        params: dict[str, Any]) -> list[Finding]:
+def _arm_skill_findings(
+    db: ReadModelDB,
+    runs: list[dict[str, Any]],
+    evidence: dict[tuple[str, str], dict[str, Any]],
+    params: dict[str, Any],
+) -> list[Finding]:
     """Skill loading for with-skill arms, leakage for no-skill ones (a run's own is part of its health)."""
     model = {r["run"] for r in runs if r["lane"] == "model"}
     findings = []
-    for c in db.rows(f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
-                     params):
+    for c in db.rows(
+        f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
+        params,
+    ):
         problem = gate.skill_problem(c["skill_mode"], evidence.get((c["run"], c["node"])))
         if problem and c["run"] in model:
-            findings.append(Finding("skill-loading", QUARANTINE, f"{c['run']}:{c['fork']}/{c['arm']}", problem, c["run"],
-                                    c["node"]))
+            findings.append(
+                Finding(
+                    "skill-loading",
+                    QUARANTINE,
+                    f"{c['run']}:{c['fork']}/{c['arm']}",
+                    problem,
+                    c["run"],
+                    c["node"],
+                )
+            )
     return findings
 
 
-def _arm_gate_findings(runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
+def _arm_gate_findings(
+    runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]]
+) -> list[Finding]:
     """The trajectory gate, token usage and timing for each fresh-rollout arm whose own directory was read."""
     lanes = {r["run"]: r["lane"] for r in runs}
-    return [Finding(check, QUARANTINE, f"{key}:{node}", f"arm at node {node} unhealthy: {reason}", key, node)
-            for (key, node), row in sorted(evidence.items()) if node != "root" and lanes.get(key) == "model"
-            for check, reason in gate.gate_reasons(row, oracle=False)]
+    return [
+        Finding(
+            check, QUARANTINE, f"{key}:{node}", f"arm at node {node} unhealthy: {reason}", key, node
+        )
+        for (key, node), row in sorted(evidence.items())
+        if node != "root" and lanes.get(key) == "model"
+        for check, reason in gate.gate_reasons(row, oracle=False)
+    ]
 
 
 def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
-    return [Finding("evidence-changed", WARNING, f"{key}:{node}", f"its files were read {row['observations']} times with "
-                    "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
-                    "files changed after the run", key, node)
-            for (key, node), row in sorted(evidence.items()) if row["observations"] > 1]
+    return [
+        Finding(
+            "evidence-changed",
+            WARNING,
+            f"{key}:{node}",
+            f"its files were read {row['observations']} times with "
+            "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
+            "files changed after the run",
+            key,
+            node,
+        )
+        for (key, node), row in sorted(evidence.items())
+        if row["observations"] > 1
+    ]
 
 
-def _preservation_findings(db: ReadModelDB, params: dict[str, Any]) -> tuple[list[Finding], dict[str, str]]:
+def _preservation_findings(
+    db: ReadModelDB, params: dict[str, Any]
+) -> tuple[list[Finding], dict[str, str]]:
     receipts = db.rows(f"SELECT * FROM receipts WHERE {_in('run')} ORDER BY position", params)
     levels = {"blocker": BLOCKER, "quarantine": QUARANTINE}
-    findings = [Finding("preservation", levels[level], key, message, key, "root")
-                for level, key, message in gate.preservation_problems(receipts)]
-    states = {r["run"]: "preserved, unqualified" if r["result"] == "sealed" else "preservation failed" for r in receipts}
+    findings = [
+        Finding("preservation", levels[level], key, message, key, "root")
+        for level, key, message in gate.preservation_problems(receipts)
+    ]
+    states = {
+        r["run"]: "preserved, unqualified" if r["result"] == "sealed" else "preservation failed"
+        for r in receipts
+    }
     return findings, states
 
 
-def audit_report(db: ReadModelDB, integrity: dict[str, Any], *, position: int, run: str | None = None, task: str | None = None,
-                 since: datetime | None = None, slots: list[Slot] | None = None) -> dict[str, Any]:
+def audit_report(
+    db: ReadModelDB,
+    integrity: dict[str, Any],
+    *,
+    position: int,
+    run: str | None = None,
+    task: str | None = None,
+    since: datetime | None = None,
+    slots: list[Slot] | None = None,
+) -> dict[str, Any]:
     runs = _selected_runs(db, run, task, since)
     keys = [r["run"] for r in runs]
     params = {"runs": keys}
-    evidence = {(e["run"], e["node"]): e for e in db.rows(f"SELECT * FROM evidence WHERE {_in('run')}", params)}
+    evidence = {
+        (e["run"], e["node"]): e
+        for e in db.rows(f"SELECT * FROM evidence WHERE {_in('run')}", params)
+    }
     findings: list[Finding] = []
-    superseded = {r["parent_run"]: r["run"] for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")}
+    superseded = {
+        r["parent_run"]: r["run"]
+        for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")
+    }
     for row in runs:
         row["superseded_by"] = superseded.get(row["run"])
         findings += _health_findings(row, evidence.get((row["run"], "root")))
     model_runs = [r for r in runs if r["lane"] == "model"]
     if not model_runs:
         oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
-        findings.append(Finding("selection", BLOCKER, "store", f"no model run matched the selection{oracle}, so there is "
-                                "nothing to publish"))
+        findings.append(
+            Finding(
+                "selection",
+                BLOCKER,
+                "store",
+                f"no model run matched the selection{oracle}, so there is nothing to publish",
+            )
+        )
     findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
     findings += _changed_evidence_findings(evidence)
     receipt_findings, preservation = _preservation_findings(db, params)
     findings += receipt_findings
-    findings += check_forks(db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
-                            db.rows(f"SELECT * FROM children WHERE {_in('run')}", params))
-    closed = {(r["run"], r["fork"]) for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)}
-    findings += check_custody(db.rows(f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
-                                      f"WHERE {_in('e.run')}", params), closed)
-    findings += check_snapshots(_presented(db, keys), db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
-                                report_adopted=run is None and task is None and since is None)
-    cut_rows = db.rows("SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
-                       f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}", params)
+    findings += check_forks(
+        db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
+        db.rows(f"SELECT * FROM children WHERE {_in('run')}", params),
+    )
+    closed = {
+        (r["run"], r["fork"])
+        for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)
+    }
+    findings += check_custody(
+        db.rows(
+            f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
+            f"WHERE {_in('e.run')}",
+            params,
+        ),
+        closed,
+    )
+    findings += check_snapshots(
+        _presented(db, keys),
+        db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
+        report_adopted=run is None and task is None and since is None,
+    )
+    cut_rows = db.rows(
+        "SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
+        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}",
+        params,
+    )
     for row in cut_rows:
         row["divergences"] = as_json(row["divergences"])
-    findings += [Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
-                 for severe, key, message in cut_point.cut_point_problems(cut_rows)]
+    findings += [
+        Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
+        for severe, key, message in cut_point.cut_point_problems(cut_rows)
+    ]
     matrix = None
     if slots is not None:
-        chosen = [s for s in slots if (task is None or s[0] == task) and (run is None or any(run_slot(r) == s for r in runs))]
-        matrix, slot_findings = classify_slots(chosen, model_runs, superseded)  # oracle lanes fill no slot
+        chosen = [
+            s
+            for s in slots
+            if (task is None or s[0] == task)
+            and (run is None or any(run_slot(r) == s for r in runs))
+        ]
+        matrix, slot_findings = classify_slots(
+            chosen, model_runs, superseded
+        )  # oracle lanes fill no slot
         findings += slot_findings
     if not integrity["intact"]:
-        findings.append(Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}"))
+        findings.append(
+            Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}")
+        )
     outcome, quarantined = verdict(findings)
     order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
     return {
-        "position": position, "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
-        "runs": [{**{k: row[k] for k in ("run", "task", "agent", "model", "skill_mode", "trial", "role", "lane", "outcome",
-                                         "reward", "health", "result", "reasons", "superseded_by")},
-                  "preservation": preservation.get(row["run"])} for row in runs],
+        "position": position,
+        "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
+        "runs": [
+            {
+                **{
+                    k: row[k]
+                    for k in (
+                        "run",
+                        "task",
+                        "agent",
+                        "model",
+                        "skill_mode",
+                        "trial",
+                        "role",
+                        "lane",
+                        "outcome",
+                        "reward",
+                        "health",
+                        "result",
+                        "reasons",
+                        "superseded_by",
+                    )
+                },
+                "preservation": preservation.get(row["run"]),
+            }
+            for row in runs
+        ],
         "lanes": {lane: sum(r["lane"] == lane for r in runs) for lane in ("model", gate.ORACLE)},
-        "matrix": matrix, "integrity": integrity,
+        "matrix": matrix,
+        "integrity": integrity,
         "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
-        "verdict": outcome, "quarantined": quarantined, "exit_code": EXIT_CODES[outcome],
+        "verdict": outcome,
+        "quarantined": quarantined,
+        "exit_code": EXIT_CODES[outcome],
     }

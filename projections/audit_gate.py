@@ -24,18 +24,29 @@ from __future__ import annotations
 from typing import Any
 
 ORACLE = "oracle"
-ACP, LLM, RESULTS = "trajectory/acp_trajectory.jsonl", "trajectory/llm_trajectory.jsonl", "results.jsonl"
-REMEDY = ("re-import the run with this version of rollout-lineage, or record run.evidence_observed for it")
+ACP, LLM, RESULTS = (
+    "trajectory/acp_trajectory.jsonl",
+    "trajectory/llm_trajectory.jsonl",
+    "results.jsonl",
+)
+REMEDY = (
+    "re-import the run with this version of rollout-lineage, or record run.evidence_observed for it"
+)
 
 
 def is_oracle(agent: str | None) -> bool:
     return (agent or "").strip().lower() == ORACLE
 
 
-def _file_reasons(evidence: dict[str, Any], prefix: str, name: str, records_column: str = "records") -> list[str]:
+def _file_reasons(
+    evidence: dict[str, Any], prefix: str, name: str, records_column: str = "records"
+) -> list[str]:
     if not evidence[f"{prefix}_present"]:
         return [f"missing required artifact {name}"]
-    records, malformed = evidence[f"{prefix}_{records_column}"] or 0, evidence[f"{prefix}_malformed"] or 0
+    records, malformed = (
+        evidence[f"{prefix}_{records_column}"] or 0,
+        evidence[f"{prefix}_malformed"] or 0,
+    )
     if not records and not malformed:
         return [f"empty {name}"]
     return [f"{malformed} unparsable line(s) in {name}"] if malformed else []
@@ -69,20 +80,30 @@ def _results_reasons(evidence: dict[str, Any]) -> list[str]:
     if not (evidence["results_present"] and evidence["results_rows"]):
         return reasons
     if evidence["results_rows"] != 1:
-        reasons.append(f"{RESULTS}: expected exactly one rollout row, found {evidence['results_rows']}")
+        reasons.append(
+            f"{RESULTS}: expected exactly one rollout row, found {evidence['results_rows']}"
+        )
     if evidence["training_ready"] is not True:
-        reasons.append(f"{RESULTS}: the rollout row is not training_ready ({evidence['training_ready_reason'] or 'no reason given'})")
+        reasons.append(
+            f"{RESULTS}: the rollout row is not training_ready ({evidence['training_ready_reason'] or 'no reason given'})"
+        )
     if evidence["results_rows_without_usage"]:
         reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
     if evidence["results_unlisted_tool_calls"]:
-        reasons.append(f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)")
+        reasons.append(
+            f"{RESULTS}: assistant tool_calls without tool definitions (tool_defs or tools)"
+        )
     return reasons
 
 
 def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
     """The hard trajectory gate on one node's evidence row; files its layout does not write (NULL) are skipped."""
     reasons = []
-    for column, check in (("acp_present", _acp_reasons), ("llm_present", _llm_reasons), ("results_present", _results_reasons)):
+    for column, check in (
+        ("acp_present", _acp_reasons),
+        ("llm_present", _llm_reasons),
+        ("results_present", _results_reasons),
+    ):
         if evidence[column] is not None:
             reasons += check(evidence)
     if evidence["partial_trajectory"]:
@@ -92,10 +113,14 @@ def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
 
 def usage_and_timing_reasons(evidence: dict[str, Any], *, oracle: bool) -> list[str]:
     reasons = []
-    total = evidence["total_tokens"] or (evidence["input_tokens"] or 0) + (evidence["output_tokens"] or 0)
+    total = evidence["total_tokens"] or (evidence["input_tokens"] or 0) + (
+        evidence["output_tokens"] or 0
+    )
     if not oracle and not total:
         reasons.append("missing or zero token usage")
-    if evidence["duration_sec"] is None and not (evidence["started_at"] and evidence["finished_at"]):
+    if evidence["duration_sec"] is None and not (
+        evidence["started_at"] and evidence["finished_at"]
+    ):
         reasons.append("missing timing (no start and end, no duration)")
     return reasons
 
@@ -103,9 +128,17 @@ def usage_and_timing_reasons(evidence: dict[str, Any], *, oracle: bool) -> list[
 def gate_reasons(evidence: dict[str, Any] | None, *, oracle: bool) -> list[tuple[str, str]]:
     """(check, reason) for each way a run fails the skill's evidence checks (empty when it passes)."""
     if evidence is None:
-        return [("trajectory-gate", f"no release-gate evidence is recorded (trajectory files, token usage, timing): {REMEDY}")]
-    return ([("trajectory-gate", reason) for reason in ([] if oracle else trajectory_reasons(evidence))]
-            + [("usage-and-timing", reason) for reason in usage_and_timing_reasons(evidence, oracle=oracle)])
+        return [
+            (
+                "trajectory-gate",
+                f"no release-gate evidence is recorded (trajectory files, token usage, timing): {REMEDY}",
+            )
+        ]
+    return [
+        ("trajectory-gate", reason) for reason in ([] if oracle else trajectory_reasons(evidence))
+    ] + [
+        ("usage-and-timing", reason) for reason in usage_and_timing_reasons(evidence, oracle=oracle)
+    ]
 
 
 def skill_problem(skill_mode: str | None, evidence: dict[str, Any] | None) -> str | None:
@@ -116,11 +149,24 @@ def skill_problem(skill_mode: str | None, evidence: dict[str, Any] | None) -> st
         if not evidence["skills_dir"] and not evidence["skill_invocations"]:
             return "with-skill, but the task skills show no loading: no skills directory in the sandbox, no skill invoked"
     elif skill_mode == "no-skill" and evidence is not None:
-        leaks = [what for what, present in (
-            (f"skills directory {evidence['skills_dir']} in the sandbox", evidence["skills_dir"]),
-            (f"{evidence['skill_invocations']} skill invocation(s)", evidence["skill_invocations"]),
-            (f"{evidence['skill_marker_lines']} trajectory line(s) naming skill resources", evidence["skill_marker_lines"]))
-            if present]
+        leaks = [
+            what
+            for what, present in (
+                (
+                    f"skills directory {evidence['skills_dir']} in the sandbox",
+                    evidence["skills_dir"],
+                ),
+                (
+                    f"{evidence['skill_invocations']} skill invocation(s)",
+                    evidence["skill_invocations"],
+                ),
+                (
+                    f"{evidence['skill_marker_lines']} trajectory line(s) naming skill resources",
+                    evidence["skill_marker_lines"],
+                ),
+            )
+            if present
+        ]
         if leaks:
             return "no-skill leakage: " + ", ".join(leaks)
     return None
@@ -133,14 +179,32 @@ def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str
     for row in receipts:
         run = row["run"]
         if row["drained_digest"] != row["history_digest"]:
-            problems.append(("blocker", run, f"the preservation receipt seals history {row['history_digest']}, but the run's "
-                                             f"drained scorer history is {row['drained_digest']}"))
+            problems.append(
+                (
+                    "blocker",
+                    run,
+                    f"the preservation receipt seals history {row['history_digest']}, but the run's "
+                    f"drained scorer history is {row['drained_digest']}",
+                )
+            )
         elif row["result"] == "sealed":
-            problems.append(("quarantine", run, "preserved but unqualified: after a worker failure its scorer was sealed on "
-                                                f"its own ({row['checkpoint'] or 'checkpoint not named'}, history "
-                                                f"{row['history_digest'][:19]}); that is evidence for a receiver, not a "
-                                                "qualified recovery"))
+            problems.append(
+                (
+                    "quarantine",
+                    run,
+                    "preserved but unqualified: after a worker failure its scorer was sealed on "
+                    f"its own ({row['checkpoint'] or 'checkpoint not named'}, history "
+                    f"{row['history_digest'][:19]}); that is evidence for a receiver, not a "
+                    "qualified recovery",
+                )
+            )
         else:
-            problems.append(("quarantine", run, f"the one preservation attempt failed ({row['error']}): the scorer's final "
-                                                "history has no independent checkpoint"))
+            problems.append(
+                (
+                    "quarantine",
+                    run,
+                    f"the one preservation attempt failed ({row['error']}): the scorer's final "
+                    "history has no independent checkpoint",
+                )
+            )
     return problems

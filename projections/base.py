@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 #: The window of log positions a page covers; every `apply` statement filters on it.
@@ -30,20 +30,27 @@ class Projection:
     docs: Mapping[str, str] = field(default_factory=dict)  # table or view -> what a row is
 
     def create_statements(self) -> list[str]:
-        return [f"CREATE TABLE IF NOT EXISTS {name} ({columns})" for name, columns in self.tables.items()]
+        return [
+            f"CREATE TABLE IF NOT EXISTS {name} ({columns})"
+            for name, columns in self.tables.items()
+        ]
 
     def view_statements(self) -> list[str]:
-        return [f"CREATE OR REPLACE VIEW {name} AS {select}" for name, select in self.views.items()] + list(self.macros)
+        return [
+            f"CREATE OR REPLACE VIEW {name} AS {select}" for name, select in self.views.items()
+        ] + list(self.macros)
 
     def owned_names(self) -> list[str]:
         """Views first: dropping them releases the tables they read."""
         return [*self.views, *self.tables]
 
 
-@lru_cache(maxsize=None)
+@cache
 def consumed_types(statement: str) -> frozenset[str]:
     """The fact types an apply statement reads (from its `type IN (...)` filters), so a page skips the others."""
-    return frozenset(re.findall(r"'([a-z_]+\.[a-z_]+)'", " ".join(re.findall(r"type IN \(([^)]*)\)", statement))))
+    return frozenset(
+        re.findall(r"'([a-z_]+\.[a-z_]+)'", " ".join(re.findall(r"type IN \(([^)]*)\)", statement)))
+    )
 
 
 def parsed(spec: Mapping[str, Any], source: str = "fact") -> str:

@@ -6,28 +6,56 @@ import json
 
 from .base import Projection, facts_of
 
-CUSTODY = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "location": "VARCHAR", "preserved_location": "VARCHAR",
-           "phase": "VARCHAR", "error": "VARCHAR", "entries": "JSON"}
+CUSTODY = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "index": "INTEGER",
+    "location": "VARCHAR",
+    "preserved_location": "VARCHAR",
+    "phase": "VARCHAR",
+    "error": "VARCHAR",
+    "entries": "JSON",
+}
 CUSTODY_TYPES = "'custody.held', 'custody.handed_off', 'custody.released', 'custody.failed'"
-CUT_POINT = {key: "VARCHAR" for key in ("run", "source_run", "accounting", "recorded_request_digest", "served_request_digest",
-                                        "request_digest_basis", "workspace_digest_reason", "stage",
-                                        "cut_point_digest")} | {
-    "configured_k": "INTEGER", "served_k": "INTEGER", "divergences": "JSON", "workspace_digest": "JSON"}
-DIVERGENCE = {"exchange_index": "INTEGER", "served_request_digest": "VARCHAR", "recorded_request_digest": "VARCHAR",
-              "n_messages_served": "INTEGER", "n_messages_recorded": "INTEGER"}
+CUT_POINT = dict.fromkeys(
+    (
+        "run",
+        "source_run",
+        "accounting",
+        "recorded_request_digest",
+        "served_request_digest",
+        "request_digest_basis",
+        "workspace_digest_reason",
+        "stage",
+        "cut_point_digest",
+    ),
+    "VARCHAR",
+) | {
+    "configured_k": "INTEGER",
+    "served_k": "INTEGER",
+    "divergences": "JSON",
+    "workspace_digest": "JSON",
+}
+DIVERGENCE = {
+    "exchange_index": "INTEGER",
+    "served_request_digest": "VARCHAR",
+    "recorded_request_digest": "VARCHAR",
+    "n_messages_served": "INTEGER",
+    "n_messages_recorded": "INTEGER",
+}
 
 PROJECTION = Projection(
     name="custody_and_cut_points",
     version=3,
     tables={
         "custody_events": "position BIGINT, run VARCHAR, fork VARCHAR, kind VARCHAR, idx INTEGER, location VARCHAR, "
-                          "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
+        "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
         "cut_point_facts": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
-                      "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
-                      "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
-                      "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ, cut_point_digest VARCHAR",
+        "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
+        "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
+        "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ, cut_point_digest VARCHAR",
         "divergences": "position BIGINT, run VARCHAR, exchange_index INTEGER, served_request_digest VARCHAR, "
-                       "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
+        "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
     },
     apply=(
         f"""INSERT INTO custody_events SELECT position, j.run, j.fork, replace(type, 'custody.', ''), j."index",
@@ -63,12 +91,12 @@ PROJECTION = Projection(
     },
     docs={
         "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released, failures "
-                   "(phase, preserved location, error) and whether custody is conserved",
+        "(phase, preserved location, error) and whether custody is conserved",
         "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
         "cut_points": "one row per continuation run: its replay cut point (the served-basis block once reconciled, else "
-                      "the configured one): source run, accounting basis, configured and served K, request digests, "
-                      "divergence count, workspace digest or the reason it is missing; cut_point_digest for a "
-                      "PR-head block (the whole recorded request body at the cut, not comparable with the others)",
+        "the configured one): source run, accounting basis, configured and served K, request digests, "
+        "divergence count, workspace digest or the reason it is missing; cut_point_digest for a "
+        "PR-head block (the whole recorded request body at the cut, not comparable with the others)",
         "cut_point_facts": "every cut_point.served fact: a configured-basis block and, once reconciled, a served-basis one",
         "divergences": "one row per divergence of a served cut point (exchange index, served vs recorded request digests)",
     },

@@ -35,7 +35,10 @@ class ReplayCutPointError(LineageError):
 
 
 def registry(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
-    rows = db.rows("SELECT stage, node, exchanges_completed, sandbox_ref, environment_ref FROM stages WHERE run = ?", [run])
+    rows = db.rows(
+        "SELECT stage, node, exchanges_completed, sandbox_ref, environment_ref FROM stages WHERE run = ?",
+        [run],
+    )
     return sorted(rows, key=lambda row: STAGES.index(row["stage"]))
 
 
@@ -52,8 +55,11 @@ def recorded_exchanges(db: ReadModelDB, run: str) -> int | None:
     own = db.scalar("SELECT exchanges_recorded FROM runs WHERE run = ?", [run])
     if own is not None:
         return int(own)
-    counted = db.scalar("SELECT max(CAST(json_extract(source, '$.n_recorded_exchanges') AS INTEGER)) FROM runs "
-                        "WHERE parent_run = ? AND role = 'continuation'", [run])
+    counted = db.scalar(
+        "SELECT max(CAST(json_extract(source, '$.n_recorded_exchanges') AS INTEGER)) FROM runs "
+        "WHERE parent_run = ? AND role = 'continuation'",
+        [run],
+    )
     return None if counted is None else int(counted)
 
 
@@ -61,50 +67,86 @@ def _within_recording(run: str, k: int, recorded: int | None, what: str) -> None
     if recorded is not None and k > recorded:
         raise ReplayCutPointError(
             f"run {run!r}: expected a cut K in 1..{recorded} (the exchanges its recording holds), found {what} K = {k}",
-            hint=f"choose K <= {recorded}; a replay cannot serve exchanges that were never recorded")
+            hint=f"choose K <= {recorded}; a replay cannot serve exchanges that were never recorded",
+        )
 
 
-def resolve_stage(run: str, stages: list[dict[str, Any]], stage: str, recorded: int | None = None) -> dict[str, Any]:
+def resolve_stage(
+    run: str, stages: list[dict[str, Any]], stage: str, recorded: int | None = None
+) -> dict[str, Any]:
     if not stages:
-        raise ReplayCutPointError(f"run {run!r} recorded no stages, so there is no stage registry to cut at",
-                                  hint="use --exchanges K, or record stage.marked facts with exchanges_completed")
+        raise ReplayCutPointError(
+            f"run {run!r} recorded no stages, so there is no stage registry to cut at",
+            hint="use --exchanges K, or record stage.marked facts with exchanges_completed",
+        )
     row = next((r for r in stages if r["stage"] == stage), None)
     if row is None:
-        raise ReplayCutPointError(f"run {run!r} did not record stage {stage!r}; recorded stages: {[r['stage'] for r in stages]}")
+        raise ReplayCutPointError(
+            f"run {run!r} did not record stage {stage!r}; recorded stages: {[r['stage'] for r in stages]}"
+        )
     problem = _usable(row)
     if problem:
-        raise ReplayCutPointError(f"run {run!r}: cannot cut at stage {stage!r}: {problem}", hint="use --exchanges K")
+        raise ReplayCutPointError(
+            f"run {run!r}: cannot cut at stage {stage!r}: {problem}", hint="use --exchanges K"
+        )
     _within_recording(run, row["exchanges_completed"], recorded, f"stage {stage!r} with")
     # benchflow's resolve_cut_point turns a stage cut into max_exchanges = K, written as configured_max_exchanges
-    return {"run": run, "by": "stage", "k": row["exchanges_completed"], "configured_max_exchanges": row["exchanges_completed"],
-            "branch_stage": stage, **row}
+    return {
+        "run": run,
+        "by": "stage",
+        "k": row["exchanges_completed"],
+        "configured_max_exchanges": row["exchanges_completed"],
+        "branch_stage": stage,
+        **row,
+    }
 
 
-def resolve_exchanges(run: str, stages: list[dict[str, Any]], k: int, recorded: int | None) -> dict[str, Any]:
+def resolve_exchanges(
+    run: str, stages: list[dict[str, Any]], k: int, recorded: int | None
+) -> dict[str, Any]:
     if k < 1:
         raise ReplayCutPointError(f"run {run!r}: expected K >= 1 exchanges to replay, found {k}")
     if recorded is None:
         raise ReplayCutPointError(
             f"run {run!r}: expected a known number of recorded exchanges to check K = {k} against (0 < K <= "
             "n_recorded), found none: no trajectory/llm_trajectory.jsonl was imported for it and no continuation "
-            "recorded n_recorded_exchanges", hint="import the finished run with its trajectory/llm_trajectory.jsonl, "
-            "or cut at a recorded stage with --stage")
+            "recorded n_recorded_exchanges",
+            hint="import the finished run with its trajectory/llm_trajectory.jsonl, "
+            "or cut at a recorded stage with --stage",
+        )
     _within_recording(run, k, recorded, "--exchanges")
-    known = [r for r in stages if r["exchanges_completed"] is not None and r["exchanges_completed"] <= k]
-    before = max(known, key=lambda r: (r["exchanges_completed"], STAGES.index(r["stage"]))) if known else None
-    return {"run": run, "by": "exchanges", "k": k, "configured_max_exchanges": k, "branch_stage": None,
-            "stage": before["stage"] if before else None,
-            "node": before["node"] if before else None, "exchanges_completed": before["exchanges_completed"] if before else None,
-            "sandbox_ref": None, "environment_ref": None}
+    known = [
+        r for r in stages if r["exchanges_completed"] is not None and r["exchanges_completed"] <= k
+    ]
+    before = (
+        max(known, key=lambda r: (r["exchanges_completed"], STAGES.index(r["stage"])))
+        if known
+        else None
+    )
+    return {
+        "run": run,
+        "by": "exchanges",
+        "k": k,
+        "configured_max_exchanges": k,
+        "branch_stage": None,
+        "stage": before["stage"] if before else None,
+        "node": before["node"] if before else None,
+        "exchanges_completed": before["exchanges_completed"] if before else None,
+        "sandbox_ref": None,
+        "environment_ref": None,
+    }
 
 
 def served_cut_points(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
     """One row per continuation of `run` (with or without a served cut point), registry K of the cut stage."""
-    rows = db.rows("SELECT r.run, c.accounting, c.stage, c.configured_k, c.served_k, c.divergences, c.recorded_request_digest, "
-                   "c.served_request_digest, c.source_run, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded "
-                   "FROM runs r LEFT JOIN cut_points c USING (run) "
-                   "LEFT JOIN stages s ON s.run = r.parent_run AND s.stage = c.stage "
-                   "WHERE r.parent_run = ? AND r.role = 'continuation' ORDER BY r.position", [run])
+    rows = db.rows(
+        "SELECT r.run, c.accounting, c.stage, c.configured_k, c.served_k, c.divergences, c.recorded_request_digest, "
+        "c.served_request_digest, c.source_run, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded "
+        "FROM runs r LEFT JOIN cut_points c USING (run) "
+        "LEFT JOIN stages s ON s.run = r.parent_run AND s.stage = c.stage "
+        "WHERE r.parent_run = ? AND r.role = 'continuation' ORDER BY r.position",
+        [run],
+    )
     for row in rows:
         row["divergences"] = as_json(row["divergences"])
         row["problems"] = [message for _, _, message in cut_point_problems([row])]
@@ -122,20 +164,46 @@ def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]
             problems.append((True, run, f"served K {served} is above configured K {configured}"))
         divergences = row["divergences"]
         if row["accounting"] == "served" and divergences is None:
-            problems.append((False, run, "the served cut point recorded no divergence list, so nobody checked the replay"))
+            problems.append(
+                (
+                    False,
+                    run,
+                    "the served cut point recorded no divergence list, so nobody checked the replay",
+                )
+            )
         if divergences:
             at = [d["exchange_index"] for d in divergences]
-            problems.append((False, run, f"the replay diverged from the recording of {row['source_run']} at exchange(s) {at}"))
+            problems.append(
+                (
+                    False,
+                    run,
+                    f"the replay diverged from the recording of {row['source_run']} at exchange(s) {at}",
+                )
+            )
         if row["stage"] is not None:
             if not row["stage_recorded"]:
-                problems.append((False, run, f"cut at stage {row['stage']!r}, which {row['source_run']} never recorded"))
+                problems.append(
+                    (
+                        False,
+                        run,
+                        f"cut at stage {row['stage']!r}, which {row['source_run']} never recorded",
+                    )
+                )
             elif configured is not None and row["registry_k"] != configured:
-                problems.append((False, run, f"cut at stage {row['stage']!r} with configured K {configured}, but the stage "
-                                             f"registry of {row['source_run']} says {row['registry_k']}"))
+                problems.append(
+                    (
+                        False,
+                        run,
+                        f"cut at stage {row['stage']!r} with configured K {configured}, but the stage "
+                        f"registry of {row['source_run']} says {row['registry_k']}",
+                    )
+                )
     return problems
 
 
-def cut_point_document(db: ReadModelDB, run: str, stage: str | None, exchanges: int | None, position: int) -> dict[str, Any]:
+def cut_point_document(
+    db: ReadModelDB, run: str, stage: str | None, exchanges: int | None, position: int
+) -> dict[str, Any]:
     require_run(db, run)
     stages = registry(db, run)
     resolved = None
@@ -144,35 +212,65 @@ def cut_point_document(db: ReadModelDB, run: str, stage: str | None, exchanges: 
         resolved = resolve_stage(run, stages, stage, recorded)
     elif exchanges is not None:
         resolved = resolve_exchanges(run, stages, exchanges, recorded)
-    candidates = [{**row, "usable": _usable(row) is None, "why_not": _usable(row)} for row in stages]
-    return {"run": run, "position": position, "exchanges_recorded": recorded, "resolved": resolved, "stages": candidates,
-            "served": served_cut_points(db, run)}
+    candidates = [
+        {**row, "usable": _usable(row) is None, "why_not": _usable(row)} for row in stages
+    ]
+    return {
+        "run": run,
+        "position": position,
+        "exchanges_recorded": recorded,
+        "resolved": resolved,
+        "stages": candidates,
+        "served": served_cut_points(db, run),
+    }
 
 
 def render_cut_point(document: dict[str, Any]) -> str:
     run, resolved = document["run"], document["resolved"]
     lines = []
     if resolved and resolved["by"] == "stage":
-        lines.append(f"cut point of {run} at stage {resolved['stage']}: K = {resolved['k']} exchanges (node {resolved['node']})")
+        lines.append(
+            f"cut point of {run} at stage {resolved['stage']}: K = {resolved['k']} exchanges (node {resolved['node']})"
+        )
     elif resolved:
-        after = f"; the last recorded stage at or before it is {resolved['stage']} (K = {resolved['exchanges_completed']})" \
-            if resolved["stage"] else "; no recorded stage is at or before it"
+        after = (
+            f"; the last recorded stage at or before it is {resolved['stage']} (K = {resolved['exchanges_completed']})"
+            if resolved["stage"]
+            else "; no recorded stage is at or before it"
+        )
         lines.append(f"cut point of {run} at K = {resolved['k']} exchanges{after}")
     else:
         lines.append(f"stages of {run} a replay can cut at:")
-        lines += [f"  {row['stage']}: K = {row['exchanges_completed']}" if row["usable"] else f"  {row['stage']}: not usable, {row['why_not']}"
-                  for row in document["stages"]] or ["  (none recorded)"]
-    lines.append(f"cut points served for continuations of {run}:" if document["served"] else f"no continuation of {run} is recorded")
+        lines += [
+            f"  {row['stage']}: K = {row['exchanges_completed']}"
+            if row["usable"]
+            else f"  {row['stage']}: not usable, {row['why_not']}"
+            for row in document["stages"]
+        ] or ["  (none recorded)"]
+    lines.append(
+        f"cut points served for continuations of {run}:"
+        if document["served"]
+        else f"no continuation of {run} is recorded"
+    )
     for row in document["served"]:
         if row["served_k"] is None:
             lines.append(f"  {row['run']}: no cut point served")
             continue
         stage = f", stage {row['stage']}" if row["stage"] else ""
         divergences = row["divergences"]
-        lines.append(f"  {row['run']}: {row['accounting']} accounting{stage}, configured K {row['configured_k']}, "
-                     f"served K {row['served_k']}, " + ("divergences not recorded" if divergences is None else f"{len(divergences)} divergence(s)"))
-        lines += [f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} vs recorded "
-                  f"{d.get('recorded_request_digest')} ({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
-                  for d in divergences or ()]
+        lines.append(
+            f"  {row['run']}: {row['accounting']} accounting{stage}, configured K {row['configured_k']}, "
+            f"served K {row['served_k']}, "
+            + (
+                "divergences not recorded"
+                if divergences is None
+                else f"{len(divergences)} divergence(s)"
+            )
+        )
+        lines += [
+            f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} vs recorded "
+            f"{d.get('recorded_request_digest')} ({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
+            for d in divergences or ()
+        ]
         lines += [f"    problem: {problem}" for problem in row["problems"]]
     return "\n".join(lines) + "\n"

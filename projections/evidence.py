@@ -12,19 +12,62 @@ from __future__ import annotations
 
 from .base import Projection, facts_of
 
-TRAJECTORY = {"present": "BOOLEAN", "size": "BIGINT", "records": "INTEGER", "malformed": "INTEGER",
-              "agent_events": "INTEGER", "requests": "INTEGER", "responses": "INTEGER", "responses_with_usage": "INTEGER"}
-SPEC = {"run": "VARCHAR", "node": "VARCHAR", "trial": "VARCHAR", "acp_trajectory": TRAJECTORY, "llm_trajectory": TRAJECTORY,
-        "results": {"present": "BOOLEAN", "rows": "INTEGER", "malformed": "INTEGER", "training_ready": "BOOLEAN",
-                    "training_ready_reason": "VARCHAR", "rows_without_usage": "INTEGER", "unlisted_tool_calls": "INTEGER"},
-        "token_usage": {"input_tokens": "BIGINT", "output_tokens": "BIGINT", "total_tokens": "BIGINT", "source": "VARCHAR"},
-        "started_at": "VARCHAR", "finished_at": "VARCHAR", "duration_sec": "DOUBLE", "tool_calls": "INTEGER",
-        "partial_trajectory": "BOOLEAN",
-        "skills": {"skill_mode": "VARCHAR", "skills_dir": "VARCHAR", "invocations": "INTEGER", "marker_lines": "INTEGER"}}
+TRAJECTORY = {
+    "present": "BOOLEAN",
+    "size": "BIGINT",
+    "records": "INTEGER",
+    "malformed": "INTEGER",
+    "agent_events": "INTEGER",
+    "requests": "INTEGER",
+    "responses": "INTEGER",
+    "responses_with_usage": "INTEGER",
+}
+SPEC = {
+    "run": "VARCHAR",
+    "node": "VARCHAR",
+    "trial": "VARCHAR",
+    "acp_trajectory": TRAJECTORY,
+    "llm_trajectory": TRAJECTORY,
+    "results": {
+        "present": "BOOLEAN",
+        "rows": "INTEGER",
+        "malformed": "INTEGER",
+        "training_ready": "BOOLEAN",
+        "training_ready_reason": "VARCHAR",
+        "rows_without_usage": "INTEGER",
+        "unlisted_tool_calls": "INTEGER",
+    },
+    "token_usage": {
+        "input_tokens": "BIGINT",
+        "output_tokens": "BIGINT",
+        "total_tokens": "BIGINT",
+        "source": "VARCHAR",
+    },
+    "started_at": "VARCHAR",
+    "finished_at": "VARCHAR",
+    "duration_sec": "DOUBLE",
+    "tool_calls": "INTEGER",
+    "partial_trajectory": "BOOLEAN",
+    "skills": {
+        "skill_mode": "VARCHAR",
+        "skills_dir": "VARCHAR",
+        "invocations": "INTEGER",
+        "marker_lines": "INTEGER",
+    },
+}
 
 
 def _file(name: str, prefix: str) -> str:
-    columns = ("present", "size", "records", "malformed", "agent_events", "requests", "responses", "responses_with_usage")
+    columns = (
+        "present",
+        "size",
+        "records",
+        "malformed",
+        "agent_events",
+        "requests",
+        "responses",
+        "responses_with_usage",
+    )
     return ", ".join(f"j.{name}.{c} AS {prefix}_{c}" for c in columns)
 
 
@@ -33,17 +76,17 @@ PROJECTION = Projection(
     version=1,
     tables={
         "run_evidence": "position BIGINT, run VARCHAR, node VARCHAR, trial VARCHAR, "
-                        + ", ".join(f"{p}_{c} {t}" for p in ("acp", "llm") for c, t in TRAJECTORY.items())
-                        + ", results_present BOOLEAN, results_rows INTEGER, results_malformed INTEGER, training_ready BOOLEAN, "
-                          "training_ready_reason VARCHAR, results_rows_without_usage INTEGER, results_unlisted_tool_calls INTEGER, "
-                          "input_tokens BIGINT, output_tokens BIGINT, total_tokens BIGINT, "
-                          "usage_source VARCHAR, started_at VARCHAR, finished_at VARCHAR, duration_sec DOUBLE, tool_calls INTEGER, "
-                          "partial_trajectory BOOLEAN, skill_mode VARCHAR, skills_dir VARCHAR, skill_invocations INTEGER, "
-                          "skill_marker_lines INTEGER, occurred_at TIMESTAMPTZ",
+        + ", ".join(f"{p}_{c} {t}" for p in ("acp", "llm") for c, t in TRAJECTORY.items())
+        + ", results_present BOOLEAN, results_rows INTEGER, results_malformed INTEGER, training_ready BOOLEAN, "
+        "training_ready_reason VARCHAR, results_rows_without_usage INTEGER, results_unlisted_tool_calls INTEGER, "
+        "input_tokens BIGINT, output_tokens BIGINT, total_tokens BIGINT, "
+        "usage_source VARCHAR, started_at VARCHAR, finished_at VARCHAR, duration_sec DOUBLE, tool_calls INTEGER, "
+        "partial_trajectory BOOLEAN, skill_mode VARCHAR, skills_dir VARCHAR, skill_invocations INTEGER, "
+        "skill_marker_lines INTEGER, occurred_at TIMESTAMPTZ",
     },
     apply=(
-        f"""INSERT INTO run_evidence SELECT position, j.run, j.node, j.trial, {_file('acp_trajectory', 'acp')},
-            {_file('llm_trajectory', 'llm')}, j.results.present, j.results.rows, j.results.malformed, j.results.training_ready,
+        f"""INSERT INTO run_evidence SELECT position, j.run, j.node, j.trial, {_file("acp_trajectory", "acp")},
+            {_file("llm_trajectory", "llm")}, j.results.present, j.results.rows, j.results.malformed, j.results.training_ready,
             j.results.training_ready_reason, j.results.rows_without_usage, j.results.unlisted_tool_calls,
             j.token_usage.input_tokens, j.token_usage.output_tokens,
             j.token_usage.total_tokens, j.token_usage.source, j.started_at, j.finished_at, j.duration_sec, j.tool_calls,
@@ -51,16 +94,19 @@ PROJECTION = Projection(
             occurred_at
             FROM {facts_of("'run.evidence_observed'", SPEC)}""",
     ),
-    views={"evidence": """SELECT * EXCLUDE (occurred_at), occurred_at AS observed_at,
+    views={
+        "evidence": """SELECT * EXCLUDE (occurred_at), occurred_at AS observed_at,
                                  count(*) OVER (PARTITION BY run, node) AS observations
                           FROM run_evidence
-                          QUALIFY row_number() OVER (PARTITION BY run, node ORDER BY position DESC) = 1"""},
+                          QUALIFY row_number() OVER (PARTITION BY run, node ORDER BY position DESC) = 1"""
+    },
     docs={
         "evidence": "one row per run node (root, or a fresh-rollout arm's node) whose directory was read for the release "
-                    "gate, its latest observation (observations: how many different ones were recorded): trial, ACP and LLM trajectory files (acp_* / llm_*: present, size, records, malformed lines, "
-                    "agent events, requests, responses, responses with usage; NULL when the layout writes none), "
-                    "results.jsonl (rows, training_ready and its reason, training-ready rows without token usage, rows "
-                    "calling tools they do not list), token usage, timing, tool calls, skill loading",
+        "gate, its latest observation (observations: how many different ones were recorded): trial, "
+        "ACP and LLM trajectory files (acp_* / llm_*: present, size, records, malformed lines, "
+        "agent events, requests, responses, responses with usage; NULL when the layout writes none), "
+        "results.jsonl (rows, training_ready and its reason, training-ready rows without token usage, rows "
+        "calling tools they do not list), token usage, timing, tool calls, skill loading",
         "run_evidence": "run.evidence_observed facts, flattened: every different observation of a node",
     },
 )

@@ -5,16 +5,61 @@ from __future__ import annotations
 from .base import Projection, facts_of
 
 REFS = {"sandbox": "VARCHAR", "environment": "VARCHAR"}
-OPENED = {"run": "VARCHAR", "fork": "VARCHAR", "node": "VARCHAR", "stage": "VARCHAR", "layers": ["VARCHAR"], "snapshot": REFS,
-          "ablation": "JSON", "children": [{"index": "INTEGER", "node": "VARCHAR", "arm": "VARCHAR", "kind": "VARCHAR",
-                                            "source": "VARCHAR", "delta": "JSON", "delta_execution": "VARCHAR",
-                                            "environment": "JSON"}]}
-OUTCOME = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "reward": "DOUBLE", "reason": "VARCHAR", "error": "VARCHAR",
-           "tests": "JSON", "wall_clock_sec": "DOUBLE"}
+OPENED = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "node": "VARCHAR",
+    "stage": "VARCHAR",
+    "layers": ["VARCHAR"],
+    "snapshot": REFS,
+    "ablation": "JSON",
+    "children": [
+        {
+            "index": "INTEGER",
+            "node": "VARCHAR",
+            "arm": "VARCHAR",
+            "kind": "VARCHAR",
+            "source": "VARCHAR",
+            "delta": "JSON",
+            "delta_execution": "VARCHAR",
+            "environment": "JSON",
+        }
+    ],
+}
+OUTCOME = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "index": "INTEGER",
+    "reward": "DOUBLE",
+    "reason": "VARCHAR",
+    "error": "VARCHAR",
+    "tests": "JSON",
+    "wall_clock_sec": "DOUBLE",
+}
 OUTCOME_TYPES = "'fork.child_scored', 'fork.child_unscored', 'fork.child_failed'"
-REPORTED = {"run": "VARCHAR", "stage": "VARCHAR", "fork": "VARCHAR", "parent_reward": "DOUBLE", "parent_error": "VARCHAR",
-            "error": "VARCHAR", "report": "JSON"}
-RESTORED = {"run": "VARCHAR", "fork": "VARCHAR", "index": "INTEGER", "layers": ["VARCHAR"], "snapshot": REFS}
+REPORTED = {
+    "run": "VARCHAR",
+    "stage": "VARCHAR",
+    "fork": "VARCHAR",
+    "parent_reward": "DOUBLE",
+    "parent_error": "VARCHAR",
+    "error": "VARCHAR",
+    "report": "JSON",
+}
+CLOSED = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "outcome": "VARCHAR",
+    "value": "DOUBLE",
+    "error": "VARCHAR",
+}
+RESTORED = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "index": "INTEGER",
+    "layers": ["VARCHAR"],
+    "snapshot": REFS,
+}
 
 CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WHEN o.kind = 'scored' THEN 'fail'
                        WHEN o.kind IN ('unscored', 'failed') THEN 'error' WHEN cl.fork IS NOT NULL THEN 'skipped'
@@ -25,18 +70,19 @@ PROJECTION = Projection(
     version=4,
     tables={
         "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
-                         "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
+        "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
         "fork_children": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, arm VARCHAR, kind VARCHAR, "
-                         "source VARCHAR, delta JSON, skill_mode VARCHAR, environment_ref VARCHAR, config_override_sha256 VARCHAR, "
-                         "injected_prompt_sha256 VARCHAR, config_override_keys VARCHAR[], delta_execution VARCHAR, environment JSON",
+        "source VARCHAR, delta JSON, skill_mode VARCHAR, environment_ref VARCHAR, config_override_sha256 VARCHAR, "
+        "injected_prompt_sha256 VARCHAR, config_override_keys VARCHAR[], delta_execution VARCHAR, environment JSON",
         "child_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, kind VARCHAR, reward DOUBLE, reason VARCHAR, "
-                          "tests JSON, wall_clock_sec DOUBLE, occurred_at TIMESTAMPTZ",
+        "tests JSON, wall_clock_sec DOUBLE, occurred_at TIMESTAMPTZ",
         "child_restores": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, layers VARCHAR[], sandbox_ref VARCHAR, "
-                          "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
-        "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, error VARCHAR, occurred_at TIMESTAMPTZ",
+        "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
+        "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, "
+        "error VARCHAR, occurred_at TIMESTAMPTZ",
         "test_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, test VARCHAR, status VARCHAR",
         "ablation_reports": "position BIGINT, run VARCHAR, stage VARCHAR, fork VARCHAR, parent_reward DOUBLE, "
-                            "parent_error VARCHAR, error VARCHAR, report JSON, occurred_at TIMESTAMPTZ",
+        "parent_error VARCHAR, error VARCHAR, report JSON, occurred_at TIMESTAMPTZ",
     },
     apply=(
         f"""INSERT INTO fork_openings SELECT position, j.run, j.fork, j.node, j.stage, j.layers, j.snapshot.sandbox,
@@ -54,7 +100,7 @@ PROJECTION = Projection(
             j.snapshot.environment, occurred_at
             FROM {facts_of("'fork.child_restored'", RESTORED)}""",
         f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
-            FROM {facts_of("'fork.closed'", {"run": "VARCHAR", "fork": "VARCHAR", "outcome": "VARCHAR", "value": "DOUBLE", "error": "VARCHAR"})}""",
+            FROM {facts_of("'fork.closed'", CLOSED)}""",
         f"""INSERT INTO ablation_reports SELECT position, j.run, j.stage, j.fork, j.parent_reward, j.parent_error, j.error,
             j.report, occurred_at
             FROM {facts_of("'ablation.reported'", REPORTED)}""",
@@ -98,15 +144,17 @@ PROJECTION = Projection(
     },
     docs={
         "forks": "one row per fork: run, fork id, node, stage (or cursor), layers, snapshot refs, children counts by outcome, "
-                 "closing outcome, V (value) and the mean of rewards when every child was scored",
+        "closing outcome, V (value) and the mean of rewards when every child was scored",
         "children": "one row per fork child: arm label and kind, delta and its hashes, delta execution, status "
-                    "(pass / fail / error / skipped / pending), reward or reason, restore refs",
+        "(pass / fail / error / skipped / pending), reward or reason, restore refs",
         "tests": "one row per (run or fork child) x test: the CTRF status as reported (raw test names)",
         "test_outcomes": "the per-test rows of scored and unscored facts, before the child's node is joined in",
-        "fork_openings": "fork.opened facts", "fork_children": "one row per child of fork.opened",
-        "child_outcomes": "fork.child_scored / unscored / failed facts", "child_restores": "fork.child_restored facts",
+        "fork_openings": "fork.opened facts",
+        "fork_children": "one row per child of fork.opened",
+        "child_outcomes": "fork.child_scored / unscored / failed facts",
+        "child_restores": "fork.child_restored facts",
         "fork_closures": "fork.closed facts",
         "ablation_reports": "ablation.reported facts: a report's parent block where result.json differs, its own error, "
-                            "and whole reports whose arms never ran (fork null)",
+        "and whole reports whose arms never ran (fork null)",
     },
 )

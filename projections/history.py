@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import UnknownSubject
@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
 
 FORK_LEVEL = {"fork.opened", "fork.closed", "custody.held", "custody.released", "custody.failed"}
-CHILD_LEVEL = {"fork.child_restored", "fork.child_scored", "fork.child_unscored", "fork.child_failed", "custody.handed_off"}
+CHILD_LEVEL = {
+    "fork.child_restored",
+    "fork.child_scored",
+    "fork.child_unscored",
+    "fork.child_failed",
+    "custody.handed_off",
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ def as_json(value: Any) -> Any:
 
 
 def utc(moment: datetime | None) -> str | None:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z") if moment else None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
 
 
 def short_digest(digest: str | None) -> str:
@@ -67,7 +73,10 @@ def delta_label(delta: Any) -> str:
     parts = [f"{key}={delta[key]}" for key in ("skill_mode", "environment_ref") if delta.get(key)]
     if delta.get("config_override_sha256"):
         keys = delta.get("config_override_keys")
-        parts.append(f"config_override {short_digest(delta['config_override_sha256'])}" + (f" keys {','.join(keys)}" if keys else ""))
+        parts.append(
+            f"config_override {short_digest(delta['config_override_sha256'])}"
+            + (f" keys {','.join(keys)}" if keys else "")
+        )
     if delta.get("injected_prompt_sha256"):
         parts.append(f"injected_prompt {short_digest(delta['injected_prompt_sha256'])}")
     return ", ".join(parts) or "zero delta"
@@ -76,58 +85,116 @@ def delta_label(delta: Any) -> str:
 def resolve_node(db: ReadModelDB, address: str) -> NodeRef:
     if db.scalar("SELECT count(*) FROM runs WHERE run = ?", [address]):
         return NodeRef(address, "root")
-    runs = [r["run"] for r in db.rows("SELECT run FROM runs WHERE starts_with(?, run || ':') ORDER BY length(run) DESC", [address])]
+    runs = [
+        r["run"]
+        for r in db.rows(
+            "SELECT run FROM runs WHERE starts_with(?, run || ':') ORDER BY length(run) DESC",
+            [address],
+        )
+    ]
     if not runs:
-        raise UnknownSubject(f"expected RUN, RUN:NODE or RUN:FORK/ARM naming a recorded run, found {address!r}",
-                             hint="`lineage sql \"SELECT run FROM runs\"` lists the runs")
+        raise UnknownSubject(
+            f"expected RUN, RUN:NODE or RUN:FORK/ARM naming a recorded run, found {address!r}",
+            hint='`lineage sql "SELECT run FROM runs"` lists the runs',
+        )
     run = runs[0]
-    rest = address[len(run) + 1:]
-    node = db.rows("SELECT node, fork, child_index FROM nodes WHERE run = ? AND node = ?", [run, rest])
+    rest = address[len(run) + 1 :]
+    node = db.rows(
+        "SELECT node, fork, child_index FROM nodes WHERE run = ? AND node = ?", [run, rest]
+    )
     if node:
         return _child_ref(db, run, node[0]["node"], node[0]["fork"], node[0]["child_index"])
     for cut in (i for i, char in enumerate(rest) if char == "/"):
-        fork, arm = rest[:cut], rest[cut + 1:]
+        fork, arm = rest[:cut], rest[cut + 1 :]
         index = int(arm[1:]) if arm.startswith("#") and arm[1:].isdigit() else None
-        match = db.rows("SELECT node, child_index FROM fork_children c JOIN nodes n USING (run, fork, node) "
-                        "WHERE run = ? AND fork = ? AND (c.arm = ? OR c.idx = ?)", [run, fork, arm, index])
+        match = db.rows(
+            "SELECT node, child_index FROM fork_children c JOIN nodes n USING (run, fork, node) "
+            "WHERE run = ? AND fork = ? AND (c.arm = ? OR c.idx = ?)",
+            [run, fork, arm, index],
+        )
         if match:
             return _child_ref(db, run, match[0]["node"], fork, match[0]["child_index"])
-    nodes = [r["node"] for r in db.rows("SELECT node FROM nodes WHERE run = ? ORDER BY position, child_index", [run])]
-    arms = [f"{r['fork']}/{r['arm']}" for r in db.rows("SELECT fork, arm FROM children WHERE run = ? ORDER BY fork, child_index", [run])]
-    raise UnknownSubject(f"run {run!r} has no node or fork arm {rest!r}; found nodes {nodes} and arms {arms}",
-                         hint="address a node as RUN:NODE or a fork child as RUN:FORK/ARM (or RUN:FORK/#INDEX)")
+    nodes = [
+        r["node"]
+        for r in db.rows(
+            "SELECT node FROM nodes WHERE run = ? ORDER BY position, child_index", [run]
+        )
+    ]
+    arms = [
+        f"{r['fork']}/{r['arm']}"
+        for r in db.rows(
+            "SELECT fork, arm FROM children WHERE run = ? ORDER BY fork, child_index", [run]
+        )
+    ]
+    raise UnknownSubject(
+        f"run {run!r} has no node or fork arm {rest!r}; found nodes {nodes} and arms {arms}",
+        hint="address a node as RUN:NODE or a fork child as RUN:FORK/ARM (or RUN:FORK/#INDEX)",
+    )
 
 
-def _child_ref(db: ReadModelDB, run: str, node: str, fork: str | None, index: int | None) -> NodeRef:
-    arm = db.scalar("SELECT arm FROM fork_children WHERE run = ? AND fork = ? AND idx = ?", [run, fork, index]) if fork else None
+def _child_ref(
+    db: ReadModelDB, run: str, node: str, fork: str | None, index: int | None
+) -> NodeRef:
+    arm = (
+        db.scalar(
+            "SELECT arm FROM fork_children WHERE run = ? AND fork = ? AND idx = ?",
+            [run, fork, index],
+        )
+        if fork
+        else None
+    )
     return NodeRef(run, node, fork, index, arm)
 
 
 def ancestry(db: ReadModelDB, target: NodeRef, seen: frozenset[str] = frozenset()) -> list[Step]:
     """Steps from the root of the oldest ancestor run down to `target`."""
-    rows = db.rows("SELECT a.node, n.kind, n.fork, n.child_index, c.arm FROM ancestors(?, ?) a "
-                   "JOIN nodes n ON n.run = ? AND n.node = a.node "
-                   "LEFT JOIN fork_children c ON c.run = n.run AND c.fork = n.fork AND c.idx = n.child_index "
-                   "ORDER BY a.depth DESC", [target.run, target.node, target.run])
-    steps = [Step(NodeRef(target.run, r["node"], r["fork"], r["child_index"], r["arm"]), r["kind"]) for r in rows]
-    parent = db.rows("SELECT r.parent_run, r.parent_node, c.stage FROM runs r LEFT JOIN cut_points c ON c.run = r.run "
-                     "WHERE r.run = ? AND r.parent_run IS NOT NULL", [target.run])
+    rows = db.rows(
+        "SELECT a.node, n.kind, n.fork, n.child_index, c.arm FROM ancestors(?, ?) a "
+        "JOIN nodes n ON n.run = ? AND n.node = a.node "
+        "LEFT JOIN fork_children c ON c.run = n.run AND c.fork = n.fork AND c.idx = n.child_index "
+        "ORDER BY a.depth DESC",
+        [target.run, target.node, target.run],
+    )
+    steps = [
+        Step(NodeRef(target.run, r["node"], r["fork"], r["child_index"], r["arm"]), r["kind"])
+        for r in rows
+    ]
+    parent = db.rows(
+        "SELECT r.parent_run, r.parent_node, c.stage FROM runs r LEFT JOIN cut_points c ON c.run = r.run "
+        "WHERE r.run = ? AND r.parent_run IS NOT NULL",
+        [target.run],
+    )
     if not parent or parent[0]["parent_run"] in seen | {target.run}:
         return steps
     source = parent[0]["parent_run"]
-    candidates = [parent[0]["parent_node"],
-                  db.scalar("SELECT node FROM stages WHERE run = ? AND stage = ?", [source, parent[0]["stage"]]), "root"]
+    candidates = [
+        parent[0]["parent_node"],
+        db.scalar(
+            "SELECT node FROM stages WHERE run = ? AND stage = ?", [source, parent[0]["stage"]]
+        ),
+        "root",
+    ]
     for node in candidates:
-        if node and db.scalar("SELECT count(*) FROM nodes WHERE run = ? AND node = ?", [source, node]):
+        if node and db.scalar(
+            "SELECT count(*) FROM nodes WHERE run = ? AND node = ?", [source, node]
+        ):
             return ancestry(db, NodeRef(source, node), seen | {target.run}) + steps
     return steps
 
 
-def _placements(event: dict[str, Any], fact: dict[str, Any], child_nodes: dict[tuple[str, str, int], str],
-                ref_home: dict[str, tuple[str, str]]) -> list[tuple[str, str]]:
+def _placements(
+    event: dict[str, Any],
+    fact: dict[str, Any],
+    child_nodes: dict[tuple[str, str, int], str],
+    ref_home: dict[str, tuple[str, str]],
+) -> list[tuple[str, str]]:
     kind, run = event["type"], fact.get("run")
     if kind.startswith("snapshot."):
-        home = (fact["run"], fact["node"]) if kind == "snapshot.captured" else ref_home.get(fact["ref"])
+        home = (
+            (fact["run"], fact["node"])
+            if kind == "snapshot.captured"
+            else ref_home.get(fact["ref"])
+        )
         return [home] if home else []
     if kind in ("run.node_opened", "stage.marked", "run.evidence_observed"):
         return [(run, fact["node"])]
@@ -148,39 +215,65 @@ def history(db: ReadModelDB, address: str) -> tuple[NodeRef, list[Step]]:
     at = {(s.ref.run, s.ref.node): i for i, s in enumerate(steps)}
     runs = sorted({s.ref.run for s in steps})
     child_nodes: dict[tuple[str, str, int], str] = {}
-    for row in db.rows("SELECT run, fork, idx, node FROM fork_children WHERE run IN (SELECT unnest(?))", [runs]):
+    for row in db.rows(
+        "SELECT run, fork, idx, node FROM fork_children WHERE run IN (SELECT unnest(?))", [runs]
+    ):
         child_nodes[(row["run"], row["fork"], row["idx"])] = row["node"]
-    for row in db.rows("SELECT run, fork, node FROM fork_openings WHERE run IN (SELECT unnest(?))", [runs]):
+    for row in db.rows(
+        "SELECT run, fork, node FROM fork_openings WHERE run IN (SELECT unnest(?))", [runs]
+    ):
         child_nodes[(row["run"], row["fork"], -1)] = row["node"]
     ref_home: dict[str, tuple[str, str]] = {}
-    for row in db.rows("""SELECT run, node, sandbox_ref, environment_ref FROM (
+    for row in db.rows(
+        """SELECT run, node, sandbox_ref, environment_ref FROM (
                               SELECT c.run, c.node, r.sandbox_ref, r.environment_ref, r.position FROM child_restores r
                               JOIN fork_children c USING (run, fork, idx)
                               UNION ALL SELECT run, node, sandbox_ref, environment_ref, position FROM fork_openings)
-                          WHERE run IN (SELECT unnest(?)) ORDER BY position DESC""", [runs]):
+                          WHERE run IN (SELECT unnest(?)) ORDER BY position DESC""",
+        [runs],
+    ):
         for ref in (row["sandbox_ref"], row["environment_ref"]):
             if ref and (row["run"], row["node"]) in at:
                 ref_home[ref] = (row["run"], row["node"])
-    for row in db.rows("SELECT ref, run, node FROM snapshot_events WHERE kind = 'captured' AND run IN (SELECT unnest(?))", [runs]):
+    for row in db.rows(
+        "SELECT ref, run, node FROM snapshot_events WHERE kind = 'captured' AND run IN (SELECT unnest(?))",
+        [runs],
+    ):
         ref_home[row["ref"]] = (row["run"], row["node"])
-    events = db.rows("SELECT position, type, occurred_at, recorded_at, actor, fact FROM events "
-                     "WHERE fact->>'run' IN (SELECT unnest(?)) OR (starts_with(type, 'snapshot.') AND subject IN (SELECT unnest(?))) "
-                     "ORDER BY position", [runs, sorted(ref_home)])
+    events = db.rows(
+        "SELECT position, type, occurred_at, recorded_at, actor, fact FROM events "
+        "WHERE fact->>'run' IN (SELECT unnest(?)) OR (starts_with(type, 'snapshot.') AND subject IN (SELECT unnest(?))) "
+        "ORDER BY position",
+        [runs, sorted(ref_home)],
+    )
     for event in events:
         fact = as_json(event["fact"])
         for place in _placements(event, fact, child_nodes, ref_home):
             index = at.get(place)
             if index is None or not _shapes(event["type"], fact, steps, index, target, child_nodes):
                 continue
-            steps[index].events.append({"position": event["position"], "type": event["type"],
-                                        "occurred_at": utc(event["occurred_at"]), "recorded_at": utc(event["recorded_at"]),
-                                        "actor": event["actor"], "summary": summarise(event["type"], fact, steps[index].ref),
-                                        "fact": {k: v for k, v in fact.items() if k != "type"}})
+            steps[index].events.append(
+                {
+                    "position": event["position"],
+                    "type": event["type"],
+                    "occurred_at": utc(event["occurred_at"]),
+                    "recorded_at": utc(event["recorded_at"]),
+                    "actor": event["actor"],
+                    "summary": summarise(event["type"], fact, steps[index].ref),
+                    "fact": {k: v for k, v in fact.items() if k != "type"},
+                }
+            )
     return target, steps
 
 
-def _shapes(kind: str, fact: dict[str, Any], steps: list[Step], index: int, target: NodeRef,
-            child_nodes: dict[tuple[str, str, int], str]) -> bool:
+def _shapes(
+    kind: str,
+    fact: dict[str, Any],
+    steps: list[Step],
+    index: int,
+    target: NodeRef,
+    child_nodes: dict[tuple[str, str, int], str],
+) -> bool:
     """A fork's own events belong on its node only if the path runs through that fork (or stops at its node)."""
     step = steps[index]
     if kind not in FORK_LEVEL or (kind == "fork.opened" and step.ref.node != fact["node"]):
@@ -188,7 +281,11 @@ def _shapes(kind: str, fact: dict[str, Any], steps: list[Step], index: int, targ
     if (step.ref.run, step.ref.node) == (target.run, target.node):
         return True
     following = steps[index + 1] if index + 1 < len(steps) else None
-    return following is not None and following.ref.run == step.ref.run and following.ref.fork == fact["fork"]
+    return (
+        following is not None
+        and following.ref.run == step.ref.run
+        and following.ref.fork == fact["fork"]
+    )
 
 
 def _num(value: Any) -> str:
@@ -207,78 +304,148 @@ def _tests(tests: dict[str, str] | None) -> str:
 def _fork_opened(fact: dict[str, Any], where: NodeRef) -> str:
     if where.node != fact["node"]:
         child = next(c for c in fact["children"] if c["node"] == where.node)
-        return (f"created as child {child['index']} of fork {fact['fork']}" + (f", arm {child['arm']}" if child.get("arm") else "")
-                + f": delta {delta_label(child.get('delta'))}" + (f", {child['delta_execution']}" if child.get("delta_execution") else ""))
+        return (
+            f"created as child {child['index']} of fork {fact['fork']}"
+            + (f", arm {child['arm']}" if child.get("arm") else "")
+            + f": delta {delta_label(child.get('delta'))}"
+            + (f", {child['delta_execution']}" if child.get("delta_execution") else "")
+        )
     at = fact.get("stage") or f"cursor {fact['node']}"
     n = len(fact["children"])
     return f"fork {fact['fork']} opened at {at} into {n} {'child' if n == 1 else 'children'}"
 
 
 SUMMARIES: dict[str, Any] = {
-    "run.registered": lambda f, w: f"run registered: task {f['task']}, agent {f.get('agent') or '-'}, model {f.get('model') or '-'}, "
-                                   f"skill mode {f.get('skill_mode') or '-'}, trial {f.get('trial') or '-'}, role {f['role']}"
-                                   + (f", from {f['parent_run']}" if f.get("parent_run") else ""),
-    "run.located": lambda f, w: (f"run directory read at {f['path']}" if f.get("kind", "read") == "read"
-                                 else f"the harness recorded the run directory as {f['path']}"),
+    "run.registered": lambda f, w: (
+        f"run registered: task {f['task']}, agent {f.get('agent') or '-'}, model {f.get('model') or '-'}, "
+        f"skill mode {f.get('skill_mode') or '-'}, trial {f.get('trial') or '-'}, role {f['role']}"
+        + (f", from {f['parent_run']}" if f.get("parent_run") else "")
+    ),
+    "run.located": lambda f, w: (
+        f"run directory read at {f['path']}"
+        if f.get("kind", "read") == "read"
+        else f"the harness recorded the run directory as {f['path']}"
+    ),
     "run.node_opened": lambda f, w: f"cursor moved to node {f['node']} (from {f['parent']})",
-    "stage.marked": lambda f, w: f"stage {f['stage']} marked: exchanges {_num(f.get('exchanges_completed'))}, "
-                                 f"sandbox {f.get('sandbox_ref') or '-'}, environment {f.get('environment_ref') or '-'}",
+    "stage.marked": lambda f, w: (
+        f"stage {f['stage']} marked: exchanges {_num(f.get('exchanges_completed'))}, "
+        f"sandbox {f.get('sandbox_ref') or '-'}, environment {f.get('environment_ref') or '-'}"
+    ),
     "snapshot.captured": lambda f, w: f"snapshot {f['ref']} captured ({f['layer']} layer)",
-    "snapshot.exported": lambda f, w: f"snapshot {f['ref']} exported to {f['path']} ({short_digest(f['sha256'])})",
+    "snapshot.exported": lambda f, w: (
+        f"snapshot {f['ref']} exported to {f['path']} ({short_digest(f['sha256'])})"
+    ),
     "snapshot.export_failed": lambda f, w: f"export of snapshot {f['ref']} failed: {f['error']}",
     "snapshot.discarded": lambda f, w: f"snapshot {f['ref']} discarded",
-    "snapshot.imported": lambda f, w: f"snapshot {f['ref']} imported into {f['engine']} as {short_digest(f['image_id'])}",
-    "snapshot.import_rejected": lambda f, w: f"import of snapshot {f['ref']} rejected: {f['reason']}",
-    "snapshot.adopted": lambda f, w: f"snapshot {f['ref']} adopted from a tar of unknown provenance",
+    "snapshot.imported": lambda f, w: (
+        f"snapshot {f['ref']} imported into {f['engine']} as {short_digest(f['image_id'])}"
+    ),
+    "snapshot.import_rejected": lambda f, w: (
+        f"import of snapshot {f['ref']} rejected: {f['reason']}"
+    ),
+    "snapshot.adopted": lambda f, w: (
+        f"snapshot {f['ref']} adopted from a tar of unknown provenance"
+    ),
     "fork.opened": _fork_opened,
-    "fork.child_restored": lambda f, w: f"restored from sandbox {f['snapshot'].get('sandbox') or '-'}, "
-                                        f"environment {f['snapshot'].get('environment') or '-'}",
+    "fork.child_restored": lambda f, w: (
+        f"restored from sandbox {f['snapshot'].get('sandbox') or '-'}, "
+        f"environment {f['snapshot'].get('environment') or '-'}"
+    ),
     "fork.child_scored": lambda f, w: f"scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}",
     "fork.child_unscored": lambda f, w: f"unscored: {f['reason']}{_tests(f.get('tests'))}",
     "fork.child_failed": lambda f, w: f"failed: {f['error']}{_tests(f.get('tests'))}",
-    "ablation.reported": lambda f, w: (f"ablation report at {f['stage']}"
-                                       + (f" on fork {f['fork']}" if f.get("fork") else ": no arm ran")
-                                       + f"; parent reward {_num(f.get('parent_reward'))}"
-                                       + (f", parent error: {f['parent_error']}" if f.get("parent_error") else "")
-                                       + (f", error: {f['error']}" if f.get("error") else "")),
-    "fork.closed": lambda f, w: f"fork {f['fork']} closed {f['outcome']}, V {_num(f.get('value'))}"
-                                + (f", error: {f['error']}" if f.get("error") else ""),
-    "custody.held": lambda f, w: f"custody of fork {f['fork']} held at {f['location']} ({len(f['entries'])} entries)",
-    "custody.handed_off": lambda f, w: f"custody handed to child {f['index']}" + (f" at {f['location']}" if f.get("location") else ""),
-    "custody.released": lambda f, w: f"custody of fork {f['fork']} released ({len(f['entries'])} entries)",
-    "custody.failed": lambda f, w: f"custody of fork {f['fork']} failed at {f['phase']}: {f['error']}; "
-                                   + (f"preserved at {f['preserved_location']}" if f.get("preserved_location") else "nothing preserved"),
+    "ablation.reported": lambda f, w: (
+        f"ablation report at {f['stage']}"
+        + (f" on fork {f['fork']}" if f.get("fork") else ": no arm ran")
+        + f"; parent reward {_num(f.get('parent_reward'))}"
+        + (f", parent error: {f['parent_error']}" if f.get("parent_error") else "")
+        + (f", error: {f['error']}" if f.get("error") else "")
+    ),
+    "fork.closed": lambda f, w: (
+        f"fork {f['fork']} closed {f['outcome']}, V {_num(f.get('value'))}"
+        + (f", error: {f['error']}" if f.get("error") else "")
+    ),
+    "custody.held": lambda f, w: (
+        f"custody of fork {f['fork']} held at {f['location']} ({len(f['entries'])} entries)"
+    ),
+    "custody.handed_off": lambda f, w: (
+        f"custody handed to child {f['index']}"
+        + (f" at {f['location']}" if f.get("location") else "")
+    ),
+    "custody.released": lambda f, w: (
+        f"custody of fork {f['fork']} released ({len(f['entries'])} entries)"
+    ),
+    "custody.failed": lambda f, w: (
+        f"custody of fork {f['fork']} failed at {f['phase']}: {f['error']}; "
+        + (
+            f"preserved at {f['preserved_location']}"
+            if f.get("preserved_location")
+            else "nothing preserved"
+        )
+    ),
     # Stored facts are read with today's meaning (see the upcasters in domain/facts.py): a branch-aggregate reward,
     # a request_global category.
-    "run.scored": lambda f, w: (f"run reports the branch aggregate V={_num(f['reward'])}, not verified itself"
-                                if (f.get("rewards") or {}).get("source") == "branch_aggregate"
-                                else f"run scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}")
-                               + (f", verifier error: {f['verifier_error']}" if f.get("verifier_error") else ""),
-    "run.unscored": lambda f, w: f"run unscored: {f['reason']}"
-                                 + (f", verifier error: {f['verifier_error']}" if f.get("verifier_error")
-                                    and f["verifier_error"] != f["reason"] else ""),
-    "run.failed": lambda f, w: f"run failed ({f.get('category') or 'uncategorised'}"
-                               + (", request-global" if f.get("request_global") or f.get("category") == "request_global"
-                                  else "") + f"): {f['error']}",
-    "run.finished": lambda f, w: f"run finished {f['status']}" + (f", trajectory {f['trajectory']}" if f.get("trajectory") else ""),
+    "run.scored": lambda f, w: (
+        (
+            f"run reports the branch aggregate V={_num(f['reward'])}, not verified itself"
+            if (f.get("rewards") or {}).get("source") == "branch_aggregate"
+            else f"run scored: reward {_num(f['reward'])}{_tests(f.get('tests'))}"
+        )
+        + (f", verifier error: {f['verifier_error']}" if f.get("verifier_error") else "")
+    ),
+    "run.unscored": lambda f, w: (
+        f"run unscored: {f['reason']}"
+        + (
+            f", verifier error: {f['verifier_error']}"
+            if f.get("verifier_error") and f["verifier_error"] != f["reason"]
+            else ""
+        )
+    ),
+    "run.failed": lambda f, w: (
+        f"run failed ({f.get('category') or 'uncategorised'}"
+        + (
+            ", request-global"
+            if f.get("request_global") or f.get("category") == "request_global"
+            else ""
+        )
+        + f"): {f['error']}"
+    ),
+    "run.finished": lambda f, w: (
+        f"run finished {f['status']}"
+        + (f", trajectory {f['trajectory']}" if f.get("trajectory") else "")
+    ),
     "run.evidence_observed": lambda f, w: _evidence(f),
     "scorer.drained": lambda f, w: f"scorer drained: history {short_digest(f['history_digest'])}",
-    "scorer.preservation_receipted": lambda f, w: f"preservation attempt {f['result']}: history {short_digest(f['history_digest'])}"
-                                                  + (f", {f['checkpoint']}" if f.get("checkpoint") else "")
-                                                  + (f": {f['error']}" if f.get("error") else ""),
-    "cut_point.served": lambda f, w: f"replayed {f['source_run']} up to K={f['served_k']} ({f['accounting']} accounting, configured "
-                                     f"K={_num(f.get('configured_k'))}" + (f", stage {f['stage']}" if f.get("stage") else "")
-                                     + f"), {len(f.get('divergences') or [])} divergences",
+    "scorer.preservation_receipted": lambda f, w: (
+        f"preservation attempt {f['result']}: history {short_digest(f['history_digest'])}"
+        + (f", {f['checkpoint']}" if f.get("checkpoint") else "")
+        + (f": {f['error']}" if f.get("error") else "")
+    ),
+    "cut_point.served": lambda f, w: (
+        f"replayed {f['source_run']} up to K={f['served_k']} ({f['accounting']} accounting, configured "
+        f"K={_num(f.get('configured_k'))}"
+        + (f", stage {f['stage']}" if f.get("stage") else "")
+        + f"), {len(f.get('divergences') or [])} divergences"
+    ),
 }
 
 
 def _evidence(fact: dict[str, Any]) -> str:
-    files = [f"{name} {'present' if part['present'] else 'missing'}" for name, part in
-             (("acp", fact.get("acp_trajectory")), ("llm", fact.get("llm_trajectory")), ("results.jsonl", fact.get("results")))
-             if part is not None]
+    files = [
+        f"{name} {'present' if part['present'] else 'missing'}"
+        for name, part in (
+            ("acp", fact.get("acp_trajectory")),
+            ("llm", fact.get("llm_trajectory")),
+            ("results.jsonl", fact.get("results")),
+        )
+        if part is not None
+    ]
     usage = fact.get("token_usage") or {}
-    return ("evidence read: " + ", ".join([*files, f"tokens {usage.get('total_tokens') or '-'}"])
-            + (f", trial {fact['trial']}" if fact.get("trial") else ""))
+    return (
+        "evidence read: "
+        + ", ".join([*files, f"tokens {usage.get('total_tokens') or '-'}"])
+        + (f", trial {fact['trial']}" if fact.get("trial") else "")
+    )
 
 
 def summarise(kind: str, fact: dict[str, Any], where: NodeRef) -> str:
@@ -289,26 +456,57 @@ def summarise(kind: str, fact: dict[str, Any], where: NodeRef) -> str:
 
 def history_document(db: ReadModelDB, address: str, position: int) -> dict[str, Any]:
     target, steps = history(db, address)
-    return {"address": address, "run": target.run, "node": target.node, "position": position,
-            "steps": [{"run": s.ref.run, "node": s.ref.node, "kind": s.kind, "fork": s.ref.fork,
-                       "child_index": s.ref.child_index, "arm": s.ref.arm, "events": s.events} for s in steps]}
+    return {
+        "address": address,
+        "run": target.run,
+        "node": target.node,
+        "position": position,
+        "steps": [
+            {
+                "run": s.ref.run,
+                "node": s.ref.node,
+                "kind": s.kind,
+                "fork": s.ref.fork,
+                "child_index": s.ref.child_index,
+                "arm": s.ref.arm,
+                "events": s.events,
+            }
+            for s in steps
+        ],
+    }
 
 
 def history_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"step": i + 1, "run": step["run"], "node": step["node"], **{k: e[k] for k in (
-        "position", "occurred_at", "recorded_at", "actor", "type", "summary")}}
-            for i, step in enumerate(document["steps"]) for e in step["events"]]
+    return [
+        {
+            "step": i + 1,
+            "run": step["run"],
+            "node": step["node"],
+            **{
+                k: e[k]
+                for k in ("position", "occurred_at", "recorded_at", "actor", "type", "summary")
+            },
+        }
+        for i, step in enumerate(document["steps"])
+        for e in step["events"]
+    ]
 
 
 def render_history(document: dict[str, Any]) -> str:
     lines = [f"history of {document['address']} at log position {document['position']}"]
     for i, step in enumerate(document["steps"], 1):
-        what = f"child {step['child_index']} of fork {step['fork']}" + (f", arm {step['arm']}" if step["arm"] else "") \
-            if step["kind"] == "child" else step["kind"]
+        what = (
+            f"child {step['child_index']} of fork {step['fork']}"
+            + (f", arm {step['arm']}" if step["arm"] else "")
+            if step["kind"] == "child"
+            else step["kind"]
+        )
         lines.append(f"{i}. {step['run']} : {step['node']}  ({what})")
         for e in step["events"]:
             lines.append(f"     #{e['position']} {e['type']}: {e['summary']}")
-            lines.append(f"         happened {e['occurred_at']}, recorded {e['recorded_at']}, by {e['actor']}")
+            lines.append(
+                f"         happened {e['occurred_at']}, recorded {e['recorded_at']}, by {e['actor']}"
+            )
         if not step["events"]:
             lines.append("     (no events on this step)")
     return "\n".join(lines) + "\n"

@@ -11,16 +11,32 @@ from .base import Projection, facts_of
 PROJECTION = Projection(
     name="nodes",
     version=1,
-    tables={"nodes": "position BIGINT, run VARCHAR, node VARCHAR, parent VARCHAR, fork VARCHAR, child_index INTEGER, kind VARCHAR"},
+    tables={
+        "nodes": "position BIGINT, run VARCHAR, node VARCHAR, parent VARCHAR, fork VARCHAR, child_index INTEGER, kind VARCHAR"
+    },
     apply=(
         f"""INSERT INTO nodes
             SELECT position, j.run, coalesce(j.node, 'root'), j.parent, NULL, NULL, CASE WHEN j.node IS NULL THEN 'root' ELSE 'linear' END
-            FROM {facts_of("'run.registered', 'run.node_opened'", {"run": "VARCHAR", "node": "VARCHAR", "parent": "VARCHAR"})}
+            FROM {
+            facts_of(
+                "'run.registered', 'run.node_opened'",
+                {"run": "VARCHAR", "node": "VARCHAR", "parent": "VARCHAR"},
+            )
+        }
             UNION ALL
             SELECT position, run, child.node, fork_node, fork, child."index", 'child' FROM (
                 SELECT position, j.run AS run, j.node AS fork_node, j.fork AS fork, unnest(j.children) AS child
-                FROM {facts_of("'fork.opened'", {"run": "VARCHAR", "node": "VARCHAR", "fork": "VARCHAR",
-                                                 "children": [{"index": "INTEGER", "node": "VARCHAR"}]})})
+                FROM {
+            facts_of(
+                "'fork.opened'",
+                {
+                    "run": "VARCHAR",
+                    "node": "VARCHAR",
+                    "fork": "VARCHAR",
+                    "children": [{"index": "INTEGER", "node": "VARCHAR"}],
+                },
+            )
+        })
             ORDER BY position""",
     ),
     macros=(

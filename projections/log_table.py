@@ -10,8 +10,13 @@ from .base import Projection, parsed
 
 PAGE_TABLE = "lineage_page_in"
 
-ENVELOPE = {"timestamp": "VARCHAR", "occurred_at": "VARCHAR", "actor": "VARCHAR", "tool_version": "VARCHAR",
-            "fact": {"run": "VARCHAR", "ref": "VARCHAR"}}
+ENVELOPE = {
+    "timestamp": "VARCHAR",
+    "occurred_at": "VARCHAR",
+    "actor": "VARCHAR",
+    "tool_version": "VARCHAR",
+    "fact": {"run": "VARCHAR", "ref": "VARCHAR"},
+}
 
 STAGE_PAGE = f"""
 INSERT INTO events
@@ -19,7 +24,7 @@ SELECT position, originator_id, originator_version, replace(topic, 'lineage:', '
        CASE WHEN starts_with(topic, 'lineage:snapshot.') THEN j.fact.ref ELSE j.fact.run END,
        j.timestamp::TIMESTAMPTZ, j.occurred_at::TIMESTAMPTZ, j.actor, recorded_by, j.tool_version,
        json_extract(state, '$.fact')
-FROM (SELECT *, {parsed(ENVELOPE, 'state')} FROM {PAGE_TABLE})
+FROM (SELECT *, {parsed(ENVELOPE, "state")} FROM {PAGE_TABLE})
 ORDER BY position
 """
 
@@ -28,10 +33,12 @@ PROJECTION = Projection(
     version=2,
     tables={
         "events": "position BIGINT, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
-                  "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "
-                  "recorded_by VARCHAR, tool_version VARCHAR, fact JSON",
+        "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "
+        "recorded_by VARCHAR, tool_version VARCHAR, fact JSON",
     },
-    docs={"events": "one row per event in log order: position, when recorded, when it happened, type, subject "
-                    "(run key or snapshot ref), the fact as JSON, who the writer said it was (actor, self-asserted) and "
-                    "who the store authenticated (recorded_by: the PostgreSQL role; NULL on SQLite)"},
+    docs={
+        "events": "one row per event in log order: position, when recorded, when it happened, type, subject "
+        "(run key or snapshot ref), the fact as JSON, who the writer said it was (actor, self-asserted) and "
+        "who the store authenticated (recorded_by: the PostgreSQL role; NULL on SQLite)"
+    },
 )

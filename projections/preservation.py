@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from .base import Projection, facts_of
 
-RECEIPT = {"run": "VARCHAR", "history_run": "VARCHAR", "history_digest": "VARCHAR", "result": "VARCHAR",
-           "checkpoint": "VARCHAR", "error": "VARCHAR", "attempted_at": "VARCHAR"}
+RECEIPT = {
+    "run": "VARCHAR",
+    "history_run": "VARCHAR",
+    "history_digest": "VARCHAR",
+    "result": "VARCHAR",
+    "checkpoint": "VARCHAR",
+    "error": "VARCHAR",
+    "attempted_at": "VARCHAR",
+}
 
 PROJECTION = Projection(
     name="preservation",
@@ -15,8 +22,8 @@ PROJECTION = Projection(
     tables={
         "scorer_drains": "position BIGINT, run VARCHAR, history_digest VARCHAR, occurred_at TIMESTAMPTZ",
         "preservation_receipts": "position BIGINT, run VARCHAR, history_run VARCHAR, history_digest VARCHAR, result VARCHAR, "
-                                 "checkpoint VARCHAR, error VARCHAR, attempted_at VARCHAR, occurred_at TIMESTAMPTZ, "
-                                 "recorded_at TIMESTAMPTZ, actor VARCHAR",
+        "checkpoint VARCHAR, error VARCHAR, attempted_at VARCHAR, occurred_at TIMESTAMPTZ, "
+        "recorded_at TIMESTAMPTZ, actor VARCHAR",
     },
     apply=(
         f"""INSERT INTO scorer_drains SELECT position, j.run, j.history_digest, occurred_at
@@ -33,8 +40,8 @@ PROJECTION = Projection(
     },
     docs={
         "receipts": "one row per terminal preservation receipt: the run, the result of its one sealing attempt (sealed / "
-                    "failed), the scorer history digest it sealed beside the run's drained one, the checkpoint or error, "
-                    "and qualified (always false: a preserved scorer is evidence, not a qualified recovery)",
+        "failed), the scorer history digest it sealed beside the run's drained one, the checkpoint or error, "
+        "and qualified (always false: a preserved scorer is evidence, not a qualified recovery)",
         "scorer_drains": "scorer.drained facts: each run's final native scorer history digest",
         "preservation_receipts": "scorer.preservation_receipted facts",
     },

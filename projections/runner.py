@@ -15,14 +15,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import duckdb
 
-from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.chained_log import ChainedLog, merge_chain
+from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.events import TOPIC_PREFIX
@@ -31,12 +31,33 @@ from . import custody, evidence, forks, lineage, log_table, preservation, runs, 
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
-if TYPE_CHECKING:
-    from ..bootstrap import Lineage
+
+class Lineage(Protocol):
+    """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
+    (read-model path, memory cap, lock timeout), its URL, the application whose recorder is the log, and the log's
+    position. A port, so this layer does not import the composition root above it."""
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def store_url(self) -> Any: ...
+
+    @property
+    def app(self) -> Any: ...
+
+    def position(self) -> int: ...
+
 
 PROJECTIONS: tuple[Projection, ...] = (
-    log_table.PROJECTION, runs.PROJECTION, lineage.PROJECTION, stages.PROJECTION, forks.PROJECTION, custody.PROJECTION,
-    evidence.PROJECTION, preservation.PROJECTION,
+    log_table.PROJECTION,
+    runs.PROJECTION,
+    lineage.PROJECTION,
+    stages.PROJECTION,
+    forks.PROJECTION,
+    custody.PROJECTION,
+    evidence.PROJECTION,
+    preservation.PROJECTION,
 )
 PAGE = 50_000
 BOOKKEEPING = (
@@ -65,14 +86,29 @@ def tracked_position(db: ReadModelDB) -> int:
 
 
 def _tracked_head(db: ReadModelDB) -> Head | None:
-    row = db.rows("SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
-    return Head(row[0]["position"], row[0]["head_hash"]) if row and row[0]["position"] and row[0]["head_hash"] else None
+    row = db.rows(
+        "SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]
+    )
+    return (
+        Head(row[0]["position"], row[0]["head_hash"])
+        if row and row[0]["position"] and row[0]["head_hash"]
+        else None
+    )
 
 
 def _fingerprint() -> str:
     """Changes whenever any DDL, view or macro text changes (views are cheap to recreate, so any edit does)."""
-    text = "\n".join([*BOOKKEEPING, *DEFINITIONS, *(s for p in PROJECTIONS for s in (*p.create_statements(), *p.view_statements(),
-                                                                                    f"{p.name}={p.version}"))])
+    text = "\n".join(
+        [
+            *BOOKKEEPING,
+            *DEFINITIONS,
+            *(
+                s
+                for p in PROJECTIONS
+                for s in (*p.create_statements(), *p.view_statements(), f"{p.name}={p.version}")
+            ),
+        ]
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -104,18 +140,28 @@ def _unshadow(db: ReadModelDB) -> None:
 def _state(db: ReadModelDB) -> dict[str, Any] | None:
     """What the file says it holds: store, position, head hash, schema fingerprint (None for a new or old file)."""
     try:
-        rows = db.connection.execute("SELECT t.store, t.position, t.head_hash, s.fingerprint FROM lineage_tracking t, "
-                                     "lineage_schema s WHERE t.name = ?", [TRACKING_NAME]).fetchall()
+        rows = db.connection.execute(
+            "SELECT t.store, t.position, t.head_hash, s.fingerprint FROM lineage_tracking t, "
+            "lineage_schema s WHERE t.name = ?",
+            [TRACKING_NAME],
+        ).fetchall()
     except (duckdb.CatalogException, duckdb.BinderException):
         return None
-    return dict(zip(("store", "position", "head_hash", "fingerprint"), rows[0], strict=True)) if rows else None
+    return (
+        dict(zip(("store", "position", "head_hash", "fingerprint"), rows[0], strict=True))
+        if rows
+        else None
+    )
 
 
 def _faithful(state: dict[str, Any], log: Any) -> bool:
     """The file was built from a prefix of this very log: the log still holds the recorded head at that position."""
     if not state["position"] or not isinstance(log, ChainedLog):
         return True
-    return state["head_hash"] is not None and log.chain_hash_at(state["position"]) == state["head_hash"]
+    return (
+        state["head_hash"] is not None
+        and log.chain_hash_at(state["position"]) == state["head_hash"]
+    )
 
 
 def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
@@ -123,21 +169,33 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
     projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
-    if (state is not None and state["store"] == store and state["fingerprint"] == _fingerprint()
-            and (log_position is None or state["position"] <= log_position) and _faithful(state, log)):
+    if (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and (log_position is None or state["position"] <= log_position)
+        and _faithful(state, log)
+    ):
         shadow_definitions(db)
         return
     _unshadow(db)  # what follows creates and drops the file's own objects
     with db.transaction():
         for statement in (*BOOKKEEPING, *DEFINITIONS):
             db.execute(statement)
-        versions = {row["name"]: row["version"] for row in db.rows("SELECT * FROM lineage_projection_versions")}
-        tracked = db.rows("SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME])
+        versions = {
+            row["name"]: row["version"]
+            for row in db.rows("SELECT * FROM lineage_projection_versions")
+        }
+        tracked = db.rows(
+            "SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?",
+            [TRACKING_NAME],
+        )
         stale_log = bool(tracked) and (
             tracked[0]["store"] != store
             or versions.get("events", log_table.PROJECTION.version) != log_table.PROJECTION.version
             or (log_position is not None and tracked[0]["position"] > log_position)
-            or not _faithful(tracked[0], log))
+            or not _faithful(tracked[0], log)
+        )
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
                 _drop(db, projection)
@@ -148,14 +206,24 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
         for projection in PROJECTIONS:
             for statement in projection.create_statements():
                 db.execute(statement)
-            if projection.name not in versions and projection is not log_table.PROJECTION and position:
+            if (
+                projection.name not in versions
+                and projection is not log_table.PROJECTION
+                and position
+            ):
                 # A new or changed projection catches up from the events already copied, not from the store.
                 for statement in projection.apply:
                     db.execute(statement, {"lo": 0, "hi": position})
             for statement in projection.view_statements():
                 db.execute(statement)
-            db.execute("INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)", [projection.name, projection.version])
-        db.execute("INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING", [TRACKING_NAME, 0, store])
+            db.execute(
+                "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
+                [projection.name, projection.version],
+            )
+        db.execute(
+            "INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING",
+            [TRACKING_NAME, 0, store],
+        )
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
     shadow_definitions(db)
@@ -164,14 +232,23 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
 def _drop(db: ReadModelDB, projection: Projection) -> None:
     """Drop what a projection owns, whichever kind each name is now (a new version may turn a table into a view)."""
     for name in projection.owned_names():
-        kind = db.scalar("SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_catalog <> 'temp' "
-                         "AND table_name = ?", [name])
+        kind = db.scalar(
+            "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_catalog <> 'temp' "
+            "AND table_name = ?",
+            [name],
+        )
         if kind is not None:
             db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
 
 
-def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: int = PAGE,
-             inside_page: Callable[[int], None] | None = None) -> int:
+def catch_up(
+    db: ReadModelDB,
+    recorder: Any,
+    *,
+    stop: int | None = None,
+    page: int = PAGE,
+    inside_page: Callable[[int], None] | None = None,
+) -> int:
     """Apply every event after the tracked position (up to `stop`); returns the new tracked position.
 
     Every page is checked against the log's hash chain before it is applied (continuing from the head kept in
@@ -193,33 +270,44 @@ def catch_up(db: ReadModelDB, recorder: Any, *, stop: int | None = None, page: i
                         db.execute(statement, {"lo": last, "hi": high})
             if inside_page is not None:
                 inside_page(high)  # tests use this to die mid-page
-            db.execute("UPDATE lineage_tracking SET position = ?, head_hash = ? WHERE name = ? AND position = ?",
-                       [high, head.chain_hash if head else None, TRACKING_NAME, last])
+            db.execute(
+                "UPDATE lineage_tracking SET position = ?, head_hash = ? WHERE name = ? AND position = ?",
+                [high, head.chain_hash if head else None, TRACKING_NAME, last],
+            )
         last = high
     return last
 
 
-def _checked_pages(recorder: Any, head: Head | None, after: int, stop: int | None,
-                   page: int) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
+def _checked_pages(
+    recorder: Any, head: Head | None, after: int, stop: int | None, page: int
+) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
     """Pages of the log with the chain head at each page's end; a store without a chain (in memory) is not checked."""
     chained = isinstance(recorder, ChainedLog)
     if chained and after and head is None:
-        raise IntegrityFailure(f"the read models are at position {after} but do not say which log head they were built from",
-                               hint="run `lineage rebuild`")
+        raise IntegrityFailure(
+            f"the read models are at position {after} but do not say which log head they were built from",
+            hint="run `lineage rebuild`",
+        )
     for rows in _page_rows(recorder, after, stop, page):
         if chained:
             high = rows[-1][0]
-            events = ((r[0], r[1], r[2], r[3], r[4].encode() if r[4] is not None else None) for r in rows)
+            events = (
+                (r[0], r[1], r[2], r[3], r[4].encode() if r[4] is not None else None) for r in rows
+            )
             head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
             after = high
         yield rows, head
     if chained:
         tail = recorder.chain_links(after, stop)
-        if tail and not recorder.log_rows(after, tail[0][0], 1):  # links past the last event: its events were deleted
+        if tail and not recorder.log_rows(
+            after, tail[0][0], 1
+        ):  # links past the last event: its events were deleted
             check_window(head, merge_chain(iter(()), iter(tail)))
 
 
-def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterator[list[tuple[Any, ...]]]:
+def _page_rows(
+    recorder: Any, after: int, stop: int | None, page: int
+) -> Iterator[list[tuple[Any, ...]]]:
     """Pages of (position, originator id hex, version, topic, state) rows, straight from the store when it can."""
     if hasattr(recorder, "log_rows"):
         while rows := recorder.log_rows(after, stop, page):
@@ -227,7 +315,10 @@ def _page_rows(recorder: Any, after: int, stop: int | None, page: int) -> Iterat
             after = rows[-1][0]
         return
     for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
-        yield [(n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode(), None) for n in notifications]
+        yield [
+            (n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode(), None)
+            for n in notifications
+        ]
 
 
 def _prefetched(pages: Iterator[T]) -> Iterator[T]:
@@ -274,8 +365,13 @@ class ReadModels:
         self.close()
 
 
-def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now: bool = True,
-                     path: Path | str | None = None) -> ReadModels:
+def open_read_models(
+    lineage: Lineage,
+    *,
+    as_of: int | None = None,
+    catch_up_now: bool = True,
+    path: Path | str | None = None,
+) -> ReadModels:
     """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
     recorder = lineage.app.recorder
     store = lineage.store_url.redacted()
@@ -287,8 +383,11 @@ def open_read_models(lineage: Lineage, *, as_of: int | None = None, catch_up_now
         except BaseException:
             db.close()
             raise
-    db = ReadModelDB.open(lineage.settings.projections_path, timeout=lineage.settings.lock_timeout_s,
-                          memory_limit=lineage.settings.duckdb_memory)
+    db = ReadModelDB.open(
+        lineage.settings.projections_path,
+        timeout=lineage.settings.lock_timeout_s,
+        memory_limit=lineage.settings.duckdb_memory,
+    )
     try:
         ensure_schema(db, store, recorder)
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
@@ -313,7 +412,12 @@ def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[Rea
             path = Path(scratch) / "as-of.duckdb"
         with open_read_models(lineage, as_of=as_of, path=path):
             pass
-        db = ReadModelDB.open(path, timeout=settings.lock_timeout_s, memory_limit=settings.duckdb_memory, read_only=True)
+        db = ReadModelDB.open(
+            path,
+            timeout=settings.lock_timeout_s,
+            memory_limit=settings.duckdb_memory,
+            read_only=True,
+        )
         try:
             shadow_definitions(db)
             yield db
@@ -331,15 +435,25 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
         with open_read_models(lineage) as models:
             position = models.position
             kept = _table_digests(models.db)
-        with open_read_models(lineage, as_of=position, path=Path(scratch) / "rebuild.duckdb") as fresh:
+        with open_read_models(
+            lineage, as_of=position, path=Path(scratch) / "rebuild.duckdb"
+        ) as fresh:
             rebuilt = _table_digests(fresh.db)
-    return position, sorted(name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name))
+    return position, sorted(
+        name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name)
+    )
 
 
 def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     names = [name for projection in PROJECTIONS for name in projection.tables]
-    return {name: tuple(db.connection.execute(f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t").fetchone())
-            for name in names}
+    return {
+        name: tuple(
+            db.connection.execute(
+                f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
+            ).fetchone()
+        )
+        for name in names
+    }
 
 
 def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
@@ -352,10 +466,15 @@ def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
         return None
     if text.isdigit():
         if len(text) > 18:
-            raise InvalidInput(f"expected a log position (at most 18 digits), found {len(text)} digits",
-                               hint="`lineage head` shows the log's last position")
+            raise InvalidInput(
+                f"expected a log position (at most 18 digits), found {len(text)} digits",
+                hint="`lineage head` shows the log's last position",
+            )
         return int(text)
     moment = parse_moment(text, "--as-of", "a log position or an ISO-8601 time")
     with open_read_models(lineage) as models:
-        return models.db.scalar("SELECT coalesce(max(position), 0) FROM events WHERE position < coalesce("
-                                "(SELECT min(position) FROM events WHERE recorded_at > ?), 9223372036854775807)", [moment])
+        return models.db.scalar(
+            "SELECT coalesce(max(position), 0) FROM events WHERE position < coalesce("
+            "(SELECT min(position) FROM events WHERE recorded_at > ?), 9223372036854775807)",
+            [moment],
+        )

@@ -4,25 +4,56 @@ from __future__ import annotations
 
 from .base import Projection, facts_of
 
-REGISTRATION = {key: "VARCHAR" for key in ("run", "task", "task_path", "agent", "model", "skill_mode", "sandbox", "trial",
-                                           "role", "parent_run", "parent_node", "run_dir", "config_sha256")} | {"source": "JSON"}
-OUTCOME = {"run": "VARCHAR", "reward": "DOUBLE", "rewards": "JSON", "tests": "JSON", "verifier_error": "VARCHAR",
-           "reason": "VARCHAR", "error": "VARCHAR", "category": "VARCHAR", "request_global": "BOOLEAN", "status": "VARCHAR",
-           "started_at": "VARCHAR", "finished_at": "VARCHAR", "timing": "JSON", "trajectory": "VARCHAR",
-           "basis": "VARCHAR", "time_zone": "VARCHAR", "exchanges_recorded": "INTEGER"}
+REGISTRATION = dict.fromkeys(
+    (
+        "run",
+        "task",
+        "task_path",
+        "agent",
+        "model",
+        "skill_mode",
+        "sandbox",
+        "trial",
+        "role",
+        "parent_run",
+        "parent_node",
+        "run_dir",
+        "config_sha256",
+    ),
+    "VARCHAR",
+) | {"source": "JSON"}
+OUTCOME = {
+    "run": "VARCHAR",
+    "reward": "DOUBLE",
+    "rewards": "JSON",
+    "tests": "JSON",
+    "verifier_error": "VARCHAR",
+    "reason": "VARCHAR",
+    "error": "VARCHAR",
+    "category": "VARCHAR",
+    "request_global": "BOOLEAN",
+    "status": "VARCHAR",
+    "started_at": "VARCHAR",
+    "finished_at": "VARCHAR",
+    "timing": "JSON",
+    "trajectory": "VARCHAR",
+    "basis": "VARCHAR",
+    "time_zone": "VARCHAR",
+    "exchanges_recorded": "INTEGER",
+}
 
 PROJECTION = Projection(
     name="runs",
     version=4,
     tables={
         "run_registrations": "position BIGINT, run VARCHAR, task VARCHAR, task_path VARCHAR, agent VARCHAR, model VARCHAR, "
-                             "skill_mode VARCHAR, sandbox VARCHAR, trial VARCHAR, role VARCHAR, parent_run VARCHAR, "
-                             "parent_node VARCHAR, run_dir VARCHAR, source JSON, config_sha256 VARCHAR, "
-                             "occurred_at TIMESTAMPTZ, recorded_at TIMESTAMPTZ",
+        "skill_mode VARCHAR, sandbox VARCHAR, trial VARCHAR, role VARCHAR, parent_run VARCHAR, "
+        "parent_node VARCHAR, run_dir VARCHAR, source JSON, config_sha256 VARCHAR, "
+        "occurred_at TIMESTAMPTZ, recorded_at TIMESTAMPTZ",
         "run_outcomes": "position BIGINT, run VARCHAR, kind VARCHAR, reward DOUBLE, rewards JSON, tests JSON, "
-                        "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
-                        "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
-                        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR, exchanges_recorded INTEGER",
+        "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
+        "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
+        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR, exchanges_recorded INTEGER",
         "run_locations": "position BIGINT, run VARCHAR, kind VARCHAR, path VARCHAR, recorded_at TIMESTAMPTZ",
     },
     apply=(
@@ -70,15 +101,15 @@ PROJECTION = Projection(
     },
     docs={
         "runs": "one row per run: registration (task, agent, model, skill mode, trial, role, parent; run_dir as the "
-                "harness recorded it, location where its files were last newly read), outcome "
-                "(scored / branch_aggregate / unscored / failed / pending) with reward or reason, finish status and "
-                "timing; a branch_aggregate run never verified itself: its result's reward is its fork's V "
-                "(branch_value), not its own; started_at / finished_at as the harness wrote them, time_zone "
-                "unknown for naive local times (utc-assumed where an earlier version read them as UTC); "
-                "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
+        "harness recorded it, location where its files were last newly read), outcome "
+        "(scored / branch_aggregate / unscored / failed / pending) with reward or reason, finish status and "
+        "timing; a branch_aggregate run never verified itself: its result's reward is its fork's V "
+        "(branch_value), not its own; started_at / finished_at as the harness wrote them, time_zone "
+        "unknown for naive local times (utc-assumed where an earlier version read them as UTC); "
+        "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
         "run_registrations": "run.registered facts, one row per run",
         "run_outcomes": "run.scored / unscored / failed / finished facts (kind column)",
         "run_locations": "run.located facts: every place a run's directory was read at (kind read) or that the "
-                         "harness recorded for it (kind recorded), each once, in log order",
+        "harness recorded for it (kind recorded), each once, in log order",
     },
 )

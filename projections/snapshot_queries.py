@@ -27,54 +27,81 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
     registered = db.rows("SELECT location, run_dir FROM runs WHERE run = ?", [run])
     if not registered:
-        raise UnknownSubject(f"Run {run!r} is not recorded; expected a run registered in the log.",
-                             hint="`lineage sql \"SELECT run FROM runs\"` lists the recorded runs")
-    marked = [row["stage"] for row in db.rows("SELECT DISTINCT stage FROM stages WHERE run = ? ORDER BY stage", [run])]
-    snapshots = db.rows("SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run])
+        raise UnknownSubject(
+            f"Run {run!r} is not recorded; expected a run registered in the log.",
+            hint='`lineage sql "SELECT run FROM runs"` lists the recorded runs',
+        )
+    marked = [
+        row["stage"]
+        for row in db.rows("SELECT DISTINCT stage FROM stages WHERE run = ? ORDER BY stage", [run])
+    ]
+    snapshots = db.rows(
+        "SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run]
+    )
     unknown = [stage for stage in stages if stage not in marked]
     if unknown:
-        raise StageNotRecorded(f"Run {run!r} has no stage {', '.join(map(repr, unknown))}; it recorded "
-                               f"{', '.join(marked) or 'no stages'}.", hint="pass one of the recorded stages to --stage")
+        raise StageNotRecorded(
+            f"Run {run!r} has no stage {', '.join(map(repr, unknown))}; it recorded "
+            f"{', '.join(marked) or 'no stages'}.",
+            hint="pass one of the recorded stages to --stage",
+        )
     selected = [row for row in snapshots if not stages or row["stage"] in stages]
     for stage in stages:
         if not any(row["exports"] for row in selected if row["stage"] == stage):
             refs = [row["ref"] for row in selected if row["stage"] == stage]
-            raise InvalidInput(f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
-                               "ephemeral); expected a recorded export to import.",
-                               hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
-                                    "(benchflow: --keep-snapshots)")
+            raise InvalidInput(
+                f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
+                "ephemeral); expected a recorded export to import.",
+                hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
+                "(benchflow: --keep-snapshots)",
+            )
     refs = tuple(row["ref"] for row in selected if row["exports"])
     if not refs:
-        raise InvalidInput(f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
-                           hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)")
-    return RunExports(tuple(dict.fromkeys(d for d in (registered[0]["location"], registered[0]["run_dir"]) if d)), refs)
+        raise InvalidInput(
+            f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
+            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
+        )
+    return RunExports(
+        tuple(dict.fromkeys(d for d in (registered[0]["location"], registered[0]["run_dir"]) if d)),
+        refs,
+    )
 
 
 def refs_with_tar(db: ReadModelDB, tar_sha256: str) -> list[str]:
     """Refs whose recorded export (or adopted tar) has exactly this sha256."""
-    rows = db.rows("SELECT DISTINCT ref FROM snapshot_events WHERE (kind = 'exported' AND sha256 = ?) "
-                   "OR (kind = 'adopted' AND tar_sha256 = ?) ORDER BY ref", [tar_sha256, tar_sha256])
+    rows = db.rows(
+        "SELECT DISTINCT ref FROM snapshot_events WHERE (kind = 'exported' AND sha256 = ?) "
+        "OR (kind = 'adopted' AND tar_sha256 = ?) ORDER BY ref",
+        [tar_sha256, tar_sha256],
+    )
     return [row["ref"] for row in rows]
 
 
 def refs_claimed(db: ReadModelDB, report: TarReport) -> list[str]:
     """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
-    names = sorted({form for tag in report.repo_tags for form in (tag, tag.removesuffix(":latest"))})
+    names = sorted(
+        {form for tag in report.repo_tags for form in (tag, tag.removesuffix(":latest"))}
+    )
     rows = db.rows(
         "SELECT ref FROM snapshots WHERE (captured OR adopted) AND list_contains(?, ref) "
         "UNION SELECT ref FROM snapshot_events WHERE kind IN ('exported', 'adopted') AND image_id = ? ORDER BY ref",
-        [names, report.image_id])
+        [names, report.image_id],
+    )
     return [row["ref"] for row in rows]
 
 
 def lifetimes(db: ReadModelDB, run: str | None = None) -> list[dict[str, Any]]:
     """`snapshots` rows (one per ref) in log order: every ref, or those `run` captured."""
-    return db.rows("SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run])
+    return db.rows(
+        "SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run]
+    )
 
 
 def run_directories(db: ReadModelDB) -> dict[str, list[str]]:
     """Where each run's files were last seen, newest first (a moved run keeps its exported tars in `snapshots/`)."""
-    rows = db.rows("SELECT run, list(path ORDER BY position DESC) AS paths FROM run_locations GROUP BY run")
+    rows = db.rows(
+        "SELECT run, list(path ORDER BY position DESC) AS paths FROM run_locations GROUP BY run"
+    )
     return {row["run"]: row["paths"] for row in rows}
 
 
@@ -82,8 +109,10 @@ def lifetime_with_events(db: ReadModelDB, ref: str) -> tuple[dict[str, Any], lis
     """One ref's `snapshots` row and its `snapshot_events` in log order; UnknownSubject when nothing is recorded."""
     found = db.rows("SELECT * FROM snapshots WHERE ref = ?", [ref])
     if not found:
-        raise UnknownSubject(f"No snapshot {ref!r} is recorded; expected a captured, adopted or imported ref.",
-                             hint="`lineage snapshots list` shows the recorded refs")
+        raise UnknownSubject(
+            f"No snapshot {ref!r} is recorded; expected a captured, adopted or imported ref.",
+            hint="`lineage snapshots list` shows the recorded refs",
+        )
     return found[0], db.rows("SELECT * FROM snapshot_events WHERE ref = ? ORDER BY position", [ref])
 
 

@@ -9,23 +9,57 @@ from __future__ import annotations
 
 from .base import Projection, facts_of
 
-STAGE = {"run": "VARCHAR", "stage": "VARCHAR", "node": "VARCHAR", "exchanges_completed": "INTEGER", "layers": ["VARCHAR"],
-         "sandbox_ref": "VARCHAR", "environment_ref": "VARCHAR", "workspace_digest": "JSON"}
-SNAPSHOT = {key: "VARCHAR" for key in ("ref", "layer", "run", "stage", "node", "path", "sha256", "image_id", "engine",
-                                       "tar_sha256", "tar_path", "reason", "error")}
-SNAPSHOT_TYPES = ", ".join(f"'snapshot.{kind}'" for kind in ("captured", "exported", "export_failed", "discarded", "imported",
-                                                            "import_rejected", "adopted"))
+STAGE = {
+    "run": "VARCHAR",
+    "stage": "VARCHAR",
+    "node": "VARCHAR",
+    "exchanges_completed": "INTEGER",
+    "layers": ["VARCHAR"],
+    "sandbox_ref": "VARCHAR",
+    "environment_ref": "VARCHAR",
+    "workspace_digest": "JSON",
+}
+SNAPSHOT = dict.fromkeys(
+    (
+        "ref",
+        "layer",
+        "run",
+        "stage",
+        "node",
+        "path",
+        "sha256",
+        "image_id",
+        "engine",
+        "tar_sha256",
+        "tar_path",
+        "reason",
+        "error",
+    ),
+    "VARCHAR",
+)
+SNAPSHOT_TYPES = ", ".join(
+    f"'snapshot.{kind}'"
+    for kind in (
+        "captured",
+        "exported",
+        "export_failed",
+        "discarded",
+        "imported",
+        "import_rejected",
+        "adopted",
+    )
+)
 
 PROJECTION = Projection(
     name="stages",
     version=1,
     tables={
         "stage_marks": "position BIGINT, run VARCHAR, stage VARCHAR, node VARCHAR, exchanges_completed INTEGER, "
-                       "layers VARCHAR[], sandbox_ref VARCHAR, environment_ref VARCHAR, workspace_digest JSON, "
-                       "occurred_at TIMESTAMPTZ",
+        "layers VARCHAR[], sandbox_ref VARCHAR, environment_ref VARCHAR, workspace_digest JSON, "
+        "occurred_at TIMESTAMPTZ",
         "snapshot_events": "position BIGINT, ref VARCHAR, kind VARCHAR, layer VARCHAR, run VARCHAR, stage VARCHAR, node VARCHAR, "
-                           "path VARCHAR, sha256 VARCHAR, image_id VARCHAR, engine VARCHAR, tar_sha256 VARCHAR, "
-                           "tar_path VARCHAR, reason VARCHAR, occurred_at TIMESTAMPTZ, actor VARCHAR",
+        "path VARCHAR, sha256 VARCHAR, image_id VARCHAR, engine VARCHAR, tar_sha256 VARCHAR, "
+        "tar_path VARCHAR, reason VARCHAR, occurred_at TIMESTAMPTZ, actor VARCHAR",
     },
     apply=(
         f"""INSERT INTO stage_marks SELECT position, j.run, j.stage, j.node, j.exchanges_completed, j.layers, j.sandbox_ref,
@@ -75,10 +109,12 @@ PROJECTION = Projection(
             FROM folded""",
     },
     docs={
-        "stages": "one row per (run, stage) marked (its latest mark): node, exchanges_completed, layers, sandbox and environment refs, workspace digest",
+        "stages": "one row per (run, stage) marked (its latest mark): node, exchanges_completed, layers, "
+        "sandbox and environment refs, workspace digest",
         "snapshots": "one row per snapshot ref: origin (run, stage, layer), exports, discards, imports, rejected imports, "
-                     "lifetime and whether it is restorable now (and why)",
-        "snapshot_events": "every snapshot lifetime fact (kind: captured, exported, export_failed, discarded, imported, import_rejected, adopted)",
+        "lifetime and whether it is restorable now (and why)",
+        "snapshot_events": "every snapshot lifetime fact (kind: captured, exported, export_failed, "
+        "discarded, imported, import_rejected, adopted)",
         "stage_marks": "stage.marked facts",
     },
 )

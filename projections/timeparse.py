@@ -18,5 +18,7 @@ def parse_moment(text: str, option_name: str, expected: str = "an ISO-8601 time"
     except ValueError:
         raise InvalidInput(f"{option_name}: expected {expected}, found {text!r}") from None
     if moment.tzinfo is None:
-        raise InvalidInput(f"{option_name}: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {text!r}")
+        raise InvalidInput(
+            f"{option_name}: expected a time with a UTC offset (e.g. 2026-11-02T10:00:00Z), found {text!r}"
+        )
     return moment

@@ -63,7 +63,11 @@ def fork_value(fork: dict[str, Any], children: list[dict[str, Any]]) -> str:
     """V, or why there is none (benchflow: V exists only when every child was scored)."""
     if fork["value"] is not None:
         return f"V={_num(fork['value'])}"
-    why = [f"child {c['child_index']} {c['outcome']}" for c in children if c["outcome"] in ("unscored", "failed")]
+    why = [
+        f"child {c['child_index']} {c['outcome']}"
+        for c in children
+        if c["outcome"] in ("unscored", "failed")
+    ]
     if fork["outcome"] == "open":
         why.append("fork still open")
     elif fork["outcome"] == "partial":
@@ -73,36 +77,62 @@ def fork_value(fork: dict[str, Any], children: list[dict[str, Any]]) -> str:
 
 def tree_model(db: ReadModelDB, run: str) -> TreeModel:
     header_row = require_run(db, run)
-    lifetime = {r["ref"]: r["lifetime"] for r in db.rows(
-        "SELECT ref, lifetime FROM snapshots WHERE ref IN (SELECT sandbox_ref FROM stages WHERE run = ? UNION "
-        "SELECT environment_ref FROM stages WHERE run = ? UNION SELECT sandbox_ref FROM forks WHERE run = ? UNION "
-        "SELECT environment_ref FROM forks WHERE run = ?)", [run] * 4)}
+    lifetime = {
+        r["ref"]: r["lifetime"]
+        for r in db.rows(
+            "SELECT ref, lifetime FROM snapshots WHERE ref IN (SELECT sandbox_ref FROM stages WHERE run = ? UNION "
+            "SELECT environment_ref FROM stages WHERE run = ? UNION SELECT sandbox_ref FROM forks WHERE run = ? UNION "
+            "SELECT environment_ref FROM forks WHERE run = ?)",
+            [run] * 4,
+        )
+    }
 
     def refs(sandbox: str | None, environment: str | None) -> str:
-        shown = [f"{layer} {ref} ({lifetime.get(ref, 'not recorded')})"
-                 for layer, ref in (("sandbox", sandbox), ("environment", environment)) if ref]
+        shown = [
+            f"{layer} {ref} ({lifetime.get(ref, 'not recorded')})"
+            for layer, ref in (("sandbox", sandbox), ("environment", environment))
+            if ref
+        ]
         return ", ".join(shown) or "no snapshot"
 
     nodes: dict[str, TreeNode] = {}
-    order = db.rows("SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index", [run])
+    order = db.rows(
+        "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
+        [run],
+    )
     for row in order:
         nodes[row["node"]] = TreeNode(row["node"])
     for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
-        nodes[stage["node"]].details.append(f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}")
+        nodes[stage["node"]].details.append(
+            f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
+        )
     forks = db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run])
     fork_outcome = {f["fork"]: f["outcome"] for f in forks}
-    children = db.rows("SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
-                       "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index", [run])
+    children = db.rows(
+        "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
+        "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
+        [run],
+    )
     for child in children:
-        label = f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
+        label = (
+            f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
+        )
         nodes[child["node"]].details += [label, child_outcome(child, fork_outcome[child["fork"]])]
     for fork in forks:
-        at = f"at {fork['stage']}" if fork["stage"] else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
+        at = (
+            f"at {fork['stage']}"
+            if fork["stage"]
+            else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
+        )
         mine = [c for c in children if c["fork"] == fork["fork"]]
-        nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {fork_value(fork, mine)}")
+        nodes[fork["node"]].forks.append(
+            f"fork {fork['fork']} {at}, {fork['outcome']}: {fork_value(fork, mine)}"
+        )
     roots = []
     for row in order:
-        (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(nodes[row["node"]])
+        (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
+            nodes[row["node"]]
+        )
     return TreeModel(run, f"{run}  task {header_row['task']} · {run_outcome(header_row)}", roots)
 
 
@@ -171,10 +201,16 @@ def dot_text(text: str) -> str:
 
 
 def render_dot(model: TreeModel) -> str:
-    lines = [f"digraph {dot_text(model.run)} {{", "    rankdir=TB;", '    node [shape=box, fontname="monospace"];']
+    lines = [
+        f"digraph {dot_text(model.run)} {{",
+        "    rankdir=TB;",
+        '    node [shape=box, fontname="monospace"];',
+    ]
     edges = []
     for node, parent in _walk(model.roots):
-        lines.append(f"    {dot_text(node.id)} [label={dot_text(chr(10).join([node.id, *node.details, *node.forks]))}];")
+        lines.append(
+            f"    {dot_text(node.id)} [label={dot_text(chr(10).join([node.id, *node.details, *node.forks]))}];"
+        )
         if parent is not None:
             edges.append(f"    {dot_text(parent.id)} -> {dot_text(node.id)};")
     return "\n".join(lines + edges + ["}"]) + "\n"

@@ -35,7 +35,9 @@ class Lineage:
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
 
-        return open_application(self.store_url, actor=self.settings.actor, tool_version=tool_version())
+        return open_application(
+            self.store_url, actor=self.settings.actor, tool_version=tool_version()
+        )
 
     def record(self, entries: Iterable[Entry | Fact]) -> Recorded:
         return self.app.record(entries)
@@ -74,6 +76,8 @@ def bootstrap(settings: Settings | None = None) -> Lineage:
     return Lineage(settings or Settings.from_env())
 
 
-def open_store(store: str | None = None, *, home: str | None = None, actor: str | None = None) -> Lineage:
+def open_store(
+    store: str | None = None, *, home: str | None = None, actor: str | None = None
+) -> Lineage:
     """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position."""
     return Lineage(Settings.from_env(store=store, home=home, actor=actor))

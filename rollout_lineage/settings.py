@@ -39,8 +39,14 @@ class Settings:
     duckdb_memory: str = "256MB"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, store: str | None = None,
-                 home: str | Path | None = None, actor: str | None = None) -> Settings:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        store: str | None = None,
+        home: str | Path | None = None,
+        actor: str | None = None,
+    ) -> Settings:
         env = os.environ if environ is None else environ
         home_path = Path(home or env.get("LINEAGE_HOME") or ".lineage").expanduser().absolute()
         url = store or env.get("LINEAGE_STORE") or f"sqlite:///{home_path / 'events.sqlite'}"
@@ -58,4 +64,7 @@ class Settings:
         default = f"sqlite:///{self.home / 'events.sqlite'}"
         if self.store_url == default:
             return self.home / "projections.duckdb"
-        return self.home / f"projections-{hashlib.sha256(self.store_url.encode()).hexdigest()[:12]}.duckdb"
+        return (
+            self.home
+            / f"projections-{hashlib.sha256(self.store_url.encode()).hexdigest()[:12]}.duckdb"
+        )

@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ZERO_DELTA = {"config_override_sha256": None, "environment_ref": None, "injected_prompt_sha256": None,
-              "skill_mode": None}
+ZERO_DELTA = {
+    "config_override_sha256": None,
+    "environment_ref": None,
+    "injected_prompt_sha256": None,
+    "skill_mode": None,
+}
 FRESH = "fresh-rollout"
 
 
@@ -53,7 +57,9 @@ class Child:
     unscored: str | None = None
     raises: str | None = None  # the exception text when the child raises
     ctrf: Any = None  # what its verifier leaves in verifier/ctrf.json (bytes, or a JSON value), None = no file
-    verify_refs: dict[str, dict[str, str | None]] | None = None  # refs its own verify() captures (default: new)
+    verify_refs: dict[str, dict[str, str | None]] | None = (
+        None  # refs its own verify() captures (default: new)
+    )
 
 
 class ChildRaised(Exception):
@@ -61,7 +67,9 @@ class ChildRaised(Exception):
 
 
 class WriterRun:
-    def __init__(self, run_dir: Path, *, snapshot_stages: set[str], parent_rollout: str | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, *, snapshot_stages: set[str], parent_rollout: str | None = None
+    ) -> None:
         self.run_dir = run_dir
         self.snapshot_stages = snapshot_stages
         self.parent_rollout = parent_rollout or str(run_dir)
@@ -80,7 +88,9 @@ class WriterRun:
         self.nodes[parent].children.append(node.id)
         return node.id
 
-    attach = advance  # a pending node: same id counter, filled in place by the child's first execute
+    attach = (
+        advance  # a pending node: same id counter, filled in place by the child's first execute
+    )
 
     # Rollout._commit_acp_execution -------------------------------------------------------------------
     def execute(self, events: int, node: str | None = None) -> None:
@@ -93,11 +103,22 @@ class WriterRun:
             self.cursor = self.advance(self.cursor)
 
     # branch_policy.capture_stage ---------------------------------------------------------------------
-    def capture_stage(self, stage: str, refs: dict[str, str | None], exchanges: int | None = None) -> None:
-        snapshot = {"environment": refs.get("environment"), "sandbox": refs.get("sandbox"), "stage": stage}
-        self.nodes[self.cursor].state["snapshot"] = snapshot  # checkpoint_composed: the node's one checkpoint
-        self.registry[stage] = {"environment_ref": snapshot["environment"], "sandbox_ref": snapshot["sandbox"],
-                                "exchanges_completed": exchanges}
+    def capture_stage(
+        self, stage: str, refs: dict[str, str | None], exchanges: int | None = None
+    ) -> None:
+        snapshot = {
+            "environment": refs.get("environment"),
+            "sandbox": refs.get("sandbox"),
+            "stage": stage,
+        }
+        self.nodes[self.cursor].state["snapshot"] = (
+            snapshot  # checkpoint_composed: the node's one checkpoint
+        )
+        self.registry[stage] = {
+            "environment_ref": snapshot["environment"],
+            "sandbox_ref": snapshot["sandbox"],
+            "exchanges_completed": exchanges,
+        }
         self.stage_nodes[stage] = self.cursor
         self.write_stage_snapshots()
 
@@ -116,13 +137,22 @@ class WriterRun:
     def stage_payload(self) -> dict[str, Any]:
         out = {}
         for stage, entry in self.registry.items():
-            layers = sorted(k for k, v in (("environment", entry["environment_ref"]), ("sandbox", entry["sandbox_ref"]))
-                            if v is not None)
+            layers = sorted(
+                k
+                for k, v in (
+                    ("environment", entry["environment_ref"]),
+                    ("sandbox", entry["sandbox_ref"]),
+                )
+                if v is not None
+            )
             out[stage] = {**entry, "layers": layers}
         return out
 
     def write_stage_snapshots(self) -> None:
-        dump(self.run_dir / "stage_snapshots.json", {"schema_version": 1, "stages": self.stage_payload()})
+        dump(
+            self.run_dir / "stage_snapshots.json",
+            {"schema_version": 1, "stages": self.stage_payload()},
+        )
 
     def serialize_tree(self) -> dict[str, Any]:
         nodes: list[dict[str, Any]] = []
@@ -130,9 +160,14 @@ class WriterRun:
         def visit(node_id: str) -> None:
             node = self.nodes[node_id]
             snap = node.state.get("snapshot")
-            entry: dict[str, Any] = {"id": node.id, "parent": node.parent, "stage": snap["stage"] if snap else None,
-                                     "snapshot": {"environment": snap["environment"], "sandbox": snap["sandbox"]}
-                                     if snap else None}
+            entry: dict[str, Any] = {
+                "id": node.id,
+                "parent": node.parent,
+                "stage": snap["stage"] if snap else None,
+                "snapshot": {"environment": snap["environment"], "sandbox": snap["sandbox"]}
+                if snap
+                else None,
+            }
             for key in ("reward", "unscored", "value", "delta", "delta_execution"):
                 if key in node.state:
                     entry[key] = node.state[key]
@@ -152,15 +187,24 @@ class WriterRun:
         for child_id in children:
             child = self.nodes[child_id]
             directory = self.child_dir(parent, child_id)
-            provenance = {"kind": "benchflow-branch", "parent_rollout": self.parent_rollout, "branch_stage": branch_stage,
-                          "snapshot_ref": {"sandbox": snap["sandbox"] if snap else None,
-                                           "environment": snap["environment"] if snap else None},
-                          "cut_point": None, "delta": child.state["delta"]}
+            provenance = {
+                "kind": "benchflow-branch",
+                "parent_rollout": self.parent_rollout,
+                "branch_stage": branch_stage,
+                "snapshot_ref": {
+                    "sandbox": snap["sandbox"] if snap else None,
+                    "environment": snap["environment"] if snap else None,
+                },
+                "cut_point": None,
+                "delta": child.state["delta"],
+            }
             if "delta_execution" in child.state:
                 provenance["delta_execution"] = child.state["delta_execution"]
             dump(directory / "provenance.json", provenance)
             if "reward" in child.state:
-                (directory / "reward.json").write_text(json.dumps({"reward": float(child.state["reward"])}) + "\n")
+                (directory / "reward.json").write_text(
+                    json.dumps({"reward": float(child.state["reward"])}) + "\n"
+                )
 
     def child_dir(self, parent: str, child: str) -> Path:
         return self.run_dir / "branches" / parent / "children" / child
@@ -171,16 +215,23 @@ class WriterRun:
         self.nodes[self.cursor].state["snapshot"] = {**refs, "stage": None}
         return self._fork(self.cursor, children, fresh=False)
 
-    def branch_at_stage(self, stage: str, children: list[Child], *, release_fails: str | None = None) -> float | None:
+    def branch_at_stage(
+        self, stage: str, children: list[Child], *, release_fails: str | None = None
+    ) -> float | None:
         """Returns V, or raises ChildRaised (a child raised, or the custody release failed closed)."""
         parent = self.stage_nodes[stage]
         entry = self.registry[stage]
         # adopt_checkpoint: the stage's snapshot becomes the node's checkpoint, re-tagging it
-        self.nodes[parent].state["snapshot"] = {"environment": entry["environment_ref"], "sandbox": entry["sandbox_ref"],
-                                                "stage": stage}
+        self.nodes[parent].state["snapshot"] = {
+            "environment": entry["environment_ref"],
+            "sandbox": entry["sandbox_ref"],
+            "stage": stage,
+        }
         return self._fork(parent, children, fresh=stage == "env-ready", release_fails=release_fails)
 
-    def _fork(self, parent: str, children: list[Child], *, fresh: bool, release_fails: str | None = None) -> float | None:
+    def _fork(
+        self, parent: str, children: list[Child], *, fresh: bool, release_fails: str | None = None
+    ) -> float | None:
         saved = (self.cursor, dict(self.registry), dict(self.stage_nodes), self.exchanges)
         attached: list[str] = []
         try:
@@ -201,7 +252,9 @@ class WriterRun:
                     self.nodes[node].state["reward"] = float(child.reward)  # type: ignore[arg-type]
                 self.restore(saved)
             if release_fails is not None:
-                raise ChildRaised(release_fails)  # MountedArtifacts.release failing closed, in the finally
+                raise ChildRaised(
+                    release_fails
+                )  # MountedArtifacts.release failing closed, in the finally
         except ChildRaised:
             self.restore(saved)
             self.write_lineage(parent, attached)
@@ -222,8 +275,13 @@ class WriterRun:
         self.execute(child.events, node=node)  # make_default_runner: execute(node=child), verify()
         self._raise_if(child)
         # The child's verify() captures the run's configured verify stages on its own cursor, with refs of its own.
-        self.verify(child.verify_refs or {stage: {"environment": None, "sandbox": f"bf-snap-child-{node}-{stage}"}
-                                          for stage in ("pre-verify", "post-verify")})
+        self.verify(
+            child.verify_refs
+            or {
+                stage: {"environment": None, "sandbox": f"bf-snap-child-{node}-{stage}"}
+                for stage in ("pre-verify", "post-verify")
+            }
+        )
 
     @staticmethod
     def _raise_if(child: Child) -> None:
@@ -235,11 +293,16 @@ class WriterRun:
         child downloads into its own run directory."""
         if child.ctrf is None:
             return
-        root = self.child_dir(parent, node) if self.nodes[node].state.get("delta_execution") else \
-            self.child_dir(parent, node) / "mounted"
+        root = (
+            self.child_dir(parent, node)
+            if self.nodes[node].state.get("delta_execution")
+            else self.child_dir(parent, node) / "mounted"
+        )
         path = root / "verifier" / "ctrf.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(child.ctrf if isinstance(child.ctrf, bytes) else json.dumps(child.ctrf).encode())
+        path.write_bytes(
+            child.ctrf if isinstance(child.ctrf, bytes) else json.dumps(child.ctrf).encode()
+        )
 
     def restore(self, saved: tuple) -> None:
         """_LinearState.restore_onto: cursor and stage registry back to the parent's."""
@@ -264,13 +327,28 @@ class WriterRun:
         """Cleanup, then Rollout._build_result: config.json (written at start) and result.json."""
         self.cleanup()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        config = {"task_path": f"tasks/{task}", "agent": "claude-agent-acp", "model": "claude-sonnet-4-5",
-                  "environment": "docker", "skill_mode": "no-skill", "started_at": "2026-11-02 10:15:03.412907"}
+        config = {
+            "task_path": f"tasks/{task}",
+            "agent": "claude-agent-acp",
+            "model": "claude-sonnet-4-5",
+            "environment": "docker",
+            "skill_mode": "no-skill",
+            "started_at": "2026-11-02 10:15:03.412907",
+        }
         (self.run_dir / "config.json").write_text(json.dumps(config, indent=2))
-        result = {"task_name": task, "rollout_name": self.run_dir.name, "rewards": rewards, "agent": "claude-agent-acp",
-                  "model": "claude-sonnet-4-5", "error": error, "verifier_error": None,
-                  "started_at": "2026-11-02 10:15:03.412907", "finished_at": "2026-11-02 10:31:44.100000",
-                  "timing": {"total": 1000.7}, "trajectory_source": "acp"}
+        result = {
+            "task_name": task,
+            "rollout_name": self.run_dir.name,
+            "rewards": rewards,
+            "agent": "claude-agent-acp",
+            "model": "claude-sonnet-4-5",
+            "error": error,
+            "verifier_error": None,
+            "started_at": "2026-11-02 10:15:03.412907",
+            "finished_at": "2026-11-02 10:31:44.100000",
+            "timing": {"total": 1000.7},
+            "trajectory_source": "acp",
+        }
         (self.run_dir / "result.json").write_text(json.dumps(result, indent=2))
 
 
@@ -306,9 +384,14 @@ def artifact_test_outcomes(root: Path) -> dict[str, str] | None:
         tests = [t for t in ((data.get("results") or {}).get("tests") or []) if isinstance(t, dict)]
     except Exception:
         return None
-    named = [(str(t["name"]), str(t["status"])) for t in tests
-             if isinstance(t.get("name"), str) and t["name"].strip() and isinstance(t.get("status"), str)
-             and t["status"].strip()]
+    named = [
+        (str(t["name"]), str(t["status"]))
+        for t in tests
+        if isinstance(t.get("name"), str)
+        and t["name"].strip()
+        and isinstance(t.get("status"), str)
+        and t["status"].strip()
+    ]
     display = {raw: display_test_name(raw) for raw, _ in named}
     injective = len(set(display.values())) == len(set(display))
     outcomes: dict[str, str] = {}
@@ -326,9 +409,18 @@ def child_test_outcomes(child_dir: Path) -> dict[str, str] | None:
     return None
 
 
-def ablation_report(run: WriterRun, *, task: str, stage: str, arms: list[Arm], parent_reward: float | None,
-                    parent_error: str | None, value: float | None, branch_error: str | None,
-                    tree_written: bool = True) -> dict[str, Any]:
+def ablation_report(
+    run: WriterRun,
+    *,
+    task: str,
+    stage: str,
+    arms: list[Arm],
+    parent_reward: float | None,
+    parent_error: str | None,
+    value: float | None,
+    branch_error: str | None,
+    tree_written: bool = True,
+) -> dict[str, Any]:
     """ablate._finalize_report + branch_report.outcomes_for_arms + AblationReport.to_dict.
 
     `reference`, `verdict` and `test_attribution` are derived by `attribute`/`sub_test_attribution` from the rows
@@ -341,34 +433,74 @@ def ablation_report(run: WriterRun, *, task: str, stage: str, arms: list[Arm], p
     rows, outcomes = [], []
     for index, arm in enumerate(arms):
         node_id = children[index] if index < len(children) else None
-        row: dict[str, Any] = {"name": arm.name, "kind": arm.kind, "delta": arm.delta, "delta_execution": None,
-                               "source": arm.source, "reward": None, "wall_clock_sec": None, "node": None,
-                               "artifacts": None, "tests": None, "error": None, "environment": None}
+        row: dict[str, Any] = {
+            "name": arm.name,
+            "kind": arm.kind,
+            "delta": arm.delta,
+            "delta_execution": None,
+            "source": arm.source,
+            "reward": None,
+            "wall_clock_sec": None,
+            "node": None,
+            "artifacts": None,
+            "tests": None,
+            "error": None,
+            "environment": None,
+        }
         if node_id is not None:
             node = run.nodes[node_id]
             child_dir = run.child_dir(node.parent, node_id)  # type: ignore[arg-type]
-            row.update(node=node_id, delta_execution=node.state.get("delta_execution"), wall_clock_sec=arm.wall_clock_sec,
-                       artifacts=str(child_dir), tests=child_test_outcomes(child_dir))
+            row.update(
+                node=node_id,
+                delta_execution=node.state.get("delta_execution"),
+                wall_clock_sec=arm.wall_clock_sec,
+                artifacts=str(child_dir),
+                tests=child_test_outcomes(child_dir),
+            )
             if node.state.get("reward") is None:
-                row["error"] = node.state.get("unscored") or branch_error or "the branch ended without a reward"
+                row["error"] = (
+                    node.state.get("unscored")
+                    or branch_error
+                    or "the branch ended without a reward"
+                )
             else:
                 row["reward"] = float(node.state["reward"])
         rows.append(row)
-        outcomes.append(attr.ArmOutcome(arm.name, row["reward"], error=row["error"], ran=node_id is not None,
-                                        tests=row["tests"]))
+        outcomes.append(
+            attr.ArmOutcome(
+                arm.name,
+                row["reward"],
+                error=row["error"],
+                ran=node_id is not None,
+                tests=row["tests"],
+            )
+        )
     tests = [row["tests"] for row in rows]
     references = attr.arm_references(outcomes, parent_reward)
     verdicts = attr.arm_verdicts(outcomes, stage, parent_reward, tests)
-    for row, outcome, reference, verdict in zip(rows, outcomes, references, verdicts):
+    for row, outcome, reference, verdict in zip(rows, outcomes, references, verdicts, strict=False):
         row.update(status=attr.arm_status(outcome), reference=reference, verdict=verdict)
-    error = branch_error if branch_error is not None and all(row["error"] is None for row in rows) else None
+    error = (
+        branch_error
+        if branch_error is not None and all(row["error"] is None for row in rows)
+        else None
+    )
     entry = run.stage_payload().get(stage)
     return {
-        "schema_version": 1, "task": {"id": task, "path": f"tasks/{task}"}, "stage": stage,
-        "snapshot_layers": ["sandbox"], "stage_snapshot": entry, "agent": "claude-agent-acp",
-        "model": "claude-sonnet-4-5", "sandbox": "docker", "environment": None,
+        "schema_version": 1,
+        "task": {"id": task, "path": f"tasks/{task}"},
+        "stage": stage,
+        "snapshot_layers": ["sandbox"],
+        "stage_snapshot": entry,
+        "agent": "claude-agent-acp",
+        "model": "claude-sonnet-4-5",
+        "sandbox": "docker",
+        "environment": None,
         "parent": {"reward": parent_reward, "error": parent_error, "run_dir": str(run.run_dir)},
-        "value": value, "error": error, "arms": rows, "test_attribution": attr.test_attribution(outcomes, tests),
+        "value": value,
+        "error": error,
+        "arms": rows,
+        "test_attribution": attr.test_attribution(outcomes, tests),
     }
 
 

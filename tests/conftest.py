@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 from click.testing import CliRunner, Result
+from hypothesis import settings
 
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
@@ -45,13 +45,15 @@ class Cli:
         self.store = store
         self.runner = CliRunner()
 
-    def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True) -> Result:  # noqa: A002
+    def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True) -> Result:
         base = ["--home", str(self.home), "--actor", "tester@lab"]
         if self.store:
             base += ["--store", self.store]
         result = self.runner.invoke(cli, [*base, *args], input=input, catch_exceptions=False)
         if ok and result.exit_code != 0:
-            raise AssertionError(f"lineage {' '.join(args)} exited {result.exit_code}:\n{result.output}\n{result.stderr}")
+            raise AssertionError(
+                f"lineage {' '.join(args)} exited {result.exit_code}:\n{result.output}\n{result.stderr}"
+            )
         return result
 
 
@@ -63,7 +65,12 @@ def open_lineage(store_url: str, home: Path | str) -> Lineage:
 def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
     """Every projection table's rows (positions aside), to compare a caught-up database with a fresh rebuild."""
     names = sorted(name for p in runner.PROJECTIONS for name in p.tables)
-    return {name: db.connection.execute(f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL").fetchall() for name in names}
+    return {
+        name: db.connection.execute(
+            f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL"
+        ).fetchall()
+        for name in names
+    }
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

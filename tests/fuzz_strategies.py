@@ -29,14 +29,24 @@ def examples(count: int) -> int:
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4}
 
 
-def invoke(home: Path, *args: str, input: bytes | str | None = None) -> Result:  # noqa: A002
+def invoke(home: Path, *args: str, input: bytes | str | None = None) -> Result:
     """`lineage --home HOME ARGS` with exceptions caught, then refused unless they are a documented exit."""
-    result = CliRunner().invoke(cli, ["--home", str(home), "--actor", "fuzzer@lab", *args], input=input,
-                                catch_exceptions=True)
+    result = CliRunner().invoke(
+        cli,
+        ["--home", str(home), "--actor", "fuzzer@lab", *args],
+        input=input,
+        catch_exceptions=True,
+    )
     if result.exception is not None and not isinstance(result.exception, SystemExit):
-        trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else repr(result.exception)
-        raise AssertionError(f"lineage {' '.join(args)} raised an unhandled "
-                             f"{type(result.exception).__name__}: {result.exception}\n{trace}")
+        trace = (
+            "".join(traceback.format_exception(*result.exc_info))
+            if result.exc_info
+            else repr(result.exception)
+        )
+        raise AssertionError(
+            f"lineage {' '.join(args)} raised an unhandled "
+            f"{type(result.exception).__name__}: {result.exception}\n{trace}"
+        )
     assert result.exit_code in DOCUMENTED_EXIT_CODES, (result.exit_code, result.stderr)
     return result
 
@@ -84,14 +94,42 @@ def as_fact(row: dict[str, Any]) -> dict[str, Any]:
 HUGE_INTS = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**40, -(10**40), 10**400])
 NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
 ODD_FLOATS = st.sampled_from([-0.0, 1e308, -1e308, 5e-324, 1e-300, 2.0**53 + 1])
-ODD_STRINGS = st.sampled_from(["", " ", "\x00", "é" * 600, "x" * 513, "../../etc/passwd", "sha256:" + "0" * 63,
-                               "2026-13-45T99:99:99Z", "null", "NaN", "\u202e", "a\nb", "\U0001f600"])
+ODD_STRINGS = st.sampled_from(
+    [
+        "",
+        " ",
+        "\x00",
+        "é" * 600,
+        "x" * 513,
+        "../../etc/passwd",
+        "sha256:" + "0" * 63,
+        "2026-13-45T99:99:99Z",
+        "null",
+        "NaN",
+        "\u202e",
+        "a\nb",
+        "\U0001f600",
+    ]
+)
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), HUGE_INTS,
-                    st.floats(allow_nan=False, allow_infinity=False), ODD_FLOATS, st.text(max_size=40), ODD_STRINGS)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    HUGE_INTS,
+    st.floats(allow_nan=False, allow_infinity=False),
+    ODD_FLOATS,
+    st.text(max_size=40),
+    ODD_STRINGS,
+)
 
-json_values = st.recursive(scalars, lambda children: st.one_of(
-    st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)), max_leaves=12)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def dumps(value: Any) -> str:

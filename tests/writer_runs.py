@@ -12,25 +12,52 @@ import json
 from pathlib import Path
 from typing import Any
 
-STARTED, FINISHED = "2026-11-03 09:12:44.208311", "2026-11-03 09:19:02.513002"  # str(datetime.now()): naive, local
+STARTED, FINISHED = (
+    "2026-11-03 09:12:44.208311",
+    "2026-11-03 09:19:02.513002",
+)  # str(datetime.now()): naive, local
 
 
 def write_config(run_dir: Path, **overrides: Any) -> None:
     """`RolloutConfig` as `Rollout.setup()` writes config.json."""
-    config = {"task_path": f"tasks/{run_dir.name.split('__')[0]}", "agent": "claude-agent-acp",
-              "model": "claude-sonnet-4-5", "environment": "docker", "skill_mode": "no-skill", **overrides}
+    config = {
+        "task_path": f"tasks/{run_dir.name.split('__')[0]}",
+        "agent": "claude-agent-acp",
+        "model": "claude-sonnet-4-5",
+        "environment": "docker",
+        "skill_mode": "no-skill",
+        **overrides,
+    }
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(config, indent=2))
 
 
 def write_result(run_dir: Path, **overrides: Any) -> dict[str, Any]:
     """result.json as `_build_rollout_result` writes it (the keys this project reads, in the writer's order)."""
-    result = {"task_name": run_dir.name.split("__")[0], "rollout_name": run_dir.name, "rewards": {"reward": 1.0},
-              "agent": "claude-agent-acp", "agent_name": "claude-agent-acp", "model": "claude-sonnet-4-5",
-              "skill_mode": "no-skill", "error": None, "error_category": None, "verifier_error": None,
-              "verifier_error_category": None, "export_error": None, "partial_trajectory": False,
-              "trajectory_source": "acp", "started_at": STARTED, "finished_at": FINISHED,
-              "timing": {"environment_setup": 4.0, "agent_execution": 300.0, "verifier": 32.0, "total": 378.3}}
+    result = {
+        "task_name": run_dir.name.split("__")[0],
+        "rollout_name": run_dir.name,
+        "rewards": {"reward": 1.0},
+        "agent": "claude-agent-acp",
+        "agent_name": "claude-agent-acp",
+        "model": "claude-sonnet-4-5",
+        "skill_mode": "no-skill",
+        "error": None,
+        "error_category": None,
+        "verifier_error": None,
+        "verifier_error_category": None,
+        "export_error": None,
+        "partial_trajectory": False,
+        "trajectory_source": "acp",
+        "started_at": STARTED,
+        "finished_at": FINISHED,
+        "timing": {
+            "environment_setup": 4.0,
+            "agent_execution": 300.0,
+            "verifier": 32.0,
+            "total": 378.3,
+        },
+    }
     result.update(overrides)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "result.json").write_text(json.dumps(result, indent=2))

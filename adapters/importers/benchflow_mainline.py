@@ -50,17 +50,25 @@ def import_mainline_run(path: Path) -> RunPlan:
     for index, node in enumerate(nodes):
         position[node.text("id")] = index
     forks = tree.objects("forks")
-    fork_children = {child.text("node_id") for fork in forks for child in fork.objects("children", required=True)}
+    fork_children = {
+        child.text("node_id") for fork in forks for child in fork.objects("children", required=True)
+    }
     for index, node in enumerate(nodes):
         node_id, parent = node.text("id"), node.string("parent")
         if parent is None:
             if node_id != "root" or index != 0:
-                raise invalid(node.where("id"), "the first node to be 'root' with parent null", node.data)
+                raise invalid(
+                    node.where("id"), "the first node to be 'root' with parent null", node.data
+                )
             continue
         if parent not in position or position[parent] >= index:
             raise invalid(node.where("parent"), "the id of a node listed before it", parent)
         if node_id not in fork_children:
-            timeline.add((index, 0), build(f.NodeOpened, node.where(), run=key, node=node_id, parent=parent), t0)
+            timeline.add(
+                (index, 0),
+                build(f.NodeOpened, node.where(), run=key, node=node_id, parent=parent),
+                t0,
+            )
     for fork in forks:
         fork_facts(timeline, folder, key, fork, position, t0)
     for entry in outcome(files, key):
@@ -78,41 +86,94 @@ def snapshot_refs(fork: Fields) -> f.SnapshotRefs:
     sandbox = snapshot.obj("sandbox")
     environment = snapshot.raw("environment")
     if isinstance(environment, dict):
-        environment = Fields(environment, snapshot.file, snapshot.where("environment")).string("ref")
+        environment = Fields(environment, snapshot.file, snapshot.where("environment")).string(
+            "ref"
+        )
     elif environment is not None:
         environment = snapshot.string("environment")
-    return build(f.SnapshotRefs, snapshot.where(), sandbox=sandbox.string("ref") if sandbox else None, environment=environment)
+    return build(
+        f.SnapshotRefs,
+        snapshot.where(),
+        sandbox=sandbox.string("ref") if sandbox else None,
+        environment=environment,
+    )
 
 
-def fork_facts(timeline: Timeline, folder: RunFolder, key: str, fork: Fields, position: dict[str, int],
-               t0: datetime | None) -> None:
+def fork_facts(
+    timeline: Timeline,
+    folder: RunFolder,
+    key: str,
+    fork: Fields,
+    position: dict[str, int],
+    t0: datetime | None,
+) -> None:
     fork_id, node = fork.text("id"), fork.text("parent_node")
     if node not in position:
-        raise invalid(fork.where("parent_node"), f"a node of the tree, one of {sorted(position)}", node)
+        raise invalid(
+            fork.where("parent_node"), f"a node of the tree, one of {sorted(position)}", node
+        )
     children = fork.objects("children", required=True)
     for child in children:
         if child.text("node_id") not in position:
-            raise invalid(child.where("node_id"), "a node listed in tree.json nodes", child.raw("node_id"))
+            raise invalid(
+                child.where("node_id"), "a node listed in tree.json nodes", child.raw("node_id")
+            )
     order = min(position[c.text("node_id")] for c in children) if children else position[node] + 1
     refs = snapshot_refs(fork)
     snapshot = fork.obj("snapshot")
     add = lambda sub, fact: timeline.add((order, -1 if sub < 0 else 0, sub), fact, t0)  # noqa: E731
     for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)):
         if ref:
-            add(-2, build(f.SnapshotCaptured, fork.where("snapshot"), ref=ref, layer=layer, run=key, node=node))
+            add(
+                -2,
+                build(
+                    f.SnapshotCaptured,
+                    fork.where("snapshot"),
+                    ref=ref,
+                    layer=layer,
+                    run=key,
+                    node=node,
+                ),
+            )
             if snapshot is not None and snapshot.raw("retention") == "deleted":
                 # Retention runs when the fork is done with the snapshot: after its children and its closing.
                 add(10_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
-    layers = tuple(sorted(layer for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)) if ref))
+    layers = tuple(
+        sorted(
+            layer
+            for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox))
+            if ref
+        )
+    )
     entries = []
     for index, child in enumerate(children):
         if child.raw("index", index) != index:
-            raise invalid(child.where("index"), f"{index} (children in index order)", child.raw("index"))
+            raise invalid(
+                child.where("index"), f"{index} (children in index order)", child.raw("index")
+            )
         intervention = child.obj("intervention")
-        entries.append(build(f.ForkChild, child.where(), index=index, node=child.text("node_id"),
-                             arm=intervention.string("label") if intervention else None))
-    add(0, build(f.ForkOpened, fork.where(), run=key, fork=fork_id, node=node, layers=layers,
-                 snapshot=refs if layers else None, children=tuple(entries)))
+        entries.append(
+            build(
+                f.ForkChild,
+                child.where(),
+                index=index,
+                node=child.text("node_id"),
+                arm=intervention.string("label") if intervention else None,
+            )
+        )
+    add(
+        0,
+        build(
+            f.ForkOpened,
+            fork.where(),
+            run=key,
+            fork=fork_id,
+            node=node,
+            layers=layers,
+            snapshot=refs if layers else None,
+            children=tuple(entries),
+        ),
+    )
     complete = fork.raw("status") == "completed"
     for index, child in enumerate(children):
         status = child.string("status")
@@ -121,21 +182,53 @@ def fork_facts(timeline: Timeline, folder: RunFolder, key: str, fork: Fields, po
         base = {"run": key, "fork": fork_id, "index": index}
         directory = f"branches/{fork_id}/children/{child.text('node_id')}"
         check_observation(folder, directory, child)
-        tests = read_ctrf(folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json")
+        tests = read_ctrf(
+            folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json"
+        )
         error = child.string("error")
         if status == "scored":
-            add(1 + index, build(f.ChildScored, child.where(), **base, reward=child.number("reward", required=True), tests=tests))
+            add(
+                1 + index,
+                build(
+                    f.ChildScored,
+                    child.where(),
+                    **base,
+                    reward=child.number("reward", required=True),
+                    tests=tests,
+                ),
+            )
         elif status == "unscored":
-            add(1 + index, build(f.ChildUnscored, child.where(), **base, reason=error or "the child ran but produced no reward",
-                                 tests=tests))
+            add(
+                1 + index,
+                build(
+                    f.ChildUnscored,
+                    child.where(),
+                    **base,
+                    reason=error or "the child ran but produced no reward",
+                    tests=tests,
+                ),
+            )
         elif status == "failed":
-            add(1 + index, build(f.ChildFailed, child.where(), **base, error=error or "the child failed"))
+            add(
+                1 + index,
+                build(f.ChildFailed, child.where(), **base, error=error or "the child failed"),
+            )
             complete = False
         else:
             complete = False
     value = fork.number("value")
-    add(10_000, build(f.ForkClosed, fork.where(), run=key, fork=fork_id, outcome="completed" if complete else "partial",
-                      value=value if complete else None, error=None if complete else fork.string("error")))
+    add(
+        10_000,
+        build(
+            f.ForkClosed,
+            fork.where(),
+            run=key,
+            fork=fork_id,
+            outcome="completed" if complete else "partial",
+            value=value if complete else None,
+            error=None if complete else fork.string("error"),
+        ),
+    )
 
 
 def check_observation(folder: RunFolder, directory: str, child: Fields) -> None:
@@ -146,5 +239,9 @@ def check_observation(folder: RunFolder, directory: str, child: Fields) -> None:
     observation = Fields(document, str(folder.root / relative))
     reward = observation.number("reward")
     if reward != child.number("reward"):
-        raise invalid(observation.where("reward"), f"{child.raw('reward')!r}, the reward tree.json records for node "
-                      f"{child.raw('node_id')!r}", reward)
+        raise invalid(
+            observation.where("reward"),
+            f"{child.raw('reward')!r}, the reward tree.json records for node "
+            f"{child.raw('node_id')!r}",
+            reward,
+        )

@@ -62,7 +62,11 @@ def read_ablation(folder: RunFolder, path: Path) -> Ablation | None:
     ablation = parse_ablation(document, str(path.parent.parent / "ablation.json"))
     task = ablation.doc.obj("task")
     if task is not None and task.raw("id") not in (None, path.name):
-        raise invalid(task.where("id"), f"{path.name!r}, the task directory of the run it sits beside", task.raw("id"))
+        raise invalid(
+            task.where("id"),
+            f"{path.name!r}, the task directory of the run it sits beside",
+            task.raw("id"),
+        )
     return ablation
 
 
@@ -73,23 +77,37 @@ def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
         for child in folder.subdirs(f"branches/{node}/children"):
             relative = f"branches/{node}/children/{child}/reward.json"
             known = tree.by_id.get(child)
-            if folder.exists(relative) and (known is None or known.parent != node or known.delta is None):
-                raise InvalidInput(f"{folder.root / relative}: expected a reward for a branch child of node {node!r} in "
-                                   f"{tree.file}, found one for node {child!r}, which that tree does not have as such",
-                                   hint=NOTHING_APPENDED)
+            if folder.exists(relative) and (
+                known is None or known.parent != node or known.delta is None
+            ):
+                raise InvalidInput(
+                    f"{folder.root / relative}: expected a reward for a branch child of node {node!r} in "
+                    f"{tree.file}, found one for node {child!r}, which that tree does not have as such",
+                    hint=NOTHING_APPENDED,
+                )
         if folder.is_dir(f"branches/{node}/parent"):
             holds.append(node)
     return holds
 
 
-def recorded_run_dir(ablation: Ablation | None, provenance: dict[str, Provenance | None]) -> str | None:
+def recorded_run_dir(
+    ablation: Ablation | None, provenance: dict[str, Provenance | None]
+) -> str | None:
     parent = ablation.doc.obj("parent") if ablation is not None else None
     if parent is not None and (run_dir := parent.string("run_dir")):
         return run_dir
-    recorded = {(p.parent_rollout, p.file) for p in provenance.values() if p is not None and p.parent_rollout}
+    recorded = {
+        (p.parent_rollout, p.file)
+        for p in provenance.values()
+        if p is not None and p.parent_rollout
+    }
     if len({r for r, _ in recorded}) > 1:
         files = sorted(recorded)
-        raise invalid(f"{files[1][1]}: field parent_rollout", f"{files[0][0]!r} as in {files[0][1]}", files[1][0])
+        raise invalid(
+            f"{files[1][1]}: field parent_rollout",
+            f"{files[0][0]!r} as in {files[0][1]}",
+            files[1][0],
+        )
     return recorded.pop()[0] if recorded else None
 
 
@@ -99,67 +117,118 @@ def import_pr_run(path: Path) -> RunPlan:
     key = run_key(path)
     files = RunFiles.read(folder)
     if files.config is None and files.result is None:
-        raise invalid(str(path / "config.json"), "the run's own record (config.json or result.json) beside its lineage files")
+        raise invalid(
+            str(path / "config.json"),
+            "the run's own record (config.json or result.json) beside its lineage files",
+        )
     source = files.source()
     if source is not None and source.raw("kind") == "benchflow-branch":
-        raise invalid(source.where("kind"), "a run directory, found a branch child's; import the parent run "
-                      f"({source.raw('parent_rollout')}) instead", "benchflow-branch")
-    tree = parse_tree(folder.read_json("tree.json"), str(path / "tree.json")) if folder.exists("tree.json") else root_only()
-    registry = (parse_registry(folder.read_json("stage_snapshots.json"), str(path / "stage_snapshots.json"))
-                if folder.exists("stage_snapshots.json") else None)
+        raise invalid(
+            source.where("kind"),
+            "a run directory, found a branch child's; import the parent run "
+            f"({source.raw('parent_rollout')}) instead",
+            "benchflow-branch",
+        )
+    tree = (
+        parse_tree(folder.read_json("tree.json"), str(path / "tree.json"))
+        if folder.exists("tree.json")
+        else root_only()
+    )
+    registry = (
+        parse_registry(folder.read_json("stage_snapshots.json"), str(path / "stage_snapshots.json"))
+        if folder.exists("stage_snapshots.json")
+        else None
+    )
     ablation = read_ablation(folder, path)
-    provenance = {node.id: read_provenance(folder, node) for node in tree.nodes if node.delta is not None}
+    provenance = {
+        node.id: read_provenance(folder, node) for node in tree.nodes if node.delta is not None
+    }
     holds = check_branch_dirs(folder, tree)
-    stages = {entry.stage: entry for entry in stage_entries(key, tree, registry, ablation_stage(ablation, registry))}
-    groups = tree.group_forks(lambda node: p.fork_point() if (p := provenance.get(node.id)) else None)
+    stages = {
+        entry.stage: entry
+        for entry in stage_entries(key, tree, registry, ablation_stage(ablation, registry))
+    }
+    groups = tree.group_forks(
+        lambda node: p.fork_point() if (p := provenance.get(node.id)) else None
+    )
     plan = RunPlan(key, path, [], recorded_dir=recorded_run_dir(ablation, provenance))
     found = continuation(files)
     t0 = files.started_at()
     timeline = Timeline()
-    timeline.add((-2,), registration(
-        files, key,
-        task_fallback=ablation.task_id() if ablation else None,
-        sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
-        role="continuation" if found else "root", parent_run=found.parent_run if found else None,
-        source=found.registered_source() if found else None).fact, t0)
+    timeline.add(
+        (-2,),
+        registration(
+            files,
+            key,
+            task_fallback=ablation.task_id() if ablation else None,
+            sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
+            role="continuation" if found else "root",
+            parent_run=found.parent_run if found else None,
+            source=found.registered_source() if found else None,
+        ).fact,
+        t0,
+    )
     if found:
         plan.parent_run = found.parent_run
         for entry in cut_point(files, key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    running = still_running(path)  # imported anyway (--unfinished): a hold may be in use, so none is recorded
+    running = still_running(
+        path
+    )  # imported anyway (--unfinished): a hold may be in use, so none is recorded
     add_nodes_and_stages(timeline, tree, stages, key, t0)
     described = ablated_group(ablation, groups, tree, plan)
     holders = {} if running else hold_owners(holds, groups, tree, path, plan)
     if running:
-        plan.warnings.extend(f"{path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, is "
-                             "not recorded; importing the run after it has finished records one left behind" for node in holds)
+        plan.warnings.extend(
+            f"{path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, is "
+            "not recorded; importing the run after it has finished records one left behind"
+            for node in holds
+        )
     for group in groups:
         hold = f"branches/{group.node}/parent" if holders.get(group.node) is group else None
-        ctx = ForkContext(key, folder, tree, stages, provenance, ablation if group is described else None, hold, t0)
+        ctx = ForkContext(
+            key,
+            folder,
+            tree,
+            stages,
+            provenance,
+            ablation if group is described else None,
+            hold,
+            t0,
+        )
         order = min(c.order for c in group.children)
         for sub, fact, when in fork_facts(ctx, group):
             timeline.add((order, 0, sub), fact, when)
         plan.warnings.extend(ctx.warnings)
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
-    cleanup = max((moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None), default=None)
+    cleanup = max(
+        (moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None),
+        default=None,
+    )
     for entry in stages.values():
         for fact in entry.lifetime:
             timeline.add((LAST, 0), fact, cleanup)
     entries = parent_outcome(files, key, ablation)
     for entry in entries:
         timeline.add((LAST, 1), entry.fact, entry.occurred_at)
-    for entry in gate_evidence(folder, files, key, [] if running else groups, continuation=bool(found)):
+    for entry in gate_evidence(
+        folder, files, key, [] if running else groups, continuation=bool(found)
+    ):
         timeline.add((LAST, 2), entry.fact, entry.occurred_at)
     if ablation is not None:
         fork = described.fork_id if described is not None else None
         when = entries[-1].occurred_at if entries else files.finished_at() or t0
-        for fact in report_fact(ablation, key, fork, [e.fact for e in entries], timeline.closing(fork)):
+        for fact in report_fact(
+            ablation, key, fork, [e.fact for e in entries], timeline.closing(fork)
+        ):
             timeline.add((LAST, 2), fact, when)
     plan.entries = timeline.entries()
     return plan
 
 
-def gate_evidence(folder: RunFolder, files: RunFiles, key: str, groups: list[ForkGroup], *, continuation: bool) -> list[Entry]:
+def gate_evidence(
+    folder: RunFolder, files: RunFiles, key: str, groups: list[ForkGroup], *, continuation: bool
+) -> list[Entry]:
     """Release-gate evidence of the run and of each fresh-rollout arm that has a run directory of its own (an arm
     still running is never read: the run's groups are passed only once it has finished)."""
     root = benchflow_evidence(files, key, continuation=continuation)
@@ -174,14 +243,20 @@ def gate_evidence(folder: RunFolder, files: RunFiles, key: str, groups: list[For
     return out
 
 
-def ablation_stage(ablation: Ablation | None, registry: dict[str, Fields] | None) -> dict[str, Fields]:
+def ablation_stage(
+    ablation: Ablation | None, registry: dict[str, Fields] | None
+) -> dict[str, Fields]:
     """The branched stage's entry as ablation.json copied it: checked against the registry, or used without one."""
     snapshot = ablation.doc.obj("stage_snapshot") if ablation is not None else None
     if ablation is None or snapshot is None:
         return {}
     if registry is not None and ablation.stage in registry:
         if registry[ablation.stage].data != snapshot.data:
-            raise invalid(snapshot.where(), f"an exact copy of {registry[ablation.stage].where()}", snapshot.data)
+            raise invalid(
+                snapshot.where(),
+                f"an exact copy of {registry[ablation.stage].where()}",
+                snapshot.data,
+            )
         return {}
     return {ablation.stage: snapshot}
 
@@ -197,7 +272,9 @@ def still_running(path: Path) -> str | None:
     return None
 
 
-def hold_owners(holds: list[str], groups: list[ForkGroup], tree: Tree, path: Path, plan: RunPlan) -> dict[str, ForkGroup]:
+def hold_owners(
+    holds: list[str], groups: list[ForkGroup], tree: Tree, path: Path, plan: RunPlan
+) -> dict[str, ForkGroup]:
     """The fork each left-over custody hold belongs to: the last fork at its node, unless that fork settled with a
     V of its own (its release then succeeded, so the hold is a later fork's that failed before any child ran)."""
     owners = {}
@@ -206,10 +283,16 @@ def hold_owners(holds: list[str], groups: list[ForkGroup], tree: Tree, path: Pat
         if last is not None and not settled_with_own_value(last, tree):
             owners[node] = last
             continue
-        why = "where no fork is recorded" if last is None else f"whose last fork {last.fork_id!r} settled with its own V"
-        plan.warnings.append(f"{path}/branches/{node}/parent: a custody hold at node {node!r}, {why}: it is a fork's "
-                             "that failed before any child ran, which tree.json does not show, so it is not recorded; "
-                             "its files are the parent's, preserved there for recovery by hand")
+        why = (
+            "where no fork is recorded"
+            if last is None
+            else f"whose last fork {last.fork_id!r} settled with its own V"
+        )
+        plan.warnings.append(
+            f"{path}/branches/{node}/parent: a custody hold at node {node!r}, {why}: it is a fork's "
+            "that failed before any child ran, which tree.json does not show, so it is not recorded; "
+            "its files are the parent's, preserved there for recovery by hand"
+        )
     return owners
 
 
@@ -218,15 +301,25 @@ def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
     succeeded; a V left from an earlier fork stays when a later one raised)."""
     node = tree.by_id[group.node]
     rewards = [c.reward for c in group.children if c.reward is not None]
-    return (node.has_value and bool(rewards) and len(rewards) == len(group.children)
-            and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9))  # type: ignore[arg-type]
+    return (
+        node.has_value
+        and bool(rewards)
+        and len(rewards) == len(group.children)
+        and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9)
+    )  # type: ignore[arg-type]
 
 
-def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None) -> None:
+def add_nodes_and_stages(
+    timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None
+) -> None:
     marks = [entry.mark for entry in stages.values()]
     for node in tree.nodes:
         if node.parent is not None and node.delta is None:
-            timeline.add((node.order, 0), build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent), t0)
+            timeline.add(
+                (node.order, 0),
+                build(f.NodeOpened, node.where, run=key, node=node.id, parent=node.parent),
+                t0,
+            )
     for mark in marks:
         timeline.add((tree.by_id[mark.node].order, 1, stage_rank(mark.stage)), mark, t0)
     captured = {ref for mark in marks for ref in (mark.sandbox_ref, mark.environment_ref) if ref}
@@ -234,24 +327,42 @@ def add_nodes_and_stages(timeline: Timeline, tree: Tree, stages: dict[str, Stage
         if node.snapshot is None:
             continue
         explained = any(mark.node == node.id and mark.stage == node.stage for mark in marks)
-        for layer, ref in (("environment", node.snapshot.environment), ("sandbox", node.snapshot.sandbox)):
+        for layer, ref in (
+            ("environment", node.snapshot.environment),
+            ("sandbox", node.snapshot.sandbox),
+        ):
             if ref and ref not in captured:
                 captured.add(ref)
-                capture = build(f.SnapshotCaptured, f"{node.where}.snapshot", ref=ref, layer=layer, run=key, node=node.id,
-                                stage=None if explained else node.stage)
+                capture = build(
+                    f.SnapshotCaptured,
+                    f"{node.where}.snapshot",
+                    ref=ref,
+                    layer=layer,
+                    run=key,
+                    node=node.id,
+                    stage=None if explained else node.stage,
+                )
                 timeline.add((node.order, 2), capture, t0)
 
 
-def ablated_group(ablation: Ablation | None, groups: list[ForkGroup], tree: Tree, plan: RunPlan) -> ForkGroup | None:
+def ablated_group(
+    ablation: Ablation | None, groups: list[ForkGroup], tree: Tree, plan: RunPlan
+) -> ForkGroup | None:
     if ablation is None:
         return None
-    if not ablation.nodes:  # no arm ran (a request-global parent failure skips the fork): an ablation.reported
+    if (
+        not ablation.nodes
+    ):  # no arm ran (a request-global parent failure skips the fork): an ablation.reported
         return None
     for group in groups:
         if {c.id for c in group.children} == ablation.nodes:
             return group
-    raise invalid(ablation.doc.where("arms"), f"arms on the children of one fork in {tree.file} "
-                  f"(its forks have children {[[c.id for c in g.children] for g in groups]})", sorted(ablation.nodes))
+    raise invalid(
+        ablation.doc.where("arms"),
+        f"arms on the children of one fork in {tree.file} "
+        f"(its forks have children {[[c.id for c in g.children] for g in groups]})",
+        sorted(ablation.nodes),
+    )
 
 
 def parent_outcome(files: RunFiles, key: str, ablation: Ablation | None) -> list[Entry]:
@@ -261,13 +372,22 @@ def parent_outcome(files: RunFiles, key: str, ablation: Ablation | None) -> list
     failed = next((e.fact for e in entries if isinstance(e.fact, f.RunFailed)), None)
     error = parent.string("error") if parent is not None else None
     if parent is not None and failed is None and error is not None:
-        entries.append(Entry(build(f.RunFailed, parent.where("error"), run=key, error=error),
-                             files.finished_at() or files.started_at()))
+        entries.append(
+            Entry(
+                build(f.RunFailed, parent.where("error"), run=key, error=error),
+                files.finished_at() or files.started_at(),
+            )
+        )
     return entries
 
 
-def report_fact(ablation: Ablation, key: str, fork: str | None, outcome_facts: list[f.Fact],
-                closed: f.ForkClosed | None) -> list[f.Fact]:
+def report_fact(
+    ablation: Ablation,
+    key: str,
+    fork: str | None,
+    outcome_facts: list[f.Fact],
+    closed: f.ForkClosed | None,
+) -> list[f.Fact]:
     """`ablation.reported` for what the report wrote that the fork and outcome facts do not give back: a parent
     block from `verify()` that result.json contradicts (`_maybe_classify_api_error` ran later), an error the fork's
     closing does not carry, or a whole report without a fork (docs/benchflow-formats.md §13.3)."""
@@ -282,5 +402,16 @@ def report_fact(ablation: Ablation, key: str, fork: str | None, outcome_facts: l
     if fork is not None and (reward, error) == (scored, failed) and report_error == derived_error:
         return []
     report = None if fork is not None else {**ablation.metadata, "arms": ablation.skipped()}
-    return [build(f.AblationReported, doc.where(), run=key, stage=ablation.stage, fork=fork, parent_reward=reward,
-                  parent_error=error, error=report_error, report=report)]
+    return [
+        build(
+            f.AblationReported,
+            doc.where(),
+            run=key,
+            stage=ablation.stage,
+            fork=fork,
+            parent_reward=reward,
+            parent_error=error,
+            error=report_error,
+            report=report,
+        )
+    ]

@@ -34,8 +34,15 @@ from .keys import run_key
 CONTINUE_KIND = "benchflow-continue"
 COMMON_FIELDS = ("n_replayed_exchanges", "accounting", "configured_max_exchanges", "branch_stage")
 PR_HEAD_FIELDS = (*COMMON_FIELDS, "cut_point_digest")
-CUT_POINT_FIELDS = (*COMMON_FIELDS, "recorded_request_digest", "served_request_digest", "request_digest_basis",
-                    "divergences", "workspace_digest", "workspace_digest_reason")
+CUT_POINT_FIELDS = (
+    *COMMON_FIELDS,
+    "recorded_request_digest",
+    "served_request_digest",
+    "request_digest_basis",
+    "divergences",
+    "workspace_digest",
+    "workspace_digest_reason",
+)
 
 
 @dataclass
@@ -50,21 +57,30 @@ class Continuation:
 
 def continuation(files: RunFiles) -> Continuation | None:
     for doc in (files.config, files.result):
-        source = doc.obj("source") if doc is not None and isinstance(doc.raw("source"), dict) else None
+        source = (
+            doc.obj("source") if doc is not None and isinstance(doc.raw("source"), dict) else None
+        )
         if source is not None and source.raw("kind") == CONTINUE_KIND:
             return Continuation(source, run_key(source.text("continued_from")))
     return None
 
 
 def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
-    result_source = files.result.obj("source") if files.result is not None and files.result.raw("source") is not None else None
+    result_source = (
+        files.result.obj("source")
+        if files.result is not None and files.result.raw("source") is not None
+        else None
+    )
     block = result_source.obj("cut_point") if result_source is not None else None
     if block is None:
         return []
     pr_head = block.has("cut_point_digest")
-    block.only(PR_HEAD_FIELDS if pr_head else CUT_POINT_FIELDS,
-               "a PR-head block (cut_point_digest) and a later one (request digests) are different layouts" if pr_head
-               else "any other field would be lost on import")
+    block.only(
+        PR_HEAD_FIELDS if pr_head else CUT_POINT_FIELDS,
+        "a PR-head block (cut_point_digest) and a later one (request digests) are different layouts"
+        if pr_head
+        else "any other field would be lost on import",
+    )
     accounting = block.string("accounting", required=True, nullable=False)
     if accounting not in ("configured", "served"):
         raise invalid(block.where("accounting"), "'configured' or 'served'", accounting)
@@ -79,25 +95,50 @@ def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
     if stage is not None and stage not in STAGES:
         raise invalid(block.where("branch_stage"), f"one of {list(STAGES)}", stage)
     workspace = block.obj("workspace_digest")
-    fact = build(f.CutPointServed, block.where(), run=key, source_run=found.parent_run, accounting=accounting,
-                 configured_k=configured, served_k=served,
-                 recorded_request_digest=block.string("recorded_request_digest"),
-                 served_request_digest=block.string("served_request_digest"),
-                 request_digest_basis=block.string("request_digest_basis"),
-                 divergences=block.raw("divergences"), workspace_digest=workspace.data if workspace else None,
-                 workspace_digest_reason=block.string("workspace_digest_reason"), stage=stage,
-                 cut_point_digest=block.string("cut_point_digest"))
+    fact = build(
+        f.CutPointServed,
+        block.where(),
+        run=key,
+        source_run=found.parent_run,
+        accounting=accounting,
+        configured_k=configured,
+        served_k=served,
+        recorded_request_digest=block.string("recorded_request_digest"),
+        served_request_digest=block.string("served_request_digest"),
+        request_digest_basis=block.string("request_digest_basis"),
+        divergences=block.raw("divergences"),
+        workspace_digest=workspace.data if workspace else None,
+        workspace_digest_reason=block.string("workspace_digest_reason"),
+        stage=stage,
+        cut_point_digest=block.string("cut_point_digest"),
+    )
     return [Entry(fact, files.finished_at() or files.started_at())]
 
 
-def check_within_recording(block: Fields, found: Continuation, configured: int | None, served: int) -> None:
+def check_within_recording(
+    block: Fields, found: Continuation, configured: int | None, served: int
+) -> None:
     """`0 < K <= n_recorded` (benchflow's `validate_max_exchanges`), n_recorded from the provenance block."""
     recorded = found.source.integer("n_recorded_exchanges")
-    where = block.where("configured_max_exchanges" if block.has("configured_max_exchanges") else "n_replayed_exchanges")
-    if configured is not None and not (0 < configured and (recorded is None or configured <= recorded)):
+    where = block.where(
+        "configured_max_exchanges"
+        if block.has("configured_max_exchanges")
+        else "n_replayed_exchanges"
+    )
+    if configured is not None and not (
+        configured > 0 and (recorded is None or configured <= recorded)
+    ):
         bound = f"1..{recorded}" if recorded is not None else "at least 1"
-        raise invalid(where, f"a cut K in {bound} (benchflow validates 0 < K <= n_recorded; "
-                      f"{found.source.where('n_recorded_exchanges')} gives n_recorded {recorded})", configured)
+        raise invalid(
+            where,
+            f"a cut K in {bound} (benchflow validates 0 < K <= n_recorded; "
+            f"{found.source.where('n_recorded_exchanges')} gives n_recorded {recorded})",
+            configured,
+        )
     if recorded is not None and served > recorded:
-        raise invalid(block.where("n_replayed_exchanges"), f"at most the {recorded} recorded exchanges "
-                      f"({found.source.where('n_recorded_exchanges')})", served)
+        raise invalid(
+            block.where("n_replayed_exchanges"),
+            f"at most the {recorded} recorded exchanges "
+            f"({found.source.where('n_recorded_exchanges')})",
+            served,
+        )

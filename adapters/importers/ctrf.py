@@ -22,15 +22,20 @@ from .fields import invalid
 from .rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 
 STATUSES = frozenset(get_args(CtrfStatus))
-ARTIFACT_READ_BYTES = 64 * 1024  # benchflow's _ARTIFACT_READ_BYTES: a larger report is not read at all
+ARTIFACT_READ_BYTES = (
+    64 * 1024
+)  # benchflow's _ARTIFACT_READ_BYTES: a larger report is not read at all
 
 
 def parse_ctrf(document: object, where: str) -> dict[str, str]:
     results = document.get("results") if isinstance(document, dict) else None
     tests = results.get("tests") if isinstance(results, dict) else None
     if not isinstance(tests, list):
-        raise invalid(f"{where}: field results.tests", "a JSON array of test entries (CTRF)",
-                      tests if isinstance(results, dict) else document)
+        raise invalid(
+            f"{where}: field results.tests",
+            "a JSON array of test entries (CTRF)",
+            tests if isinstance(results, dict) else document,
+        )
     outcomes: dict[str, str] = {}
     for i, entry in enumerate(tests):
         if not isinstance(entry, dict):
@@ -39,7 +44,9 @@ def parse_ctrf(document: object, where: str) -> dict[str, str]:
         if not (isinstance(name, str) and name and isinstance(status, str) and status):
             continue
         if status not in STATUSES:
-            raise invalid(f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status)
+            raise invalid(
+                f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status
+            )
         outcomes.setdefault(name, status)
     return outcomes
 
@@ -66,10 +73,14 @@ def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
         if not isinstance(entry, dict):
             continue
         name, status = entry.get("name"), entry.get("status")
-        if not (isinstance(name, str) and name.strip() and isinstance(status, str) and status.strip()):
+        if not (
+            isinstance(name, str) and name.strip() and isinstance(status, str) and status.strip()
+        ):
             continue
         if status not in STATUSES:
-            raise invalid(f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status)
+            raise invalid(
+                f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status
+            )
         outcomes.setdefault(name, status)
     return outcomes or None
 

@@ -40,14 +40,20 @@ class RunDir:
 
 
 def _benchflow_result(document: object) -> bool:
-    return isinstance(document, dict) and ("rollout_name" in document or ("task_name" in document and "rewards" in document))
+    return isinstance(document, dict) and (
+        "rollout_name" in document or ("task_name" in document and "rewards" in document)
+    )
 
 
 def _continues(folder: RunFolder) -> str | None:
     for name in ("config.json", "result.json"):
         document = folder.read_json(name)
         source = document.get("source") if isinstance(document, dict) else None
-        if isinstance(source, dict) and source.get("kind") == CONTINUE_KIND and isinstance(source.get("continued_from"), str):
+        if (
+            isinstance(source, dict)
+            and source.get("kind") == CONTINUE_KIND
+            and isinstance(source.get("continued_from"), str)
+        ):
             return run_key(source["continued_from"])
     return None
 
@@ -80,8 +86,11 @@ def discover(paths: list[str | Path]) -> list[RunDir]:
     for given in paths:
         root = Path(os.path.abspath(given))
         if not root.is_dir():
-            raise InvalidInput(f"{given}: expected a directory of runs, found " + ("a file" if root.exists() else "nothing"),
-                               hint="name a run directory or a folder that holds run directories")
+            raise InvalidInput(
+                f"{given}: expected a directory of runs, found "
+                + ("a file" if root.exists() else "nothing"),
+                hint="name a run directory or a folder that holds run directories",
+            )
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
             run = classify(here, set(filenames))
@@ -99,7 +108,11 @@ def order(runs: list[RunDir]) -> list[RunDir]:
     pending = [r for r in runs if r.continues is not None]
     placed = {r.key for r in ordered}
     while pending:
-        ready = [r for r in pending if r.continues in placed or r.continues not in {p.key for p in pending}]
+        ready = [
+            r
+            for r in pending
+            if r.continues in placed or r.continues not in {p.key for p in pending}
+        ]
         if not ready:  # a cycle of continuations: keep the given order
             ready = pending[:1]
         for run in ready:

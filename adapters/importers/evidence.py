@@ -26,14 +26,38 @@ from .benchflow_common import RunFiles
 from .fields import Fields, build, invalid
 from .rundir import NOTHING_APPENDED, RunFolder, iso, require_regular
 
-ACP, LLM, RESULTS = "trajectory/acp_trajectory.jsonl", "trajectory/llm_trajectory.jsonl", "results.jsonl"
+ACP, LLM, RESULTS = (
+    "trajectory/acp_trajectory.jsonl",
+    "trajectory/llm_trajectory.jsonl",
+    "results.jsonl",
+)
 #: A longer line is counted as malformed without being parsed (a trajectory line is a request or an event).
 MAX_LINE_BYTES = 64 * 1024 * 1024
-SKILL_MARKERS = (b"SKILL.md", b".claude/skills", b".codex/skills", b".agents/skills", b"invoke_skill", b"activate_skill")
-TOKEN_KEYS = frozenset(("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
-                        "final_input_tokens", "final_output_tokens",
-                        "inputTokens", "outputTokens", "totalTokens", "promptTokenCount", "candidatesTokenCount",
-                        "totalTokenCount"))
+SKILL_MARKERS = (
+    b"SKILL.md",
+    b".claude/skills",
+    b".codex/skills",
+    b".agents/skills",
+    b"invoke_skill",
+    b"activate_skill",
+)
+TOKEN_KEYS = frozenset(
+    (
+        "input_tokens",
+        "output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "final_input_tokens",
+        "final_output_tokens",
+        "inputTokens",
+        "outputTokens",
+        "totalTokens",
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "totalTokenCount",
+    )
+)
 CONTINUED = "__continued"
 
 
@@ -48,7 +72,9 @@ class Scan:
     marker_lines: int = 0
 
 
-def scan_jsonl(folder: RunFolder, relative: str, on_record: Callable[[dict[str, Any]], None]) -> Scan:
+def scan_jsonl(
+    folder: RunFolder, relative: str, on_record: Callable[[dict[str, Any]], None]
+) -> Scan:
     path = folder.resolve(relative)
     if path is None:
         return Scan()
@@ -75,7 +101,9 @@ def scan_jsonl(folder: RunFolder, relative: str, on_record: Callable[[dict[str, 
                 else:
                     scan.malformed += 1
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED
+        ) from None
     return scan
 
 
@@ -84,8 +112,16 @@ def has_usage(value: Any, depth: int = 0) -> bool:
     if depth > 32:
         return False
     if isinstance(value, dict):
-        return any((key in TOKEN_KEYS and isinstance(item, (int, float)) and not isinstance(item, bool) and item > 0)
-                   or has_usage(item, depth + 1) for key, item in value.items())
+        return any(
+            (
+                key in TOKEN_KEYS
+                and isinstance(item, (int, float))
+                and not isinstance(item, bool)
+                and item > 0
+            )
+            or has_usage(item, depth + 1)
+            for key, item in value.items()
+        )
     if isinstance(value, list):
         return any(has_usage(item, depth + 1) for item in value)
     return False
@@ -105,8 +141,13 @@ def acp_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
         events[0] += isinstance(kind, str) and bool(kind) and phase != "verifier"
 
     scan = scan_jsonl(folder, ACP, count)
-    return f.TrajectoryFile(present=scan.present, size=scan.size, records=scan.records, malformed=scan.malformed,
-                            agent_events=events[0] if scan.present else None), scan.marker_lines
+    return f.TrajectoryFile(
+        present=scan.present,
+        size=scan.size,
+        records=scan.records,
+        malformed=scan.malformed,
+        agent_events=events[0] if scan.present else None,
+    ), scan.marker_lines
 
 
 def llm_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
@@ -120,16 +161,29 @@ def llm_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
 
     scan = scan_jsonl(folder, LLM, count)
     found = counts if scan.present else dict.fromkeys(counts)
-    return f.TrajectoryFile(present=scan.present, size=scan.size, records=scan.records, malformed=scan.malformed,
-                            **found), scan.marker_lines
+    return f.TrajectoryFile(
+        present=scan.present,
+        size=scan.size,
+        records=scan.records,
+        malformed=scan.malformed,
+        **found,
+    ), scan.marker_lines
 
 
 def calls_unlisted_tools(record: dict[str, Any]) -> bool:
     """Assistant tool calls in the row's messages (or prompt + completion) with no tool definitions listed."""
     messages = record.get("messages")
     if not isinstance(messages, list):
-        messages = [m for part in ("prompt", "completion") if isinstance(record.get(part), list) for m in record[part]]
-    calls = any(isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls") for m in messages)
+        messages = [
+            m
+            for part in ("prompt", "completion")
+            if isinstance(record.get(part), list)
+            for m in record[part]
+        ]
+    calls = any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("tool_calls")
+        for m in messages
+    )
     return calls and not (record.get("tool_defs") or record.get("tools"))
 
 
@@ -142,14 +196,21 @@ def results_row(folder: RunFolder) -> f.ResultsRow:
         info = record.get("info") if isinstance(record.get("info"), dict) else {}
         ready.append(info.get("training_ready"))
         reasons.append(info.get("training_ready_reason"))
-        counts["rows_without_usage"] += info.get("training_ready") is True and not has_usage(record.get("token_usage"))
+        counts["rows_without_usage"] += info.get("training_ready") is True and not has_usage(
+            record.get("token_usage")
+        )
         counts["unlisted_tool_calls"] += calls_unlisted_tools(record)
 
     scan = scan_jsonl(folder, RESULTS, read)
     reason = next((r for r in reasons if isinstance(r, str) and r), None)
-    return f.ResultsRow(present=scan.present, rows=scan.records, malformed=scan.malformed,
-                        training_ready=(all(r is True for r in ready) if ready else None), training_ready_reason=reason,
-                        **counts)
+    return f.ResultsRow(
+        present=scan.present,
+        rows=scan.records,
+        malformed=scan.malformed,
+        training_ready=(all(r is True for r in ready) if ready else None),
+        training_ready_reason=reason,
+        **counts,
+    )
 
 
 def count(doc: Fields | None, key: str) -> int | None:
@@ -167,9 +228,14 @@ def count(doc: Fields | None, key: str) -> int | None:
 def token_usage(agent_result: Fields | None) -> f.TokenUsage | None:
     if agent_result is None:
         return None
-    return build(f.TokenUsage, agent_result.where(), input_tokens=count(agent_result, "n_input_tokens"),
-                 output_tokens=count(agent_result, "n_output_tokens"), total_tokens=count(agent_result, "total_tokens"),
-                 source=agent_result.string("usage_source"))
+    return build(
+        f.TokenUsage,
+        agent_result.where(),
+        input_tokens=count(agent_result, "n_input_tokens"),
+        output_tokens=count(agent_result, "n_output_tokens"),
+        total_tokens=count(agent_result, "total_tokens"),
+        source=agent_result.string("usage_source"),
+    )
 
 
 def benchflow_trial(result: Fields, continuation: bool) -> str | None:
@@ -188,7 +254,9 @@ def duration(files: RunFiles) -> float | None:
     return max(total, 0.0) if total is not None else None
 
 
-def benchflow_evidence(files: RunFiles, run: str, node: str = "root", *, continuation: bool = False) -> f.EvidenceObserved | None:
+def benchflow_evidence(
+    files: RunFiles, run: str, node: str = "root", *, continuation: bool = False
+) -> f.EvidenceObserved | None:
     """Evidence of a finished benchflow rollout directory (root or a fresh-rollout arm); None until result.json exists."""
     result = files.result
     if result is None:
@@ -199,13 +267,30 @@ def benchflow_evidence(files: RunFiles, run: str, node: str = "root", *, continu
     agent_result = result.obj("agent_result")
     tool_calls = count(result, "n_tool_calls")
     invocations = count(result, "n_skill_invocations")
-    skills = build(f.SkillLoading, result.where(), skill_mode=files.string("skill_mode"),
-                   skills_dir=files.string("skills_sandbox_dir"),
-                   invocations=invocations if invocations is not None else count(agent_result, "n_skill_invocations"),
-                   marker_lines=acp_markers + llm_markers)
-    return build(f.EvidenceObserved, str(folder.root / "result.json"), run=run, node=node,
-                 trial=benchflow_trial(result, continuation) if node == "root" else None,
-                 acp_trajectory=acp, llm_trajectory=llm, results=results_row(folder), token_usage=token_usage(agent_result),
-                 started_at=iso(files.started_at()), finished_at=iso(files.finished_at()), duration_sec=duration(files),
-                 tool_calls=tool_calls if tool_calls is not None else count(agent_result, "n_tool_calls"),
-                 partial_trajectory=result.boolean("partial_trajectory"), skills=skills)
+    skills = build(
+        f.SkillLoading,
+        result.where(),
+        skill_mode=files.string("skill_mode"),
+        skills_dir=files.string("skills_sandbox_dir"),
+        invocations=invocations
+        if invocations is not None
+        else count(agent_result, "n_skill_invocations"),
+        marker_lines=acp_markers + llm_markers,
+    )
+    return build(
+        f.EvidenceObserved,
+        str(folder.root / "result.json"),
+        run=run,
+        node=node,
+        trial=benchflow_trial(result, continuation) if node == "root" else None,
+        acp_trajectory=acp,
+        llm_trajectory=llm,
+        results=results_row(folder),
+        token_usage=token_usage(agent_result),
+        started_at=iso(files.started_at()),
+        finished_at=iso(files.finished_at()),
+        duration_sec=duration(files),
+        tool_calls=tool_calls if tool_calls is not None else count(agent_result, "n_tool_calls"),
+        partial_trajectory=result.boolean("partial_trajectory"),
+        skills=skills,
+    )

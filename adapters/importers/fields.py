@@ -61,7 +61,9 @@ class Fields:
         if value is None and nullable:
             return None
         if not isinstance(value, str) or not value:
-            raise invalid(self.where(key), "a non-empty string" + (" or null" if nullable else ""), value)
+            raise invalid(
+                self.where(key), "a non-empty string" + (" or null" if nullable else ""), value
+            )
         return value
 
     def text(self, key: str) -> str:
@@ -73,8 +75,14 @@ class Fields:
         value = self.require(key) if required else self.data.get(key)
         if value is None and not required:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise invalid(self.where(key), "a finite number" + ("" if required else " or null"), value)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise invalid(
+                self.where(key), "a finite number" + ("" if required else " or null"), value
+            )
         return float(value)
 
     def integer(self, key: str) -> int | None:
@@ -107,18 +115,27 @@ class Fields:
 
     def objects(self, key: str, *, required: bool = False) -> list[Fields]:
         base = ".".join(p for p in (self.path, key) if p)
-        return [Fields(item, self.file, f"{base}[{i}]") for i, item in enumerate(self.items(key, required=required))]
+        return [
+            Fields(item, self.file, f"{base}[{i}]")
+            for i, item in enumerate(self.items(key, required=required))
+        ]
 
-    def only(self, allowed: Iterable[str], why: str = "any other field would be lost on import") -> None:
+    def only(
+        self, allowed: Iterable[str], why: str = "any other field would be lost on import"
+    ) -> None:
         extra = sorted(set(self.data) - set(allowed))
         if extra:
-            raise invalid(self.where(extra[0]), f"only the fields {sorted(allowed)} ({why})", extra[0])
+            raise invalid(
+                self.where(extra[0]), f"only the fields {sorted(allowed)} ({why})", extra[0]
+            )
 
     def schema_version(self, supported: int = 1) -> None:
         value = self.require("schema_version")
         if value != supported or isinstance(value, bool):
-            raise InvalidInput(f"{self.where('schema_version')}: expected {supported}, found {_show(value)}",
-                               hint="this importer reads schema_version 1 only; " + NOTHING_APPENDED)
+            raise InvalidInput(
+                f"{self.where('schema_version')}: expected {supported}, found {_show(value)}",
+                hint="this importer reads schema_version 1 only; " + NOTHING_APPENDED,
+            )
 
 
 def build(cls: type[M], where: str, **fields: Any) -> M:
@@ -127,5 +144,9 @@ def build(cls: type[M], where: str, **fields: Any) -> M:
         return cls(**fields)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or '(value)'}: {error['msg']}" for error in exc.errors()[:3])
-        raise InvalidInput(f"{where}: cannot be recorded as {cls.__name__} ({problems})", hint=NOTHING_APPENDED) from None
+            f"{'.'.join(str(p) for p in error['loc']) or '(value)'}: {error['msg']}"
+            for error in exc.errors()[:3]
+        )
+        raise InvalidInput(
+            f"{where}: cannot be recorded as {cls.__name__} ({problems})", hint=NOTHING_APPENDED
+        ) from None

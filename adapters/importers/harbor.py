@@ -34,8 +34,17 @@ from .rundir import RunFolder, iso, parse_time, read_json_file
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 #: Exceptions Harbor's verifier raises (harbor.verifier, and the trial's verifier timeout).
-VERIFIER_EXCEPTIONS = frozenset(("VerifierTimeoutError", "AddTestsDirError", "VerifierOutputParseError", "RewardParseError",
-                                 "DownloadVerifierDirError", "RewardFileNotFoundError", "RewardFileEmptyError"))
+VERIFIER_EXCEPTIONS = frozenset(
+    (
+        "VerifierTimeoutError",
+        "AddTestsDirError",
+        "VerifierOutputParseError",
+        "RewardParseError",
+        "DownloadVerifierDirError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+    )
+)
 
 
 def harbor_reward(rewards: Fields) -> float | None:
@@ -55,22 +64,63 @@ def outcome(key: str, folder: RunFolder, result: Fields) -> list[f.Fact]:
     facts: list[f.Fact] = []
     if reward is not None:
         assert rewards is not None
-        facts.append(build(f.RunScored, rewards.where(), run=key, reward=reward, rewards=rewards.data,
-                           tests=read_ctrf(folder, "verifier/ctrf.json")))
+        facts.append(
+            build(
+                f.RunScored,
+                rewards.where(),
+                run=key,
+                reward=reward,
+                rewards=rewards.data,
+                tests=read_ctrf(folder, "verifier/ctrf.json"),
+            )
+        )
     elif exception is not None and exception.string("exception_type") in VERIFIER_EXCEPTIONS:
         kind = exception.text("exception_type")
         message = exception.string("exception_message")
-        facts.append(build(f.RunUnscored, exception.where(), run=key, reason=f"the verifier failed ({kind})",
-                           verifier_error=f"{kind}: {message}" if message else kind,
-                           rewards=rewards.data if rewards is not None else None))
+        facts.append(
+            build(
+                f.RunUnscored,
+                exception.where(),
+                run=key,
+                reason=f"the verifier failed ({kind})",
+                verifier_error=f"{kind}: {message}" if message else kind,
+                rewards=rewards.data if rewards is not None else None,
+            )
+        )
     elif rewards is not None and rewards.data:
-        facts.append(build(f.RunUnscored, rewards.where(), run=key, rewards=rewards.data,
-                           reason=f"the verifier result has several rewards and none named 'reward' (keys: {sorted(rewards.data)})"))
+        facts.append(
+            build(
+                f.RunUnscored,
+                rewards.where(),
+                run=key,
+                rewards=rewards.data,
+                reason=f"the verifier result has several rewards and none named 'reward' (keys: {sorted(rewards.data)})",
+            )
+        )
     elif verifier is not None and exception is None:
-        facts.append(build(f.RunUnscored, verifier.where(), run=key, reason="the verifier result carries no 'reward'"))
+        facts.append(
+            build(
+                f.RunUnscored,
+                verifier.where(),
+                run=key,
+                reason="the verifier result carries no 'reward'",
+            )
+        )
     if exception is not None:
-        message = exception.string("exception_message") or exception.string("exception_type") or "the trial raised"
-        facts.append(build(f.RunFailed, exception.where(), run=key, error=message, category=exception.string("exception_type")))
+        message = (
+            exception.string("exception_message")
+            or exception.string("exception_type")
+            or "the trial raised"
+        )
+        facts.append(
+            build(
+                f.RunFailed,
+                exception.where(),
+                run=key,
+                error=message,
+                category=exception.string("exception_type"),
+            )
+        )
     return facts
 
 
@@ -84,20 +134,43 @@ def import_harbor_trial(path: Path) -> RunPlan:
     key = run_key(path)
     result = Fields(folder.read_json("result.json"), str(path / "result.json"))
     config_doc = folder.read_json("config.json")
-    config = Fields(config_doc, str(path / "config.json")) if config_doc is not None else result.obj("config")
+    config = (
+        Fields(config_doc, str(path / "config.json"))
+        if config_doc is not None
+        else result.obj("config")
+    )
     agent = config.obj("agent") if config is not None else None
     task = config.obj("task") if config is not None else None
     environment = config.obj("environment") if config is not None else None
     uri = result.string("trial_uri")
     recorded_dir = unquote(urlparse(uri).path) if uri and uri.startswith("file://") else None
-    started = parse_time(result.raw("started_at"), result.where("started_at")) if result.raw("started_at") else None
-    finished = parse_time(result.raw("finished_at"), result.where("finished_at")) if result.raw("finished_at") else None
-    entries = [Entry(build(
-        f.RunRegistered, result.where(), run=key, task=result.text("task_name"),
-        task_path=task.string("path") if task else None, agent=agent.string("name") if agent else None,
-        model=agent.string("model_name") if agent else None, trial=result.string("trial_name"),
-        sandbox=environment.string("type") if environment else None,
-        config_sha256=folder.sha256("config.json") if config_doc is not None else None), started)]
+    started = (
+        parse_time(result.raw("started_at"), result.where("started_at"))
+        if result.raw("started_at")
+        else None
+    )
+    finished = (
+        parse_time(result.raw("finished_at"), result.where("finished_at"))
+        if result.raw("finished_at")
+        else None
+    )
+    entries = [
+        Entry(
+            build(
+                f.RunRegistered,
+                result.where(),
+                run=key,
+                task=result.text("task_name"),
+                task_path=task.string("path") if task else None,
+                agent=agent.string("name") if agent else None,
+                model=agent.string("model_name") if agent else None,
+                trial=result.string("trial_name"),
+                sandbox=environment.string("type") if environment else None,
+                config_sha256=folder.sha256("config.json") if config_doc is not None else None,
+            ),
+            started,
+        )
+    ]
     when = finished or started
     entries.extend(Entry(fact, when) for fact in outcome(key, folder, result))
     if finished is not None:
@@ -110,15 +183,36 @@ def import_harbor_trial(path: Path) -> RunPlan:
                 timing[phase] = round((end - begin).total_seconds(), 3)
         if started is not None:
             timing["total"] = round((finished - started).total_seconds(), 3)
-        entries.append(Entry(build(f.RunFinished, result.where("finished_at"), run=key,
-                                   status="failed" if result.raw("exception_info") is not None else "completed",
-                                   started_at=result.text("started_at").strip() if started else None,
-                                   finished_at=result.text("finished_at").strip(), timing=timing), finished))
+        entries.append(
+            Entry(
+                build(
+                    f.RunFinished,
+                    result.where("finished_at"),
+                    run=key,
+                    status="failed" if result.raw("exception_info") is not None else "completed",
+                    started_at=result.text("started_at").strip() if started else None,
+                    finished_at=result.text("finished_at").strip(),
+                    timing=timing,
+                ),
+                finished,
+            )
+        )
         # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
         total = timing.get("total")
-        entries.append(Entry(build(f.EvidenceObserved, result.where(), run=key, token_usage=token_usage(result.obj("agent_result")),
-                                   started_at=iso(started), finished_at=iso(finished),
-                                   duration_sec=total if total is not None and total >= 0 else None), finished))
+        entries.append(
+            Entry(
+                build(
+                    f.EvidenceObserved,
+                    result.where(),
+                    run=key,
+                    token_usage=token_usage(result.obj("agent_result")),
+                    started_at=iso(started),
+                    finished_at=iso(finished),
+                    duration_sec=total if total is not None and total >= 0 else None,
+                ),
+                finished,
+            )
+        )
     return RunPlan(key, path, entries, recorded_dir=recorded_dir)
 
 
@@ -130,4 +224,8 @@ def still_running(path: Path) -> str | None:
         return "its result.json cannot be read yet"
     except InvalidInput:
         return None  # over the cap, or not a regular file: the import refuses it
-    return None if isinstance(document, dict) and document.get("finished_at") else "its result.json has no finished_at yet"
+    return (
+        None
+        if isinstance(document, dict) and document.get("finished_at")
+        else "its result.json has no finished_at yet"
+    )

@@ -24,16 +24,40 @@ class RunPlan:
     entries: list[Entry]
     parent_run: str | None = None
     warnings: list[str] = field(default_factory=list)
-    recorded_dir: str | None = None  # the run's directory as the harness wrote it in its artifacts, if it did
+    recorded_dir: str | None = (
+        None  # the run's directory as the harness wrote it in its artifacts, if it did
+    )
 
     def batch(self) -> list[Entry]:
         """What to record: the entries, with where the run is (`run.located`) right after its registration: the
         directory as the harness recorded it, and where it was read (links resolved, so one place has one name)."""
         where = str(self.path)
-        located = [Entry(build(f.RunLocated, where, run=self.key, path=self.recorded_dir, kind="recorded"))] \
-            if self.recorded_dir else []
-        located.append(Entry(build(f.RunLocated, where, run=self.key, path=os.path.realpath(self.path), kind="read")))
-        at = next((i + 1 for i, entry in enumerate(self.entries) if isinstance(entry.fact, f.RunRegistered)), 0)
+        located = (
+            [
+                Entry(
+                    build(
+                        f.RunLocated, where, run=self.key, path=self.recorded_dir, kind="recorded"
+                    )
+                )
+            ]
+            if self.recorded_dir
+            else []
+        )
+        located.append(
+            Entry(
+                build(
+                    f.RunLocated, where, run=self.key, path=os.path.realpath(self.path), kind="read"
+                )
+            )
+        )
+        at = next(
+            (
+                i + 1
+                for i, entry in enumerate(self.entries)
+                if isinstance(entry.fact, f.RunRegistered)
+            ),
+            0,
+        )
         return [*self.entries[:at], *located, *self.entries[at:]]
 
     @property
@@ -56,12 +80,21 @@ class Timeline:
 
     def latest(self) -> datetime | None:
         """The latest time any fact so far happened at (cleanup comes after all of them)."""
-        return max((entry.occurred_at for _, _, entry in self.items if entry.occurred_at is not None), default=None)
+        return max(
+            (entry.occurred_at for _, _, entry in self.items if entry.occurred_at is not None),
+            default=None,
+        )
 
     def closing(self, fork: str | None) -> f.ForkClosed | None:
         """The fork.closed recorded so far for `fork`."""
-        return next((entry.fact for _, _, entry in self.items
-                     if isinstance(entry.fact, f.ForkClosed) and entry.fact.fork == fork), None)
+        return next(
+            (
+                entry.fact
+                for _, _, entry in self.items
+                if isinstance(entry.fact, f.ForkClosed) and entry.fact.fork == fork
+            ),
+            None,
+        )
 
     def entries(self) -> list[Entry]:
         return [entry for _, _, entry in sorted(self.items, key=lambda item: (item[0], item[1]))]

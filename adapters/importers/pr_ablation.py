@@ -20,10 +20,40 @@ from typing import Any, get_args
 from ...domain.vocabulary import STAGES, ArmKind, CtrfStatus
 from .fields import Fields, invalid
 
-TOP_FIELDS = ("schema_version", "task", "stage", "snapshot_layers", "stage_snapshot", "agent", "model", "sandbox",
-              "environment", "parent", "value", "error", "arms", "test_attribution", "report_path")
-ARM_FIELDS = ("name", "kind", "delta", "delta_execution", "source", "reward", "status", "wall_clock_sec", "node",
-              "artifacts", "tests", "error", "reference", "verdict", "environment")
+TOP_FIELDS = (
+    "schema_version",
+    "task",
+    "stage",
+    "snapshot_layers",
+    "stage_snapshot",
+    "agent",
+    "model",
+    "sandbox",
+    "environment",
+    "parent",
+    "value",
+    "error",
+    "arms",
+    "test_attribution",
+    "report_path",
+)
+ARM_FIELDS = (
+    "name",
+    "kind",
+    "delta",
+    "delta_execution",
+    "source",
+    "reward",
+    "status",
+    "wall_clock_sec",
+    "node",
+    "artifacts",
+    "tests",
+    "error",
+    "reference",
+    "verdict",
+    "environment",
+)
 COPIED = ("task", "agent", "model", "sandbox", "environment", "snapshot_layers")
 ARM_KINDS = frozenset(get_args(ArmKind))
 STATUSES = frozenset(get_args(CtrfStatus))
@@ -45,7 +75,10 @@ class Arm:
         return stamp.data if stamp is not None else None
 
     def definition(self) -> dict[str, Any]:
-        return {key: self.doc.raw(key) for key in ("name", "kind", "source", "delta", "delta_execution", "environment")}
+        return {
+            key: self.doc.raw(key)
+            for key in ("name", "kind", "source", "delta", "delta_execution", "environment")
+        }
 
 
 @dataclass
@@ -88,8 +121,16 @@ def parse_arm(doc: Fields) -> Arm:
     wall = doc.number("wall_clock_sec")
     if wall is not None and wall < 0:
         raise invalid(doc.where("wall_clock_sec"), "a duration of 0 seconds or more", wall)
-    return Arm(doc, doc.text("name"), kind, doc.string("node"), doc.number("reward"), doc.string("error"),
-               parse_tests(doc, "tests"), wall)
+    return Arm(
+        doc,
+        doc.text("name"),
+        kind,
+        doc.string("node"),
+        doc.number("reward"),
+        doc.string("error"),
+        parse_tests(doc, "tests"),
+        wall,
+    )
 
 
 def parse_ablation(document: object, file: str) -> Ablation:

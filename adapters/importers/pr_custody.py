@@ -29,7 +29,9 @@ from .rundir import RunFolder, file_size, sha256_file
 
 MOUNTED = "mounted"
 HAND_OFF = re.compile(r"branch could not capture a child's (\S+) output under (\S+) \(")
-RELEASE = re.compile(r"branch could not restore the parent's |unexpected entries remain after release")
+RELEASE = re.compile(
+    r"branch could not restore the parent's |unexpected entries remain after release"
+)
 
 
 def child_dir(node: str, child: str) -> str:
@@ -40,31 +42,52 @@ def entries(folder: RunFolder, relative: str, warnings: list[str]) -> tuple[f.Cu
     """Every regular file under `relative`, with its digest and size (links and special files are named, not kept)."""
     files, left_out = folder.regular_files(relative)
     if left_out:
-        warnings.append(f"{folder.root / relative}: custody entries hold regular files only, so {', '.join(left_out)} "
-                        f"{'is' if len(left_out) == 1 else 'are'} not recorded; recover "
-                        f"{'it' if len(left_out) == 1 else 'them'} from there by hand if needed")
-    return tuple(build(f.CustodyEntry, str(path), path=name, sha256=sha256_file(path), size=file_size(path))
-                 for name, path in files)
+        warnings.append(
+            f"{folder.root / relative}: custody entries hold regular files only, so {', '.join(left_out)} "
+            f"{'is' if len(left_out) == 1 else 'are'} not recorded; recover "
+            f"{'it' if len(left_out) == 1 else 'them'} from there by hand if needed"
+        )
+    return tuple(
+        build(f.CustodyEntry, str(path), path=name, sha256=sha256_file(path), size=file_size(path))
+        for name, path in files
+    )
 
 
-def hand_off(folder: RunFolder, run: str, group: ForkGroup, index: int, warnings: list[str]) -> f.CustodyHandedOff | None:
+def hand_off(
+    folder: RunFolder, run: str, group: ForkGroup, index: int, warnings: list[str]
+) -> f.CustodyHandedOff | None:
     """The child's `mounted/` archive as a hand-off, or None when the child has none (a fresh-rollout child that
     wrote nothing through the parent's mounts, or a run whose directory benchflow did not know)."""
     location = f"{child_dir(group.node, group.children[index].id)}/{MOUNTED}"
     if not folder.is_dir(location):
         return None
-    return build(f.CustodyHandedOff, str(folder.root / location), run=run, fork=group.fork_id, index=index,
-                 location=location, entries=entries(folder, location, warnings))
+    return build(
+        f.CustodyHandedOff,
+        str(folder.root / location),
+        run=run,
+        fork=group.fork_id,
+        index=index,
+        location=location,
+        entries=entries(folder, location, warnings),
+    )
 
 
 def reported_messages(*errors: str | None) -> list[str]:
     """benchflow joins the guard's failures with "; "; each starts with "branch could not" or "unexpected"."""
     text = "; ".join(e for e in errors if e)
-    starts = [m.start() for m in re.finditer(r"branch could not |unexpected entries remain after release", text)]
-    return [text[a:b].rstrip("; ").strip() for a, b in zip(starts, [*starts[1:], len(text)])]
+    starts = [
+        m.start()
+        for m in re.finditer(r"branch could not |unexpected entries remain after release", text)
+    ]
+    return [
+        text[a:b].rstrip("; ").strip()
+        for a, b in zip(starts, [*starts[1:], len(text)], strict=False)
+    ]
 
 
-def hand_off_failures(folder: RunFolder, run: str, group: ForkGroup, messages: list[str]) -> list[f.CustodyFailed]:
+def hand_off_failures(
+    folder: RunFolder, run: str, group: ForkGroup, messages: list[str]
+) -> list[f.CustodyFailed]:
     """One `custody.failed` in phase hand-off per reported capture failure of a child of this fork."""
     children = {child.id: index for index, child in enumerate(group.children)}
     out = []
@@ -73,13 +96,27 @@ def hand_off_failures(folder: RunFolder, run: str, group: ForkGroup, messages: l
         if found is None:
             continue
         target = PurePosixPath(found.group(2))
-        if target.name != MOUNTED or target.parent.parent.name != "children" or \
-                target.parent.parent.parent.name != group.node or target.parent.name not in children:
+        if (
+            target.name != MOUNTED
+            or target.parent.parent.name != "children"
+            or target.parent.parent.parent.name != group.node
+            or target.parent.name not in children
+        ):
             continue  # another fork's hand-off
         index = children[target.parent.name]
         location = f"{child_dir(group.node, target.parent.name)}/{MOUNTED}"
-        out.append(build(f.CustodyFailed, message, run=run, fork=group.fork_id, phase="hand-off", index=index,
-                         preserved_location=location if folder.is_dir(location) else None, error=message))
+        out.append(
+            build(
+                f.CustodyFailed,
+                message,
+                run=run,
+                fork=group.fork_id,
+                phase="hand-off",
+                index=index,
+                preserved_location=location if folder.is_dir(location) else None,
+                error=message,
+            )
+        )
     return out
 
 
@@ -88,5 +125,7 @@ def release_error(messages: list[str], hold: str, held: int) -> str:
     reported = [m for m in messages if RELEASE.match(m)]
     if reported:
         return "; ".join(reported)
-    return (f"the custody hold {hold} was left behind: the parent's mounted artifacts moved there before the children "
-            f"ran were never moved back ({held} files remain there)")
+    return (
+        f"the custody hold {hold} was left behind: the parent's mounted artifacts moved there before the children "
+        f"ran were never moved back ({held} files remain there)"
+    )

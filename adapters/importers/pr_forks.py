@@ -21,15 +21,23 @@ from datetime import datetime
 from ...domain import facts as f
 from ...domain.fork import MIN_COMPLETED_CHILDREN
 from ...domain.vocabulary import STAGES
+from . import pr_custody as custody
 from .ctrf import child_test_outcomes
 from .fields import Fields, build, invalid
 from .pr_ablation import Ablation, Arm
 from .pr_stages import StageEntry
 from .pr_tree import ForkGroup, Tree, TreeNode, refs
-from . import pr_custody as custody
 from .rundir import RunFolder, parse_time
 
-PROVENANCE_FIELDS = ("kind", "parent_rollout", "branch_stage", "snapshot_ref", "cut_point", "delta", "delta_execution")
+PROVENANCE_FIELDS = (
+    "kind",
+    "parent_rollout",
+    "branch_stage",
+    "snapshot_ref",
+    "cut_point",
+    "delta",
+    "delta_execution",
+)
 RAISED = "the child raised before an outcome was recorded (benchflow's partial tree: no reward and no unscored reason)"
 
 
@@ -58,16 +66,30 @@ def read_provenance(folder: RunFolder, node: TreeNode) -> Provenance | None:
     if doc.raw("kind") != "benchflow-branch":
         raise invalid(doc.where("kind"), "'benchflow-branch'", doc.raw("kind"))
     if doc.raw("cut_point") is not None:
-        raise invalid(doc.where("cut_point"), "null (benchflow's branch writer reserves it)", doc.raw("cut_point"))
+        raise invalid(
+            doc.where("cut_point"),
+            "null (benchflow's branch writer reserves it)",
+            doc.raw("cut_point"),
+        )
     delta = doc.obj("delta", required=True)
     assert delta is not None
     if build(f.Delta, delta.where(), **delta.data) != node.delta:
         recorded = node.delta.provenance() if node.delta else None
-        raise invalid(delta.where(), f"the same delta as tree.json node {node.id!r} ({recorded})", delta.data)
+        raise invalid(
+            delta.where(), f"the same delta as tree.json node {node.id!r} ({recorded})", delta.data
+        )
     if doc.string("delta_execution") != node.delta_execution:
-        raise invalid(doc.where("delta_execution"), f"{node.delta_execution!r} as in tree.json node {node.id!r}",
-                      doc.raw("delta_execution"))
-    return Provenance(doc.file, doc.string("parent_rollout"), doc.text("branch_stage"), refs(doc.obj("snapshot_ref")))
+        raise invalid(
+            doc.where("delta_execution"),
+            f"{node.delta_execution!r} as in tree.json node {node.id!r}",
+            doc.raw("delta_execution"),
+        )
+    return Provenance(
+        doc.file,
+        doc.string("parent_rollout"),
+        doc.text("branch_stage"),
+        refs(doc.obj("snapshot_ref")),
+    )
 
 
 @dataclass
@@ -92,25 +114,44 @@ def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
     branch_stage = found[0].branch_stage or ""
     if branch_stage.startswith("cursor:"):
         if branch_stage != f"cursor:{group.node}":
-            raise invalid(f"{found[0].file}: field branch_stage", f"'cursor:{group.node}' (the node it forked at)", branch_stage)
+            raise invalid(
+                f"{found[0].file}: field branch_stage",
+                f"'cursor:{group.node}' (the node it forked at)",
+                branch_stage,
+            )
         return None
     if branch_stage not in STAGES:
-        raise invalid(f"{found[0].file}: field branch_stage", f"a stage ({list(STAGES)}) or 'cursor:<node>'", branch_stage)
+        raise invalid(
+            f"{found[0].file}: field branch_stage",
+            f"a stage ({list(STAGES)}) or 'cursor:<node>'",
+            branch_stage,
+        )
     return branch_stage
 
 
 def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.SnapshotRefs | None:
-    given = next((p.snapshot for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None)
+    given = next(
+        (p.snapshot for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None
+    )
     if stage is None:
         return given or ctx.tree.by_id[group.node].snapshot
     entry = ctx.stages.get(stage)
     if entry is None:
-        raise invalid(f"{ctx.tree.file}: node {group.node}", f"stage {stage!r} recorded in stage_snapshots.json before a "
-                      f"fork at it (the registry records {list(ctx.stages)})", stage)
-    recorded = f.SnapshotRefs(sandbox=entry.mark.sandbox_ref, environment=entry.mark.environment_ref)
+        raise invalid(
+            f"{ctx.tree.file}: node {group.node}",
+            f"stage {stage!r} recorded in stage_snapshots.json before a "
+            f"fork at it (the registry records {list(ctx.stages)})",
+            stage,
+        )
+    recorded = f.SnapshotRefs(
+        sandbox=entry.mark.sandbox_ref, environment=entry.mark.environment_ref
+    )
     if given is not None and given != recorded:
-        raise invalid(f"{ctx.provenance[group.children[0].id].file}: field snapshot_ref",  # type: ignore[union-attr]
-                      f"the refs stage {stage!r} recorded ({recorded.model_dump()})", given.model_dump())
+        raise invalid(
+            f"{ctx.provenance[group.children[0].id].file}: field snapshot_ref",  # type: ignore[union-attr]
+            f"the refs stage {stage!r} recorded ({recorded.model_dump()})",
+            given.model_dump(),
+        )
     return recorded
 
 
@@ -119,13 +160,25 @@ def check_arm(arm: Arm, node: TreeNode) -> None:
     if delta is not None and build(f.Delta, delta.where(), **delta.data) != node.delta:
         raise invalid(delta.where(), f"the delta of tree.json node {node.id!r}", delta.data)
     if arm.doc.string("delta_execution") != node.delta_execution:
-        raise invalid(arm.doc.where("delta_execution"), f"{node.delta_execution!r} as in tree.json node {node.id!r}",
-                      arm.doc.raw("delta_execution"))
-    if (arm.reward is None) != (node.reward is None) or (arm.reward is not None and arm.reward != node.reward):
-        raise invalid(arm.doc.where("reward"), f"{node.reward!r}, the reward tree.json records for node {node.id!r}", arm.reward)
+        raise invalid(
+            arm.doc.where("delta_execution"),
+            f"{node.delta_execution!r} as in tree.json node {node.id!r}",
+            arm.doc.raw("delta_execution"),
+        )
+    if (arm.reward is None) != (node.reward is None) or (
+        arm.reward is not None and arm.reward != node.reward
+    ):
+        raise invalid(
+            arm.doc.where("reward"),
+            f"{node.reward!r}, the reward tree.json records for node {node.id!r}",
+            arm.reward,
+        )
     if node.unscored is not None and arm.error != node.unscored:
-        raise invalid(arm.doc.where("error"), f"the unscored reason tree.json records for node {node.id!r}: {node.unscored!r}",
-                      arm.error)
+        raise invalid(
+            arm.doc.where("error"),
+            f"the unscored reason tree.json records for node {node.id!r}: {node.unscored!r}",
+            arm.error,
+        )
 
 
 def check_reward_file(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> None:
@@ -136,19 +189,27 @@ def check_reward_file(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> Non
     doc = Fields(document, str(ctx.folder.root / relative))
     reward = doc.number("reward", required=True)
     if node.reward is None or reward != node.reward:
-        raise invalid(doc.where("reward"), f"the reward {ctx.tree.file} records for node {node.id!r} "
-                      f"({node.reward if node.reward is not None else 'none: ' + (node.unscored or 'the child raised')})", reward)
+        raise invalid(
+            doc.where("reward"),
+            f"the reward {ctx.tree.file} records for node {node.id!r} "
+            f"({node.reward if node.reward is not None else 'none: ' + (node.unscored or 'the child raised')})",
+            reward,
+        )
 
 
-def child_times(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> tuple[datetime | None, datetime | None]:
+def child_times(
+    ctx: ForkContext, group: ForkGroup, node: TreeNode
+) -> tuple[datetime | None, datetime | None]:
     relative = f"{child_dir(group.node, node.id)}/result.json"
     document = ctx.folder.read_json(relative)
     if not isinstance(document, dict):
         return None, None
     doc = Fields(document, str(ctx.folder.root / relative))
     started, finished = doc.raw("started_at"), doc.raw("finished_at")
-    return (parse_time(started, doc.where("started_at")) if started is not None else None,
-            parse_time(finished, doc.where("finished_at")) if finished is not None else None)
+    return (
+        parse_time(started, doc.where("started_at")) if started is not None else None,
+        parse_time(finished, doc.where("finished_at")) if finished is not None else None,
+    )
 
 
 def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, datetime | None]]:
@@ -156,43 +217,112 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
     where = f"{ctx.tree.file}: node {group.node}"
     stage = fork_stage(ctx, group)
     snapshot = fork_snapshot(ctx, group, stage)
-    arms: list[Arm | None] = [ctx.ablation.arm_for(c.id) if ctx.ablation else None for c in group.children]
+    arms: list[Arm | None] = [
+        ctx.ablation.arm_for(c.id) if ctx.ablation else None for c in group.children
+    ]
     children = []
     for index, (node, arm) in enumerate(zip(group.children, arms, strict=True)):
         if arm is not None:
             check_arm(arm, node)
         check_reward_file(ctx, group, node)
-        children.append(build(
-            f.ForkChild, node.where, index=index, node=node.id, arm=arm.name if arm else None, kind=arm.kind if arm else None,
-            source=arm.doc.string("source") if arm else None, delta=node.delta, delta_execution=node.delta_execution,
-            environment=arm.environment() if arm else None))
+        children.append(
+            build(
+                f.ForkChild,
+                node.where,
+                index=index,
+                node=node.id,
+                arm=arm.name if arm else None,
+                kind=arm.kind if arm else None,
+                source=arm.doc.string("source") if arm else None,
+                delta=node.delta,
+                delta_execution=node.delta_execution,
+                environment=arm.environment() if arm else None,
+            )
+        )
     ablation = None
     if ctx.ablation is not None:
         ablation = dict(ctx.ablation.metadata)
         if ctx.ablation.skipped():
             ablation["skipped_arms"] = ctx.ablation.skipped()
-    layers = tuple(sorted(layer for layer, ref in (("environment", snapshot.environment), ("sandbox", snapshot.sandbox)) if ref)) \
-        if snapshot else ()
+    layers = (
+        tuple(
+            sorted(
+                layer
+                for layer, ref in (
+                    ("environment", snapshot.environment),
+                    ("sandbox", snapshot.sandbox),
+                )
+                if ref
+            )
+        )
+        if snapshot
+        else ()
+    )
     times = [child_times(ctx, group, node) for node in group.children]
     opened_at = min((t[0] for t in times if t[0] is not None), default=ctx.fallback_time)
-    out: list[tuple[int, f.Fact, datetime | None]] = [(0, build(
-        f.ForkOpened, where, run=ctx.run, fork=group.fork_id, node=group.node, stage=stage, layers=layers,
-        snapshot=snapshot, children=tuple(children), ablation=ablation), opened_at)]
+    out: list[tuple[int, f.Fact, datetime | None]] = [
+        (
+            0,
+            build(
+                f.ForkOpened,
+                where,
+                run=ctx.run,
+                fork=group.fork_id,
+                node=group.node,
+                stage=stage,
+                layers=layers,
+                snapshot=snapshot,
+                children=tuple(children),
+                ablation=ablation,
+            ),
+            opened_at,
+        )
+    ]
     held = custody.entries(ctx.folder, ctx.hold, ctx.warnings) if ctx.hold else ()
     if ctx.hold:
-        out.append((1, build(f.CustodyHeld, where, run=ctx.run, fork=group.fork_id, location=ctx.hold, entries=held), opened_at))
-    for index, (node, arm, (_, finished)) in enumerate(zip(group.children, arms, times, strict=True)):
+        out.append(
+            (
+                1,
+                build(
+                    f.CustodyHeld,
+                    where,
+                    run=ctx.run,
+                    fork=group.fork_id,
+                    location=ctx.hold,
+                    entries=held,
+                ),
+                opened_at,
+            )
+        )
+    for index, (node, arm, (_, finished)) in enumerate(
+        zip(group.children, arms, times, strict=True)
+    ):
         # benchflow hands the mounts off in the child's `finally`, then records its outcome
-        if (handed := custody.hand_off(ctx.folder, ctx.run, group, index, ctx.warnings)) is not None:
+        if (
+            handed := custody.hand_off(ctx.folder, ctx.run, group, index, ctx.warnings)
+        ) is not None:
             out.append((2 + 2 * index, handed, finished or opened_at))
-        out.append((3 + 2 * index, child_outcome(ctx, group, index, node, arm), finished or opened_at))
+        out.append(
+            (3 + 2 * index, child_outcome(ctx, group, index, node, arm), finished or opened_at)
+        )
     closed_at = max((t[1] for t in times if t[1] is not None), default=opened_at)
     messages = custody.reported_messages(*reported_errors(ctx, arms))
-    failures: list[f.CustodyFailed] = custody.hand_off_failures(ctx.folder, ctx.run, group, messages)
+    failures: list[f.CustodyFailed] = custody.hand_off_failures(
+        ctx.folder, ctx.run, group, messages
+    )
     if ctx.hold:
-        failures.append(build(f.CustodyFailed, where, run=ctx.run, fork=group.fork_id, phase="release",
-                              preserved_location=ctx.hold, error=custody.release_error(messages, ctx.hold, len(held)),
-                              entries=held))
+        failures.append(
+            build(
+                f.CustodyFailed,
+                where,
+                run=ctx.run,
+                fork=group.fork_id,
+                phase="release",
+                preserved_location=ctx.hold,
+                error=custody.release_error(messages, ctx.hold, len(held)),
+                entries=held,
+            )
+        )
     out += [(10_000 + i, failure, closed_at) for i, failure in enumerate(failures)]
     out.append((20_000, close(ctx, group, failures[0].error if failures else None), closed_at))
     return out
@@ -205,7 +335,9 @@ def reported_errors(ctx: ForkContext, arms: list[Arm | None]) -> list[str | None
     return [ctx.ablation.doc.string("error"), *(arm.error for arm in arms if arm is not None)]
 
 
-def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None) -> f.Fact:
+def child_outcome(
+    ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None
+) -> f.Fact:
     wall = arm.wall_clock_sec if arm else None
     base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
     # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a finally).
@@ -213,14 +345,22 @@ def child_outcome(ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode
     if tests is None and arm is not None:
         tests = arm.tests
     if node.reward is None and node.unscored is None:
-        return build(f.ChildFailed, node.where, **base, error=(arm.error if arm and arm.error else RAISED), tests=tests)
+        return build(
+            f.ChildFailed,
+            node.where,
+            **base,
+            error=(arm.error if arm and arm.error else RAISED),
+            tests=tests,
+        )
     if node.reward is not None:
         return build(f.ChildScored, node.where, **base, reward=node.reward, tests=tests)
     return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
 
 
 def same_value(a: float | None, b: float | None) -> bool:
-    return (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, abs_tol=1e-9))
+    return (a is None and b is None) or (
+        a is not None and b is not None and math.isclose(a, b, abs_tol=1e-9)
+    )
 
 
 def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.ForkClosed:
@@ -238,25 +378,50 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
         # benchflow asks for at least two children; a fork that attached fewer stopped before the others started
         # (before V was aggregated, so a V on the node is an earlier fork's).
         outcome = "partial"
-        error = report_error or (f"only {len(group.children)} of the fork's children started "
-                                 f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})")
+        error = report_error or (
+            f"only {len(group.children)} of the fork's children started "
+            f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})"
+        )
     elif len(rewards) == len(group.children):
         mean = math.fsum(rewards) / len(rewards)
         if not group.last_at_node:
             value = mean
         elif node.has_value:
             if not math.isclose(node.value, mean, abs_tol=1e-9):  # type: ignore[arg-type]
-                raise invalid(where, f"{mean!r}, the mean of the rewards of its children "
-                              f"{[c.id for c in group.children]} (V)", node.value)
+                raise invalid(
+                    where,
+                    f"{mean!r}, the mean of the rewards of its children "
+                    f"{[c.id for c in group.children]} (V)",
+                    node.value,
+                )
             value = node.value
         else:
             # Every child was scored but V was never written: the fork failed after its children.
             outcome = "partial"
-            error = report_error or "every child was scored but tree.json records no value: the fork did not complete"
+            error = (
+                report_error
+                or "every child was scored but tree.json records no value: the fork did not complete"
+            )
     elif group.last_at_node and node.has_value:
-        raise invalid(where, "no value, because a child of the fork is unscored (benchflow removes V then)", node.value)
+        raise invalid(
+            where,
+            "no value, because a child of the fork is unscored (benchflow removes V then)",
+            node.value,
+        )
     if ctx.ablation is not None:
         reported = ctx.ablation.doc.number("value")
         if not same_value(reported, value):
-            raise invalid(ctx.ablation.doc.where("value"), f"{value!r}, the value of the fork it describes", reported)
-    return build(f.ForkClosed, where, run=ctx.run, fork=group.fork_id, outcome=outcome, value=value, error=error)
+            raise invalid(
+                ctx.ablation.doc.where("value"),
+                f"{value!r}, the value of the fork it describes",
+                reported,
+            )
+    return build(
+        f.ForkClosed,
+        where,
+        run=ctx.run,
+        fork=group.fork_id,
+        outcome=outcome,
+        value=value,
+        error=error,
+    )

@@ -35,7 +35,15 @@ from ...domain.vocabulary import ROOT_NODE, STAGES
 from .fields import Fields, build, invalid
 from .pr_tree import Tree
 
-ENTRY_FIELDS = ("environment_ref", "sandbox_ref", "layers", "exchanges_completed", "ephemeral", "exported", "export_error")
+ENTRY_FIELDS = (
+    "environment_ref",
+    "sandbox_ref",
+    "layers",
+    "exchanges_completed",
+    "ephemeral",
+    "exported",
+    "export_error",
+)
 EXPORT_FIELDS = ("path", "sha256", "image_id")
 
 
@@ -70,8 +78,11 @@ def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
         if node.stage == stage:
             return node.id
     for node in linear:
-        if node.snapshot is not None and (sandbox_ref or environment_ref) and \
-                (node.snapshot.sandbox, node.snapshot.environment) == (sandbox_ref, environment_ref):
+        if (
+            node.snapshot is not None
+            and (sandbox_ref or environment_ref)
+            and (node.snapshot.sandbox, node.snapshot.environment) == (sandbox_ref, environment_ref)
+        ):
             return node.id
     return None
 
@@ -79,8 +90,12 @@ def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
 def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
     """The node each registry stage was captured on (see the module docstring)."""
     if tree.absent:
-        return {stage: ROOT_NODE for stage in docs}
-    placed = {stage: node for stage in docs if (node := matching_node(tree, stage, docs[stage])) is not None}
+        return dict.fromkeys(docs, ROOT_NODE)
+    placed = {
+        stage: node
+        for stage in docs
+        if (node := matching_node(tree, stage, docs[stage])) is not None
+    }
     linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
     for stage in sorted(docs, key=lambda s: s == "post-research"):  # the verify node first
         if stage in placed:
@@ -93,9 +108,12 @@ def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
         elif verify_node is not None:
             placed[stage] = verify_node
         else:
-            raise invalid(docs[stage].where(), f"a node of {tree.file} tagged {stage!r} or holding its snapshot refs "
-                          "(benchflow captures it wherever the cursor was, so nothing else places it)",
-                          "no such node; check that tree.json and stage_snapshots.json come from the same run")
+            raise invalid(
+                docs[stage].where(),
+                f"a node of {tree.file} tagged {stage!r} or holding its snapshot refs "
+                "(benchflow captures it wherever the cursor was, so nothing else places it)",
+                "no such node; check that tree.json and stage_snapshots.json come from the same run",
+            )
     return placed
 
 
@@ -103,29 +121,64 @@ def stage_entry(run: str, stage: str, doc: Fields, node: str) -> StageEntry:
     doc.only(ENTRY_FIELDS)
     sandbox_ref, environment_ref = doc.string("sandbox_ref"), doc.string("environment_ref")
     layers = doc.items("layers")
-    mark = build(f.StageMarked, doc.where(), run=run, stage=stage, node=node,
-                 exchanges_completed=doc.integer("exchanges_completed"), layers=layers,
-                 sandbox_ref=sandbox_ref, environment_ref=environment_ref)
+    mark = build(
+        f.StageMarked,
+        doc.where(),
+        run=run,
+        stage=stage,
+        node=node,
+        exchanges_completed=doc.integer("exchanges_completed"),
+        layers=layers,
+        sandbox_ref=sandbox_ref,
+        environment_ref=environment_ref,
+    )
     return StageEntry(stage, mark, lifetime(doc, sandbox_ref, environment_ref), doc.data)
 
 
 def lifetime(doc: Fields, sandbox_ref: str | None, environment_ref: str | None) -> list[f.Fact]:
-    ephemeral, exported, export_error = doc.boolean("ephemeral"), doc.obj("exported"), doc.string("export_error")
+    ephemeral, exported, export_error = (
+        doc.boolean("ephemeral"),
+        doc.obj("exported"),
+        doc.string("export_error"),
+    )
     primary = sandbox_ref or environment_ref
     whole_entry = [ref for ref in (sandbox_ref, environment_ref) if ref]
-    if (ephemeral is not None or exported is not None or export_error is not None) and primary is None:
-        raise invalid(doc.where("ephemeral"), "lifetime annotations only on an entry that captured a snapshot", doc.data)
+    if (
+        ephemeral is not None or exported is not None or export_error is not None
+    ) and primary is None:
+        raise invalid(
+            doc.where("ephemeral"),
+            "lifetime annotations only on an entry that captured a snapshot",
+            doc.data,
+        )
     facts: list[f.Fact] = []
     if exported is not None:
         if ephemeral:
-            raise invalid(doc.where("exported"), "no export record on an entry marked ephemeral: true", exported.data)
+            raise invalid(
+                doc.where("exported"),
+                "no export record on an entry marked ephemeral: true",
+                exported.data,
+            )
         exported.only(EXPORT_FIELDS)
-        facts.append(build(f.SnapshotExported, exported.where(), ref=primary, path=exported.text("path"),
-                           sha256=exported.text("sha256"), image_id=exported.string("image_id")))
+        facts.append(
+            build(
+                f.SnapshotExported,
+                exported.where(),
+                ref=primary,
+                path=exported.text("path"),
+                sha256=exported.text("sha256"),
+                image_id=exported.string("image_id"),
+            )
+        )
     if ephemeral:
-        facts += [build(f.SnapshotDiscarded, doc.where("ephemeral"), ref=ref) for ref in whole_entry]
+        facts += [
+            build(f.SnapshotDiscarded, doc.where("ephemeral"), ref=ref) for ref in whole_entry
+        ]
     if export_error is not None:
-        facts += [build(f.SnapshotExportFailed, doc.where("export_error"), ref=ref, error=export_error) for ref in whole_entry]
+        facts += [
+            build(f.SnapshotExportFailed, doc.where("export_error"), ref=ref, error=export_error)
+            for ref in whole_entry
+        ]
     return facts
 
 
@@ -133,12 +186,21 @@ def tree_stage(run: str, tree: Tree, stage: str) -> StageEntry:
     """A stage described only by the tree (no registry): the tagged node's refs, exchanges unknown."""
     node = next(n for n in tree.nodes if n.stage == stage and not tree.under_fork(n.id))
     refs = node.snapshot or f.SnapshotRefs()
-    mark = build(f.StageMarked, node.where, run=run, stage=stage, node=node.id,
-                 sandbox_ref=refs.sandbox, environment_ref=refs.environment)
+    mark = build(
+        f.StageMarked,
+        node.where,
+        run=run,
+        stage=stage,
+        node=node.id,
+        sandbox_ref=refs.sandbox,
+        environment_ref=refs.environment,
+    )
     return StageEntry(stage, mark, [], None)
 
 
-def stage_entries(run: str, tree: Tree, registry: dict[str, Fields] | None, extra: dict[str, Fields]) -> list[StageEntry]:
+def stage_entries(
+    run: str, tree: Tree, registry: dict[str, Fields] | None, extra: dict[str, Fields]
+) -> list[StageEntry]:
     """Every stage of the run in lifecycle order; `extra` are entries known only from ablation.json."""
     docs = dict(extra)
     docs.update(registry or {})
@@ -150,7 +212,10 @@ def stage_entries(run: str, tree: Tree, registry: dict[str, Fields] | None, extr
         if node.stage is None or node.stage in entries or tree.under_fork(node.id):
             continue
         if registry is not None:
-            raise invalid(f"{node.where}.stage", f"a stage recorded in stage_snapshots.json (it records {list(registry)})",
-                          node.stage)
+            raise invalid(
+                f"{node.where}.stage",
+                f"a stage recorded in stage_snapshots.json (it records {list(registry)})",
+                node.stage,
+            )
         entries[node.stage] = tree_stage(run, tree, node.stage)
     return [entries[stage] for stage in STAGES if stage in entries]

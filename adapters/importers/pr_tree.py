@@ -20,7 +20,17 @@ from ...domain import facts as f
 from ...domain.vocabulary import ROOT_NODE, STAGES
 from .fields import Fields, build, invalid
 
-NODE_FIELDS = ("id", "parent", "stage", "snapshot", "reward", "unscored", "value", "delta", "delta_execution")
+NODE_FIELDS = (
+    "id",
+    "parent",
+    "stage",
+    "snapshot",
+    "reward",
+    "unscored",
+    "value",
+    "delta",
+    "delta_execution",
+)
 NUMBERED = re.compile(r"^n([0-9]{1,9})$")
 
 
@@ -73,9 +83,15 @@ class Tree:
             siblings = [n for n in self.nodes if n.parent == parent.id]
             run: list[TreeNode] = []
             for node in [*siblings, None]:
-                if run and (node is None or node.delta is None or fork_point(node) != fork_point(run[0])):
+                if run and (
+                    node is None or node.delta is None or fork_point(node) != fork_point(run[0])
+                ):
                     count = sum(g.node == parent.id for g in groups)
-                    groups.append(ForkGroup(parent.id if count == 0 else f"{parent.id}.{count + 1}", parent.id, run))
+                    groups.append(
+                        ForkGroup(
+                            parent.id if count == 0 else f"{parent.id}.{count + 1}", parent.id, run
+                        )
+                    )
                     run = []
                 if node is not None and node.delta is not None:
                     run.append(node)
@@ -88,7 +104,12 @@ def refs(doc: Fields | None) -> f.SnapshotRefs | None:
     if doc is None:
         return None
     doc.only(("environment", "sandbox"))
-    return build(f.SnapshotRefs, doc.where(), environment=doc.string("environment"), sandbox=doc.string("sandbox"))
+    return build(
+        f.SnapshotRefs,
+        doc.where(),
+        environment=doc.string("environment"),
+        sandbox=doc.string("sandbox"),
+    )
 
 
 def parse_tree(document: object, file: str) -> Tree:
@@ -96,8 +117,12 @@ def parse_tree(document: object, file: str) -> Tree:
     top.schema_version()
     top.only(("schema_version", "cut_point", "nodes"))
     if top.raw("cut_point") is not None:
-        raise invalid(top.where("cut_point"), "null (benchflow never writes a tree-level cut point; the continue-run "
-                      "source block carries it)", top.raw("cut_point"))
+        raise invalid(
+            top.where("cut_point"),
+            "null (benchflow never writes a tree-level cut point; the continue-run "
+            "source block carries it)",
+            top.raw("cut_point"),
+        )
     nodes: list[TreeNode] = []
     seen: set[str] = set()
     for doc in top.objects("nodes", required=True):
@@ -108,28 +133,54 @@ def parse_tree(document: object, file: str) -> Tree:
             raise invalid(doc.where("id"), "a node id used once", node_id)
         if not nodes:
             if parent is not None or node_id != ROOT_NODE:
-                raise invalid(doc.where("id"), f"the first node to be {ROOT_NODE!r} with parent null", doc.data)
+                raise invalid(
+                    doc.where("id"),
+                    f"the first node to be {ROOT_NODE!r} with parent null",
+                    doc.data,
+                )
         elif parent is None or parent not in seen:
-            raise invalid(doc.where("parent"), f"the id of a node listed before it, one of {sorted(seen)}", parent)
+            raise invalid(
+                doc.where("parent"),
+                f"the id of a node listed before it, one of {sorted(seen)}",
+                parent,
+            )
         stage = doc.string("stage")
         if stage is not None and stage not in STAGES:
             raise invalid(doc.where("stage"), f"one of {list(STAGES)} or null", stage)
         delta = doc.obj("delta")
         delta_execution = doc.string("delta_execution")
         if delta_execution is not None and (delta is None or delta_execution != "fresh-rollout"):
-            raise invalid(doc.where("delta_execution"), "'fresh-rollout', and only on a branch child (a node with a delta)",
-                          delta_execution)
+            raise invalid(
+                doc.where("delta_execution"),
+                "'fresh-rollout', and only on a branch child (a node with a delta)",
+                delta_execution,
+            )
         reward, unscored = doc.number("reward"), doc.string("unscored")
         if (reward is not None or unscored is not None) and delta is None:
-            raise invalid(doc.where("reward" if reward is not None else "unscored"),
-                          "an outcome only on a branch child (a node with a delta)", doc.data)
+            raise invalid(
+                doc.where("reward" if reward is not None else "unscored"),
+                "an outcome only on a branch child (a node with a delta)",
+                doc.data,
+            )
         if reward is not None and unscored is not None:
             raise invalid(doc.where("unscored"), "either reward or unscored, never both", doc.data)
-        nodes.append(TreeNode(
-            id=node_id, parent=parent, stage=stage, snapshot=refs(doc.obj("snapshot")), reward=reward, unscored=unscored,
-            value=doc.number("value"), has_value=doc.raw("value") is not None,
-            delta=build(f.Delta, doc.where("delta"), **delta.data) if delta is not None else None,
-            delta_execution=delta_execution, where=doc.where()))
+        nodes.append(
+            TreeNode(
+                id=node_id,
+                parent=parent,
+                stage=stage,
+                snapshot=refs(doc.obj("snapshot")),
+                reward=reward,
+                unscored=unscored,
+                value=doc.number("value"),
+                has_value=doc.raw("value") is not None,
+                delta=build(f.Delta, doc.where("delta"), **delta.data)
+                if delta is not None
+                else None,
+                delta_execution=delta_execution,
+                where=doc.where(),
+            )
+        )
         seen.add(node_id)
     numbered = all(n.id == ROOT_NODE or NUMBERED.match(n.id) for n in nodes)
     for index, node in enumerate(nodes):
@@ -140,5 +191,8 @@ def parse_tree(document: object, file: str) -> Tree:
 
 def root_only() -> Tree:
     """The tree of a run that never branched (benchflow writes tree.json only after a branch)."""
-    return Tree([TreeNode(ROOT_NODE, None, None, None, None, None, None, None, None, "tree.json (absent)")], "tree.json",
-                absent=True)
+    return Tree(
+        [TreeNode(ROOT_NODE, None, None, None, None, None, None, None, None, "tree.json (absent)")],
+        "tree.json",
+        absent=True,
+    )

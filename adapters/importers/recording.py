@@ -24,8 +24,11 @@ def _is_exchange(line: bytes) -> bool:
         document = json.loads(line)
     except (ValueError, RecursionError):  # benchflow skips a line it cannot parse
         return False
-    return isinstance(document, dict) and isinstance(document.get("request"), dict) and \
-        isinstance(document.get("response"), dict)
+    return (
+        isinstance(document, dict)
+        and isinstance(document.get("request"), dict)
+        and isinstance(document.get("response"), dict)
+    )
 
 
 def exchanges_recorded(folder: RunFolder) -> int | None:
@@ -37,11 +40,18 @@ def exchanges_recorded(folder: RunFolder) -> int | None:
     count = 0
     try:
         with open(path, "rb") as handle:
-            for number, line in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            for number, line in enumerate(
+                iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1
+            ):
                 if len(line) > MAX_LINE_BYTES:
-                    raise InvalidInput(f"{path}, line {number}: expected an LLM exchange of at most {MAX_LINE_BYTES} "
-                                       "bytes, found a longer line", hint=NOTHING_APPENDED)
+                    raise InvalidInput(
+                        f"{path}, line {number}: expected an LLM exchange of at most {MAX_LINE_BYTES} "
+                        "bytes, found a longer line",
+                        hint=NOTHING_APPENDED,
+                    )
                 count += bool(line.strip()) and _is_exchange(line)
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED
+        ) from None
     return count

@@ -17,12 +17,12 @@ import hashlib
 import json
 import os
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import strict_json
 from ...domain.errors import InvalidInput, MalformedJSON
+from .. import strict_json
 
 #: Largest JSON file an importer reads into memory (read at call time, so tests can lower it).
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -52,7 +52,8 @@ class RunFolder:
         if real != self.containment and self.containment not in real.parents:
             raise InvalidInput(
                 f"{path}: expected a file inside {self.containment}, found a link that resolves to {real} outside it",
-                hint="importers never follow links out of a run directory; " + NOTHING_APPENDED)
+                hint="importers never follow links out of a run directory; " + NOTHING_APPENDED,
+            )
 
     def exists(self, relative: str | Path) -> bool:
         return self.resolve(relative) is not None
@@ -110,7 +111,9 @@ class RunFolder:
                 elif stat.S_ISREG(mode):
                     found.append((full.relative_to(base).as_posix(), full))
                 elif not stat.S_ISDIR(mode):
-                    left_out.append(f"{full.relative_to(base).as_posix()} (a FIFO, device or socket)")
+                    left_out.append(
+                        f"{full.relative_to(base).as_posix()} (a FIFO, device or socket)"
+                    )
         return sorted(found), sorted(left_out)
 
 
@@ -119,12 +122,16 @@ def require_regular(path: Path) -> None:
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED
+        ) from None
     if stat.S_ISDIR(mode):
         raise InvalidInput(f"{path}: expected a file, found a directory", hint=NOTHING_APPENDED)
     if not stat.S_ISREG(mode):
-        raise InvalidInput(f"{path}: expected a regular file, found a special file (FIFO, device or socket)",
-                           hint=NOTHING_APPENDED)
+        raise InvalidInput(
+            f"{path}: expected a regular file, found a special file (FIFO, device or socket)",
+            hint=NOTHING_APPENDED,
+        )
 
 
 def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
@@ -134,29 +141,44 @@ def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > cap:
-                raise InvalidInput(f"{path}: expected a JSON file of at most {cap} bytes, found {size} bytes",
-                                   hint="run-directory JSON files are small; " + NOTHING_APPENDED)
+                raise InvalidInput(
+                    f"{path}: expected a JSON file of at most {cap} bytes, found {size} bytes",
+                    hint="run-directory JSON files are small; " + NOTHING_APPENDED,
+                )
             data = handle.read(cap + 1)
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED
+        ) from None
     if len(data) > cap:  # the file grew while we read it
-        raise InvalidInput(f"{path}: expected a JSON file of at most {cap} bytes, found more", hint=NOTHING_APPENDED)
+        raise InvalidInput(
+            f"{path}: expected a JSON file of at most {cap} bytes, found more",
+            hint=NOTHING_APPENDED,
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MalformedJSON(f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
-                            hint=NOTHING_APPENDED) from None
+        raise MalformedJSON(
+            f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
+            hint=NOTHING_APPENDED,
+        ) from None
     try:
         return strict_json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedJSON(f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
-                            hint=NOTHING_APPENDED) from None
+        raise MalformedJSON(
+            f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
+            hint=NOTHING_APPENDED,
+        ) from None
     except ValueError as exc:  # a repeated key, an integer past 4,300 digits: JSON, but not evidence we can read one way
-        raise InvalidInput(f"{path}: expected JSON with one value per key and numbers of sane length, found: {exc}",
-                           hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: expected JSON with one value per key and numbers of sane length, found: {exc}",
+            hint=NOTHING_APPENDED,
+        ) from None
     except RecursionError:
-        raise InvalidInput(f"{path}: expected JSON of reasonable depth, found nesting too deep to read",
-                           hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: expected JSON of reasonable depth, found nesting too deep to read",
+            hint=NOTHING_APPENDED,
+        ) from None
 
 
 def sha256_file(path: Path) -> str:
@@ -167,7 +189,9 @@ def sha256_file(path: Path) -> str:
             while chunk := handle.read(CHUNK):
                 digest.update(chunk)
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read to hash it ({exc.strerror})", hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{path}: cannot be read to hash it ({exc.strerror})", hint=NOTHING_APPENDED
+        ) from None
     return "sha256:" + digest.hexdigest()
 
 
@@ -180,19 +204,23 @@ def parse_time(value: Any, where: str) -> datetime:
     (`occurred_at`): a naive time, whose zone its writer never recorded, is read as UTC here only; facts keep the
     text as written (`run.finished.time_zone`)."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{where}: expected a time such as '2026-01-01 12:00:25.000000', found {value!r}",
-                           hint=NOTHING_APPENDED)
+        raise InvalidInput(
+            f"{where}: expected a time such as '2026-01-01 12:00:25.000000', found {value!r}",
+            hint=NOTHING_APPENDED,
+        )
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInput(f"{where}: expected a time such as '2026-01-01 12:00:25.000000' or ISO-8601, found {value!r}",
-                           hint=NOTHING_APPENDED) from None
+        raise InvalidInput(
+            f"{where}: expected a time such as '2026-01-01 12:00:25.000000' or ISO-8601, found {value!r}",
+            hint=NOTHING_APPENDED,
+        ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -35,7 +35,10 @@ from .plan import RunPlan
 from .rundir import read_json_file
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
-    PR: benchflow_pr.import_pr_run, MAINLINE: benchflow_mainline.import_mainline_run, HARBOR: harbor.import_harbor_trial}
+    PR: benchflow_pr.import_pr_run,
+    MAINLINE: benchflow_mainline.import_mainline_run,
+    HARBOR: harbor.import_harbor_trial,
+}
 
 
 def unclassified_still_running(path: Path) -> str | None:
@@ -56,8 +59,11 @@ def unclassified_still_running(path: Path) -> str | None:
 # Whether the harness may still be writing a run, from which files exist (and, for Harbor, result.json's
 # finished_at), before the run's files are parsed.
 STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
-    PR: benchflow_pr.still_running, MAINLINE: result_missing, HARBOR: harbor.still_running,
-    UNREADABLE: unclassified_still_running}
+    PR: benchflow_pr.still_running,
+    MAINLINE: result_missing,
+    HARBOR: harbor.still_running,
+    UNREADABLE: unclassified_still_running,
+}
 Progress = Callable[[int, int, str], None]
 
 
@@ -78,12 +84,20 @@ class ImportSummary:
     runs_unfinished: int = 0  # left out because the harness may still be writing them
     errors: list[Rejection] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    facts: list[tuple[f.Fact, datetime | None]] = field(default_factory=list)  # dry run: what would be appended
+    facts: list[tuple[f.Fact, datetime | None]] = field(
+        default_factory=list
+    )  # dry run: what would be appended
 
     def as_dict(self) -> dict[str, Any]:
-        return {"runs": self.runs, "forks": self.forks, "children": self.children, "events_appended": self.events_appended,
-                "runs_skipped_known": self.runs_skipped_known, "runs_rejected": self.runs_rejected,
-                "runs_unfinished": self.runs_unfinished}
+        return {
+            "runs": self.runs,
+            "forks": self.forks,
+            "children": self.children,
+            "events_appended": self.events_appended,
+            "runs_skipped_known": self.runs_skipped_known,
+            "runs_rejected": self.runs_rejected,
+            "runs_unfinished": self.runs_unfinished,
+        }
 
 
 def in_context(error: LineageError, run: RunDir) -> LineageError:
@@ -95,7 +109,9 @@ def in_context(error: LineageError, run: RunDir) -> LineageError:
     return named
 
 
-def _occurred(entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]) -> list[tuple[f.Fact, datetime | None]]:
+def _occurred(
+    entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]
+) -> list[tuple[f.Fact, datetime | None]]:
     when = {}
     for entry in entries:
         for expanded in expand(entry):
@@ -103,13 +119,23 @@ def _occurred(entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]) -> list[t
     return [(fact, when.get(fact.model_dump_json())) for fact in new_facts]
 
 
-def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False, keep_going: bool = False,
-                unfinished: bool = False, progress: Progress | None = None) -> ImportSummary:
+def import_runs(
+    lineage: Any,
+    paths: list[str | Path],
+    *,
+    dry_run: bool = False,
+    keep_going: bool = False,
+    unfinished: bool = False,
+    progress: Progress | None = None,
+) -> ImportSummary:
     runs = discover(paths)
     if not runs:
-        raise InvalidInput(f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
-                           "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
-                           "trial directories with result.json)", hint="name the jobs folder or a run directory")
+        raise InvalidInput(
+            f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
+            "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
+            "trial directories with result.json)",
+            hint="name the jobs folder or a run directory",
+        )
     summary = ImportSummary()
     for done, run in enumerate(runs):
         if progress:
@@ -117,8 +143,10 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
         why = None if unfinished else STILL_RUNNING[run.kind](run.path)
         if why:
             summary.runs_unfinished += 1
-            summary.warnings.append(f"{run.path}: left out, the run may still be running ({why}); import it once it has "
-                                    "finished, or now with --unfinished")
+            summary.warnings.append(
+                f"{run.path}: left out, the run may still be running ({why}); import it once it has "
+                "finished, or now with --unfinished"
+            )
             continue
         try:
             if run.problem is not None:
@@ -130,7 +158,9 @@ def import_runs(lineage: Any, paths: list[str | Path], *, dry_run: bool = False,
             raise
         except (LineageError, OSError) as exc:
             if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
-                exc = InvalidInput(f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})")
+                exc = InvalidInput(
+                    f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})"
+                )
             summary.runs_rejected += 1
             summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
             if not keep_going:

@@ -20,8 +20,10 @@ from rollout_lineage.domain.errors import StoreUnavailable
 
 DOCKER_SOCKET = Path("/var/run/docker.sock")
 BUSYBOX = Path("/bin/busybox")
-START_HINT = ("start one with `dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs &` "
-              "and wait for /var/run/docker.sock")
+START_HINT = (
+    "start one with `dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs &` "
+    "and wait for /var/run/docker.sock"
+)
 
 
 def _no_engine(reason: str) -> None:
@@ -74,7 +76,9 @@ def test_image(docker_client, tmp_path_factory):
     tar = rootfs_tar(tmp_path_factory.mktemp("rootfs") / "rootfs.tar")
     docker_client.api.import_image_from_file(str(tar), repository=repository, tag="v1")
     yield f"{repository}:v1"
-    for container in docker_client.containers.list(all=True, filters={"ancestor": f"{repository}:v1"}):
+    for container in docker_client.containers.list(
+        all=True, filters={"ancestor": f"{repository}:v1"}
+    ):
         container.remove(force=True)
     for image in docker_client.images.list():
         for tag in image.tags:

@@ -22,8 +22,12 @@ from tests.conftest import Cli, integration_unavailable
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount_point = tmp_path / "small"
     mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16M", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True, check=False)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16M", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if mounted.returncode != 0:
         integration_unavailable(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
     try:
@@ -33,16 +37,25 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fact_file(path: Path, prefix: str, n: int) -> Path:
-    path.write_text("".join(json.dumps({"type": "run.registered", "run": f"jobs/{prefix}__{i}", "task": "t" * 200}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps({"type": "run.registered", "run": f"jobs/{prefix}__{i}", "task": "t" * 200})
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
 def runs(run_cli: Cli) -> int:
-    return int(run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout.splitlines()[1])
+    return int(
+        run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout.splitlines()[1]
+    )
 
 
-def test_a_full_disk_stops_catch_up_cleanly_and_it_resumes_with_room(small_disk: Path, tmp_path: Path) -> None:
+def test_a_full_disk_stops_catch_up_cleanly_and_it_resumes_with_room(
+    small_disk: Path, tmp_path: Path
+) -> None:
     run_cli = Cli(small_disk, store=f"sqlite:///{tmp_path / 'log' / 'events.sqlite'}")
     run_cli("ingest", str(fact_file(tmp_path / "a.jsonl", "a", 200)))
     assert runs(run_cli) == 200
@@ -51,7 +64,11 @@ def test_a_full_disk_stops_catch_up_cleanly_and_it_resumes_with_room(small_disk:
     run_cli("ingest", str(fact_file(tmp_path / "b.jsonl", "b", 3000)))
 
     result = run_cli("sql", "SELECT count(*) FROM runs", ok=False)
-    assert result.exit_code == 4 and "No space left on device" in result.stderr and "free space" in result.stderr
+    assert (
+        result.exit_code == 4
+        and "No space left on device" in result.stderr
+        and "free space" in result.stderr
+    )
     assert "Traceback" not in result.output
 
     os.remove(filler)

@@ -7,14 +7,15 @@ fake SDK client, so they run everywhere.
 from __future__ import annotations
 
 import hashlib
+from typing import ClassVar
 
 import pytest
 import urllib3.exceptions
-from tests.integration.docker_helpers import BUSYBOX, docker_client, docker_engine, test_image  # noqa: F401 -- pytest fixtures
 
 from rollout_lineage.adapters.docker_engine import DockerEngine, DockerEngineError
 from rollout_lineage.adapters.snapshot_tar import verify_tar
 from rollout_lineage.domain.errors import InvalidInput, StoreUnavailable
+from tests.integration.docker_helpers import BUSYBOX
 
 
 def file_sha256(path) -> str:
@@ -38,10 +39,14 @@ def test_ping_and_resolving_references(docker_engine, docker_client, test_image)
 
 
 @pytest.mark.docker
-def test_save_to_writes_a_tar_that_verifies_offline(docker_engine, docker_client, test_image, tmp_path):
+def test_save_to_writes_a_tar_that_verifies_offline(
+    docker_engine, docker_client, test_image, tmp_path
+):
     path, tar_sha256, size = docker_engine.save_to(test_image, tmp_path, "snap.tar")
     assert path == tmp_path / "snap.tar"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap.tar"]  # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "snap.tar"
+    ]  # no temporary file left behind
     assert (tar_sha256, size) == (file_sha256(path), path.stat().st_size)
     report = verify_tar(path)
     assert report.problems == ()
@@ -68,8 +73,12 @@ def test_removed_image_loads_back_with_the_same_id(docker_engine, test_image, tm
 def test_commit_a_container_into_a_new_image(docker_engine, docker_client, test_image, tmp_path):
     repository = test_image.split(":")[0] + "-committed"
     if BUSYBOX.exists():  # a real change on disk, so the commit adds a layer
-        container = docker_client.containers.run(test_image, ["/bin/sh", "-c", "echo changed > /changed.txt"],
-                                                 network_mode="none", detach=True)
+        container = docker_client.containers.run(
+            test_image,
+            ["/bin/sh", "-c", "echo changed > /changed.txt"],
+            network_mode="none",
+            detach=True,
+        )
         assert container.wait(timeout=60)["StatusCode"] == 0
     else:
         container = docker_client.containers.create(test_image, ["/hello.txt"], network_mode="none")
@@ -115,7 +124,7 @@ def test_file_name_must_not_leave_dest_dir(tmp_path):
 
 
 class _BrokenStreamImage:
-    tags = ["snap:v1"]
+    tags: ClassVar[list[str]] = ["snap:v1"]
 
     def save(self, chunk_size, named):
         yield b"x" * 1000
@@ -123,7 +132,7 @@ class _BrokenStreamImage:
 
 
 class _FakeClient:
-    class images:  # noqa: N801 -- mirrors the SDK attribute
+    class images:
         @staticmethod
         def get(ref):
             return _BrokenStreamImage()

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import Cli
-from tests.integration.docker_helpers import (BUSYBOX, docker_client, docker_engine, rootfs_tar,  # noqa: F401 -- fixtures
-                                              test_image)
+from tests.integration.docker_helpers import (
+    BUSYBOX,
+    rootfs_tar,
+)
 
 RUN = "jobs/snap-task__1"
 
@@ -31,8 +34,9 @@ def sha(path: Path) -> str:
 def commit_a_change(docker_engine, docker_client, image: str, repository: str) -> str:
     """Run a container of `image` that changes a file, and commit it as `repository:latest` (returns the id)."""
     if BUSYBOX.exists():
-        container = docker_client.containers.run(image, ["/bin/sh", "-c", "echo captured > /stage.txt"],
-                                                 network_mode="none", detach=True)
+        container = docker_client.containers.run(
+            image, ["/bin/sh", "-c", "echo captured > /stage.txt"], network_mode="none", detach=True
+        )
         assert container.wait(timeout=60)["StatusCode"] == 0
     else:
         container = docker_client.containers.create(image, ["/hello.txt"], network_mode="none")
@@ -49,12 +53,21 @@ def ingest(run_cli: Cli, tmp_path: Path, facts: list[dict]) -> None:
 
 
 def capture(run_cli: Cli, tmp_path: Path, ref: str, run_dir: Path) -> None:
-    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "snap-task", "run_dir": str(run_dir)},
-                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": ref}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "snap-task", "run_dir": str(run_dir)},
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": ref},
+        ],
+    )
 
 
 def log_facts(run_cli: Cli, fact_type: str) -> list[dict]:
-    return [json.loads(line)["fact"] for line in run_cli("log", "--type", fact_type, "--format", "jsonl").stdout.splitlines()]
+    return [
+        json.loads(line)["fact"]
+        for line in run_cli("log", "--type", fact_type, "--format", "jsonl").stdout.splitlines()
+    ]
 
 
 def engine_name(docker_client) -> str:
@@ -66,32 +79,57 @@ def engine_name(docker_client) -> str:
 
 
 @pytest.mark.docker
-def test_round_trip_commit_export_remove_import(docker_engine, docker_client, test_image, run_cli, tmp_path):
-    ref = test_image.split(":")[0] + "-snap"  # untagged, as benchflow names sandbox refs; docker saves it as :latest
+def test_round_trip_commit_export_remove_import(
+    docker_engine, docker_client, test_image, run_cli, tmp_path
+):
+    ref = (
+        test_image.split(":")[0] + "-snap"
+    )  # untagged, as benchflow names sandbox refs; docker saves it as :latest
     image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
     run_dir = tmp_path / "run"
     capture(run_cli, tmp_path, ref, run_dir)
 
-    exported = json.loads(run_cli("snapshots", "export", ref, "--to", str(run_dir / "snapshots"), "--format", "json").stdout)
+    exported = json.loads(
+        run_cli(
+            "snapshots", "export", ref, "--to", str(run_dir / "snapshots"), "--format", "json"
+        ).stdout
+    )
     tar = run_dir / "snapshots" / f"{ref}.tar"
-    assert [(row["status"], row["tar_path"], row["image_id"]) for row in exported] == [("exported", str(tar), image_id)]
-    assert sorted(p.name for p in tar.parent.iterdir()) == [tar.name]  # no staged or partial file left behind
-    assert log_facts(run_cli, "snapshot.exported") == [{"ref": ref, "path": str(tar), "sha256": sha(tar), "image_id": image_id}]
+    assert [(row["status"], row["tar_path"], row["image_id"]) for row in exported] == [
+        ("exported", str(tar), image_id)
+    ]
+    assert sorted(p.name for p in tar.parent.iterdir()) == [
+        tar.name
+    ]  # no staged or partial file left behind
+    assert log_facts(run_cli, "snapshot.exported") == [
+        {"ref": ref, "path": str(tar), "sha256": sha(tar), "image_id": image_id}
+    ]
 
     assert docker_engine.remove_image(ref) is True
     assert docker_engine.image_id(ref) is None
     imported = json.loads(run_cli("snapshots", "import", "--run", RUN, "--format", "json").stdout)
-    assert [(row["ref"], row["status"], row["image_id"]) for row in imported] == [(ref, "imported", image_id)]
+    assert [(row["ref"], row["status"], row["image_id"]) for row in imported] == [
+        (ref, "imported", image_id)
+    ]
     assert docker_engine.image_id(ref) == image_id
-    assert log_facts(run_cli, "snapshot.imported") == [{"ref": ref, "engine": engine_name(docker_client), "image_id": image_id,
-                                                        "tar_sha256": sha(tar), "tar_path": str(tar)}]
+    assert log_facts(run_cli, "snapshot.imported") == [
+        {
+            "ref": ref,
+            "engine": engine_name(docker_client),
+            "image_id": image_id,
+            "tar_sha256": sha(tar),
+            "tar_path": str(tar),
+        }
+    ]
     shown = json.loads(run_cli("snapshots", "show", ref, "--format", "json").stdout)
     assert (shown["snapshot"]["lifetime"], shown["snapshot"]["restorable"]) == ("imported", True)
     assert [event["kind"] for event in shown["events"]] == ["captured", "exported", "imported"]
 
 
 @pytest.mark.docker
-def test_bare_tar_matching_a_recorded_export_imports(docker_engine, docker_client, test_image, run_cli, tmp_path):
+def test_bare_tar_matching_a_recorded_export_imports(
+    docker_engine, docker_client, test_image, run_cli, tmp_path
+):
     ref = test_image.split(":")[0] + "-bare"
     image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
     capture(run_cli, tmp_path, ref, tmp_path / "run")
@@ -114,14 +152,26 @@ def test_adopting_an_unrecorded_tar(docker_engine, docker_client, test_image, ru
     docker_engine.remove_image(ref)
     refused = run_cli("snapshots", "import", str(tar), ok=False)
     assert refused.exit_code == 1 and docker_engine.image_id(ref) is None
-    adopted = json.loads(run_cli("snapshots", "import", str(tar), "--adopt", "--format", "json").stdout)
-    assert [(row["ref"], row["status"], row["image_id"]) for row in adopted] == [(ref, "adopted", image_id)]
+    adopted = json.loads(
+        run_cli("snapshots", "import", str(tar), "--adopt", "--format", "json").stdout
+    )
+    assert [(row["ref"], row["status"], row["image_id"]) for row in adopted] == [
+        (ref, "adopted", image_id)
+    ]
     assert docker_engine.image_id(ref) == image_id
-    assert log_facts(run_cli, "snapshot.adopted") == [{"ref": ref, "tar_sha256": sha(tar), "image_id": image_id,
-                                                       "tar_path": str(tar)}]
+    assert log_facts(run_cli, "snapshot.adopted") == [
+        {"ref": ref, "tar_sha256": sha(tar), "image_id": image_id, "tar_path": str(tar)}
+    ]
     [row] = json.loads(run_cli("snapshots", "list", "--format", "json").stdout)
-    assert (row["ref"], row["adopted"], row["lifetime"], row["run"]) == (ref, True, "imported", None)
-    again = json.loads(run_cli("snapshots", "import", str(tar), "--format", "json").stdout)  # now the log knows it
+    assert (row["ref"], row["adopted"], row["lifetime"], row["run"]) == (
+        ref,
+        True,
+        "imported",
+        None,
+    )
+    again = json.loads(
+        run_cli("snapshots", "import", str(tar), "--format", "json").stdout
+    )  # now the log knows it
     assert [row["status"] for row in again] == ["imported"]
 
 
@@ -141,7 +191,9 @@ def genuine(docker_engine, docker_client, tmp_path_factory):
     """A real export of a committed container; its image is removed, so any load would show in the image list."""
     repository = f"lineage-hostile-{uuid.uuid4().hex[:10]}"
     folder = tmp_path_factory.mktemp("genuine")
-    docker_client.api.import_image_from_file(str(rootfs_tar(folder / "rootfs.tar")), repository=f"{repository}-base", tag="v1")
+    docker_client.api.import_image_from_file(
+        str(rootfs_tar(folder / "rootfs.tar")), repository=f"{repository}-base", tag="v1"
+    )
     image_id = commit_a_change(docker_engine, docker_client, f"{repository}-base:v1", repository)
     tar, _, _ = docker_engine.save_to(repository, folder, "genuine.tar")
     docker_engine.remove_image(repository)
@@ -152,7 +204,10 @@ def genuine(docker_engine, docker_client, tmp_path_factory):
 
 def members(tar: Path) -> list[tuple[tarfile.TarInfo, bytes]]:
     with tarfile.open(tar) as archive:
-        return [(info, archive.extractfile(info).read() if info.isreg() else b"") for info in archive.getmembers()]
+        return [
+            (info, archive.extractfile(info).read() if info.isreg() else b"")
+            for info in archive.getmembers()
+        ]
 
 
 def rebuild(entries: list[tuple[tarfile.TarInfo, bytes]], dest: Path) -> Path:
@@ -172,7 +227,9 @@ def replaced(entries, name: str, data: bytes):
     return [(info, data if info.name == name else old) for info, old in entries]
 
 
-def extra(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "", data: bytes = b"") -> tuple[tarfile.TarInfo, bytes]:
+def extra(
+    name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "", data: bytes = b""
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.size = kind, linkname, len(data)
     return info, data
@@ -197,8 +254,11 @@ def truncated(g: Genuine, dest: Path) -> Path:
 def missing_config(g: Genuine, dest: Path) -> Path:
     entries = members(g.tar)
     images = manifest(entries)
-    images[0]["Config"] = ("blobs/sha256/" if images[0]["Config"].startswith("blobs/") else "") + "0" * 64 + (
-        "" if images[0]["Config"].startswith("blobs/") else ".json")
+    images[0]["Config"] = (
+        ("blobs/sha256/" if images[0]["Config"].startswith("blobs/") else "")
+        + "0" * 64
+        + ("" if images[0]["Config"].startswith("blobs/") else ".json")
+    )
     return rebuild(replaced(entries, "manifest.json", json.dumps(images).encode()), dest)
 
 
@@ -222,7 +282,10 @@ def symlink_member(g: Genuine, dest: Path) -> Path:
 
 def duplicate_member(g: Genuine, dest: Path) -> Path:
     entries = members(g.tar)
-    return rebuild([*entries, next((info, data) for info, data in entries if info.name == "manifest.json")], dest)
+    return rebuild(
+        [*entries, next((info, data) for info, data in entries if info.name == "manifest.json")],
+        dest,
+    )
 
 
 HOSTILE = {
@@ -236,7 +299,9 @@ HOSTILE = {
 }
 
 
-def assert_rejected(run_cli: Cli, docker_engine, args: tuple[str, ...], needle: str, tar: Path) -> None:
+def assert_rejected(
+    run_cli: Cli, docker_engine, args: tuple[str, ...], needle: str, tar: Path
+) -> None:
     before = docker_engine.list_image_ids()
     result = run_cli("snapshots", "import", *args, "--format", "json", ok=False)
     assert result.exit_code == 3, result.stderr
@@ -251,24 +316,50 @@ def assert_rejected(run_cli: Cli, docker_engine, args: tuple[str, ...], needle: 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("name", HOSTILE)
-def test_hostile_archive_recorded_as_the_export_is_rejected(name, genuine, docker_engine, run_cli, tmp_path):
+def test_hostile_archive_recorded_as_the_export_is_rejected(
+    name, genuine, docker_engine, run_cli, tmp_path
+):
     derive, needle = HOSTILE[name]
     hostile = derive(genuine, tmp_path / f"{name}.tar")
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
-    ingest(run_cli, tmp_path, [{"type": "snapshot.exported", "ref": genuine.ref, "path": str(hostile),
-                                "sha256": sha(hostile), "image_id": genuine.image_id}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {
+                "type": "snapshot.exported",
+                "ref": genuine.ref,
+                "path": str(hostile),
+                "sha256": sha(hostile),
+                "image_id": genuine.image_id,
+            }
+        ],
+    )
     assert_rejected(run_cli, docker_engine, ("--run", RUN), needle, hostile)
     assert docker_engine.image_id(genuine.ref) is None
 
 
 @pytest.mark.docker
-def test_tampered_copy_of_the_recorded_export_is_rejected_on_its_digest(genuine, docker_engine, run_cli, tmp_path):
+def test_tampered_copy_of_the_recorded_export_is_rejected_on_its_digest(
+    genuine, docker_engine, run_cli, tmp_path
+):
     tar = tmp_path / "snapshots" / "genuine.tar"
     tar.parent.mkdir()
     tar.write_bytes(genuine.tar.read_bytes())
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
-    ingest(run_cli, tmp_path, [{"type": "snapshot.exported", "ref": genuine.ref, "path": str(tar), "sha256": sha(tar),
-                                "image_id": genuine.image_id}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {
+                "type": "snapshot.exported",
+                "ref": genuine.ref,
+                "path": str(tar),
+                "sha256": sha(tar),
+                "image_id": genuine.image_id,
+            }
+        ],
+    )
     flipped_byte_in_a_layer(genuine, tar)
     assert_rejected(run_cli, docker_engine, ("--run", RUN), "the file is not the one exported", tar)
 
@@ -276,16 +367,51 @@ def test_tampered_copy_of_the_recorded_export_is_rejected_on_its_digest(genuine,
 @pytest.mark.docker
 def test_recorded_image_id_that_differs_is_rejected(genuine, docker_engine, run_cli, tmp_path):
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
-    ingest(run_cli, tmp_path, [{"type": "snapshot.exported", "ref": genuine.ref, "path": str(genuine.tar),
-                                "sha256": sha(genuine.tar), "image_id": genuine.base_id}])  # another real world
-    assert_rejected(run_cli, docker_engine, ("--run", RUN), f"has image {genuine.base_id} (a different world)",
-                    genuine.tar)
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {
+                "type": "snapshot.exported",
+                "ref": genuine.ref,
+                "path": str(genuine.tar),
+                "sha256": sha(genuine.tar),
+                "image_id": genuine.base_id,
+            }
+        ],
+    )  # another real world
+    assert_rejected(
+        run_cli,
+        docker_engine,
+        ("--run", RUN),
+        f"has image {genuine.base_id} (a different world)",
+        genuine.tar,
+    )
 
 
 @pytest.mark.docker
-def test_hostile_bare_tar_claiming_a_recorded_ref_is_rejected(genuine, docker_engine, run_cli, tmp_path):
+def test_hostile_bare_tar_claiming_a_recorded_ref_is_rejected(
+    genuine, docker_engine, run_cli, tmp_path
+):
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
-    ingest(run_cli, tmp_path, [{"type": "snapshot.exported", "ref": genuine.ref, "path": str(genuine.tar),
-                                "sha256": sha(genuine.tar), "image_id": genuine.image_id}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {
+                "type": "snapshot.exported",
+                "ref": genuine.ref,
+                "path": str(genuine.tar),
+                "sha256": sha(genuine.tar),
+                "image_id": genuine.image_id,
+            }
+        ],
+    )
     hostile = symlink_member(genuine, tmp_path / "symlink.tar")
-    assert_rejected(run_cli, docker_engine, (str(hostile),), f"claims to be recorded snapshot '{genuine.ref}'", hostile)
+    assert_rejected(
+        run_cli,
+        docker_engine,
+        (str(hostile),),
+        f"claims to be recorded snapshot '{genuine.ref}'",
+        hostile,
+    )

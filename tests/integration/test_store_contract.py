@@ -19,7 +19,7 @@ def test_record_idempotence_conflicts_and_verify(store_url: str, tmp_path: Path)
         first = lineage.record(ablate_run_facts())
         assert first.position == first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
         assert lineage.record(ablate_run_facts()).appended == 0
-        with pytest.raises(ConflictingFact, match="reward: recorded 1.0, now 0.5"):
+        with pytest.raises(ConflictingFact, match=r"reward: recorded 1\.0, now 0\.5"):
             lineage.record([f.ChildScored(run=ABLATE_RUN, fork="root", index=0, reward=0.5)])
         assert lineage.position() == first.position
         report = lineage.verify()
@@ -32,7 +32,9 @@ def test_exports_are_identical_on_every_backend(store_url: str, tmp_path: Path) 
         lineage.record(ablate_run_facts())
         lineage.record(nightly_run_facts())
     exported = run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout
-    assert exported == (EXAMPLES / "pr-layout/ablate-2026-11-02__10-15-00/ablation.json").read_text()
+    assert (
+        exported == (EXAMPLES / "pr-layout/ablate-2026-11-02__10-15-00/ablation.json").read_text()
+    )
     head = run_cli("head").stdout.strip()
     run_cli("verify", "--head", head)
 
@@ -41,13 +43,21 @@ def _record_runs(store_url: str, home: str, worker: int, n_runs: int) -> None:
     with open_lineage(store_url, Path(home)) as lineage:
         for i in range(n_runs):
             run = f"w{worker}/run-{i}"
-            lineage.record([f.RunRegistered(run=run, task="t"), f.StageMarked(run=run, stage="env-ready", sandbox_ref=f"snap-{worker}-{i}"),
-                            f.RunScored(run=run, reward=float(i % 2))])
+            lineage.record(
+                [
+                    f.RunRegistered(run=run, task="t"),
+                    f.StageMarked(run=run, stage="env-ready", sandbox_ref=f"snap-{worker}-{i}"),
+                    f.RunScored(run=run, reward=float(i % 2)),
+                ]
+            )
 
 
 def test_two_processes_appending_at_once_lose_nothing(store_url: str, tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_record_runs, args=(store_url, str(tmp_path / "home"), w, 25)) for w in range(2)]
+    workers = [
+        context.Process(target=_record_runs, args=(store_url, str(tmp_path / "home"), w, 25))
+        for w in range(2)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -56,5 +66,12 @@ def test_two_processes_appending_at_once_lose_nothing(store_url: str, tmp_path: 
     run_cli = Cli(tmp_path / "home", store=store_url)
     report = json.loads(run_cli("verify", "--format", "json").stdout)
     assert report["intact"] and report["events"] == 2 * 25 * 4
-    counts = json.loads(run_cli("sql", "SELECT count(*) AS runs, count(DISTINCT run) AS distinct_runs FROM runs", "--format", "json").stdout)
+    counts = json.loads(
+        run_cli(
+            "sql",
+            "SELECT count(*) AS runs, count(DISTINCT run) AS distinct_runs FROM runs",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert counts == [{"runs": 50, "distinct_runs": 50}]

@@ -2,29 +2,48 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 
 from rollout_lineage.cli.main import cli
 
-FORBIDDEN_IN_DOMAIN = ("duckdb", "docker", "click", "sqlite3", "psycopg", "rich", "rollout_lineage.adapters",
-                       "rollout_lineage.projections", "rollout_lineage.cli")
+FORBIDDEN_IN_DOMAIN = (
+    "duckdb",
+    "docker",
+    "click",
+    "sqlite3",
+    "psycopg",
+    "rich",
+    "rollout_lineage.adapters",
+    "rollout_lineage.projections",
+    "rollout_lineage.cli",
+)
 
 
 def test_the_domain_imports_without_io_libraries() -> None:
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in FORBIDDEN_IN_DOMAIN)
-    code = (f"import sys; {blocked}; import rollout_lineage.domain.application, rollout_lineage.domain.integrity, "
-            "rollout_lineage.domain.vocabulary; print('ok')")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    code = (
+        f"import sys; {blocked}; import rollout_lineage.domain.application, rollout_lineage.domain.integrity, "
+        "rollout_lineage.domain.vocabulary; print('ok')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.stdout.strip() == "ok", result.stderr
 
 
 def test_importing_the_cli_opens_nothing() -> None:
-    code = ("import sys; import rollout_lineage.cli.main; "
-            "print(sorted(m for m in ('docker', 'psycopg', 'eventsourcing.sqlite') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    code = (
+        "import sys; import rollout_lineage.cli.main; "
+        "print(sorted(m for m in ('docker', 'psycopg', 'eventsourcing.sqlite') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.stdout.strip() == "[]", result.stderr
 
 
@@ -43,3 +62,57 @@ def test_every_command_and_option_has_help() -> None:
         for param in command.params:
             if isinstance(param, click.Option) and param.name not in ("help",):
                 assert param.help, f"{name} option {param.opts} has no help"
+
+
+#: Which layers each layer may import (domain <- adapters <- projections <- cli; the composition root sees all).
+LAYERS = {
+    "domain": set(),
+    "adapters": {"domain"},
+    "projections": {"domain", "adapters"},
+    "cli": {"domain", "adapters", "projections", "rollout_lineage"},
+    "rollout_lineage": {"domain", "adapters", "projections", "cli"},
+}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _layer_of_import(
+    module_layer: str, node: ast.ImportFrom | ast.Import, package: list[str]
+) -> set[str]:
+    """The project layers one import statement reaches (relative imports resolved against the module's package)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif node.level:
+        base = package[: len(package) - node.level + 1]
+        names = [".".join([*base, node.module] if node.module else base)]
+    else:
+        names = [node.module or ""]
+    reached = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] == "rollout_lineage" and len(parts) > 1 and parts[1] in LAYERS:
+            reached.add(parts[1])
+        elif parts[0] == "rollout_lineage" and len(parts) > 1:
+            reached.add("rollout_lineage")
+    return reached - {module_layer}
+
+
+def test_every_module_imports_only_the_layers_below_it() -> None:
+    """Checked for every module (not only those the domain test imports), lazy imports inside functions included."""
+    broken = []
+    for layer in ("domain", "adapters", "projections", "cli"):
+        for path in sorted((REPO / layer).rglob("*.py")):
+            package = ["rollout_lineage", layer, *path.relative_to(REPO / layer).parent.parts]
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for reached in _layer_of_import(layer, node, package) - LAYERS[layer]:
+                        broken.append(
+                            f"{path.relative_to(REPO)}:{node.lineno} ({layer}) imports {reached}"
+                        )
+    assert broken == []
+
+
+def test_the_layer_check_sees_a_violation() -> None:
+    """The check above must be able to fail: a projection importing the CLI is caught."""
+    node = ast.parse("from ..cli import output").body[0]
+    assert isinstance(node, ast.ImportFrom)
+    assert _layer_of_import("projections", node, ["rollout_lineage", "projections"]) == {"cli"}

@@ -110,7 +110,11 @@ def test_short_test_name_drops_node_id_path_segments():
 
 def test_names_are_shortened_when_injective_within_each_arms_report():
     arms = [
-        scored("with-skill", 1.0, {"tests/t.py::test_a": "passed", "tests/t.py::Cls::test_b[1]": "failed"}),
+        scored(
+            "with-skill",
+            1.0,
+            {"tests/t.py::test_a": "passed", "tests/t.py::Cls::test_b[1]": "failed"},
+        ),
         scored("no-skill", 0.0, {"tests/t.py::test_a": "failed"}),
         errored("inject:hint.md"),
     ]
@@ -160,7 +164,10 @@ def test_ctrf_outcomes_keep_the_first_entry_and_only_valid_ones():
             ]
         }
     }
-    assert attr.ctrf_test_outcomes(document) == {"t.py::test_a": "failed", "t.py::test_c": "skipped"}
+    assert attr.ctrf_test_outcomes(document) == {
+        "t.py::test_a": "failed",
+        "t.py::test_c": "skipped",
+    }
     assert attr.ctrf_test_outcomes({"results": {"tests": []}}) == {}
     assert attr.ctrf_test_outcomes({"results": {}}) is None
     assert attr.ctrf_test_outcomes([]) is None
@@ -225,11 +232,14 @@ def test_all_tests_tie():
 def test_more_than_three_differing_names_roll_up():
     names = ["test_e", "test_a", "test_d", "test_c", "test_b"]
     arms = [
-        scored("with-skill", 0.0, {name: "passed" for name in names}),
-        scored("no-skill", 0.0, {name: "failed" for name in names}),
+        scored("with-skill", 0.0, dict.fromkeys(names, "passed")),
+        scored("no-skill", 0.0, dict.fromkeys(names, "failed")),
     ]
     summary = attr.test_attribution(arms)["summary"]
-    assert summary == "scalar rewards tie, but 5 sub-test outcome(s) differ: test_a, test_b, test_c (+2 more)"
+    assert (
+        summary
+        == "scalar rewards tie, but 5 sub-test outcome(s) differ: test_a, test_b, test_c (+2 more)"
+    )
     verdict = attr.arm_verdicts(arms, "pre-verify", None)[0]
     assert verdict.endswith("differ: test_a, test_b, test_c (+2 more)")
 
@@ -244,7 +254,13 @@ def test_exactly_three_differing_names_have_no_roll_up():
 
 @pytest.mark.parametrize(
     ("rewards", "tie"),
-    [([0.5, 0.5], True), ([0.5, None], False), ([0.5, 0.25], False), ([1.0], False), ([0.0, 0.0, None], True)],
+    [
+        ([0.5, 0.5], True),
+        ([0.5, None], False),
+        ([0.5, 0.25], False),
+        ([1.0], False),
+        ([0.0, 0.0, None], True),
+    ],
 )
 def test_scalar_tie_needs_two_equal_rewards(rewards, tie):
     arms = [
@@ -304,7 +320,7 @@ def test_pass_fail_delta_verdicts():
 
 
 def test_higher_and_lower_verdicts_against_the_parent():
-    arms = [scored("config:{\"agent\": {}}", 0.75), scored("inject:hint.md", 0.125)]
+    arms = [scored('config:{"agent": {}}', 0.75), scored("inject:hint.md", 0.125)]
     assert attr.arm_verdicts(arms, "pre-verify", 0.5) == [
         "scores 0.75 vs parent 0.50 at pre-verify — higher reward in this single comparison",
         "scores 0.12 vs parent 0.50 at pre-verify — lower reward in this single comparison",
@@ -334,11 +350,17 @@ def test_tie_verdict_compares_only_the_two_arms():
         scored("inject:hint.md", 0.0, {"test_a": "failed"}),
     ]
     verdicts = attr.arm_verdicts(arms, "env-ready", None)
-    assert verdicts[0] == "matches no-skill at env-ready (both 0.00) — no difference in this comparison"
+    assert (
+        verdicts[0]
+        == "matches no-skill at env-ready (both 0.00) — no difference in this comparison"
+    )
     assert verdicts[2] == (
         "scores 0.00 at env-ready — no counterpart arm or parent reward to compare against"
     )
-    assert attr.test_attribution(arms)["summary"] == "scalar rewards tie, but 1 sub-test outcome(s) differ: test_a"
+    assert (
+        attr.test_attribution(arms)["summary"]
+        == "scalar rewards tie, but 1 sub-test outcome(s) differ: test_a"
+    )
 
 
 def test_tie_verdict_without_the_counterparts_tests_says_no_difference():
@@ -379,7 +401,10 @@ def test_example_ablation_report_recomputes(path: Path):
     rows = report["arms"]
     arms = [
         ArmOutcome(
-            name=row["name"], reward=row["reward"], error=row["error"], ran=row["node"] is not None,
+            name=row["name"],
+            reward=row["reward"],
+            error=row["error"],
+            ran=row["node"] is not None,
             tests=row["tests"],
         )
         for row in rows
@@ -389,6 +414,8 @@ def test_example_ablation_report_recomputes(path: Path):
     assert tests == [row["tests"] for row in rows]
     assert [attr.arm_status(arm) for arm in arms] == [row["status"] for row in rows]
     assert attr.arm_references(arms, parent_reward) == [row["reference"] for row in rows]
-    assert attr.arm_verdicts(arms, report["stage"], parent_reward, tests) == [row["verdict"] for row in rows]
+    assert attr.arm_verdicts(arms, report["stage"], parent_reward, tests) == [
+        row["verdict"] for row in rows
+    ]
     assert attr.test_attribution(arms, tests) == report["test_attribution"]
     assert attr.report_value(arms) == report["value"]

@@ -26,7 +26,11 @@ def audit_json(run_cli: Cli, *args: str, code: int) -> dict:
 
 
 def findings(report: dict, check: str | None = None) -> list[tuple[str, str, str]]:
-    return [(f["level"], f["subject"], f["message"]) for f in report["findings"] if check in (None, f["check"])]
+    return [
+        (f["level"], f["subject"], f["message"])
+        for f in report["findings"]
+        if check in (None, f["check"])
+    ]
 
 
 def test_a_healthy_ablation_is_publishable_with_exit_code_0(lineage: Lineage, run_cli: Cli) -> None:
@@ -38,46 +42,91 @@ def test_a_healthy_ablation_is_publishable_with_exit_code_0(lineage: Lineage, ru
     assert result.stdout.splitlines()[-1] == "verdict: publishable"
 
 
-def test_each_quarantine_finding_is_reported_and_named_with_exit_code_10(lineage: Lineage, run_cli: Cli, tmp_path: Path) -> None:
+def test_each_quarantine_finding_is_reported_and_named_with_exit_code_10(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
     lineage.record(s.quarantine_store())
     report = audit_json(run_cli, "--matrix", str(matrix_file(tmp_path)), code=10)
     assert report["verdict"] == "publishable with quarantines" and report["exit_code"] == 10
-    assert ("quarantine", f"{s.UNSCORED}:root",
-            "arm no-skill (child 1) unscored: verifier produced no reward: reward.txt missing") in findings(report, "fork-consistency")
-    assert ("quarantine", f"{s.PARTIAL}:root", "the fork ended partial: RuntimeError: sandbox died") in findings(report)
-    assert ("quarantine", f"{s.CUSTODY}:root", "custody failed at release: ArtifactCustodyError: agent/trajectory.jsonl could "
-            "not be moved back; the entries are preserved at /jobs/audit/branches/root/parent") in findings(report, "custody")
+    assert (
+        "quarantine",
+        f"{s.UNSCORED}:root",
+        "arm no-skill (child 1) unscored: verifier produced no reward: reward.txt missing",
+    ) in findings(report, "fork-consistency")
+    assert (
+        "quarantine",
+        f"{s.PARTIAL}:root",
+        "the fork ended partial: RuntimeError: sandbox died",
+    ) in findings(report)
+    assert (
+        "quarantine",
+        f"{s.CUSTODY}:root",
+        "custody failed at release: ArtifactCustodyError: agent/trajectory.jsonl could "
+        "not be moved back; the entries are preserved at /jobs/audit/branches/root/parent",
+    ) in findings(report, "custody")
     assert findings(report, "cut-point") == [
-        ("quarantine", s.CONTINUED, f"the replay diverged from the recording of {s.SOURCE} at exchange(s) [7]")]
+        (
+            "quarantine",
+            s.CONTINUED,
+            f"the replay diverged from the recording of {s.SOURCE} at exchange(s) [7]",
+        )
+    ]
     slots = {slot["trial"]: slot["status"] for slot in report["matrix"]}
-    assert slots == {"1": "healthy", "2": "healthy", "3": "healthy", "4": "healthy", "5": "healthy", "6": "duplicate", "7": "missing"}
+    assert slots == {
+        "1": "healthy",
+        "2": "healthy",
+        "3": "healthy",
+        "4": "healthy",
+        "5": "healthy",
+        "6": "duplicate",
+        "7": "missing",
+    }
     duplicate = "slot (csv-dedupe, claude-agent-acp, claude-sonnet-4-5, no-skill, 6)"
     missing = "slot (csv-dedupe, claude-agent-acp, claude-sonnet-4-5, no-skill, 7)"
-    assert [(level, subject) for level, subject, _ in findings(report, "matrix")] == [("quarantine", duplicate), ("quarantine", missing)]
-    assert report["quarantined"] == sorted([s.CUSTODY, s.PARTIAL, s.CONTINUED, s.UNSCORED, duplicate, missing])
+    assert [(level, subject) for level, subject, _ in findings(report, "matrix")] == [
+        ("quarantine", duplicate),
+        ("quarantine", missing),
+    ]
+    assert report["quarantined"] == sorted(
+        [s.CUSTODY, s.PARTIAL, s.CONTINUED, s.UNSCORED, duplicate, missing]
+    )
     assert s.HEALTHY not in report["quarantined"]
     health = {row["run"]: (row["health"], row["superseded_by"]) for row in report["runs"]}
-    assert health[s.SOURCE] == ("unhealthy", s.CONTINUED), "the failed source is superseded by its continuation"
+    assert health[s.SOURCE] == ("unhealthy", s.CONTINUED), (
+        "the failed source is superseded by its continuation"
+    )
     assert {level for level, subject, _ in findings(report, "run-health")} == {"warning"}
     assert report["integrity"]["intact"] is True
 
 
-def test_the_text_report_ends_with_the_verdict_naming_quarantines(lineage: Lineage, run_cli: Cli) -> None:
+def test_the_text_report_ends_with_the_verdict_naming_quarantines(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(s.unscored_arm())
     result = run_cli("audit", ok=False)
     assert result.exit_code == 10
-    assert f"  quarantine       fork-consistency       {s.UNSCORED}:root: arm no-skill (child 1) unscored:" in result.stdout
-    assert result.stdout.splitlines()[-1] == f"verdict: publishable with quarantines (quarantined: {s.UNSCORED})"
+    assert (
+        f"  quarantine       fork-consistency       {s.UNSCORED}:root: arm no-skill (child 1) unscored:"
+        in result.stdout
+    )
+    assert (
+        result.stdout.splitlines()[-1]
+        == f"verdict: publishable with quarantines (quarantined: {s.UNSCORED})"
+    )
 
 
-def test_an_ephemeral_snapshot_presented_for_restore_makes_the_store_not_publishable(lineage: Lineage, run_cli: Cli) -> None:
+def test_an_ephemeral_snapshot_presented_for_restore_makes_the_store_not_publishable(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(s.quarantine_store() + s.ephemeral_snapshot_restored())
     report = audit_json(run_cli, code=11)
     assert report["verdict"] == "not publishable"
     snap = s.ref(s.LIE, "pre-verify")
     [(level, subject, message)] = findings(report, "snapshot-truthfulness")
     assert (level, subject) == ("not-publishable", snap)
-    assert message.startswith(f"fork n1 of {s.LIE} (at pre-verify) presents snapshot {snap} as restorable, but it was discarded")
+    assert message.startswith(
+        f"fork n1 of {s.LIE} (at pre-verify) presents snapshot {snap} as restorable, but it was discarded"
+    )
     assert report["findings"][0]["level"] == "not-publishable", "blocking findings come first"
 
 
@@ -93,18 +142,37 @@ def test_as_of_before_a_late_reward_sees_the_open_fork(lineage: Lineage, run_cli
     before = lineage.record(s.healthy_ablation(scored=False)).position
     lineage.record(s.late_no_skill_score())
     early = audit_json(run_cli, "--as-of", str(before), code=10)
-    assert ("quarantine", f"{s.HEALTHY}:root", "the fork is still open: not every arm has an outcome") in findings(early)
-    assert ("quarantine", f"{s.HEALTHY}:root", "2 held entries were never released and the fork is still open") in findings(early)
+    assert (
+        "quarantine",
+        f"{s.HEALTHY}:root",
+        "the fork is still open: not every arm has an outcome",
+    ) in findings(early)
+    assert (
+        "quarantine",
+        f"{s.HEALTHY}:root",
+        "2 held entries were never released and the fork is still open",
+    ) in findings(early)
     assert audit_json(run_cli, code=0)["quarantined"] == []
 
 
 def test_filters_select_runs(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(s.healthy_ablation() + s.unscored_arm())
-    assert [r["run"] for r in audit_json(run_cli, "--run", s.HEALTHY, code=0)["runs"]] == [s.HEALTHY]
+    assert [r["run"] for r in audit_json(run_cli, "--run", s.HEALTHY, code=0)["runs"]] == [
+        s.HEALTHY
+    ]
     assert audit_json(run_cli, "--task", "csv-dedupe", code=10)["quarantined"] == [s.UNSCORED]
-    assert audit_json(run_cli, "--since", "2026-11-02T09:00:00Z", code=10)["filters"]["since"] == "2026-11-02T09:00:00+00:00"
+    assert (
+        audit_json(run_cli, "--since", "2026-11-02T09:00:00Z", code=10)["filters"]["since"]
+        == "2026-11-02T09:00:00+00:00"
+    )
     empty = audit_json(run_cli, "--task", "no-such-task", code=11)
-    assert findings(empty) == [("not-publishable", "store", "no model run matched the selection, so there is nothing to publish")]
+    assert findings(empty) == [
+        (
+            "not-publishable",
+            "store",
+            "no model run matched the selection, so there is nothing to publish",
+        )
+    ]
     assert run_cli("audit", "--since", "yesterday", ok=False).exit_code == 1
 
 
@@ -112,15 +180,21 @@ def test_a_tampered_log_is_not_publishable(lineage: Lineage, run_cli: Cli) -> No
     lineage.record(s.healthy_ablation())
     run_cli("project")
     with sqlite3.connect(run_cli.home / "events.sqlite") as db:
-        state = bytearray(db.execute("SELECT state FROM stored_events WHERE rowid = 1").fetchone()[0])
+        state = bytearray(
+            db.execute("SELECT state FROM stored_events WHERE rowid = 1").fetchone()[0]
+        )
         state[state.index(b"claude")] ^= 0x01
         db.execute("UPDATE stored_events SET state = ? WHERE rowid = 1", (bytes(state),))
     report = audit_json(run_cli, code=11)
     assert report["integrity"]["intact"] is False and report["integrity"]["first_bad_position"] == 1
-    assert [(level, subject) for level, subject, _ in findings(report, "integrity")] == [("not-publishable", "log")]
+    assert [(level, subject) for level, subject, _ in findings(report, "integrity")] == [
+        ("not-publishable", "log")
+    ]
 
 
-def test_row_formats_list_the_findings_and_the_verdict_goes_to_stderr(lineage: Lineage, run_cli: Cli) -> None:
+def test_row_formats_list_the_findings_and_the_verdict_goes_to_stderr(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(s.partial_fork())
     result = run_cli("audit", "--format", "csv", ok=False)
     assert result.exit_code == 10
@@ -129,25 +203,44 @@ def test_row_formats_list_the_findings_and_the_verdict_goes_to_stderr(lineage: L
     assert "verdict: publishable with quarantines" in result.stderr
 
 
-def test_matrix_in_csv_and_as_a_list_of_slots(lineage: Lineage, run_cli: Cli, tmp_path: Path) -> None:
+def test_matrix_in_csv_and_as_a_list_of_slots(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
     lineage.record(s.healthy_ablation())
     csv_path = tmp_path / "matrix.csv"
-    csv_path.write_text("task,agent,model,skill_mode,trial\ncsv-dedupe,claude-agent-acp,claude-sonnet-4-5,no-skill,1\n")
-    assert [slot["status"] for slot in audit_json(run_cli, "--matrix", str(csv_path), code=0)["matrix"]] == ["healthy"]
-    slots = [{"task": "csv-dedupe", "agent": "claude-agent-acp", "model": "claude-sonnet-4-5", "skill_mode": "no-skill", "trial": t}
-             for t in (1, 2)]
+    csv_path.write_text(
+        "task,agent,model,skill_mode,trial\ncsv-dedupe,claude-agent-acp,claude-sonnet-4-5,no-skill,1\n"
+    )
+    assert [
+        slot["status"] for slot in audit_json(run_cli, "--matrix", str(csv_path), code=0)["matrix"]
+    ] == ["healthy"]
+    slots = [
+        {
+            "task": "csv-dedupe",
+            "agent": "claude-agent-acp",
+            "model": "claude-sonnet-4-5",
+            "skill_mode": "no-skill",
+            "trial": t,
+        }
+        for t in (1, 2)
+    ]
     report = audit_json(run_cli, "--matrix", str(matrix_file(tmp_path, {"slots": slots})), code=10)
     assert [slot["status"] for slot in report["matrix"]] == ["healthy", "missing"]
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("task,agent,colour\nt,a,red\n", "line 2: expected a task and only the fields"),
-    ('[{"agent": "a"}]', "slot 0: expected a task"),
-    ('[{"task": "t", "trial": 1.5}]', "slot 0, field trial: expected a string"),
-    ('[{"task": "t"}, {"task": "t"}]', "is listed twice"),
-    ("{not json", "expected JSON, found invalid JSON"),
-])
-def test_a_malformed_matrix_is_a_clear_error(lineage: Lineage, run_cli: Cli, tmp_path: Path, content: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("task,agent,colour\nt,a,red\n", "line 2: expected a task and only the fields"),
+        ('[{"agent": "a"}]', "slot 0: expected a task"),
+        ('[{"task": "t", "trial": 1.5}]', "slot 0, field trial: expected a string"),
+        ('[{"task": "t"}, {"task": "t"}]', "is listed twice"),
+        ("{not json", "expected JSON, found invalid JSON"),
+    ],
+)
+def test_a_malformed_matrix_is_a_clear_error(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path, content: str, expected: str
+) -> None:
     lineage.record(s.healthy_ablation())
     path = tmp_path / "bad.json"
     path.write_text(content)

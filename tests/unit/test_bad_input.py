@@ -28,33 +28,67 @@ def ingest_refused(run_cli: Cli, tmp_path: Path, text: str) -> str:
     return result.stderr
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ('{"type": "run.registered", "run": "jobs/t__1", "task": "t", "task": "u"}', "the key 'task' appears more than once"),
-    ('{"type": "run.scored", "run": "jobs/t__1", "reward": true}', "field reward"),
-    ('{"type": "run.scored", "run": "jobs/t__1", "reward": "1"}', "field reward"),
-    ('{"type": "fork.child_scored", "run": "jobs/t__1", "fork": "root", "index": 0, "reward": 1, "wall_clock_sec": -3}',
-     "field wall_clock_sec"),
-    ('{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "1900-01-01T00:00:00Z"}',
-     "between 1970 and 2200"),
-    ('{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "2999-01-01T00:00:00Z"}',
-     "between 1970 and 2200"),
-    ('{"type": "run.registered", "run": "jobs/t__1", "task": "t", "n": ' + "1" * 4301 + "}", "invalid JSON"),
-], ids=["duplicate key", "reward true", "reward string", "negative wall clock", "year 1900", "year 2999", "4301 digits"])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "task": "u"}',
+            "the key 'task' appears more than once",
+        ),
+        ('{"type": "run.scored", "run": "jobs/t__1", "reward": true}', "field reward"),
+        ('{"type": "run.scored", "run": "jobs/t__1", "reward": "1"}', "field reward"),
+        (
+            '{"type": "fork.child_scored", "run": "jobs/t__1", "fork": "root", "index": 0, "reward": 1, "wall_clock_sec": -3}',
+            "field wall_clock_sec",
+        ),
+        (
+            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "1900-01-01T00:00:00Z"}',
+            "between 1970 and 2200",
+        ),
+        (
+            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "2999-01-01T00:00:00Z"}',
+            "between 1970 and 2200",
+        ),
+        (
+            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "n": ' + "1" * 4301 + "}",
+            "invalid JSON",
+        ),
+    ],
+    ids=[
+        "duplicate key",
+        "reward true",
+        "reward string",
+        "negative wall clock",
+        "year 1900",
+        "year 2999",
+        "4301 digits",
+    ],
+)
 def test_ingest_refuses(run_cli: Cli, tmp_path: Path, line: str, expected: str) -> None:
     assert expected in ingest_refused(run_cli, tmp_path, json.dumps(RUN) + "\n" + line + "\n")
 
 
 def test_an_integer_reward_is_still_a_reward(run_cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "ok.jsonl"
-    source.write_text(json.dumps(RUN) + '\n{"type": "run.scored", "run": "jobs/t__1", "reward": 1}\n')
+    source.write_text(
+        json.dumps(RUN) + '\n{"type": "run.scored", "run": "jobs/t__1", "reward": 1}\n'
+    )
     run_cli("ingest", str(source))
-    assert json.loads(run_cli("sql", "SELECT reward FROM runs", "--format", "json").stdout) == [{"reward": 1.0}]
+    assert json.loads(run_cli("sql", "SELECT reward FROM runs", "--format", "json").stdout) == [
+        {"reward": 1.0}
+    ]
 
 
 def test_a_run_directory_with_a_repeated_key_is_refused(run_cli: Cli, tmp_path: Path) -> None:
     from tests.conftest import EXAMPLES
 
-    trial = EXAMPLES / "public" / "benchflow-ai" / "skillsbench-trajectories" / "claude-opus-4-5-0126-wenbo"
+    trial = (
+        EXAMPLES
+        / "public"
+        / "benchflow-ai"
+        / "skillsbench-trajectories"
+        / "claude-opus-4-5-0126-wenbo"
+    )
     jobs = tmp_path / trial.name
     import shutil
 
@@ -66,32 +100,56 @@ def test_a_run_directory_with_a_repeated_key_is_refused(run_cli: Cli, tmp_path: 
     assert result.exit_code == 1 and "appears more than once" in result.stderr
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("[" * 100_000 + "]" * 100_000, "nesting too deep"),
-    ('[{"task": "t", "task": "u"}]', "appears more than once"),
-    ('{"task": ' + json.dumps([f"t{i}" for i in range(2000)]) + ', "agent": ' + json.dumps([f"a{i}" for i in range(2000)])
-     + "}", "expand to 4000000"),
-], ids=["deeply nested", "duplicate key", "cross product bomb"])
-def test_audit_refuses_a_bad_matrix(run_cli: Cli, tmp_path: Path, content: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nesting too deep"),
+        ('[{"task": "t", "task": "u"}]', "appears more than once"),
+        (
+            '{"task": '
+            + json.dumps([f"t{i}" for i in range(2000)])
+            + ', "agent": '
+            + json.dumps([f"a{i}" for i in range(2000)])
+            + "}",
+            "expand to 4000000",
+        ),
+    ],
+    ids=["deeply nested", "duplicate key", "cross product bomb"],
+)
+def test_audit_refuses_a_bad_matrix(
+    run_cli: Cli, tmp_path: Path, content: str, expected: str
+) -> None:
     matrix = tmp_path / "matrix.json"
     matrix.write_text(content)
     result = run_cli("audit", "--matrix", str(matrix), ok=False)
     assert result.exit_code == 1 and expected in result.stderr
 
 
-def test_audit_refuses_a_fifo_as_its_matrix_instead_of_waiting_forever(run_cli: Cli, tmp_path: Path) -> None:
+def test_audit_refuses_a_fifo_as_its_matrix_instead_of_waiting_forever(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     fifo = tmp_path / "matrix.json"
     os.mkfifo(fifo)
     result = run_cli("audit", "--matrix", str(fifo), ok=False)
     assert result.exit_code == 1 and "FIFO" in result.stderr
 
 
-@pytest.mark.parametrize("args", [("log", "--after", "1" * 20), ("log", "--limit", "9" * 20),
-                                  ("sql", "SELECT 1", "--as-of", "1" * 20),
-                                  ("verify", "--head", "1" * 20 + ":sha256:" + "0" * 64)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("log", "--after", "1" * 20),
+        ("log", "--limit", "9" * 20),
+        ("sql", "SELECT 1", "--as-of", "1" * 20),
+        ("verify", "--head", "1" * 20 + ":sha256:" + "0" * 64),
+    ],
+)
 def test_a_20_digit_position_is_refused_cleanly(run_cli: Cli, args: tuple[str, ...]) -> None:
     result = run_cli(*args, ok=False)
-    assert result.exit_code in (1, 2) and "Traceback" not in result.output and "Overflow" not in result.output
+    assert (
+        result.exit_code in (1, 2)
+        and "Traceback" not in result.output
+        and "Overflow" not in result.output
+    )
 
 
 def test_control_characters_in_ids_are_shown_escaped(run_cli: Cli, tmp_path: Path) -> None:
@@ -106,13 +164,17 @@ def test_control_characters_in_ids_are_shown_escaped(run_cli: Cli, tmp_path: Pat
     assert "t\\|x" in run_cli("sql", "SELECT task FROM runs", "--format", "markdown").stdout
     tree = run_cli("tree", run).stdout
     assert "\x1b" not in tree and "\\x1b[31mevil" in tree
-    assert json.loads(run_cli("sql", "SELECT run FROM runs", "--format", "json").stdout) == [{"run": run}]
+    assert json.loads(run_cli("sql", "SELECT run FROM runs", "--format", "json").stdout) == [
+        {"run": run}
+    ]
 
 
 def test_an_empty_logs_head_verifies(run_cli: Cli) -> None:
     head = run_cli("head").stdout.strip()
     assert head == "0:sha256:" + "0" * 64
-    assert json.loads(run_cli("verify", "--head", head, "--format", "json").stdout)["intact"] is True
+    assert (
+        json.loads(run_cli("verify", "--head", head, "--format", "json").stdout)["intact"] is True
+    )
 
 
 def store(run_cli: Cli) -> Path:
@@ -121,15 +183,26 @@ def store(run_cli: Cli) -> Path:
 
 def ingested(run_cli: Cli, tmp_path: Path, n: int = 4) -> None:
     source = tmp_path / "runs.jsonl"
-    source.write_text("".join(json.dumps({"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"}) + "\n"
-                              for i in range(n)))
+    source.write_text(
+        "".join(
+            json.dumps({"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"}) + "\n"
+            for i in range(n)
+        )
+    )
     run_cli("ingest", str(source))
 
 
-@pytest.mark.parametrize(("column", "value"), [("topic", "'lineage:run.located'"), ("originator_version", "7"),
-                                               ("state", "CAST(state AS TEXT)")])
-def test_verify_and_reads_catch_an_edited_topic_version_or_state_type(run_cli: Cli, tmp_path: Path, column: str,
-                                                                      value: str) -> None:
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("topic", "'lineage:run.located'"),
+        ("originator_version", "7"),
+        ("state", "CAST(state AS TEXT)"),
+    ],
+)
+def test_verify_and_reads_catch_an_edited_topic_version_or_state_type(
+    run_cli: Cli, tmp_path: Path, column: str, value: str
+) -> None:
     ingested(run_cli, tmp_path)
     with sqlite3.connect(store(run_cli)) as db:
         db.execute(f"UPDATE stored_events SET {column} = {value} WHERE rowid = 3")
@@ -141,7 +214,9 @@ def test_verify_and_reads_catch_an_edited_topic_version_or_state_type(run_cli: C
 def test_a_shorter_log_rebuilds_every_read_model(run_cli: Cli, tmp_path: Path) -> None:
     ingested(run_cli, tmp_path)
     assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n4\n"
-    with sqlite3.connect(store(run_cli)) as db:  # the tail cut off, links and all (only a kept head notices)
+    with sqlite3.connect(
+        store(run_cli)
+    ) as db:  # the tail cut off, links and all (only a kept head notices)
         db.execute("DELETE FROM stored_events WHERE rowid > 2")
         db.execute("DELETE FROM lineage_chain WHERE position > 2")
     assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n2\n"
@@ -159,14 +234,21 @@ def server_url() -> str:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda u: u.replace(":lineage@", ":s3cr3t-pw@"), "password authentication failed"),
-    (lambda u: u.rsplit("/", 1)[0] + "/no_such_database", "does not exist"),
-    (lambda u: u.replace(":5432/", ":1/").replace(":lineage@", ":s3cr3t-pw@"), "refused"),
-], ids=["wrong password", "missing database", "refused connection"])
-def test_a_store_that_cannot_be_reached_says_why_and_never_shows_the_password(tmp_path: Path, server_url: str, change,
-                                                                             expected: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda u: u.replace(":lineage@", ":s3cr3t-pw@"), "password authentication failed"),
+        (lambda u: u.rsplit("/", 1)[0] + "/no_such_database", "does not exist"),
+        (lambda u: u.replace(":5432/", ":1/").replace(":lineage@", ":s3cr3t-pw@"), "refused"),
+    ],
+    ids=["wrong password", "missing database", "refused connection"],
+)
+def test_a_store_that_cannot_be_reached_says_why_and_never_shows_the_password(
+    tmp_path: Path, server_url: str, change, expected: str
+) -> None:
     url = change(server_url)
     result = Cli(tmp_path / "home", store=url)("log", ok=False)
     assert result.exit_code == 4 and expected in result.stderr
-    assert "s3cr3t-pw" not in result.output + result.stderr and "lineage:lineage@" not in result.stderr
+    assert (
+        "s3cr3t-pw" not in result.output + result.stderr and "lineage:lineage@" not in result.stderr
+    )

@@ -7,8 +7,15 @@ from pydantic import ValidationError
 
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
-from rollout_lineage.domain.errors import (ClaimRefused, ConflictingFact, CustodyBroken, InvariantViolated, SnapshotNotRestorable,
-                                           StageNotRecorded, UnknownSubject)
+from rollout_lineage.domain.errors import (
+    ClaimRefused,
+    ConflictingFact,
+    CustodyBroken,
+    InvariantViolated,
+    SnapshotNotRestorable,
+    StageNotRecorded,
+    UnknownSubject,
+)
 from tests.scenarios import ABLATE_IMPLIED, ablate_run_facts
 
 RUN = "job/task__1"
@@ -16,20 +23,34 @@ RUN = "job/task__1"
 
 @pytest.fixture
 def app() -> LineageApp:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
-    app.record([f.RunRegistered(run=RUN, task="task"), f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a")])
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
+    app.record(
+        [
+            f.RunRegistered(run=RUN, task="task"),
+            f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a"),
+        ]
+    )
     return app
 
 
 def two_children(**delta: object) -> tuple[f.ForkChild, ...]:
-    return (f.ForkChild(index=0, node="n1", delta=f.Delta(**delta)), f.ForkChild(index=1, node="n2"))
+    return (
+        f.ForkChild(index=0, node="n1", delta=f.Delta(**delta)),
+        f.ForkChild(index=1, node="n2"),
+    )
 
 
 def fork(stage: str | None = "env-ready", node: str = "root", **delta: object) -> f.ForkOpened:
-    return f.ForkOpened(run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta))
+    return f.ForkOpened(
+        run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta)
+    )
 
 
-def refused(app: LineageApp, error: type[Exception], *facts: f.Fact, verified_here: bool = False) -> str:
+def refused(
+    app: LineageApp, error: type[Exception], *facts: f.Fact, verified_here: bool = False
+) -> str:
     before = app.position()
     with pytest.raises(error) as caught:
         app.record(facts, verified_here=verified_here)
@@ -47,46 +68,73 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
 
 
 def test_where_a_run_lives_is_located_not_registered() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
     # A registration's run_dir becomes a location the harness recorded; the registration itself carries none.
-    first = app.record([f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1"),
-                        f.RunLocated(run=RUN, path="/a/job/task__1")])
+    first = app.record(
+        [
+            f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1"),
+            f.RunLocated(run=RUN, path="/a/job/task__1"),
+        ]
+    )
     assert [(fact.type, getattr(fact, "run_dir", None)) for fact in first.new_facts][:2] == [
-        ("run.registered", None), ("run.located", None)]
+        ("run.registered", None),
+        ("run.located", None),
+    ]
     assert app.run(RUN).registration.run_dir is None
     # So with or without run_dir, in either order, it is the same registration.
     assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
-    assert app.record([f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1")]).appended == 0
+    assert (
+        app.record([f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1")]).appended
+        == 0
+    )
     moved = [f.RunRegistered(run=RUN, task="task"), f.RunLocated(run=RUN, path="/b/job/task__1")]
     assert [fact.type for fact in app.record(moved).new_facts] == ["run.located"]
     assert app.record(moved).appended == 0
-    assert app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0  # each place read once
+    assert (
+        app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0
+    )  # each place read once
     assert [(where.kind, where.path) for where in app.run(RUN).locations] == [
-        ("recorded", "/home/ci/job/task__1"), ("read", "/a/job/task__1"), ("read", "/b/job/task__1")]
+        ("recorded", "/home/ci/job/task__1"),
+        ("read", "/a/job/task__1"),
+        ("read", "/b/job/task__1"),
+    ]
     # The harness keeps a run in one directory: another one is another run, whichever way it arrives.
     assert "recorded '/home/ci/job/task__1', now '/elsewhere/task__1'" in refused(
-        app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/elsewhere/task__1"))
+        app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/elsewhere/task__1")
+    )
     refused(app, ConflictingFact, f.RunLocated(run=RUN, path="/elsewhere/task__1", kind="recorded"))
     refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="other"))
 
 
 def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_known() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
-    app._record([Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False)  # as it was
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
+    app._record(
+        [Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False
+    )  # as it was
     assert app.run(RUN).registration.run_dir == "/a/job/task__1"
-    assert app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")]).appended == 0
+    assert (
+        app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")]).appended == 0
+    )
     assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
     # Its run_dir is the directory the harness recorded: another one is another run, as in a new store.
     refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"))
 
 
 def test_facts_about_an_unregistered_run_are_refused(app: LineageApp) -> None:
-    assert "record run.registered" in refused(app, UnknownSubject, f.RunScored(run="nobody", reward=1.0))
+    assert "record run.registered" in refused(
+        app, UnknownSubject, f.RunScored(run="nobody", reward=1.0)
+    )
 
 
 def test_stages_arrive_in_lifecycle_order(app: LineageApp) -> None:
     app.record([f.StageMarked(run=RUN, stage="pre-verify")])
-    assert "lifecycle order" in refused(app, InvariantViolated, f.StageMarked(run=RUN, stage="post-research"))
+    assert "lifecycle order" in refused(
+        app, InvariantViolated, f.StageMarked(run=RUN, stage="post-research")
+    )
 
 
 def test_stage_layers_must_match_the_refs() -> None:
@@ -97,19 +145,46 @@ def test_stage_layers_must_match_the_refs() -> None:
 def test_a_fork_needs_children_with_ordered_indices() -> None:
     with pytest.raises(ValidationError, match="at least 1 child"):
         f.ForkOpened(run=RUN, fork="x", node="root", children=())
-    with pytest.raises(ValidationError, match="indices must be 0..1"):
-        f.ForkOpened(run=RUN, fork="x", node="root", children=(f.ForkChild(index=1, node="n1"), f.ForkChild(index=0, node="n2")))
+    with pytest.raises(ValidationError, match=r"indices must be 0\.\.1"):
+        f.ForkOpened(
+            run=RUN,
+            fork="x",
+            node="root",
+            children=(f.ForkChild(index=1, node="n1"), f.ForkChild(index=0, node="n2")),
+        )
 
 
-def test_a_fork_whose_first_child_raised_is_recorded_and_can_only_close_partial(app: LineageApp) -> None:
-    only = f.ForkOpened(run=RUN, fork="root", node="root", stage="env-ready", children=(f.ForkChild(index=0, node="n1"),))
-    app.record([only, f.ChildFailed(run=RUN, fork="root", index=0, error="RuntimeError: the sandbox died")])
-    message = refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed"))
+def test_a_fork_whose_first_child_raised_is_recorded_and_can_only_close_partial(
+    app: LineageApp,
+) -> None:
+    only = f.ForkOpened(
+        run=RUN,
+        fork="root",
+        node="root",
+        stage="env-ready",
+        children=(f.ForkChild(index=0, node="n1"),),
+    )
+    app.record(
+        [only, f.ChildFailed(run=RUN, fork="root", index=0, error="RuntimeError: the sandbox died")]
+    )
+    message = refused(
+        app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed")
+    )
     assert "expected at least 2 children to close it completed" in message and "found 1" in message
-    app.record([f.ForkClosed(run=RUN, fork="root", outcome="partial", error="RuntimeError: the sandbox died")])
-    scored_alone = f.ForkOpened(run=RUN, fork="second", node="n1", children=(f.ForkChild(index=0, node="n2"),))
+    app.record(
+        [
+            f.ForkClosed(
+                run=RUN, fork="root", outcome="partial", error="RuntimeError: the sandbox died"
+            )
+        ]
+    )
+    scored_alone = f.ForkOpened(
+        run=RUN, fork="second", node="n1", children=(f.ForkChild(index=0, node="n2"),)
+    )
     app.record([scored_alone, f.ChildScored(run=RUN, fork="second", index=0, reward=1.0)])
-    refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="second", outcome="completed", value=1.0))
+    refused(
+        app, InvariantViolated, f.ForkClosed(run=RUN, fork="second", outcome="completed", value=1.0)
+    )
 
 
 def test_forking_at_an_unrecorded_stage_lists_the_recorded_ones(app: LineageApp) -> None:
@@ -118,8 +193,15 @@ def test_forking_at_an_unrecorded_stage_lists_the_recorded_ones(app: LineageApp)
 
 
 def test_fresh_rollout_deltas_only_at_env_ready(app: LineageApp) -> None:
-    app.record([f.NodeOpened(run=RUN, node="n0", parent="root"), f.StageMarked(run=RUN, stage="pre-verify", node="n0", sandbox_ref="snap-b")])
-    message = refused(app, InvariantViolated, fork(stage="pre-verify", node="n0", skill_mode="with-skill"))
+    app.record(
+        [
+            f.NodeOpened(run=RUN, node="n0", parent="root"),
+            f.StageMarked(run=RUN, stage="pre-verify", node="n0", sandbox_ref="snap-b"),
+        ]
+    )
+    message = refused(
+        app, InvariantViolated, fork(stage="pre-verify", node="n0", skill_mode="with-skill")
+    )
     assert "only at stage env-ready" in message
     app.record([fork(stage="pre-verify", node="n0", injected_prompt_sha256="sha256:" + "a" * 64)])
 
@@ -133,113 +215,249 @@ def test_a_fork_at_an_unknown_node_or_over_existing_nodes_is_refused(app: Lineag
 def test_a_child_has_one_outcome(app: LineageApp) -> None:
     app.record([fork(), f.ChildScored(run=RUN, fork="root", index=0, reward=1.0)])
     assert "already recorded as fork.child_scored" in refused(
-        app, ConflictingFact, f.ChildUnscored(run=RUN, fork="root", index=0, reason="no reward"))
-    assert "reward: recorded 1.0, now 0.0" in refused(app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=0, reward=0.0))
+        app, ConflictingFact, f.ChildUnscored(run=RUN, fork="root", index=0, reason="no reward")
+    )
+    assert "reward: recorded 1.0, now 0.0" in refused(
+        app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=0, reward=0.0)
+    )
     refused(app, InvariantViolated, f.ChildScored(run=RUN, fork="root", index=5, reward=0.0))
 
 
 def test_value_is_the_mean_only_when_every_child_was_scored(app: LineageApp) -> None:
-    app.record([fork(), f.ChildScored(run=RUN, fork="root", index=0, reward=1.0), f.ChildScored(run=RUN, fork="root", index=1, reward=0.0)])
-    assert "expected value 0.5" in refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed", value=1.0))
-    refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="partial", value=0.5))
+    app.record(
+        [
+            fork(),
+            f.ChildScored(run=RUN, fork="root", index=0, reward=1.0),
+            f.ChildScored(run=RUN, fork="root", index=1, reward=0.0),
+        ]
+    )
+    assert "expected value 0.5" in refused(
+        app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed", value=1.0)
+    )
+    refused(
+        app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="partial", value=0.5)
+    )
     app.record([f.ForkClosed(run=RUN, fork="root", outcome="completed", value=0.5)])
     refused(app, InvariantViolated, f.ChildRestored(run=RUN, fork="root", index=5))
 
 
-def test_an_unscored_child_leaves_no_value_and_a_partial_fork_cannot_complete(app: LineageApp) -> None:
+def test_an_unscored_child_leaves_no_value_and_a_partial_fork_cannot_complete(
+    app: LineageApp,
+) -> None:
     app.record([fork(), f.ChildUnscored(run=RUN, fork="root", index=0, reason="no reward")])
-    assert "without such an outcome" in refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed"))
-    app.record([f.ChildFailed(run=RUN, fork="root", index=1, error="boom"), f.ForkClosed(run=RUN, fork="root", outcome="partial")])
-    assert "already recorded as fork.child_failed" in refused(app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=1, reward=1.0))
+    assert "without such an outcome" in refused(
+        app, InvariantViolated, f.ForkClosed(run=RUN, fork="root", outcome="completed")
+    )
+    app.record(
+        [
+            f.ChildFailed(run=RUN, fork="root", index=1, error="boom"),
+            f.ForkClosed(run=RUN, fork="root", outcome="partial"),
+        ]
+    )
+    assert "already recorded as fork.child_failed" in refused(
+        app, ConflictingFact, f.ChildScored(run=RUN, fork="root", index=1, reward=1.0)
+    )
 
 
 def test_custody_is_conserved(app: LineageApp) -> None:
     entry = f.CustodyEntry(path="verifier/ctrf.json", sha256="sha256:" + "1" * 64, size=10)
     app.record([fork()])
     refused(app, InvariantViolated, f.CustodyReleased(run=RUN, fork="root", entries=(entry,)))
-    app.record([f.CustodyHeld(run=RUN, fork="root", location="branches/root/parent", entries=(entry,))])
+    app.record(
+        [f.CustodyHeld(run=RUN, fork="root", location="branches/root/parent", entries=(entry,))]
+    )
     changed = entry.model_copy(update={"sha256": "sha256:" + "2" * 64})
-    assert "digest changed ['verifier/ctrf.json']" in refused(app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=(changed,)))
-    assert "missing ['verifier/ctrf.json']" in refused(app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=()))
-    app.record([f.CustodyFailed(run=RUN, fork="root", phase="release", preserved_location="branches/root/parent", error="EBUSY")])
+    assert "digest changed ['verifier/ctrf.json']" in refused(
+        app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=(changed,))
+    )
+    assert "missing ['verifier/ctrf.json']" in refused(
+        app, CustodyBroken, f.CustodyReleased(run=RUN, fork="root", entries=())
+    )
+    app.record(
+        [
+            f.CustodyFailed(
+                run=RUN,
+                fork="root",
+                phase="release",
+                preserved_location="branches/root/parent",
+                error="EBUSY",
+            )
+        ]
+    )
     assert app.run(RUN).forks["root"].custody.conserved
 
 
 def test_custody_comes_before_the_fork_closes(app: LineageApp) -> None:
     entry = f.CustodyEntry(path="agent/log.txt", sha256="sha256:" + "1" * 64, size=10)
     held = f.CustodyHeld(run=RUN, fork="root", location="branches/root/parent", entries=(entry,))
-    app.record([fork(), held, f.ChildFailed(run=RUN, fork="root", index=0, error="raised"),
-                f.ForkClosed(run=RUN, fork="root", outcome="partial")])
+    app.record(
+        [
+            fork(),
+            held,
+            f.ChildFailed(run=RUN, fork="root", index=0, error="raised"),
+            f.ForkClosed(run=RUN, fork="root", outcome="partial"),
+        ]
+    )
     assert app.record([held]).appended == 0  # re-sent: known, not refused
-    message = refused(app, InvariantViolated, f.CustodyFailed(run=RUN, fork="root", phase="release", error="EBUSY"))
+    message = refused(
+        app,
+        InvariantViolated,
+        f.CustodyFailed(run=RUN, fork="root", phase="release", error="EBUSY"),
+    )
     assert "is closed (partial); found new custody (custody.failed)" in message
 
 
 def test_a_discarded_unexported_snapshot_cannot_be_restored(app: LineageApp) -> None:
     app.record([fork(), f.SnapshotDiscarded(ref="snap-a")])
-    message = refused(app, SnapshotNotRestorable,
-                      f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a")))
+    message = refused(
+        app,
+        SnapshotNotRestorable,
+        f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a")),
+    )
     assert "discarded at cleanup and never exported" in message
-    app.record([f.SnapshotExported(ref="snap-a", path="/t/snap-a.tar", sha256="sha256:" + "3" * 64)])
-    app.record([f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a"))])
+    app.record(
+        [f.SnapshotExported(ref="snap-a", path="/t/snap-a.tar", sha256="sha256:" + "3" * 64)]
+    )
+    app.record(
+        [f.ChildRestored(run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a"))]
+    )
 
 
-def test_snapshot_lifetime_needs_a_capture_and_adoption_needs_an_unknown_ref(app: LineageApp) -> None:
-    refused(app, UnknownSubject, f.SnapshotExported(ref="never-seen", path="/x.tar", sha256="sha256:" + "4" * 64))
-    refused(app, InvariantViolated, f.SnapshotAdopted(ref="snap-a", tar_sha256="sha256:" + "4" * 64), verified_here=True)
-    app.record([f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64)], verified_here=True)
+def test_snapshot_lifetime_needs_a_capture_and_adoption_needs_an_unknown_ref(
+    app: LineageApp,
+) -> None:
+    refused(
+        app,
+        UnknownSubject,
+        f.SnapshotExported(ref="never-seen", path="/x.tar", sha256="sha256:" + "4" * 64),
+    )
+    refused(
+        app,
+        InvariantViolated,
+        f.SnapshotAdopted(ref="snap-a", tar_sha256="sha256:" + "4" * 64),
+        verified_here=True,
+    )
+    app.record(
+        [f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64)], verified_here=True
+    )
     assert app.snapshot("stray").restorable() == (True, "adopted from a tar of unknown provenance")
-    app.record([f.SnapshotImportRejected(ref="unknown-tag", tar_sha256="sha256:" + "5" * 64, reason="no export matches")],
-               verified_here=True)
+    app.record(
+        [
+            f.SnapshotImportRejected(
+                ref="unknown-tag", tar_sha256="sha256:" + "5" * 64, reason="no export matches"
+            )
+        ],
+        verified_here=True,
+    )
     assert app.snapshot("unknown-tag").restorable()[0] is False
 
 
-@pytest.mark.parametrize("claim", [
-    f.SnapshotImported(ref="snap-a", engine="forged (x)", image_id="sha256:" + "6" * 64, tar_sha256="sha256:" + "7" * 64),
-    f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64),
-    f.SnapshotImportRejected(ref="snap-a", reason="forged rejection"),
-], ids=lambda fact: fact.type)
-def test_verifications_this_tool_performs_cannot_be_claimed_by_others(app: LineageApp, claim: f.Fact) -> None:
+@pytest.mark.parametrize(
+    "claim",
+    [
+        f.SnapshotImported(
+            ref="snap-a",
+            engine="forged (x)",
+            image_id="sha256:" + "6" * 64,
+            tar_sha256="sha256:" + "7" * 64,
+        ),
+        f.SnapshotAdopted(ref="stray", tar_sha256="sha256:" + "4" * 64),
+        f.SnapshotImportRejected(ref="snap-a", reason="forged rejection"),
+    ],
+    ids=lambda fact: fact.type,
+)
+def test_verifications_this_tool_performs_cannot_be_claimed_by_others(
+    app: LineageApp, claim: f.Fact
+) -> None:
     """A discarded snapshot must not become "restorable: imported" because someone said so."""
-    app.record([f.RunRegistered(run=RUN, task="task"), f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a"),
-                f.SnapshotDiscarded(ref="snap-a")])
+    app.record(
+        [
+            f.RunRegistered(run=RUN, task="task"),
+            f.StageMarked(run=RUN, stage="env-ready", sandbox_ref="snap-a"),
+            f.SnapshotDiscarded(ref="snap-a"),
+        ]
+    )
     message = refused(app, ClaimRefused, f.RunRegistered(run="other", task="task"), claim)
     assert claim.type in message and "lineage snapshots import" in message
     assert app.snapshot("snap-a").restorable()[0] is False
 
 
-def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured(app: LineageApp) -> None:
-    cut = dict(run=RUN, source_run="src", accounting="served", served_k=5)
+def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured(
+    app: LineageApp,
+) -> None:
+    cut = {"run": RUN, "source_run": "src", "accounting": "served", "served_k": 5}
     refused(app, InvariantViolated, f.CutPointServed(**cut))
-    app.record([f.RunRegistered(run="src", task="task"),
-                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src")])
+    app.record(
+        [
+            f.RunRegistered(run="src", task="task"),
+            f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src"),
+        ]
+    )
     cut["run"] = "cont"
-    assert "above configured K 4" in refused(app, InvariantViolated, f.CutPointServed(**cut, configured_k=4))
+    assert "above configured K 4" in refused(
+        app, InvariantViolated, f.CutPointServed(**cut, configured_k=4)
+    )
     refused(app, InvariantViolated, f.CutPointServed(**{**cut, "source_run": "elsewhere"}))
     app.record([f.CutPointServed(**cut, configured_k=5)])
 
 
 def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
-    app.record([f.RunRegistered(run="src", task="task"),
-                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src")])
-    configured = f.CutPointServed(run="cont", source_run="src", accounting="configured", served_k=12)
-    served = f.CutPointServed(run="cont", source_run="src", accounting="served", served_k=9, configured_k=12)
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
+    app.record(
+        [
+            f.RunRegistered(run="src", task="task"),
+            f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src"),
+        ]
+    )
+    configured = f.CutPointServed(
+        run="cont", source_run="src", accounting="configured", served_k=12
+    )
+    served = f.CutPointServed(
+        run="cont", source_run="src", accounting="served", served_k=9, configured_k=12
+    )
     assert app.record([configured]).appended == 1
-    assert app.record([configured, served]).appended == 1  # benchflow's reconciliation after the run
+    assert (
+        app.record([configured, served]).appended == 1
+    )  # benchflow's reconciliation after the run
     assert app.record([served]).appended == 0
-    assert "served cut point of run 'cont'" in refused(app, ConflictingFact, served.model_copy(update={"served_k": 8}))
+    assert "served cut point of run 'cont'" in refused(
+        app, ConflictingFact, served.model_copy(update={"served_k": 8})
+    )
 
 
 def test_a_served_cut_point_must_reconcile_the_configured_one() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
-    app.record([f.RunRegistered(run="src", task="task"),
-                f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src"),
-                f.CutPointServed(run="cont", source_run="src", accounting="configured", served_k=12, stage="post-research")])
-    served = f.CutPointServed(run="cont", source_run="src", accounting="served", served_k=9, stage="post-research")
-    cases = [(served.model_copy(update={"stage": "pre-verify"}), "expected the same stage"),
-             (served.model_copy(update={"served_k": 13}), "expected at most the configured K 12 served, found 13"),
-             (served.model_copy(update={"configured_k": 10}), "expected its configured K 10 to be the configured block's K")]
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
+    app.record(
+        [
+            f.RunRegistered(run="src", task="task"),
+            f.RunRegistered(run="cont", task="task", role="continuation", parent_run="src"),
+            f.CutPointServed(
+                run="cont",
+                source_run="src",
+                accounting="configured",
+                served_k=12,
+                stage="post-research",
+            ),
+        ]
+    )
+    served = f.CutPointServed(
+        run="cont", source_run="src", accounting="served", served_k=9, stage="post-research"
+    )
+    cases = [
+        (served.model_copy(update={"stage": "pre-verify"}), "expected the same stage"),
+        (
+            served.model_copy(update={"served_k": 13}),
+            "expected at most the configured K 12 served, found 13",
+        ),
+        (
+            served.model_copy(update={"configured_k": 10}),
+            "expected its configured K 10 to be the configured block's K",
+        ),
+    ]
     for fact, message in cases:
         assert message in refused(app, InvariantViolated, fact)
     assert app.record([served]).appended == 1
@@ -256,7 +474,12 @@ def test_rewards_must_be_finite() -> None:
 
 
 def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
-    refused(app, UnknownSubject, f.RunRegistered(run="new-run", task="t"), f.RunScored(run="missing", reward=1.0))
+    refused(
+        app,
+        UnknownSubject,
+        f.RunRegistered(run="new-run", task="t"),
+        f.RunScored(run="missing", reward=1.0),
+    )
     assert app.run("new-run") is None
 
 
@@ -277,7 +500,9 @@ def test_a_lost_race_is_decided_again_from_the_winners_result(app: LineageApp) -
     def losing_once(events, **kwargs):  # type: ignore[no-untyped-def]
         if not raced:
             raced.append(1)
-            app.record([f.RunRegistered(run="raced/run", task="task")])  # the winner, through the same store
+            app.record(
+                [f.RunRegistered(run="raced/run", task="task")]
+            )  # the winner, through the same store
             raise IntegrityError("version conflict: the stream moved")
         return insert(events, **kwargs)
 

@@ -33,25 +33,64 @@ from hypothesis import strategies as st
 
 from rollout_lineage.adapters.importers import rundir
 from tests.conftest import EXAMPLES
-from tests.fuzz_strategies import NON_FINITE, dumps, examples, head, invoke, json_lines, json_values, log_rows, note
+from tests.fuzz_strategies import (
+    NON_FINITE,
+    dumps,
+    examples,
+    head,
+    invoke,
+    json_lines,
+    json_values,
+    log_rows,
+    note,
+)
 
 PUBLIC = EXAMPLES / "public" / "benchflow-ai"
 #: name -> (directory to copy, where it goes under the jobs folder: keeps the job/run names, so the run key)
 SOURCES: dict[str, tuple[Path, str]] = {
-    "pr nightly": (EXAMPLES / "pr-layout/jobs/nightly/csv-dedupe__7c1f2a90", "nightly/csv-dedupe__7c1f2a90"),
-    "pr with custody hold": (EXAMPLES / "pr-layout/jobs/nightly/csv-dedupe__d4e5f6a7", "nightly/csv-dedupe__d4e5f6a7"),
-    "pr ablate": (EXAMPLES / "pr-layout/ablate-2026-11-02__10-15-00", "ablate-2026-11-02__10-15-00"),
-    "main-line": (PUBLIC / "benchflow/tests/fixtures/branch_tree_claude/claude-continue/hello-world-task__0000abcd",
-                  "claude-continue/hello-world-task__0000abcd"),
-    "harbor": (PUBLIC / "skillsbench-trajectories/claude-opus-4-5-0126-wenbo/"
-               "claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920",
-               "claude-opus-4-5-0126-wenbo/claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920"),
+    "pr nightly": (
+        EXAMPLES / "pr-layout/jobs/nightly/csv-dedupe__7c1f2a90",
+        "nightly/csv-dedupe__7c1f2a90",
+    ),
+    "pr with custody hold": (
+        EXAMPLES / "pr-layout/jobs/nightly/csv-dedupe__d4e5f6a7",
+        "nightly/csv-dedupe__d4e5f6a7",
+    ),
+    "pr ablate": (
+        EXAMPLES / "pr-layout/ablate-2026-11-02__10-15-00",
+        "ablate-2026-11-02__10-15-00",
+    ),
+    "main-line": (
+        PUBLIC
+        / "benchflow/tests/fixtures/branch_tree_claude/claude-continue/hello-world-task__0000abcd",
+        "claude-continue/hello-world-task__0000abcd",
+    ),
+    "harbor": (
+        PUBLIC / "skillsbench-trajectories/claude-opus-4-5-0126-wenbo/"
+        "claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920",
+        "claude-opus-4-5-0126-wenbo/claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920",
+    ),
 }
-FILES = {name: sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()) for name, (src, _) in SOURCES.items()}
-DIRS = {name: sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_dir()) for name, (src, _) in SOURCES.items()}
+FILES = {
+    name: sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+    for name, (src, _) in SOURCES.items()
+}
+DIRS = {
+    name: sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_dir())
+    for name, (src, _) in SOURCES.items()
+}
 #: JSON files the importers read (the tests in test_import_*.py show each one's effect); a child's config.json is not.
-READ_JSON = {"config.json", "result.json", "tree.json", "stage_snapshots.json", "ablation.json", "provenance.json",
-             "reward.json", "ctrf.json", "observation.json"}
+READ_JSON = {
+    "config.json",
+    "result.json",
+    "tree.json",
+    "stage_snapshots.json",
+    "ablation.json",
+    "provenance.json",
+    "reward.json",
+    "ctrf.json",
+    "observation.json",
+}
 #: The JSON size cap during fuzzing: above every file the sources hold, so "over the cap" costs kilobytes.
 CAP = max(p.stat().st_size for src, _ in SOURCES.values() for p in src.rglob("*.json")) + 1024
 SEED = {"type": "run.registered", "run": "seed/run__0", "task": "seed"}
@@ -72,7 +111,10 @@ def tolerated(relative: str) -> bool:
 @contextmanager
 def workspace() -> Iterator[Path]:
     """A folder holding `jobs/`, a store under `home/`, `outside/` for links out; the JSON cap lowered to CAP."""
-    with tempfile.TemporaryDirectory(prefix="fuzz-import-") as folder, pytest.MonkeyPatch.context() as patch:
+    with (
+        tempfile.TemporaryDirectory(prefix="fuzz-import-") as folder,
+        pytest.MonkeyPatch.context() as patch,
+    ):
         patch.setattr(rundir, "MAX_JSON_BYTES", CAP)
         root = Path(folder)
         (root / "outside").mkdir()
@@ -92,14 +134,34 @@ def seed(home: Path) -> None:
 
 # -- damage ---------------------------------------------------------------------------------------------------------
 
-DAMAGE = ("truncate", "flip", "json_value", "json_drop", "delete", "link_out", "link_inside", "dangling_link", "fifo",
-          "directory", "over_cap", "link_dir_out", "rename_dir", "stray_file")
+DAMAGE = (
+    "truncate",
+    "flip",
+    "json_value",
+    "json_drop",
+    "delete",
+    "link_out",
+    "link_inside",
+    "dangling_link",
+    "fifo",
+    "directory",
+    "over_cap",
+    "link_dir_out",
+    "rename_dir",
+    "stray_file",
+)
 #: Damage that certainly breaks the file it hits (when the importer reads that file): see `certainly_broken`.
 BREAKING = {"link_out", "fifo", "directory", "over_cap"}
 
 
 def paths_into(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     found = []
     for key, child in items:
         found += [(*prefix, key), *paths_into(child, (*prefix, key))]
@@ -120,7 +182,11 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
     kind = draw(st.sampled_from(DAMAGE))
     note(f"damage: {kind}")
     if kind in ("link_dir_out", "rename_dir"):
-        branch_dirs = [d for d in DIRS[source] if "branches/" in d and (run / d).is_dir() and not (run / d).is_symlink()]
+        branch_dirs = [
+            d
+            for d in DIRS[source]
+            if "branches/" in d and (run / d).is_dir() and not (run / d).is_symlink()
+        ]
         if not branch_dirs:
             kind = "delete"
         else:
@@ -131,7 +197,9 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
                 shutil.move(target, moved)
                 target.symlink_to(moved, target_is_directory=True)
             else:
-                renamed = target.with_name(draw(st.sampled_from(["n7", "n99", "root", "x y", ".hidden"])))
+                renamed = target.with_name(
+                    draw(st.sampled_from(["n7", "n99", "root", "x y", ".hidden"]))
+                )
                 while renamed.exists():  # a name an earlier damage took
                     renamed = renamed.with_name(renamed.name + "-2")
                 target.rename(renamed)
@@ -152,7 +220,11 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
         if flipped:
             flipped[at] ^= draw(st.integers(1, 255))
         target.write_bytes(bytes(flipped))
-        return kind, relative, is_read(relative) and not tolerated(relative) and not parses(bytes(flipped))
+        return (
+            kind,
+            relative,
+            is_read(relative) and not tolerated(relative) and not parses(bytes(flipped)),
+        )
     if kind in ("json_value", "json_drop") and parses(data):
         document = json.loads(data)
         places = paths_into(document)
@@ -178,11 +250,21 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
     elif kind == "link_inside":
         others = [f for f in present if f != relative]
         target.unlink()
-        target.symlink_to(os.path.relpath(run / draw(st.sampled_from(others)), target.parent) if others else "missing")
+        target.symlink_to(
+            os.path.relpath(run / draw(st.sampled_from(others)), target.parent)
+            if others
+            else "missing"
+        )
         return kind, relative, False
     elif kind == "dangling_link":
         target.unlink()
-        target.symlink_to(draw(st.sampled_from(["missing.json", "/nonexistent/x.json", "../../../../../../etc/hostname"])))
+        target.symlink_to(
+            draw(
+                st.sampled_from(
+                    ["missing.json", "/nonexistent/x.json", "../../../../../../etc/hostname"]
+                )
+            )
+        )
         return kind, relative, False
     elif kind == "fifo":
         target.unlink()
@@ -191,16 +273,26 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
         target.unlink()
         target.mkdir()
     elif kind == "over_cap":
-        cap = CAP * (rundir.CTRF_CAP_FACTOR if target.name == "ctrf.json" else 1)  # CTRF reports may be larger
+        cap = CAP * (
+            rundir.CTRF_CAP_FACTOR if target.name == "ctrf.json" else 1
+        )  # CTRF reports may be larger
         target.write_bytes(data + b" " * (cap + 1 - len(data) + draw(st.integers(0, 4096))))
     elif kind == "stray_file":
-        folder = target.parent / draw(st.sampled_from(["", "branches", "branches/n9/children/n10", "verifier"]))
+        folder = target.parent / draw(
+            st.sampled_from(["", "branches", "branches/n9/children/n10", "verifier"])
+        )
         folder.mkdir(parents=True, exist_ok=True)
-        name = draw(st.sampled_from(sorted(READ_JSON) + ["notes.txt", "tree.json.bak"]))
+        name = draw(st.sampled_from([*sorted(READ_JSON), "notes.txt", "tree.json.bak"]))
         if not (folder / name).exists():
-            (folder / name).write_bytes(draw(st.binary(max_size=64) | st.builds(lambda v: dumps(v).encode(), json_values)))
+            (folder / name).write_bytes(
+                draw(st.binary(max_size=64) | st.builds(lambda v: dumps(v).encode(), json_values))
+            )
         return kind, str(folder / name), False
-    return kind, relative, kind in BREAKING and is_read(relative) and not (kind == "over_cap" and tolerated(relative))
+    return (
+        kind,
+        relative,
+        kind in BREAKING and is_read(relative) and not (kind == "over_cap" and tolerated(relative)),
+    )
 
 
 # -- the property -----------------------------------------------------------------------------------------------------
@@ -210,7 +302,9 @@ def moment(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def check_import(home: Path, jobs: Path, *, refused: bool = False, keep_going: bool = False) -> tuple[int, list[dict]]:
+def check_import(
+    home: Path, jobs: Path, *, refused: bool = False, keep_going: bool = False
+) -> tuple[int, list[dict]]:
     """Import `jobs` after a dry run; assert a clean refusal or exactly the announced facts. Returns (exit, new rows)."""
     flags = ("--keep-going",) if keep_going else ()
     before_head, before = head(home), log_rows(home)
@@ -223,13 +317,19 @@ def check_import(home: Path, jobs: Path, *, refused: bool = False, keep_going: b
     note(f"exit {result.exit_code}" + (" (certainly broken)" if refused else ""))
     after = log_rows(home)
     assert after[: len(before)] == before, "import changed events already in the log"
-    new_rows = after[len(before):]
+    new_rows = after[len(before) :]
     announced = json_lines(dry.stdout)
     assert [{"type": r["type"], **r["fact"]} for r in new_rows] == [
-        {k: v for k, v in line.items() if k != "occurred_at"} for line in announced], "appended facts differ from the dry run"
-    assert all(moment(r["occurred_at"]) == moment(line["occurred_at"])
-               for r, line in zip(new_rows, announced, strict=True) if "occurred_at" in line)
-    summary = re.search(r"(\d+) runs, \d+ forks, \d+ children, (\d+) events appended", result.stderr)
+        {k: v for k, v in line.items() if k != "occurred_at"} for line in announced
+    ], "appended facts differ from the dry run"
+    assert all(
+        moment(r["occurred_at"]) == moment(line["occurred_at"])
+        for r, line in zip(new_rows, announced, strict=True)
+        if "occurred_at" in line
+    )
+    summary = re.search(
+        r"(\d+) runs, \d+ forks, \d+ children, (\d+) events appended", result.stderr
+    )
     if result.exit_code == 1:
         assert "Error: " in result.stderr or "rejected: " in result.stderr, result.stderr
         if summary is None:  # refused before any run was looked at
@@ -239,25 +339,32 @@ def check_import(home: Path, jobs: Path, *, refused: bool = False, keep_going: b
     assert summary is None or int(summary[2]) == len(new_rows), result.stderr
     if result.exit_code == 0:
         # A broken file can also be one the harness is writing this moment: such a run waits, unread, instead.
-        assert not refused or ("1 runs left out as still running" in result.stderr and new_rows == []), \
-            f"a certainly broken run was imported: {result.stderr}"
+        assert not refused or (
+            "1 runs left out as still running" in result.stderr and new_rows == []
+        ), f"a certainly broken run was imported: {result.stderr}"
         assert "0 runs rejected" in result.stderr
     kept = head(home)
     again = invoke(home, "import", *flags, str(jobs))
-    assert again.exit_code == result.exit_code and head(home) == kept, f"importing again appended: {again.stderr}"
+    assert again.exit_code == result.exit_code and head(home) == kept, (
+        f"importing again appended: {again.stderr}"
+    )
     return result.exit_code, new_rows
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), source=st.sampled_from(sorted(SOURCES)), count=st.integers(1, 3))
-def test_a_damaged_run_is_imported_whole_or_not_at_all(data: st.DataObject, source: str, count: int) -> None:
+def test_a_damaged_run_is_imported_whole_or_not_at_all(
+    data: st.DataObject, source: str, count: int
+) -> None:
     with workspace() as root:
         run = place(root, source)
         hits = [data.draw(damage(root, run, source), label=f"damage {n}") for n in range(count)]
         home = root / "home"
         seed(home)
         certainly_broken = count == 1 and hits[0][2]
-        check_import(home, root / "jobs", refused=certainly_broken)  # refused: rejected, or left out unread
+        check_import(
+            home, root / "jobs", refused=certainly_broken
+        )  # refused: rejected, or left out unread
 
 
 PRISTINE = "pr nightly"
@@ -271,7 +378,10 @@ def pristine_facts() -> list[dict[str, Any]]:
             place(root, PRISTINE)
             result = invoke(root / "home", "import", "--dry-run", str(root / "jobs"))
             assert result.exit_code == 0, result.stderr
-            _pristine_facts.extend(comparable({k: v for k, v in line.items() if k != "occurred_at"}) for line in json_lines(result.stdout))
+            _pristine_facts.extend(
+                comparable({k: v for k, v in line.items() if k != "occurred_at"})
+                for line in json_lines(result.stdout)
+            )
     return _pristine_facts
 
 
@@ -281,8 +391,14 @@ def comparable(fact: dict[str, Any]) -> dict[str, Any]:
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), source=st.sampled_from(sorted(set(SOURCES) - {PRISTINE})), count=st.integers(1, 2))
-def test_next_to_an_intact_run_keep_going_imports_it_in_full(data: st.DataObject, source: str, count: int) -> None:
+@given(
+    data=st.data(),
+    source=st.sampled_from(sorted(set(SOURCES) - {PRISTINE})),
+    count=st.integers(1, 2),
+)
+def test_next_to_an_intact_run_keep_going_imports_it_in_full(
+    data: st.DataObject, source: str, count: int
+) -> None:
     expected = pristine_facts()
     with workspace() as root:
         place(root, PRISTINE)
@@ -293,12 +409,19 @@ def test_next_to_an_intact_run_keep_going_imports_it_in_full(data: st.DataObject
         seed(home)
         code, new_rows = check_import(home, root / "jobs", keep_going=True)
         facts = [comparable({"type": r["type"], **r["fact"]}) for r in new_rows]
-        starts = [i for i in range(len(facts) - len(expected) + 1) if facts[i : i + len(expected)] == expected]
+        starts = [
+            i
+            for i in range(len(facts) - len(expected) + 1)
+            if facts[i : i + len(expected)] == expected
+        ]
         assert starts, "the intact run was not imported in full, in one piece"
-        rest = facts[: starts[0]] + facts[starts[0] + len(expected):]
+        rest = facts[: starts[0]] + facts[starts[0] + len(expected) :]
         assert all(fact.get("run") != "nightly/csv-dedupe__7c1f2a90" for fact in rest)
         if code == 1:
-            assert "1 runs rejected" in invoke(home, "import", "--keep-going", str(root / "jobs")).stderr
+            assert (
+                "1 runs rejected"
+                in invoke(home, "import", "--keep-going", str(root / "jobs")).stderr
+            )
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))

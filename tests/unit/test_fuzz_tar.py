@@ -39,7 +39,14 @@ from hypothesis import strategies as st
 from rollout_lineage.adapters.snapshot_tar import TarReport, verify_tar
 from rollout_lineage.domain.errors import InvalidInput
 from tests.fuzz_strategies import examples, invoke, log_rows, note
-from tests.unit.test_snapshot_tar import Entry, file_entry, legacy_entries, oci_entries, special_entry, tar_bytes
+from tests.unit.test_snapshot_tar import (
+    Entry,
+    file_entry,
+    legacy_entries,
+    oci_entries,
+    special_entry,
+    tar_bytes,
+)
 
 UNREACHABLE = "Cannot reach the Docker engine"
 
@@ -53,22 +60,31 @@ class Base:
     data: bytes
     checked: frozenset[str]  # members whose bytes are content-addressed (layers, config, OCI blobs)
     required: frozenset[str]  # members whose absence breaks the archive
-    regions: tuple[tuple[int, int], ...]  # byte ranges where any change breaks it (checked data, the tail)
-    gzip_layers: tuple[tuple[int, int], ...]  # legacy gzip layers: only a change to what they inflate to breaks it
+    regions: tuple[
+        tuple[int, int], ...
+    ]  # byte ranges where any change breaks it (checked data, the tail)
+    gzip_layers: tuple[
+        tuple[int, int], ...
+    ]  # legacy gzip layers: only a change to what they inflate to breaks it
     end_of_archive: int  # offset just past the first end-of-archive block
-
 
     def __repr__(self) -> str:
         return f"BASES[{self.name!r}]"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis prints examples with this
+    def _repr_pretty_(
+        self, printer: Any, cycle: bool
+    ) -> None:  # hypothesis prints examples with this
         printer.text(repr(self))
 
 
 def describe(name: str, entries: list[Entry], expected: dict) -> Base:
     data = tar_bytes(entries)
     names = {info.name for info, _ in entries}
-    checked = {*expected["layers"], expected["config"], *(n for n in names if n.startswith("blobs/sha256/"))}
+    checked = {
+        *expected["layers"],
+        expected["config"],
+        *(n for n in names if n.startswith("blobs/sha256/")),
+    }
     # index.json and oci-layout are not required: `docker load` reads manifest.json when it is there (verify_tar
     # agrees), so a tar that lost them is loadable; dropping them leaves the verdict to the verifier ("unknown").
     required = checked | {"manifest.json"}
@@ -76,19 +92,35 @@ def describe(name: str, entries: list[Entry], expected: dict) -> Base:
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         for member in archive:
             span = (member.offset_data, member.offset_data + member.size)
-            if member.name in checked and data[span[0]:span[0] + 2] == b"\x1f\x8b" and not member.name.startswith("blobs/"):
-                gzip_layers.append(span)  # a legacy layer is named by its diff_id: gzip's mtime or OS byte may change
+            if (
+                member.name in checked
+                and data[span[0] : span[0] + 2] == b"\x1f\x8b"
+                and not member.name.startswith("blobs/")
+            ):
+                gzip_layers.append(
+                    span
+                )  # a legacy layer is named by its diff_id: gzip's mtime or OS byte may change
             elif member.name in checked:
                 regions.append(span)
         end = archive.offset
     regions.append((end, len(data)))  # the end-of-archive blocks and zero padding
-    return Base(name, tuple(entries), data, frozenset(checked), frozenset(required), tuple(regions), tuple(gzip_layers),
-                end + tarfile.BLOCKSIZE)
+    return Base(
+        name,
+        tuple(entries),
+        data,
+        frozenset(checked),
+        frozenset(required),
+        tuple(regions),
+        tuple(gzip_layers),
+        end + tarfile.BLOCKSIZE,
+    )
 
 
-BASES = {"legacy": describe("legacy", *legacy_entries()),
-         "legacy, gzip layer": describe("legacy, gzip layer", *legacy_entries(gzip_layer=0)),
-         "oci, gzip layer": describe("oci, gzip layer", *oci_entries(gzip_layer=1))}
+BASES = {
+    "legacy": describe("legacy", *legacy_entries()),
+    "legacy, gzip layer": describe("legacy, gzip layer", *legacy_entries(gzip_layer=0)),
+    "oci, gzip layer": describe("oci, gzip layer", *oci_entries(gzip_layer=1)),
+}
 bases = st.sampled_from(sorted(BASES)).map(BASES.__getitem__)
 
 
@@ -103,12 +135,20 @@ def check_report(folder: Path, data: bytes) -> TarReport:
     path = folder / "snap.tar"
     path.write_bytes(data)
     report = verify_tar(path)
-    assert report.tar_sha256 == "sha256:" + hashlib.sha256(data).hexdigest() and report.size_bytes == len(data)
+    assert report.tar_sha256 == "sha256:" + hashlib.sha256(
+        data
+    ).hexdigest() and report.size_bytes == len(data)
     assert report.ok == (report.problems == ())
-    assert all(isinstance(p, str) and p.strip() and p.endswith(".") for p in report.problems), report.problems
+    assert all(isinstance(p, str) and p.strip() and p.endswith(".") for p in report.problems), (
+        report.problems
+    )
     if report.ok:  # a sound verdict says what was verified
         assert report.layout in ("legacy", "oci") and report.config_member is not None
-        assert report.image_id is not None and report.image_id.startswith("sha256:") and len(report.image_id) == 71
+        assert (
+            report.image_id is not None
+            and report.image_id.startswith("sha256:")
+            and len(report.image_id) == 71
+        )
         assert report.layers and all(layer.ok for layer in report.layers)
     assert verify_tar(path) == report  # the verdict depends on the bytes only
     json.dumps(report.as_dict())
@@ -127,16 +167,23 @@ def inflated(data: bytes) -> bytes | None:
 
 
 @settings(max_examples=examples(120), deadline=None)
-@given(data=st.binary(max_size=4096), prefix=st.sampled_from([b"", b"\x1f\x8b\x08\x00", BASES["legacy"].data[:512],
-                                                               BASES["oci, gzip layer"].data[:1536]]))
+@given(
+    data=st.binary(max_size=4096),
+    prefix=st.sampled_from(
+        [b"", b"\x1f\x8b\x08\x00", BASES["legacy"].data[:512], BASES["oci, gzip layer"].data[:1536]]
+    ),
+)
 def test_random_bytes_yield_a_report_not_an_exception(data: bytes, prefix: bytes) -> None:
     with scratch() as folder:
         assert not check_report(folder, prefix + data).ok
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(base=bases, flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), min_size=1, max_size=4),
-       aim=st.booleans())
+@given(
+    base=bases,
+    flips=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 255)), min_size=1, max_size=4),
+    aim=st.booleans(),
+)
 def test_flipped_bytes(base: Base, flips: list[tuple[int, int]], aim: bool) -> None:
     data = bytearray(base.data)
     for at, mask in flips:
@@ -152,7 +199,9 @@ def test_flipped_bytes(base: Base, flips: list[tuple[int, int]], aim: bool) -> N
         assert not report.ok, f"bytes {changed} changed inside checked data, yet the tar verified"
     for start, end in base.gzip_layers:
         if inflated(bytes(data[start:end])) != inflated(base.data[start:end]):
-            assert not report.ok, f"bytes {changed} changed what a gzip layer inflates to, yet the tar verified"
+            assert not report.ok, (
+                f"bytes {changed} changed what a gzip layer inflates to, yet the tar verified"
+            )
     if not changed:
         assert report.ok
 
@@ -173,17 +222,29 @@ def member_boundaries(data: bytes) -> list[int]:
 
 
 @settings(max_examples=examples(80), deadline=None)
-@given(first=bases, second=bases, cuts=st.tuples(st.integers(0, 100), st.integers(0, 100)), whole=st.booleans())
-def test_two_archives_spliced_at_member_boundaries(first: Base, second: Base, cuts: tuple[int, int], whole: bool) -> None:
+@given(
+    first=bases,
+    second=bases,
+    cuts=st.tuples(st.integers(0, 100), st.integers(0, 100)),
+    whole=st.booleans(),
+)
+def test_two_archives_spliced_at_member_boundaries(
+    first: Base, second: Base, cuts: tuple[int, int], whole: bool
+) -> None:
     if whole:  # one archive appended to another: the second hides behind the first's end marker
         spliced = first.data + second.data
     else:
         head_ends, tail_starts = member_boundaries(first.data), member_boundaries(second.data)
-        spliced = first.data[: head_ends[cuts[0] % len(head_ends)]] + second.data[tail_starts[cuts[1] % len(tail_starts)]:]
+        spliced = (
+            first.data[: head_ends[cuts[0] % len(head_ends)]]
+            + second.data[tail_starts[cuts[1] % len(tail_starts)] :]
+        )
     with scratch() as folder:
         report = check_report(folder, spliced)
     if whole:
-        assert not report.ok and any("after its end-of-archive marker" in p for p in report.problems)
+        assert not report.ok and any(
+            "after its end-of-archive marker" in p for p in report.problems
+        )
     elif spliced in (first.data, second.data):
         assert report.ok
     else:  # which members survived decides the verdict; a spliced archive missing a required member is broken
@@ -195,10 +256,19 @@ def test_two_archives_spliced_at_member_boundaries(first: Base, second: Base, cu
 
 # -- member-level damage ----------------------------------------------------------------------------------------------
 
-HOSTILE = [special_entry("evil-link", tarfile.SYMTYPE, "/etc/shadow"), special_entry("hard", tarfile.LNKTYPE, "manifest.json"),
-           special_entry("dev", tarfile.CHRTYPE), special_entry("pipe", tarfile.FIFOTYPE),
-           file_entry("../escape", b"x"), file_entry("/abs/path", b"x"), special_entry("sparse", tarfile.GNUTYPE_SPARSE)]
-REFERENCES = ["snap-x:latest", "registry:5000/team/snap:v2"]  # NAME:TAG, as `docker save` writes RepoTags
+HOSTILE = [
+    special_entry("evil-link", tarfile.SYMTYPE, "/etc/shadow"),
+    special_entry("hard", tarfile.LNKTYPE, "manifest.json"),
+    special_entry("dev", tarfile.CHRTYPE),
+    special_entry("pipe", tarfile.FIFOTYPE),
+    file_entry("../escape", b"x"),
+    file_entry("/abs/path", b"x"),
+    special_entry("sparse", tarfile.GNUTYPE_SPARSE),
+]
+REFERENCES = [
+    "snap-x:latest",
+    "registry:5000/team/snap:v2",
+]  # NAME:TAG, as `docker save` writes RepoTags
 NOT_REFERENCES = ["bf-snap-1", "UPPER:latest", "with space:v1", "snap@sha256:" + "a" * 64]
 OCI_LAYOUT_FILES = ("index.json", "oci-layout")
 TAGS = st.lists(st.sampled_from(REFERENCES + NOT_REFERENCES), max_size=3)
@@ -209,11 +279,15 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
     """`base`'s members damaged 1-3 times; the verdict that forces ("broken", "sound" or "unknown"); the steps."""
     entries = list(base.entries)
     steps: list[str] = []
-    original_manifest = dict((member.name, content) for member, content in base.entries)["manifest.json"]
+    original_manifest = {member.name: content for member, content in base.entries}["manifest.json"]
     unsure = False  # a replaced member whose bytes nothing addresses, but which may be parsed (manifest, index)
     bad_tags = False
     for step in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["drop", "duplicate", "reorder", "replace", "hostile", "harmless", "retag"]))
+        op = draw(
+            st.sampled_from(
+                ["drop", "duplicate", "reorder", "replace", "hostile", "harmless", "retag"]
+            )
+        )
         note(f"member damage: {op}")
         steps.append(op)
         index = draw(st.integers(0, len(entries) - 1))
@@ -226,12 +300,17 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
         elif op == "reorder":
             random.Random(draw(st.integers(0, 2**32))).shuffle(entries)
         elif op == "replace" and info.isreg():
-            entries[index] = file_entry(info.name, draw(st.binary(max_size=256).filter(lambda b: b != data)))
+            entries[index] = file_entry(
+                info.name, draw(st.binary(max_size=256).filter(lambda b, data=data: b != data))
+            )
             unsure = unsure or info.name in base.required or info.name.endswith(".json")
         elif op == "hostile":
             entries.insert(draw(st.integers(0, len(entries))), draw(st.sampled_from(HOSTILE)))
         elif op == "harmless":
-            entries.insert(draw(st.integers(0, len(entries))), file_entry(f"extra-{step}.txt", draw(st.binary(max_size=600))))
+            entries.insert(
+                draw(st.integers(0, len(entries))),
+                file_entry(f"extra-{step}.txt", draw(st.binary(max_size=600))),
+            )
         elif op == "retag":
             for position, (member, content) in enumerate(entries):
                 if member.name == "manifest.json" and content == original_manifest:
@@ -241,17 +320,28 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
                     entries[position] = file_entry("manifest.json", json.dumps(manifest).encode())
     names = [posixpath.normpath(member.name) for member, _ in entries]
     original = {member.name: content for member, content in base.entries}
-    broken = (bad_tags or len(set(names)) != len(names) or not base.required <= set(names)
-              # a hostile member is still there, or its unsafe name under a replacement's regular file
-              or any(member is hostile for member, _ in entries for hostile, _ in HOSTILE)
-              or any(member.name.startswith("/") or ".." in member.name.split("/") for member, _ in entries)
-              or any(member.name in base.checked and content != original[member.name] for member, content in entries))
+    broken = (
+        bad_tags
+        or len(set(names)) != len(names)
+        or not base.required <= set(names)
+        # a hostile member is still there, or its unsafe name under a replacement's regular file
+        or any(member is hostile for member, _ in entries for hostile, _ in HOSTILE)
+        or any(
+            member.name.startswith("/") or ".." in member.name.split("/") for member, _ in entries
+        )
+        or any(
+            member.name in base.checked and content != original[member.name]
+            for member, content in entries
+        )
+    )
     return entries, "broken" if broken else "unknown" if unsure else "sound", steps
 
 
 @settings(max_examples=examples(120), deadline=None)
 @given(base=bases, data=st.data())
-def test_members_dropped_duplicated_reordered_replaced_or_added(base: Base, data: st.DataObject) -> None:
+def test_members_dropped_duplicated_reordered_replaced_or_added(
+    base: Base, data: st.DataObject
+) -> None:
     entries, verdict, steps = data.draw(member_damage(base))
     note(f"forced verdict: {verdict}")
     with scratch() as folder:
@@ -322,20 +412,30 @@ def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: by
         assert json.loads(checked.stdout)[0]["ok"] is report.ok
 
         refused = invoke(home, "snapshots", "import", str(path))
-        assert refused.exit_code == 1 and "matches no recorded export" in refused.stderr, refused.stderr
+        assert refused.exit_code == 1 and "matches no recorded export" in refused.stderr, (
+            refused.stderr
+        )
         assert UNREACHABLE not in refused.stderr and log_rows(home) == []
 
         adopted = invoke(home, "snapshots", "import", "--adopt", str(path), "--format", "json")
         rows = log_rows(home)
-        if report.ok:  # sound, so only the engine could say more, and it is away: nothing is recorded
+        if (
+            report.ok
+        ):  # sound, so only the engine could say more, and it is away: nothing is recorded
             assert adopted.exit_code == 4 and UNREACHABLE in adopted.stderr, adopted.stderr
             assert rows == []
         else:
             [rejected] = [row for row in rows if row["type"] == "snapshot.import_rejected"]
-            assert [row["type"] for row in rows] == ["snapshot.import_rejected"], "only the rejection is recorded"
-            assert rejected["fact"]["tar_sha256"] == report.tar_sha256 and rejected["fact"]["tar_path"] == str(path)
+            assert [row["type"] for row in rows] == ["snapshot.import_rejected"], (
+                "only the rejection is recorded"
+            )
+            assert rejected["fact"]["tar_sha256"] == report.tar_sha256 and rejected["fact"][
+                "tar_path"
+            ] == str(path)
             assert adopted.exit_code == 3, adopted.stderr
-            assert UNREACHABLE not in adopted.stderr and UNREACHABLE not in rejected["fact"]["reason"]
+            assert (
+                UNREACHABLE not in adopted.stderr and UNREACHABLE not in rejected["fact"]["reason"]
+            )
             assert "nothing was loaded" in adopted.stderr
             [row] = json.loads(adopted.stdout)
             assert row["status"] == "rejected" and row["tar_sha256"] == report.tar_sha256
@@ -343,7 +443,9 @@ def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: by
 
 @pytest.mark.parametrize("tag", [":latest", "x" * 600], ids=["empty after :latest", "too long"])
 @pytest.mark.parametrize("sound", [True, False], ids=["layers intact", "a layer altered"])
-def test_adopting_a_tar_whose_first_tag_is_no_ref_is_refused_not_a_crash(tag: str, sound: bool) -> None:
+def test_adopting_a_tar_whose_first_tag_is_no_ref_is_refused_not_a_crash(
+    tag: str, sound: bool
+) -> None:
     entries, _ = legacy_entries(tags=(tag,))
     data = bytearray(tar_bytes(entries))
     if not sound:
@@ -352,5 +454,7 @@ def test_adopting_a_tar_whose_first_tag_is_no_ref_is_refused_not_a_crash(tag: st
         path = folder / "stray.tar"
         path.write_bytes(bytes(data))
         result = invoke(folder / "home", "snapshots", "import", "--adopt", str(path))
-        assert result.exit_code == 3 and "which are not image references" in result.stderr, result.stderr
+        assert result.exit_code == 3 and "which are not image references" in result.stderr, (
+            result.stderr
+        )
         assert not [row for row in log_rows(folder / "home") if row["type"] == "snapshot.adopted"]

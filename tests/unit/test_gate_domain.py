@@ -17,34 +17,59 @@ OTHER = "sha256:" + "cd" * 32
 
 @pytest.fixture
 def app() -> LineageApp:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test")
+    app = LineageApp(
+        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
+    )
     app.record([f.RunRegistered(run=RUN, task="task")])
     return app
 
 
 def receipt(**overrides: object) -> f.PreservationReceipted:
-    values = {"run": RUN, "history_run": RUN, "history_digest": HISTORY, "result": "sealed",
-              "checkpoint": "exports/terminal-native-1"}
+    values = {
+        "run": RUN,
+        "history_run": RUN,
+        "history_digest": HISTORY,
+        "result": "sealed",
+        "checkpoint": "exports/terminal-native-1",
+    }
     return f.PreservationReceipted(**{**values, **overrides})
 
 
-def test_a_repeated_receipt_appends_nothing_and_a_different_one_cannot_reseal(app: LineageApp) -> None:
+def test_a_repeated_receipt_appends_nothing_and_a_different_one_cannot_reseal(
+    app: LineageApp,
+) -> None:
     app.record([f.ScorerDrained(run=RUN, history_digest=HISTORY), receipt()])
     assert app.record([receipt()]).appended == 0
     message = refused(app, ConflictingFact, receipt(checkpoint="exports/terminal-native-2"))
     assert "cannot reseal" in message
-    assert "checkpoint: recorded 'exports/terminal-native-1', now 'exports/terminal-native-2'" in message
-    refused(app, ConflictingFact, receipt(result="failed", checkpoint=None, error="ValueError: relative log dir"))
+    assert (
+        "checkpoint: recorded 'exports/terminal-native-1', now 'exports/terminal-native-2'"
+        in message
+    )
+    refused(
+        app,
+        ConflictingFact,
+        receipt(result="failed", checkpoint=None, error="ValueError: relative log dir"),
+    )
 
 
 def test_a_receipt_must_seal_the_runs_own_history(app: LineageApp) -> None:
     message = refused(app, UnknownSubject, receipt())
-    assert "expected its scorer history digest (scorer.drained)" in message and "record the run's scorer.drained" in message
+    assert (
+        "expected its scorer history digest (scorer.drained)" in message
+        and "record the run's scorer.drained" in message
+    )
     app.record([f.ScorerDrained(run=RUN, history_digest=HISTORY)])
     message = refused(app, InvariantViolated, receipt(history_digest=OTHER))
-    assert f"expected the preservation receipt to seal its scorer history {HISTORY}, found {OTHER}" in message
+    assert (
+        f"expected the preservation receipt to seal its scorer history {HISTORY}, found {OTHER}"
+        in message
+    )
     message = refused(app, InvariantViolated, receipt(history_run="job/other__2"))
-    assert "found one for run 'job/other__2'" in message and "record the receipt on run 'job/other__2'" in message
+    assert (
+        "found one for run 'job/other__2'" in message
+        and "record the receipt on run 'job/other__2'" in message
+    )
 
 
 def test_a_run_has_one_drained_history(app: LineageApp) -> None:
@@ -62,13 +87,17 @@ def test_a_receipt_states_its_result_consistently() -> None:
         receipt(history_digest="md5:1234")
 
 
-def test_evidence_is_about_a_node_of_the_tree_and_each_observation_is_recorded_once(app: LineageApp) -> None:
+def test_evidence_is_about_a_node_of_the_tree_and_each_observation_is_recorded_once(
+    app: LineageApp,
+) -> None:
     refused(app, UnknownSubject, f.EvidenceObserved(run=RUN, node="n9"))
     early = f.EvidenceObserved(run=RUN, trial="task__1", results=f.ResultsRow(present=False))
     app.record([early])
     assert app.record([early]).appended == 0
     # benchflow writes results.jsonl after result.json: a later read sees it, which is another observation, no conflict
-    later = early.model_copy(update={"results": f.ResultsRow(present=True, rows=1, training_ready=True)})
+    later = early.model_copy(
+        update={"results": f.ResultsRow(present=True, rows=1, training_ready=True)}
+    )
     assert app.record([later]).appended == 1
     assert app.record([early, later]).appended == 0
     assert app.run(RUN).evidence["root"] == [early, later]

@@ -21,12 +21,32 @@ def folder(tmp_path: Path, files: dict[str, str]) -> RunFolder:
     return RunFolder(tmp_path)
 
 
-def test_lines_are_counted_as_records_malformed_or_blank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_are_counted_as_records_malformed_or_blank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(evidence, "MAX_LINE_BYTES", 64)
-    acp = "\n".join(['{"type": "tool_call", "title": "ls .agents/skills"}', "", "[1, 2]", "{oops", '{"type": "x", "phase": "verifier"}',
-                     '{"type": "agent_message", "text": "' + "y" * 100 + '"}', '{"type": "agent_thought"}']) + "\n"
+    acp = (
+        "\n".join(
+            [
+                '{"type": "tool_call", "title": "ls .agents/skills"}',
+                "",
+                "[1, 2]",
+                "{oops",
+                '{"type": "x", "phase": "verifier"}',
+                '{"type": "agent_message", "text": "' + "y" * 100 + '"}',
+                '{"type": "agent_thought"}',
+            ]
+        )
+        + "\n"
+    )
     trajectory, markers = evidence.acp_file(folder(tmp_path, {evidence.ACP: acp}))
-    assert (trajectory.present, trajectory.records, trajectory.malformed, trajectory.agent_events, markers) == (True, 3, 3, 2, 1)
+    assert (
+        trajectory.present,
+        trajectory.records,
+        trajectory.malformed,
+        trajectory.agent_events,
+        markers,
+    ) == (True, 3, 3, 2, 1)
 
 
 def test_missing_files_are_absent_not_empty(tmp_path: Path) -> None:
@@ -36,9 +56,14 @@ def test_missing_files_are_absent_not_empty(tmp_path: Path) -> None:
 
 
 def test_llm_records_need_request_and_response_bodies_and_usage(tmp_path: Path) -> None:
-    rows = [{"request": {"body": {"model": "m"}}, "response": {"body": {"choices": [], "usage": {"total_tokens": 5}}}},
-            {"request": {"body": {"model": "m"}}, "response": {"body": {"usage": {"total_tokens": 0}}}},
-            {"request": {"body": "not an object"}, "error": {"message": "529"}}]
+    rows = [
+        {
+            "request": {"body": {"model": "m"}},
+            "response": {"body": {"choices": [], "usage": {"total_tokens": 5}}},
+        },
+        {"request": {"body": {"model": "m"}}, "response": {"body": {"usage": {"total_tokens": 0}}}},
+        {"request": {"body": "not an object"}, "error": {"message": "529"}},
+    ]
     base = folder(tmp_path, {evidence.LLM: "\n".join(json.dumps(r) for r in rows) + "\n"})
     llm, _ = evidence.llm_file(base)
     assert (llm.records, llm.requests, llm.responses, llm.responses_with_usage) == (3, 2, 2, 1)
@@ -46,16 +71,31 @@ def test_llm_records_need_request_and_response_bodies_and_usage(tmp_path: Path) 
 
 def test_a_results_row_is_read_for_readiness_usage_and_tool_definitions(tmp_path: Path) -> None:
     call = {"role": "assistant", "tool_calls": [{"id": "1"}]}
-    rows = [{"info": {"training_ready": True}, "messages": [call], "tool_defs": [{"name": "bash"}],
-             "token_usage": {"final_input_tokens": 0, "final_output_tokens": 0}}]
+    rows = [
+        {
+            "info": {"training_ready": True},
+            "messages": [call],
+            "tool_defs": [{"name": "bash"}],
+            "token_usage": {"final_input_tokens": 0, "final_output_tokens": 0},
+        }
+    ]
     row = evidence.results_row(folder(tmp_path, {evidence.RESULTS: json.dumps(rows[0]) + "\n"}))
-    assert (row.rows, row.training_ready, row.rows_without_usage, row.unlisted_tool_calls) == (1, True, 1, 0)
+    assert (row.rows, row.training_ready, row.rows_without_usage, row.unlisted_tool_calls) == (
+        1,
+        True,
+        1,
+        0,
+    )
 
 
 def test_counts_in_result_json_must_be_non_negative_integers() -> None:
-    doc = Fields({"n_input_tokens": 12.0, "n_output_tokens": -1}, "/run/result.json", "agent_result")
+    doc = Fields(
+        {"n_input_tokens": 12.0, "n_output_tokens": -1}, "/run/result.json", "agent_result"
+    )
     assert evidence.count(doc, "n_input_tokens") == 12
-    with pytest.raises(InvalidInput, match="agent_result.n_output_tokens: expected a non-negative integer"):
+    with pytest.raises(
+        InvalidInput, match=r"agent_result\.n_output_tokens: expected a non-negative integer"
+    ):
         evidence.count(doc, "n_output_tokens")
 
 

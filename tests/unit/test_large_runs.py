@@ -11,9 +11,11 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import Cli, EXAMPLES
+from tests.conftest import EXAMPLES, Cli
 
-TRIAL = EXAMPLES / "public" / "benchflow-ai" / "skillsbench-trajectories" / "claude-opus-4-5-0126-wenbo"
+TRIAL = (
+    EXAMPLES / "public" / "benchflow-ai" / "skillsbench-trajectories" / "claude-opus-4-5-0126-wenbo"
+)
 RUN = "claude-opus-4-5-0126-wenbo/claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920"
 N_TESTS = 200_000
 
@@ -25,18 +27,36 @@ def trial_with_tests(tmp_path: Path, n: int) -> Path:
     ctrf = jobs / trial / "verifier" / "ctrf.json"
     document = json.loads(ctrf.read_text())
     document["results"]["tests"] = [
-        {"name": f"tests/test_outputs.py::TestCase{i // 1000}::test_case_{i}", "status": "failed" if i % 7 == 0 else "passed",
-         "duration": 0.0012, "start": 1769398357.2487, "stop": 1769398357.2499} for i in range(n)]
+        {
+            "name": f"tests/test_outputs.py::TestCase{i // 1000}::test_case_{i}",
+            "status": "failed" if i % 7 == 0 else "passed",
+            "duration": 0.0012,
+            "start": 1769398357.2487,
+            "stop": 1769398357.2499,
+        }
+        for i in range(n)
+    ]
     document["results"]["summary"]["tests"] = n
     ctrf.write_text(json.dumps(document))
     return jobs
 
 
-def test_a_trial_with_200k_tests_imports_projects_exports_and_audits(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_trial_with_200k_tests_imports_projects_exports_and_audits(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     run_cli("import", str(trial_with_tests(tmp_path, N_TESTS)))
-    counts = json.loads(run_cli("sql", "SELECT status, count(*) AS n FROM tests GROUP BY ALL ORDER BY status",
-                                "--format", "json").stdout)
-    assert counts == [{"status": "failed", "n": (N_TESTS + 6) // 7}, {"status": "passed", "n": N_TESTS - (N_TESTS + 6) // 7}]
+    counts = json.loads(
+        run_cli(
+            "sql",
+            "SELECT status, count(*) AS n FROM tests GROUP BY ALL ORDER BY status",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert counts == [
+        {"status": "failed", "n": (N_TESTS + 6) // 7},
+        {"status": "passed", "n": N_TESTS - (N_TESTS + 6) // 7},
+    ]
     assert json.loads(run_cli("export", "tree", RUN).stdout)["nodes"][0]["id"] == "root"
     assert run_cli("audit", ok=False).exit_code in (0, 10, 11)
     assert "rebuilt" in run_cli("rebuild").stderr

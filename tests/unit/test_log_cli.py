@@ -11,14 +11,26 @@ import pytest
 from tests.conftest import Cli
 
 LINES = [
-    {"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "2026-11-02T10:00:00Z"},
-    {"type": "stage.marked", "run": "jobs/t__1", "stage": "env-ready", "sandbox_ref": "bf-snap-t-1"},
+    {
+        "type": "run.registered",
+        "run": "jobs/t__1",
+        "task": "t",
+        "occurred_at": "2026-11-02T10:00:00Z",
+    },
+    {
+        "type": "stage.marked",
+        "run": "jobs/t__1",
+        "stage": "env-ready",
+        "sandbox_ref": "bf-snap-t-1",
+    },
     {"type": "run.scored", "run": "jobs/t__1", "reward": 1.0, "tests": {"test_a": "passed"}},
 ]
 
 
 def write_lines(path: Path, lines: list[object]) -> Path:
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    )
     return path
 
 
@@ -33,9 +45,17 @@ def test_ingest_appends_once_and_log_lists_the_events(run_cli: Cli, tmp_path: Pa
     again = run_cli("ingest", str(source))
     assert "appended 0 events" in again.stderr
     rows = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()]
-    assert [r["type"] for r in rows] == ["run.registered", "stage.marked", "snapshot.captured", "run.scored"]
+    assert [r["type"] for r in rows] == [
+        "run.registered",
+        "stage.marked",
+        "snapshot.captured",
+        "run.scored",
+    ]
     assert rows[0]["occurred_at"] == "2026-11-02T10:00:00Z" and rows[0]["actor"] == "tester@lab"
-    assert [r["type"] for r in json.loads(run_cli("log", "--type", "snapshot.", "--format", "json").stdout)] == ["snapshot.captured"]
+    assert [
+        r["type"]
+        for r in json.loads(run_cli("log", "--type", "snapshot.", "--format", "json").stdout)
+    ] == ["snapshot.captured"]
 
 
 def test_ingest_from_stdin_and_dry_run(run_cli: Cli) -> None:
@@ -47,40 +67,72 @@ def test_ingest_from_stdin_and_dry_run(run_cli: Cli) -> None:
     assert len(run_cli("log", "--format", "jsonl").stdout.splitlines()) == 4
 
 
-@pytest.mark.parametrize(("bad_line", "expected"), [
-    ("{not json", "line 2: expected one JSON object, found invalid JSON"),
-    ({"type": "stage.marked", "run": "jobs/t__1", "stage": "mid-run"}, "line 2: field stage: Input should be"),
-    ({"type": "run.teleported", "run": "jobs/t__1"}, "line 2: field type: expected one of"),
-    ({"type": "run.scored", "run": "jobs/t__1"}, "line 2: field reward: Field required"),
-    ({"type": "run.scored", "run": "jobs/t__1", "reward": 1, "colour": "red"}, "line 2: field colour: Extra inputs are not permitted"),
-])
-def test_one_malformed_line_rejects_the_whole_file(run_cli: Cli, tmp_path: Path, bad_line: object, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("bad_line", "expected"),
+    [
+        ("{not json", "line 2: expected one JSON object, found invalid JSON"),
+        (
+            {"type": "stage.marked", "run": "jobs/t__1", "stage": "mid-run"},
+            "line 2: field stage: Input should be",
+        ),
+        ({"type": "run.teleported", "run": "jobs/t__1"}, "line 2: field type: expected one of"),
+        ({"type": "run.scored", "run": "jobs/t__1"}, "line 2: field reward: Field required"),
+        (
+            {"type": "run.scored", "run": "jobs/t__1", "reward": 1, "colour": "red"},
+            "line 2: field colour: Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_one_malformed_line_rejects_the_whole_file(
+    run_cli: Cli, tmp_path: Path, bad_line: object, expected: str
+) -> None:
     run_cli("ingest", str(write_lines(tmp_path / "seed.jsonl", LINES[:1])))
     before = position(run_cli)
-    result = run_cli("ingest", str(write_lines(tmp_path / "bad.jsonl", [LINES[1], bad_line, LINES[2]])), ok=False)
+    result = run_cli(
+        "ingest", str(write_lines(tmp_path / "bad.jsonl", [LINES[1], bad_line, LINES[2]])), ok=False
+    )
     assert result.exit_code == 1
     assert expected in result.stderr and "nothing was appended" in result.stderr
     assert position(run_cli) == before
 
 
-def test_a_conflicting_fact_in_a_file_appends_nothing_and_shows_both_values(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_conflicting_fact_in_a_file_appends_nothing_and_shows_both_values(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     run_cli("ingest", str(write_lines(tmp_path / "a.jsonl", LINES)))
     before = position(run_cli)
     conflicting = {**LINES[2], "reward": 0.0}
-    result = run_cli("ingest", str(write_lines(tmp_path / "b.jsonl", [{**LINES[0], "run": "jobs/t__2"}, conflicting])), ok=False)
+    result = run_cli(
+        "ingest",
+        str(write_lines(tmp_path / "b.jsonl", [{**LINES[0], "run": "jobs/t__2"}, conflicting])),
+        ok=False,
+    )
     assert "reward: recorded 1.0, now 0.0" in result.stderr
     assert position(run_cli) == before
 
 
 def many_runs(n: int) -> list[dict]:
-    return [line for i in range(n) for line in (
-        {"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"},
-        {"type": "stage.marked", "run": f"jobs/t__{i}", "stage": "env-ready", "sandbox_ref": f"bf-snap-{i}"},
-        {"type": "run.scored", "run": f"jobs/t__{i}", "reward": float(i % 2)})]
+    return [
+        line
+        for i in range(n)
+        for line in (
+            {"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"},
+            {
+                "type": "stage.marked",
+                "run": f"jobs/t__{i}",
+                "stage": "env-ready",
+                "sandbox_ref": f"bf-snap-{i}",
+            },
+            {"type": "run.scored", "run": f"jobs/t__{i}", "reward": float(i % 2)},
+        )
+    ]
 
 
 def log_facts(run_cli: Cli) -> list[tuple[str, dict]]:
-    return [(row["type"], row["fact"]) for row in map(json.loads, run_cli("log", "--format", "jsonl").stdout.splitlines())]
+    return [
+        (row["type"], row["fact"])
+        for row in map(json.loads, run_cli("log", "--format", "jsonl").stdout.splitlines())
+    ]
 
 
 def test_chunked_ingest_records_what_a_whole_ingest_does(run_cli: Cli, tmp_path: Path) -> None:
@@ -98,43 +150,61 @@ def log_facts_of(run_cli: Cli, home: Path) -> list[tuple[str, dict]]:
     return [(row["type"], row["fact"]) for row in map(json.loads, out.splitlines())]
 
 
-def test_chunked_ingest_appends_nothing_for_a_malformed_last_line(run_cli: Cli, tmp_path: Path) -> None:
+def test_chunked_ingest_appends_nothing_for_a_malformed_last_line(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     source = write_lines(tmp_path / "facts.jsonl", [*many_runs(5), "{not json"])
     result = run_cli("ingest", "--chunk-size", "2", str(source), ok=False)
     assert result.exit_code == 1 and "line 16: expected one JSON object" in result.stderr
     assert log_facts(run_cli) == []
 
 
-def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     lines = many_runs(4)
     run_cli("ingest", str(write_lines(tmp_path / "seed.jsonl", lines[3:6])))  # run 1, scored 1.0
     lines[5] = {**lines[5], "reward": 0.0}
     source = write_lines(tmp_path / "facts.jsonl", lines)
     result = run_cli("ingest", "--chunk-size", "3", str(source), ok=False)
     assert result.exit_code == 1
-    assert "facts 4 to 6 of 12 (chunk 2) were refused" in result.stderr and "reward: recorded 1.0, now 0.0" in result.stderr
+    assert (
+        "facts 4 to 6 of 12 (chunk 2) were refused" in result.stderr
+        and "reward: recorded 1.0, now 0.0" in result.stderr
+    )
     assert "the 3 facts before them are recorded (4 events appended)" in result.stderr
     assert "run the same command again" in result.stderr
-    assert len(log_facts(run_cli)) == 8  # the seed's run 1 and chunk 1's run 0, nothing of runs 2 and 3
+    assert (
+        len(log_facts(run_cli)) == 8
+    )  # the seed's run 1 and chunk 1's run 0, nothing of runs 2 and 3
     lines[5] = {**lines[5], "reward": 1.0}
     write_lines(source, lines)
-    assert "appended 8 events from 12 facts in 4 chunks" in run_cli("ingest", "--chunk-size", "3", str(source)).stderr
+    assert (
+        "appended 8 events from 12 facts in 4 chunks"
+        in run_cli("ingest", "--chunk-size", "3", str(source)).stderr
+    )
     assert len(log_facts(run_cli)) == 16
 
 
-def test_a_chunked_ingest_records_only_the_lines_it_validated(run_cli: Cli, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chunked_ingest_records_only_the_lines_it_validated(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rollout_lineage.adapters import jsonl
 
     source = write_lines(tmp_path / "facts.jsonl", many_runs(3))
     real_iter_entries = jsonl.iter_entries
     passes = []
 
-    def grows_after_the_first_pass(lines, where):  # a harness appends (half a line) between the two passes
+    def grows_after_the_first_pass(
+        lines, where
+    ):  # a harness appends (half a line) between the two passes
         passes.append(where)
         if len(passes) == 2:
             with source.open("a") as out:
-                out.write(json.dumps({"type": "run.registered", "run": "jobs/late", "task": "t"}) + "\n{\"type\": ")
+                out.write(
+                    json.dumps({"type": "run.registered", "run": "jobs/late", "task": "t"})
+                    + '\n{"type": '
+                )
         return real_iter_entries(lines, where)
 
     monkeypatch.setattr(jsonl, "iter_entries", grows_after_the_first_pass)
@@ -143,8 +213,9 @@ def test_a_chunked_ingest_records_only_the_lines_it_validated(run_cli: Cli, tmp_
     assert "jobs/late" not in run_cli("log", "--format", "jsonl").stdout
 
 
-def test_a_chunked_ingest_of_a_file_cut_short_meanwhile_says_so(run_cli: Cli, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_chunked_ingest_of_a_file_cut_short_meanwhile_says_so(
+    run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rollout_lineage.adapters import jsonl
 
     source = write_lines(tmp_path / "facts.jsonl", many_runs(3))
@@ -160,12 +231,16 @@ def test_a_chunked_ingest_of_a_file_cut_short_meanwhile_says_so(run_cli: Cli, tm
     monkeypatch.setattr(jsonl, "iter_entries", truncated_after_the_first_pass)
     result = run_cli("ingest", "--chunk-size", "4", str(source), ok=False)
     assert result.exit_code == 1
-    assert "changed while it was ingested: 9 facts validated, 1 found when recording" in result.stderr
+    assert (
+        "changed while it was ingested: 9 facts validated, 1 found when recording" in result.stderr
+    )
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_line(run_cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "facts.jsonl"
-    source.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(line) + "\n" for line in LINES).encode())
+    source.write_bytes(
+        b"\xef\xbb\xbf" + "".join(json.dumps(line) + "\n" for line in LINES).encode()
+    )
     assert "appended 4 events from 3 facts" in run_cli("ingest", str(source)).stderr
 
 
@@ -189,7 +264,9 @@ def store_file(run_cli: Cli) -> Path:
     return run_cli.home / "events.sqlite"
 
 
-def test_verify_passes_on_an_intact_log_and_names_an_edited_event(run_cli: Cli, tmp_path: Path) -> None:
+def test_verify_passes_on_an_intact_log_and_names_an_edited_event(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     run_cli("ingest", str(write_lines(tmp_path / "f.jsonl", LINES)))
     assert json.loads(run_cli("verify", "--format", "json").stdout)["intact"] is True
     with sqlite3.connect(store_file(run_cli)) as db:
@@ -213,16 +290,26 @@ def test_verify_names_a_deleted_event(run_cli: Cli, tmp_path: Path) -> None:
     assert json.loads(result.stdout)["first_bad_position"] == 3
 
 
-def test_verify_names_an_event_deleted_without_its_link_and_a_forged_event(run_cli: Cli, tmp_path: Path) -> None:
+def test_verify_names_an_event_deleted_without_its_link_and_a_forged_event(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     run_cli("ingest", str(write_lines(tmp_path / "f.jsonl", LINES)))
     with sqlite3.connect(store_file(run_cli)) as db:
         db.execute("DELETE FROM stored_events WHERE rowid = 3")
-    assert "was deleted" in json.loads(run_cli("verify", "--format", "json", ok=False).stdout)["problem"]
+    assert (
+        "was deleted"
+        in json.loads(run_cli("verify", "--format", "json", ok=False).stdout)["problem"]
+    )
     other = Cli(run_cli.home.parent / "other")
     other("ingest", str(write_lines(tmp_path / "g.jsonl", LINES)))
     with sqlite3.connect(store_file(other)) as db:
-        db.execute("INSERT INTO stored_events SELECT originator_id, originator_version + 100, topic, state FROM stored_events WHERE rowid = 1")
-    assert "inserted outside" in json.loads(other("verify", "--format", "json", ok=False).stdout)["problem"]
+        db.execute(
+            "INSERT INTO stored_events SELECT originator_id, originator_version + 100, topic, state FROM stored_events WHERE rowid = 1"
+        )
+    assert (
+        "inserted outside"
+        in json.loads(other("verify", "--format", "json", ok=False).stdout)["problem"]
+    )
 
 
 def test_verify_notices_reordered_events(run_cli: Cli, tmp_path: Path) -> None:
@@ -231,7 +318,10 @@ def test_verify_notices_reordered_events(run_cli: Cli, tmp_path: Path) -> None:
         db.execute("UPDATE stored_events SET rowid = 100 WHERE rowid = 3")
         db.execute("UPDATE stored_events SET rowid = 3 WHERE rowid = 4")
         db.execute("UPDATE stored_events SET rowid = 4 WHERE rowid = 100")
-    assert json.loads(run_cli("verify", "--format", "json", ok=False).stdout)["first_bad_position"] == 3
+    assert (
+        json.loads(run_cli("verify", "--format", "json", ok=False).stdout)["first_bad_position"]
+        == 3
+    )
 
 
 def test_a_kept_head_catches_a_truncated_tail(run_cli: Cli, tmp_path: Path) -> None:
@@ -242,6 +332,8 @@ def test_a_kept_head_catches_a_truncated_tail(run_cli: Cli, tmp_path: Path) -> N
         db.execute("DELETE FROM stored_events WHERE rowid = 4")
         db.execute("DELETE FROM lineage_chain WHERE position = 4")
     run_cli("verify")  # the shorter chain is internally consistent...
-    result = run_cli("verify", "--head", kept, "--format", "json", ok=False)  # ...but the kept head is gone
+    result = run_cli(
+        "verify", "--head", kept, "--format", "json", ok=False
+    )  # ...but the kept head is gone
     assert result.exit_code == 3 and "tail was truncated" in json.loads(result.stdout)["problem"]
     assert run_cli("verify", "--head", "nonsense", ok=False).exit_code == 1

@@ -40,7 +40,9 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage:
 
     with pytest.raises(Crash):
         runner.catch_up(db, lineage.app.recorder, page=7, inside_page=die_on_third_page)
-    assert runner.tracked_position(db) == pages[1], "the dying page left no trace, not even its tracking"
+    assert runner.tracked_position(db) == pages[1], (
+        "the dying page left no trace, not even its tracking"
+    )
     db.close()
     db = ReadModelDB.open(lineage.settings.projections_path)  # a new process, as after a crash
     assert runner.catch_up(db, lineage.app.recorder, page=7) == lineage.position()
@@ -50,19 +52,28 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage:
 
 def test_reads_catch_up_first_and_rebuild_changes_nothing(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(ablate_run_facts())
-    assert json.loads(run_cli("sql", "SELECT count(*) AS n FROM children", "--format", "json").stdout) == [{"n": 4}]
+    assert json.loads(
+        run_cli("sql", "SELECT count(*) AS n FROM children", "--format", "json").stdout
+    ) == [{"n": 4}]
     lineage.record([f.RunRegistered(run="late/run", task="t")])
-    assert json.loads(run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "json").stdout) == [{"n": 2}]
+    assert json.loads(
+        run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "json").stdout
+    ) == [{"n": 2}]
     before = run_cli("sql", "SELECT * FROM children ORDER BY ALL", "--format", "csv").stdout
     assert "rebuilt the read models" in run_cli("rebuild").stderr
     assert run_cli("sql", "SELECT * FROM children ORDER BY ALL", "--format", "csv").stdout == before
 
 
-def test_a_projection_whose_version_changed_rebuilds_itself(lineage: Lineage, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_projection_whose_version_changed_rebuilds_itself(
+    lineage: Lineage, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lineage.record(ablate_run_facts())
     with lineage.read_models() as models:
         models.db.execute("DELETE FROM fork_children")  # damage that only a rebuild repairs
-    bumped = tuple(Projection(**{**p.__dict__, "version": p.version + 1}) if p.name == "forks" else p for p in runner.PROJECTIONS)
+    bumped = tuple(
+        Projection(**{**p.__dict__, "version": p.version + 1}) if p.name == "forks" else p
+        for p in runner.PROJECTIONS
+    )
     monkeypatch.setattr(runner, "PROJECTIONS", bumped)
     with lineage.read_models() as models:
         assert models.db.scalar("SELECT count(*) FROM fork_children") == 4
@@ -70,8 +81,13 @@ def test_a_projection_whose_version_changed_rebuilds_itself(lineage: Lineage, mo
 
 def test_sql_refuses_writes_and_file_access(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(ablate_run_facts())
-    for statement in ("DELETE FROM events", "CREATE TABLE x (a INT)", "SELECT 1; DROP TABLE events",
-                      "COPY (SELECT 1) TO 'out.csv'", "ATTACH 'other.duckdb'"):
+    for statement in (
+        "DELETE FROM events",
+        "CREATE TABLE x (a INT)",
+        "SELECT 1; DROP TABLE events",
+        "COPY (SELECT 1) TO 'out.csv'",
+        "ATTACH 'other.duckdb'",
+    ):
         result = run_cli("sql", statement, ok=False)
         assert result.exit_code == 1 and "expected read-only statements" in result.stderr, statement
     result = run_cli("sql", "SELECT * FROM read_csv('/etc/passwd')", ok=False)
@@ -82,9 +98,15 @@ def test_sql_refuses_writes_and_file_access(lineage: Lineage, run_cli: Cli) -> N
 def test_output_formats(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(ablate_run_facts())
     query = "SELECT arm, status, reward FROM children ORDER BY child_index"
-    assert run_cli("sql", query, "--format", "csv").stdout.splitlines()[:2] == ["arm,status,reward", "with-skill,pass,1"]
+    assert run_cli("sql", query, "--format", "csv").stdout.splitlines()[:2] == [
+        "arm,status,reward",
+        "with-skill,pass,1",
+    ]
     assert json.loads(run_cli("sql", query, "--format", "jsonl").stdout.splitlines()[2]) == {
-        "arm": "inject:prompts/hint.md", "status": "error", "reward": None}
+        "arm": "inject:prompts/hint.md",
+        "status": "error",
+        "reward": None,
+    }
     assert run_cli("sql", query, "--format", "markdown").stdout.splitlines()[1] == "|---|---|---|"
     assert "no-skill" in run_cli("sql", query).stdout
 
@@ -96,8 +118,18 @@ def test_lineage_macros_walk_the_tree(lineage: Lineage, run_cli: Cli) -> None:
     def nodes(sql: str) -> list[str]:
         return [row["node"] for row in json.loads(run_cli("sql", sql, "--format", "json").stdout)]
 
-    assert nodes(f"SELECT node FROM ancestors('{run}', 'n3') ORDER BY depth") == ["n3", "n2", "n1", "root"]
-    assert nodes(f"SELECT node FROM descendants('{run}', 'n1') ORDER BY depth, node") == ["n1", "n2", "n3", "n4"]
+    assert nodes(f"SELECT node FROM ancestors('{run}', 'n3') ORDER BY depth") == [
+        "n3",
+        "n2",
+        "n1",
+        "root",
+    ]
+    assert nodes(f"SELECT node FROM descendants('{run}', 'n1') ORDER BY depth, node") == [
+        "n1",
+        "n2",
+        "n3",
+        "n4",
+    ]
     assert nodes(f"SELECT node FROM lineage_path('{run}', 'n3', 'n4')") == ["n3", "n2", "n4"]
 
 
@@ -107,21 +139,48 @@ def test_snapshot_restorability_agrees_with_the_domain(lineage: Lineage) -> None
         rows = models.db.rows("SELECT ref, restorable, restorable_because FROM snapshots")
     assert rows, "the scenario has snapshots"
     for row in rows:
-        assert lineage.app.snapshot(row["ref"]).restorable() == (row["restorable"], row["restorable_because"])
+        assert lineage.app.snapshot(row["ref"]).restorable() == (
+            row["restorable"],
+            row["restorable_because"],
+        )
 
 
 def test_tables_documents_every_read_model(run_cli: Cli) -> None:
     names = {row["name"] for row in json.loads(run_cli("tables", "--format", "json").stdout)}
-    assert {"runs", "stages", "snapshots", "forks", "children", "tests", "custody", "cut_points", "divergences",
-            "events", "ancestors(run, node)", "descendants(run, node)", "lineage_path(run, a, b)"} <= names
+    assert {
+        "runs",
+        "stages",
+        "snapshots",
+        "forks",
+        "children",
+        "tests",
+        "custody",
+        "cut_points",
+        "divergences",
+        "events",
+        "ancestors(run, node)",
+        "descendants(run, node)",
+        "lineage_path(run, a, b)",
+    } <= names
 
 
 def test_as_of_accepts_a_time_and_rejects_nonsense(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(ablate_run_facts())
-    early = json.loads(run_cli("sql", "SELECT count(*) AS n FROM events", "--as-of", "2000-01-01T00:00:00Z", "--format", "json").stdout)
+    early = json.loads(
+        run_cli(
+            "sql",
+            "SELECT count(*) AS n FROM events",
+            "--as-of",
+            "2000-01-01T00:00:00Z",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert early == [{"n": 0}]
     assert run_cli("sql", "SELECT 1", "--as-of", "yesterday", ok=False).exit_code == 1
-    assert json.loads(run_cli("export", "tree", ABLATE_RUN, "--as-of", "2999-01-01T00:00:00+00:00").stdout)["nodes"]
+    assert json.loads(
+        run_cli("export", "tree", ABLATE_RUN, "--as-of", "2999-01-01T00:00:00+00:00").stdout
+    )["nodes"]
 
 
 def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, tmp_path) -> None:
@@ -129,13 +188,23 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
     import sys
 
     path = tmp_path / "locked.duckdb"
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         from rollout_lineage.domain.errors import StoreUnavailable
 
-        with pytest.raises(StoreUnavailable, match=rf"locked by another process \(.*PID {holder.pid}\); waited 0.5 s"):
+        with pytest.raises(
+            StoreUnavailable,
+            match=rf"locked by another process \(.*PID {holder.pid}\); waited 0.5 s",
+        ):
             ReadModelDB.open(path, timeout=0.5)
     finally:
         holder.kill()

@@ -14,10 +14,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import Cli
-from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
+from tests.conftest import Cli
+from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
 REWARDS = "SELECT run, reward FROM runs ORDER BY run"
 
@@ -33,19 +33,55 @@ ATTACKS = (
     "EXPLAIN ANALYZE UPDATE lineage_tracking SET position = 0",
     "EXPLAIN ANALYZE CREATE OR REPLACE MACRO json_or_null(j) AS (SELECT content FROM read_text('/etc/hostname'))",
     "EXPLAIN CREATE TABLE planted (a INT)",
-    "DELETE FROM events", "UPDATE run_outcomes SET reward = 1", "INSERT INTO events (position) VALUES (999)",
-    "CREATE TABLE planted (a INT)", "CREATE OR REPLACE VIEW runs AS SELECT 1", "DROP TABLE events", "DROP VIEW runs",
-    "CREATE OR REPLACE MACRO json_or_null(j) AS 1", "CREATE TEMP TABLE t AS SELECT 1", "ALTER TABLE events ADD COLUMN x INT",
-    "TRUNCATE events", "SELECT 1; DROP TABLE events", "COPY (SELECT 1) TO 'out.csv'", "COPY events FROM '/etc/passwd'",
-    "EXPORT DATABASE 'dump'", "IMPORT DATABASE 'dump'", "ATTACH 'other.duckdb' AS o", "ATTACH ':memory:' AS o", "DETACH o",
-    "INSTALL httpfs", "LOAD httpfs", "FORCE INSTALL json", "SET enable_external_access = true", "SET memory_limit = '64GB'",
-    "RESET memory_limit", "PRAGMA memory_limit = '64GB'", "SET lock_configuration = false", "CHECKPOINT", "VACUUM",
-    "BEGIN TRANSACTION", "CALL pragma_version()", "USE other", "SELECT * FROM read_text('/etc/hostname')",
-    "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_json_auto('/etc/hostname')",
-    "SELECT * FROM read_parquet('x.parquet')", "SELECT * FROM glob('/etc/*')", "SELECT * FROM sniff_csv('/etc/passwd')",
-    "SELECT getenv('HOME')", "SELECT * FROM duckdb_secrets()", "CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')",
-    "PREPARE p AS DELETE FROM events", "CREATE SEQUENCE s", "CREATE TYPE mood AS ENUM ('a')", "CREATE SCHEMA s",
-    "CREATE INDEX i ON run_outcomes (run)", "COMMENT ON TABLE events IS 'x'", "ANALYZE", "UPDATE lineage_schema SET fingerprint = 'x'",
+    "DELETE FROM events",
+    "UPDATE run_outcomes SET reward = 1",
+    "INSERT INTO events (position) VALUES (999)",
+    "CREATE TABLE planted (a INT)",
+    "CREATE OR REPLACE VIEW runs AS SELECT 1",
+    "DROP TABLE events",
+    "DROP VIEW runs",
+    "CREATE OR REPLACE MACRO json_or_null(j) AS 1",
+    "CREATE TEMP TABLE t AS SELECT 1",
+    "ALTER TABLE events ADD COLUMN x INT",
+    "TRUNCATE events",
+    "SELECT 1; DROP TABLE events",
+    "COPY (SELECT 1) TO 'out.csv'",
+    "COPY events FROM '/etc/passwd'",
+    "EXPORT DATABASE 'dump'",
+    "IMPORT DATABASE 'dump'",
+    "ATTACH 'other.duckdb' AS o",
+    "ATTACH ':memory:' AS o",
+    "DETACH o",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "FORCE INSTALL json",
+    "SET enable_external_access = true",
+    "SET memory_limit = '64GB'",
+    "RESET memory_limit",
+    "PRAGMA memory_limit = '64GB'",
+    "SET lock_configuration = false",
+    "CHECKPOINT",
+    "VACUUM",
+    "BEGIN TRANSACTION",
+    "CALL pragma_version()",
+    "USE other",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_json_auto('/etc/hostname')",
+    "SELECT * FROM read_parquet('x.parquet')",
+    "SELECT * FROM glob('/etc/*')",
+    "SELECT * FROM sniff_csv('/etc/passwd')",
+    "SELECT getenv('HOME')",
+    "SELECT * FROM duckdb_secrets()",
+    "CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 'v')",
+    "PREPARE p AS DELETE FROM events",
+    "CREATE SEQUENCE s",
+    "CREATE TYPE mood AS ENUM ('a')",
+    "CREATE SCHEMA s",
+    "CREATE INDEX i ON run_outcomes (run)",
+    "COMMENT ON TABLE events IS 'x'",
+    "ANALYZE",
+    "UPDATE lineage_schema SET fingerprint = 'x'",
 )
 
 
@@ -56,11 +92,22 @@ def read_model_file(run_cli: Cli) -> Path:
 def everything_in(path: Path) -> dict[str, object]:
     """Every table's rows and every view's and macro's text in a read-model file."""
     with duckdb.connect(str(path), read_only=True) as db:
-        tables = [row[0] for row in db.execute("SELECT table_name FROM duckdb_tables() WHERE NOT internal").fetchall()]
-        contents: dict[str, object] = {name: db.execute(f'SELECT * FROM "{name}" ORDER BY ALL').fetchall() for name in tables}
-        contents["views"] = db.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
-        contents["macros"] = db.execute("SELECT function_name, macro_definition FROM duckdb_functions() "
-                                        "WHERE function_type LIKE '%macro%' AND NOT internal ORDER BY ALL").fetchall()
+        tables = [
+            row[0]
+            for row in db.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal"
+            ).fetchall()
+        ]
+        contents: dict[str, object] = {
+            name: db.execute(f'SELECT * FROM "{name}" ORDER BY ALL').fetchall() for name in tables
+        }
+        contents["views"] = db.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+        ).fetchall()
+        contents["macros"] = db.execute(
+            "SELECT function_name, macro_definition FROM duckdb_functions() "
+            "WHERE function_type LIKE '%macro%' AND NOT internal ORDER BY ALL"
+        ).fetchall()
     return contents
 
 
@@ -86,39 +133,57 @@ def test_a_writing_cte_is_refused_by_the_connection_itself(lineage: Lineage, run
 
 def test_as_of_answers_are_read_only_too(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(ablate_run_facts())
-    assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--as-of", "1", "--format", "csv").stdout == "n\n1\n"
+    assert (
+        run_cli("sql", "SELECT count(*) AS n FROM runs", "--as-of", "1", "--format", "csv").stdout
+        == "n\n1\n"
+    )
     for statement in ATTACKS[:9]:
         assert run_cli("sql", statement, "--as-of", "3", ok=False).exit_code == 1, statement
 
 
-def test_a_macro_planted_in_the_file_is_replaced_before_the_next_catch_up(lineage: Lineage, run_cli: Cli,
-                                                                          tmp_path: Path) -> None:
+def test_a_macro_planted_in_the_file_is_replaced_before_the_next_catch_up(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
     """Someone who can write the file plants a macro the projections call; the next reader re-creates it from code."""
     secret = tmp_path / "secret.txt"
     secret.write_text("do-not-leak")
     lineage.record(ablate_run_facts(with_late_reward=False))
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
-        db.execute(f"CREATE OR REPLACE MACRO json_or_null(j) AS (SELECT content FROM read_text('{secret}'))")
+        db.execute(
+            f"CREATE OR REPLACE MACRO json_or_null(j) AS (SELECT content FROM read_text('{secret}'))"
+        )
         db.execute("CREATE OR REPLACE VIEW runs AS SELECT 'forged' AS run")
-    lineage.record([f.ChildScored(run=ABLATE_RUN, fork="root", index=3, reward=1.0, tests={"t": "passed"})])
+    lineage.record(
+        [f.ChildScored(run=ABLATE_RUN, fork="root", index=3, reward=1.0, tests={"t": "passed"})]
+    )
     out = run_cli("sql", "SELECT * FROM children", "--format", "json").stdout
     assert "do-not-leak" not in out
-    assert json.loads(run_cli("sql", "SELECT run FROM runs", "--format", "json").stdout) == [{"run": ABLATE_RUN}]
+    assert json.loads(run_cli("sql", "SELECT run FROM runs", "--format", "json").stdout) == [
+        {"run": ABLATE_RUN}
+    ]
 
 
 def test_a_query_past_its_timeout_is_stopped(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(nightly_run_facts())
-    result = run_cli("sql", "SELECT count(*) FROM range(1000000000000) a", "--timeout", "0.3", ok=False)
+    result = run_cli(
+        "sql", "SELECT count(*) FROM range(1000000000000) a", "--timeout", "0.3", ok=False
+    )
     assert result.exit_code == 4 and "timeout" in result.stderr and "Traceback" not in result.output
 
 
-def test_a_query_past_the_memory_cap_exits_4(lineage: Lineage, run_cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_query_past_the_memory_cap_exits_4(
+    lineage: Lineage, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lineage.record(nightly_run_facts())
     run_cli("sql", "SELECT 1")
     monkeypatch.setenv("LINEAGE_DUCKDB_MEMORY", "64MB")
     result = run_cli("sql", "SELECT list(x) FROM range(100000000) t(x)", ok=False)
-    assert result.exit_code == 4 and "memory" in result.stderr and "LINEAGE_DUCKDB_MEMORY" in result.stderr
+    assert (
+        result.exit_code == 4
+        and "memory" in result.stderr
+        and "LINEAGE_DUCKDB_MEMORY" in result.stderr
+    )
 
 
 def store_file(run_cli: Cli) -> Path:
@@ -127,17 +192,26 @@ def store_file(run_cli: Cli) -> Path:
 
 def edit_reward(path: Path, position: int) -> None:
     with sqlite3.connect(path) as db:
-        state = json.loads(db.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()[0])
+        state = json.loads(
+            db.execute("SELECT state FROM stored_events WHERE rowid = ?", (position,)).fetchone()[0]
+        )
         state["fact"]["reward"] = 1.0
-        db.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (json.dumps(state).encode(), position))
+        db.execute(
+            "UPDATE stored_events SET state = ? WHERE rowid = ?",
+            (json.dumps(state).encode(), position),
+        )
 
 
 def scored_position(path: Path) -> int:
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT rowid FROM stored_events WHERE topic = 'lineage:run.scored'").fetchone()[0]
+        return db.execute(
+            "SELECT rowid FROM stored_events WHERE topic = 'lineage:run.scored'"
+        ).fetchone()[0]
 
 
-def test_rebuild_refuses_a_broken_chain_and_names_the_position(lineage: Lineage, run_cli: Cli) -> None:
+def test_rebuild_refuses_a_broken_chain_and_names_the_position(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     edit_reward(store_file(run_cli), position := scored_position(store_file(run_cli)))
@@ -147,31 +221,55 @@ def test_rebuild_refuses_a_broken_chain_and_names_the_position(lineage: Lineage,
         assert run_cli(*command, ok=False).exit_code == 3, command
 
 
-def test_an_edit_after_the_read_models_is_refused_by_the_next_read(lineage: Lineage, run_cli: Cli) -> None:
+def test_an_edit_after_the_read_models_is_refused_by_the_next_read(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     """Events not yet projected are checked as they are read: a tampered reward never reaches a read model."""
     lineage.record(nightly_run_facts())
     run_cli("sql", "SELECT 1")
     lineage.record(ablate_run_facts())
     edit_reward(store_file(run_cli), position := scored_position(store_file(run_cli)))
     result = run_cli("sql", REWARDS, ok=False)
-    assert result.exit_code == 3 and f"position {position}" in result.stderr and "lineage verify" in result.stderr
+    assert (
+        result.exit_code == 3
+        and f"position {position}" in result.stderr
+        and "lineage verify" in result.stderr
+    )
 
 
-def test_read_models_of_another_log_are_rebuilt_not_shown(tmp_path: Path, run_cli: Cli, lineage: Lineage) -> None:
+def test_read_models_of_another_log_are_rebuilt_not_shown(
+    tmp_path: Path, run_cli: Cli, lineage: Lineage
+) -> None:
     """Same store URL, same or longer log, different history: the head hash kept in the file tells them apart."""
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     lineage.close()
     other = Cli(tmp_path / "other")
-    other("ingest", "-", input="\n".join(json.dumps(line) for line in (
-        {"type": "run.registered", "run": f"other/run__{i}", "task": "t"} for i in range(30))) + "\n")
-    with sqlite3.connect(store_file(other)) as source, sqlite3.connect(store_file(run_cli)) as target:
+    other(
+        "ingest",
+        "-",
+        input="\n".join(
+            json.dumps(line)
+            for line in (
+                {"type": "run.registered", "run": f"other/run__{i}", "task": "t"} for i in range(30)
+            )
+        )
+        + "\n",
+    )
+    with (
+        sqlite3.connect(store_file(other)) as source,
+        sqlite3.connect(store_file(run_cli)) as target,
+    ):
         source.backup(target)  # the other log, now at this store's URL
-    rows = json.loads(run_cli("sql", "SELECT run FROM runs ORDER BY run", "--format", "json").stdout)
+    rows = json.loads(
+        run_cli("sql", "SELECT run FROM runs ORDER BY run", "--format", "json").stdout
+    )
     assert [row["run"] for row in rows] == [f"other/run__{i}" for i in sorted(range(30), key=str)]
 
 
-def test_an_edited_row_in_the_read_models_is_caught_by_verify_read_models(lineage: Lineage, run_cli: Cli) -> None:
+def test_an_edited_row_in_the_read_models_is_caught_by_verify_read_models(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     assert "match a rebuild" in run_cli("verify", "--read-models").stdout

@@ -43,25 +43,45 @@ def ingest(run_cli: Cli, tmp_path: Path, facts: list[dict]) -> None:
     run_cli("ingest", str(source))
 
 
-OTHER_IMAGE = "sha256:" + "0" * 64  # recorded for a tar that holds another image: imports are rejected offline
+OTHER_IMAGE = (
+    "sha256:" + "0" * 64
+)  # recorded for a tar that holds another image: imports are rejected offline
 
 
-def record_export(run_cli: Cli, tmp_path: Path, tar: Path, image_id: str, *, run_dir: Path | None = None,
-                  path: str | None = None) -> None:
+def record_export(
+    run_cli: Cli,
+    tmp_path: Path,
+    tar: Path,
+    image_id: str,
+    *,
+    run_dir: Path | None = None,
+    path: str | None = None,
+) -> None:
     registered = {"type": "run.registered", "run": RUN, "task": "t"}
     if run_dir:
         registered["run_dir"] = str(run_dir)
-    ingest(run_cli, tmp_path, [
-        registered,
-        {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
-        {"type": "snapshot.exported", "ref": REF, "path": path or str(tar), "sha256": sha(tar.read_bytes()),
-         "image_id": image_id},
-    ])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            registered,
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
+            {
+                "type": "snapshot.exported",
+                "ref": REF,
+                "path": path or str(tar),
+                "sha256": sha(tar.read_bytes()),
+                "image_id": image_id,
+            },
+        ],
+    )
 
 
 def log_rows(run_cli: Cli, fact_type: str | None = None) -> list[dict]:
     args = ("--type", fact_type) if fact_type else ()
-    return [json.loads(line) for line in run_cli("log", *args, "--format", "jsonl").stdout.splitlines()]
+    return [
+        json.loads(line) for line in run_cli("log", *args, "--format", "jsonl").stdout.splitlines()
+    ]
 
 
 def flip_byte_in_layer(tar: Path) -> None:
@@ -80,13 +100,21 @@ def test_verify_reports_a_sound_tar_and_records_nothing(run_cli: Cli, tmp_path: 
     [report] = json.loads(result.stdout)
     assert report["ok"] is True and report["problems"] == []
     assert report["tar_sha256"] == sha(tar.read_bytes())
-    assert (report["layout"], report["image_id"], report["repo_tags"]) == ("legacy", expected["image_id"], [f"{REF}:latest"])
-    assert [(layer["expected_diff_id"], layer["ok"]) for layer in report["layers"]] == [(d, True) for d in expected["diff_ids"]]
+    assert (report["layout"], report["image_id"], report["repo_tags"]) == (
+        "legacy",
+        expected["image_id"],
+        [f"{REF}:latest"],
+    )
+    assert [(layer["expected_diff_id"], layer["ok"]) for layer in report["layers"]] == [
+        (d, True) for d in expected["diff_ids"]
+    ]
     assert result.stderr == ""
     assert log_rows(run_cli) == []
 
 
-def test_verify_exits_3_when_any_tar_is_unsound_and_reports_every_tar(run_cli: Cli, tmp_path: Path) -> None:
+def test_verify_exits_3_when_any_tar_is_unsound_and_reports_every_tar(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     good, _ = snapshot_tar(tmp_path / "good.tar")
     bad, expected = snapshot_tar(tmp_path / "bad.tar")
     flip_byte_in_layer(bad)
@@ -100,12 +128,26 @@ def test_verify_exits_3_when_any_tar_is_unsound_and_reports_every_tar(run_cli: C
 
 
 def test_verify_table_names_each_problem(run_cli: Cli, tmp_path: Path) -> None:
-    tar, _ = snapshot_tar(tmp_path / "snap.tar", extra=[special_entry("evil", tarfile.SYMTYPE, "/etc/passwd")])
+    tar, _ = snapshot_tar(
+        tmp_path / "snap.tar", extra=[special_entry("evil", tarfile.SYMTYPE, "/etc/passwd")]
+    )
     result = run_cli("snapshots", "verify", str(tar), "--format", "csv", ok=False)
     assert result.exit_code == 3
     assert "symbolic link (to '/etc/passwd')" in result.stdout
     assert result.stdout.splitlines()[0] == ",".join(
-        ("path", "ok", "layout", "image_id", "repo_tags", "tar_sha256", "size_bytes", "config_member", "layers", "problems"))
+        (
+            "path",
+            "ok",
+            "layout",
+            "image_id",
+            "repo_tags",
+            "tar_sha256",
+            "size_bytes",
+            "config_member",
+            "layers",
+            "problems",
+        )
+    )
 
 
 def test_verify_of_a_missing_file_is_exit_1(run_cli: Cli, tmp_path: Path) -> None:
@@ -117,16 +159,22 @@ def test_verify_of_a_missing_file_is_exit_1(run_cli: Cli, tmp_path: Path) -> Non
 # -- import: refusals that never reach an engine --------------------------------------------------------------------
 
 
-def test_unknown_tar_is_refused_without_adopt_and_nothing_is_recorded(run_cli: Cli, tmp_path: Path) -> None:
+def test_unknown_tar_is_refused_without_adopt_and_nothing_is_recorded(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, _ = snapshot_tar(tmp_path / "stray.tar", tags=("stray:v1",))
     result = run_cli("snapshots", "import", str(tar), ok=False)
     assert result.exit_code == 1
-    assert "matches no recorded export or adopted tar" in result.stderr and "--adopt" in result.stderr
+    assert (
+        "matches no recorded export or adopted tar" in result.stderr and "--adopt" in result.stderr
+    )
     assert UNREACHABLE not in result.stderr
     assert log_rows(run_cli) == []
 
 
-def test_tampered_tar_of_a_run_is_rejected_before_the_engine_and_logged(run_cli: Cli, tmp_path: Path) -> None:
+def test_tampered_tar_of_a_run_is_rejected_before_the_engine_and_logged(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, expected = snapshot_tar(tmp_path / "run" / "snapshots" / f"{REF}.tar")
     record_export(run_cli, tmp_path, tar, expected["image_id"])
     flip_byte_in_layer(tar)
@@ -137,12 +185,16 @@ def test_tampered_tar_of_a_run_is_rejected_before_the_engine_and_logged(run_cli:
     assert UNREACHABLE not in result.stderr
     [rejected] = log_rows(run_cli, "snapshot.import_rejected")
     assert rejected["subject"] == REF
-    assert rejected["fact"]["tar_sha256"] == sha(tar.read_bytes()) and rejected["fact"]["tar_path"] == str(tar)
+    assert rejected["fact"]["tar_sha256"] == sha(tar.read_bytes()) and rejected["fact"][
+        "tar_path"
+    ] == str(tar)
     assert "does not match its recorded export" in rejected["fact"]["reason"]
     assert log_rows(run_cli, "snapshot.imported") == []
 
 
-def test_tampered_bare_tar_is_rejected_under_the_ref_it_claims(run_cli: Cli, tmp_path: Path) -> None:
+def test_tampered_bare_tar_is_rejected_under_the_ref_it_claims(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, expected = snapshot_tar(tmp_path / "snap.tar")
     record_export(run_cli, tmp_path, tar, expected["image_id"])
     flip_byte_in_layer(tar)
@@ -153,31 +205,48 @@ def test_tampered_bare_tar_is_rejected_under_the_ref_it_claims(run_cli: Cli, tmp
     assert (rejected["subject"], rejected["fact"]["tar_sha256"]) == (REF, sha(tar.read_bytes()))
 
 
-def test_recorded_image_id_that_differs_is_rejected_before_the_engine(run_cli: Cli, tmp_path: Path) -> None:
+def test_recorded_image_id_that_differs_is_rejected_before_the_engine(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, expected = snapshot_tar(tmp_path / "snap.tar")
     other_world = "sha256:" + "0" * 64
     record_export(run_cli, tmp_path, tar, other_world)
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert result.exit_code == 3
-    assert f"holds image {expected['image_id']}, but its recorded export has image {other_world}" in result.stderr
+    assert (
+        f"holds image {expected['image_id']}, but its recorded export has image {other_world}"
+        in result.stderr
+    )
     assert UNREACHABLE not in result.stderr
     assert len(log_rows(run_cli, "snapshot.import_rejected")) == 1
 
 
-def test_a_sound_tar_with_the_engine_unreachable_exits_4_and_records_nothing(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_sound_tar_with_the_engine_unreachable_exits_4_and_records_nothing(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, expected = snapshot_tar(tmp_path / "snap.tar")
     record_export(run_cli, tmp_path, tar, expected["image_id"])
     result = run_cli("snapshots", "import", "--run", RUN, "--format", "json", ok=False)
     assert result.exit_code == 4
     assert UNREACHABLE in result.stderr
-    assert log_rows(run_cli, "snapshot.import_rejected") == [], "an engine that is away says nothing about the tar"
+    assert log_rows(run_cli, "snapshot.import_rejected") == [], (
+        "an engine that is away says nothing about the tar"
+    )
 
 
-def test_run_import_finds_a_relocated_tar_in_the_run_dir_then_in_search_dirs(run_cli: Cli, tmp_path: Path) -> None:
+def test_run_import_finds_a_relocated_tar_in_the_run_dir_then_in_search_dirs(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     run_dir = tmp_path / "run"
-    moved, expected = snapshot_tar(run_dir / "snapshots" / f"{REF}.tar")
-    record_export(run_cli, tmp_path, moved, OTHER_IMAGE, run_dir=run_dir,  # a rejection names the tar it found
-                  path=str(tmp_path / "elsewhere" / f"{REF}.tar"))
+    moved, _expected = snapshot_tar(run_dir / "snapshots" / f"{REF}.tar")
+    record_export(
+        run_cli,
+        tmp_path,
+        moved,
+        OTHER_IMAGE,
+        run_dir=run_dir,  # a rejection names the tar it found
+        path=str(tmp_path / "elsewhere" / f"{REF}.tar"),
+    )
     run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert log_rows(run_cli, "snapshot.import_rejected")[-1]["fact"]["tar_path"] == str(moved)
 
@@ -185,7 +254,11 @@ def test_run_import_finds_a_relocated_tar_in_the_run_dir_then_in_search_dirs(run
     archive.mkdir()
     found = moved.rename(archive / moved.name)
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
-    assert result.exit_code == 1 and "No tar found for snapshot" in result.stderr and "--search" in result.stderr
+    assert (
+        result.exit_code == 1
+        and "No tar found for snapshot" in result.stderr
+        and "--search" in result.stderr
+    )
     run_cli("snapshots", "import", "--run", RUN, "--search", str(archive), ok=False)
     assert log_rows(run_cli, "snapshot.import_rejected")[-1]["fact"]["tar_path"] == str(found)
 
@@ -195,29 +268,59 @@ def test_run_dir_candidate_may_not_link_out_of_the_run_dir(run_cli: Cli, tmp_pat
     run_dir = tmp_path / "run"
     (run_dir / "snapshots").mkdir(parents=True)
     (run_dir / "snapshots" / f"{REF}.tar").symlink_to(outside)
-    record_export(run_cli, tmp_path, outside, expected["image_id"], run_dir=run_dir, path=str(tmp_path / "gone.tar"))
+    record_export(
+        run_cli,
+        tmp_path,
+        outside,
+        expected["image_id"],
+        run_dir=run_dir,
+        path=str(tmp_path / "gone.tar"),
+    )
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert result.exit_code == 1 and "No tar found" in result.stderr
 
 
-def test_run_import_looks_in_the_run_dir_where_the_run_was_last_located(run_cli: Cli, tmp_path: Path) -> None:
-    tar, expected = snapshot_tar(tmp_path / "archive" / "run" / "snapshots" / f"{REF}.tar")
-    record_export(run_cli, tmp_path, tar, OTHER_IMAGE, run_dir=tmp_path / "scratch" / "run",  # rejected, naming the tar
-                  path=str(tmp_path / "scratch" / "run" / "snapshots" / f"{REF}.tar"))
+def test_run_import_looks_in_the_run_dir_where_the_run_was_last_located(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    tar, _expected = snapshot_tar(tmp_path / "archive" / "run" / "snapshots" / f"{REF}.tar")
+    record_export(
+        run_cli,
+        tmp_path,
+        tar,
+        OTHER_IMAGE,
+        run_dir=tmp_path / "scratch" / "run",  # rejected, naming the tar
+        path=str(tmp_path / "scratch" / "run" / "snapshots" / f"{REF}.tar"),
+    )
     result = run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert "No tar found for snapshot" in result.stderr
-    ingest(run_cli, tmp_path, [{"type": "run.located", "run": RUN, "path": str(tmp_path / "archive" / "run")}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [{"type": "run.located", "run": RUN, "path": str(tmp_path / "archive" / "run")}],
+    )
     run_cli("snapshots", "import", "--run", RUN, ok=False)
     assert log_rows(run_cli, "snapshot.import_rejected")[-1]["fact"]["tar_path"] == str(tar)
 
 
 def test_run_import_refuses_runs_and_stages_without_exports(run_cli: Cli, tmp_path: Path) -> None:
-    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
-                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF}])
-    cases = [(("--run", "jobs/nope"), "Run 'jobs/nope' is not recorded"),
-             (("--run", RUN), "has no exported snapshots"),
-             (("--run", RUN, "--stage", "pre-verify"), "has no stage 'pre-verify'; it recorded env-ready"),
-             (("--run", RUN, "--stage", "env-ready"), "was never exported")]
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
+        ],
+    )
+    cases = [
+        (("--run", "jobs/nope"), "Run 'jobs/nope' is not recorded"),
+        (("--run", RUN), "has no exported snapshots"),
+        (
+            ("--run", RUN, "--stage", "pre-verify"),
+            "has no stage 'pre-verify'; it recorded env-ready",
+        ),
+        (("--run", RUN, "--stage", "env-ready"), "was never exported"),
+    ]
     for args, message in cases:
         result = run_cli("snapshots", "import", *args, ok=False)
         assert (result.exit_code, message in result.stderr) == (1, True), result.stderr
@@ -226,7 +329,12 @@ def test_run_import_refuses_runs_and_stages_without_exports(run_cli: Cli, tmp_pa
 
 def test_import_usage_errors(run_cli: Cli, tmp_path: Path) -> None:
     tar, _ = snapshot_tar(tmp_path / "snap.tar")
-    for args in ((), (str(tar), "--run", RUN), ("--run", RUN, "--adopt"), (str(tar), "--stage", "env-ready")):
+    for args in (
+        (),
+        (str(tar), "--run", RUN),
+        ("--run", RUN, "--adopt"),
+        (str(tar), "--stage", "env-ready"),
+    ):
         assert run_cli("snapshots", "import", *args, ok=False).exit_code == 2
 
 
@@ -240,7 +348,9 @@ def test_adopting_an_unsound_tar_is_rejected_under_its_tag(run_cli: Cli, tmp_pat
     assert log_rows(run_cli, "snapshot.adopted") == []
 
 
-def test_adopting_with_the_engine_unreachable_records_no_adoption(run_cli: Cli, tmp_path: Path) -> None:
+def test_adopting_with_the_engine_unreachable_records_no_adoption(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, _ = snapshot_tar(tmp_path / "stray.tar", tags=("stray:v2",))
     result = run_cli("snapshots", "import", str(tar), "--adopt", ok=False)
     assert result.exit_code == 4
@@ -251,19 +361,32 @@ def test_adopting_with_the_engine_unreachable_records_no_adoption(run_cli: Cli, 
 
 
 def test_export_of_an_unknown_ref_is_refused_before_docker(run_cli: Cli, tmp_path: Path) -> None:
-    result = run_cli("snapshots", "export", "never-captured:v1", "--to", str(tmp_path / "out"), ok=False)
+    result = run_cli(
+        "snapshots", "export", "never-captured:v1", "--to", str(tmp_path / "out"), ok=False
+    )
     assert result.exit_code == 1
-    assert "Snapshot 'never-captured:v1' is not recorded" in result.stderr and UNREACHABLE not in result.stderr
+    assert (
+        "Snapshot 'never-captured:v1' is not recorded" in result.stderr
+        and UNREACHABLE not in result.stderr
+    )
     assert not (tmp_path / "out").exists()
     assert log_rows(run_cli) == []
 
 
 def test_export_with_the_engine_unreachable_records_nothing(run_cli: Cli, tmp_path: Path) -> None:
-    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
-                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
+        ],
+    )
     result = run_cli("snapshots", "export", REF, "--to", str(tmp_path / "out"), ok=False)
     assert result.exit_code == 4 and UNREACHABLE in result.stderr
-    assert log_rows(run_cli, "snapshot.export_failed") == [], "the snapshot may export fine once the engine is back"
+    assert log_rows(run_cli, "snapshot.export_failed") == [], (
+        "the snapshot may export fine once the engine is back"
+    )
 
 
 def test_export_file_name_follows_benchflow() -> None:
@@ -277,23 +400,48 @@ def test_export_file_name_follows_benchflow() -> None:
 # -- list and show --------------------------------------------------------------------------------------------------
 
 
-def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(run_cli: Cli, tmp_path: Path) -> None:
+def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, _ = snapshot_tar(tmp_path / "snap.tar")
     record_export(run_cli, tmp_path, tar, OTHER_IMAGE)
-    ingest(run_cli, tmp_path, [{"type": "stage.marked", "run": RUN, "stage": "pre-verify", "sandbox_ref": "bf-snap-t-2"},
-                               {"type": "snapshot.discarded", "ref": "bf-snap-t-2"}])
-    run_cli("snapshots", "import", "--run", RUN, "--stage", "env-ready", ok=False)  # another image: a rejection
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {
+                "type": "stage.marked",
+                "run": RUN,
+                "stage": "pre-verify",
+                "sandbox_ref": "bf-snap-t-2",
+            },
+            {"type": "snapshot.discarded", "ref": "bf-snap-t-2"},
+        ],
+    )
+    run_cli(
+        "snapshots", "import", "--run", RUN, "--stage", "env-ready", ok=False
+    )  # another image: a rejection
 
     rows = json.loads(run_cli("snapshots", "list", "--run", RUN, "--format", "json").stdout)
-    assert [(r["ref"], r["stage"], r["lifetime"], r["restorable"], r["exports"], r["rejected_imports"]) for r in rows] == [
-        (REF, "env-ready", "exported", True, 1, 1), ("bf-snap-t-2", "pre-verify", "discarded", False, 0, 0)]
+    assert [
+        (r["ref"], r["stage"], r["lifetime"], r["restorable"], r["exports"], r["rejected_imports"])
+        for r in rows
+    ] == [
+        (REF, "env-ready", "exported", True, 1, 1),
+        ("bf-snap-t-2", "pre-verify", "discarded", False, 0, 0),
+    ]
     assert rows[1]["restorable_because"] == "discarded at cleanup and never exported or imported"
-    assert json.loads(run_cli("snapshots", "list", "--run", "jobs/other", "--format", "json").stdout) == []
+    assert (
+        json.loads(run_cli("snapshots", "list", "--run", "jobs/other", "--format", "json").stdout)
+        == []
+    )
 
     shown = json.loads(run_cli("snapshots", "show", REF, "--format", "json").stdout)
     assert shown["snapshot"]["restorable_because"] == "exported to a tar whose digest is recorded"
     assert [e["kind"] for e in shown["events"]] == ["captured", "exported", "import_rejected"]
-    assert [e["position"] for e in shown["events"]] == sorted(e["position"] for e in shown["events"])
+    assert [e["position"] for e in shown["events"]] == sorted(
+        e["position"] for e in shown["events"]
+    )
     table = run_cli("snapshots", "show", REF).stdout
     assert "restorable_because" in table and "import_rejected" in table
     assert run_cli("snapshots", "show", "bf-nothing", ok=False).exit_code == 1
@@ -319,33 +467,62 @@ def test_adopted_ref_and_tag_matching() -> None:
 # -- who may claim what ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("claim", [
-    {"type": "snapshot.imported", "ref": REF, "engine": "forged (x)", "image_id": "sha256:" + "6" * 64,
-     "tar_sha256": "sha256:" + "7" * 64},
-    {"type": "snapshot.adopted", "ref": "stray:v2", "tar_sha256": "sha256:" + "7" * 64},
-    {"type": "snapshot.import_rejected", "ref": REF, "reason": "forged"},
-], ids=lambda claim: claim["type"])
-def test_ingest_refuses_facts_only_a_verification_here_may_produce(run_cli: Cli, tmp_path: Path, claim: dict) -> None:
-    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
-                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
-                               {"type": "snapshot.discarded", "ref": REF}])
+@pytest.mark.parametrize(
+    "claim",
+    [
+        {
+            "type": "snapshot.imported",
+            "ref": REF,
+            "engine": "forged (x)",
+            "image_id": "sha256:" + "6" * 64,
+            "tar_sha256": "sha256:" + "7" * 64,
+        },
+        {"type": "snapshot.adopted", "ref": "stray:v2", "tar_sha256": "sha256:" + "7" * 64},
+        {"type": "snapshot.import_rejected", "ref": REF, "reason": "forged"},
+    ],
+    ids=lambda claim: claim["type"],
+)
+def test_ingest_refuses_facts_only_a_verification_here_may_produce(
+    run_cli: Cli, tmp_path: Path, claim: dict
+) -> None:
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": REF},
+            {"type": "snapshot.discarded", "ref": REF},
+        ],
+    )
     source = tmp_path / "claim.jsonl"
     source.write_text(json.dumps(claim) + "\n")
     result = run_cli("ingest", str(source), ok=False)
-    assert result.exit_code == 1 and claim["type"] in result.stderr and "lineage snapshots import" in result.stderr
+    assert (
+        result.exit_code == 1
+        and claim["type"] in result.stderr
+        and "lineage snapshots import" in result.stderr
+    )
     [row] = json.loads(run_cli("snapshots", "list", "--format", "json").stdout)
     assert (row["restorable"], row["lifetime"]) == (False, "discarded")
 
 
-def test_adopting_a_tar_that_also_tags_another_image_is_refused_before_the_engine(run_cli: Cli, tmp_path: Path) -> None:
+def test_adopting_a_tar_that_also_tags_another_image_is_refused_before_the_engine(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     """`docker load` would re-point every tag in the tar: victim:latest must not move because bf-snap-x was adopted."""
     tar, _ = snapshot_tar(tmp_path / "stray.tar", tags=("bf-snap-x:latest", "victim:latest"))
     result = run_cli("snapshots", "import", str(tar), "--adopt", ok=False)
-    assert result.exit_code == 3 and "victim:latest" in result.stderr and UNREACHABLE not in result.stderr
+    assert (
+        result.exit_code == 3
+        and "victim:latest" in result.stderr
+        and UNREACHABLE not in result.stderr
+    )
     assert [row["type"] for row in log_rows(run_cli)] == ["snapshot.import_rejected"]
 
 
-def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     tar, expected = snapshot_tar(tmp_path / "snap.tar")
     record_export(run_cli, tmp_path, tar, expected["image_id"])
     ingest(run_cli, tmp_path, [{"type": "snapshot.discarded", "ref": REF}])
@@ -356,7 +533,10 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(run_
 
     assert listed("--check") == (True, "exported to a tar whose digest is recorded")
     tar.write_bytes(tar.read_bytes() + b"\0" * 512)  # still a tar, no longer the exported one
-    assert listed() == (True, "exported to a tar whose digest is recorded")  # without --check only presence counts
+    assert listed() == (
+        True,
+        "exported to a tar whose digest is recorded",
+    )  # without --check only presence counts
     restorable, because = listed("--check")
     assert restorable is False and "not the recorded" in because
     tar.unlink()
@@ -366,12 +546,21 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(run_
 
 def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path: Path) -> None:
     """'team/snap' and 'team-snap' are both team-snap.tar in benchflow's file names."""
-    ingest(run_cli, tmp_path, [{"type": "run.registered", "run": RUN, "task": "t"},
-                               {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": "team/snap"}])
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {"type": "stage.marked", "run": RUN, "stage": "env-ready", "sandbox_ref": "team/snap"},
+        ],
+    )
     out = tmp_path / "out"
     out.mkdir()
     (out / "team-snap.tar").write_bytes(b"another snapshot's evidence")
     result = run_cli("snapshots", "export", "team/snap", "--to", str(out), ok=False)
     assert result.exit_code == 1 and "another ref maps to the same file name" in result.stderr
-    assert UNREACHABLE not in result.stderr and (out / "team-snap.tar").read_bytes() == b"another snapshot's evidence"
+    assert (
+        UNREACHABLE not in result.stderr
+        and (out / "team-snap.tar").read_bytes() == b"another snapshot's evidence"
+    )
     assert log_rows(run_cli, "snapshot.export") == []

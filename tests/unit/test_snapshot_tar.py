@@ -51,12 +51,14 @@ def layer_tar(index: int, payload: bytes) -> bytes:
 
 
 def config_json(diff_ids: list[str]) -> bytes:
-    return json.dumps({"architecture": "amd64", "os": "linux",
-                       "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+    return json.dumps(
+        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+    ).encode()
 
 
-def legacy_entries(*, gzip_layer: int | None = None, tags=("snap-x:latest",), diff_ids=None,
-                   store=None) -> tuple[list[Entry], dict]:
+def legacy_entries(
+    *, gzip_layer: int | None = None, tags=("snap-x:latest",), diff_ids=None, store=None
+) -> tuple[list[Entry], dict]:
     entries: list[Entry] = []
     layer_names, real_diff_ids = [], []
     for index, payload in enumerate(PAYLOADS):
@@ -64,17 +66,28 @@ def legacy_entries(*, gzip_layer: int | None = None, tags=("snap-x:latest",), di
         stored = gzip.compress(plain, mtime=0) if index == gzip_layer else plain
         stored = store(index, stored) if store else stored
         layer_dir = sha(f"layer-{index}".encode())
-        entries += [special_entry(layer_dir, tarfile.DIRTYPE), file_entry(f"{layer_dir}/VERSION", b"1.0"),
-                    file_entry(f"{layer_dir}/json", b'{"id": "x"}'), file_entry(f"{layer_dir}/layer.tar", stored)]
+        entries += [
+            special_entry(layer_dir, tarfile.DIRTYPE),
+            file_entry(f"{layer_dir}/VERSION", b"1.0"),
+            file_entry(f"{layer_dir}/json", b'{"id": "x"}'),
+            file_entry(f"{layer_dir}/layer.tar", stored),
+        ]
         layer_names.append(f"{layer_dir}/layer.tar")
         real_diff_ids.append("sha256:" + sha(plain))
     config = config_json(diff_ids or real_diff_ids)
     config_name = sha(config) + ".json"
     manifest = [{"Config": config_name, "RepoTags": list(tags), "Layers": layer_names}]
-    entries += [file_entry(config_name, config), file_entry("manifest.json", json.dumps(manifest).encode()),
-                file_entry("repositories", b"{}")]
-    return entries, {"image_id": "sha256:" + sha(config), "config": config_name, "layers": layer_names,
-                     "diff_ids": real_diff_ids}
+    entries += [
+        file_entry(config_name, config),
+        file_entry("manifest.json", json.dumps(manifest).encode()),
+        file_entry("repositories", b"{}"),
+    ]
+    return entries, {
+        "image_id": "sha256:" + sha(config),
+        "config": config_name,
+        "layers": layer_names,
+        "diff_ids": real_diff_ids,
+    }
 
 
 def oci_entries(*, gzip_layer: int | None = 1) -> tuple[list[Entry], dict]:
@@ -86,20 +99,48 @@ def oci_entries(*, gzip_layer: int | None = 1) -> tuple[list[Entry], dict]:
         blobs.append(file_entry(f"blobs/sha256/{sha(stored)}", stored))
         layer_names.append(f"blobs/sha256/{sha(stored)}")
         diff_ids.append("sha256:" + sha(plain))
-        descriptors.append({"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": "sha256:" + sha(stored),
-                            "size": len(stored)})
+        descriptors.append(
+            {
+                "mediaType": "application/vnd.oci.image.layer.v1.tar",
+                "digest": "sha256:" + sha(stored),
+                "size": len(stored),
+            }
+        )
     config = config_json(diff_ids)
-    oci_manifest = json.dumps({"schemaVersion": 2, "config": {"digest": "sha256:" + sha(config), "size": len(config)},
-                               "layers": descriptors}).encode()
-    index = {"schemaVersion": 2, "manifests": [{"digest": "sha256:" + sha(oci_manifest), "size": len(oci_manifest)}]}
-    manifest = [{"Config": f"blobs/sha256/{sha(config)}", "RepoTags": ["snap-oci:v1"], "Layers": layer_names}]
-    entries = [special_entry("blobs", tarfile.DIRTYPE), special_entry("blobs/sha256", tarfile.DIRTYPE), *blobs,
-               file_entry(f"blobs/sha256/{sha(config)}", config),
-               file_entry(f"blobs/sha256/{sha(oci_manifest)}", oci_manifest),
-               file_entry("index.json", json.dumps(index).encode()), file_entry("manifest.json", json.dumps(manifest).encode()),
-               file_entry("oci-layout", b'{"imageLayoutVersion": "1.0.0"}')]
-    return entries, {"image_id": "sha256:" + sha(config), "config": f"blobs/sha256/{sha(config)}",
-                     "layers": layer_names, "diff_ids": diff_ids}
+    oci_manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "config": {"digest": "sha256:" + sha(config), "size": len(config)},
+            "layers": descriptors,
+        }
+    ).encode()
+    index = {
+        "schemaVersion": 2,
+        "manifests": [{"digest": "sha256:" + sha(oci_manifest), "size": len(oci_manifest)}],
+    }
+    manifest = [
+        {
+            "Config": f"blobs/sha256/{sha(config)}",
+            "RepoTags": ["snap-oci:v1"],
+            "Layers": layer_names,
+        }
+    ]
+    entries = [
+        special_entry("blobs", tarfile.DIRTYPE),
+        special_entry("blobs/sha256", tarfile.DIRTYPE),
+        *blobs,
+        file_entry(f"blobs/sha256/{sha(config)}", config),
+        file_entry(f"blobs/sha256/{sha(oci_manifest)}", oci_manifest),
+        file_entry("index.json", json.dumps(index).encode()),
+        file_entry("manifest.json", json.dumps(manifest).encode()),
+        file_entry("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'),
+    ]
+    return entries, {
+        "image_id": "sha256:" + sha(config),
+        "config": f"blobs/sha256/{sha(config)}",
+        "layers": layer_names,
+        "diff_ids": diff_ids,
+    }
 
 
 def write(tmp_path: Path, data: bytes, name: str = "snap.tar") -> Path:
@@ -110,7 +151,9 @@ def write(tmp_path: Path, data: bytes, name: str = "snap.tar") -> Path:
 
 def verify_bytes(tmp_path: Path, data: bytes, **caps) -> TarReport:
     report = verify_tar(write(tmp_path, data), **caps)
-    assert report.tar_sha256 == "sha256:" + sha(data)  # the whole-file digest holds whatever else is wrong
+    assert report.tar_sha256 == "sha256:" + sha(
+        data
+    )  # the whole-file digest holds whatever else is wrong
     assert report.size_bytes == len(data)
     return report
 
@@ -136,8 +179,14 @@ def test_valid_legacy_tar_is_ok(tmp_path, gzip_layer):
     assert report.image_id == expected["image_id"]
     assert report.config_member == expected["config"]
     assert report.repo_tags == ("snap-x:latest",)
-    assert [(c.index, c.member, c.expected_diff_id, c.actual_diff_id, c.ok) for c in report.layers] == [
-        (i, name, diff, diff, True) for i, (name, diff) in enumerate(zip(expected["layers"], expected["diff_ids"]))]
+    assert [
+        (c.index, c.member, c.expected_diff_id, c.actual_diff_id, c.ok) for c in report.layers
+    ] == [
+        (i, name, diff, diff, True)
+        for i, (name, diff) in enumerate(
+            zip(expected["layers"], expected["diff_ids"], strict=False)
+        )
+    ]
 
 
 def test_valid_oci_tar_with_a_gzip_layer_is_ok(tmp_path):
@@ -165,11 +214,15 @@ def test_as_dict_is_json_and_carries_the_verdict(tmp_path):
 # -- altered content ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", [legacy_entries, lambda: oci_entries(gzip_layer=0)], ids=["legacy", "oci"])
+@pytest.mark.parametrize(
+    "build", [legacy_entries, lambda: oci_entries(gzip_layer=0)], ids=["legacy", "oci"]
+)
 def test_one_flipped_byte_in_a_layer_is_a_diff_id_mismatch(tmp_path, build):
     entries, expected = build()
     data = bytearray(tar_bytes(entries))
-    at = data.index(b"SECOND-LAYER-MARKER") + 3  # inside the uncompressed second layer in both builds
+    at = (
+        data.index(b"SECOND-LAYER-MARKER") + 3
+    )  # inside the uncompressed second layer in both builds
     data[at] ^= 0x01
     report = verify_bytes(tmp_path, bytes(data))
     assert_problem(report, "Layer 1", "rootfs.diff_ids[1]", expected["diff_ids"][1])
@@ -178,28 +231,45 @@ def test_one_flipped_byte_in_a_layer_is_a_diff_id_mismatch(tmp_path, build):
 
 def test_flipped_byte_in_a_gzip_layer_is_reported(tmp_path):
     entries, _ = oci_entries(gzip_layer=1)
-    for info, data in entries:
+    for _info, data in entries:
         if data.startswith(b"\x1f\x8b"):
             stored = data
     data = bytearray(tar_bytes(entries))
     data[data.index(stored) + len(stored) // 2] ^= 0xFF
     report = verify_bytes(tmp_path, bytes(data))
-    assert_problem(report, "has sha256")  # the blob no longer matches its name, whatever zlib makes of it
+    assert_problem(
+        report, "has sha256"
+    )  # the blob no longer matches its name, whatever zlib makes of it
     assert report.layers[1].ok is False
 
 
 def test_gzip_layer_of_several_members_is_ok(tmp_path):
     def two_members(index, plain):
-        return gzip.compress(plain[:3000], mtime=0) + gzip.compress(plain[3000:], mtime=0) if index == 1 else plain
+        return (
+            gzip.compress(plain[:3000], mtime=0) + gzip.compress(plain[3000:], mtime=0)
+            if index == 1
+            else plain
+        )
+
     entries, _ = legacy_entries(store=two_members)
     assert verify_bytes(tmp_path, tar_bytes(entries)).problems == ()
 
 
-@pytest.mark.parametrize(("store", "needle"), [
-    (lambda index, plain: gzip.compress(plain)[:-100] if index == 1 else plain, "ends in the middle"),
-    (lambda index, plain: gzip.compress(plain) + b"trailing junk" if index == 1 else plain, "not a valid gzip"),
-    (lambda index, plain: lzma.compress(plain) if index == 1 else plain, "xz-compressed"),
-], ids=["truncated-gzip", "gzip-then-junk", "xz"])
+@pytest.mark.parametrize(
+    ("store", "needle"),
+    [
+        (
+            lambda index, plain: gzip.compress(plain)[:-100] if index == 1 else plain,
+            "ends in the middle",
+        ),
+        (
+            lambda index, plain: gzip.compress(plain) + b"trailing junk" if index == 1 else plain,
+            "not a valid gzip",
+        ),
+        (lambda index, plain: lzma.compress(plain) if index == 1 else plain, "xz-compressed"),
+    ],
+    ids=["truncated-gzip", "gzip-then-junk", "xz"],
+)
 def test_layers_whose_diff_id_cannot_be_computed(tmp_path, store, needle):
     entries, _ = legacy_entries(store=store)
     report = verify_bytes(tmp_path, tar_bytes(entries))
@@ -225,15 +295,25 @@ def test_layer_not_matching_the_configs_diff_ids(tmp_path):
 
 def test_config_whose_name_is_not_its_digest(tmp_path):
     entries, expected = legacy_entries()
-    renamed = [(file_entry("f" * 64 + ".json", data) if info.name == expected["config"] else (info, data))
-               for info, data in entries]
-    manifest = json.loads(dict((i.name, d) for i, d in renamed)["manifest.json"])
+    renamed = [
+        (file_entry("f" * 64 + ".json", data) if info.name == expected["config"] else (info, data))
+        for info, data in entries
+    ]
+    manifest = json.loads({i.name: d for i, d in renamed}["manifest.json"])
     manifest[0]["Config"] = "f" * 64 + ".json"
-    renamed = [(file_entry("manifest.json", json.dumps(manifest).encode()) if i.name == "manifest.json" else (i, d))
-               for i, d in renamed]
+    renamed = [
+        (
+            file_entry("manifest.json", json.dumps(manifest).encode())
+            if i.name == "manifest.json"
+            else (i, d)
+        )
+        for i, d in renamed
+    ]
     report = verify_bytes(tmp_path, tar_bytes(renamed))
     assert_problem(report, "Config", "name carries " + "f" * 64)
-    assert report.image_id == expected["image_id"]  # the id is what docker computes: the digest of the bytes
+    assert (
+        report.image_id == expected["image_id"]
+    )  # the id is what docker computes: the digest of the bytes
 
 
 def test_manifest_naming_a_missing_config(tmp_path):
@@ -280,7 +360,7 @@ def test_truncated_without_end_of_archive_marker(tmp_path):
 
 
 def test_corrupt_header_in_the_middle(tmp_path):
-    entries, expected = legacy_entries()
+    entries, _expected = legacy_entries()
     data = bytearray(tar_bytes(entries))
     header = data.index(b"manifest.json")  # the name field at the start of that member's header
     data[header : header + 8] = b"XXXXXXXX"  # breaks the header checksum
@@ -309,8 +389,10 @@ def test_oversized_extended_header_is_refused_not_read(tmp_path):
     info = tarfile.TarInfo("padding")
     info.pax_headers = {"comment": "x" * (2 << 20)}  # 2 MiB of pax data ahead of one member
     entries, _ = legacy_entries()
-    assert_problem(verify_bytes(tmp_path, tar_bytes(entries[:3] + [(info, b"")] + entries[3:])),
-                 "extended (pax or GNU long-name) data")
+    assert_problem(
+        verify_bytes(tmp_path, tar_bytes([*entries[:3], (info, b""), *entries[3:]])),
+        "extended (pax or GNU long-name) data",
+    )
 
 
 def test_bytes_appended_after_the_archive(tmp_path):
@@ -328,38 +410,57 @@ def with_extra(extra: list[Entry]) -> bytes:
 
 
 def test_parent_directory_member(tmp_path):
-    assert_problem(verify_bytes(tmp_path, with_extra([file_entry("../escape.txt", b"x")])), "'../escape.txt'", "'..'")
+    assert_problem(
+        verify_bytes(tmp_path, with_extra([file_entry("../escape.txt", b"x")])),
+        "'../escape.txt'",
+        "'..'",
+    )
 
 
 def test_absolute_member(tmp_path):
-    assert_problem(verify_bytes(tmp_path, with_extra([file_entry("/etc/passwd", b"x")])), "'/etc/passwd'", "absolute")
+    assert_problem(
+        verify_bytes(tmp_path, with_extra([file_entry("/etc/passwd", b"x")])),
+        "'/etc/passwd'",
+        "absolute",
+    )
 
 
 def test_symlink_member(tmp_path):
-    report = verify_bytes(tmp_path, with_extra([special_entry("link", tarfile.SYMTYPE, "/etc/shadow")]))
+    report = verify_bytes(
+        tmp_path, with_extra([special_entry("link", tarfile.SYMTYPE, "/etc/shadow")])
+    )
     assert_problem(report, "'link'", "symbolic link", "/etc/shadow")
 
 
 def test_hardlink_member(tmp_path):
-    report = verify_bytes(tmp_path, with_extra([special_entry("hard", tarfile.LNKTYPE, "repositories")]))
+    report = verify_bytes(
+        tmp_path, with_extra([special_entry("hard", tarfile.LNKTYPE, "repositories")])
+    )
     assert_problem(report, "'hard'", "hard link")
 
 
 @pytest.mark.parametrize("kind", [tarfile.CHRTYPE, tarfile.BLKTYPE, tarfile.FIFOTYPE])
 def test_device_and_fifo_members(tmp_path, kind):
-    assert_problem(verify_bytes(tmp_path, with_extra([special_entry("dev-node", kind)])), "'dev-node'", "device or FIFO")
+    assert_problem(
+        verify_bytes(tmp_path, with_extra([special_entry("dev-node", kind)])),
+        "'dev-node'",
+        "device or FIFO",
+    )
 
 
 def test_duplicate_members(tmp_path):
     entries, expected = legacy_entries()
-    data = tar_bytes(entries + [file_entry(expected["layers"][0], b"replacement layer")])
+    data = tar_bytes([*entries, file_entry(expected["layers"][0], b"replacement layer")])
     assert_problem(verify_bytes(tmp_path, data), "appears more than once", expected["layers"][0])
 
 
 def test_duplicate_after_normalisation(tmp_path):
     entries, _ = legacy_entries()
-    assert_problem(verify_bytes(tmp_path, tar_bytes(entries + [file_entry("./repositories", b"{}")])),
-                 "'./repositories'", "more than once")
+    assert_problem(
+        verify_bytes(tmp_path, tar_bytes([*entries, file_entry("./repositories", b"{}")])),
+        "'./repositories'",
+        "more than once",
+    )
 
 
 # -- caps and unreadable paths --------------------------------------------------------------------------------------
@@ -372,7 +473,9 @@ def test_json_cap_is_reported_not_exceeded(tmp_path):
 
 def test_member_cap_is_reported(tmp_path):
     entries, expected = legacy_entries()
-    report = verify_bytes(tmp_path, tar_bytes(entries), member_cap_bytes=15_000)  # between the two layers' sizes
+    report = verify_bytes(
+        tmp_path, tar_bytes(entries), member_cap_bytes=15_000
+    )  # between the two layers' sizes
     assert_problem(report, expected["layers"][1], "member cap")
     assert [c.ok for c in report.layers] == [True, False]
 
@@ -392,9 +495,13 @@ def test_directory_raises_invalid_input(tmp_path):
 _VALID = tar_bytes(oci_entries(gzip_layer=0)[0])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.integers(0, len(_VALID)), flips=st.lists(st.tuples(st.integers(0, len(_VALID) - 1),
-                                                                 st.integers(1, 255)), max_size=4))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cut=st.integers(0, len(_VALID)),
+    flips=st.lists(st.tuples(st.integers(0, len(_VALID) - 1), st.integers(1, 255)), max_size=4),
+)
 def test_mutated_tars_yield_a_report_never_an_exception(tmp_path, cut, flips):
     data = bytearray(_VALID[:cut])
     for at, mask in flips:
@@ -410,8 +517,18 @@ def test_mutated_tars_yield_a_report_never_an_exception(tmp_path, cut, flips):
 # -- what the manifest names ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tag", ["snap-x", "Snap-X:latest", "snap x:latest", "../etc:latest", "snap:latest\n", "snap:tagé",
-                                 "snap:v\u0661"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "snap-x",
+        "Snap-X:latest",
+        "snap x:latest",
+        "../etc:latest",
+        "snap:latest\n",
+        "snap:tagé",
+        "snap:v\u0661",
+    ],
+)
 def test_a_repo_tag_that_is_not_an_image_reference_is_a_problem(tmp_path, tag):
     entries, _ = legacy_entries(tags=("snap-x:latest", tag))
     report = verify_bytes(tmp_path, tar_bytes(entries))
@@ -419,7 +536,14 @@ def test_a_repo_tag_that_is_not_an_image_reference_is_a_problem(tmp_path, tag):
     assert report.repo_tags == ("snap-x:latest",)  # a malformed tag is never offered to match a ref
 
 
-@pytest.mark.parametrize("tag", ["localhost:5000/team/snap-x:v1.2", "registry.example.com/a__b/c-d:sha-0f3", "bf-snap-1_a:latest"])
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "localhost:5000/team/snap-x:v1.2",
+        "registry.example.com/a__b/c-d:sha-0f3",
+        "bf-snap-1_a:latest",
+    ],
+)
 def test_registry_paths_and_separators_are_valid_tags(tmp_path, tag):
     entries, _ = legacy_entries(tags=(tag,))
     report = verify_bytes(tmp_path, tar_bytes(entries))
@@ -431,8 +555,12 @@ def test_a_tar_of_two_images_is_a_problem_even_when_each_verifies(tmp_path):
     entries, expected = legacy_entries()
     manifest = json.loads(next(data for info, data in entries if info.name == "manifest.json"))
     second = {**manifest[0], "RepoTags": ["snap-x:evil"]}
-    entries = [entry if entry[0].name != "manifest.json" else file_entry("manifest.json", json.dumps([*manifest, second]).encode())
-               for entry in entries]
+    entries = [
+        entry
+        if entry[0].name != "manifest.json"
+        else file_entry("manifest.json", json.dumps([*manifest, second]).encode())
+        for entry in entries
+    ]
     report = verify_bytes(tmp_path, tar_bytes(entries))
     assert_problem(report, "manifest.json lists 2 images; expected exactly one")
     assert report.image_id == expected["image_id"] and report.problems == (report.problems[0],)

@@ -56,12 +56,16 @@ def test_terminal_tree_of_an_ablation(lineage: Lineage, run_cli: Cli) -> None:
     assert run_cli("tree", ABLATE_RUN).stdout == ABLATE_TREE
 
 
-def test_terminal_tree_of_a_linear_run_with_a_pre_verify_fork(lineage: Lineage, run_cli: Cli) -> None:
+def test_terminal_tree_of_a_linear_run_with_a_pre_verify_fork(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(nightly_run_facts())
     assert run_cli("tree", NIGHTLY_RUN, "--format", "text").stdout == NIGHTLY_TREE
 
 
-def test_terminal_tree_of_a_partial_fork_and_of_odd_node_ids(lineage: Lineage, run_cli: Cli) -> None:
+def test_terminal_tree_of_a_partial_fork_and_of_odd_node_ids(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(s.partial_fork() + s.odd_ids_run())
     assert run_cli("tree", s.PARTIAL).stdout == PARTIAL_TREE
     assert run_cli("tree", "odd/run").stdout == ODD_TREE
@@ -71,7 +75,10 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
     before = lineage.record(ablate_run_facts(with_late_reward=False)).position
     lineage.record(ablate_run_facts())
     early = run_cli("tree", ABLATE_RUN, "--as-of", str(before)).stdout.splitlines()
-    assert early[2] == "│ fork root at env-ready, open: V undefined (child 2 unscored; fork still open)"
+    assert (
+        early[2]
+        == "│ fork root at env-ready, open: V undefined (child 2 unscored; fork still open)"
+    )
     assert early[-1] == '└── n5  arm config:{"agent": {"max_turns": 40}} · no outcome yet'
 
 
@@ -98,11 +105,17 @@ def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 
 @pytest.mark.parametrize("scenario", ["ablation", "odd"])
-def test_mermaid_declares_every_node_once_and_every_edge_joins_declared_nodes(lineage: Lineage, run_cli: Cli, scenario: str) -> None:
+def test_mermaid_declares_every_node_once_and_every_edge_joins_declared_nodes(
+    lineage: Lineage, run_cli: Cli, scenario: str
+) -> None:
     lineage.record(ablate_run_facts() if scenario == "ablation" else s.odd_ids_run())
     run = ABLATE_RUN if scenario == "ablation" else "odd/run"
     nodes, edges = parse_mermaid(run_cli("tree", run, "--format", "mermaid").stdout)
-    expected = {"root", "n1", "n2", "n3", "n4", "n5"} if scenario == "ablation" else {"root", "end", "a b", "a_b", "x-1.2"}
+    expected = (
+        {"root", "n1", "n2", "n3", "n4", "n5"}
+        if scenario == "ablation"
+        else {"root", "end", "a b", "a_b", "x-1.2"}
+    )
     assert {label.split("<br/>")[0] for label in nodes.values()} == expected
     assert len(edges) == len(nodes) - 1, "a tree: one edge into every node but the root"
     assert all(a in nodes and b in nodes for a, b in edges)
@@ -111,13 +124,24 @@ def test_mermaid_declares_every_node_once_and_every_edge_joins_declared_nodes(li
         assert not re.search(r"[<>`]", label.replace("<br/>", "")), f"unescaped markup in {label!r}"
 
 
-def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(lineage: Lineage, run_cli: Cli) -> None:
+def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(s.odd_ids_run())
     nodes, edges = parse_mermaid(run_cli("tree", "odd/run", "--format", "mermaid").stdout)
     ids = {label.split("<br/>")[0]: node_id for node_id, label in nodes.items()}
-    assert ids == {"root": "n_root", "end": "n_end", "a b": "n_a_b", "a_b": "n_a_b_2", "x-1.2": "n_x_1_2"}
+    assert ids == {
+        "root": "n_root",
+        "end": "n_end",
+        "a b": "n_a_b",
+        "a_b": "n_a_b_2",
+        "x-1.2": "n_x_1_2",
+    }
     assert ("n_end", "n_a_b") in edges and ("n_a_b", "n_a_b_2") in edges
-    assert nodes["n_a_b_2"] == "a_b<br/>arm say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt;<br/>reward 0.25"
+    assert (
+        nodes["n_a_b_2"]
+        == "a_b<br/>arm say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt;<br/>reward 0.25"
+    )
     assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>no outcome yet"
 
 
@@ -125,7 +149,9 @@ DOT_NODE = re.compile(r'^    "(?P<id>(?:[^"\\]|\\.)*)" \[label="(?:[^"\\]|\\.)*"
 DOT_EDGE = re.compile(r'^    "(?P<a>(?:[^"\\]|\\.)*)" -> "(?P<b>(?:[^"\\]|\\.)*)";$')
 
 
-def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(lineage: Lineage, run_cli: Cli) -> None:
+def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(
+    lineage: Lineage, run_cli: Cli
+) -> None:
     lineage.record(ablate_run_facts())
     lines = run_cli("tree", ABLATE_RUN, "--format", "dot").stdout.splitlines()
     assert lines[0] == f'digraph "{ABLATE_RUN}" {{' and lines[-1] == "}"
@@ -133,7 +159,9 @@ def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(lineage: Lineage, r
     edges = [(m["a"], m["b"]) for line in lines if (m := DOT_EDGE.match(line))]
     assert nodes == ["root", "n1", "n2", "n3", "n4", "n5"]
     assert edges == [("root", n) for n in ("n1", "n2", "n3", "n4", "n5")]
-    assert len(nodes) + len(edges) + 4 == len(lines), "nothing but the header, defaults, nodes, edges and the brace"
+    assert len(nodes) + len(edges) + 4 == len(lines), (
+        "nothing but the header, defaults, nodes, edges and the brace"
+    )
     assert 'label="n5\\narm config:{\\"agent\\": {\\"max_turns\\": 40}}\\nreward 1"' in lines[8]
 
 

@@ -30,24 +30,44 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
 
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
-    added = log(run_cli)[len(before):]
+    added = log(run_cli)[len(before) :]
     # Beyond where each run lives, this version records that an ephemeral stage entry discards its environment
     # snapshot too (rule 6), which the first landing left as merely captured, and each child's mounted/ archive
     # as a custody hand-off (rule 8), and the release gate's evidence: new facts, never a conflict.
-    assert added and {e["type"] for e in added} == {"run.located", "snapshot.discarded", "custody.handed_off", "run.evidence_observed"}
+    assert added and {e["type"] for e in added} == {
+        "run.located",
+        "snapshot.discarded",
+        "custody.handed_off",
+        "run.evidence_observed",
+    }
     located = [e for e in added if e["type"] == "run.located"]
-    assert {e["fact"]["kind"] for e in located} == {"read"}  # the directories the harness recorded were already known
-    assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == ["env-snap-csv-dedupe-0c55e1a7"]
+    assert {e["fact"]["kind"] for e in located} == {
+        "read"
+    }  # the directories the harness recorded were already known
+    assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == [
+        "env-snap-csv-dedupe-0c55e1a7"
+    ]
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
     assert tree == json.loads((NIGHTLY / "tree.json").read_text())
-    [row] = json.loads(run_cli("sql", "SELECT run_dir, location FROM runs WHERE run = 'nightly/csv-dedupe__7c1f2a90'",
-                               "--format", "json").stdout)
-    assert row == {"run_dir": "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90", "location": str(NIGHTLY.resolve())}
+    [row] = json.loads(
+        run_cli(
+            "sql",
+            "SELECT run_dir, location FROM runs WHERE run = 'nightly/csv-dedupe__7c1f2a90'",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert row == {
+        "run_dir": "/home/ci/jobs/nightly/csv-dedupe__7c1f2a90",
+        "location": str(NIGHTLY.resolve()),
+    }
 
 
-def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_again(tmp_path: Path) -> None:
+def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_again(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(GATE, home / "events.sqlite")
@@ -58,14 +78,22 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
 
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr
-    added = log(run_cli)[len(before):]
+    added = log(run_cli)[len(before) :]
     # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that the writer rules
     # 6 and 8 read since this store was written), never a conflict.
     assert {e["type"] for e in added} <= {"run.located", "snapshot.discarded", "custody.handed_off"}
-    evidence = run_cli("sql", "SELECT count(*) AS n FROM evidence", "--format", "csv").stdout.splitlines()[1]
+    evidence = run_cli(
+        "sql", "SELECT count(*) AS n FROM evidence", "--format", "csv"
+    ).stdout.splitlines()[1]
     assert evidence == "13"
-    [receipt] = json.loads(run_cli("sql", "SELECT run, result, qualified FROM receipts", "--format", "json").stdout)
-    assert receipt == {"run": "nightly/csv-dedupe__d4e5f6a7", "result": "sealed", "qualified": False}
+    [receipt] = json.loads(
+        run_cli("sql", "SELECT run, result, qualified FROM receipts", "--format", "json").stdout
+    )
+    assert receipt == {
+        "run": "nightly/csv-dedupe__d4e5f6a7",
+        "result": "sealed",
+        "qualified": False,
+    }
     audit = run_cli("audit", "--run", "nightly/csv-dedupe__d4e5f6a7", ok=False)
     assert audit.exit_code == 10 and "[preserved, unqualified]" in audit.stdout
 
@@ -87,10 +115,18 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
 
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
-    added = log(run_cli)[len(before):]
-    assert {e["type"] for e in added} <= {"run.located", "snapshot.discarded", "custody.handed_off", "run.evidence_observed"}
+    added = log(run_cli)[len(before) :]
+    assert {e["type"] for e in added} <= {
+        "run.located",
+        "snapshot.discarded",
+        "custody.handed_off",
+        "run.evidence_observed",
+    }
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
-    assert json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout) == \
-        json.loads((NIGHTLY / "tree.json").read_text())
+    assert json.loads(
+        run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout
+    ) == json.loads((NIGHTLY / "tree.json").read_text())
     written = EXAMPLES / "pr-layout" / ABLATE.split("/")[0] / "ablation.json"
-    assert json.loads(run_cli("export", "ablation", f"{ABLATE}:root").stdout) == json.loads(written.read_text())
+    assert json.loads(run_cli("export", "ablation", f"{ABLATE}:root").stdout) == json.loads(
+        written.read_text()
+    )

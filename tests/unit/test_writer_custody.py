@@ -22,8 +22,15 @@ RUN_DIR = "/home/ci/jobs/ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 
 
 def custody_events(run_cli: Cli) -> list[dict[str, Any]]:
-    return json.loads(run_cli("sql", "SELECT run, fork, kind, idx, location, phase, error, entries FROM custody_events "
-                              "ORDER BY position", "--format", "json").stdout)
+    return json.loads(
+        run_cli(
+            "sql",
+            "SELECT run, fork, kind, idx, location, phase, error, entries FROM custody_events "
+            "ORDER BY position",
+            "--format",
+            "json",
+        ).stdout
+    )
 
 
 def test_each_childs_mounted_archive_is_a_hand_off(run_cli: Cli, tmp_path: Path) -> None:
@@ -32,8 +39,13 @@ def test_each_childs_mounted_archive_is_a_hand_off(run_cli: Cli, tmp_path: Path)
     run_cli("import", str(run))
     handed = [e for e in custody_events(run_cli) if e["kind"] == "handed_off"]
     assert [(e["idx"], e["location"]) for e in handed] == [
-        (0, "branches/n2/children/n3/mounted"), (1, "branches/n2/children/n4/mounted")]
-    assert sorted(x["path"] for x in handed[0]["entries"]) == ["verifier/ctrf.json", "verifier/reward.txt"]
+        (0, "branches/n2/children/n3/mounted"),
+        (1, "branches/n2/children/n4/mounted"),
+    ]
+    assert sorted(x["path"] for x in handed[0]["entries"]) == [
+        "verifier/ctrf.json",
+        "verifier/reward.txt",
+    ]
     report = json.loads(run_cli("audit", "--format", "json", ok=False).stdout)
     assert not [f for f in report["findings"] if f["check"] == "custody"]
 
@@ -52,13 +64,24 @@ def handoff_failure_run(tmp_path: Path) -> tuple[Path, str]:
     mounted = run / "branches" / "root" / "children" / "n3" / "mounted" / "agent"
     mounted.mkdir(parents=True)
     (mounted / "claude-code.txt").write_text("what did move before the failure\n")
-    message = (f"branch could not capture a child's verifier output under {RUN_DIR}/branches/root/children/n3/mounted "
-               "([Errno 28] No space left on device); files left in the mounts would leak into the next child. "
-               f"The parent's own evidence is preserved at {RUN_DIR}/branches/root/parent")
+    message = (
+        f"branch could not capture a child's verifier output under {RUN_DIR}/branches/root/children/n3/mounted "
+        "([Errno 28] No space left on device); files left in the mounts would leak into the next child. "
+        f"The parent's own evidence is preserved at {RUN_DIR}/branches/root/parent"
+    )
     report = json.loads((out / "ablation.json").read_text())
     for arm in report["arms"][2:]:
-        arm.update(node=None, reward=None, status="skipped", error=None, artifacts=None, tests=None, reference=None,
-                   wall_clock_sec=None, verdict="not run — an earlier arm errored")
+        arm.update(
+            node=None,
+            reward=None,
+            status="skipped",
+            error=None,
+            artifacts=None,
+            tests=None,
+            reference=None,
+            wall_clock_sec=None,
+            verdict="not run — an earlier arm errored",
+        )
     report.update(error=message, value=None)
     (out / "ablation.json").write_text(json.dumps(report, sort_keys=True, indent=2) + "\n")
     return out, message
@@ -70,34 +93,54 @@ def test_a_reported_hand_off_failure_is_its_own_fact(run_cli: Cli, tmp_path: Pat
     events = custody_events(run_cli)
     failed = [e for e in events if e["kind"] == "failed"]
     assert [(e["phase"], e["idx"], e["location"], e["error"]) for e in failed] == [
-        ("hand-off", 1, "branches/root/children/n3/mounted", message)]
-    assert not [e for e in events if e["kind"] == "held"]  # the release succeeded: nothing is left to hold
-    [fork] = json.loads(run_cli("sql", "SELECT outcome, value, error FROM forks", "--format", "json").stdout)
+        ("hand-off", 1, "branches/root/children/n3/mounted", message)
+    ]
+    assert not [
+        e for e in events if e["kind"] == "held"
+    ]  # the release succeeded: nothing is left to hold
+    [fork] = json.loads(
+        run_cli("sql", "SELECT outcome, value, error FROM forks", "--format", "json").stdout
+    )
     assert fork == {"outcome": "partial", "value": None, "error": message}
     tree = out / "ablation" / "csv-dedupe" / "tree.json"
-    assert run_cli("export", "tree", ABLATE_RUN).stdout == tree.read_text()  # the partial tree, byte for byte
+    assert (
+        run_cli("export", "tree", ABLATE_RUN).stdout == tree.read_text()
+    )  # the partial tree, byte for byte
     exported = json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout)
     written = json.loads((out / "ablation.json").read_text())
     # test_attribution is derived from the arms that reported tests (this scenario did not recompute it)
-    assert {k: v for k, v in exported.items() if k != "test_attribution"} == \
-        {k: v for k, v in written.items() if k != "test_attribution"}
+    assert {k: v for k, v in exported.items() if k != "test_attribution"} == {
+        k: v for k, v in written.items() if k != "test_attribution"
+    }
     assert exported["test_attribution"]["arms_with_tests"] == ["with-skill", "no-skill"]
     findings = json.loads(run_cli("audit", "--format", "json", ok=False).stdout)["findings"]
-    assert any(f["check"] == "custody" and "custody failed at hand-off" in f["message"] for f in findings)
+    assert any(
+        f["check"] == "custody" and "custody failed at hand-off" in f["message"] for f in findings
+    )
 
 
-def test_a_hand_off_failure_and_a_failed_release_are_two_facts(run_cli: Cli, tmp_path: Path) -> None:
+def test_a_hand_off_failure_and_a_failed_release_are_two_facts(
+    run_cli: Cli, tmp_path: Path
+) -> None:
     out, message = handoff_failure_run(tmp_path)
     run = out / "ablation" / "csv-dedupe"
     hold = run / "branches" / "root" / "parent" / "verifier"
     hold.mkdir(parents=True)
     (hold / "reward.txt").write_text("0\n")
-    release = (f"branch could not restore the parent's {RUN_DIR}/verifier directory ([Errno 13] Permission denied) "
-               f"— the hold directory is preserved at {RUN_DIR}/branches/root/parent")
+    release = (
+        f"branch could not restore the parent's {RUN_DIR}/verifier directory ([Errno 13] Permission denied) "
+        f"— the hold directory is preserved at {RUN_DIR}/branches/root/parent"
+    )
     report = json.loads((out / "ablation.json").read_text())
     report["error"] = f"{message}; {release}"
     (out / "ablation.json").write_text(json.dumps(report, sort_keys=True, indent=2) + "\n")
     run_cli("import", str(out))
-    failed = [(e["phase"], e["idx"], e["location"], e["error"]) for e in custody_events(run_cli) if e["kind"] == "failed"]
-    assert failed == [("hand-off", 1, "branches/root/children/n3/mounted", message),
-                      ("release", None, "branches/root/parent", release)]
+    failed = [
+        (e["phase"], e["idx"], e["location"], e["error"])
+        for e in custody_events(run_cli)
+        if e["kind"] == "failed"
+    ]
+    assert failed == [
+        ("hand-off", 1, "branches/root/children/n3/mounted", message),
+        ("release", None, "branches/root/parent", release),
+    ]

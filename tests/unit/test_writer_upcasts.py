@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ def as_version_1(fact: dict[str, Any]) -> None:
     elif kind == "run.finished":
         fact.pop("time_zone")
         for key in ("started_at", "finished_at"):
-            moment = datetime.fromisoformat(fact[key]).replace(tzinfo=timezone.utc)
+            moment = datetime.fromisoformat(fact[key]).replace(tzinfo=UTC)
             fact[key] = moment.isoformat()
         if fact["trajectory"] not in ("acp", "llm", "both", "none"):
             fact["trajectory"] = None
@@ -54,21 +54,38 @@ def version_1_store(run_cli: Cli, run_dir: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_version_1_store_reads_forward_and_takes_the_same_run_again(
-        run_cli: Cli, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_cli: Cli, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # `_build_rollout_result` (benchflow rollout/_results.py) writing a branched parent that never verified,
     # whose session also failed with a request-global error and left a partial ACP trajectory.
-    run_dir = benchflow_run(tmp_path, rewards={"reward": 0.5, "source": "branch_aggregate"}, error="bad effort",
-                            error_category="request_global", trajectory_source="partial_acp")
+    run_dir = benchflow_run(
+        tmp_path,
+        rewards={"reward": 0.5, "source": "branch_aggregate"},
+        error="bad effort",
+        error_category="request_global",
+        trajectory_source="partial_acp",
+    )
     version_1_store(run_cli, run_dir, monkeypatch)
     stored = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()]
     failed = next(e["fact"] for e in stored if e["type"] == "run.failed")
     assert failed["request_global"] is False  # what version 1 stored
 
     assert "intact" in run_cli("verify").stdout
-    [row] = json.loads(run_cli("sql", "SELECT outcome, request_global, time_zone, started_at, trajectory FROM runs",
-                               "--format", "json").stdout)
-    assert row == {"outcome": "branch_aggregate", "request_global": True, "time_zone": "utc-assumed",
-                   "started_at": "2026-11-03T09:12:44.208311+00:00", "trajectory": None}
+    [row] = json.loads(
+        run_cli(
+            "sql",
+            "SELECT outcome, request_global, time_zone, started_at, trajectory FROM runs",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert row == {
+        "outcome": "branch_aggregate",
+        "request_global": True,
+        "time_zone": "utc-assumed",
+        "started_at": "2026-11-03T09:12:44.208311+00:00",
+        "trajectory": None,
+    }
 
     with open_lineage(f"sqlite:///{home / 'events.sqlite'}", home) as lineage:
         run = lineage.app.run(RUN)
@@ -80,10 +97,24 @@ def test_a_version_1_store_reads_forward_and_takes_the_same_run_again(
     assert "0 events appended" in again.stderr, again.stderr
 
 
-def test_new_facts_are_stored_with_their_class_version(run_cli: Cli, tmp_path: Path, home: Path) -> None:
-    run_cli("import", str(benchflow_run(tmp_path, error="bad effort", error_category="request_global", rewards=None)))
+def test_new_facts_are_stored_with_their_class_version(
+    run_cli: Cli, tmp_path: Path, home: Path
+) -> None:
+    run_cli(
+        "import",
+        str(
+            benchflow_run(
+                tmp_path, error="bad effort", error_category="request_global", rewards=None
+            )
+        ),
+    )
     with sqlite3.connect(home / "events.sqlite") as db:
-        states = {topic: json.loads(state) for topic, state in db.execute("SELECT topic, state FROM stored_events")}
+        states = {
+            topic: json.loads(state)
+            for topic, state in db.execute("SELECT topic, state FROM stored_events")
+        }
     assert states["lineage:run.failed"]["class_version"] == 2
     assert states["lineage:run.failed"]["fact"]["request_global"] is True
-    assert "class_version" not in states["lineage:run.registered"]  # version 1 facts are stored as they always were
+    assert (
+        "class_version" not in states["lineage:run.registered"]
+    )  # version 1 facts are stored as they always were
