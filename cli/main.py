@@ -7,18 +7,123 @@ engine could not be reached or locked. `lineage audit` adds its verdict codes (s
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
-from eventsourcing.persistence import InterfaceError, OperationalError
+from click.utils import make_default_short_help
 
-from ..bootstrap import Lineage
 from ..domain.errors import LineageError, StoreUnavailable
-from ..settings import Settings
+
+#: Every subcommand: its module, its name there, and the first paragraph of its help. `lineage --help` lists them
+#: from here without importing them (pydantic, eventsourcing and DuckDB load only for the command that runs);
+#: `tests/unit/test_architecture.py` keeps this table equal to the commands themselves.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "audit": (
+        "audit_cmds",
+        "audit",
+        "Review the store like a release gate and end with a verdict.",
+    ),
+    "cut-point": (
+        "audit_cmds",
+        "cut-point",
+        "Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.",
+    ),
+    "diff": (
+        "audit_cmds",
+        "diff",
+        "Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.",
+    ),
+    "export": (
+        "export_cmds",
+        "export",
+        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log.",
+    ),
+    "head": (
+        "log_cmds",
+        "head",
+        "Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`.",
+    ),
+    "history": (
+        "audit_cmds",
+        "history",
+        "The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).",
+    ),
+    "import": (
+        "import_cmds",
+        "import",
+        "Import benchflow and Harbor run directories found under PATHS.",
+    ),
+    "ingest": (
+        "log_cmds",
+        "ingest",
+        "Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.",
+    ),
+    "log": (
+        "log_cmds",
+        "log",
+        "The events in log order: position, when recorded, when it happened, type, subject and who.",
+    ),
+    "project": (
+        "query_cmds",
+        "project",
+        "Catch the read models up with the log now (every read command also does this first).",
+    ),
+    "rebuild": (
+        "query_cmds",
+        "rebuild",
+        "Drop every read model and rebuild it from the whole log.",
+    ),
+    "schema": ("log_cmds", "schema", "Print the JSON Schema of one `lineage ingest` line."),
+    "snapshots": (
+        "snapshot_cmds",
+        "snapshots",
+        "Verify, import and export `docker save` snapshot tars; show each snapshot's lifetime.",
+    ),
+    "sql": (
+        "query_cmds",
+        "sql",
+        "Run a read-only SQL QUERY over the read models (`lineage tables` lists them).",
+    ),
+    "tables": (
+        "query_cmds",
+        "tables",
+        "List the read models (tables, views, SQL macros) with their columns and what a row is.",
+    ),
+    "tree": (
+        "audit_cmds",
+        "tree",
+        "RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork.",
+    ),
+    "verify": (
+        "log_cmds",
+        "verify",
+        "Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).",
+    ),
+}
 
 
 class LineageGroup(click.Group):
-    """Turns our error family into `Error: ...` on stderr and its documented exit code."""
+    """Loads each subcommand on demand, and turns our error family into `Error: ...` with its exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        found = importlib.import_module(f"{__package__}.{module}")
+        return next(command for command in found.COMMANDS if command.name == attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [
+            (name, make_default_short_help(text, limit))
+            for name, (_, _, text) in sorted(COMMANDS.items())
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -26,7 +131,12 @@ class LineageGroup(click.Group):
         except LineageError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except (OperationalError, InterfaceError) as exc:  # a store that went away under a read
+        except Exception as exc:
+            from eventsourcing.persistence import InterfaceError, OperationalError
+
+            if not isinstance(exc, (OperationalError, InterfaceError)):
+                raise
+            # a store that went away under a read
             click.echo(
                 f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)",
                 err=True,
@@ -51,20 +161,12 @@ class LineageGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | None) -> None:
     """rollout-lineage: an event-sourced lineage store for branching agent-benchmark rollouts."""
+    from ..bootstrap import Lineage
+    from ..settings import Settings
+
     lineage = Lineage(Settings.from_env(store=store, home=home, actor=actor))
     ctx.obj = lineage
     ctx.call_on_close(lineage.close)
-
-
-def _register() -> None:
-    from . import audit_cmds, export_cmds, import_cmds, log_cmds, query_cmds, snapshot_cmds
-
-    for module in (log_cmds, query_cmds, export_cmds, import_cmds, snapshot_cmds, audit_cmds):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,10 @@ def test_importing_the_cli_opens_nothing() -> None:
 
 def walk(group: click.Group, prefix: str = "lineage") -> list[tuple[str, click.Command]]:
     found = []
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
         found.append((f"{prefix} {name}", command))
         if isinstance(command, click.Group):
             found += walk(command, f"{prefix} {name}")
@@ -116,3 +120,31 @@ def test_the_layer_check_sees_a_violation() -> None:
     node = ast.parse("from ..cli import output").body[0]
     assert isinstance(node, ast.ImportFrom)
     assert _layer_of_import("projections", node, ["rollout_lineage", "projections"]) == {"cli"}
+
+
+def test_help_lists_every_command_without_loading_them() -> None:
+    """`lineage --help` answers in a blink: no DuckDB, eventsourcing or fact models (issue #14)."""
+    code = (
+        "import sys, contextlib, io; from rollout_lineage.cli.main import cli\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli(['--help'], prog_name='lineage')\n"
+        "heavy = ('duckdb', 'eventsourcing', 'pydantic', 'rollout_lineage.domain.facts', 'docker', 'rich')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_the_help_table_matches_the_commands() -> None:
+    from rollout_lineage.cli.main import COMMANDS
+
+    context = click.Context(cli)
+    for name, (_, _, first_paragraph) in COMMANDS.items():
+        command = cli.get_command(context, name)
+        assert command is not None and command.name == name
+        assert (
+            inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
+            == first_paragraph
+        ), name
