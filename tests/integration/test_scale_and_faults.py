@@ -351,7 +351,11 @@ def test_postgres_restart_while_writers_run(postgres_url: str, tmp_path: Path) -
     ]
     for writer in writers:
         writer.start()
-    time.sleep(1.5)
+    # Restart only once the writers are writing (a fixed sleep raced their start-up on a busy machine).
+    with open_lineage(postgres_url, home) as lineage:
+        deadline = time.monotonic() + 60
+        while lineage.position() < 30 and time.monotonic() < deadline:
+            time.sleep(0.1)
     subprocess.run(restart, shell=True, check=True)
     for writer in writers:
         writer.join(180)
