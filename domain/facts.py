@@ -219,7 +219,8 @@ class RunFinished(Fact):
     started_at: Text | None = None
     finished_at: Text | None = None
     time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
-    timing: Annotated[dict[str, Seconds], AfterValidator(_plain_json)] = Field(default_factory=dict)
+    # Number, not Seconds: benchflow subtracts naive local times, so a run across a DST fall-back has a negative total.
+    timing: Annotated[dict[str, Number], AfterValidator(_plain_json)] = Field(default_factory=dict)
     trajectory: TrajectorySource | None = None
     #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it can serve.
     exchanges_recorded: Count | None = None

@@ -80,8 +80,8 @@ def short_test_name(raw: str) -> str:
     """`a/b.py::Cls::test_x[p]` -> `test_x[p]`: the node id's path segments dropped, the parameters kept."""
     bracket = raw.find("[")
     head, params = (raw, "") if bracket < 0 else (raw[:bracket], raw[bracket:])
-    short = head.rsplit("::", 1)[-1] + params
-    return short or raw
+    # Even when that leaves nothing ("t.py::" -> ""): benchflow's _display_test_name keeps the empty name too.
+    return head.rsplit("::", 1)[-1] + params
 
 
 def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:

@@ -12,7 +12,8 @@ A trial is a run with no tree: `run.registered` (task, agent, model, trial; the 
 `run.finished` carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`,
 and `total`) computed from Harbor's started/finished pairs; `run.evidence_observed` the token usage (`agent_result`)
 and timing the release gate checks. Harbor writes naive local times (`datetime.now()`):
-they are kept as written with `time_zone: unknown` (durations do not need the zone).
+they are kept as written with `time_zone: unknown` (durations come from naive subtraction, so a run across a
+DST change may have a negative or an hour-off one, recorded as written).
 A directory with only `verifier/ctrf.json` is not a trial and is never imported.
 """
 

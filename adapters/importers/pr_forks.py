@@ -383,7 +383,9 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
             f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})"
         )
     elif len(rewards) == len(group.children):
-        mean = math.fsum(rewards) / len(rewards)
+        mean = sum(rewards) / len(
+            rewards
+        )  # benchflow's aggregate: plain sum, so the last digit agrees
         if not group.last_at_node:
             value = mean
         elif node.has_value:

@@ -1,0 +1,75 @@
+"""Cases a review by benchflow's side found (issue #11 follow-up), each built the way benchflow's writer builds it.
+
+- `rollout/_results._build_rollout_result` subtracts naive `datetime.now()` times: across a DST fall-back the
+  run's `timing.total` is negative, and benchflow writes it so.
+- `branch.aggregate` is `sum(returns) / len(returns)`: V keeps that float's last digit (not `math.fsum`'s).
+- `cli/_failure_evidence._display_test_name` turns `tests/test_out.py::` into `""`, and keeps it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from rollout_lineage.projections.attribution import short_test_name
+from tests.benchflow_writer import Child, ChildRaised, WriterRun
+from tests.conftest import Cli
+from tests.unit.test_writer_stages import VERIFY_REFS, prompt_delta
+
+RUN = "nightly/t__1"
+
+
+def run_dir(tmp_path: Path) -> Path:
+    return tmp_path / "jobs" / RUN
+
+
+def test_a_run_across_a_dst_fall_back_imports_with_its_negative_total(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    run = WriterRun(run_dir(tmp_path), snapshot_stages={"pre-verify"})
+    run.execute(2)
+    run.verify(VERIFY_REFS)
+    run.write_run_files("t", rewards={"reward": 1.0})
+    result_json = run_dir(tmp_path) / "result.json"
+    result = json.loads(result_json.read_text())
+    # 01:40 EDT to 01:30 EST is fifty minutes; the naive subtraction says minus ten.
+    result.update(started_at="2026-11-01 01:40:00.000000", finished_at="2026-11-01 01:30:00.000000")
+    result["timing"] = {**result.get("timing", {}), "total": -600.0}
+    result_json.write_text(json.dumps(result, indent=2))
+    run_cli("import", str(tmp_path / "jobs"))
+    [finished] = [
+        json.loads(line)["fact"]
+        for line in run_cli(
+            "log", "--type", "run.finished", "--format", "jsonl"
+        ).stdout.splitlines()
+    ]
+    assert finished["timing"]["total"] == -600.0 and finished["time_zone"] == "unknown"
+
+
+def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: Path) -> None:
+    run = WriterRun(run_dir(tmp_path), snapshot_stages={"pre-verify", "post-verify"})
+    run.execute(2)
+    run.verify(VERIFY_REFS)
+    rewards = [0.1] * 10
+    run.branch_at_stage(
+        "pre-verify", [Child(prompt_delta(str(i)), reward=r) for i, r in enumerate(rewards)]
+    )
+    # a second fork at the same node whose second child raises: the first fork's V stays on the node
+    with contextlib.suppress(ChildRaised):
+        run.branch_at_stage(
+            "post-verify",
+            [Child(prompt_delta("a"), reward=1.0), Child(prompt_delta("b"), raises="boom")],
+        )
+    run.write_run_files("t", rewards={"reward": 1.0})
+    run_cli("import", str(tmp_path / "jobs"))
+    written = json.loads((run_dir(tmp_path) / "tree.json").read_text())
+    assert json.loads(run_cli("export", "tree", RUN).stdout) == written
+    assert 0.09999999999999999 in [
+        node.get("value") for node in written["nodes"]
+    ]  # benchflow's V, not 0.1
+
+
+def test_a_test_name_that_shortens_to_nothing_stays_empty() -> None:
+    assert short_test_name("tests/test_out.py::") == ""
+    assert short_test_name("tests/test_out.py::TestA::test_b[1]") == "test_b[1]"
