@@ -87,9 +87,9 @@ def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
 
 def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | None:
     """benchflow's `artifact_test_outcomes(root)`: `root/verifier/ctrf.json`, or None when it says nothing."""
-    path = folder.resolve(f"{root}/verifier/ctrf.json")
-    if path is None:
-        return None
+    path = folder.root / root / "verifier" / "ctrf.json"
+    if not path.exists() or not folder.contains(path):
+        return None  # missing, dangling, or a link out of the run (never followed): not observed, as benchflow's is_file()
     require_regular(path)
     with open(path, "rb") as handle:
         data = handle.read(ARTIFACT_READ_BYTES + 1)

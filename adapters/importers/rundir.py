@@ -55,6 +55,11 @@ class RunFolder:
                 hint="importers never follow links out of a run directory; " + NOTHING_APPENDED,
             )
 
+    def contains(self, path: Path) -> bool:
+        """Whether `path`, links resolved, stays inside the containment root (no error either way)."""
+        real = Path(os.path.realpath(path))
+        return real == self.containment or self.containment in real.parents
+
     def exists(self, relative: str | Path) -> bool:
         return self.resolve(relative) is not None
 
@@ -92,9 +97,10 @@ class RunFolder:
         """(path relative to `relative`, absolute path) of every regular file below it, sorted, links not followed;
         and what was left out, each named with why.
 
-        A link that stays inside the containment root is not a regular file and is left out; one that leaves it
-        is refused, so a hold directory cannot smuggle a reference to the host into the record. FIFOs, devices
-        and sockets are left out too: reading one would block or never end.
+        A link is not a regular file: it is left out and named, never followed, wherever it points (benchflow's
+        `shutil.move` hands links over as links, and an agent may leave one to a path on its own machine; the
+        record keeps no target, so nothing of the host gets in). FIFOs, devices and sockets are left out too:
+        reading one would block or never end.
         """
         base = self.resolve(relative)
         if base is None or not base.is_dir():
@@ -106,8 +112,7 @@ class RunFolder:
                 full = Path(dirpath) / name
                 mode = os.lstat(full).st_mode
                 if stat.S_ISLNK(mode):
-                    self.check_contained(full)
-                    left_out.append(f"{full.relative_to(base).as_posix()} (a link)")
+                    left_out.append(f"{full.relative_to(base).as_posix()} (a link, not followed)")
                 elif stat.S_ISREG(mode):
                     found.append((full.relative_to(base).as_posix(), full))
                 elif not stat.S_ISDIR(mode):

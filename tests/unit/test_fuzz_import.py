@@ -108,6 +108,12 @@ def tolerated(relative: str) -> bool:
     return path.name == "ctrf.json" and "branches" in path.parts
 
 
+def in_custody(relative: str) -> bool:
+    """A hold (`parent/`) or hand-off (`mounted/`) lists what it holds; a link there is named, never followed, and
+    never refuses the run (benchflow's shutil.move hands links over as links)."""
+    return bool({"parent", "mounted"} & set(PurePosixPath(relative).parts))
+
+
 @contextmanager
 def workspace() -> Iterator[Path]:
     """A folder holding `jobs/`, a store under `home/`, `outside/` for links out; the JSON cap lowered to CAP."""
@@ -291,7 +297,10 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
     return (
         kind,
         relative,
-        kind in BREAKING and is_read(relative) and not (kind == "over_cap" and tolerated(relative)),
+        kind in BREAKING
+        and is_read(relative)
+        and not (kind in ("over_cap", "link_out") and tolerated(relative))
+        and not (kind == "link_out" and in_custody(relative)),
     )
 
 

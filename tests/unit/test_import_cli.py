@@ -147,7 +147,7 @@ def test_what_a_hold_holds_besides_regular_files_is_named_not_dropped_silently(
     os.symlink("openhands.log", hold / "agent" / "latest.log")
     result = run_cli("import", str(run))
     assert (
-        f"{hold}: custody entries hold regular files only, so agent/latest.log (a link), agent/stream (a FIFO, "
+        f"{hold}: custody entries hold regular files only, so agent/latest.log (a link, not followed), agent/stream (a FIFO, "
         "device or socket) are not recorded"
     ) in result.stderr
     [held] = facts(run_cli, "custody.held", HOLD_RUN)

@@ -74,7 +74,7 @@ def test_links_out_of_the_folder_are_refused_and_links_inside_are_read(tmp_path:
     assert folder.read_json("missing.json") is None
 
 
-def test_listing_a_hold_skips_inner_links_and_refuses_outer_ones(tmp_path: Path) -> None:
+def test_listing_a_hold_names_links_and_never_follows_them(tmp_path: Path) -> None:
     hold = tmp_path / "run" / "branches" / "n1" / "parent"
     (hold / "agent").mkdir(parents=True)
     (hold / "agent" / "log.txt").write_bytes(b"hello\n")
@@ -82,12 +82,15 @@ def test_listing_a_hold_skips_inner_links_and_refuses_outer_ones(tmp_path: Path)
     folder = RunFolder(tmp_path / "run")
     files, left_out = folder.regular_files("branches/n1/parent")
     assert [relative for relative, _ in files] == ["agent/log.txt"] and left_out == [
-        "agent/again.txt (a link)"
+        "agent/again.txt (a link, not followed)"
     ]
     assert rundir.sha256_file(files[0][1]) == "sha256:" + hashlib.sha256(b"hello\n").hexdigest()
-    os.symlink("/etc", hold / "escape")
-    with pytest.raises(InvalidInput, match="escape: expected a file inside"):
-        folder.regular_files("branches/n1/parent")
+    os.symlink(
+        "/etc", hold / "escape"
+    )  # out of the run: named, not followed, nothing of /etc recorded
+    files, left_out = folder.regular_files("branches/n1/parent")
+    assert [relative for relative, _ in files] == ["agent/log.txt"]
+    assert left_out == ["agent/again.txt (a link, not followed)", "escape (a link, not followed)"]
 
 
 def test_ctrf_keeps_raw_names_first_entry_wins_and_skips_malformed_entries() -> None:

@@ -73,3 +73,40 @@ def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: P
 def test_a_test_name_that_shortens_to_nothing_stays_empty() -> None:
     assert short_test_name("tests/test_out.py::") == ""
     assert short_test_name("tests/test_out.py::TestA::test_b[1]") == "test_b[1]"
+
+
+def forked_run(tmp_path: Path) -> Path:
+    run = WriterRun(run_dir(tmp_path), snapshot_stages={"pre-verify"})
+    run.execute(2)
+    run.verify(VERIFY_REFS)
+    run.branch_at_stage(
+        "pre-verify", [Child(prompt_delta("1"), reward=1.0), Child(prompt_delta("2"), reward=0.0)]
+    )
+    run.write_run_files("t", rewards={"reward": 1.0})
+    return next(run_dir(tmp_path).glob("branches/*/children/*"))
+
+
+def test_links_in_a_childs_mounted_hand_off_are_named_not_followed_and_never_refuse_the_run(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """`MountedArtifacts.hand_off` moves entries with `shutil.move`, which keeps a link as a link (an agent may have
+    left one to a path of its own machine); `artifact_test_outcomes` reads a dangling ctrf.json as not observed."""
+    child = forked_run(tmp_path)
+    (child / "mounted" / "artifacts").mkdir(parents=True)
+    (child / "mounted" / "artifacts" / "result.csv").symlink_to("/app/output/result.csv")
+    (child / "mounted" / "artifacts" / "kept.txt").write_text("kept")
+    (child / "mounted" / "verifier").mkdir()
+    (child / "mounted" / "verifier" / "ctrf.json").symlink_to(
+        "/etc/hostname"
+    )  # out of the run: never read
+    result = run_cli("import", str(tmp_path / "jobs"))
+    assert "result.csv (a link, not followed)" in result.stderr
+    [handed] = [
+        json.loads(line)["fact"]
+        for line in run_cli(
+            "log", "--type", "custody.handed_off", "--format", "jsonl"
+        ).stdout.splitlines()
+    ]
+    assert [entry["path"] for entry in handed["entries"]] == ["artifacts/kept.txt"]
+    written = json.loads((run_dir(tmp_path) / "tree.json").read_text())
+    assert json.loads(run_cli("export", "tree", RUN).stdout) == written
