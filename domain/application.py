@@ -13,6 +13,7 @@ import gc
 import random
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 
 MAX_ATTEMPTS = 8
+CACHED_AGGREGATES = 512  # runs and snapshots a long-lived writer keeps decided state for
 #: Every stored state starts with its recording time (see `events.encode_state`).
 _RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
 
@@ -130,6 +132,9 @@ class LineageApp(Application[UUID]):
         self.actor = actor
         self.tool_version = tool_version
         self.clock = clock
+        # Aggregates this process has seen, caught up on each use with only the events stored since (another
+        # writer's included), so recording into a long run does not replay its whole history every time.
+        self._aggregates: OrderedDict[UUID, Any] = OrderedDict()
 
     def construct_mapper(self) -> FactMapper:  # type: ignore[override]
         return FactMapper(transcoder=self.construct_transcoder())
@@ -163,35 +168,47 @@ class LineageApp(Application[UUID]):
     def _record(self, batch: list[Entry], dry_run: bool) -> Recorded:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                events = self._decide(batch)
+                events, decided = self._decide(batch)
                 new_facts = tuple(event.fact for event in events)
                 if not events or dry_run:
+                    if events:  # decided, not stored: those aggregates no longer match the log
+                        self._forget(decided)
                     return Recorded(self.position(), 0, new_facts)
                 # Storing the events themselves (not the aggregates) keeps the log in the order facts were given.
                 positions = self.recorder.insert_events(
                     [self.mapper.to_stored_event(event) for event in events]
                 )
-            except IntegrityError:
-                # Another writer appended to one of these streams first: decide again from its result.
-                if attempt == MAX_ATTEMPTS:
+            except BaseException as exc:
+                # Whatever was decided in memory was not stored: the next use reads these aggregates afresh.
+                self._forget(
+                    {aggregate_id(e.fact.subject_kind, e.fact.subject_key()) for e in batch}
+                )
+                if not isinstance(exc, (IntegrityError, OperationalError, InterfaceError)):
                     raise
-                pause = random.uniform(0.005, 0.05) * attempt
-            except (OperationalError, InterfaceError) as exc:
-                # The server went away (a restart, a failover): nothing of this batch was committed, so try again.
-                if attempt == MAX_ATTEMPTS:
-                    raise StoreUnavailable(
-                        f"the event store stayed unavailable after {attempt} attempts: {exc}",
-                        hint="check that the store is reachable and not locked by a stuck process; "
-                        "the batch was not recorded, so sending it again is safe",
-                    ) from exc
-                pause = min(2.0, 0.25 * attempt)
+                if isinstance(exc, IntegrityError):
+                    # Another writer appended to one of these streams first: decide again from its result.
+                    if attempt == MAX_ATTEMPTS:
+                        raise
+                    pause = random.uniform(0.005, 0.05) * attempt
+                else:
+                    # The server went away (a restart, a failover): nothing of this batch was committed; retry.
+                    if attempt == MAX_ATTEMPTS:
+                        raise StoreUnavailable(
+                            f"the event store stayed unavailable after {attempt} attempts: {exc}",
+                            hint="check that the store is reachable and not locked by a stuck process; "
+                            "the batch was not recorded, so sending it again is safe",
+                        ) from exc
+                    pause = min(2.0, 0.25 * attempt)
             else:
+                for agg_id, aggregate in decided.items():
+                    self._remember(agg_id, aggregate)
                 return Recorded(max(positions or [0]), len(events), new_facts)
             time.sleep(pause)
         raise AssertionError("unreachable")
 
-    def _decide(self, batch: Sequence[Entry]) -> list[Any]:
-        """The new events of the batch in order; raises (having changed nothing) if any fact is refused."""
+    def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any]]:
+        """The new events of the batch in order, and the aggregates as they stand after them; raises (having
+        stored nothing) if any fact is refused."""
         subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
         ids = {subject: aggregate_id(*subject) for subject in subjects}
         # One query says which streams exist, so new runs and snapshots cost no read at all.
@@ -219,7 +236,7 @@ class LineageApp(Application[UUID]):
             )
             aggregates[subject] = event.mutate(agg)
             events.append(event)
-        return events
+        return events, {ids[subject]: agg for subject, agg in aggregates.items() if agg is not None}
 
     def _recording_time(self) -> datetime:
         """Now, or the log's last recording time when this writer's clock is behind it: recorded time never goes
@@ -263,10 +280,29 @@ class LineageApp(Application[UUID]):
         return known(ids) if known is not None else {i for i in ids if self._load(i) is not None}
 
     def _load(self, agg_id: UUID) -> Any:
-        try:
-            return self.repository.get(agg_id)
-        except AggregateNotFoundError:
-            return None
+        """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
+        query, however long the stream), or replayed from the store the first time."""
+        aggregate = self._aggregates.get(agg_id)
+        if aggregate is None:
+            try:
+                aggregate = self.repository.get(agg_id)
+            except AggregateNotFoundError:
+                return None
+        else:
+            for stored in self.recorder.select_events(agg_id, gt=aggregate.version):
+                aggregate = self.mapper.to_domain_event(stored).mutate(aggregate)
+        self._remember(agg_id, aggregate)
+        return aggregate
+
+    def _remember(self, agg_id: UUID, aggregate: Any) -> None:
+        self._aggregates[agg_id] = aggregate
+        self._aggregates.move_to_end(agg_id)
+        while len(self._aggregates) > CACHED_AGGREGATES:
+            self._aggregates.popitem(last=False)
+
+    def _forget(self, agg_ids: Iterable[UUID]) -> None:
+        for agg_id in agg_ids:
+            self._aggregates.pop(agg_id, None)
 
     # --- reading --------------------------------------------------------------------------------------
 
