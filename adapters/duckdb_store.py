@@ -37,6 +37,8 @@ class ReadModelDB:
     def __init__(self, connection: duckdb.DuckDBPyConnection, path: str) -> None:
         self.connection = connection
         self.path = path
+        # The file's own catalog, read once: once the search path puts `system` first, current_database() says so.
+        self.catalog: str = connection.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
 
     @classmethod
     def open(
@@ -65,9 +67,21 @@ class ReadModelDB:
             "memory_limit": memory_limit,
             "checkpoint_threshold": "256MB",
         }
+        db = cls._connect(path, timeout, config, read_only)
+        db.connection.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout: data only there
         if read_only:
-            config["lock_configuration"] = True
-        return cls._connect(path, timeout, config, read_only)
+            db.builtins_first()
+            db.connection.execute("SET lock_configuration = true")
+        return db
+
+    def builtins_first(self) -> None:
+        """Resolve names in DuckDB's own functions first, then this connection's TEMP definitions, then the file:
+        a macro stored in the file can then shadow neither a built-in (`avg`) nor our views and macros. (New
+        objects would go to the system catalog, so the schema code calls `file_first` before its DDL.)"""
+        self.connection.execute("SET search_path = ?", [f'system.main,temp.main,"{self.catalog}".main'])
+
+    def file_first(self) -> None:
+        self.connection.execute("RESET search_path")
 
     @classmethod
     def _connect(

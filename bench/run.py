@@ -78,6 +78,29 @@ def append_single(store: str | None = None, n: int = 1000) -> float:
     return median(once)
 
 
+def append_live(n: int = 1000, *, deep: int = 0) -> float:
+    """A harness recording one run live, one fact per transaction as it happens: nodes/s over `n` nodes, after
+    `deep` nodes already in the run (recorded in batches). Constant cost means the two figures agree."""
+
+    def once() -> float:
+        with fresh("live") as lineage:
+            run = "live/run__1"
+            lineage.record([f.RunRegistered(run=run, task="t")])
+            for start in range(0, deep, 1000):
+                lineage.record(
+                    [
+                        f.NodeOpened(run=run, node=f"d{i}", parent="root")
+                        for i in range(start, min(deep, start + 1000))
+                    ]
+                )
+            began = time.perf_counter()
+            for i in range(n):
+                lineage.record([f.NodeOpened(run=run, node=f"n{i}", parent="root")])
+            return n / (time.perf_counter() - began)
+
+    return median(once)
+
+
 def append_batch(store: str | None = None, n: int = 60_000) -> float:
     def once() -> float:
         with fresh("batch", store) as lineage:
@@ -296,6 +319,11 @@ def main() -> None:
     plan: list[tuple[str, Callable[[], Any]]] = [
         ("append_single_events_per_s", lambda: append_single(n=300 if quick else 2000)),
         ("append_batch_events_per_s", lambda: append_batch(n=24_000 if quick else 120_000)),
+        ("append_live_events_per_s", lambda: append_live(300 if quick else 1000)),
+        (
+            "append_live_events_per_s_deep_run",
+            lambda: append_live(300 if quick else 1000, deep=10_000),
+        ),
         ("ingest_jsonl_events_per_s", lambda: ingest_jsonl(12_000 if quick else 120_000)),
         ("ingest_peak_rss_mb", lambda: (ingest_peak_rss_mb(None), ingest_peak_rss_mb(10_000))),
         ("rebuild", lambda: rebuild(big)),

@@ -129,9 +129,11 @@ def shadow_definitions(db: ReadModelDB) -> None:
     """
     for statement in _definitions():
         db.execute(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
+    db.builtins_first()
 
 
 def _unshadow(db: ReadModelDB) -> None:
+    db.file_first()
     for statement in reversed(_definitions()):
         kind, name = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement)).groups()  # type: ignore[union-attr]
         db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
@@ -164,6 +166,18 @@ def _faithful(state: dict[str, Any], log: Any) -> bool:
     )
 
 
+def _tables_replaced(db: ReadModelDB) -> list[str]:
+    """Projection tables that the file now holds as something else (a view computing other values, say)."""
+    names = sorted(
+        {name for projection in PROJECTIONS for name in projection.tables} | {"lineage_tracking"}
+    )
+    rows = db.connection.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = ? AND list_contains(?, view_name)",
+        [db.catalog, names],
+    ).fetchall()
+    return sorted(row[0] for row in rows)
+
+
 def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
     projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
@@ -175,11 +189,17 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
         and state["fingerprint"] == _fingerprint()
         and (log_position is None or state["position"] <= log_position)
         and _faithful(state, log)
+        and not _tables_replaced(db)
     ):
         shadow_definitions(db)
         return
     _unshadow(db)  # what follows creates and drops the file's own objects
+    replaced = _tables_replaced(db)
     with db.transaction():
+        for name in (
+            replaced
+        ):  # edited outside rollout-lineage: nothing in the file can be trusted, rebuild it
+            db.execute(f'DROP VIEW "{db.catalog}".main.{name}')
         for statement in (*BOOKKEEPING, *DEFINITIONS):
             db.execute(statement)
         versions = {
@@ -190,11 +210,15 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
             "SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?",
             [TRACKING_NAME],
         )
-        stale_log = bool(tracked) and (
-            tracked[0]["store"] != store
-            or versions.get("events", log_table.PROJECTION.version) != log_table.PROJECTION.version
-            or (log_position is not None and tracked[0]["position"] > log_position)
-            or not _faithful(tracked[0], log)
+        stale_log = bool(replaced) or (
+            bool(tracked)
+            and (
+                tracked[0]["store"] != store
+                or versions.get("events", log_table.PROJECTION.version)
+                != log_table.PROJECTION.version
+                or (log_position is not None and tracked[0]["position"] > log_position)
+                or not _faithful(tracked[0], log)
+            )
         )
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
@@ -429,8 +453,22 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
     """Compare every projection table in the read-model file with a rebuild from the log up to the same position.
 
     The file is a cache anyone with write access to it could edit; this is how an auditor shows it was not. Views
-    and macros need no check: they are re-created from code on every open.
+    and macros need no check: this code's own shadow them on every open. A table replaced by a view is named
+    before the file is opened for catch-up (which rebuilds such a file).
     """
+    settings = lineage.settings
+    replaced: list[str] = []
+    if Path(settings.projections_path).exists():
+        probe = ReadModelDB.open(
+            settings.projections_path,
+            timeout=settings.lock_timeout_s,
+            memory_limit=settings.duckdb_memory,
+            read_only=True,
+        )
+        try:
+            replaced = _tables_replaced(probe)
+        finally:
+            probe.close()
     with tempfile.TemporaryDirectory(prefix="lineage-check-") as scratch:
         with open_read_models(lineage) as models:
             position = models.position
@@ -440,19 +478,22 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
         ) as fresh:
             rebuilt = _table_digests(fresh.db)
     return position, sorted(
-        name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name)
+        {name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name)}
+        | set(replaced)
     )
 
 
 def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     names = [name for projection in PROJECTIONS for name in projection.tables]
-    return {
+    replaced = set(_tables_replaced(db))
+    return dict.fromkeys(replaced, (-1, -1)) | {
         name: tuple(
             db.connection.execute(
                 f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
             ).fetchone()
         )
         for name in names
+        if name not in replaced
     }
 
 

@@ -278,3 +278,65 @@ def test_an_edited_row_in_the_read_models_is_caught_by_verify_read_models(
     result = run_cli("verify", "--read-models", ok=False)
     assert result.exit_code == 3 and "run_outcomes" in result.stderr
     assert "rebuild" in result.stderr
+
+
+def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
+    """`avg` and `min` stored in the file as macros would change mean rewards and what --as-of TIME means."""
+    lineage.record(ablate_run_facts())
+    honest = run_cli("sql", "SELECT fork, mean_reward FROM forks", "--format", "json").stdout
+    as_of = run_cli(
+        "sql",
+        "SELECT count(*) AS n FROM events",
+        "--as-of",
+        "2000-01-01T00:00:00Z",
+        "--format",
+        "csv",
+    )
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("CREATE MACRO avg(x) AS 1.0")
+        db.execute("CREATE MACRO min(x) AS 1000000")
+    assert (
+        run_cli("sql", "SELECT fork, mean_reward FROM forks", "--format", "json").stdout == honest
+    )
+    assert (
+        run_cli("sql", "SELECT avg(reward) AS a FROM children", "--format", "csv").stdout
+        != "a\n1.0\n"
+    )
+    later = run_cli(
+        "sql",
+        "SELECT count(*) AS n FROM events",
+        "--as-of",
+        "2000-01-01T00:00:00Z",
+        "--format",
+        "csv",
+    )
+    assert later.stdout == as_of.stdout == "n\n0\n"
+
+
+def test_a_table_replaced_by_a_view_is_named_by_verify_and_rebuilt_by_reads(
+    lineage: Lineage, run_cli: Cli
+) -> None:
+    lineage.record(ablate_run_facts())
+    honest = run_cli(
+        "sql", "SELECT run, idx, reward FROM child_outcomes ORDER BY ALL", "--format", "csv"
+    ).stdout
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("CREATE TABLE stash AS SELECT * FROM child_outcomes")
+        db.execute("DROP TABLE child_outcomes")
+        db.execute("CREATE VIEW child_outcomes AS SELECT * REPLACE (1.0 AS reward) FROM stash")
+    result = run_cli("verify", "--read-models", ok=False)
+    assert result.exit_code == 3 and "child_outcomes" in result.stderr
+    assert (
+        run_cli(
+            "sql", "SELECT run, idx, reward FROM child_outcomes ORDER BY ALL", "--format", "csv"
+        ).stdout
+        == honest
+    )
+
+
+def test_no_progress_bar_reaches_stdout(lineage: Lineage, run_cli: Cli) -> None:
+    lineage.record(nightly_run_facts())
+    out = run_cli(
+        "sql", "SELECT count(*) AS n FROM range(300000000) t(x) WHERE x % 7 = 0", "--format", "csv"
+    ).stdout
+    assert out == "n\n42857143\n"
