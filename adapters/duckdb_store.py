@@ -68,7 +68,9 @@ class ReadModelDB:
             "checkpoint_threshold": "256MB",
         }
         db = cls._connect(path, timeout, config, read_only)
-        db.connection.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout: data only there
+        db.connection.execute(
+            "SET enable_progress_bar = false"
+        )  # DuckDB draws it on stdout: data only there
         if read_only:
             db.builtins_first()
             db.connection.execute("SET lock_configuration = true")
@@ -78,7 +80,9 @@ class ReadModelDB:
         """Resolve names in DuckDB's own functions first, then this connection's TEMP definitions, then the file:
         a macro stored in the file can then shadow neither a built-in (`avg`) nor our views and macros. (New
         objects would go to the system catalog, so the schema code calls `file_first` before its DDL.)"""
-        self.connection.execute("SET search_path = ?", [f'system.main,temp.main,"{self.catalog}".main'])
+        self.connection.execute(
+            "SET search_path = ?", [f'system.main,temp.main,"{self.catalog}".main']
+        )
 
     def file_first(self) -> None:
         self.connection.execute("RESET search_path")
