@@ -19,7 +19,8 @@ class ChainedLog(Protocol):
     def max_notification_id(self) -> int | None: ...
 
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state text, recorded_by) in position order; recorded_by is
+        """(position, originator id hex, version, topic, state bytes as stored (None when not stored as bytes),
+        recorded_by) in position order; recorded_by is
         the identity the store authenticated (a PostgreSQL role), None where it has none."""
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]: ...

@@ -76,6 +76,14 @@ class DockerEngine:
         try:
             yield
         except docker.errors.APIError as exc:
+            if (
+                exc.status_code is not None and exc.status_code >= 500
+            ):  # the engine is failing, not refusing
+                raise StoreUnavailable(
+                    f"The Docker engine at {where} failed to {action} ({exc.status_code}: {exc.explanation or exc}); "
+                    "expected a working engine.",
+                    hint="check the engine (docker info, its logs), then retry; nothing was recorded",
+                ) from exc
             raise DockerEngineError(
                 f"The Docker engine at {where} refused to {action}: {exc.explanation or exc}.",
                 hint="check the reference or container named",

@@ -99,6 +99,15 @@ class ReadModelDB:
         while True:
             try:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
+            except (
+                duckdb.InvalidInputException,
+                duckdb.OutOfMemoryException,
+                duckdb.ParserException,
+            ) as exc:
+                raise InvalidInput(
+                    f"DuckDB refused the read models' settings: {str(exc).splitlines()[0]}",
+                    hint="check LINEAGE_DUCKDB_MEMORY (e.g. 256MB or 2GB)",
+                ) from None
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise StoreUnavailable(

@@ -8,6 +8,7 @@ PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defi
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,11 @@ CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
 
 
+def _redact(url: str) -> str:
+    """A URL for a message: whatever stands between `user:` and `@` is a password, even in a malformed URL."""
+    return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
+
+
 @dataclass(frozen=True)
 class StoreURL:
     kind: str  # "sqlite" | "postgresql"
@@ -38,23 +44,30 @@ class StoreURL:
 
     @classmethod
     def parse(cls, url: str) -> StoreURL:
-        parsed = urlparse(url)
+        try:
+            parsed = urlparse(url)
+            parsed.port  # noqa: B018 -- raises for a port out of range or not a number
+        except ValueError as exc:
+            raise InvalidInput(
+                f"expected a store URL such as postgresql://USER@HOST:5432/DB, found {_redact(url)!r} ({exc})",
+                hint="check the host and port",
+            ) from None
         if parsed.scheme == "sqlite":
             raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
             if not raw:
                 raise InvalidInput(
-                    f"expected sqlite:///PATH, found {url!r}",
+                    f"expected sqlite:///PATH, found {_redact(url)!r}",
                     hint="e.g. sqlite:///home/me/.lineage/events.sqlite",
                 )
             return cls("sqlite", url, Path(raw))
         if parsed.scheme in ("postgresql", "postgres"):
             if not parsed.hostname or not parsed.path.strip("/"):
                 raise InvalidInput(
-                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {url!r}"
+                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {_redact(url)!r}"
                 )
             return cls("postgresql", url)
         raise InvalidInput(
-            f"expected a store URL starting sqlite:/// or postgresql://, found {url!r}",
+            f"expected a store URL starting sqlite:/// or postgresql://, found {_redact(url)!r}",
             hint="set --store or LINEAGE_STORE",
         )
 
@@ -184,11 +197,11 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         return self._reader
 
     def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state text) rows: the projection runner's input, read
+        """(position, originator id hex, version, topic, state bytes, recorded_by) rows: the projection runner's input, read
         over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
         cursor = self._plain_reader().execute(
             # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
-            f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN CAST(state AS TEXT) END "
+            f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN state END "
             f", NULL FROM {self.events_table_name} "  # recorded_by: a SQLite file authenticates nobody
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
             (after, stop if stop is not None else 2**62, limit),
@@ -311,7 +324,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             curs.execute(
                 SQL(
                     "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
-                    "topic, convert_from(state, 'UTF8') AS state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
+                    "topic, state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
                     "ON c.position = notification_id WHERE notification_id > %s AND notification_id <= %s "
                     "ORDER BY notification_id LIMIT %s"
                 ).format(

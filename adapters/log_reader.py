@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.errors import IntegrityFailure
 from ..domain.events import TOPIC_PREFIX
 
 PAGE = 5000
@@ -51,12 +52,20 @@ def raw_pages(
 
 
 def iter_events(recorder: Any, *, after: int = 0, stop: int | None = None) -> Iterator[LoggedEvent]:
+    """The events as stored (`lineage log` prints them so; `lineage verify` checks them against the chain)."""
     for notifications in raw_pages(recorder, after=after, stop=stop):
         for n in notifications:
+            try:
+                state = json.loads(n.state)
+            except (ValueError, RecursionError):  # invalid UTF-8 or JSON: nothing this tool wrote
+                raise IntegrityFailure(
+                    f"the stored event at position {n.id} is not the JSON rollout-lineage writes; it was edited",
+                    hint="run `lineage verify` for the whole report, and restore the store from a backup",
+                ) from None
             yield LoggedEvent(
                 n.id,
                 str(n.originator_id),
                 n.originator_version,
                 n.topic.removeprefix(TOPIC_PREFIX),
-                json.loads(n.state),
+                state,
             )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -42,8 +44,13 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
             return json.loads(value)
-        except ValueError:
+        except (
+            ValueError,
+            RecursionError,
+        ):  # not JSON after all, or nested too deep to read back: the text
             return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or Infinity; a reader would choke on them
     return value
 
 
@@ -64,8 +71,15 @@ _CONTROL = {
 
 def terminal_safe(text: str) -> str:
     """Control characters from recorded ids and values (escape sequences, carriage returns) shown, not obeyed:
-    a run named with ESC[2J must not clear an auditor's screen or hide the rows above it."""
-    return text.translate(_CONTROL)
+    a run named with ESC[2J must not clear an auditor's screen or hide the rows above it. Invisible format
+    characters (a right-to-left override that shows `evil\u202egnp.exe` as `evilexe.png`) and Unicode line and
+    paragraph separators are shown as escapes too."""
+    text = text.translate(_CONTROL)
+    if text.isascii():
+        return text
+    return "".join(
+        f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cf", "Zl", "Zp") else ch for ch in text
+    )
 
 
 def write_rows(
@@ -115,7 +129,10 @@ def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: 
     from rich.text import Text
 
     for row in rows:  # Text, not str: a value like "[red]x" is data, not rich markup
-        table.add_row(*(Text(terminal_safe(_cell(row.get(c)))) for c in columns))
+        # A newline inside a value would draw a row that is not there.
+        table.add_row(
+            *(Text(terminal_safe(_cell(row.get(c))).replace("\n", "\\n")) for c in columns)
+        )
     Console(file=sys.stdout, width=max(120, Console().width), soft_wrap=False).print(table)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from typing import Any
@@ -16,6 +17,12 @@ from .output import POSITION, format_option, note, write_rows
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):  # FloatRange lets NaN through: every comparison with it is false
+        raise click.BadParameter(f"expected a number of seconds, found {value}")
+    return value
 
 
 def statement_kinds(connection: Any, query: str) -> list[str]:
@@ -43,7 +50,8 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
 @as_of_option
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, max=86_400, min_open=True),
+    callback=lambda _ctx, _param, value: _finite(value),
     default=30.0,
     show_default=True,
     help="Seconds the query may run (and stream) before it is stopped (exit 4).",

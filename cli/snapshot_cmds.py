@@ -259,13 +259,17 @@ def list_command(
 
 @snapshots.command()
 @click.argument("ref")
+@click.option("--check", is_flag=True, help="Re-hash the exported tar its restorability rests on.")
 @as_of_option
 @format_option()
 @click.pass_obj
-def show(lineage: Lineage, ref: str, as_of: str | None, fmt: str) -> None:
-    """One snapshot's lifetime and restorability, then its events in log order (csv: the events only)."""
+def show(lineage: Lineage, ref: str, check: bool, as_of: str | None, fmt: str) -> None:
+    """One snapshot's lifetime and restorability (as `list` judges it), then its events in log order (csv: the
+    events only)."""
     with read_models(lineage, as_of) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
+        run_dirs = snapshot_queries.run_directories(models.db)
+    check_export_tars([lifetime], run_dirs, rehash=check)
     summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
         write_document(

@@ -59,7 +59,7 @@ class Head:
     def parse(cls, text: str) -> Head:
         position, _, chain_hash = text.partition(":")
         if (
-            not position.isdigit()
+            not (position.isascii() and position.isdigit())
             or len(position) > 18
             or not chain_hash.startswith("sha256:")
             or len(chain_hash) != 71

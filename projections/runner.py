@@ -315,18 +315,36 @@ def _checked_pages(
     for rows in _page_rows(recorder, after, stop, page):
         if chained:
             high = rows[-1][0]
-            events = (
-                (r[0], r[1], r[2], r[3], r[4].encode() if r[4] is not None else None) for r in rows
-            )
+            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
             head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
             after = high
-        yield rows, head
+        yield _as_text(rows), head
     if chained:
         tail = recorder.chain_links(after, stop)
         if tail and not recorder.log_rows(
             after, tail[0][0], 1
         ):  # links past the last event: its events were deleted
             check_window(head, merge_chain(iter(()), iter(tail)))
+
+
+def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows with their state as text for DuckDB; state that is not UTF-8 was not written by this tool."""
+    try:
+        return [(r[0], r[1], r[2], r[3], r[4].decode(), r[5]) for r in rows]
+    except (UnicodeDecodeError, AttributeError):
+        bad = next(r[0] for r in rows if not isinstance(r[4], bytes) or not _utf8(r[4]))
+        raise IntegrityFailure(
+            f"the stored event at position {bad} is not the UTF-8 JSON rollout-lineage writes; it was edited",
+            hint="run `lineage verify` for the whole report, and restore the store from a backup",
+        ) from None
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _page_rows(
@@ -340,7 +358,7 @@ def _page_rows(
         return
     for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
         yield [
-            (n.id, n.originator_id.hex, n.originator_version, n.topic, n.state.decode(), None)
+            (n.id, n.originator_id.hex, n.originator_version, n.topic, n.state, None)
             for n in notifications
         ]
 
@@ -505,7 +523,7 @@ def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:
     """
     if text is None:
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         if len(text) > 18:
             raise InvalidInput(
                 f"expected a log position (at most 18 digits), found {len(text)} digits",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import math
 import os
 import socket
 from collections.abc import Mapping
@@ -54,7 +55,7 @@ class Settings:
             home=home_path,
             store_url=url,
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
-            lock_timeout_s=float(env.get("LINEAGE_LOCK_TIMEOUT", "30")),
+            lock_timeout_s=_seconds(env.get("LINEAGE_LOCK_TIMEOUT", "30"), "LINEAGE_LOCK_TIMEOUT"),
             duckdb_memory=env.get("LINEAGE_DUCKDB_MEMORY", "256MB"),
         )
 
@@ -68,3 +69,15 @@ class Settings:
             self.home
             / f"projections-{hashlib.sha256(self.store_url.encode()).hexdigest()[:12]}.duckdb"
         )
+
+
+def _seconds(text: str, name: str) -> float:
+    from .domain.errors import InvalidInput
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and 0 <= value <= 86_400):
+        raise InvalidInput(f"{name}: expected seconds between 0 and 86400, found {text!r}")
+    return value

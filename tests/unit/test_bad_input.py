@@ -252,3 +252,78 @@ def test_a_store_that_cannot_be_reached_says_why_and_never_shows_the_password(
     assert (
         "s3cr3t-pw" not in result.output + result.stderr and "lineage:lineage@" not in result.stderr
     )
+
+
+def test_a_stored_event_that_is_not_utf8_is_named_not_a_traceback(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    ingested(run_cli, tmp_path)
+    run_cli("sql", "SELECT 1")
+    with sqlite3.connect(store(run_cli)) as db:
+        state = bytearray(
+            db.execute("SELECT state FROM stored_events WHERE rowid = 3").fetchone()[0]
+        )
+        state[20] = 0xFF
+        db.execute("UPDATE stored_events SET state = ? WHERE rowid = 3", (bytes(state),))
+    for command in (("rebuild",), ("log",), ("verify",)):
+        result = run_cli(*command, ok=False)
+        assert result.exit_code == 3 and "position 3" in (result.stderr + result.stdout), command
+        assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e300", "-1"])
+def test_a_timeout_must_be_a_finite_number_of_seconds(run_cli: Cli, value: str) -> None:
+    assert run_cli("sql", "SELECT 1", "--timeout", value, ok=False).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://lineage:S3cretPW@127.0.0.1:5432/",
+        "postgresql://lineage:S3cretPW@/lineage_test",
+        "postgresql://lineage:S3cretPW@127.0.0.1:99999/x",
+        "postgresql://lineage:S3cretPW@127.0.0.1:abc/x",
+        "postgres ql://lineage:S3cretPW@127.0.0.1/x",
+    ],
+)
+def test_a_malformed_store_url_is_refused_without_its_password(tmp_path: Path, url: str) -> None:
+    result = Cli(tmp_path / "home", store=url)("head", ok=False)
+    assert result.exit_code == 1 and "S3cretPW" not in result.output + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LINEAGE_LOCK_TIMEOUT", "abc"),
+        ("LINEAGE_DUCKDB_MEMORY", "0MB"),
+        ("LINEAGE_DUCKDB_MEMORY", "99999999TB"),
+    ],
+)
+def test_bad_settings_are_refused_cleanly(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    result = run_cli("sql", "SELECT 1", ok=False)
+    assert result.exit_code == 1 and name in result.stderr
+
+
+def test_json_output_survives_what_it_cannot_nest_or_name(run_cli: Cli) -> None:
+    out = run_cli(
+        "sql", "SELECT repeat('[', 5000) AS deep, 'nan'::DOUBLE AS x", "--format", "jsonl"
+    ).stdout
+    assert json.loads(out) == {"deep": "[" * 5000, "x": None}
+
+
+def test_invisible_format_characters_and_newlines_in_ids_are_shown_escaped(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    source = tmp_path / "ids.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"type": "run.registered", "run": run, "task": "t"}) + "\n"
+            for run in ("evil\u202egnp.exe", "evil\n| fake-run | passed |")
+        )
+    )
+    run_cli("ingest", str(source))
+    out = run_cli("sql", "SELECT run FROM runs ORDER BY run").stdout
+    assert "\u202e" not in out and "\\u202e" in out and "fake-run" in out and "evil\\n" in out

@@ -542,6 +542,8 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
     tar.unlink()
     restorable, because = listed()
     assert restorable is False and "exported tar is gone" in because and str(tar) in because
+    shown = json.loads(run_cli("snapshots", "show", REF, "--format", "json").stdout)["snapshot"]
+    assert (shown["restorable"], shown["restorable_because"]) == (restorable, because)
 
 
 def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path: Path) -> None:
