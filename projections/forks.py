@@ -36,6 +36,12 @@ OUTCOME = {
     "tests": "JSON",
     "wall_clock_sec": "DOUBLE",
 }
+TEST_MAP = {
+    "run": "VARCHAR",
+    "fork": "VARCHAR",
+    "index": "INTEGER",
+    "tests": "MAP(VARCHAR, VARCHAR)",
+}
 OUTCOME_TYPES = "'fork.child_scored', 'fork.child_unscored', 'fork.child_failed'"
 REPORTED = {
     "run": "VARCHAR",
@@ -67,7 +73,7 @@ CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WH
 
 PROJECTION = Projection(
     name="forks",
-    version=4,
+    version=5,
     tables={
         "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
         "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
@@ -105,13 +111,13 @@ PROJECTION = Projection(
             j.report, occurred_at
             FROM {facts_of("'ablation.reported'", REPORTED)}""",
         # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The test
-        # map is read once as a MAP and unnested: extracting each key from the JSON again (`tests->>key`) costs
-        # O(tests) per key, so one run of 2,000 tests used to exhaust the memory cap.
+        # map is parsed straight into a MAP and unnested: extracting each key from the JSON again (`tests->>key`)
+        # costs O(tests) per key, and parsing to JSON then casting holds two copies (200,000 tests with long names
+        # exhausted the memory cap either way).
         f"""INSERT INTO test_outcomes
             SELECT position, run, fork, idx, test.key, test.value FROM (
-                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx,
-                       unnest(map_entries(CAST(j.tests AS MAP(VARCHAR, VARCHAR)))) AS test
-                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", OUTCOME)})
+                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx, unnest(map_entries(j.tests)) AS test
+                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", TEST_MAP)})
             ORDER BY position""",
     ),
     views={

@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, Cli
 
 TRIAL = (
@@ -20,7 +22,7 @@ RUN = "claude-opus-4-5-0126-wenbo/claude-code-claude-opus-4-5-skills-powerliftin
 N_TESTS = 200_000
 
 
-def trial_with_tests(tmp_path: Path, n: int) -> Path:
+def trial_with_tests(tmp_path: Path, n: int, params: str = "") -> Path:
     jobs = tmp_path / "claude-opus-4-5-0126-wenbo"
     trial = RUN.split("/")[1]
     shutil.copytree(TRIAL / trial, jobs / trial)
@@ -28,7 +30,7 @@ def trial_with_tests(tmp_path: Path, n: int) -> Path:
     document = json.loads(ctrf.read_text())
     document["results"]["tests"] = [
         {
-            "name": f"tests/test_outputs.py::TestCase{i // 1000}::test_case_{i}",
+            "name": f"tests/test_outputs.py::TestCase{i // 1000}::test_case_{i}{params}",
             "status": "failed" if i % 7 == 0 else "passed",
             "duration": 0.0012,
             "start": 1769398357.2487,
@@ -41,10 +43,13 @@ def trial_with_tests(tmp_path: Path, n: int) -> Path:
     return jobs
 
 
+@pytest.mark.parametrize(
+    "params", ["", "[" + "p" * 20 + "]"], ids=["short names", "parametrised names"]
+)
 def test_a_trial_with_200k_tests_imports_projects_exports_and_audits(
-    run_cli: Cli, tmp_path: Path
+    run_cli: Cli, tmp_path: Path, params: str
 ) -> None:
-    run_cli("import", str(trial_with_tests(tmp_path, N_TESTS)))
+    run_cli("import", str(trial_with_tests(tmp_path, N_TESTS, params)))
     counts = json.loads(
         run_cli(
             "sql",
