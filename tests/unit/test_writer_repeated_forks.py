@@ -103,8 +103,12 @@ def test_a_first_fork_whose_first_child_raised_is_a_fork_of_one(
     run_cli: Cli, tmp_path: Path
 ) -> None:
     run = verified_run(tmp_path)
+    # n=2, but the first child raised: the second never attached
     with contextlib.suppress(ChildRaised):
-        run.branch_at_stage("pre-verify", [Child(prompt_delta("1"), raises="boom")])
+        run.branch_at_stage(
+            "pre-verify",
+            [Child(prompt_delta("1"), raises="boom"), Child(prompt_delta("2"), reward=1.0)],
+        )
     run.branch_at_stage("pre-verify", pair(1.0, 0.0))
     run.write_run_files("t", rewards={"reward": 1.0})
     run_cli("import", str(tmp_path / "jobs"))
