@@ -252,9 +252,9 @@ class WriterRun:
                     self.nodes[node].state["reward"] = float(child.reward)  # type: ignore[arg-type]
                 self.restore(saved)
             if release_fails is not None:
-                raise ChildRaised(
-                    release_fails
-                )  # MountedArtifacts.release failing closed, in the finally
+                # MountedArtifacts.release failing closed, in the finally: the hold stays with what did not move
+                self.leave_hold(parent)
+                raise ChildRaised(release_fails)
         except ChildRaised:
             self.restore(saved)
             self.write_lineage(parent, attached)
@@ -303,6 +303,13 @@ class WriterRun:
         path.write_bytes(
             child.ctrf if isinstance(child.ctrf, bytes) else json.dumps(child.ctrf).encode()
         )
+
+    def leave_hold(self, parent: str) -> None:
+        """MountedArtifacts.release when an entry cannot move back: `branches/<node>/parent/` stays, holding the
+        parent's mounted output that did not come back (here its verifier's reward.txt)."""
+        held = self.run_dir / "branches" / parent / "parent" / "verifier" / "reward.txt"
+        held.parent.mkdir(parents=True, exist_ok=True)
+        held.write_text("1\n")
 
     def restore(self, saved: tuple) -> None:
         """_LinearState.restore_onto: cursor and stage registry back to the parent's."""

@@ -99,6 +99,25 @@ def test_a_second_fork_whose_child_raised_keeps_the_first_forks_v(
     assert children_of(run_cli) == {"n3": ["n4", "n5"], "n3.2": ["n6", "n7"]}
 
 
+def test_a_second_fork_whose_release_failed_after_its_children_scored_keeps_the_first_v(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """`MountedArtifacts.release` fails closed in the second fork's finally: both its children scored, V stays
+    the first fork's, and the hold left at the node says the fork did not complete."""
+    run = verified_run(tmp_path)
+    run.branch_at_stage("pre-verify", pair(1.0, 0.0))
+    with contextlib.suppress(ChildRaised):
+        run.branch_at_stage("pre-verify", pair(1.0, 1.0), release_fails="could not restore")
+    run.write_run_files("t", rewards={"reward": 1.0})
+    run_cli("import", str(tmp_path / "jobs"))
+    assert_round_trip(run_cli, run)
+    assert [(r["fork"], r["outcome"], r["value"]) for r in forks(run_cli)] == [
+        ("n3", "completed", 0.5),
+        ("n3.2", "partial", None),
+    ]
+    assert children_of(run_cli) == {"n3": ["n4", "n5"], "n3.2": ["n6", "n7"]}
+
+
 def test_a_first_fork_whose_first_child_raised_is_a_fork_of_one(
     run_cli: Cli, tmp_path: Path
 ) -> None:
