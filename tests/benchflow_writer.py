@@ -11,8 +11,9 @@ What is mirrored, by benchflow function:
   entry is replaced, `stage_snapshots.json` is rewritten;
 - `Rollout.verify`: `pre-verify`, then the verifier, then `post-verify`, on one cursor;
 - `rollout_branch.branch` / `_run_children`: `adopt_checkpoint` on the stage's node, the custody hold, children
-  attached one at a time, `_LinearState` restored around each, V aggregated or popped, lineage written on both
-  the success and the raising path;
+  attached one at a time, `_LinearState` restored around each (so a second `branch_at_stage(S)` forks the
+  same node again), V aggregated or popped, lineage written on both the success and the raising path, and a
+  custody release that fails closed leaving `branches/<node>/parent/` behind;
 - `branch_lineage.serialize_tree` / `stage_snapshots_payload` / `child_provenance` / `write_branch_artifacts`;
 - `branch_report.outcomes_for_arms` + `AblationReport.to_dict` (+ `ablate._branch_into_arms`/`_finalize_report`).
 """

@@ -178,10 +178,10 @@ def split_forks(
         shown = [[[c.id for c in forks.children[a:b]] for a, b in s] for s in splits if s]
         ids = [c.id for c in forks.children]
         raise AmbiguousFork(
-            f"{file}: node {forks.node.id}: ambiguous repeated fork: expected the children {ids}, which "
-            "share one fork point, to "
-            "split into benchflow's forks in one way only (each branch() attaches its children one after "
-            "another; the node's V, the children's outcomes and ablation.json must single one out), found "
+            f"{file}: node {forks.node.id}: ambiguous repeated fork: expected its branch children {ids} "
+            "to split into benchflow's forks in one way only (each branch() attaches two or more children "
+            "after the earlier forks' with the same provenance; the node's V, the children's outcomes and "
+            "ablation.json must single one out), found "
             f"more than one that fits, e.g. {shown[0]}"
             + (f" and {shown[1]}" if len(shown) > 1 else " and others"),
             hint=f"the files cannot say which branch() call forked which child; {NOTHING_APPENDED}, "
