@@ -11,8 +11,9 @@ What is mirrored, by benchflow function:
   entry is replaced, `stage_snapshots.json` is rewritten;
 - `Rollout.verify`: `pre-verify`, then the verifier, then `post-verify`, on one cursor;
 - `rollout_branch.branch` / `_run_children`: `adopt_checkpoint` on the stage's node, the custody hold, children
-  attached one at a time, `_LinearState` restored around each, V aggregated or popped, lineage written on both
-  the success and the raising path;
+  attached one at a time, `_LinearState` restored around each (so a second `branch_at_stage(S)` forks the
+  same node again), V aggregated or popped, lineage written on both the success and the raising path, and a
+  custody release that fails closed leaving `branches/<node>/parent/` behind;
 - `branch_lineage.serialize_tree` / `stage_snapshots_payload` / `child_provenance` / `write_branch_artifacts`;
 - `branch_report.outcomes_for_arms` + `AblationReport.to_dict` (+ `ablate._branch_into_arms`/`_finalize_report`).
 """
@@ -252,9 +253,9 @@ class WriterRun:
                     self.nodes[node].state["reward"] = float(child.reward)  # type: ignore[arg-type]
                 self.restore(saved)
             if release_fails is not None:
-                raise ChildRaised(
-                    release_fails
-                )  # MountedArtifacts.release failing closed, in the finally
+                # MountedArtifacts.release failing closed, in the finally: the hold stays with what did not move
+                self.leave_hold(parent)
+                raise ChildRaised(release_fails)
         except ChildRaised:
             self.restore(saved)
             self.write_lineage(parent, attached)
@@ -303,6 +304,13 @@ class WriterRun:
         path.write_bytes(
             child.ctrf if isinstance(child.ctrf, bytes) else json.dumps(child.ctrf).encode()
         )
+
+    def leave_hold(self, parent: str) -> None:
+        """MountedArtifacts.release when an entry cannot move back: `branches/<node>/parent/` stays, holding the
+        parent's mounted output that did not come back (here its verifier's reward.txt)."""
+        held = self.run_dir / "branches" / parent / "parent" / "verifier" / "reward.txt"
+        held.parent.mkdir(parents=True, exist_ok=True)
+        held.write_text("1\n")
 
     def restore(self, saved: tuple) -> None:
         """_LinearState.restore_onto: cursor and stage registry back to the parent's."""

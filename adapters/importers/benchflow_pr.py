@@ -149,7 +149,9 @@ def import_pr_run(path: Path) -> RunPlan:
         for entry in stage_entries(key, tree, registry, ablation_stage(ablation, registry))
     }
     groups = tree.group_forks(
-        lambda node: p.fork_point() if (p := provenance.get(node.id)) else None
+        lambda node: p.fork_point() if (p := provenance.get(node.id)) else None,
+        known=frozenset(ablation.nodes) if ablation is not None else frozenset(),
+        unreleased=frozenset(holds) | reported_failure(ablation, tree),
     )
     plan = RunPlan(key, path, [], recorded_dir=recorded_run_dir(ablation, provenance))
     found = continuation(files)
@@ -224,6 +226,15 @@ def import_pr_run(path: Path) -> RunPlan:
             timeline.add((LAST, 2), fact, when)
     plan.entries = timeline.entries()
     return plan
+
+
+def reported_failure(ablation: Ablation | None, tree: Tree) -> frozenset[str]:
+    """The fork node whose branch the report says raised (`_finalize_report` sets `error` only then)."""
+    if ablation is None or ablation.doc.string("error") is None:
+        return frozenset()
+    return frozenset(
+        node.parent for node in tree.nodes if node.id in ablation.nodes and node.parent is not None
+    )
 
 
 def gate_evidence(

@@ -3,8 +3,12 @@
 Which node a stage was captured on is not in the registry, and a node's tag is only its latest checkpoint's
 (`capture_stage` replaces it, `verify()` captures pre-verify then post-verify on one cursor, `branch_at_stage`
 re-tags the node it adopts; docs/benchflow-formats.md §13.1). So the node is read from the tree, in this order:
-1. the linear node (not a branch child or below one) whose `stage` tag is that stage;
-2. else the linear node whose snapshot refs equal the entry's refs;
+1. the linear node (not a branch child or below one) whose `stage` tag is that stage and whose refs are the
+   entry's (the latest such node: `mark_stage` twice replaces the entry and moves `_stage_nodes` to the later
+   cursor, and the earlier node's tag, with the earlier refs, stays a bare `snapshot.captured`);
+2. else the linear node whose snapshot refs equal the entry's refs; else a node under a fork tagged with the
+   stage and holding its refs (a cursor `branch()` before the parent's own `verify()`: each in-place child's
+   `verify()` rewrote the registry, and `_write_lineage` writes the parent's back only when it has one);
 3. else the writer's order: `env-ready` is captured in `start()`, before any step, so on `root`; `pre-verify`
    and `post-verify` share the verify node (where the other one is, else the run's last linear node);
    `post-research` is wherever the cursor was, and only a later capture on the same node (the verify stages,
@@ -33,7 +37,7 @@ from typing import Any
 from ...domain import facts as f
 from ...domain.vocabulary import ROOT_NODE, STAGES
 from .fields import Fields, build, invalid
-from .pr_tree import Tree
+from .pr_tree import Tree, TreeNode
 
 ENTRY_FIELDS = (
     "environment_ref",
@@ -71,19 +75,33 @@ VERIFY_STAGES = ("pre-verify", "post-verify")
 
 
 def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
-    """The linear node tagged with the stage, else the one holding its refs (rules 1 and 2)."""
-    sandbox_ref, environment_ref = doc.string("sandbox_ref"), doc.string("environment_ref")
-    linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
-    for node in linear:
-        if node.stage == stage:
-            return node.id
-    for node in linear:
-        if (
+    """The node the registry entry names by its tag and refs (rules 1 and 2; the latest such node)."""
+    entry_refs = (doc.string("sandbox_ref"), doc.string("environment_ref"))
+
+    def holds(node: TreeNode) -> bool:
+        return (
             node.snapshot is not None
-            and (sandbox_ref or environment_ref)
-            and (node.snapshot.sandbox, node.snapshot.environment) == (sandbox_ref, environment_ref)
-        ):
-            return node.id
+            and any(entry_refs)
+            and (node.snapshot.sandbox, node.snapshot.environment) == entry_refs
+        )
+
+    linear = [node for node in tree.nodes if not tree.under_fork(node.id)]
+    by_order = sorted(tree.nodes, key=lambda node: node.order, reverse=True)
+    tagged = [node for node in linear if node.stage == stage]
+    candidates = (
+        # a stage marked twice: capture_stage moved it to the later cursor, the older tag is an earlier capture
+        [node for node in tagged if holds(node)],
+        # a tag without the refs of a registry that records none
+        [node for node in tagged if not any(entry_refs)],
+        [node for node in linear if holds(node)],
+        # a child's own verify() rewrote the registry and the parent's never did (a cursor branch() before the
+        # parent verified; _write_lineage writes the registry back only when the parent has one): the entry is
+        # that child's, on the node its verify() tagged
+        [node for node in by_order if holds(node) and node.stage == stage],
+    )
+    for found in candidates:
+        if found:
+            return max(found, key=lambda node: node.order).id
     return None
 
 

@@ -2,8 +2,8 @@
 
 A node with a `delta` is a branch child; the other nodes are the run's own linear steps. Children of one
 fork are siblings with a `delta` listed one after another under their fork node; a fork ends at a sibling
-without a delta or where the children's provenance names a different fork point (stage or snapshot), which
-is how two forks at the same node are told apart. The first fork at a node takes the node id as its fork id,
+without a delta or where the children's provenance names a different fork point (stage or snapshot); forks
+with the same fork point at one node are told apart by `pr_fork_split`. The first fork at a node takes the node id as its fork id,
 later ones `<node>.2`, `<node>.3`, ... so ids stay deterministic as a tree grows.
 
 Node ids are `root` and `n<k>` from one counter, so `n<k>` orders nodes by creation; that order (not the
@@ -77,24 +77,44 @@ class Tree:
             node = self.by_id.get(node.parent) if node.parent else None
         return False
 
-    def group_forks(self, fork_point: Callable[[TreeNode], Hashable]) -> list[ForkGroup]:
+    def group_forks(
+        self,
+        fork_point: Callable[[TreeNode], Hashable],
+        *,
+        known: frozenset[str] = frozenset(),
+        unreleased: frozenset[str] = frozenset(),
+    ) -> list[ForkGroup]:
+        """The forks of the tree in node order: runs of delta siblings with one fork point, each cut into the
+        forks benchflow made (`pr_fork_split`); `known` are the children of the fork ablation.json describes,
+        `unreleased` the nodes whose last fork may have failed after its children (a custody hold left behind,
+        or the report's branch error)."""
+        from .pr_fork_split import NodeForks, split_forks
+
         groups: list[ForkGroup] = []
         for parent in self.nodes:
             siblings = [n for n in self.nodes if n.parent == parent.id]
+            runs: list[list[TreeNode]] = []
             run: list[TreeNode] = []
             for node in [*siblings, None]:
                 if run and (
                     node is None or node.delta is None or fork_point(node) != fork_point(run[0])
                 ):
-                    count = sum(g.node == parent.id for g in groups)
-                    groups.append(
-                        ForkGroup(
-                            parent.id if count == 0 else f"{parent.id}.{count + 1}", parent.id, run
-                        )
-                    )
+                    runs.append(run)
                     run = []
                 if node is not None and node.delta is not None:
                     run.append(node)
+            if not runs:
+                continue
+            forks = NodeForks(
+                parent,
+                [child for run in runs for child in run],
+                [index for index, run in enumerate(runs) for _ in run],
+                known if any(c.id in known for run in runs for c in run) else frozenset(),
+                parent.id in unreleased or not parent.has_value,
+            )
+            for index, children in enumerate(split_forks(forks, runs, self.file)):
+                fork_id = parent.id if index == 0 else f"{parent.id}.{index + 1}"
+                groups.append(ForkGroup(fork_id, parent.id, children))
         for group in groups:
             group.last_at_node = group is [g for g in groups if g.node == group.node][-1]
         return groups

@@ -9,6 +9,7 @@ altogether. Each run below is built in those steps; the export must equal the re
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,11 +70,9 @@ def test_a_fork_that_raised_after_every_child_scored_exports_null_value_and_the_
     run = parent_run(tmp_path)
     run.execute(4)
     run.verify(VERIFY_REFS)
-    value, error = branch(run, release_fails=RELEASE_ERROR)
-    if hold_left:
-        hold = run.run_dir / "branches" / "root" / "parent" / "verifier"
-        hold.mkdir(parents=True)
-        (hold / "reward.txt").write_text("0.0\n")
+    value, error = branch(run, release_fails=RELEASE_ERROR)  # the writer leaves the hold behind
+    if not hold_left:
+        shutil.rmtree(run.run_dir / "branches" / "root" / "parent")
     run.write_run_files(TASK, rewards={"reward": 0.0})
     report = ablation_report(
         run,

@@ -51,7 +51,9 @@ def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: P
     run = WriterRun(run_dir(tmp_path), snapshot_stages={"pre-verify", "post-verify"})
     run.execute(2)
     run.verify(VERIFY_REFS)
-    rewards = [0.1] * 10
+    # the last reward differs, so no later pair of children has the mean of all ten: one fork, not several
+    # (repeated forks at one node are split by V, docs/benchflow-formats.md §13.5)
+    rewards = [0.1] * 9 + [0.2]
     run.branch_at_stage(
         "pre-verify", [Child(prompt_delta(str(i)), reward=r) for i, r in enumerate(rewards)]
     )
@@ -65,9 +67,9 @@ def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: P
     run_cli("import", str(tmp_path / "jobs"))
     written = json.loads((run_dir(tmp_path) / "tree.json").read_text())
     assert json.loads(run_cli("export", "tree", RUN).stdout) == written
-    assert 0.09999999999999999 in [
+    assert 0.10999999999999999 in [
         node.get("value") for node in written["nodes"]
-    ]  # benchflow's V, not 0.1
+    ]  # benchflow's V, not 0.11
 
 
 def test_a_test_name_that_shortens_to_nothing_stays_empty() -> None:
