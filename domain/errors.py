@@ -82,7 +82,3 @@ class IntegrityFailure(LineageError):
 
 class SnapshotDigestMismatch(IntegrityFailure):
     """A snapshot tar's content does not match what was recorded or what it declares."""
-
-
-class AmbiguousFork(InvalidInput):
-    """Children that share a fork point can be cut into benchflow's forks in more than one way."""

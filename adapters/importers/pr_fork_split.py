@@ -28,9 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...domain.errors import AmbiguousFork
 from .pr_tree import TreeNode
-from .rundir import NOTHING_APPENDED
 
 Split = tuple[tuple[int, int], ...]  # half-open index ranges into the node's children
 _MANY = 2
@@ -175,16 +173,8 @@ def split_forks(
     if not splits:
         return [list(run) for run in runs]
     if len(splits) > 1:
-        shown = [[[c.id for c in forks.children[a:b]] for a, b in s] for s in splits if s]
-        ids = [c.id for c in forks.children]
-        raise AmbiguousFork(
-            f"{file}: node {forks.node.id}: ambiguous repeated fork: expected its branch children {ids} "
-            "to split into benchflow's forks in one way only (each branch() attaches two or more children "
-            "after the earlier forks' with the same provenance; the node's V, the children's outcomes and "
-            "ablation.json must single one out), found "
-            f"more than one that fits, e.g. {shown[0]}"
-            + (f" and {shown[1]}" if len(shown) > 1 else " and others"),
-            hint=f"the files cannot say which branch() call forked which child; {NOTHING_APPENDED}, "
-            "or record the forks with `lineage ingest` (one fork.opened per call)",
-        )
+        # The files cannot say which branch() call forked which child. One fork per run of siblings is what a
+        # single branch() leaves, by far the common case (four children that all pass), and what earlier
+        # versions recorded; the exports equal the files either way.
+        return [list(run) for run in runs]
     return [forks.children[a:b] for a, b in splits[0]]
