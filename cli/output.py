@@ -119,21 +119,33 @@ def write_rows(
         _write_table(rows, columns, title)
 
 
+#: A table is drawn whole, so it shows this many rows and says how many more there were (the other formats stream).
+TABLE_ROWS = 1000
+
+
 def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title, show_lines=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
-    from rich.text import Text
-
-    for row in rows:  # Text, not str: a value like "[red]x" is data, not rich markup
-        # A newline inside a value would draw a row that is not there.
+    left_out = 0
+    for row in rows:
+        if table.row_count >= TABLE_ROWS:
+            left_out += 1  # counted, not drawn: a long answer must not be held in memory as a table
+            continue
+        # Text, not str: a value like "[red]x" is data, not rich markup; a newline in a value would draw a row.
         table.add_row(
             *(Text(terminal_safe(_cell(row.get(c))).replace("\n", "\\n")) for c in columns)
         )
     Console(file=sys.stdout, width=max(120, Console().width), soft_wrap=False).print(table)
+    if left_out:
+        note(
+            f"showed the first {TABLE_ROWS} rows; {left_out} more were left out "
+            "(--format csv, jsonl or json stream every row)"
+        )
 
 
 def write_document(document: Any, fmt: str) -> None:
