@@ -29,6 +29,7 @@ from .aggregates import AGGREGATE_FOR_SUBJECT
 from .errors import ClaimRefused, InvalidFact, SnapshotNotRestorable, StoreUnavailable
 from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
+from .vocabulary import Layer
 
 MAX_ATTEMPTS = 8
 CACHED_AGGREGATES = 512  # runs and snapshots a long-lived writer keeps decided state for
@@ -63,6 +64,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _layer_refs(fact: f.StageMarked) -> tuple[tuple[Layer, str | None], ...]:
+    return (("environment", fact.environment_ref), ("sandbox", fact.sandbox_ref))
+
+
 def expand(entry: Entry) -> list[Entry]:
     """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref; a registration's
     run_dir is where the harness keeps the run, recorded as a run.located of kind recorded (so a registration
@@ -84,7 +89,7 @@ def expand(entry: Entry) -> list[Entry]:
             ),
             entry.occurred_at,
         )
-        for layer, ref in (("environment", fact.environment_ref), ("sandbox", fact.sandbox_ref))
+        for layer, ref in _layer_refs(fact)
         if ref
     ]
     return [entry, *captures]
@@ -136,7 +141,7 @@ class LineageApp(Application[UUID]):
         # writer's included), so recording into a long run does not replay its whole history every time.
         self._aggregates: OrderedDict[UUID, Any] = OrderedDict()
 
-    def construct_mapper(self) -> FactMapper:  # type: ignore[override]
+    def construct_mapper(self) -> FactMapper:
         return FactMapper(transcoder=self.construct_transcoder())
 
     # --- writing --------------------------------------------------------------------------------------
@@ -163,9 +168,9 @@ class LineageApp(Application[UUID]):
             refuse_implausible_times(batch)
             if not verified_here:
                 _refuse_claims(batch)
-            return self._record(batch, dry_run)
+            return self._record_batch(batch, dry_run)
 
-    def _record(self, batch: list[Entry], dry_run: bool) -> Recorded:
+    def _record_batch(self, batch: list[Entry], dry_run: bool) -> Recorded:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 events, decided = self._decide(batch)
@@ -290,7 +295,8 @@ class LineageApp(Application[UUID]):
                 return None
         else:
             for stored in self.recorder.select_events(agg_id, gt=aggregate.version):
-                aggregate = self.mapper.to_domain_event(stored).mutate(aggregate)
+                event: Any = self.mapper.to_domain_event(stored)  # a LineageEvent (FactMapper)
+                aggregate = event.mutate(aggregate)
         self._remember(agg_id, aggregate)
         return aggregate
 
@@ -313,4 +319,5 @@ class LineageApp(Application[UUID]):
         return self._load(aggregate_id("run", key))
 
     def snapshot(self, ref: str) -> Snapshot | None:
-        return self._load(aggregate_id("snapshot", ref))
+        found = self._load(aggregate_id("snapshot", ref))
+        return found if isinstance(found, Snapshot) else None

@@ -38,7 +38,7 @@ class Custody:
             )
         if self.held is None:
             raise InvariantViolated(
-                f"{where}: expected custody.held before {fact.type}, found no hold on record",  # type: ignore[attr-defined]
+                f"{where}: expected custody.held before {fact.type}, found no hold on record",
                 hint="record custody.held first",
             )
         if isinstance(fact, f.CustodyReleased):

@@ -74,8 +74,10 @@ class Fact(Model):
     #: Bumped when what a stored fact means changes; `upcast_v<n>_v<n+1>(fact_json)` reads an older one forward.
     class_version: ClassVar[int] = 1
 
+    type: str  # each fact narrows it to its own Literal
+
     def subject_key(self) -> str:
-        return self.run  # type: ignore[attr-defined]
+        return str(self.run)  # type: ignore[attr-defined]
 
 
 def time_zone_of(text: str) -> str:

@@ -16,10 +16,8 @@ from pydantic import AfterValidator, Field, model_validator
 from .fact_base import (
     Count,
     Digest,
-    Fact,
     JsonObject,
     Key,
-    Model,
     Number,
     Seconds,
     Text,
@@ -27,6 +25,8 @@ from .fact_base import (
     as_utc,
     time_zone_of,
 )
+from .fact_base import Fact as Fact  # re-exported: `facts.Fact` is the API's name for the base
+from .fact_base import Model as Model
 from .vocabulary import (
     BRANCH_AGGREGATE,
     REQUEST_GLOBAL,
@@ -633,7 +633,7 @@ class SnapshotFact(Fact):
     subject_kind: ClassVar[str] = "snapshot"
 
     def subject_key(self) -> str:
-        return self.ref  # type: ignore[attr-defined]
+        return str(self.ref)  # type: ignore[attr-defined]
 
 
 class SnapshotCaptured(SnapshotFact):
@@ -737,4 +737,4 @@ FACT_BY_TYPE: dict[str, type[Fact]] = {cls.model_fields["type"].default: cls for
 
 
 def fact_type(cls: type[Fact]) -> str:
-    return cls.model_fields["type"].default
+    return str(cls.model_fields["type"].default)

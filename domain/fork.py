@@ -70,7 +70,7 @@ class Fork:
         # before hand-offs were imported learns of them after the close, which changes nothing the close decided.
         if new and self.closed is not None and not isinstance(fact, f.CustodyHandedOff):
             raise InvariantViolated(
-                f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",  # type: ignore[attr-defined]
+                f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",
                 hint="custody is held, handed off and released (or fails) before fork.closed",
             )
         return new
@@ -143,8 +143,10 @@ class Fork:
         else:
             expected = None
         if (fact.value is None) != (expected is None) or (
-            expected is not None and not math.isclose(fact.value, expected, abs_tol=1e-9)
-        ):  # type: ignore[arg-type]
+            expected is not None
+            and fact.value is not None
+            and not math.isclose(fact.value, expected, abs_tol=1e-9)
+        ):
             raise InvariantViolated(
                 f"{self.where()}: expected value {expected!r} (V is the mean of the children's rewards, only when "
                 f"every child was scored and the fork completed), found {fact.value!r}"

@@ -60,7 +60,7 @@ class Run(BaseAggregate[Any]):
     @classmethod
     def blank(cls) -> Run:
         run = cls.__new__(cls)
-        run.__init__()
+        cls.__init__(run)
         return run
 
     # --- deciding -------------------------------------------------------------------------------------

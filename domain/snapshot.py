@@ -38,7 +38,7 @@ class Snapshot(BaseAggregate[Any]):
     @classmethod
     def blank(cls) -> Snapshot:
         snapshot = cls.__new__(cls)
-        snapshot.__init__()
+        cls.__init__(snapshot)
         return snapshot
 
     @property
@@ -87,7 +87,7 @@ class Snapshot(BaseAggregate[Any]):
             return fact not in self.rejections
         if not self.known:
             raise UnknownSubject(
-                f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",  # type: ignore[attr-defined]
+                f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",
                 hint="record stage.marked (or snapshot.captured) first",
             )
         if isinstance(fact, f.SnapshotDiscarded):

@@ -112,7 +112,7 @@ def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_kno
     app = LineageApp(
         env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
     )
-    app._record(
+    app._record_batch(
         [Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False
     )  # as it was
     assert app.run(RUN).registration.run_dir == "/a/job/task__1"
