@@ -212,9 +212,20 @@ def head(lineage: Lineage) -> None:
 
 
 @click.command()
+@click.pass_obj
+def init(lineage: Lineage) -> None:
+    """Create an empty lineage store here (./.lineage, or where --home or --store say); an existing one is kept."""
+    existed = lineage.settings.store_exists
+    lineage.position()  # opening the store creates it
+    lineage.created = False  # said here, not again on the way out
+    said = "a lineage store is already at" if existed else "created an empty lineage store at"
+    note(f"{said} {lineage.location}")
+
+
+@click.command()
 def schema() -> None:
     """Print the JSON Schema of one `lineage ingest` line."""
     click.echo(json.dumps(ingest_schema(), indent=2, sort_keys=True))
 
 
-COMMANDS = (ingest, log_command, verify, head, schema)
+COMMANDS = (init, ingest, log_command, verify, head, schema)

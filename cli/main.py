@@ -54,6 +54,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import",
         "Import benchflow and Harbor run directories found under PATHS.",
     ),
+    "init": (
+        "log_cmds",
+        "init",
+        "Create an empty lineage store here (./.lineage, or where --home or --store say); "
+        "an existing one is kept.",
+    ),
     "ingest": (
         "log_cmds",
         "ingest",
@@ -101,6 +107,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).",
     ),
 }
+
+
+#: Commands that write and so may create the store where there is none (they say so); the rest never invent one.
+CREATES_A_STORE = frozenset({"init", "import", "ingest"})
 
 
 class LineageGroup(click.Group):
@@ -164,9 +174,18 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
     from ..bootstrap import Lineage
     from ..settings import Settings
 
-    lineage = Lineage(Settings.from_env(store=store, home=home, actor=actor))
+    lineage = Lineage(
+        Settings.from_env(store=store, home=home, actor=actor),
+        may_create=ctx.invoked_subcommand in CREATES_A_STORE,
+    )
     ctx.obj = lineage
     ctx.call_on_close(lineage.close)
+
+    def say_if_created() -> None:
+        if lineage.created:
+            click.echo(f"created a new lineage store at {lineage.location}", err=True)
+
+    ctx.call_on_close(say_if_created)
 
 
 def main() -> None:

@@ -200,6 +200,7 @@ def import_command(
         raise click.UsageError("--adopt applies to named tars, not to --run")
     if not run_key and (stages or search_dirs):
         raise click.UsageError("--stage and --search apply to --run")
+    lineage.may_create = True  # it records what it found (imports, adoptions, rejections)
     service = _service(lineage)
     outcomes = (
         service.import_run(run_key, stages, search_dirs)

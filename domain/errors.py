@@ -58,6 +58,10 @@ class InvalidInput(LineageError):
     """A file, line or argument from outside could not be read as what it claims to be."""
 
 
+class NoStoreHere(InvalidInput):
+    """A read command found no store where it looked (it never creates one)."""
+
+
 class MalformedJSON(InvalidInput):
     """A file that is not valid JSON, or not yet: a harness may be writing it at this moment."""
 

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 class Lineage:
     """One store, its read models and its engines, opened on demand."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, may_create: bool = True) -> None:
         self.settings = settings
+        # Writers (the harness API, import, ingest, init) create a store where none is; readers never invent one.
+        self.may_create = may_create
+        self.created = False
 
     @cached_property
     def store_url(self) -> StoreURL:
@@ -34,9 +37,34 @@ class Lineage:
     @cached_property
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
+        from .domain.errors import NoStoreHere
 
+        if not self.settings.store_exists:
+            if not self.may_create:
+                where = self.settings.home
+                searched = (
+                    f"searched {', '.join(self.settings.searched)}"
+                    if self.settings.searched
+                    else f"looked at {where}"
+                )
+                raise NoStoreHere(
+                    f"no lineage store here ({searched}; expected a .lineage/ folder with events.sqlite)",
+                    hint="run `lineage init` or `lineage import PATH`, or name one with --home, --store, "
+                    "LINEAGE_HOME or LINEAGE_STORE",
+                )
+            self.created = True
         return open_application(
             self.store_url, actor=self.settings.actor, tool_version=tool_version()
+        )
+
+    @property
+    def location(self) -> str:
+        """Where the store is, for people: the SQLite file's path, or the server URL without its password."""
+        path = self.store_url.sqlite_path
+        return (
+            "/" + str(path).lstrip("/")
+            if path is not None and path.is_absolute()
+            else str(path or self.store_url.redacted())
         )
 
     def record(self, entries: Iterable[Entry | Fact]) -> Recorded:

@@ -38,6 +38,9 @@ class Settings:
     actor: str
     lock_timeout_s: float = 30.0
     duckdb_memory: str = "256MB"
+    #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when one did,
+    #: or when the search found one), so "no store here" can say where it looked.
+    searched: tuple[str, ...] = ()
 
     @classmethod
     def from_env(
@@ -49,15 +52,33 @@ class Settings:
         actor: str | None = None,
     ) -> Settings:
         env = os.environ if environ is None else environ
-        home_path = Path(home or env.get("LINEAGE_HOME") or ".lineage").expanduser().absolute()
+        named = home or env.get("LINEAGE_HOME")
+        searched: tuple[str, ...] = ()
+        if named:
+            home_path = Path(named).expanduser().absolute()
+        else:  # like git and dvc: the nearest .lineage/ in this folder or a parent
+            home_path, searched = find_home(Path.cwd())
         url = store or env.get("LINEAGE_STORE") or f"sqlite:///{home_path / 'events.sqlite'}"
         return cls(
+            searched=searched,
             home=home_path,
             store_url=url,
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
             lock_timeout_s=_seconds(env.get("LINEAGE_LOCK_TIMEOUT", "30"), "LINEAGE_LOCK_TIMEOUT"),
             duckdb_memory=env.get("LINEAGE_DUCKDB_MEMORY", "256MB"),
         )
+
+    @property
+    def store_exists(self) -> bool:
+        """Whether there is a store to read: the SQLite file is there (a server store is taken to exist)."""
+        if not self.store_url.startswith("sqlite:"):
+            return True
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(self.store_url)
+        return Path(
+            unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
+        ).exists()
 
     @property
     def projections_path(self) -> Path:
@@ -81,3 +102,14 @@ def _seconds(text: str, name: str) -> float:
     if not (math.isfinite(value) and 0 <= value <= 86_400):
         raise InvalidInput(f"{name}: expected seconds between 0 and 86400, found {text!r}")
     return value
+
+
+def find_home(start: Path) -> tuple[Path, tuple[str, ...]]:
+    """The nearest `.lineage/` from `start` up (and the folders searched), else `start/.lineage` (not there yet)."""
+    searched = []
+    for folder in (start, *start.parents):
+        candidate = folder / ".lineage"
+        if candidate.is_dir():
+            return candidate.absolute(), ()
+        searched.append(str(folder))
+    return (start / ".lineage").absolute(), tuple(searched)

@@ -88,7 +88,10 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_cli(home: Path) -> Cli:
-    return Cli(home)
+    """The CLI on an empty store made with `lineage init` (read commands never create one)."""
+    cli = Cli(home)
+    cli("init")
+    return cli
 
 
 @pytest.fixture

@@ -406,6 +406,7 @@ def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: by
         if known_bad_tag(report):
             return  # a known bug, pinned below
         home = folder / "home"
+        invoke(home, "init")
 
         checked = invoke(home, "snapshots", "verify", str(path), "--format", "json")
         assert checked.exit_code == (0 if report.ok else 3), checked.stderr
