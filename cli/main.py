@@ -80,6 +80,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "rebuild",
         "Drop every read model and rebuild it from the whole log.",
     ),
+    "runs": (
+        "query_cmds",
+        "runs",
+        "List the runs: task, agent, model, outcome, reward, how many forks, when registered.",
+    ),
     "schema": ("log_cmds", "schema", "Print the JSON Schema of one `lineage ingest` line."),
     "snapshots": (
         "snapshot_cmds",

@@ -162,4 +162,35 @@ def rebuild_command(lineage: Lineage) -> None:
     note(f"rebuilt the read models from the log up to position {position}")
 
 
-COMMANDS = (sql, tables, project, rebuild_command)
+@click.command("runs")
+@click.option("--task", help="Only runs of this task.")
+@click.option("--agent", help="Only runs by this agent.")
+@click.option(
+    "--outcome", help="Only runs with this outcome (scored, unscored, failed, pending, ...)."
+)
+@click.option(
+    "--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time."
+)
+@as_of_option
+@format_option()
+@click.pass_obj
+def runs_command(
+    lineage: Lineage,
+    task: str | None,
+    agent: str | None,
+    outcome: str | None,
+    since: str | None,
+    as_of: str | None,
+    fmt: str,
+) -> None:
+    """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
+    from ..projections.run_list import COLUMNS, list_runs
+    from ..projections.timeparse import parse_moment
+
+    moment = parse_moment(since, "--since") if since else None
+    with read_models(lineage, as_of) as models:
+        rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
+    write_rows(rows, COLUMNS, fmt)
+
+
+COMMANDS = (sql, tables, project, rebuild_command, runs_command)
