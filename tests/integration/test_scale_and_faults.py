@@ -232,7 +232,7 @@ def write_runs(source: Path, n: int, *, scored: bool) -> Path:
 @pytest.mark.slow
 def test_kill_9_during_ingest_leaves_whole_batches_and_a_rerun_completes(tmp_path: Path) -> None:
     home, source = tmp_path / "home", write_runs(tmp_path / "facts.jsonl", 4000, scored=True)
-    Cli(home)("verify")  # creates the store
+    Cli(home)("init")  # creates the store
     process = subprocess.Popen(
         lineage_command(home, "ingest", str(source)), stderr=subprocess.DEVNULL
     )
@@ -251,7 +251,7 @@ def test_kill_9_during_a_chunked_ingest_leaves_whole_chunks_and_a_rerun_complete
     tmp_path: Path,
 ) -> None:
     home, source = tmp_path / "home", write_runs(tmp_path / "facts.jsonl", 20_000, scored=False)
-    Cli(home)("verify")  # creates the store
+    Cli(home)("init")  # creates the store
     store = home / "events.sqlite"
     process = subprocess.Popen(
         lineage_command(home, "ingest", "--chunk-size", "1000", str(source)),
