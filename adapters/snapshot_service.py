@@ -16,7 +16,6 @@ time, so a long `docker load` never holds the DuckDB lock.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -34,6 +33,7 @@ from ..domain.errors import (
     UnknownSubject,
 )
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
+from .importers.rundir import sha256_file
 from .snapshot_tar import TarReport, verify_tar
 
 _KEY_CHARS = 512  # the longest string a fact's key field takes (`domain/facts.py`, Key)
@@ -157,7 +157,7 @@ def check_export_tars(
         problem = None
         if path is None:
             problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-        elif rehash and (digest := _sha256_of(path)) != row["export_sha256"]:
+        elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
             problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
         if problem is None:
             continue
@@ -165,14 +165,6 @@ def check_export_tars(
             row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
         else:
             row.update(restorable=False, restorable_because=problem)
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return "sha256:" + digest.hexdigest()
 
 
 class SnapshotService:

@@ -36,12 +36,22 @@ def parse_ctrf(document: object, where: str) -> dict[str, str]:
             "a JSON array of test entries (CTRF)",
             tests if isinstance(results, dict) else document,
         )
+    return _outcomes(tests, where, blank_counts=True)
+
+
+def _outcomes(tests: list[Any], where: str, *, blank_counts: bool) -> dict[str, str]:
+    """Name -> status of the entries with both (the first entry wins); `blank_counts=False` also skips names and
+    statuses of only white space, as benchflow's `ctrf_test_outcomes` does."""
+
+    def given(text: object) -> bool:
+        return isinstance(text, str) and bool(text if blank_counts else text.strip())
+
     outcomes: dict[str, str] = {}
     for i, entry in enumerate(tests):
         if not isinstance(entry, dict):
             continue
         name, status = entry.get("name"), entry.get("status")
-        if not (isinstance(name, str) and name and isinstance(status, str) and status):
+        if not (given(name) and given(status)):
             continue
         if status not in STATUSES:
             raise invalid(
@@ -68,21 +78,7 @@ def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
     tests = (results or {}).get("tests") or []
     if not isinstance(tests, list):
         return None
-    outcomes: dict[str, str] = {}
-    for i, entry in enumerate(tests):
-        if not isinstance(entry, dict):
-            continue
-        name, status = entry.get("name"), entry.get("status")
-        if not (
-            isinstance(name, str) and name.strip() and isinstance(status, str) and status.strip()
-        ):
-            continue
-        if status not in STATUSES:
-            raise invalid(
-                f"{where}: field results.tests[{i}].status", f"one of {sorted(STATUSES)}", status
-            )
-        outcomes.setdefault(name, status)
-    return outcomes or None
+    return _outcomes(tests, where, blank_counts=False) or None
 
 
 def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | None:
