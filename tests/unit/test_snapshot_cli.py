@@ -566,3 +566,25 @@ def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path:
         and (out / "team-snap.tar").read_bytes() == b"another snapshot's evidence"
     )
     assert log_rows(run_cli, "snapshot.export") == []
+
+
+def test_an_engine_answering_5xx_is_unavailable_not_a_refusal() -> None:
+    """A failing engine (503) says nothing about a tar or a ref: exit 4, never a recorded rejection."""
+    import docker.errors
+    import requests
+
+    from rollout_lineage.adapters.docker_engine import DockerEngine
+    from rollout_lineage.domain.errors import StoreUnavailable
+
+    response = requests.Response()
+    response.status_code = 503
+
+    class FailingImages:
+        def get(self, ref: str) -> None:
+            raise docker.errors.APIError("service unavailable", response=response)
+
+    class FailingClient:
+        images = FailingImages()
+
+    with pytest.raises(StoreUnavailable, match="failed to"):
+        DockerEngine(client=FailingClient()).image_id("bf-snap-x")
