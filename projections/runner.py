@@ -27,7 +27,8 @@ from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.events import TOPIC_PREFIX
 from ..domain.integrity import Head, check_window
-from . import custody, evidence, forks, lineage, log_table, preservation, runs, stages
+from . import custody_cut_points, evidence, forks, nodes, preservation, runs, stages
+from . import events as events_table
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
@@ -50,12 +51,12 @@ class Lineage(Protocol):
 
 
 PROJECTIONS: tuple[Projection, ...] = (
-    log_table.PROJECTION,
+    events_table.PROJECTION,
     runs.PROJECTION,
-    lineage.PROJECTION,
+    nodes.PROJECTION,
     stages.PROJECTION,
     forks.PROJECTION,
-    custody.PROJECTION,
+    custody_cut_points.PROJECTION,
     evidence.PROJECTION,
     preservation.PROJECTION,
 )
@@ -68,8 +69,8 @@ BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
     # A staging table, empty between pages: re-created whenever the schema changes, so its columns follow the code.
-    f"DROP TABLE IF EXISTS {log_table.PAGE_TABLE}",
-    f"CREATE TABLE {log_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
+    f"DROP TABLE IF EXISTS {events_table.PAGE_TABLE}",
+    f"CREATE TABLE {events_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
     "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)",
 )
 #: Macros and views are also created on every connection as TEMP objects from code (see `shadow_definitions`).
@@ -214,8 +215,8 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
             bool(tracked)
             and (
                 tracked[0]["store"] != store
-                or versions.get("events", log_table.PROJECTION.version)
-                != log_table.PROJECTION.version
+                or versions.get("events", events_table.PROJECTION.version)
+                != events_table.PROJECTION.version
                 or (log_position is not None and tracked[0]["position"] > log_position)
                 or not _faithful(tracked[0], log)
             )
@@ -232,7 +233,7 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
                 db.execute(statement)
             if (
                 projection.name not in versions
-                and projection is not log_table.PROJECTION
+                and projection is not events_table.PROJECTION
                 and position
             ):
                 # A new or changed projection catches up from the events already copied, not from the store.
@@ -285,9 +286,9 @@ def catch_up(
         high = rows[-1][0]
         page_types = {row[3].removeprefix(TOPIC_PREFIX) for row in rows}
         with db.transaction():
-            db.append(log_table.PAGE_TABLE, rows)
-            db.execute(log_table.STAGE_PAGE)
-            db.execute(f"DELETE FROM {log_table.PAGE_TABLE}")
+            db.append(events_table.PAGE_TABLE, rows)
+            db.execute(events_table.STAGE_PAGE)
+            db.execute(f"DELETE FROM {events_table.PAGE_TABLE}")
             for projection in PROJECTIONS[1:]:
                 for statement in projection.apply:
                     if consumed_types(statement) & page_types:

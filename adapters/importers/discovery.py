@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ...domain.errors import InvalidInput, LineageError
 from .benchflow_mainline import MAINLINE_KIND
-from .benchflow_pr import containment_for
+from .benchflow_staged import containment_for
 from .continuation import CONTINUE_KIND
 from .harbor import looks_like_trial
 from .keys import run_key
 from .rundir import RunFolder
 
-PR, MAINLINE, HARBOR, UNREADABLE = "benchflow-pr", "benchflow-mainline", "harbor", "unreadable"
+STAGED, MAINLINE, HARBOR, UNREADABLE = "benchflow-pr", "benchflow-mainline", "harbor", "unreadable"
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,14 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
             tree = folder.read_json("tree.json")
             if isinstance(tree, dict) and tree.get("kind") == MAINLINE_KIND:
                 return RunDir(path, MAINLINE)
-            return RunDir(path, PR, _continues(folder))
+            return RunDir(path, STAGED, _continues(folder))
         if "stage_snapshots.json" in names:
-            return RunDir(path, PR, _continues(folder))
+            return RunDir(path, STAGED, _continues(folder))
         result = folder.read_json("result.json")
         if looks_like_trial(result):
             return RunDir(path, HARBOR)
         if "config.json" in names and _benchflow_result(result):
-            return RunDir(path, PR, _continues(folder))
+            return RunDir(path, STAGED, _continues(folder))
     except LineageError as exc:
         return RunDir(path, UNREADABLE, problem=exc)
     return None

@@ -28,14 +28,14 @@ from ...domain.errors import (
     MalformedJSON,
     StoreUnavailable,
 )
-from . import benchflow_mainline, benchflow_pr, harbor
+from . import benchflow_mainline, benchflow_staged, harbor
 from .benchflow_common import result_missing
-from .discovery import HARBOR, MAINLINE, PR, UNREADABLE, RunDir, discover
+from .discovery import HARBOR, MAINLINE, STAGED, UNREADABLE, RunDir, discover
 from .plan import RunPlan
 from .rundir import read_json_file
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
-    PR: benchflow_pr.import_pr_run,
+    STAGED: benchflow_staged.import_staged_run,
     MAINLINE: benchflow_mainline.import_mainline_run,
     HARBOR: harbor.import_harbor_trial,
 }
@@ -45,7 +45,7 @@ def unclassified_still_running(path: Path) -> str | None:
     """A directory discovery could not classify (one of its files did not parse) may be a run caught mid-write: it
     waits while benchflow's signals say so, or while its result.json (Harbor writes it as the trial goes) does not
     parse either."""
-    why = benchflow_pr.still_running(path)
+    why = benchflow_staged.still_running(path)
     if why is None:
         try:
             read_json_file(path / "result.json")
@@ -59,7 +59,7 @@ def unclassified_still_running(path: Path) -> str | None:
 # Whether the harness may still be writing a run, from which files exist (and, for Harbor, result.json's
 # finished_at), before the run's files are parsed.
 STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
-    PR: benchflow_pr.still_running,
+    STAGED: benchflow_staged.still_running,
     MAINLINE: result_missing,
     HARBOR: harbor.still_running,
     UNREADABLE: unclassified_still_running,

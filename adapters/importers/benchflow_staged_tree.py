@@ -2,9 +2,9 @@
 
 A node with a `delta` is a branch child; the other nodes are the run's own linear steps. Children of one
 fork are siblings with a `delta` listed one after another under their fork node; a fork ends at a sibling
-without a delta or where the children's provenance names a different fork point (stage or snapshot); forks
-with the same fork point at one node are told apart by `pr_fork_split`. The first fork at a node takes the node id as its fork id,
-later ones `<node>.2`, `<node>.3`, ... so ids stay deterministic as a tree grows.
+without a delta or where the children's provenance names a different fork point (stage or snapshot);
+forks with the same fork point at one node are told apart by `benchflow_staged_fork_split`. The first fork
+at a node takes the node id as its fork id, later ones `<node>.2`, `<node>.3`, ... so ids stay deterministic as a tree grows.
 
 Node ids are `root` and `n<k>` from one counter, so `n<k>` orders nodes by creation; that order (not the
 pre-order of the file) is the order facts are recorded in, which is also the order benchflow created them.
@@ -85,10 +85,10 @@ class Tree:
         unreleased: frozenset[str] = frozenset(),
     ) -> list[ForkGroup]:
         """The forks of the tree in node order: runs of delta siblings with one fork point, each cut into the
-        forks benchflow made (`pr_fork_split`); `known` are the children of the fork ablation.json describes,
+        forks benchflow made (`benchflow_staged_fork_split`); `known` are the children of the fork ablation.json describes,
         `unreleased` the nodes whose last fork may have failed after its children (a custody hold left behind,
         or the report's branch error)."""
-        from .pr_fork_split import NodeForks, split_forks
+        from .benchflow_staged_fork_split import NodeForks, split_forks
 
         groups: list[ForkGroup] = []
         for parent in self.nodes:

@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .pr_tree import TreeNode
+from .benchflow_staged_tree import TreeNode
 
 Split = tuple[tuple[int, int], ...]  # half-open index ranges into the node's children
 _MANY = 2

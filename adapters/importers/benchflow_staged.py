@@ -33,15 +33,15 @@ from ...domain.application import Entry
 from ...domain.errors import InvalidInput
 from ...domain.vocabulary import stage_rank
 from .benchflow_common import RunFiles, outcome, registration, result_missing
+from .benchflow_staged_ablation import Ablation, parse_ablation
+from .benchflow_staged_forks import ForkContext, Provenance, fork_facts, read_provenance
+from .benchflow_staged_stages import StageEntry, parse_registry, stage_entries
+from .benchflow_staged_tree import ForkGroup, Tree, parse_tree, root_only
 from .continuation import continuation, cut_point
 from .evidence import benchflow_evidence
 from .fields import Fields, build, invalid
 from .keys import ABLATE_JOB_NAME, is_ablate_run, run_key
 from .plan import RunPlan, Timeline
-from .pr_ablation import Ablation, parse_ablation
-from .pr_forks import ForkContext, Provenance, fork_facts, read_provenance
-from .pr_stages import StageEntry, parse_registry, stage_entries
-from .pr_tree import ForkGroup, Tree, parse_tree, root_only
 from .rundir import NOTHING_APPENDED, RunFolder
 
 LAST = 1 << 40
@@ -111,7 +111,7 @@ def recorded_run_dir(
     return recorded.pop()[0] if recorded else None
 
 
-def import_pr_run(path: Path) -> RunPlan:
+def import_staged_run(path: Path) -> RunPlan:
     path = Path(os.path.abspath(path))
     folder = RunFolder(path, containment_for(path))
     key = run_key(path)

@@ -6,7 +6,7 @@ for a cursor fork) and its snapshot from the stage registry (stage forks) or the
 `fork.child_scored`, `unscored` gives `fork.child_unscored`, neither gives `fork.child_failed` (benchflow's
 partial tree: that child raised). V is the tree node's `value`; the domain re-checks it is the mean.
 
-Custody (`pr_custody.py`): a `branches/<node>/parent/` directory that is still there is a custody hold benchflow
+Custody (`benchflow_staged_custody.py`): a `branches/<node>/parent/` directory that is still there is a custody hold benchflow
 never released: `custody.held` (every regular file with its digest and size) and `custody.failed` in phase
 "release", preserved where it lies, on the last fork at that node; each child's `mounted/` archive is a
 `custody.handed_off`; a hand-off failure the report names is a `custody.failed` in phase "hand-off".
@@ -21,12 +21,12 @@ from datetime import datetime
 from ...domain import facts as f
 from ...domain.fork import MIN_COMPLETED_CHILDREN
 from ...domain.vocabulary import STAGES
-from . import pr_custody as custody
+from . import benchflow_staged_custody as custody
+from .benchflow_staged_ablation import Ablation, Arm
+from .benchflow_staged_stages import StageEntry
+from .benchflow_staged_tree import ForkGroup, Tree, TreeNode, refs
 from .ctrf import child_test_outcomes
 from .fields import Fields, build, invalid
-from .pr_ablation import Ablation, Arm
-from .pr_stages import StageEntry
-from .pr_tree import ForkGroup, Tree, TreeNode, refs
 from .rundir import RunFolder, parse_time
 
 PROVENANCE_FIELDS = (

@@ -36,8 +36,8 @@ from typing import Any
 
 from ...domain import facts as f
 from ...domain.vocabulary import ROOT_NODE, STAGES
+from .benchflow_staged_tree import Tree, TreeNode
 from .fields import Fields, build, invalid
-from .pr_tree import Tree, TreeNode
 
 ENTRY_FIELDS = (
     "environment_ref",

@@ -23,8 +23,8 @@ import re
 from pathlib import PurePosixPath
 
 from ...domain import facts as f
+from .benchflow_staged_tree import ForkGroup
 from .fields import build
-from .pr_tree import ForkGroup
 from .rundir import RunFolder, file_size, sha256_file
 
 MOUNTED = "mounted"
