@@ -26,6 +26,7 @@ from psycopg.sql import SQL, Identifier
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow, link
 from .chained_log import merge_chain
+from .saved_states import saved_states_for
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -412,7 +413,9 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            app = LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            app.saved_states = saved_states_for(url.kind, app)
+            return app
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
