@@ -25,8 +25,8 @@ from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
-from ..domain.events import TOPIC_PREFIX
 from ..domain.integrity import Head, check_window
+from ..domain.vocabulary import TOPIC_PREFIX
 from . import custody_cut_points, evidence, forks, nodes, preservation, runs, stages
 from . import events as events_table
 from .base import Projection, consumed_types
@@ -35,8 +35,8 @@ from .timeparse import parse_moment
 
 class Lineage(Protocol):
     """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
-    (read-model path, memory cap, lock timeout), its URL, the application whose recorder is the log, and the log's
-    position. A port, so this layer does not import the composition root above it."""
+    (read-model path, memory cap, lock timeout), its URL, the application (the write side), the log as readers see
+    it, and the log's position. A port, so this layer does not import the composition root above it."""
 
     @property
     def settings(self) -> Any: ...
@@ -46,6 +46,9 @@ class Lineage(Protocol):
 
     @property
     def app(self) -> Any: ...
+
+    @property
+    def log(self) -> ChainedLog: ...
 
     def position(self) -> int: ...
 
@@ -395,7 +398,7 @@ class ReadModels:
     def refresh(self, lineage: Lineage) -> int:
         """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
         if self.as_of is None:
-            self.position = catch_up(self.db, lineage.app.recorder)
+            self.position = catch_up(self.db, lineage.log)
         return self.position
 
     def close(self) -> None:
@@ -416,7 +419,7 @@ def open_read_models(
     path: Path | str | None = None,
 ) -> ReadModels:
     """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
-    recorder = lineage.app.recorder
+    recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
         db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)

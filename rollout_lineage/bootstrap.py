@@ -10,13 +10,14 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .domain.application import Entry, LineageApp, Recorded
-from .domain.facts import Fact
 from .domain.integrity import ChainReport, ChainWalker, Head
 from .settings import Settings, tool_version
 
-if TYPE_CHECKING:
-    from .adapters.event_store import StoreURL
+if TYPE_CHECKING:  # the write side loads on first write: read commands never need it
+    from .adapters.chained_log import ChainedLog
+    from .adapters.store_url import StoreURL
+    from .domain.application import Entry, LineageApp, Recorded
+    from .domain.facts import Fact
 
 
 class Lineage:
@@ -30,13 +31,31 @@ class Lineage:
 
     @cached_property
     def store_url(self) -> StoreURL:
-        from .adapters.event_store import StoreURL
+        from .adapters.store_url import StoreURL
 
         return StoreURL.parse(self.settings.store_url)
 
     @cached_property
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
+
+        self._require_store()
+        return open_application(
+            self.store_url, actor=self.settings.actor, tool_version=tool_version()
+        )
+
+    @cached_property
+    def log(self) -> ChainedLog:
+        """The log as readers see it: for a SQLite file that exists, a plain read-only connection (no write
+        side to load); otherwise the application's recorder."""
+        path = self.store_url.sqlite_path
+        if "app" in self.__dict__ or path is None or not self.settings.store_exists:
+            return self.app.recorder  # type: ignore[no-any-return]
+        from .adapters.sqlite_log import SQLiteLog
+
+        return SQLiteLog(path)
+
+    def _require_store(self) -> None:
         from .domain.errors import NoStoreHere
 
         if not self.settings.store_exists:
@@ -53,9 +72,6 @@ class Lineage:
                     "LINEAGE_HOME or LINEAGE_STORE",
                 )
             self.created = True
-        return open_application(
-            self.store_url, actor=self.settings.actor, tool_version=tool_version()
-        )
 
     @property
     def location(self) -> str:
@@ -71,16 +87,16 @@ class Lineage:
         return self.app.record(entries)
 
     def position(self) -> int:
-        return self.app.position()
+        return self.log.max_notification_id() or 0
 
     def head(self) -> Head | None:
         return self.verify().head
 
     def verify(self, kept_head: Head | None = None) -> ChainReport:
         walker = ChainWalker()
-        walker.feed(self.app.recorder.chain_rows())  # type: ignore[attr-defined]
+        walker.feed(self.log.chain_rows())
         if kept_head is not None:
-            walker.check_head(kept_head, self.app.recorder.chain_hash_at(kept_head.position))  # type: ignore[attr-defined]
+            walker.check_head(kept_head, self.log.chain_hash_at(kept_head.position))
         return walker.report
 
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> Any:
@@ -89,6 +105,9 @@ class Lineage:
         return open_read_models(self, as_of=as_of, catch_up_now=catch_up)
 
     def close(self) -> None:
+        log = self.__dict__.pop("log", None)
+        if log is not None and log is not getattr(self.__dict__.get("app"), "recorder", None):
+            log.close()  # a reader of its own (the application closes its recorder)
         if "app" in self.__dict__:
             self.app.close()
             del self.__dict__["app"]
