@@ -11,7 +11,8 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
+from ..projections.read_only import read_only_models
+from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
 from .common import as_of_option, read_models
 from .output import POSITION, format_option, note, write_rows
 

@@ -14,7 +14,6 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -167,6 +166,19 @@ def _faithful(state: dict[str, Any], log: Any) -> bool:
     return (
         state["head_hash"] is not None
         and log.chain_hash_at(state["position"]) == state["head_hash"]
+    )
+
+
+def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
+    """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or re-create."""
+    state = _state(db)
+    return (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and state["position"] == (log.max_notification_id() or 0)
+        and _faithful(state, log)
+        and not _tables_replaced(db)
     )
 
 
@@ -441,34 +453,6 @@ def open_read_models(
         db.close()
         raise
     return ReadModels(db, position)
-
-
-@contextmanager
-def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[ReadModelDB]:
-    """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
-
-    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
-    extensions and the memory cap out of reach. `--as-of` answers are built in a scratch file first, because an
-    in-memory database cannot be opened read-only.
-    """
-    settings = lineage.settings
-    with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
-        path: Path | str = settings.projections_path
-        if as_of is not None:
-            path = Path(scratch) / "as-of.duckdb"
-        with open_read_models(lineage, as_of=as_of, path=path):
-            pass
-        db = ReadModelDB.open(
-            path,
-            timeout=settings.lock_timeout_s,
-            memory_limit=settings.duckdb_memory,
-            read_only=True,
-        )
-        try:
-            shadow_definitions(db)
-            yield db
-        finally:
-            db.close()
 
 
 def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
