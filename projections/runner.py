@@ -24,7 +24,7 @@ from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
-from ..domain.integrity import Head, check_window
+from ..domain.integrity import Head, aligned_head, check_window
 from ..domain.vocabulary import TOPIC_PREFIX
 from . import custody_cut_points, evidence, forks, nodes, preservation, runs, stages
 from . import events as events_table
@@ -331,8 +331,12 @@ def _checked_pages(
     for rows in _page_rows(recorder, after, stop, page):
         if chained:
             high = rows[-1][0]
-            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-            head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
+            links = recorder.chain_links(after, high)
+            aligned = aligned_head(head, rows, links)
+            if aligned is None:  # something is off (or unusual): the full walk decides, and names a break
+                events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+                aligned = check_window(head, merge_chain(events, iter(links)))
+            head = aligned
             after = high
         yield _as_text(rows), head
     if chained:
