@@ -31,7 +31,7 @@ def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[Rea
         if db is None:
             if as_of is not None:
                 path = Path(scratch) / "as-of.duckdb"
-            with open_read_models(lineage, as_of=as_of, path=path):
+            with open_read_models(lineage, as_of=as_of, path=path, queries=False):
                 pass
             db = _open_read_only(lineage, path)
         try:

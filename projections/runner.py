@@ -194,9 +194,11 @@ def _tables_replaced(db: ReadModelDB) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
+def ensure_schema(db: ReadModelDB, store: str, log: Any = None, *, queries: bool = True) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
-    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
+    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`) unless
+    the connection runs no query of ours (`queries=False`: it only catches up, and those statements name tables
+    alone)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
     if (
@@ -207,7 +209,8 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
         and _faithful(state, log)
         and not _tables_replaced(db)
     ):
-        shadow_definitions(db)
+        if queries:
+            shadow_definitions(db)
         return
     _unshadow(db)  # what follows creates and drops the file's own objects
     replaced = _tables_replaced(db)
@@ -266,7 +269,8 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
         )
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
-    shadow_definitions(db)
+    if queries:
+        shadow_definitions(db)
 
 
 def _drop(db: ReadModelDB, projection: Projection) -> None:
@@ -333,7 +337,9 @@ def _checked_pages(
             high = rows[-1][0]
             links = recorder.chain_links(after, high)
             aligned = aligned_head(head, rows, links)
-            if aligned is None:  # something is off (or unusual): the full walk decides, and names a break
+            if (
+                aligned is None
+            ):  # something is off (or unusual): the full walk decides, and names a break
                 events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
                 aligned = check_window(head, merge_chain(events, iter(links)))
             head = aligned
@@ -433,14 +439,16 @@ def open_read_models(
     as_of: int | None = None,
     catch_up_now: bool = True,
     path: Path | str | None = None,
+    queries: bool = True,
 ) -> ReadModels:
-    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
+    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`);
+    `queries=False` when only the catch-up matters (the file is then reopened read-only for queries)."""
     recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
         db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)
         try:
-            ensure_schema(db, store)
+            ensure_schema(db, store, queries=queries)
             return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
         except BaseException:
             db.close()
@@ -451,7 +459,7 @@ def open_read_models(
         memory_limit=lineage.settings.duckdb_memory,
     )
     try:
-        ensure_schema(db, store, recorder)
+        ensure_schema(db, store, recorder, queries=queries)
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
     except BaseException:
         db.close()
