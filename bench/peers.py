@@ -228,10 +228,11 @@ def fresh_home(label: str) -> Path:
     return home
 
 
-def one_repeat(n: int) -> dict[str, float]:
+def one_repeat(n: int, repeat: int) -> dict[str, float]:
     per_node = node_facts(n)
     figures: dict[str, float] = {}
-    home = fresh_home("mlflow")
+    # A new file per repeat: MLflow keeps one database engine per tracking URI for the whole process.
+    home = fresh_home(f"mlflow-{repeat}")
     figures["mlflow_record_nodes_per_s"], uri, experiment, root = mlflow_record(n, home)
     first, warm = mlflow_queries(uri, experiment, root, n)
     figures["mlflow_first_query_ms"], figures["mlflow_warm_query_ms"] = first, warm
@@ -297,7 +298,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     results = []
     for i in range(args.repeats):
         print(f"repeat {i + 1}/{args.repeats} ...", file=sys.stderr, flush=True)
-        results.append(one_repeat(args.nodes))
+        results.append(one_repeat(args.nodes, i))
     import mlflow
 
     print(
