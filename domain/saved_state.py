@@ -81,6 +81,10 @@ def _code_digest(code: CodeType, into: Any) -> None:
     for const in code.co_consts:
         if isinstance(const, CodeType):
             _code_digest(const, into)
+        elif isinstance(
+            const, frozenset
+        ):  # `x in {"a", "b"}`: its order follows the process's hash seed
+            into.update(repr(sorted(map(repr, const))).encode())
         else:
             into.update(repr(const).encode())
 

@@ -173,3 +173,23 @@ def test_the_fingerprint_changes_with_the_code_that_evolves_state() -> None:
         run._EVOLVERS[f.NodeOpened] = evolver
         saved_state.fingerprint.cache_clear()
     assert saved_state.fingerprint() == before
+
+
+def test_the_fingerprint_is_the_same_in_every_process() -> None:
+    """Another process (another hash seed) must find the states this one saved."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from rollout_lineage.domain import saved_state; print(saved_state.fingerprint())"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "random")
+    }
+    assert seen == {saved_state.fingerprint()}
