@@ -149,9 +149,21 @@ def log_command(
     is_flag=True,
     help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
 )
+@click.option(
+    "--saved-states",
+    "check_saved_states",
+    is_flag=True,
+    help="Also replay the log behind every saved aggregate state writers would use (exit 3 if one differs).",
+)
 @format_option(default="table")
 @click.pass_obj
-def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
+def verify(
+    lineage: Lineage,
+    kept_head: str | None,
+    check_read_models: bool,
+    check_saved_states: bool,
+    fmt: str,
+) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
 
     With --read-models, also show that the read-model file (a cache others may be able to write) holds exactly
@@ -182,6 +194,14 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
             if differing
             else f"match a rebuild at position {position}"
         )
+    unlike: list[str] = []
+    if check_saved_states and report.intact:
+        checked, unlike = lineage.app.saved_states_differing()
+        document["saved_states"] = (
+            f"{len(unlike)} of {checked} differ from the log: {', '.join(unlike)}"
+            if unlike
+            else f"{checked} match the log"
+        )
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
     else:
@@ -196,6 +216,13 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
             f"the read models were changed outside rollout-lineage: {', '.join(differing)} differ "
             "from a rebuild from the log",
             hint="run `lineage rebuild`; the log itself is intact",
+        )
+    if unlike:
+        raise IntegrityFailure(
+            f"saved aggregate states were changed outside rollout-lineage: {', '.join(unlike)} "
+            "(aggregate id@version) differ from a replay of the log",
+            hint="they are a cache: drop the table lineage_saved_states from the store (writers replay "
+            "and save again); the log itself is intact",
         )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from functools import cache
@@ -55,6 +56,9 @@ class SavedStates(Protocol):
     def keep(self, originator_id: UUID, saved: Saved) -> None:
         """Replace the aggregate's saved state with this one (unless a newer one of the same topic is kept)."""
 
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        """Every kept state (for `lineage verify --saved-states`)."""
+
 
 class InMemorySavedStates:
     """For the in-memory store (tests), which forgets everything with the process anyway."""
@@ -69,6 +73,9 @@ class InMemorySavedStates:
         kept = self._states.get(originator_id)
         if kept is None or kept.topic != saved.topic or kept.version < saved.version:
             self._states[originator_id] = saved
+
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        yield from list(self._states.items())
 
 
 class UnusableState(ValueError):
