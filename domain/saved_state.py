@@ -41,6 +41,10 @@ _AGGREGATES: dict[str, type[Run] | type[Snapshot]] = {"Run": Run, "Snapshot": Sn
 _PARTS: dict[str, type[Any]] = {"Node": Node, "Fork": Fork, "Custody": Custody}
 
 
+_FIELDS = {name: tuple(field.name for field in fields(part)) for name, part in _PARTS.items()}
+_PLAIN = {str, type(None), int, float, bool}
+
+
 class Saved(NamedTuple):
     version: int
     topic: str
@@ -140,8 +144,9 @@ def _encode(value: Any) -> Any:
         if all(type(key) is str for key in value):  # node ids, stages, accounting bases
             return {"map": {key: _encode(item) for key, item in value.items()}}
         return {"dict": [[key, _encode(item)] for key, item in value.items()]}  # child indices
-    if is_dataclass(value) and type(value).__name__ in _PARTS:
-        return [type(value).__name__, *(_encode(getattr(value, fld.name)) for fld in fields(value))]
+    name = type(value).__name__
+    if is_dataclass(value) and _PARTS.get(name) is type(value):
+        return [name, *[_encode(getattr(value, field)) for field in _FIELDS[name]]]
     raise TypeError(f"cannot save {type(value).__name__} in an aggregate's state")
 
 
@@ -171,7 +176,8 @@ def _decode(value: Any) -> Any:
             raise UnusableState(
                 f"expected a saved part {sorted(_PARTS)}, found {str(value)[:80]!r}"
             )
-        return part(*[_decode(item) for item in value[1:]])
+        # A node's fields are plain strings or null: no need to look inside them.
+        return part(*[item if type(item) in _PLAIN else _decode(item) for item in value[1:]])
     if not isinstance(value, dict) or len(value) != 1:
         raise UnusableState(f"expected a tagged value, found {str(value)[:80]!r}")
     if "map" in value:
