@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from ..projections.runner import ReadModels, open_read_models, resolve_as_of
+
+if TYPE_CHECKING:
+    from ..projections.runner import ReadModels
 
 
 def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -24,6 +26,9 @@ def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextmanager
 def read_models(lineage: Lineage, as_of: str | None = None) -> Iterator[ReadModels]:
+    # Here, not at the top: write commands share this module (`split_address`) and need no DuckDB.
+    from ..projections.runner import open_read_models, resolve_as_of
+
     models = open_read_models(lineage, as_of=resolve_as_of(lineage, as_of))
     try:
         yield models
