@@ -171,7 +171,7 @@ class ReadModelDB:
             return []
 
     def query(
-        self, sql: str, *, timeout: float | None = None
+        self, sql: str, *, timeout: float | None = None, params: dict[str, Any] | None = None
     ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
 
@@ -184,7 +184,7 @@ class ReadModelDB:
         try:
             with within_limits(timeout):
                 try:
-                    cursor = self.connection.execute(sql)
+                    cursor = self.connection.execute(sql, params)
                 except (duckdb.OutOfMemoryException, duckdb.InterruptException):
                     raise
                 except duckdb.Error as exc:

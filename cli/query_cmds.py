@@ -13,7 +13,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
 from .common import as_of_option, read_models
-from .output import POSITION, format_option, note, write_rows
+from .output import POSITION, note, output_options, write_rows
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
@@ -47,6 +47,15 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
 
 @click.command()
 @click.argument("query")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    nargs=2,
+    multiple=True,
+    metavar="NAME VALUE",
+    help="Bind $NAME in the query to VALUE (text; cast it in SQL, e.g. $min::DOUBLE). Repeatable.",
+)
 @as_of_option
 @click.option(
     "--timeout",
@@ -56,16 +65,29 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
     show_default=True,
     help="Seconds the query may run (and stream) before it is stopped (exit 4).",
 )
-@format_option()
+@output_options()
 @click.pass_obj
-def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
-    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
+def sql(
+    lineage: Lineage,
+    query: str,
+    params: tuple[tuple[str, str], ...],
+    as_of: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
+    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them); QUERY `-` reads it from stdin.
 
     The query runs on a read-only connection with file access, extensions and configuration changes off, under
-    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout.
+    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout. Values come in as parameters, never
+    pasted into the SQL: `-p run nightly/x "SELECT * FROM children WHERE run = $run"`.
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
+    if query == "-":
+        query = click.get_text_stream("stdin").read()
+    bound = dict(params)
+    if len(bound) < len(params):
+        raise click.UsageError("each -p NAME may be given once")
     with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
         try:
             kinds = statement_kinds(db.connection, query)
@@ -80,12 +102,12 @@ def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: st
                 f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
                 hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
             )
-        columns, rows = db.query(query, timeout=timeout)
+        columns, rows = db.query(query, timeout=timeout, params=bound or None)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
 
 @click.command()
-@format_option()
+@output_options()
 @click.pass_obj
 def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
@@ -172,7 +194,7 @@ def rebuild_command(lineage: Lineage) -> None:
     "--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time."
 )
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def runs_command(
     lineage: Lineage,

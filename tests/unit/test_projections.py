@@ -100,7 +100,7 @@ def test_output_formats(lineage: Lineage, run_cli: Cli) -> None:
     query = "SELECT arm, status, reward FROM children ORDER BY child_index"
     assert run_cli("sql", query, "--format", "csv").stdout.splitlines()[:2] == [
         "arm,status,reward",
-        "with-skill,pass,1",
+        "with-skill,pass,1.0",
     ]
     assert json.loads(run_cli("sql", query, "--format", "jsonl").stdout.splitlines()[2]) == {
         "arm": "inject:prompts/hint.md",
