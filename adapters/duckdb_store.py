@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -177,25 +177,7 @@ class ReadModelDB:
 
         Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become ReadLimitExceeded.
         """
-        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
-        if watchdog is not None:
-            watchdog.daemon = True
-            watchdog.start()
-        try:
-            with within_limits(timeout):
-                try:
-                    cursor = self.connection.execute(sql, params)
-                except (duckdb.OutOfMemoryException, duckdb.InterruptException):
-                    raise
-                except duckdb.Error as exc:
-                    raise InvalidInput(
-                        f"the SQL was refused: {exc}",
-                        hint="`lineage tables` lists the read models and their columns",
-                    ) from None
-        except BaseException:
-            if watchdog is not None:
-                watchdog.cancel()
-            raise
+        cursor, watchdog = self._run_users(sql, params, timeout)
         names = [d[0] for d in cursor.description or ()]
 
         def batches() -> Iterator[tuple[Any, ...]]:
@@ -208,6 +190,54 @@ class ReadModelDB:
                     watchdog.cancel()
 
         return names, batches()
+
+    def fetch_whole(
+        self,
+        sql: str,
+        how: str,
+        *,
+        timeout: float | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """A user's SELECT fetched whole by DuckDB itself: `how` is `to_arrow_table` or `df` (a relation's,
+        which copies nothing more)."""
+        return self._run_users(
+            sql, params, timeout, lambda: getattr(self.connection.sql(sql, params=params), how)()
+        )[0]
+
+    def _run_users(
+        self,
+        sql: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        run: Callable[[], Any] | None = None,
+    ) -> tuple[Any, threading.Timer | None]:
+        """`run` (by default: execute `sql` with `params`) under the watchdog and the limits, DuckDB's refusals
+        as InvalidInput. Returns its result and the watchdog still running (None once `run` fetched it all)."""
+        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
+        if watchdog is not None:
+            watchdog.daemon = True
+            watchdog.start()
+        try:
+            with within_limits(timeout):
+                try:
+                    if run is None:
+                        return self.connection.execute(sql, params), watchdog
+                    result = run()
+                except (duckdb.OutOfMemoryException, duckdb.InterruptException):
+                    raise
+                except duckdb.Error as exc:
+                    raise InvalidInput(
+                        f"the SQL was refused: {exc}",
+                        hint="`lineage tables` lists the read models and their columns",
+                    ) from None
+        except BaseException:
+            if watchdog is not None:
+                watchdog.cancel()
+            raise
+        if watchdog is not None:
+            watchdog.cancel()
+        return result, None
 
     def table_names(self) -> set[str]:
         return {

@@ -3,46 +3,21 @@
 from __future__ import annotations
 
 import math
-import re
 import time
-from typing import Any
 
 import click
 
 from ..bootstrap import Lineage
-from ..domain.errors import InvalidInput
 from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
+from ..projections.user_sql import run_reads
 from .common import as_of_option, read_models
 from .output import POSITION, note, output_options, write_rows
-
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
-_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
 
 
 def _finite(value: float) -> float:
     if not math.isfinite(value):  # FloatRange lets NaN through: every comparison with it is false
         raise click.BadParameter(f"expected a number of seconds, found {value}")
     return value
-
-
-def statement_kinds(connection: Any, query: str) -> list[str]:
-    """Each statement's type, looking inside EXPLAIN: `EXPLAIN ANALYZE` runs what it explains, so it counts as that.
-
-    The connection is read-only anyway; this also keeps a query from dropping the views this code put in its own
-    connection, and names the problem before DuckDB's words do.
-    """
-    kinds = []
-    for statement in connection.extract_statements(query):
-        kind = statement.type.name
-        if kind == "EXPLAIN":
-            inner = _EXPLAIN.sub("", statement.query, count=1)
-            kind = (
-                "EXPLAIN"
-                if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"]
-                else "EXPLAIN of something other than one SELECT"
-            )
-        kinds.append(kind)
-    return kinds
 
 
 @click.command()
@@ -89,20 +64,7 @@ def sql(
     if len(bound) < len(params):
         raise click.UsageError("each -p NAME may be given once")
     with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
-        try:
-            kinds = statement_kinds(db.connection, query)
-        except (
-            Exception
-        ) as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
-            raise InvalidInput(f"the SQL does not parse: {exc}") from None
-        refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
-        if refused or not kinds:
-            # The connection refuses writes anyway; this names the problem before DuckDB's words do.
-            raise InvalidInput(
-                f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
-                hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
-            )
-        columns, rows = db.query(query, timeout=timeout, params=bound or None)
+        columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
 
