@@ -288,7 +288,7 @@ def render_audit(report: dict[str, Any]) -> str:
         detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
         detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
         detail += f" [{row['preservation']}]" if row["preservation"] else ""
-        lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
+        lines.append(f"  {row['status']:<11}  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
         lines += [

@@ -37,7 +37,7 @@ def test_a_healthy_ablation_is_publishable_with_exit_code_0(lineage: Lineage, ru
     lineage.record(s.healthy_ablation())
     result = run_cli("audit")
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[1] == f"  healthy    {s.HEALTHY}  pass"
+    assert result.stdout.splitlines()[1] == f"  ok           healthy    {s.HEALTHY}  pass"
     assert "findings: none" in result.stdout
     assert result.stdout.splitlines()[-1] == "verdict: publishable"
 
@@ -113,6 +113,13 @@ def test_the_text_report_ends_with_the_verdict_naming_quarantines(
         result.stdout.splitlines()[-1]
         == f"verdict: publishable with quarantines (quarantined: {s.UNSCORED})"
     )
+    # The run list agrees with the verdict: a healthy run quarantined for its arm is listed as quarantined.
+    (listed,) = [line for line in result.stdout.splitlines() if f"  {s.UNSCORED}  " in line]
+    assert listed.split()[:2] == ["quarantined", "healthy"]
+    report = audit_json(run_cli, code=10)
+    assert [(r["run"], r["health"], r["status"]) for r in report["runs"]] == [
+        (s.UNSCORED, "healthy", "quarantined")
+    ]
 
 
 def test_an_ephemeral_snapshot_presented_for_restore_makes_the_store_not_publishable(
