@@ -349,6 +349,16 @@ def audit(
     receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash
     chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
+
+    \b
+    --matrix FILE lists the slots you expect, each a task, agent, model, skill_mode and trial:
+      CSV:   task,agent,model,skill_mode,trial      (a header with task and any of the others)
+             csv-dedupe,claude-agent-acp,claude-sonnet-4-5,with-skill,1
+      JSON:  [{"task": "csv-dedupe", "skill_mode": "no-skill", "trial": 1}]   or {"slots": [...]}
+      JSON:  {"task": ["csv-dedupe"], "skill_mode": ["with-skill", "no-skill"], "trial": [1, 2, 3]}
+             (an object of lists: their cross product, here 6 slots)
+    A field left out or empty matches runs that did not record it. Each slot ends healthy, missing,
+    duplicate, stale (superseded by runs outside it) or unhealthy; runs matching no slot are warned about.
     """
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None

@@ -259,3 +259,28 @@ def test_help_documents_the_exit_codes(run_cli: Cli) -> None:
     text = run_cli("audit", "--help").stdout
     assert "0 publishable; 10 publishable with quarantines (named);" in " ".join(text.split())
     assert "11 not publishable" in " ".join(text.split())
+
+
+def test_the_matrix_examples_in_help_and_readme_are_files_audit_accepts(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    """Each example the docs show, written to a file as a user would copy it, is read with the slots it says."""
+    import re
+
+    lineage.record(s.healthy_ablation())
+    help_text = run_cli("audit", "--help").stdout
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for source in (help_text, readme):
+        csv_lines = re.findall(r"(task,agent,model,skill_mode,trial|csv-dedupe,claude\S+)", source)
+        examples = {
+            "m.csv": "\n".join(csv_lines[:2]) + "\n",
+            "list.json": re.search(r'(\[\{"task".*?\}\])', source).group(1),
+            "axes.json": re.search(r'(\{"task": \["csv-dedupe"\].*?\]\})', source).group(1),
+        }
+        sizes = {}
+        for name, text in examples.items():
+            path = tmp_path / name
+            path.write_text(text, encoding="utf-8")
+            report = audit_json(run_cli, "--matrix", str(path), code=10)
+            sizes[name] = len(report["matrix"])
+        assert sizes == {"m.csv": 1, "list.json": 1, "axes.json": 6}
