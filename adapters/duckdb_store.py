@@ -8,6 +8,7 @@ message carries the PID) instead of failing on the first attempt.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -21,6 +22,8 @@ import duckdb
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+#: Notices a person waiting should see at once (the CLI prints them on stderr; a harness's logging gets them).
+log = logging.getLogger("rollout_lineage.read_models")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 #: Every read-model connection, ours or a user's: no files, network or extensions beyond the database itself,
 #: set when the connection opens (before any statement, so nothing stored in the file can run with them on).
@@ -96,6 +99,7 @@ class ReadModelDB:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
         delay = 0.05
+        said = False
         while True:
             try:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
@@ -120,6 +124,14 @@ class ReadModelDB:
                         f"waited {timeout:g} s",
                         hint="wait for that command to finish, or raise LINEAGE_LOCK_TIMEOUT",
                     ) from exc
+                if not said:  # at once, so a waiting command never looks hung
+                    said = True
+                    log.warning(
+                        "waiting for the read models at %s: locked by %s (up to %g s)",
+                        target,
+                        _holder(str(exc)),
+                        timeout,
+                    )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 

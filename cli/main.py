@@ -8,6 +8,7 @@ engine could not be reached or locked. `lineage audit` adds its verdict codes (s
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 import click
@@ -231,6 +232,7 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
     from ..bootstrap import Lineage
     from ..settings import Settings
 
+    show_notices()
     lineage = Lineage(
         Settings.from_env(store=store, home=home, actor=actor),
         may_create=ctx.invoked_subcommand in CREATES_A_STORE,
@@ -243,6 +245,22 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
             click.echo(f"created a new lineage store at {lineage.location}", err=True)
 
     ctx.call_on_close(say_if_created)
+
+
+class _Notices(logging.Handler):
+    """The library's notices (e.g. waiting for a lock) as plain lines on the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from .output import note
+
+        note(record.getMessage())
+
+
+def show_notices() -> None:
+    logger = logging.getLogger("rollout_lineage")
+    if not any(isinstance(handler, _Notices) for handler in logger.handlers):
+        logger.addHandler(_Notices(logging.INFO))
+        logger.setLevel(logging.INFO)
 
 
 def main() -> None:
