@@ -173,6 +173,17 @@ class ReadModelDB:
             names = [d[0] for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    def stream(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """`rows`, fetched a batch at a time: what a list command prints, in memory flat in the number of rows.
+        The database must stay open until the iterator is spent."""
+        with within_limits():
+            cursor = self.connection.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            while batch := cursor.fetchmany(2048):
+                yield from (dict(zip(names, row, strict=True)) for row in batch)
+
     def rows_if_tables_exist(
         self, sql: str, params: Sequence[Any] | None = None
     ) -> list[dict[str, Any]]:

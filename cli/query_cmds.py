@@ -174,7 +174,7 @@ def runs_command(
     moment = parse_moment(since, "--since") if since else None
     with read_models(lineage, as_of) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
-    write_rows(rows, COLUMNS, fmt)
+        write_rows(rows, COLUMNS, fmt)
 
 
 COMMANDS = (sql, tables, project, rebuild_command, runs_command)

@@ -252,10 +252,13 @@ def list_command(
     show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
     rejection)."""
     with read_models(lineage, as_of) as models:
-        rows = snapshot_queries.lifetimes(models.db, run_key)
         run_dirs = snapshot_queries.run_directories(models.db)
-    check_export_tars(rows, run_dirs, rehash=check)
-    write_rows(rows, LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS, fmt)
+        rows = snapshot_queries.lifetimes(models.db, run_key)
+        write_rows(
+            check_export_tars(rows, run_dirs, rehash=check),
+            LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS,
+            fmt,
+        )
 
 
 @snapshots.command()
@@ -270,7 +273,7 @@ def show(lineage: Lineage, ref: str, check: bool, as_of: str | None, fmt: str) -
     with read_models(lineage, as_of) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
         run_dirs = snapshot_queries.run_directories(models.db)
-    check_export_tars([lifetime], run_dirs, rehash=check)
+    lifetime = next(check_export_tars([lifetime], run_dirs, rehash=check))
     summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
         write_document(

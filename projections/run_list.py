@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -18,9 +19,10 @@ def list_runs(
     agent: str | None = None,
     outcome: str | None = None,
     since: datetime | None = None,
-) -> list[dict[str, Any]]:
-    """Runs in registration order; each filter is an exact match (`since`: registered at or after it)."""
-    return db.rows(
+) -> Iterator[dict[str, Any]]:
+    """Runs in registration order, streamed; each filter is an exact match (`since`: registered at or after
+    it)."""
+    return db.stream(
         """SELECT r.run, r.task, r.agent, r.model, coalesce(r.outcome, 'pending') AS outcome, r.reward,
                   coalesce(f.forks, 0) AS forks, r.registered_at
            FROM runs r LEFT JOIN (SELECT run, count(*) AS forks FROM fork_openings GROUP BY run) f USING (run)

@@ -240,3 +240,42 @@ def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> N
         check=True,
     )
     assert position.stdout.startswith("0:")
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl", "json", "markdown"])
+def test_every_row_format_streams_rows_as_they_come(
+    fmt: str, capsys: pytest.CaptureFixture
+) -> None:
+    """Rows are written as the source yields them, never gathered first: a source that fails after five rows
+    has already printed them (so a million rows need the memory of one batch)."""
+    from rollout_lineage.cli.output import write_rows
+
+    def source():
+        for n in range(5):
+            yield {"n": n, "name": f"row-{n}"}
+        raise RuntimeError("the source broke after five rows")
+
+    with pytest.raises(RuntimeError):
+        write_rows(source(), ("n", "name"), fmt)
+    printed = capsys.readouterr().out
+    assert all(f"row-{n}" in printed for n in range(5))
+
+
+def test_list_commands_stream_from_the_read_models(examples: Cli) -> None:
+    """`runs` and `snapshots list` hand the printer DuckDB's cursor, a batch at a time, not a list."""
+    import types
+
+    from rollout_lineage.bootstrap import Lineage
+    from rollout_lineage.projections import run_list, snapshot_queries
+    from rollout_lineage.settings import Settings
+
+    lineage = Lineage(Settings.from_env({}, home=examples.home), may_create=False)
+    models = lineage.read_models()
+    try:
+        assert isinstance(run_list.list_runs(models.db), types.GeneratorType)
+        assert isinstance(snapshot_queries.lifetimes(models.db), types.GeneratorType)
+    finally:
+        models.close()
+        lineage.close()
+    many = examples("sql", "SELECT range AS n FROM range(200000)", "--format", "csv").stdout
+    assert many.count("\n") == 200001
