@@ -41,15 +41,15 @@ def merge_chain(
     """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
     event, chain = next(events, None), next(links, None)
     while event is not None or chain is not None:
-        if chain is None or (event is not None and event[0] < chain[0]):
+        if event is not None and (chain is None or event[0] < chain[0]):
             yield ChainRow(
                 event[0], event[1], event[2], event[3], _stored_bytes(event[4]), None, None
-            )  # type: ignore[index]
+            )
             event = next(events, None)
-        elif event is None or chain[0] < event[0]:
+        elif chain is not None and (event is None or chain[0] < event[0]):
             yield ChainRow(chain[0], None, None, None, None, chain[1], chain[2])
             chain = next(links, None)
-        else:
+        elif event is not None and chain is not None:  # the same position on both sides
             yield ChainRow(
                 event[0], event[1], event[2], event[3], _stored_bytes(event[4]), chain[1], chain[2]
             )

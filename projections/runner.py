@@ -136,7 +136,11 @@ def shadow_definitions(db: ReadModelDB) -> None:
 def _unshadow(db: ReadModelDB) -> None:
     db.file_first()
     for statement in reversed(_definitions()):
-        kind, name = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement)).groups()  # type: ignore[union-attr]
+        named = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
+        assert named is not None, (
+            statement
+        )  # our own definitions, each a CREATE of a named macro or view
+        kind, name = named.groups()
         db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
 
 
@@ -506,14 +510,16 @@ def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     names = [name for projection in PROJECTIONS for name in projection.tables]
     replaced = set(_tables_replaced(db))
     return dict.fromkeys(replaced, (-1, -1)) | {
-        name: tuple(
-            db.connection.execute(
-                f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
-            ).fetchone()
-        )
-        for name in names
-        if name not in replaced
+        name: _table_digest(db, name) for name in names if name not in replaced
     }
+
+
+def _table_digest(db: ReadModelDB, name: str) -> tuple[int, int]:
+    row = db.connection.execute(
+        f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
+    ).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns exactly one row
+    return row[0], row[1]
 
 
 def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:

@@ -207,8 +207,8 @@ def import_staged_run(path: Path) -> RunPlan:
         (moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None),
         default=None,
     )
-    for entry in stages.values():
-        for fact in entry.lifetime:
+    for stage_entry in stages.values():
+        for fact in stage_entry.lifetime:
             timeline.add((LAST, 0), fact, cleanup)
     entries = parent_outcome(files, key, ablation)
     for entry in entries:
@@ -314,10 +314,11 @@ def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
     rewards = [c.reward for c in group.children if c.reward is not None]
     return (
         node.has_value
+        and node.value is not None  # has_value: tree.json holds a number there
         and bool(rewards)
         and len(rewards) == len(group.children)
         and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9)
-    )  # type: ignore[arg-type]
+    )
 
 
 def add_nodes_and_stages(

@@ -130,9 +130,8 @@ def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
 
 
 def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.SnapshotRefs | None:
-    given = next(
-        (p.snapshot for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None
-    )
+    source = next((p for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None)
+    given = source.snapshot if source is not None else None
     if stage is None:
         return given or ctx.tree.by_id[group.node].snapshot
     entry = ctx.stages.get(stage)
@@ -146,9 +145,9 @@ def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.Sn
     recorded = f.SnapshotRefs(
         sandbox=entry.mark.sandbox_ref, environment=entry.mark.environment_ref
     )
-    if given is not None and given != recorded:
+    if source is not None and given is not None and given != recorded:
         raise invalid(
-            f"{ctx.provenance[group.children[0].id].file}: field snapshot_ref",  # type: ignore[union-attr]
+            f"{source.file}: field snapshot_ref",
             f"the refs stage {stage!r} recorded ({recorded.model_dump()})",
             given.model_dump(),
         )
@@ -388,8 +387,8 @@ def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.Fo
         )  # benchflow's aggregate: plain sum, so the last digit agrees
         if not group.last_at_node:
             value = mean
-        elif node.has_value:
-            if not math.isclose(node.value, mean, abs_tol=1e-9):  # type: ignore[arg-type]
+        elif node.has_value and node.value is not None:  # has_value: tree.json holds a number there
+            if not math.isclose(node.value, mean, abs_tol=1e-9):
                 raise invalid(
                     where,
                     f"{mean!r}, the mean of the rewards of its children "
