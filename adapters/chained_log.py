@@ -1,15 +1,20 @@
 """The port through which readers see the log: rows in position order and the hash chain beside them.
 
-Both recorders in `event_store` implement it; it lives apart from them so that readers (the projection runner,
-`lineage sql`) can name it without importing a database driver.
+The SQLite and PostgreSQL recorders in `event_store` and the in-memory one in `memory_log` implement it
+(`tests/unit/test_chained_log_contract.py` runs the same cases against all three); it lives apart from them so
+that readers (the projection runner, `lineage sql`, `lineage verify`) can name it without importing a database
+driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`) is here for the same reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
+from uuid import UUID
 
-from ..domain.integrity import ChainRow
+from eventsourcing.persistence import StoredEvent
+
+from ..domain.integrity import ChainRow, link
 
 
 @runtime_checkable
@@ -28,6 +33,35 @@ class ChainedLog(Protocol):
     def chain_hash_at(self, position: int) -> str | None: ...
 
     def chain_rows(self) -> Iterator[ChainRow]: ...
+
+    def existing_originators(self, ids: set[UUID]) -> set[UUID]:
+        """Which of these streams have a first event: one query for a whole batch."""
+
+
+def stored_rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
+    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
+    return [
+        (
+            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
+            e.originator_version,
+            e.topic,
+            e.state,
+        )
+        for e in events
+    ]
+
+
+def next_links(
+    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
+) -> list[tuple[int, int, str]]:
+    """(position, previous position, chain hash) for new events at `ids`, continuing from the last link."""
+    links = []
+    previous_position, previous_hash = previous
+    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
+        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
+        links.append((position, previous_position, chain_hash))
+        previous_position, previous_hash = position, chain_hash
+    return links
 
 
 def _stored_bytes(state: Any) -> bytes | None:

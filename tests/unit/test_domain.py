@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from rollout_lineage.adapters.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
 from rollout_lineage.domain.errors import (
@@ -23,9 +24,7 @@ RUN = "job/task__1"
 
 @pytest.fixture
 def app() -> LineageApp:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run=RUN, task="task"),
@@ -68,9 +67,7 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
 
 
 def test_where_a_run_lives_is_located_not_registered() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     # A registration's run_dir becomes a location the harness recorded; the registration itself carries none.
     first = app.record(
         [
@@ -109,9 +106,7 @@ def test_where_a_run_lives_is_located_not_registered() -> None:
 
 
 def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_known() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app._record_batch(
         [Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False
     )  # as it was
@@ -402,9 +397,7 @@ def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured
 
 
 def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run="src", task="task"),
@@ -428,9 +421,7 @@ def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
 
 
 def test_a_served_cut_point_must_reconcile_the_configured_one() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run="src", task="task"),
@@ -484,7 +475,7 @@ def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
 
 
 def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = LineageApp(env=MEMORY_ENV)
     first = app.record(ablate_run_facts())
     assert first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
     assert app.record(ablate_run_facts()).appended == 0
