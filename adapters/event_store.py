@@ -24,6 +24,7 @@ from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
+from .backoff import StoreBackoff
 from .chained_log import merge_chain, next_links, stored_rows
 
 CHAIN_TABLE = "lineage_chain"
@@ -386,7 +387,12 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            return LineageApp(
+                env=url.application_env(),
+                actor=actor,
+                tool_version=tool_version,
+                retry=StoreBackoff(),
+            )
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
