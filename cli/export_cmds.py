@@ -19,10 +19,10 @@ from .output import note
 
 def _write(document: dict[str, Any], output: str | None) -> None:
     text = canonical_json(document)
-    if output in (None, "-"):
+    if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    target = Path(output)  # type: ignore[arg-type]
+    target = Path(output)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)  # never a half-written export under the final name
