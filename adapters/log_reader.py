@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.errors import IntegrityFailure
-from ..domain.events import TOPIC_PREFIX
+from ..domain.vocabulary import TOPIC_PREFIX
 
 PAGE = 5000
 
