@@ -26,6 +26,7 @@ from psycopg.sql import SQL, Identifier
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow, link
 from .chained_log import merge_chain
+from .merkle_store import postgres_ddl, sqlite_ddl
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -136,6 +137,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
+            *sqlite_ddl(),
         ]
 
     def _insert_events(
@@ -247,6 +249,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
             ).format(*self.chain_table)
         )
+        self.sql_create_statements.extend(SQL(s) for s in postgres_ddl(self.datastore.schema))  # type: ignore[arg-type]
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
         self.sql_create_statements.append(

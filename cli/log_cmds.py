@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -200,15 +201,29 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
 
 
 @click.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print head, tree size and root as one JSON object."
+)
 @click.pass_obj
-def head(lineage: Lineage) -> None:
-    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`."""
+def head(lineage: Lineage, as_json: bool) -> None:
+    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`.
+
+    The size and root of the log's Merkle tree follow on stderr (`lineage checkpoint` prints them signed).
+    """
     report = lineage.verify()
     if not report.intact:
         raise IntegrityFailure(
             f"the log is not intact, so it has no trustworthy head: {report.problem}"
         )
-    click.echo(str(report.head) if report.head else "0:" + "sha256:" + "0" * 64)
+    chain_head = str(report.head) if report.head else "0:" + "sha256:" + "0" * 64
+    tree = lineage.tree()
+    size = tree.size()
+    root = base64.b64encode(tree.root(size)).decode()
+    if as_json:
+        click.echo(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
+        return
+    click.echo(chain_head)
+    note(f"Merkle tree: {size} events, root {root}")
 
 
 @click.command()

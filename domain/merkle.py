@@ -181,6 +181,27 @@ def verify_consistency(
         raise ProofFailed(f"the proof leads to root {sr.hex()}, not the new root {new_root.hex()}")
 
 
+def from_mapping(nodes: dict[tuple[int, int], bytes]) -> NodeSource:
+    """A NodeSource over hashes already in hand (a right edge, a batch's new nodes)."""
+
+    def node(level: int, index: int) -> bytes:
+        try:
+            return nodes[(level, index)]
+        except KeyError:
+            raise LookupError(f"no complete subtree at level {level}, index {index}") from None
+
+    return node
+
+
+def frontier(size: int) -> list[tuple[int, int]]:
+    """The complete subtrees (level, index) a tree of `size` leaves folds from, largest first: its right edge."""
+    return [
+        (level, (size >> level) - 1)
+        for level in range(size.bit_length() - 1, -1, -1)
+        if size >> level & 1
+    ]
+
+
 def new_nodes(
     size: int, leaves: Sequence[bytes], source: NodeSource
 ) -> list[tuple[int, int, bytes]]:
@@ -216,10 +237,7 @@ class MemoryTree:
         self.size += len(leaves)
 
     def node(self, level: int, index: int) -> bytes:
-        try:
-            return self.nodes[(level, index)]
-        except KeyError:
-            raise LookupError(f"no complete subtree at level {level}, index {index}") from None
+        return from_mapping(self.nodes)(level, index)
 
     def root(self, size: int | None = None) -> bytes:
         return root(self.node, self.size if size is None else size)

@@ -17,6 +17,7 @@ from .settings import Settings, tool_version
 
 if TYPE_CHECKING:
     from .adapters.event_store import StoreURL
+    from .adapters.merkle_store import MerkleStore
 
 
 class Lineage:
@@ -81,7 +82,21 @@ class Lineage:
         walker.feed(self.app.recorder.chain_rows())  # type: ignore[attr-defined]
         if kept_head is not None:
             walker.check_head(kept_head, self.app.recorder.chain_hash_at(kept_head.position))  # type: ignore[attr-defined]
+        if walker.report.intact:
+            from .adapters.merkle_store import check_against_log
+
+            found = check_against_log(self.tree())
+            if found:
+                walker.report.first_bad_position, walker.report.problem = found
         return walker.report
+
+    def tree(self) -> MerkleStore:
+        """The log's Merkle tree, caught up with the log first (checking the chain on the way)."""
+        from .adapters.merkle_store import MerkleStore
+
+        tree = MerkleStore(self.app.recorder)
+        tree.catch_up()
+        return tree
 
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> Any:
         from .projections.runner import open_read_models

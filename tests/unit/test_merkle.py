@@ -220,3 +220,13 @@ def test_trivial_consistency_cases() -> None:
         merkle.verify_consistency(3, 3, ROOTS[2], ROOTS[3], [])
     with pytest.raises(ProofFailed, match="at least"):
         merkle.verify_consistency(4, 3, ROOTS[3], ROOTS[2], [])
+
+
+def test_the_frontier_is_all_a_tree_needs_to_grow() -> None:
+    whole = MemoryTree()
+    whole.append([merkle.leaf_hash(i.to_bytes(2, "big")) for i in range(37)])
+    for size in range(37):
+        edge = {c: whole.nodes[c] for c in merkle.frontier(size)}
+        assert sum(1 << level for level, _ in edge) == size
+        added = merkle.new_nodes(size, [whole.nodes[(0, size)]], merkle.from_mapping(edge))
+        assert all(whole.nodes[(lv, i)] == h for lv, i, h in added)
