@@ -150,9 +150,29 @@ def log_command(
     is_flag=True,
     help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
 )
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(dir_okay=False),
+    help="A checkpoint from `lineage checkpoint`: prove the log extends it (exit 3 if not).",
+)
+@click.option(
+    "--key",
+    "key_values",
+    multiple=True,
+    metavar="VKEY",
+    help="Verifier key (file or text) the checkpoint must be signed by.",
+)
 @format_option(default="table")
 @click.pass_obj
-def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
+def verify(
+    lineage: Lineage,
+    kept_head: str | None,
+    check_read_models: bool,
+    checkpoint_file: str | None,
+    key_values: tuple[str, ...],
+    fmt: str,
+) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
 
     With --read-models, also show that the read-model file (a cache others may be able to write) holds exactly
@@ -165,6 +185,11 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
     report = lineage.verify(head)
+    checked = None
+    if checkpoint_file and report.intact:
+        from .evidence_cmds import check_checkpoint
+
+        checked = check_checkpoint(lineage, report, checkpoint_file, key_values)
     document = {
         "intact": report.intact,
         "events": report.events,
@@ -173,6 +198,8 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
         "problem": report.problem,
         "checked_head": str(report.checked_head) if report.checked_head else None,
     }
+    if checkpoint_file:
+        document["checkpoint"] = checked
     differing: list[str] = []
     if check_read_models and report.intact:
         from ..projections.runner import differences_from_rebuild
