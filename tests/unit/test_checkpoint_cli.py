@@ -79,7 +79,7 @@ def test_a_signed_checkpoint_verifies_and_stays_extended_across_appends(
     )
     ingest(cli, MORE, tmp_path)
     second = take_checkpoint(cli, tmp_path / "second.cp", keys[0])
-    ingest(cli, MORE[:1] + [{"type": "run.registered", "run": "jobs/v", "task": "v"}], tmp_path)
+    ingest(cli, [*MORE[:1], {"type": "run.registered", "run": "jobs/v", "task": "v"}], tmp_path)
     for checkpoint in (first, second):
         code, report = verify(cli, checkpoint, keys[1])
         assert code == 0 and "extended by this log" in report["checkpoint"]
