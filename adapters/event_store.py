@@ -25,8 +25,8 @@ from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow, link
+from . import batch_signatures, merkle_store
 from .chained_log import merge_chain
-from .merkle_store import postgres_ddl, sqlite_ddl
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -133,11 +133,15 @@ def _links(
 
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    #: Set by the composition root when the writer holds a key (LINEAGE_SIGNING_KEY): each batch is signed.
+    batch_signer: Any = None
+
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
-            *sqlite_ddl(),
+            *merkle_store.sqlite_ddl(),
+            *batch_signatures.sqlite_ddl(),
         ]
 
     def _insert_events(
@@ -166,6 +170,11 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
+        if self.batch_signer is not None:
+            c.execute(
+                f"INSERT INTO {batch_signatures.SIGNATURES} VALUES (?,?,?,?,?)",
+                batch_signatures.signature_row(self.batch_signer, ids, rows),
+            )
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -241,6 +250,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder):
+    batch_signer: Any = None
+
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
@@ -249,7 +260,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
             ).format(*self.chain_table)
         )
-        self.sql_create_statements.extend(SQL(s) for s in postgres_ddl(self.datastore.schema))  # type: ignore[arg-type]
+        evidence = [
+            *merkle_store.postgres_ddl(self.datastore.schema),
+            *batch_signatures.postgres_ddl(self.datastore.schema),
+        ]
+        self.sql_create_statements.extend(SQL(s) for s in evidence)  # type: ignore[arg-type]
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
         self.sql_create_statements.append(
@@ -282,6 +297,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 ).format(*self.chain_table),
                 _links(previous, ids, _rows(stored_events)),
             )
+            if self.batch_signer is not None:
+                curs.execute(
+                    SQL("INSERT INTO {}.{} VALUES (%s, %s, %s, %s, %s)").format(
+                        self.chain_table[0], Identifier(batch_signatures.SIGNATURES)
+                    ),
+                    batch_signatures.signature_row(self.batch_signer, ids, _rows(stored_events)),
+                )
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:

@@ -116,6 +116,22 @@ def check_checkpoint(
     return f"{parsed.size} events, {signed}: extended by this log"
 
 
+def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> str:
+    """What `verify --trusted-keys` says; an event no trusted signature covers marks the report broken."""
+    from ..adapters import ed25519
+    from ..adapters.batch_signatures import check_coverage
+
+    coverage = check_coverage(lineage.app.recorder, ed25519.load_verifiers(trusted_file))
+    signers = ", ".join(sorted(coverage.signers)) or "no trusted key"
+    if coverage.uncovered:
+        missing = sum(b - a + 1 for a, b, _ in coverage.uncovered)
+        report.first_bad_position = coverage.uncovered[0][0]
+        report.problem = (
+            f"{missing} events are not covered by a trusted signature: {coverage.describe()}"
+        )
+    return f"{coverage.signed} events signed by {signers}"
+
+
 def _positions(lineage: Lineage, address: str) -> list[int]:
     if address.isascii() and address.isdigit():
         return [int(address)]

@@ -163,6 +163,12 @@ def log_command(
     metavar="VKEY",
     help="Verifier key (file or text) the checkpoint must be signed by.",
 )
+@click.option(
+    "--trusted-keys",
+    "trusted_file",
+    type=click.Path(dir_okay=False),
+    help="Verifier keys, one per line: report every event no signature by one of them covers (exit 3).",
+)
 @format_option(default="table")
 @click.pass_obj
 def verify(
@@ -171,6 +177,7 @@ def verify(
     check_read_models: bool,
     checkpoint_file: str | None,
     key_values: tuple[str, ...],
+    trusted_file: str | None,
     fmt: str,
 ) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
@@ -190,6 +197,11 @@ def verify(
         from .evidence_cmds import check_checkpoint
 
         checked = check_checkpoint(lineage, report, checkpoint_file, key_values)
+    signed = None
+    if trusted_file and report.intact:
+        from .evidence_cmds import check_trusted
+
+        signed = check_trusted(lineage, report, trusted_file)
     document = {
         "intact": report.intact,
         "events": report.events,
@@ -200,6 +212,8 @@ def verify(
     }
     if checkpoint_file:
         document["checkpoint"] = checked
+    if trusted_file:
+        document["signatures"] = signed
     differing: list[str] = []
     if check_read_models and report.intact:
         from ..projections.runner import differences_from_rebuild

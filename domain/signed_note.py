@@ -203,3 +203,9 @@ class Checkpoint:
         if len(root) != 32:
             raise InvalidInput(f"{where}: expected a 32-byte root hash, found {len(root)} bytes")
         return cls(lines[0], int(size_text), root)
+
+
+def batch_message(first: int, last: int, leaves: list[bytes]) -> bytes:
+    """What a writer's key signs for one appended batch: its positions and its events' leaf hashes (each leaf
+    commits to one event's stored bytes and position, so the signature covers exactly those events)."""
+    return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)

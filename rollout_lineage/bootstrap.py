@@ -54,9 +54,18 @@ class Lineage:
                     "LINEAGE_HOME or LINEAGE_STORE",
                 )
             self.created = True
-        return open_application(
-            self.store_url, actor=self.settings.actor, tool_version=tool_version()
+        signer = None
+        if self.settings.signing_key:
+            from .adapters.ed25519 import load_signer
+
+            signer = load_signer(self.settings.signing_key)
+        app = open_application(
+            self.store_url,
+            actor=signer.name if signer else self.settings.actor,
+            tool_version=tool_version(),
         )
+        app.recorder.batch_signer = signer  # type: ignore[attr-defined]
+        return app
 
     @property
     def location(self) -> str:
@@ -120,7 +129,14 @@ def bootstrap(settings: Settings | None = None) -> Lineage:
 
 
 def open_store(
-    store: str | None = None, *, home: str | None = None, actor: str | None = None
+    store: str | None = None,
+    *,
+    home: str | None = None,
+    actor: str | None = None,
+    signing_key: str | None = None,
 ) -> Lineage:
-    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position."""
-    return Lineage(Settings.from_env(store=store, home=home, actor=actor))
+    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position.
+
+    With `signing_key` (a .key file; else LINEAGE_SIGNING_KEY), every batch is signed and its actor is the key's name.
+    """
+    return Lineage(Settings.from_env(store=store, home=home, actor=actor, signing_key=signing_key))

@@ -41,6 +41,9 @@ class Settings:
     #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when one did,
     #: or when the search found one), so "no store here" can say where it looked.
     searched: tuple[str, ...] = ()
+    #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it, and its
+    #: name is the actor recorded (a name the signature vouches for, unlike LINEAGE_ACTOR).
+    signing_key: str | None = None
 
     @classmethod
     def from_env(
@@ -50,6 +53,7 @@ class Settings:
         store: str | None = None,
         home: str | Path | None = None,
         actor: str | None = None,
+        signing_key: str | None = None,
     ) -> Settings:
         env = os.environ if environ is None else environ
         named = home or env.get("LINEAGE_HOME")
@@ -66,6 +70,7 @@ class Settings:
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
             lock_timeout_s=_seconds(env.get("LINEAGE_LOCK_TIMEOUT", "30"), "LINEAGE_LOCK_TIMEOUT"),
             duckdb_memory=env.get("LINEAGE_DUCKDB_MEMORY", "256MB"),
+            signing_key=signing_key or env.get("LINEAGE_SIGNING_KEY") or None,
         )
 
     @property
