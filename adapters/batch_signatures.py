@@ -1,8 +1,9 @@
 """Signed writes: a writer holding a key signs each batch it appends, in the batch's own transaction.
 
-The row (`lineage_signatures`: first and last position, key name, key ID, signature) sits beside the chain
-links. Anyone can append a correctly linked event (the chain is a checksum, not an authentication), but only a
-holder of a trusted key can make it covered: `lineage verify --trusted-keys` recomputes each signed batch's
+The row (`lineage_signatures`: first and last position, the signer's verifier key, signature) sits beside
+the chain links; the key is kept so a bundle can carry it, never trusted for what it is. Anyone can
+append a correctly linked event (the chain is a checksum, not an authentication), but only a holder of a
+trusted key can make it covered: `lineage verify --trusted-keys` recomputes each signed batch's
 leaves from the events and reports every event no trusted signature covers.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..domain.errors import InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
 from .merkle_store import PAGE, leaf_of
@@ -22,26 +24,24 @@ SIGNATURES = "lineage_signatures"
 def sqlite_ddl() -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {SIGNATURES} (first_position INTEGER PRIMARY KEY, "
-        "last_position INTEGER NOT NULL, key_name TEXT NOT NULL, key_id BLOB NOT NULL, "
-        "signature BLOB NOT NULL)"
+        "last_position INTEGER NOT NULL, signer TEXT NOT NULL, signature BLOB NOT NULL)"
     ]
 
 
 def postgres_ddl(schema: str) -> list[str]:
     return [
         f'CREATE TABLE IF NOT EXISTS "{schema}".{SIGNATURES} (first_position bigint PRIMARY KEY, '
-        "last_position bigint NOT NULL, key_name text NOT NULL, key_id bytea NOT NULL, "
-        "signature bytea NOT NULL)"
+        "last_position bigint NOT NULL, signer text NOT NULL, signature bytea NOT NULL)"
     ]
 
 
 def signature_row(
     key: SignerKey, ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
-) -> tuple[int, int, str, bytes, bytes]:
+) -> tuple[int, int, str, bytes]:
     """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
     leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
     message = batch_message(ids[0], ids[-1], leaves)
-    return ids[0], ids[-1], key.name, key.verifier.key_id, ed25519.sign(key, message)
+    return ids[0], ids[-1], str(key.verifier), ed25519.sign(key, message)
 
 
 @dataclass
@@ -65,19 +65,19 @@ class SignatureReport:
         ) + (f"; and {len(self.uncovered) - 20} more runs" if len(self.uncovered) > 20 else "")
 
 
-def _signatures(recorder: Any) -> Iterator[tuple[int, int, str, bytes, bytes]]:
+def signatures(recorder: Any, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
+    """(first position, last position, signer's verifier key, signature) of each signed batch, in order."""
     postgres = hasattr(recorder, "chain_table")
     table = f'"{recorder.datastore.schema}".{SIGNATURES}' if postgres else SIGNATURES
     sql = (
-        f"SELECT first_position, last_position, key_name, key_id, signature FROM {table} "
+        f"SELECT first_position, last_position, signer, signature FROM {table} "
         "WHERE first_position > ? ORDER BY first_position LIMIT ?"
     )
-    after = 0
     while True:
         with recorder.datastore.transaction(commit=False) as c:
             c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
             rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
-        yield from ((a, b, n, bytes(i), bytes(s)) for a, b, n, i, s in rows)
+        yield from ((a, b, signer, bytes(sig)) for a, b, signer, sig in rows)
         if len(rows) < PAGE:
             return
         after = rows[-1][0]
@@ -87,7 +87,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
     """Every event of the log against the signed batches: which a trusted key covers, and why not the rest."""
     keys = {(k.name, k.key_id): k for k in trusted}
     report = SignatureReport()
-    batches = _signatures(recorder)
+    batches = signatures(recorder)
     batch = next(batches, None)
     pending: list[tuple[int, bytes]] = []
     after = 0
@@ -115,16 +115,21 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
 
 
 def _judge(
-    batch: tuple[int, int, str, bytes, bytes],
+    batch: tuple[int, int, str, bytes],
     events: list[tuple[int, bytes]],
     keys: dict[tuple[str, bytes], VerifierKey],
     report: SignatureReport,
 ) -> None:
-    first, last, name, key_id, signature = batch
-    key = keys.get((name, key_id))
+    first, last, signer, signature = batch
+    try:
+        stored_key = VerifierKey.parse(signer)
+    except InvalidInput:
+        stored_key = None
+    key = keys.get((stored_key.name, stored_key.key_id)) if stored_key else None
     if key is None:
+        why = f"signed by {signer.split('+')[0]}, not a trusted key"
         for position, _ in events:
-            report.add(position, position, f"signed by {name} ({key_id.hex()}), not a trusted key")
+            report.add(position, position, why)
         return
     message = batch_message(first, last, [leaf for _, leaf in events])
     if (
@@ -136,9 +141,9 @@ def _judge(
             report.add(
                 position,
                 position,
-                f"the signature by {name} over positions {first}-{last} does not verify: an event of "
-                "that batch was changed, removed or inserted",
+                f"the signature by {key.name} over positions {first}-{last} does not verify: an event "
+                "of that batch was changed, removed or inserted",
             )
         return
     report.signed += len(events)
-    report.signers.add(name)
+    report.signers.add(key.name)

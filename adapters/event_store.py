@@ -172,7 +172,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
         if self.batch_signer is not None:
             c.execute(
-                f"INSERT INTO {batch_signatures.SIGNATURES} VALUES (?,?,?,?,?)",
+                f"INSERT INTO {batch_signatures.SIGNATURES} VALUES (?,?,?,?)",
                 batch_signatures.signature_row(self.batch_signer, ids, rows),
             )
         return ids
@@ -299,7 +299,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             if self.batch_signer is not None:
                 curs.execute(
-                    SQL("INSERT INTO {}.{} VALUES (%s, %s, %s, %s, %s)").format(
+                    SQL("INSERT INTO {}.{} VALUES (%s, %s, %s, %s)").format(
                         self.chain_table[0], Identifier(batch_signatures.SIGNATURES)
                     ),
                     batch_signatures.signature_row(self.batch_signer, ids, _rows(stored_events)),
