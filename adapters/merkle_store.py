@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..domain import merkle
+from ..domain.errors import IntegrityFailure
 from ..domain.integrity import ChainRow, Head, check_window
 from .chained_log import merge_chain
 
@@ -76,7 +77,13 @@ class MerkleStore:
 
     def size(self) -> int:
         with self._read() as c:
-            return int(self._rows(c, f"SELECT count(*) FROM {self.leaves}")[0][0])
+            return self._size(c)
+
+    def _size(self, cursor: Any) -> int:
+        # Leaves are numbered from 0 without gaps (each page is written whole), so the last index says the
+        # size from the primary key alone, where count(*) would scan a million rows.
+        found = self._rows(cursor, f"SELECT max(idx) FROM {self.leaves}")[0][0]
+        return 0 if found is None else int(found) + 1
 
     def reader(self, cursor: Any) -> merkle.NodeSource:
         """A NodeSource over one open transaction; a missing node is a store that lost part of its tree."""
@@ -93,8 +100,11 @@ class MerkleStore:
                     (level, index),
                 )
             if not rows:
-                raise LookupError(
-                    f"the stored Merkle tree has no node at level {level}, index {index}"
+                raise IntegrityFailure(
+                    f"the stored Merkle tree has no node at level {level}, index {index}: part of it "
+                    "was deleted",
+                    hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows "
+                    "and the tree is rebuilt from the events",
                 )
             return bytes(rows[0][0])
 
@@ -163,7 +173,7 @@ class MerkleStore:
     def _edge(self) -> tuple[int, int, dict[tuple[int, int], bytes]]:
         """(tree size, position of its last leaf, the complete subtrees of its right edge)."""
         with self._read() as c:
-            size = int(self._rows(c, f"SELECT count(*) FROM {self.leaves}")[0][0])
+            size = self._size(c)
             if not size:
                 return 0, 0, {}
             last = self._rows(c, f"SELECT position FROM {self.leaves} WHERE idx = ?", (size - 1,))
