@@ -25,7 +25,7 @@ from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow, link
-from . import batch_signatures, merkle_store
+from . import batch_evidence, merkle_store
 from .chained_log import merge_chain
 
 CHAIN_TABLE = "lineage_chain"
@@ -133,15 +133,15 @@ def _links(
 
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
-    #: Set by the composition root when the writer holds a key (LINEAGE_SIGNING_KEY): each batch is signed.
-    batch_signer: Any = None
+    #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
+    batch_evidence: Any = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
             *merkle_store.sqlite_ddl(),
-            *batch_signatures.sqlite_ddl(),
+            *batch_evidence.sqlite_ddl(),
         ]
 
     def _insert_events(
@@ -170,11 +170,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
-        if self.batch_signer is not None:
-            c.execute(
-                f"INSERT INTO {batch_signatures.SIGNATURES} VALUES (?,?,?,?)",
-                batch_signatures.signature_row(self.batch_signer, ids, rows),
-            )
+        if self.batch_evidence is not None:
+            self.batch_evidence.write(c, ids, rows, None)
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -250,7 +247,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder):
-    batch_signer: Any = None
+    batch_evidence: Any = None
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
@@ -262,7 +259,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
         )
         evidence = [
             *merkle_store.postgres_ddl(self.datastore.schema),
-            *batch_signatures.postgres_ddl(self.datastore.schema),
+            *batch_evidence.postgres_ddl(self.datastore.schema),
         ]
         self.sql_create_statements.extend(SQL(s) for s in evidence)  # type: ignore[arg-type]
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
@@ -297,13 +294,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 ).format(*self.chain_table),
                 _links(previous, ids, _rows(stored_events)),
             )
-            if self.batch_signer is not None:
-                curs.execute(
-                    SQL("INSERT INTO {}.{} VALUES (%s, %s, %s, %s)").format(
-                        self.chain_table[0], Identifier(batch_signatures.SIGNATURES)
-                    ),
-                    batch_signatures.signature_row(self.batch_signer, ids, _rows(stored_events)),
-                )
+            if self.batch_evidence is not None:
+                self.batch_evidence.write(curs, ids, _rows(stored_events), self.datastore.schema)
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:

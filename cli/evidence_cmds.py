@@ -119,7 +119,7 @@ def check_checkpoint(
 def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> str:
     """What `verify --trusted-keys` says; an event no trusted signature covers marks the report broken."""
     from ..adapters import ed25519
-    from ..adapters.batch_signatures import check_coverage
+    from ..adapters.batch_evidence import check_coverage
 
     coverage = check_coverage(lineage.app.recorder, ed25519.load_verifiers(trusted_file))
     signers = ", ".join(sorted(coverage.signers)) or "no trusted key"

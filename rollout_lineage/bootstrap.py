@@ -64,7 +64,10 @@ class Lineage:
             actor=signer.name if signer else self.settings.actor,
             tool_version=tool_version(),
         )
-        app.recorder.batch_signer = signer  # type: ignore[attr-defined]
+        if signer is not None:
+            from .adapters.batch_evidence import BatchEvidence
+
+            app.recorder.batch_evidence = BatchEvidence(signer=signer)  # type: ignore[attr-defined]
         return app
 
     @property

@@ -1,15 +1,21 @@
-"""Signed writes: a writer holding a key signs each batch it appends, in the batch's own transaction.
+"""What a writer attaches to each batch it appends, in the batch's own transaction: a signature, and where
+imported events came from.
 
+Signed writes: a writer holding a key signs each batch it appends.
 The row (`lineage_signatures`: first and last position, the signer's verifier key, signature) sits beside
 the chain links; the key is kept so a bundle can carry it, never trusted for what it is. Anyone can
 append a correctly linked event (the chain is a checksum, not an authentication), but only a holder of a
 trusted key can make it covered: `lineage verify --trusted-keys` recomputes each signed batch's
 leaves from the events and reports every event no trusted signature covers.
+
+Provenance (`lineage_provenance`): an event appended by `lineage import --bundle` keeps the origin of the log it
+came from, its position there, that log's checkpoint, and its stored form and inclusion proof there, so a
+merged store can still prove each imported fact against the checkpoint it was handed with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,24 +25,61 @@ from . import ed25519
 from .merkle_store import PAGE, leaf_of
 
 SIGNATURES = "lineage_signatures"
+PROVENANCE = "lineage_provenance"
+Row = tuple[
+    str, int, str, bytes
+]  # (originator id hex, version, topic, state) as the recorders insert them
 
 
 def sqlite_ddl() -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {SIGNATURES} (first_position INTEGER PRIMARY KEY, "
-        "last_position INTEGER NOT NULL, signer TEXT NOT NULL, signature BLOB NOT NULL)"
+        "last_position INTEGER NOT NULL, signer TEXT NOT NULL, signature BLOB NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {PROVENANCE} (position INTEGER PRIMARY KEY, origin TEXT NOT NULL, "
+        "source_position INTEGER NOT NULL, source_leaf_index INTEGER NOT NULL, checkpoint TEXT NOT NULL, "
+        "source_entry BLOB NOT NULL, proof TEXT NOT NULL)",
     ]
 
 
 def postgres_ddl(schema: str) -> list[str]:
     return [
         f'CREATE TABLE IF NOT EXISTS "{schema}".{SIGNATURES} (first_position bigint PRIMARY KEY, '
-        "last_position bigint NOT NULL, signer text NOT NULL, signature bytea NOT NULL)"
+        "last_position bigint NOT NULL, signer text NOT NULL, signature bytea NOT NULL)",
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{PROVENANCE} (position bigint PRIMARY KEY, '
+        "origin text NOT NULL, source_position bigint NOT NULL, source_leaf_index bigint NOT NULL, "
+        "checkpoint text NOT NULL, source_entry bytea NOT NULL, proof text NOT NULL)",
     ]
 
 
+@dataclass
+class BatchEvidence:
+    """Set on a recorder by the composition root (a signing key) or by a bundle import (provenance)."""
+
+    signer: SignerKey | None = None
+    #: (new positions, rows) -> provenance rows (position, origin, source position, source leaf index,
+    #: checkpoint, source entry, proof JSON) for the events of the batch that came from a bundle.
+    provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
+
+    def write(
+        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], schema: str | None
+    ) -> None:
+        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None)."""
+
+        def insert(table: str, values: list[tuple[Any, ...]]) -> None:
+            if not values:
+                return
+            marks = ", ".join(["%s" if schema else "?"] * len(values[0]))
+            name = f'"{schema}".{table}' if schema else table
+            cursor.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
+
+        if self.signer is not None:
+            insert(SIGNATURES, [signature_row(self.signer, ids, rows)])
+        if self.provenance is not None:
+            insert(PROVENANCE, self.provenance(ids, rows))
+
+
 def signature_row(
-    key: SignerKey, ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
+    key: SignerKey, ids: Sequence[int], rows: Sequence[Row]
 ) -> tuple[int, int, str, bytes]:
     """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
     leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
