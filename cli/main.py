@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "audit",
         "Review the store like a release gate and end with a verdict.",
     ),
+    "bundle": (
+        "bundle_cmds",
+        "bundle",
+        "One file holding runs' events with their proofs, checkable without the store.",
+    ),
     "checkpoint": (
         "evidence_cmds",
         "checkpoint",

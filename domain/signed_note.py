@@ -42,9 +42,12 @@ def check_key_name(name: str) -> str:
 
 def _b64(text: str, what: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
+        raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidInput(f"expected base64 for {what}, found {text[:60]!r}") from None
+    if base64.b64encode(raw).decode() != text:  # the last character's unused bits must be zero
+        raise InvalidInput(f"expected canonical base64 for {what}, found {text[:60]!r}")
+    return raw
 
 
 def _typed_key(text: str, what: str) -> bytes:
