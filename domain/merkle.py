@@ -224,6 +224,30 @@ def new_nodes(
     return [(level, index, h) for (level, index), h in made.items()]
 
 
+class RootBuilder:
+    """The root of leaves given one at a time, keeping only the right edge (at most log2(n) hashes)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._edge: list[bytes] = []  # complete subtrees, largest first
+
+    def add(self, leaf: bytes) -> None:
+        h, below = leaf, self.size
+        while below & 1:  # each trailing 1 bit of the old size is a subtree this leaf completes
+            h = node_hash(self._edge.pop(), h)
+            below >>= 1
+        self._edge.append(h)
+        self.size += 1
+
+    def root(self) -> bytes:
+        if not self._edge:
+            return EMPTY_ROOT
+        r = self._edge[-1]
+        for h in reversed(self._edge[:-1]):
+            r = node_hash(h, r)
+        return r
+
+
 @dataclass
 class MemoryTree:
     """A whole tree held in memory (a bundle's leaves, test vectors): every complete subtree kept."""

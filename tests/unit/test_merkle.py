@@ -230,3 +230,13 @@ def test_the_frontier_is_all_a_tree_needs_to_grow() -> None:
         assert sum(1 << level for level, _ in edge) == size
         added = merkle.new_nodes(size, [whole.nodes[(0, size)]], merkle.from_mapping(edge))
         assert all(whole.nodes[(lv, i)] == h for lv, i, h in added)
+
+
+def test_the_root_builder_agrees_with_the_tree_at_every_size() -> None:
+    tree, builder = MemoryTree(), merkle.RootBuilder()
+    assert builder.root() == merkle.EMPTY_ROOT
+    for i in range(70):
+        leaf = merkle.leaf_hash(i.to_bytes(2, "big"))
+        tree.append([leaf])
+        builder.add(leaf)
+        assert builder.root() == tree.root()
