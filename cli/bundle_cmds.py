@@ -57,13 +57,13 @@ def write(
     from ..adapters.bundles import build, canonical
     from ..adapters.checkpoints import write_new
 
-    signer = ed25519.load_signer(signer_file) if signer_file else None
-    document = build(lineage.tree(), list(runs), signer, with_tars)
     path = Path(target)
     if path.exists():
         raise InvalidInput(
             f"{path} already exists; refusing to overwrite it", hint="choose another name"
         )
+    signer = ed25519.load_signer(signer_file) if signer_file else None
+    document = build(lineage.tree(), list(runs), signer, with_tars)
     write_new(path, canonical(document).decode("ascii"), 0o644)
     note(
         f"wrote {path}: {len(document['events'])} events of {len(document['runs'])} runs, "

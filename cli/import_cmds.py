@@ -123,6 +123,12 @@ def import_command(
     if bundle_file is not None or not paths:
         from .bundle_cmds import import_bundle_file
 
+        if dry_run or keep_going or unfinished:
+            raise click.UsageError(
+                "--dry-run, --keep-going and --unfinished are for run directories; found them with "
+                "--bundle (use `lineage bundle verify FILE` to check a bundle without importing it)"
+            )
+
         import_bundle_file(lineage, bundle_file, paths, key_values)
         return
     with progress_bar() as advance:
