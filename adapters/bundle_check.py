@@ -60,11 +60,11 @@ def _need(obj: Any, keys: set[str], where: str) -> dict[str, Any]:
 
 def _hashes(values: Any, where: str) -> list[bytes]:
     if not isinstance(values, list):
-        raise _fail(where, "expected a list of base64 hashes")
+        raise _fail(where, "expected a list of base64 values")
     try:
         decoded = [base64.b64decode(v, validate=True) for v in values]
     except (binascii.Error, TypeError, ValueError):
-        raise _fail(where, "expected base64 hashes, found something else") from None
+        raise _fail(where, "expected base64, found something else") from None
     # Base64's last character can carry bits the decoder drops: only the form we write is accepted, so
     # that a changed character cannot decode to the same bytes.
     for value, raw in zip(values, decoded, strict=True):
@@ -209,7 +209,8 @@ def _runs_and_tars(document: dict[str, Any], report: BundleReport, where: str) -
         if set(tar) - {"ref", "sha256", "data"}:
             raise _fail(f"{where}, tars", f"unexpected fields {sorted(set(tar))}")
         if "data" in tar:
-            found = hashlib.sha256(_hashes([tar["data"]], where)[0]).hexdigest()
+            carried = _hashes([tar["data"]], f"{where}, tar of {tar['ref']}")[0]
+            found = hashlib.sha256(carried).hexdigest()
             if tar["sha256"].removeprefix("sha256:") != found:
                 raise _fail(f"{where}, tar of {tar['ref']}", f"its bytes hash to sha256:{found}")
     report.tars, report.runs = tars, sorted(runs)

@@ -106,7 +106,6 @@ def test_every_flipped_byte_of_a_bundle_is_refused(tmp_path: Path, keys: Path) -
         str(tmp_path / "b"),
         "--sign",
         str(keys / "lab.key"),
-        "--with-tars",
     )
     data = (tmp_path / "b").read_bytes()
     verify_bundle(data, [ed25519.load_verifier(str(keys / "lab.pub"))], "b")
@@ -139,6 +138,13 @@ def test_with_tars_carries_the_tar_and_a_changed_tar_is_not_bundled(
     a("bundle", "jobs/a", "--to", str(tmp_path / "with"), "--with-tars")
     carried = json.loads((tmp_path / "with").read_text())["tars"]
     assert [t["ref"] for t in carried] == ["snap-1"] and "data" in carried[0]
+    data = (tmp_path / "with").read_bytes()
+    start = data.index(b'"data":"') + 8
+    for offset in range(start, data.index(b'"', start), 97):  # bytes inside the carried tar
+        changed = bytearray(data)
+        changed[offset] ^= 0x01
+        with pytest.raises(IntegrityFailure, match="tar"):
+            verify_bundle(bytes(changed), [], "with")
     tar.write_bytes(b"swapped")
     refused = a("bundle", "jobs/a", "--to", str(tmp_path / "again"), "--with-tars", ok=False)
     assert refused.exit_code == 1 and "not the recorded" in refused.stderr
