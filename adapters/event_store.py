@@ -20,6 +20,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
 from ..domain.integrity import GENESIS, ChainRow
+from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
 from .chained_log import merge_chain, next_links, stored_rows
 from .store_url import StoreURL
@@ -29,10 +30,15 @@ PAGE = 5000
 
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
+    batch_evidence: Any = None
+
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
+            *merkle_store.sqlite_ddl(),
+            *batch_evidence.sqlite_ddl(),
         ]
 
     def _insert_events(
@@ -61,6 +67,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
+        if self.batch_evidence is not None:
+            self.batch_evidence.write(c, ids, rows, None)
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -136,6 +144,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder):
+    batch_evidence: Any = None
+
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
@@ -144,6 +154,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
             ).format(*self.chain_table)
         )
+        evidence = [
+            *merkle_store.postgres_ddl(self.datastore.schema),
+            *batch_evidence.postgres_ddl(self.datastore.schema),
+        ]
+        self.sql_create_statements.extend(SQL(s).format() for s in evidence)
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
         self.sql_create_statements.append(
@@ -170,12 +185,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
+            rows = stored_rows(stored_events)
             curs.executemany(
                 SQL(
                     "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
                 ).format(*self.chain_table),
-                next_links(previous, ids, stored_rows(stored_events)),
+                next_links(previous, ids, rows),
             )
+            if self.batch_evidence is not None:
+                self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -149,9 +150,36 @@ def log_command(
     is_flag=True,
     help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
 )
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(dir_okay=False),
+    help="A checkpoint from `lineage checkpoint`: prove the log extends it (exit 3 if not).",
+)
+@click.option(
+    "--key",
+    "key_values",
+    multiple=True,
+    metavar="VKEY",
+    help="Verifier key (file or text) the checkpoint must be signed by.",
+)
+@click.option(
+    "--trusted-keys",
+    "trusted_file",
+    type=click.Path(dir_okay=False),
+    help="Verifier keys, one per line: report every event no signature by one of them covers (exit 3).",
+)
 @output_options()
 @click.pass_obj
-def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
+def verify(
+    lineage: Lineage,
+    kept_head: str | None,
+    check_read_models: bool,
+    checkpoint_file: str | None,
+    key_values: tuple[str, ...],
+    trusted_file: str | None,
+    fmt: str,
+) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
 
     With --read-models, also show that the read-model file (a cache others may be able to write) holds exactly
@@ -164,6 +192,16 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
     report = lineage.verify(head)
+    checked = None
+    if checkpoint_file and report.intact:
+        from .evidence_cmds import check_checkpoint
+
+        checked = check_checkpoint(lineage, report, checkpoint_file, key_values)
+    signed = None
+    if trusted_file and report.intact:
+        from .evidence_cmds import check_trusted
+
+        signed = check_trusted(lineage, report, trusted_file)
     document = {
         "intact": report.intact,
         "events": report.events,
@@ -172,6 +210,10 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
         "problem": report.problem,
         "checked_head": str(report.checked_head) if report.checked_head else None,
     }
+    if checkpoint_file:
+        document["checkpoint"] = checked
+    if trusted_file:
+        document["signatures"] = signed
     differing: list[str] = []
     if check_read_models and report.intact:
         from ..projections.runner import differences_from_rebuild
@@ -200,15 +242,29 @@ def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt
 
 
 @click.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print head, tree size and root as one JSON object."
+)
 @click.pass_obj
-def head(lineage: Lineage) -> None:
-    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`."""
+def head(lineage: Lineage, as_json: bool) -> None:
+    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`.
+
+    The size and root of the log's Merkle tree follow on stderr (`lineage checkpoint` prints them signed).
+    """
     report = lineage.verify()
     if not report.intact:
         raise IntegrityFailure(
             f"the log is not intact, so it has no trustworthy head: {report.problem}"
         )
-    click.echo(str(report.head) if report.head else "0:" + "sha256:" + "0" * 64)
+    chain_head = str(report.head) if report.head else "0:" + "sha256:" + "0" * 64
+    tree = lineage.tree()
+    size = tree.size()
+    root = base64.b64encode(tree.root(size)).decode()
+    if as_json:
+        click.echo(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
+        return
+    click.echo(chain_head)
+    note(f"Merkle tree: {size} events, root {root}")
 
 
 @click.command()

@@ -24,6 +24,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "audit",
         "Review the store like a release gate and end with a verdict.",
     ),
+    "bundle": (
+        "bundle_cmds",
+        "bundle",
+        "One file holding runs' events with their proofs, checkable without the store.",
+    ),
+    "checkpoint": (
+        "evidence_cmds",
+        "checkpoint",
+        "Print a checkpoint of the log (origin, tree size, root hash) in the C2SP tlog-checkpoint format.",
+    ),
     "cut-point": (
         "audit_cmds",
         "cut-point",
@@ -65,6 +75,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "ingest",
         "Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.",
     ),
+    "keys": (
+        "evidence_cmds",
+        "keys",
+        "Ed25519 key pairs in the signed-note format, for signing checkpoints and writes.",
+    ),
     "log": (
         "log_cmds",
         "log",
@@ -74,6 +89,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "query_cmds",
         "project",
         "Catch the read models up with the log now (every read command also does this first).",
+    ),
+    "prove": (
+        "evidence_cmds",
+        "prove",
+        "Print RFC 9162 inclusion proofs that the events at RUN:NODE (or POSITION) are in a checkpoint.",
     ),
     "rebuild": (
         "query_cmds",

@@ -18,6 +18,7 @@ from .settings import Settings, tool_version
 
 if TYPE_CHECKING:  # the write side loads on first write: read commands never need it
     from .adapters.chained_log import ChainedLog
+    from .adapters.merkle_store import MerkleStore
     from .adapters.store_url import StoreURL
     from .domain.application import Entry, LineageApp, Recorded
     from .domain.facts import Fact
@@ -58,9 +59,21 @@ class Lineage:
         from .adapters.event_store import open_application
 
         self._require_store()
-        return open_application(
-            self.store_url, actor=self.settings.actor, tool_version=tool_version()
+        signer = None
+        if self.settings.signing_key:
+            from .adapters.ed25519 import load_signer
+
+            signer = load_signer(self.settings.signing_key)
+        app = open_application(
+            self.store_url,
+            actor=signer.name if signer else self.settings.actor,
+            tool_version=tool_version(),
         )
+        if signer is not None:
+            from .adapters.batch_evidence import BatchEvidence
+
+            app.recorder.batch_evidence = BatchEvidence(signer=signer)
+        return app
 
     @cached_property
     def log(self) -> ChainedLog:
@@ -124,7 +137,22 @@ class Lineage:
         walker.feed(self.log.chain_rows())
         if kept_head is not None:
             walker.check_head(kept_head, self.log.chain_hash_at(kept_head.position))
+        # The Merkle tree lives in the store's database; a log in memory has the chain only.
+        if walker.report.intact and self.store_url.kind != "memory":
+            from .adapters.merkle_store import check_against_log
+
+            found = check_against_log(self.tree())
+            if found:
+                walker.report.first_bad_position, walker.report.problem = found
         return walker.report
+
+    def tree(self) -> MerkleStore:
+        """The log's Merkle tree, caught up with the log first (checking the chain on the way)."""
+        from .adapters.merkle_store import MerkleStore
+
+        tree = MerkleStore(self.app.recorder)
+        tree.catch_up()
+        return tree
 
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> ReadModels:
         from .projections.runner import open_read_models
@@ -227,7 +255,14 @@ def in_memory(
 
 
 def open_store(
-    store: str | None = None, *, home: str | None = None, actor: str | None = None
+    store: str | None = None,
+    *,
+    home: str | None = None,
+    actor: str | None = None,
+    signing_key: str | None = None,
 ) -> Lineage:
-    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position."""
-    return Lineage(Settings.from_env(store=store, home=home, actor=actor))
+    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position.
+
+    With `signing_key` (a .key file; else LINEAGE_SIGNING_KEY), every batch is signed and its actor is the key's name.
+    """
+    return Lineage(Settings.from_env(store=store, home=home, actor=actor, signing_key=signing_key))

@@ -44,6 +44,9 @@ class Settings:
     searched: tuple[str, ...] = ()
     #: Where read models of a server store are cached when no home was named (LINEAGE_CACHE, else the XDG cache).
     cache: Path | None = None
+    #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it, and its
+    #: name is the actor recorded (a name the signature vouches for, unlike LINEAGE_ACTOR).
+    signing_key: str | None = None
 
     @classmethod
     def from_env(
@@ -53,6 +56,7 @@ class Settings:
         store: str | None = None,
         home: str | Path | None = None,
         actor: str | None = None,
+        signing_key: str | None = None,
     ) -> Settings:
         env = os.environ if environ is None else environ
         named = home or env.get("LINEAGE_HOME")
@@ -74,6 +78,7 @@ class Settings:
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
             lock_timeout_s=_seconds(env.get("LINEAGE_LOCK_TIMEOUT", "30"), "LINEAGE_LOCK_TIMEOUT"),
             duckdb_memory=env.get("LINEAGE_DUCKDB_MEMORY", "256MB"),
+            signing_key=signing_key or env.get("LINEAGE_SIGNING_KEY") or None,
         )
 
     @property
