@@ -19,6 +19,11 @@ from ..domain.errors import LineageError, StoreUnavailable
 #: from here without importing them (pydantic, eventsourcing and DuckDB load only for the command that runs);
 #: `tests/unit/test_architecture.py` keeps this table equal to the commands themselves.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "arms": (
+        "report_cmds",
+        "arms",
+        "RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.",
+    ),
     "audit": (
         "audit_cmds",
         "audit",
