@@ -48,8 +48,14 @@ def _run_document_command(
     @as_of_option
     @output_option
     @click.pass_obj
-    def command(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
-        with read_models(lineage, as_of) as models:
+    def command(
+        lineage: Lineage,
+        run: str,
+        as_of: str | None,
+        occurred_before: str | None,
+        output: str | None,
+    ) -> None:
+        with read_models(lineage, as_of, occurred_before) as models:
             _write(document(models.db, run), output)
 
     return command
@@ -70,13 +76,15 @@ stages = _run_document_command(
 @as_of_option
 @output_option
 @click.pass_obj
-def ablation(lineage: Lineage, fork: str, as_of: str | None, output: str | None) -> None:
+def ablation(
+    lineage: Lineage, fork: str, as_of: str | None, occurred_before: str | None, output: str | None
+) -> None:
     """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution).
 
     A report whose arms never ran has no fork: name the node its stage was captured on (root for env-ready).
     """
     run, fork_id = split_address(fork, "RUN:FORK")
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         _write(exports.ablation_document(models.db, run, fork_id), output)
 
 

@@ -12,7 +12,7 @@ import click
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
-from .common import as_of_option, read_models
+from .common import as_of_option, occurred_moment, read_models
 from .output import POSITION, format_option, note, write_rows
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
@@ -58,7 +58,14 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
 )
 @format_option()
 @click.pass_obj
-def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
+def sql(
+    lineage: Lineage,
+    query: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
     """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
 
     The query runs on a read-only connection with file access, extensions and configuration changes off, under
@@ -66,7 +73,9 @@ def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: st
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
-    with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
+    with read_only_models(
+        lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    ) as db:
         try:
             kinds = statement_kinds(db.connection, query)
         except (
@@ -181,6 +190,7 @@ def runs_command(
     outcome: str | None,
     since: str | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
@@ -188,7 +198,7 @@ def runs_command(
     from ..projections.timeparse import parse_moment
 
     moment = parse_moment(since, "--since") if since else None
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
     write_rows(rows, COLUMNS, fmt)
 

@@ -20,7 +20,14 @@ from .output import format_option, write_rows
 @as_of_option
 @format_option()
 @click.pass_obj
-def arms(lineage: Lineage, address: str, baseline: str, as_of: str | None, fmt: str) -> None:
+def arms(
+    lineage: Lineage,
+    address: str,
+    baseline: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
+) -> None:
     """RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.
 
     The first row is the baseline (the parent run itself unless --baseline names an arm). In table and markdown
@@ -31,7 +38,7 @@ def arms(lineage: Lineage, address: str, baseline: str, as_of: str | None, fmt: 
     """
     from ..projections import arms as arm_tables
 
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         run, fork = arm_tables.split_run_fork(models.db, address)
         table = arm_tables.arms_table(models.db, run, fork, baseline)
     if fmt in ("table", "markdown"):

@@ -39,8 +39,17 @@ class ArmOutcome:
     error: str | None = None
     ran: bool = True
     tests: Mapping[str, str] | None = None
+    #: Ran (or is running) but has no outcome yet at the point asked about (`--as-of`, `--occurred-before`).
+    pending: bool = False
 
     def __post_init__(self) -> None:
+        if self.pending:
+            if not self.ran or self.reward is not None or self.error is not None or self.tests:
+                raise InvalidInput(
+                    f"arm {self.name!r} is pending but carries a reward, error or test outcomes",
+                    hint="a pending arm has reward, error and tests all null",
+                )
+            return
         # benchflow never writes these combinations; refusing them keeps `status` and `ran` in agreement.
         if not self.ran and (
             self.reward is not None or self.error is not None or self.tests is not None
@@ -105,6 +114,8 @@ def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:
 
 
 def arm_status(arm: ArmOutcome) -> str:
+    if arm.pending:
+        return "pending"
     if arm.reward is not None:
         return "pass" if arm.reward >= PASS_REWARD else "fail"
     return "error" if arm.error is not None else "skipped"
@@ -217,6 +228,9 @@ def arm_verdicts(
     verdicts = []
     for arm, arm_tests in zip(arms, tests, strict=False):
         status = arm_status(arm)
+        if status == "pending":
+            verdicts.append("no outcome recorded yet — the arm is still running")
+            continue
         if status == "error":
             verdicts.append("errored before scoring — no reward to attribute")
             continue

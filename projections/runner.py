@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -441,7 +442,9 @@ def open_read_models(
 
 
 @contextmanager
-def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[ReadModelDB]:
+def read_only_models(
+    lineage: Lineage, as_of: int | None = None, occurred_before: datetime | None = None
+) -> Iterator[ReadModelDB]:
     """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
 
     DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
@@ -449,12 +452,17 @@ def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[Rea
     in-memory database cannot be opened read-only.
     """
     settings = lineage.settings
+    if occurred_before is not None and as_of is None:
+        as_of = lineage.position()  # a selection of the log is built apart, like a prefix
     with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
         path: Path | str = settings.projections_path
         if as_of is not None:
             path = Path(scratch) / "as-of.duckdb"
-        with open_read_models(lineage, as_of=as_of, path=path):
-            pass
+        with open_read_models(lineage, as_of=as_of, path=path) as models:
+            if occurred_before is not None:
+                from .occurred import keep_only_occurred_before  # it builds on this module
+
+                keep_only_occurred_before(models.db, occurred_before, models.position)
         db = ReadModelDB.open(
             path,
             timeout=settings.lock_timeout_s,
