@@ -85,6 +85,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "rebuild",
         "Drop every read model and rebuild it from the whole log.",
     ),
+    "report": (
+        "report_cmds",
+        "report",
+        "One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.",
+    ),
     "runs": (
         "query_cmds",
         "runs",

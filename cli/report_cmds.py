@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..bootstrap import Lineage
 from .common import as_of_option, read_models
-from .output import format_option, write_rows
+from .output import format_option, note, write_rows
 
 
 @click.command()
@@ -49,4 +51,54 @@ def arms(
         write_rows(table.rows, table.columns, fmt)
 
 
-COMMANDS = (arms,)
+@click.command()
+@click.argument("runs", metavar="RUN...", nargs=-1, required=True)
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="The HTML file to write (replaced whole, never left half-written).",
+)
+@as_of_option
+@click.pass_obj
+def report(
+    lineage: Lineage,
+    runs: tuple[str, ...],
+    target: Path,
+    as_of: str | None,
+    occurred_before: str | None,
+) -> None:
+    """One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.
+
+    Each run's fork tree drawn in SVG and coloured by outcome (pass, fail, unscored, error, pending, skipped),
+    the arms x tests table with flips highlighted, stage snapshots with their lifetimes, forks and custody, its
+    cut point and divergences (and its continuations'), and the run's audit verdict with each finding linked to
+    its node; at the top, the log head the page was built from and whether the hash chain is intact.
+
+    Example: lineage report ablate-2026-11-02__10-15-00/ablation/csv-dedupe --to report.html
+    """
+    from ..projections import report as reports
+    from ..projections.report_html import render
+
+    chain = lineage.verify()
+    integrity = {
+        "intact": chain.intact,
+        "events": chain.events,
+        "head": str(chain.head) if chain.head else None,
+        "first_bad_position": chain.first_bad_position,
+        "problem": chain.problem,
+    }
+    with read_models(lineage, as_of, occurred_before) as models:
+        built = [
+            reports.run_report(models.db, run, integrity, models.position)
+            for run in dict.fromkeys(runs)
+        ]
+        page = render(built, reports.built_from(models.db), integrity)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(target)
+    note(f"wrote {target} ({len(built)} run(s))")
+
+
+COMMANDS = (arms, report)
