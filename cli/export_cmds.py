@@ -17,7 +17,10 @@ from .output import note
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
-    text = canonical_json(document)
+    _write_text(canonical_json(document), output)
+
+
+def _write_text(text: str, output: str | None) -> None:
     if output in (None, "-"):
         click.echo(text, nl=False)
         return
@@ -86,6 +89,47 @@ def ablation(
     run, fork_id = split_address(fork, "RUN:FORK")
     with read_models(lineage, as_of, occurred_before) as models:
         _write(exports.ablation_document(models.db, run, fork_id), output)
+
+
+@export.command()
+@click.argument("runs", metavar="[RUN...]", nargs=-1)
+@click.option(
+    "--namespace",
+    default="rollout-lineage",
+    show_default=True,
+    help="The OpenLineage namespace of the jobs (one job per task).",
+)
+@as_of_option
+@output_option
+@click.pass_obj
+def openlineage(
+    lineage: Lineage,
+    runs: tuple[str, ...],
+    namespace: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    output: str | None,
+) -> None:
+    """OpenLineage RunEvents as JSON lines for RUN... (default: every run).
+
+    A job per task, a run per tree node (START, then COMPLETE / FAIL / ABORT once it has an outcome, RUNNING
+    while pending), the standard parent facet for fork children, linear steps and continuations, and custom
+    facets rolloutLineage_delta, rolloutLineage_outcome and rolloutLineage_snapshots.
+    """
+    import json
+
+    from ..projections import openlineage as ol
+    from ..settings import tool_version
+
+    emit = ol.Emitter(namespace, "urn:" + tool_version().replace(" ", ":"))
+    with read_models(lineage, as_of, occurred_before) as models:
+        keys = list(dict.fromkeys(runs)) or ol.all_runs(models.db)
+        lines = [
+            json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
+            for run in keys
+            for event in ol.run_events(models.db, run, emit)
+        ]
+    _write_text("".join(lines), output)
 
 
 COMMANDS = (export,)
