@@ -12,8 +12,9 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
-from .common import as_of_option, read_models, split_address
-from .output import note
+from ..projections.runner import resolve_as_of
+from .common import as_of_option, occurred_moment, read_models, split_address
+from .output import format_option, note, write_rows
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
@@ -130,6 +131,27 @@ def openlineage(
             for event in ol.run_events(models.db, run, emit)
         ]
     _write_text("".join(lines), output)
+
+
+@export.command()
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@as_of_option
+@format_option()
+@click.pass_obj
+def parquet(
+    lineage: Lineage, directory: Path, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
+    """Every read model (views and the tables under them) as DIR/NAME.parquet, written by DuckDB.
+
+    Files of the same names are replaced, and only once all of them were written. Lists what it wrote.
+    """
+    from ..projections.parquet import export_parquet
+
+    written = export_parquet(
+        lineage, directory, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    )
+    write_rows(written, ("relation", "rows", "file"), fmt)
+    note(f"wrote {len(written)} Parquet files to {directory}")
 
 
 COMMANDS = (export,)

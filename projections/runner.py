@@ -443,7 +443,10 @@ def open_read_models(
 
 @contextmanager
 def read_only_models(
-    lineage: Lineage, as_of: int | None = None, occurred_before: datetime | None = None
+    lineage: Lineage,
+    as_of: int | None = None,
+    occurred_before: datetime | None = None,
+    writable_directory: Path | None = None,
 ) -> Iterator[ReadModelDB]:
     """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
 
@@ -468,6 +471,7 @@ def read_only_models(
             timeout=settings.lock_timeout_s,
             memory_limit=settings.duckdb_memory,
             read_only=True,
+            writable_directory=writable_directory,  # only our own exports pass one, never users' SQL
         )
         try:
             shadow_definitions(db)
