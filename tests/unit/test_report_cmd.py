@@ -114,3 +114,15 @@ def test_an_unknown_run_writes_nothing(run_cli: Cli, tmp_path: Path) -> None:
     result = run_cli("report", ABLATE_RUN, "no/such-run", "--to", str(target), ok=False)
     assert result.exit_code == 1 and "expected a recorded run 'no/such-run'" in result.stderr
     assert not target.exists()
+
+
+def test_a_report_as_of_a_position_names_that_head(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    before = lineage.record(ablate_run_facts(with_late_reward=False)).position
+    lineage.record(ablate_run_facts())
+    page = report(run_cli, tmp_path, ABLATE_RUN, "--as-of", str(before))
+    [head] = [page.text_of(code) for code in page.find("code", "head")]
+    assert head.startswith(f"{before}:sha256:") and head != run_cli("head").stdout.strip()
+    run_cli("verify", "--head", head)  # the log still holds exactly that head at that position
+    assert "outcome-pending" in nodes(page)["n5"]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
-from tests.conftest import EXAMPLES, Cli
+from tests.conftest import EXAMPLES, Cli, open_lineage
 from tests.scenarios import ABLATE_RUN, T0, ablate_run_facts
 
 ABLATION_FILE = EXAMPLES / "pr-layout" / "ablate-2026-11-02__10-15-00" / "ablation.json"
@@ -71,6 +72,11 @@ def test_occurred_before_shows_an_arm_still_running_as_pending(
     assert [row["status"] for row in children] == ["pass", "fail", "error", "pending"]
     tree = run_cli("tree", ABLATE_RUN, "--occurred-before", before).stdout
     assert tree.splitlines()[-1].endswith("· pending (no outcome yet)")
+    last_arm = f'{ABLATE_RUN}:root/config:{{"agent": {{"max_turns": 40}}}}'
+    diff = run_cli(
+        "diff", f"{ABLATE_RUN}:root/with-skill", last_arm, "--occurred-before", before
+    ).stdout
+    assert "B: no reward (fork child pending)" in diff.splitlines()
     late = json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout)
     assert late["arms"][3]["status"] == "pass"
 
@@ -110,6 +116,18 @@ def test_occurred_before_and_as_of_together_take_both(lineage: Lineage, run_cli:
         ).stdout
     )[0]["n"]
     assert everything == prefix and 0 < both < prefix
+
+
+def test_occurred_before_on_every_backend(store_url: str, tmp_path: Path) -> None:
+    """The selection is built from the log the same way on the embedded SQLite file and on PostgreSQL."""
+    with open_lineage(store_url, tmp_path / "home") as lineage:
+        lineage.record(ablate_run_facts())
+    run_cli = Cli(tmp_path / "home", store=store_url)
+    before = _iso(_last_arm_scored_at())
+    early = json.loads(
+        run_cli("export", "ablation", f"{ABLATE_RUN}:root", "--occurred-before", before).stdout
+    )
+    assert [arm["status"] for arm in early["arms"]] == ["pass", "fail", "error", "pending"]
 
 
 @pytest.mark.parametrize("value", ["yesterday", "2026-11-03T02:00:00"])
