@@ -142,26 +142,28 @@ def _differing(reported: list[dict[str, str] | None]) -> list[str]:
     return [name for name in names if len({tests.get(name) for tests in tested}) > 1]
 
 
+def _flips(own: dict[str, str], base: dict[str, str]) -> list[str]:
+    """Tests both reported whose outcomes differ (a test one side did not report is no flip)."""
+    return sorted(name for name in own.keys() & base.keys() if own[name] != base[name])
+
+
+def _is_baseline(row: dict[str, Any], baseline: str) -> bool:
+    """The parent row (no fork: an arm may be named "parent" too), or the arm of that name in its fork."""
+    return row["arm"] == baseline and (row["fork"] is None) == (baseline == PARENT)
+
+
 def _flatten(
     run: str, baseline: str, rows: list[dict[str, Any]], differing: dict[str, list[str]]
 ) -> ArmsTable:
-    """One column per test; each row's `flips`: the tests where it differs from its baseline (both reported)."""
+    """One column per test; each row's `flips`: the tests where it differs from its baseline."""
     names = sorted({name for row in rows for name in (row["tests"] or {})})
-    reference = {
-        row["fork"]: row["tests"]
-        for row in rows
-        if row["arm"] == baseline and (baseline == PARENT or row["fork"] is not None)
-    }
+    # the parent is one baseline for every fork; a named arm is each fork's own
+    reference = {row["fork"]: row["tests"] or {} for row in rows if _is_baseline(row, baseline)}
     flat = []
     for row in rows:
         own = row.pop("tests") or {}
-        base = reference.get(None if baseline == PARENT else row["fork"]) or {}
-        is_baseline = row["arm"] == baseline
-        row["flips"] = [
-            name
-            for name in names
-            if not is_baseline and name in own and name in base and own[name] != base[name]
-        ]
+        base = reference.get(None if baseline == PARENT else row["fork"], {})
+        row["flips"] = [] if _is_baseline(row, baseline) else _flips(own, base)
         flat.append({**row, **{name: own.get(name) for name in names}})
     return ArmsTable(run, baseline, names, flat, differing)
 

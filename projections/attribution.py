@@ -43,26 +43,31 @@ class ArmOutcome:
     pending: bool = False
 
     def __post_init__(self) -> None:
-        if self.pending:
-            if not self.ran or self.reward is not None or self.error is not None or self.tests:
-                raise InvalidInput(
-                    f"arm {self.name!r} is pending but carries a reward, error or test outcomes",
-                    hint="a pending arm has reward, error and tests all null",
-                )
-            return
-        # benchflow never writes these combinations; refusing them keeps `status` and `ran` in agreement.
-        if not self.ran and (
-            self.reward is not None or self.error is not None or self.tests is not None
-        ):
-            raise InvalidInput(
-                f"arm {self.name!r} never ran but carries a reward, error or test outcomes",
-                hint="a skipped arm has reward, error and tests all null",
+        problem = self._contradiction()
+        if problem is not None:
+            raise InvalidInput(f"arm {self.name!r} {problem[0]}", hint=problem[1])
+
+    def _contradiction(self) -> tuple[str, str] | None:
+        """What benchflow never writes (refusing it keeps `status` and `ran` in agreement), or None."""
+        without_outcome = self.pending or not self.ran
+        carries = any(value is not None for value in (self.reward, self.error, self.tests))
+        if self.pending and not self.ran:
+            return (
+                "is pending but never ran",
+                "an arm still running has ran=True; one that never ran is skipped",
             )
-        if self.ran and self.reward is None and self.error is None:
-            raise InvalidInput(
-                f"arm {self.name!r} ran but has neither a reward nor an error",
-                hint=f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+        if without_outcome and carries:
+            what = "is pending" if self.pending else "never ran"
+            return (
+                f"{what} but carries a reward, error or test outcomes",
+                "a pending or skipped arm has reward, error and tests all null",
             )
+        if not without_outcome and self.reward is None and self.error is None:
+            return (
+                "ran but has neither a reward nor an error",
+                f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+            )
+        return None
 
 
 def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
