@@ -22,7 +22,7 @@ from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from .exports import require_run
-from .report import run_outcome_class
+from .tree_view import run_outcome_class
 
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"

@@ -13,12 +13,12 @@ from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from .arms import ArmsTable, arms_table
-from .attribution import PASS_REWARD
 from .audit import audit_report
 from .exports import require_run
+from .tree_view import COLOURS, child_outcome_class, run_outcome_class
 
-#: The outcome classes a node is drawn in; `skipped` is an arm that never ran (its fork ended partial).
-OUTCOMES = ("pass", "fail", "unscored", "error", "pending", "skipped")
+#: The outcome classes a node is drawn in (the tree view's colours).
+OUTCOMES = tuple(COLOURS)
 
 
 @dataclass
@@ -42,23 +42,6 @@ class RunReport:
     divergences: list[dict[str, Any]]
     continuations: list[dict[str, Any]]
     audit: dict[str, Any] = field(default_factory=dict)
-
-
-def run_outcome_class(row: dict[str, Any]) -> str:
-    """The run's own outcome: a branch aggregate has no score of its own, so it is drawn unscored."""
-    if row["outcome"] == "scored":
-        return "pass" if row["reward"] >= PASS_REWARD else "fail"
-    if row["outcome"] in ("unscored", "branch_aggregate"):
-        return "unscored"
-    return "error" if row["outcome"] == "failed" else "pending"
-
-
-def child_outcome_class(child: dict[str, Any]) -> str:
-    if child["outcome"] == "unscored":
-        return "unscored"
-    return {"pass": "pass", "fail": "fail", "error": "error", "skipped": "skipped"}.get(
-        child["status"], "pending"
-    )
 
 
 def _detail(reward: float | None, reason: str | None, outcome: str) -> str:

@@ -14,17 +14,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .report import OUTCOMES, ReportNode, RunReport
+from .tree_view import COLOURS
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 170, 46, 20, 34, 10
 LABEL_CHARS = 24
-COLOURS = {
-    "pass": "#2e7d32",
-    "fail": "#c62828",
-    "unscored": "#f9a825",
-    "error": "#6a1b9a",
-    "pending": "#1565c0",
-    "skipped": "#757575",
-}
 STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em}"

@@ -22,12 +22,25 @@ if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
 
 
+#: The outcome a node is drawn in, and its colour; `skipped` is an arm that never ran (its fork ended partial).
+COLOURS = {
+    "pass": "#2e7d32",
+    "fail": "#c62828",
+    "unscored": "#f9a825",
+    "error": "#6a1b9a",
+    "pending": "#1565c0",
+    "skipped": "#757575",
+}
+PASS_REWARD = 1.0  # benchflow's pass threshold (`attribution.PASS_REWARD`)
+
+
 @dataclass
 class TreeNode:
     id: str
     details: list[str] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     children: list[TreeNode] = field(default_factory=list)
+    outcome: str = "pending"
 
 
 @dataclass
@@ -35,6 +48,24 @@ class TreeModel:
     run: str
     header: str
     roots: list[TreeNode]
+    #: (run, node) this run continues (a continuation's source), drawn as a dashed link into its root
+    continues: tuple[str, str] | None = None
+
+
+def run_outcome_class(row: dict[str, Any]) -> str:
+    """The run's own outcome: a branch aggregate has no score of its own, so it is drawn unscored."""
+    if row["outcome"] == "scored":
+        return "pass" if row["reward"] >= PASS_REWARD else "fail"
+    if row["outcome"] in ("unscored", "branch_aggregate"):
+        return "unscored"
+    return "error" if row["outcome"] == "failed" else "pending"
+
+
+def child_outcome_class(child: dict[str, Any]) -> str:
+    """A fork child's outcome from the `children` view (an unscored arm is not an error)."""
+    if child["outcome"] == "unscored":
+        return "unscored"
+    return child["status"] if child["status"] in COLOURS else "pending"
 
 
 def _num(value: float) -> str:
@@ -104,8 +135,9 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
         [run],
     )
+    own_outcome = run_outcome_class(header_row)  # root and the run's linear steps
     for row in order:
-        nodes[row["node"]] = TreeNode(row["node"])
+        nodes[row["node"]] = TreeNode(row["node"], outcome=own_outcome)
     for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
         nodes[stage["node"]].details.append(
             f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
@@ -122,6 +154,7 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
             f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
         )
         nodes[child["node"]].details += [label, child_outcome(child, fork_outcome[child["fork"]])]
+        nodes[child["node"]].outcome = child_outcome_class(child)
     for fork in forks:
         at = (
             f"at {fork['stage']}"
@@ -137,7 +170,13 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
             nodes[row["node"]]
         )
-    return TreeModel(run, f"{run}  task {header_row['task']} · {run_outcome(header_row)}", roots)
+    source = header_row["parent_run"]
+    return TreeModel(
+        run,
+        f"{run}  task {header_row['task']} · {run_outcome(header_row)}",
+        roots,
+        (source, header_row["parent_node"] or "root") if source else None,
+    )
 
 
 def _label(node: TreeNode) -> str:
@@ -187,17 +226,29 @@ def mermaid_text(text: str) -> str:
 
 
 def render_mermaid(model: TreeModel) -> str:
+    """Nodes and edges, then one class per outcome (fill colour), then the run a continuation continues."""
     taken: set[str] = set()
     ids: dict[int, str] = {}
     lines = ["flowchart TD"]
     edges = []
+    by_outcome: dict[str, list[str]] = {}
     for node, parent in _walk(model.roots):
         ids[id(node)] = mermaid_id(node.id, taken)
+        by_outcome.setdefault(node.outcome, []).append(ids[id(node)])
         label = "<br/>".join(mermaid_text(part) for part in [node.id, *node.details, *node.forks])
         lines.append(f'    {ids[id(node)]}["{label}"]')
         if parent is not None:
             edges.append(f"    {ids[id(parent)]} --> {ids[id(node)]}")
-    return "\n".join(lines + edges) + "\n"
+    styles = [
+        f"    classDef {outcome} fill:{COLOURS[outcome]},color:#fff"
+        for outcome in COLOURS
+        if outcome in by_outcome
+    ] + [f"    class {','.join(by_outcome[o])} {o}" for o in COLOURS if o in by_outcome]
+    if model.continues and model.roots:
+        source = mermaid_text(f"continues {model.continues[0]}:{model.continues[1]}")
+        # our ids all start with n_, so `source` is free
+        styles += [f'    source["{source}"]', f"    source -.-> {ids[id(model.roots[0])]}"]
+    return "\n".join(lines + edges + styles) + "\n"
 
 
 def dot_text(text: str) -> str:
@@ -211,12 +262,24 @@ def render_dot(model: TreeModel) -> str:
         '    node [shape=box, fontname="monospace"];',
     ]
     edges = []
-    for node, parent in _walk(model.roots):
+    walked = _walk(model.roots)
+    for node, parent in walked:
+        label = dot_text(chr(10).join([node.id, *node.details, *node.forks]))
         lines.append(
-            f"    {dot_text(node.id)} [label={dot_text(chr(10).join([node.id, *node.details, *node.forks]))}];"
+            f"    {dot_text(node.id)} [label={label}, style=filled, "
+            f'fillcolor="{COLOURS[node.outcome]}", fontcolor="white"];'
         )
         if parent is not None:
             edges.append(f"    {dot_text(parent.id)} -> {dot_text(node.id)};")
+    if model.continues and model.roots:
+        taken = {node.id for node, _ in walked}
+        source = f"{model.continues[0]}:{model.continues[1]}"
+        while source in taken:  # a node named like the source address must stay its own node
+            source += "'"
+        lines.append(
+            f"    {dot_text(source)} [label={dot_text('continues ' + source)}, style=dashed];"
+        )
+        edges.append(f"    {dot_text(source)} -> {dot_text(model.roots[0].id)} [style=dashed];")
     return "\n".join(lines + edges + ["}"]) + "\n"
 
 
