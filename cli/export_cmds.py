@@ -10,6 +10,7 @@ import click
 
 from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
+from ..domain.errors import InvalidInput
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
 from ..projections.runner import resolve_as_of
@@ -18,17 +19,25 @@ from .output import format_option, note, write_rows
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
-    _write_text(canonical_json(document), output)
+    write_text(canonical_json(document), output)
 
 
-def _write_text(text: str, output: str | None) -> None:
+def write_text(text: str, output: str | Path | None) -> None:
+    """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name."""
     if output in (None, "-"):
         click.echo(text, nl=False)
         return
     target = Path(output)  # type: ignore[arg-type]
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)  # never a half-written export under the final name
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InvalidInput(
+            f"expected to write {target}, found: {exc.strerror or exc}",
+            hint="name a file in an existing folder you may write to",
+        ) from None
     note(f"wrote {target}")
 
 
@@ -130,7 +139,7 @@ def openlineage(
             for run in keys
             for event in ol.run_events(models.db, run, emit)
         ]
-    _write_text("".join(lines), output)
+    write_text("".join(lines), output)
 
 
 @export.command()

@@ -8,7 +8,8 @@ import click
 
 from ..bootstrap import Lineage
 from .common import as_of_option, read_models
-from .output import format_option, note, write_rows
+from .export_cmds import write_text
+from .output import format_option, write_rows
 
 
 @click.command()
@@ -95,10 +96,7 @@ def report(
             for run in dict.fromkeys(runs)
         ]
         page = render(built, reports.built_from(models.db), integrity)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(target)
-    note(f"wrote {target} ({len(built)} run(s))")
+    write_text(page, target)
 
 
 COMMANDS = (arms, report)

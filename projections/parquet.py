@@ -33,7 +33,13 @@ def _target(directory: Path) -> Path:
             f"expected a directory to write Parquet files into, found a file at {directory}",
             hint="name a new or existing directory",
         )
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(
+            f"expected to create the directory {directory}, found: {exc.strerror or exc}",
+            hint="name a directory you may write to",
+        ) from None
     return directory.resolve()
 
 
@@ -42,7 +48,13 @@ def export_parquet(
 ) -> list[dict[str, Any]]:
     """Write `<relation>.parquet` for every relation into `directory`; returns (relation, rows, file) rows."""
     target = _target(directory)
-    staging = Path(tempfile.mkdtemp(prefix=".lineage-parquet-", dir=target))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".lineage-parquet-", dir=target))
+    except OSError as exc:
+        raise InvalidInput(
+            f"expected to write Parquet files into {target}, found: {exc.strerror or exc}",
+            hint="name a directory you may write to",
+        ) from None
     try:
         written = []
         with read_only_models(lineage, as_of, occurred_before, writable_directory=staging) as db:

@@ -74,3 +74,11 @@ def test_a_file_where_the_directory_should_be_is_refused(run_cli: Cli, tmp_path:
     result = run_cli("export", "parquet", str(target), ok=False)
     assert result.exit_code == 2 and "is a file" in result.stderr  # a usage error
     assert target.read_text() == "keep me"
+
+
+def test_a_directory_that_cannot_be_made_is_refused_plainly(run_cli: Cli, tmp_path: Path) -> None:
+    run_cli("import", str(EXAMPLES / "pr-layout"))
+    (tmp_path / "a-file").write_text("keep me")
+    result = run_cli("export", "parquet", str(tmp_path / "a-file" / "sub"), ok=False)
+    assert result.exit_code == 1 and "expected to create the directory" in result.stderr
+    assert (tmp_path / "a-file").read_text() == "keep me"

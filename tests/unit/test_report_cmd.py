@@ -126,3 +126,11 @@ def test_a_report_as_of_a_position_names_that_head(
     assert head.startswith(f"{before}:sha256:") and head != run_cli("head").stdout.strip()
     run_cli("verify", "--head", head)  # the log still holds exactly that head at that position
     assert "outcome-pending" in nodes(page)["n5"]
+
+
+def test_a_page_that_cannot_be_written_is_refused_plainly(run_cli: Cli, tmp_path: Path) -> None:
+    run_cli("import", str(EXAMPLES / "pr-layout"))
+    target = tmp_path / "no-such-folder" / "report.html"
+    result = run_cli("report", ABLATE_RUN, "--to", str(target), ok=False)
+    assert result.exit_code == 1 and f"expected to write {target}" in result.stderr
+    assert not target.parent.exists()
