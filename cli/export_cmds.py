@@ -1,4 +1,4 @@
-"""`lineage export tree|stages|ablation`: benchflow's own files, rebuilt from the log."""
+"""`lineage export tree|stages|ablation|openlineage|parquet`: benchflow's own files, and formats other tools read."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ output_option = click.option(
 
 @click.group()
 def export() -> None:
-    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log."""
+    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events or Parquet files from the log."""
 
 
 def _run_document_command(

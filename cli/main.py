@@ -42,7 +42,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": (
         "export_cmds",
         "export",
-        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log.",
+        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events "
+        "or Parquet files from the log.",
     ),
     "head": (
         "log_cmds",
