@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -37,6 +38,13 @@ STYLE = (
 )
 
 
+def _visible(ch: str) -> str:
+    """Control and invisible format characters (a right-to-left override that would show `evil<RLO>gnp.exe` as
+    `evilexe.png`, line separators) shown as escapes rather than obeyed, as the terminal printer shows them."""
+    hidden = unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in "\n\t"
+    return f"\\u{ord(ch):04x}" if hidden else ch
+
+
 def esc(value: Any) -> str:
     """Text for the page, escaped (quotes too, so it is safe inside attributes)."""
     if value is None:
@@ -45,6 +53,8 @@ def esc(value: Any) -> str:
         value = json.dumps(value, sort_keys=True)
     elif not isinstance(value, str):
         value = str(value)
+    if not value.isprintable():
+        value = "".join(_visible(ch) for ch in value)
     return html.escape(value, quote=True)
 
 

@@ -86,7 +86,7 @@ def test_hostile_names_are_text_never_markup(
                 node="root",
                 children=(
                     f.ForkChild(index=0, node=HOSTILE_NODE, arm=HOSTILE_ARM),
-                    f.ForkChild(index=1, node="n2", arm="plain"),
+                    f.ForkChild(index=1, node="n2", arm="evil\u202egnp.exe"),
                 ),
             ),
             f.ChildScored(
@@ -106,6 +106,7 @@ def test_hostile_names_are_text_never_markup(
     assert "test_<script>alert(3)</script>" in headers
     arm_cells = [page.text_of(td) for td in page.find("td")]
     assert HOSTILE_ARM in arm_cells and "<b>task</b>" in arm_cells
+    assert "evil\\u202egnp.exe" in arm_cells  # a right-to-left override shown, not obeyed
 
 
 def test_an_unknown_run_writes_nothing(run_cli: Cli, tmp_path: Path) -> None:
