@@ -8,8 +8,10 @@ an outcome stays started (`pending`). A fork child's parent run is its fork node
 node, a continuation's root the node of the run it continues (standard `parent` facet, with the tree's root as
 `root`). Three custom run facets carry what OpenLineage has no words for: `rolloutLineage_delta` (a fork child's
 arm and delta), `rolloutLineage_outcome` (status, reward or reason, per-test outcomes) and
-`rolloutLineage_snapshots` (the stages captured on the node, their refs and lifetimes). Nulls are left out, as
-the OpenLineage client leaves them out.
+`rolloutLineage_snapshots` (the stages captured on the node, their refs and lifetimes). Snapshot refs are also
+datasets (namespace `NAMESPACE.snapshots`): outputs of the node they were captured on, inputs of the fork children
+restored from them, so a lineage tool joins each fork's children to its branch point. Nulls are left out, as the
+OpenLineage client leaves them out.
 """
 
 from __future__ import annotations
@@ -85,8 +87,22 @@ class Emitter:
             "root": {"run": {"runId": run_id(root_run, "root"), "facets": {}}, "job": job},
         }
 
+    def snapshots(self, refs: list[str], side: str) -> list[dict[str, Any]]:
+        """Snapshot refs as datasets, so lineage tools join a fork's children to the snapshot they restored."""
+        return [
+            {"namespace": f"{self.namespace}.snapshots", "name": ref, "facets": {}, side: {}}
+            for ref in refs
+        ]
+
     def event(
-        self, kind: str, when: datetime, task: str, node_run: str, facets: dict[str, Any]
+        self,
+        kind: str,
+        when: datetime,
+        task: str,
+        node_run: str,
+        facets: dict[str, Any],
+        inputs: list[str] = (),  # type: ignore[assignment]
+        outputs: list[str] = (),  # type: ignore[assignment]
     ) -> dict[str, Any]:
         return {
             "eventTime": _time(when),
@@ -95,8 +111,8 @@ class Emitter:
             "eventType": kind,
             "run": {"runId": node_run, "facets": facets},
             "job": {"namespace": self.namespace, "name": task, "facets": {}},
-            "inputs": [],
-            "outputs": [],
+            "inputs": self.snapshots(list(inputs), "inputFacets"),
+            "outputs": self.snapshots(list(outputs), "outputFacets"),
         }
 
 
@@ -105,10 +121,14 @@ def _node_rows(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
     return db.rows(
         """SELECT n.node, n.parent, n.fork, n.child_index, e.occurred_at AS started_at,
                   c.arm, c.arm_kind, c.delta, c.delta_execution, c.status, c.outcome, c.reward, c.reason,
-                  c.tests, coalesce(c.outcome_at, cl.occurred_at) AS ended_at
+                  c.tests, coalesce(c.outcome_at, cl.occurred_at) AS ended_at,
+                  list_filter([coalesce(c.restored_sandbox_ref, f.sandbox_ref),
+                               coalesce(c.restored_environment_ref, f.environment_ref)], lambda r: r IS NOT NULL)
+                      AS restored
            FROM nodes n JOIN events e USING (position)
            LEFT JOIN children c ON c.run = n.run AND c.fork = n.fork AND c.child_index = n.child_index
            LEFT JOIN fork_closures cl ON cl.run = n.run AND cl.fork = n.fork
+           LEFT JOIN forks f ON f.run = n.run AND f.fork = n.fork
            WHERE n.run = ? ORDER BY n.position, n.child_index""",
         [run],
     )
@@ -186,16 +206,21 @@ def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, A
             }
         else:
             status, end, body = own_status, own_end, own_body
-        yield emit.event("START", row["started_at"], task, node_run, start_facets)
+        restored = row["restored"] or []
+        yield emit.event("START", row["started_at"], task, node_run, start_facets, restored)
         end_facets = {"rolloutLineage_outcome": emit.facet("OutcomeRunFacet", body)}
-        if row["node"] in snapshots:
+        captured = snapshots.get(row["node"], [])
+        if captured:
             end_facets["rolloutLineage_snapshots"] = emit.facet(
-                "SnapshotsRunFacet", {"stages": snapshots[row["node"]]}
+                "SnapshotsRunFacet", {"stages": captured}
             )
+        refs = [
+            r for stage in captured for r in (stage["sandbox_ref"], stage["environment_ref"]) if r
+        ]
         if status in TERMINAL and end is not None:
-            yield emit.event(TERMINAL[status], end, task, node_run, end_facets)
+            yield emit.event(TERMINAL[status], end, task, node_run, end_facets, outputs=refs)
         else:  # still running: what is known so far, without closing the run
-            yield emit.event("RUNNING", row["started_at"], task, node_run, end_facets)
+            yield emit.event("RUNNING", row["started_at"], task, node_run, end_facets, outputs=refs)
 
 
 def _child_status(row: dict[str, Any]) -> str:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openlineage.client.event_v2 import Job, Run, RunEvent, RunState
+from openlineage.client.event_v2 import (
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
 from openlineage.client.generated import parent_run
 from openlineage.client.generated.base import RunFacet
 from openlineage.client.serde import Serde
@@ -56,6 +63,8 @@ def as_model(line: dict[str, Any]) -> RunEvent:
         producer=line["producer"],
         run=Run(runId=line["run"]["runId"], facets=facets),
         job=Job(namespace=line["job"]["namespace"], name=line["job"]["name"]),
+        inputs=[InputDataset(namespace=d["namespace"], name=d["name"]) for d in line["inputs"]],
+        outputs=[OutputDataset(namespace=d["namespace"], name=d["name"]) for d in line["outputs"]],
     )
 
 
@@ -110,6 +119,11 @@ def test_ablation_nodes_forks_rewards_and_snapshots(run_cli: Cli) -> None:
     stages = root_end["rolloutLineage_snapshots"]["stages"]
     assert [(s["stage"], s["sandbox_lifetime"]) for s in stages] == [("env-ready", "exported")]
     assert "parent" not in nodes["root"][0]["run"]["facets"]
+    # the fork's snapshot: an output of the root, an input of every child restored from it
+    snapshot = {"namespace": "bench.snapshots", "name": "bf-snap-csv-dedupe-a41c07e95b2d"}
+    assert [{k: d[k] for k in snapshot} for d in nodes["root"][1]["outputs"]] == [snapshot]
+    for child in ("n2", "n3", "n4", "n5"):
+        assert [{k: d[k] for k in snapshot} for d in nodes[child][0]["inputs"]] == [snapshot]
 
 
 def test_a_continuation_names_the_run_it_continues(run_cli: Cli) -> None:
