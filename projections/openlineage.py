@@ -168,46 +168,53 @@ def _run_outcome(db: ReadModelDB, run_row: dict[str, Any]) -> tuple[str, datetim
     return status, ended, body
 
 
+def _start_facets(row: dict[str, Any], run_row: dict[str, Any], emit: Emitter) -> dict[str, Any]:
+    """The parent facet (previous node, fork node, or the node a continuation continues) and a child's delta."""
+    run, task = run_row["run"], run_row["task"]
+    facets: dict[str, Any] = {}
+    if row["parent"] is not None:
+        facets["parent"] = emit.parent(task, run, row["parent"], run)
+    elif run_row["parent_run"]:
+        source = run_row["parent_run"]
+        facets["parent"] = emit.parent(task, source, run_row["parent_node"] or "root", source)
+    if row["fork"] is not None:
+        delta = {
+            "fork": row["fork"],
+            "index": row["child_index"],
+            "arm": row["arm"],
+            "kind": row["arm_kind"],
+            "delta": _json(row["delta"]),
+            "delta_execution": row["delta_execution"],
+        }
+        facets["rolloutLineage_delta"] = emit.facet("DeltaRunFacet", delta)
+    return facets
+
+
+def _child_outcome(row: dict[str, Any]) -> tuple[str, datetime | None, dict[str, Any]]:
+    status = _child_status(row)
+    body = {
+        "status": status,
+        "outcome": row["outcome"],
+        "reward": row["reward"],
+        "reason": row["reason"],
+        "tests": _json(row["tests"]),
+    }
+    return status, row["ended_at"] if status != "pending" else None, body
+
+
 def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, Any]]:
     """START and terminal events for every node of RUN, in tree order."""
     run_row = require_run(db, run)
     task = run_row["task"]
-    own_status, own_end, own_body = _run_outcome(db, run_row)
+    own = _run_outcome(db, run_row)  # root and the run's linear steps
     snapshots = _snapshots(db, run)
     for row in _node_rows(db, run):
         node_run = run_id(run, row["node"])
-        start_facets: dict[str, Any] = {}
-        if row["parent"] is not None:
-            start_facets["parent"] = emit.parent(task, run, row["parent"], run)
-        elif run_row["parent_run"]:
-            start_facets["parent"] = emit.parent(
-                task, run_row["parent_run"], run_row["parent_node"] or "root", run_row["parent_run"]
-            )
-        if row["fork"] is not None:
-            start_facets["rolloutLineage_delta"] = emit.facet(
-                "DeltaRunFacet",
-                {
-                    "fork": row["fork"],
-                    "index": row["child_index"],
-                    "arm": row["arm"],
-                    "kind": row["arm_kind"],
-                    "delta": _json(row["delta"]),
-                    "delta_execution": row["delta_execution"],
-                },
-            )
-            status = _child_status(row)
-            end = row["ended_at"] if status != "pending" else None
-            body = {
-                "status": status,
-                "outcome": row["outcome"],
-                "reward": row["reward"],
-                "reason": row["reason"],
-                "tests": _json(row["tests"]),
-            }
-        else:
-            status, end, body = own_status, own_end, own_body
-        restored = row["restored"] or []
-        yield emit.event("START", row["started_at"], task, node_run, start_facets, restored)
+        status, end, body = _child_outcome(row) if row["fork"] is not None else own
+        start_facets = _start_facets(row, run_row, emit)
+        yield emit.event(
+            "START", row["started_at"], task, node_run, start_facets, row["restored"] or []
+        )
         end_facets = {"rolloutLineage_outcome": emit.facet("OutcomeRunFacet", body)}
         captured = snapshots.get(row["node"], [])
         if captured:
