@@ -13,9 +13,17 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
+from ..projections.run_list import resolve_run
 from ..projections.runner import resolve_as_of
-from .common import as_of_option, occurred_moment, read_models, split_address
-from .output import format_option, note, write_rows
+from .common import (
+    as_of_option,
+    complete_runs,
+    occurred_moment,
+    read_models,
+    run_argument,
+    split_address,
+)
+from .output import note, output_options, write_rows
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
@@ -57,7 +65,7 @@ def _run_document_command(
     """`lineage export NAME RUN`: the file `document` builds for RUN from the read models."""
 
     @export.command(name, help=help_text)
-    @click.argument("run")
+    @run_argument()
     @as_of_option
     @output_option
     @click.pass_obj
@@ -69,7 +77,7 @@ def _run_document_command(
         output: str | None,
     ) -> None:
         with read_models(lineage, as_of, occurred_before) as models:
-            _write(document(models.db, run), output)
+            _write(document(models.db, resolve_run(models.db, run)), output)
 
     return command
 
@@ -85,7 +93,7 @@ stages = _run_document_command(
 
 
 @export.command()
-@click.argument("fork", metavar="RUN:FORK")
+@run_argument("fork", metavar="RUN:FORK")
 @as_of_option
 @output_option
 @click.pass_obj
@@ -98,11 +106,11 @@ def ablation(
     """
     run, fork_id = split_address(fork, "RUN:FORK")
     with read_models(lineage, as_of, occurred_before) as models:
-        _write(exports.ablation_document(models.db, run, fork_id), output)
+        _write(exports.ablation_document(models.db, resolve_run(models.db, run), fork_id), output)
 
 
 @export.command()
-@click.argument("runs", metavar="[RUN...]", nargs=-1)
+@click.argument("runs", metavar="[RUN...]", nargs=-1, shell_complete=complete_runs)
 @click.option(
     "--namespace",
     default="rollout-lineage",
@@ -133,7 +141,8 @@ def openlineage(
 
     emit = ol.Emitter(namespace, "urn:" + tool_version().replace(" ", ":"))
     with read_models(lineage, as_of, occurred_before) as models:
-        keys = list(dict.fromkeys(runs)) or ol.all_runs(models.db)
+        given = [resolve_run(models.db, run) for run in runs]
+        keys = list(dict.fromkeys(given)) or ol.all_runs(models.db)
         lines = [
             json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
             for run in keys
@@ -145,7 +154,7 @@ def openlineage(
 @export.command()
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def parquet(
     lineage: Lineage, directory: Path, as_of: str | None, occurred_before: str | None, fmt: str

@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from ..bootstrap import Lineage
-from .common import as_of_option, read_models
+from .common import as_of_option, complete_runs, read_models, run_argument
 from .export_cmds import write_text
-from .output import format_option, write_rows
+from .output import output_options, write_rows
 
 
 @click.command()
-@click.argument("address", metavar="RUN[:FORK]")
+@run_argument("address", metavar="RUN[:FORK]")
 @click.option(
     "--baseline",
     default="parent",
@@ -21,7 +21,7 @@ from .output import format_option, write_rows
     help="What a flip is measured against: the parent run, or the name of an arm in each fork.",
 )
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def arms(
     lineage: Lineage,
@@ -40,9 +40,10 @@ def arms(
     Example: lineage arms ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root
     """
     from ..projections import arms as arm_tables
+    from ..projections.run_list import resolve_address
 
     with read_models(lineage, as_of, occurred_before) as models:
-        run, fork = arm_tables.split_run_fork(models.db, address)
+        run, fork = arm_tables.split_run_fork(models.db, resolve_address(models.db, address))
         table = arm_tables.arms_table(models.db, run, fork, baseline)
     if fmt in ("table", "markdown"):
         write_rows(
@@ -53,7 +54,7 @@ def arms(
 
 
 @click.command()
-@click.argument("runs", metavar="RUN...", nargs=-1, required=True)
+@click.argument("runs", metavar="RUN...", nargs=-1, required=True, shell_complete=complete_runs)
 @click.option(
     "--to",
     "target",
@@ -81,6 +82,7 @@ def report(
     """
     from ..projections import report as reports
     from ..projections.report_html import render
+    from ..projections.run_list import resolve_run
 
     chain = lineage.verify()
     integrity = {
@@ -93,7 +95,7 @@ def report(
     with read_models(lineage, as_of, occurred_before) as models:
         built = [
             reports.run_report(models.db, run, integrity, models.position)
-            for run in dict.fromkeys(runs)
+            for run in dict.fromkeys(resolve_run(models.db, given) for given in runs)
         ]
         page = render(built, reports.built_from(models.db), integrity)
     write_text(page, target)

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
+from .attribution import PASS_REWARD
 from .exports import require_run
-from .tree_view import run_outcome_class
 
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
@@ -147,6 +147,15 @@ def _snapshots(db: ReadModelDB, run: str) -> dict[str, list[dict[str, Any]]]:
         node = row.pop("node")
         found.setdefault(node, []).append(row)
     return found
+
+
+def run_outcome_class(row: dict[str, Any]) -> str:
+    """The run's own outcome: a branch aggregate ended without a score of its own, so it counts as unscored."""
+    if row["outcome"] == "scored":
+        return "pass" if row["reward"] >= PASS_REWARD else "fail"
+    if row["outcome"] in ("unscored", "branch_aggregate"):
+        return "unscored"
+    return "error" if row["outcome"] == "failed" else "pending"
 
 
 def _run_outcome(db: ReadModelDB, run_row: dict[str, Any]) -> tuple[str, datetime | None, dict]:

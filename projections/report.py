@@ -15,10 +15,11 @@ from ..adapters.duckdb_store import ReadModelDB
 from .arms import ArmsTable, arms_table
 from .audit import audit_report
 from .exports import require_run
-from .tree_view import COLOURS, child_outcome_class, run_outcome_class
+from .tree_view import OUTCOME_COLOURS, tree_model
 
-#: The outcome classes a node is drawn in (the tree view's colours).
-OUTCOMES = tuple(COLOURS)
+#: The outcome classes a node is drawn in, as `lineage tree` colours them; the run's linear steps are `step`.
+OUTCOMES = tuple(OUTCOME_COLOURS)
+STEP = "step"
 
 
 @dataclass
@@ -50,31 +51,42 @@ def _detail(reward: float | None, reason: str | None, outcome: str) -> str:
     return f"{outcome}: {reason}" if reason else outcome
 
 
+def _outcomes(db: ReadModelDB, run: str) -> dict[str, str]:
+    """Each node's outcome class as the tree view decides it (so the page and `tree --format dot` agree)."""
+    found: dict[str, str] = {}
+    stack = list(tree_model(db, run).roots)
+    while stack:
+        node = stack.pop()
+        found[node.id] = node.outcome or STEP
+        stack.extend(node.children)
+    return found
+
+
 def _nodes(db: ReadModelDB, run_row: dict[str, Any]) -> list[ReportNode]:
     run = run_row["run"]
     children = {
         c["node"]: c
         for c in db.rows(
-            "SELECT node, arm, status, outcome, reward, reason FROM children WHERE run = ?", [run]
+            "SELECT node, arm, outcome, reward, reason FROM children WHERE run = ?", [run]
         )
     }
     stages: dict[str, list[str]] = {}
     for row in db.rows("SELECT node, stage FROM stages WHERE run = ? ORDER BY position", [run]):
         stages.setdefault(row["node"], []).append(row["stage"])
-    own = run_outcome_class(run_row)
+    outcomes = _outcomes(db, run)
     reason = run_row["unscored_reason"] or run_row["error"]
     nodes = []
     for row in db.rows(
         "SELECT node, parent FROM nodes WHERE run = ? ORDER BY position, child_index", [run]
     ):
+        outcome = outcomes.get(row["node"], STEP)
         child = children.get(row["node"])
         if child is not None:
-            outcome = child_outcome_class(child)
             label = child["arm"]
-            detail = _detail(child["reward"], child["reason"], outcome)
-        else:  # root and the run's own linear steps carry the run's outcome
-            outcome, label = own, ", ".join(stages.get(row["node"], []))
-            detail = _detail(run_row["reward"], reason, outcome)
+            detail = _detail(child["reward"], child["reason"], child["outcome"] or "pending")
+        else:  # root and the run's own linear steps: the run's reward or why it has none
+            label = ", ".join(stages.get(row["node"], []))
+            detail = _detail(run_row["reward"], reason, run_row["outcome"])
         nodes.append(ReportNode(row["node"], row["parent"], outcome, label, detail))
     return nodes
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .report import OUTCOMES, ReportNode, RunReport
-from .tree_view import COLOURS
+from .tree_view import OUTCOME_COLOURS
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 170, 46, 20, 34, 10
 LABEL_CHARS = 24
@@ -26,14 +26,15 @@ STYLE = (
     "code,.mono{font-family:ui-monospace,monospace}"
     "section.run{border-top:3px solid #444;margin-top:2em}"
     "td.flip{font-weight:bold;background:#fff3cd}"
-    "svg text{font-family:ui-monospace,monospace;font-size:11px;fill:#fff}"
+    "svg text{font-family:ui-monospace,monospace;font-size:11px;fill:#111}"
+    "svg rect{stroke:#555;stroke-width:1;fill:#fff}"
     "svg line{stroke:#888;stroke-width:1.5}"
     ".verdict{font-weight:bold}"
     ".finding-not-publishable{color:#b71c1c}.finding-quarantine{color:#e65100}"
     + "".join(
         f"svg g.outcome-{name} rect{{fill:{colour}}}"
-        f".legend .outcome-{name}{{background:{colour};color:#fff;padding:0 .4em}}"
-        for name, colour in COLOURS.items()
+        f".legend .outcome-{name}{{background:{colour};padding:0 .4em}}"
+        for name, colour in OUTCOME_COLOURS.items()
     )
 )
 
@@ -315,6 +316,7 @@ def _run_section(report: RunReport, index: int) -> str:
 
 def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]) -> str:
     legend = " ".join(f'<span class="outcome-{name}">{name}</span>' for name in OUTCOMES)
+    legend += " (white: one of the run's own linear steps)"
     index = "".join(
         f'<li><a href="#run-{i}">{esc(r.run["run"])}</a> ({esc(r.audit["verdict"])})</li>'
         for i, r in enumerate(reports)

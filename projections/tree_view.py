@@ -22,25 +22,14 @@ if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
 
 
-#: The outcome a node is drawn in, and its colour; `skipped` is an arm that never ran (its fork ended partial).
-COLOURS = {
-    "pass": "#2e7d32",
-    "fail": "#c62828",
-    "unscored": "#f9a825",
-    "error": "#6a1b9a",
-    "pending": "#1565c0",
-    "skipped": "#757575",
-}
-PASS_REWARD = 1.0  # benchflow's pass threshold (`attribution.PASS_REWARD`)
-
-
 @dataclass
 class TreeNode:
     id: str
     details: list[str] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     children: list[TreeNode] = field(default_factory=list)
-    outcome: str = "pending"
+    #: pass / fail / unscored / error / pending for the run's root and fork children; None for linear steps.
+    outcome: str | None = None
 
 
 @dataclass
@@ -48,24 +37,31 @@ class TreeModel:
     run: str
     header: str
     roots: list[TreeNode]
-    #: (run, node) this run continues (a continuation's source), drawn as a dashed link into its root
-    continues: tuple[str, str] | None = None
+    #: The run a continuation replays (its `parent_run`), and where it was cut, for the picture's link.
+    continues: str | None = None
+    continues_from: str | None = None
 
 
-def run_outcome_class(row: dict[str, Any]) -> str:
-    """The run's own outcome: a branch aggregate has no score of its own, so it is drawn unscored."""
-    if row["outcome"] == "scored":
-        return "pass" if row["reward"] >= PASS_REWARD else "fail"
-    if row["outcome"] in ("unscored", "branch_aggregate"):
+#: Fill colours of the picture formats, one per outcome (colour-blind safe; text stays black on all of them).
+OUTCOME_COLOURS = {
+    "pass": "#b7e1a1",
+    "fail": "#f4a6a6",
+    "unscored": "#d9d9d9",
+    "error": "#f7c873",
+    "pending": "#a9cdf0",
+}
+
+
+def node_outcome(kind: str | None, reward: float | None, ended: bool = False) -> str:
+    """One word for what became of a run or fork child: scored is pass (reward >= 1, benchflow's rule) or fail;
+    failed is error; no outcome is pending (`ended`: skipped because its fork ended partial, also unscored)."""
+    if kind == "scored":
+        return "pass" if reward is not None and reward >= 1.0 else "fail"
+    if kind == "failed":
+        return "error"
+    if kind == "unscored" or ended:
         return "unscored"
-    return "error" if row["outcome"] == "failed" else "pending"
-
-
-def child_outcome_class(child: dict[str, Any]) -> str:
-    """A fork child's outcome from the `children` view (an unscored arm is not an error)."""
-    if child["outcome"] == "unscored":
-        return "unscored"
-    return child["status"] if child["status"] in COLOURS else "pending"
+    return "pending"
 
 
 def _num(value: float) -> str:
@@ -135,9 +131,8 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
         [run],
     )
-    own_outcome = run_outcome_class(header_row)  # root and the run's linear steps
     for row in order:
-        nodes[row["node"]] = TreeNode(row["node"], outcome=own_outcome)
+        nodes[row["node"]] = TreeNode(row["node"])
     for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
         nodes[stage["node"]].details.append(
             f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
@@ -153,8 +148,11 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         label = (
             f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
         )
-        nodes[child["node"]].details += [label, child_outcome(child, fork_outcome[child["fork"]])]
-        nodes[child["node"]].outcome = child_outcome_class(child)
+        node = nodes[child["node"]]
+        node.details += [label, child_outcome(child, fork_outcome[child["fork"]])]
+        node.outcome = node_outcome(
+            child["outcome"], child["reward"], fork_outcome[child["fork"]] == "partial"
+        )
     for fork in forks:
         at = (
             f"at {fork['stage']}"
@@ -170,13 +168,22 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
             nodes[row["node"]]
         )
-    source = header_row["parent_run"]
+    if "root" in nodes:
+        nodes["root"].outcome = node_outcome(header_row["outcome"], header_row["reward"])
+    cut = db.rows("SELECT source_run, stage FROM cut_points WHERE run = ?", [run])
+    continues = header_row["parent_run"] or (cut[0]["source_run"] if cut else None)
     return TreeModel(
         run,
         f"{run}  task {header_row['task']} · {run_outcome(header_row)}",
         roots,
-        (source, header_row["parent_node"] or "root") if source else None,
+        continues=continues,
+        continues_from=cut[0]["stage"] if cut and cut[0]["stage"] else None,
     )
+
+
+def _continuation_label(model: TreeModel) -> str:
+    at = f" at {model.continues_from}" if model.continues_from else ""
+    return f"continues {model.continues}{at}"
 
 
 def _label(node: TreeNode) -> str:
@@ -226,28 +233,27 @@ def mermaid_text(text: str) -> str:
 
 
 def render_mermaid(model: TreeModel) -> str:
-    """Nodes and edges, then one class per outcome (fill colour), then the run a continuation continues."""
+    """A flowchart with each node in its outcome's class (`classDef`), and a continuation's source run as a
+    dotted link into its root."""
     taken: set[str] = set()
     ids: dict[int, str] = {}
     lines = ["flowchart TD"]
     edges = []
-    by_outcome: dict[str, list[str]] = {}
+    classes: dict[str, list[str]] = {}
     for node, parent in _walk(model.roots):
         ids[id(node)] = mermaid_id(node.id, taken)
-        by_outcome.setdefault(node.outcome, []).append(ids[id(node)])
         label = "<br/>".join(mermaid_text(part) for part in [node.id, *node.details, *node.forks])
         lines.append(f'    {ids[id(node)]}["{label}"]')
+        if node.outcome:
+            classes.setdefault(node.outcome, []).append(ids[id(node)])
         if parent is not None:
             edges.append(f"    {ids[id(parent)]} --> {ids[id(node)]}")
-    styles = [
-        f"    classDef {outcome} fill:{COLOURS[outcome]},color:#fff"
-        for outcome in COLOURS
-        if outcome in by_outcome
-    ] + [f"    class {','.join(by_outcome[o])} {o}" for o in COLOURS if o in by_outcome]
     if model.continues and model.roots:
-        source = mermaid_text(f"continues {model.continues[0]}:{model.continues[1]}")
-        # our ids all start with n_, so `source` is free
-        styles += [f'    source["{source}"]', f"    source -.-> {ids[id(model.roots[0])]}"]
+        source = mermaid_id("continues", taken)
+        lines.append(f'    {source}(["{mermaid_text(_continuation_label(model))}"])')
+        edges.append(f"    {source} -.-> {ids[id(model.roots[0])]}")
+    styles = [f"    classDef {name} fill:{colour}" for name, colour in OUTCOME_COLOURS.items()]
+    styles += [f"    class {','.join(members)} {name}" for name, members in classes.items()]
     return "\n".join(lines + edges + styles) + "\n"
 
 
@@ -262,24 +268,20 @@ def render_dot(model: TreeModel) -> str:
         '    node [shape=box, fontname="monospace"];',
     ]
     edges = []
-    walked = _walk(model.roots)
-    for node, parent in walked:
+    for node, parent in _walk(model.roots):
         label = dot_text(chr(10).join([node.id, *node.details, *node.forks]))
-        lines.append(
-            f"    {dot_text(node.id)} [label={label}, style=filled, "
-            f'fillcolor="{COLOURS[node.outcome]}", fontcolor="white"];'
+        fill = (
+            f', style=filled, fillcolor="{OUTCOME_COLOURS[node.outcome]}", class="{node.outcome}"'
+            if node.outcome
+            else ""
         )
+        lines.append(f"    {dot_text(node.id)} [label={label}{fill}];")
         if parent is not None:
             edges.append(f"    {dot_text(parent.id)} -> {dot_text(node.id)};")
     if model.continues and model.roots:
-        taken = {node.id for node, _ in walked}
-        source = f"{model.continues[0]}:{model.continues[1]}"
-        while source in taken:  # a node named like the source address must stay its own node
-            source += "'"
-        lines.append(
-            f"    {dot_text(source)} [label={dot_text('continues ' + source)}, style=dashed];"
-        )
-        edges.append(f"    {dot_text(source)} -> {dot_text(model.roots[0].id)} [style=dashed];")
+        source = dot_text(f"source:{model.continues}")
+        lines.append(f"    {source} [label={dot_text(_continuation_label(model))}, shape=ellipse];")
+        edges.append(f"    {source} -> {dot_text(model.roots[0].id)} [style=dashed];")
     return "\n".join(lines + edges + ["}"]) + "\n"
 
 

@@ -7,9 +7,8 @@ import re
 import pytest
 
 from rollout_lineage.bootstrap import Lineage
-from rollout_lineage.projections.tree_view import COLOURS
 from tests import audit_scenarios as s
-from tests.conftest import EXAMPLES, Cli
+from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, NIGHTLY_RUN, ablate_run_facts, nightly_run_facts
 
 ABLATE_TREE = f"""\
@@ -86,41 +85,26 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
 MERMAID_ID = r"[A-Za-z_][A-Za-z0-9_]*"
 NODE_LINE = re.compile(rf'^    (?P<id>{MERMAID_ID})\["(?P<label>[^"]*)"\]$')
 EDGE_LINE = re.compile(rf"^    (?P<a>{MERMAID_ID}) --> (?P<b>{MERMAID_ID})$")
+CLASS_DEF = re.compile(r"^    classDef (?P<name>\w+) fill:#[0-9a-f]{6}$")
+CLASS_LINE = re.compile(rf"^    class (?P<ids>{MERMAID_ID}(?:,{MERMAID_ID})*) (?P<name>\w+)$")
 
 
-CLASS_DEF = re.compile(r"^    classDef (?P<outcome>[a-z]+) fill:#[0-9a-f]{6},color:#fff$")
-CLASS_LINE = re.compile(rf"^    class (?P<ids>{MERMAID_ID}(?:,{MERMAID_ID})*) (?P<outcome>[a-z]+)$")
-SOURCE_LINES = re.compile(
-    rf'^    source\["continues [^"]*"\]$|^    source -\.-> (?P<root>{MERMAID_ID})$'
-)
-
-
-def parse_mermaid(
-    text: str, outcomes: dict[str, str] | None = None
-) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Every line is the header, a node, an edge, an outcome class or the continued source; returns {id: label}
-    and the edges, and fills `outcomes` ({id: outcome}) when given."""
+def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """Every line is the header, a node declaration or an edge; returns {id: label} and the edges."""
     lines = text.splitlines()
     assert lines[0] == "flowchart TD"
     nodes: dict[str, str] = {}
     edges = []
-    defined = set()
     for line in lines[1:]:
         if node := NODE_LINE.match(line):
             assert node["id"] not in nodes, f"{node['id']} declared twice"
             nodes[node["id"]] = node["label"]
         elif edge := EDGE_LINE.match(line):
             edges.append((edge["a"], edge["b"]))
-        elif styled := CLASS_DEF.match(line):
-            defined.add(styled["outcome"])
-        elif classed := CLASS_LINE.match(line):
-            assert classed["outcome"] in defined
-            for node_id in classed["ids"].split(","):
-                assert node_id in nodes
-                if outcomes is not None:
-                    outcomes[node_id] = classed["outcome"]
-        elif not SOURCE_LINES.match(line):
-            raise AssertionError(f"not a Mermaid node, edge, class or source: {line!r}")
+        elif CLASS_DEF.match(line) or CLASS_LINE.match(line):
+            continue  # outcome colours: `mermaid_classes` reads them
+        else:
+            raise AssertionError(f"not a Mermaid node or edge: {line!r}")
     return nodes, edges
 
 
@@ -166,8 +150,8 @@ def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(
 
 
 DOT_NODE = re.compile(
-    r'^    "(?P<id>(?:[^"\\]|\\.)*)" \[label="(?:[^"\\]|\\.)*", style=filled, '
-    r'fillcolor="(?P<colour>#[0-9a-f]{6})", fontcolor="white"\];$'
+    r'^    "(?P<id>(?:[^"\\]|\\.)*)" \[label="(?:[^"\\]|\\.)*"'
+    r'(?:, style=filled, fillcolor="#[0-9a-f]{6}", class="(?P<outcome>\w+)")?\];$'
 )
 DOT_EDGE = re.compile(r'^    "(?P<a>(?:[^"\\]|\\.)*)" -> "(?P<b>(?:[^"\\]|\\.)*)";$')
 
@@ -186,38 +170,54 @@ def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(
         "nothing but the header, defaults, nodes, edges and the brace"
     )
     assert 'label="n5\\narm config:{\\"agent\\": {\\"max_turns\\": 40}}\\nreward 1"' in lines[8]
-    colours = [m["colour"] for line in lines if (m := DOT_NODE.match(line))]
-    assert colours == [COLOURS[o] for o in ("fail", "fail", "pass", "fail", "unscored", "pass")]
-
-
-def test_mermaid_classes_colour_each_node_by_outcome(lineage: Lineage, run_cli: Cli) -> None:
-    lineage.record(ablate_run_facts(with_late_reward=False))
-    outcomes: dict[str, str] = {}
-    nodes, _ = parse_mermaid(run_cli("tree", ABLATE_RUN, "--format", "mermaid").stdout, outcomes)
-    by_name = {nodes[node_id].split("<br/>")[0]: outcome for node_id, outcome in outcomes.items()}
-    assert by_name == {
+    outcomes = {m["id"]: m["outcome"] for line in lines if (m := DOT_NODE.match(line))}
+    assert outcomes == {
         "root": "fail",
-        "n1": "fail",
+        "n1": None,
         "n2": "pass",
         "n3": "fail",
         "n4": "unscored",
-        "n5": "pending",
+        "n5": "pass",
     }
 
 
-def test_a_continuation_links_to_the_run_it_continues(run_cli: Cli) -> None:
-    run_cli("import", str(EXAMPLES / "pr-layout"))
-    continued = "nightly/csv-dedupe__7c1f2a90__continued"
-    mermaid = run_cli("tree", continued, "--format", "mermaid").stdout.splitlines()
-    parse_mermaid("\n".join(mermaid))  # still well-formed with the source link
-    assert mermaid[-2:] == [
-        '    source["continues nightly/csv-dedupe__7c1f2a90:root"]',
-        "    source -.-> n_root",
-    ]
-    dot = run_cli("tree", continued, "--format", "dot").stdout.splitlines()
-    assert dot[-2] == '    "nightly/csv-dedupe__7c1f2a90:root" -> "root" [style=dashed];'
-    plain = run_cli("tree", "nightly/csv-dedupe__7c1f2a90", "--format", "mermaid").stdout
-    assert "source" not in plain
+def mermaid_classes(text: str) -> dict[str, str]:
+    """{mermaid id: outcome class} from the `class` lines, each class declared with a fill first."""
+    declared = {m["name"] for line in text.splitlines() if (m := CLASS_DEF.match(line))}
+    classes = {}
+    for line in text.splitlines():
+        if m := CLASS_LINE.match(line):
+            assert m["name"] in declared
+            classes.update(dict.fromkeys(m["ids"].split(","), m["name"]))
+    return classes
+
+
+def test_pictures_colour_nodes_by_outcome(lineage: Lineage, run_cli: Cli) -> None:
+    lineage.record(ablate_run_facts(with_late_reward=False))
+    text = run_cli("tree", ABLATE_RUN, "--format", "mermaid").stdout
+    assert mermaid_classes(text) == {
+        "n_root": "fail",
+        "n_n2": "pass",
+        "n_n3": "fail",
+        "n_n4": "unscored",
+        "n_n5": "pending",  # its reward comes later
+    }
+    lineage.record(s.partial_fork())
+    dot = run_cli("tree", s.PARTIAL, "--format", "dot").stdout.splitlines()
+    outcomes = {m["id"]: m["outcome"] for line in dot if (m := DOT_NODE.match(line))}
+    assert outcomes == {"root": "pass", "n1": "pass", "n2": "error"}
+
+
+def test_a_continuation_links_to_its_source_run(run_cli: Cli) -> None:
+    from tests.conftest import EXAMPLES
+
+    run_cli("import", str(EXAMPLES))
+    run = "nightly/csv-dedupe__7c1f2a90__continued"
+    mermaid = run_cli("tree", run, "--format", "mermaid").stdout.splitlines()
+    assert '    n_continues(["continues nightly/csv-dedupe__7c1f2a90 at post-research"])' in mermaid
+    assert "    n_continues -.-> n_root" in mermaid
+    dot = run_cli("tree", run, "--format", "dot").stdout.splitlines()
+    assert '    "source:nightly/csv-dedupe__7c1f2a90" -> "root" [style=dashed];' in dot
 
 
 def test_tree_of_an_unknown_run_is_a_clear_error(run_cli: Cli) -> None:
