@@ -41,7 +41,9 @@ class ReadModelDB:
         self.connection = connection
         self.path = path
         # The file's own catalog, read once: once the search path puts `system` first, current_database() says so.
-        self.catalog: str = connection.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        row = connection.execute("SELECT current_database()").fetchone()
+        assert row is not None  # a SELECT without FROM returns one row
+        self.catalog: str = row[0]
 
     @classmethod
     def open(

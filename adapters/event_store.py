@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
-from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -24,8 +23,9 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
-from ..domain.integrity import GENESIS, ChainRow, link
-from .chained_log import merge_chain
+from ..domain.integrity import GENESIS, ChainRow
+from .backoff import StoreBackoff
+from .chained_log import merge_chain, next_links, stored_rows
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -106,31 +106,6 @@ class StoreURL:
         return env
 
 
-def _rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
-    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
-    return [
-        (
-            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
-            e.originator_version,
-            e.topic,
-            e.state,
-        )
-        for e in events
-    ]
-
-
-def _links(
-    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
-) -> list[tuple[int, int, str]]:
-    links = []
-    previous_position, previous_hash = previous
-    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
-        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
-        links.append((position, previous_position, chain_hash))
-        previous_position, previous_hash = position, chain_hash
-    return links
-
-
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -146,7 +121,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
         # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
         # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
-        rows = _rows(stored_events)
+        rows = stored_rows(stored_events)
         c.executemany(self.insert_events_statement, rows)
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
         last_id = c.fetchone()[0]
@@ -163,7 +138,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
-        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -277,7 +252,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 SQL(
                     "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
                 ).format(*self.chain_table),
-                _links(previous, ids, _rows(stored_events)),
+                next_links(previous, ids, stored_rows(stored_events)),
             )
         return ids
 
@@ -412,7 +387,12 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            return LineageApp(
+                env=url.application_env(),
+                actor=actor,
+                tool_version=tool_version,
+                retry=StoreBackoff(),
+            )
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here

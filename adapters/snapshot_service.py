@@ -232,6 +232,7 @@ class SnapshotService:
         if matched:
             return [self._admit_match(ref, path, report) for ref in matched]
         claimed = self.catalog.refs_claimed(report)
+        error: LineageError
         if claimed:
             error = SnapshotDigestMismatch(
                 f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
@@ -319,7 +320,7 @@ class SnapshotService:
                     adoption, dry_run=True, verified_here=True
                 )  # a conflict is refused before loading
             engine = self._engine_identity()
-            self._load(ref, path, expected_id)
+            loaded_id = self._load(ref, path, expected_id)
         except StoreUnavailable:
             raise  # the engine is away: that says nothing about the tar, so nothing is recorded
         except LineageError as exc:
@@ -327,7 +328,7 @@ class SnapshotService:
         imported = f.SnapshotImported(
             ref=ref,
             engine=engine,
-            image_id=expected_id,
+            image_id=loaded_id,
             tar_sha256=report.tar_sha256,
             tar_path=str(path),
         )
@@ -405,7 +406,8 @@ class SnapshotService:
             self._engine_name = self.engine.identity()
         return self._engine_name
 
-    def _load(self, ref: str, path: Path, expected_id: str | None) -> None:
+    def _load(self, ref: str, path: Path, expected_id: str | None) -> str:
+        """Load the tar and return the id `ref` now resolves to, which is `expected_id` or an error."""
         before = self.engine.list_image_ids()
         try:
             self.engine.load_tar(path)
@@ -420,6 +422,7 @@ class SnapshotService:
         except LineageError:
             self._unload(before)
             raise
+        return resolved
 
     def _unload(self, before: set[str]) -> None:
         """Best effort: remove the images a failed load added, so a rejected tar leaves the engine as it was."""

@@ -24,7 +24,7 @@ import re
 import stat
 import tarfile
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from rollout_lineage.domain.errors import InvalidInput
 
@@ -128,7 +128,9 @@ class _Scan:
                 member = archive.next()
                 if member is None:
                     return self._check_end(reader, archive.offset, last_name)
-                archive.members.clear()  # TarFile keeps every TarInfo; `self.seen` is our own bounded index
+                # TarFile keeps every TarInfo in `members`; `self.seen` is our own bounded index. The
+                # attribute is CPython's (every version since 2.x) but not in the typing stubs.
+                archive.members.clear()  # type: ignore[attr-defined]
                 if count == _MAX_MEMBERS:
                     self._flag(
                         INCOMPLETE,
@@ -527,7 +529,7 @@ def _digest_in_name(config_key: str) -> str | None:
     return name if _HEX64.fullmatch(name) else None
 
 
-def _str_list(value: Any) -> bool:
+def _str_list(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 

@@ -32,10 +32,10 @@ def _write(document: dict[str, Any], output: str | None) -> None:
 
 def write_text(text: str, output: str | Path | None) -> None:
     """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name."""
-    if output in (None, "-"):
+    if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    target = Path(output)  # type: ignore[arg-type]
+    target = Path(output)
     tmp = target.with_name(f".{target.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -12,7 +12,6 @@ import logging
 from typing import Any
 
 import click
-from click.utils import make_default_short_help
 
 from ..domain.errors import LineageError, StoreUnavailable
 
@@ -181,8 +180,10 @@ class LineageGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        # A bare Command shortens the help as the loaded one would (click.utils.make_default_short_help is
+        # deprecated), without importing the command's module.
         rows = [
-            (name, make_default_short_help(text, limit))
+            (name, click.Command(name, help=text).get_short_help_str(limit))
             for name, (_, _, text) in sorted(COMMANDS.items())
         ]
         with formatter.section("Commands"):

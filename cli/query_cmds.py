@@ -145,7 +145,7 @@ def project(lineage: Lineage, follow: bool, interval: float, until: int | None) 
 def rebuild_command(lineage: Lineage) -> None:
     """Drop every read model and rebuild it from the whole log."""
     with read_models(lineage) as models:
-        position = rebuild(models.db, lineage.app.recorder, lineage.store_url.redacted())
+        position = rebuild(models.db, lineage.log, lineage.store_url.redacted())
     note(f"rebuilt the read models from the log up to position {position}")
 
 

@@ -114,7 +114,7 @@ def tree_svg(report: RunReport, index: int) -> str:
     for n in report.nodes:
         x, y = corner(n.node)
         if n.parent in place:
-            px, py = corner(n.parent)  # type: ignore[arg-type]
+            px, py = corner(n.parent)
             edges.append(
                 f'<line x1="{px + BOX_W / 2:.0f}" y1="{py + BOX_H:.0f}" '
                 f'x2="{x + BOX_W / 2:.0f}" y2="{y:.0f}"/>'

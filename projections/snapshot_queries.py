@@ -48,9 +48,9 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     selected = [row for row in snapshots if not stages or row["stage"] in stages]
     for stage in stages:
         if not any(row["exports"] for row in selected if row["stage"] == stage):
-            refs = [row["ref"] for row in selected if row["stage"] == stage]
+            ephemeral = [row["ref"] for row in selected if row["stage"] == stage]
             raise InvalidInput(
-                f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
+                f"Stage {stage!r} of run {run!r} was never exported (snapshots {ephemeral or 'none'} are "
                 "ephemeral); expected a recorded export to import.",
                 hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
                 "(benchflow: --keep-snapshots)",

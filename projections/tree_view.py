@@ -163,7 +163,7 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         nodes[fork["node"]].forks.append(
             f"fork {fork['fork']} {at}, {fork['outcome']}: {fork_value(fork, mine)}"
         )
-    roots = []
+    roots: list[TreeNode] = []
     for row in order:
         (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
             nodes[row["node"]]

@@ -23,14 +23,17 @@ class Crash(Exception):
 def fresh_tables(lineage: Lineage) -> dict[str, list[tuple]]:
     db = ReadModelDB.open(":memory:")
     runner.ensure_schema(db, "test")
-    runner.catch_up(db, lineage.app.recorder)
+    runner.catch_up(db, lineage.log)
     return table_contents(db)
 
 
-def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage: Lineage) -> None:
+def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(
+    memory_lineage: Lineage,
+) -> None:
+    lineage = memory_lineage
     lineage.record(ablate_run_facts())
     lineage.record(nightly_run_facts())
-    db = ReadModelDB.open(lineage.settings.projections_path)
+    db = ReadModelDB.open(lineage.read_models_path)
     runner.ensure_schema(db, "test")
     pages = []
 
@@ -40,13 +43,13 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage:
             raise Crash
 
     with pytest.raises(Crash):
-        runner.catch_up(db, lineage.app.recorder, page=7, inside_page=die_on_third_page)
+        runner.catch_up(db, lineage.log, page=7, inside_page=die_on_third_page)
     assert runner.tracked_position(db) == pages[1], (
         "the dying page left no trace, not even its tracking"
     )
     db.close()
-    db = ReadModelDB.open(lineage.settings.projections_path)  # a new process, as after a crash
-    assert runner.catch_up(db, lineage.app.recorder, page=7) == lineage.position()
+    db = ReadModelDB.open(lineage.read_models_path)  # a new process, as after a crash
+    assert runner.catch_up(db, lineage.log, page=7) == lineage.position()
     assert table_contents(db) == fresh_tables(lineage)
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()
 
@@ -134,7 +137,8 @@ def test_lineage_macros_walk_the_tree(lineage: Lineage, run_cli: Cli) -> None:
     assert nodes(f"SELECT node FROM lineage_path('{run}', 'n3', 'n4')") == ["n3", "n2", "n4"]
 
 
-def test_snapshot_restorability_agrees_with_the_domain(lineage: Lineage) -> None:
+def test_snapshot_restorability_agrees_with_the_domain(memory_lineage: Lineage) -> None:
+    lineage = memory_lineage
     lineage.record(ablate_run_facts())
     with lineage.read_models() as models:
         rows = models.db.rows("SELECT ref, restorable, restorable_because FROM snapshots")
