@@ -71,13 +71,15 @@ def _emit(
 @as_of_option
 @text_format_option
 @click.pass_obj
-def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
+def history(
+    lineage: Lineage, node: str, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
     """The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).
 
     NODE is RUN, RUN:NODE or a fork child RUN:FORK/ARM (or RUN:FORK/#INDEX). A continuation's history starts
     in the run it continues.
     """
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         node = resolve_address(models.db, node)
         document = histories.history_document(models.db, node, models.position)
     _emit(
@@ -108,9 +110,11 @@ def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
     help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.",
 )
 @click.pass_obj
-def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
+def tree(
+    lineage: Lineage, run: str, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
     click.echo(terminal_safe(tree_view.RENDERERS[fmt](model)), nl=False)
 
@@ -126,13 +130,21 @@ def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
     help="Exit 1 when A and B differ (reward, outcome or any test), 0 when they agree, as git diff does.",
 )
 @click.pass_obj
-def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str, exit_code: bool) -> None:
+def diff(
+    lineage: Lineage,
+    a: str,
+    b: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
+    exit_code: bool,
+) -> None:
     """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.
 
     A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill). Flipped tests
     come first; a test one side did not report is "not reported", never a failure. Row formats list the tests.
     """
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         a, b = resolve_address(models.db, a), resolve_address(models.db, b)
         document = diffs.diff_document(models.db, a, b, models.position)
     _emit(
@@ -167,6 +179,7 @@ def cut_point(
     stage: str | None,
     exchanges: int | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.
@@ -177,7 +190,7 @@ def cut_point(
     """
     if stage is not None and exchanges is not None:
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         run = resolve_run(models.db, run)
         document = cuts.cut_point_document(models.db, run, stage, exchanges, models.position)
     _emit(
@@ -340,6 +353,7 @@ def audit(
     since: str | None,
     matrix_file: Path | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """Review the store like a release gate and end with a verdict.
@@ -371,7 +385,7 @@ def audit(
         "first_bad_position": chain.first_bad_position,
         "problem": chain.problem,
     }
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         report = audit_checks.audit_report(
             models.db,
             integrity,

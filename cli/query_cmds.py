@@ -11,7 +11,7 @@ from ..bootstrap import Lineage
 from ..projections.read_only import read_only_models
 from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
 from ..projections.user_sql import run_reads
-from .common import as_of_option, read_models
+from .common import as_of_option, occurred_moment, read_models
 from .output import POSITION, note, output_options, write_rows
 
 
@@ -48,6 +48,7 @@ def sql(
     query: str,
     params: tuple[tuple[str, str], ...],
     as_of: str | None,
+    occurred_before: str | None,
     timeout: float,
     fmt: str,
 ) -> None:
@@ -64,7 +65,9 @@ def sql(
     bound = dict(params)
     if len(bound) < len(params):
         raise click.UsageError("each -p NAME may be given once")
-    with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
+    with read_only_models(
+        lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    ) as db:
         columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
@@ -166,6 +169,7 @@ def runs_command(
     outcome: str | None,
     since: str | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
@@ -173,7 +177,7 @@ def runs_command(
     from ..projections.timeparse import parse_moment
 
     moment = parse_moment(since, "--since") if since else None
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
         write_rows(rows, COLUMNS, fmt)
 
