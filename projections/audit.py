@@ -222,86 +222,115 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
         run, where = key[0], f"{key[0]}:{key[1]}"
         mine = sorted(by_fork[key], key=lambda e: e["position"])
         node = mine[0].get("node")
-        held = next(
-            (
-                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
-                for e in mine
-                if e["kind"] == "held"
-            ),
-            None,
-        )
-        released = next(
-            (
-                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
-                for e in mine
-                if e["kind"] == "released"
-            ),
-            None,
-        )
         failures = [e for e in mine if e["kind"] == "failed"]
-        for failure in failures:
-            if failure["location"]:
-                findings.append(
-                    Finding(
-                        "custody",
-                        QUARANTINE,
-                        where,
-                        f"custody failed at {failure['phase']}: {failure['error']}; "
-                        f"the entries are preserved at {failure['location']}",
-                        run,
-                        node,
-                    )
-                )
-            else:
-                findings.append(
-                    Finding(
-                        "custody",
-                        BLOCKER,
-                        where,
-                        f"custody failed at {failure['phase']}: {failure['error']}; "
-                        "nothing was preserved, so the held entries are unaccounted for",
-                        run,
-                        node,
-                    )
-                )
-        if held is None:
-            continue
-        if released is not None:
-            missing = sorted(set(held) - set(released))
-            changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
-            extra = sorted(set(released) - set(held))
-            if missing or changed or extra:
-                findings.append(
-                    Finding(
-                        "custody",
-                        BLOCKER,
-                        where,
-                        f"custody broken: released entries differ from the held ones "
-                        f"(missing {missing}, digest changed {changed}, never held {extra})",
-                        run,
-                        node,
-                    )
-                )
-        elif not failures:
-            level, state = (
-                (BLOCKER, "the fork is closed")
-                if key in closed
-                else (QUARANTINE, "the fork is still open")
-            )
-            findings.append(
-                Finding(
-                    "custody",
-                    level,
-                    where,
-                    f"{len(held)} held entries were never released and {state}",
-                    run,
-                    node,
-                )
-            )
+        findings += [_custody_failure(failure, where, run, node) for failure in failures]
+        problem = _custody_unbalanced(mine, bool(failures), key in closed)
+        if problem is not None:
+            level, message = problem
+            findings.append(Finding("custody", level, where, message, run, node))
     return findings
 
 
+def _custody_entries(events: list[dict[str, Any]], kind: str) -> dict[str, str] | None:
+    """path -> sha256 of the first `kind` (held, released) custody event, or None without one."""
+    return next(
+        (
+            {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
+            for e in events
+            if e["kind"] == kind
+        ),
+        None,
+    )
+
+
+def _custody_failure(failure: dict[str, Any], where: str, run: str, node: str | None) -> Finding:
+    said = f"custody failed at {failure['phase']}: {failure['error']}; "
+    if failure["location"]:
+        return Finding(
+            "custody",
+            QUARANTINE,
+            where,
+            f"{said}the entries are preserved at {failure['location']}",
+            run,
+            node,
+        )
+    return Finding(
+        "custody",
+        BLOCKER,
+        where,
+        f"{said}nothing was preserved, so the held entries are unaccounted for",
+        run,
+        node,
+    )
+
+
+def _custody_unbalanced(
+    events: list[dict[str, Any]], failed: bool, closed: bool
+) -> tuple[str, str] | None:
+    """(level, message) when what was held is not what was released, or was never released."""
+    held = _custody_entries(events, "held")
+    released = _custody_entries(events, "released")
+    if held is None:
+        return None
+    if released is not None:
+        missing = sorted(set(held) - set(released))
+        changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
+        extra = sorted(set(released) - set(held))
+        if not (missing or changed or extra):
+            return None
+        return BLOCKER, (
+            f"custody broken: released entries differ from the held ones "
+            f"(missing {missing}, digest changed {changed}, never held {extra})"
+        )
+    if failed:
+        return None
+    level, state = (
+        (BLOCKER, "the fork is closed") if closed else (QUARANTINE, "the fork is still open")
+    )
+    return level, f"{len(held)} held entries were never released and {state}"
+
+
 # --- snapshots ------------------------------------------------------------------------------------------
+
+
+def _snapshot_use_problem(
+    use: dict[str, Any], lifetime: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """(level, message) when a use of a snapshot is not backed by its lifetime as both clocks tell it."""
+    subject = use["ref"]
+    known = {
+        e["kind"]
+        for e in lifetime
+        if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]
+    }
+    by_log = [e for e in lifetime if e["kind"] == "discarded" and e["position"] < use["position"]]
+    by_time = [
+        e for e in lifetime if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]
+    ]
+    if known & {"exported", "imported"}:
+        return None
+    if "adopted" in known:
+        return QUARANTINE, (
+            f"{use['what']} uses snapshot {subject}, adopted from a tar of unknown provenance"
+        )
+    if by_log and by_time:
+        return BLOCKER, (
+            f"{use['what']} presents snapshot {subject} as "
+            f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
+            "or imported"
+        )
+    if by_log or by_time:
+        first, second = (
+            ("log order", "the recorded times") if by_log else ("the recorded times", "log order")
+        )
+        return WARNING, (
+            f"{use['what']} uses snapshot {subject}; {first} "
+            f"put its discard before that and {second} do not, so the facts' order or times are "
+            "unreliable (an importer's approximation?)"
+        )
+    if "captured" not in known:
+        return WARNING, f"{use['what']} presents snapshot {subject}, whose capture is not recorded"
+    return None
 
 
 def check_snapshots(
@@ -317,71 +346,12 @@ def check_snapshots(
     findings = []
     by_ref = _group(lifetimes, "ref")
     for use in presented:
-        subject, run, node = use["ref"], use["run"], use.get("node")
-        mine = by_ref.get((subject,), [])
-        known = {
-            e["kind"]
-            for e in mine
-            if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]
-        }
-        by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
-        by_time = [
-            e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]
-        ]
-        if known & {"exported", "imported"}:
-            continue
-        if "adopted" in known:
+        problem = _snapshot_use_problem(use, by_ref.get((use["ref"],), []))
+        if problem is not None:
+            level, message = problem
             findings.append(
                 Finding(
-                    "snapshot-truthfulness",
-                    QUARANTINE,
-                    subject,
-                    f"{use['what']} uses snapshot {subject}, "
-                    "adopted from a tar of unknown provenance",
-                    run,
-                    node,
-                )
-            )
-        elif by_log and by_time:
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    BLOCKER,
-                    subject,
-                    f"{use['what']} presents snapshot {subject} as "
-                    f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
-                    "or imported",
-                    run,
-                    node,
-                )
-            )
-        elif by_log or by_time:
-            first, second = (
-                ("log order", "the recorded times")
-                if by_log
-                else ("the recorded times", "log order")
-            )
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    WARNING,
-                    subject,
-                    f"{use['what']} uses snapshot {subject}; {first} "
-                    f"put its discard before that and {second} do not, so the facts' order or times are "
-                    "unreliable (an importer's approximation?)",
-                    run,
-                    node,
-                )
-            )
-        elif "captured" not in known:
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    WARNING,
-                    subject,
-                    f"{use['what']} presents snapshot {subject}, whose capture is not recorded",
-                    run,
-                    node,
+                    "snapshot-truthfulness", level, use["ref"], message, use["run"], use.get("node")
                 )
             )
     if report_adopted:
@@ -660,6 +630,87 @@ def _preservation_findings(
     return findings, states
 
 
+REPORTED_RUN_FIELDS = (
+    "run",
+    "task",
+    "agent",
+    "model",
+    "skill_mode",
+    "trial",
+    "role",
+    "lane",
+    "outcome",
+    "reward",
+    "health",
+    "result",
+    "reasons",
+    "superseded_by",
+)
+
+
+def _selection_findings(
+    runs: list[dict[str, Any]], model_runs: list[dict[str, Any]]
+) -> list[Finding]:
+    if model_runs:
+        return []
+    oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
+    return [
+        Finding(
+            "selection",
+            BLOCKER,
+            "store",
+            f"no model run matched the selection{oracle}, so there is nothing to publish",
+        )
+    ]
+
+
+def _fork_and_custody_findings(db: ReadModelDB, params: dict[str, Any]) -> list[Finding]:
+    findings = check_forks(
+        db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
+        db.rows(f"SELECT * FROM children WHERE {_in('run')}", params),
+    )
+    closed = {
+        (r["run"], r["fork"])
+        for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)
+    }
+    return findings + check_custody(
+        db.rows(
+            f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
+            f"WHERE {_in('e.run')}",
+            params,
+        ),
+        closed,
+    )
+
+
+def _cut_point_findings(db: ReadModelDB, params: dict[str, Any]) -> list[Finding]:
+    cut_rows = db.rows(
+        "SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
+        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}",
+        params,
+    )
+    for row in cut_rows:
+        row["divergences"] = as_json(row["divergences"])
+    return [
+        Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
+        for severe, key, message in cut_point.cut_point_problems(cut_rows)
+    ]
+
+
+LEVEL_ORDER = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
+
+
+def _chosen_slots(
+    slots: list[Slot], run: str | None, task: str | None, runs: list[dict[str, Any]]
+) -> list[Slot]:
+    """The matrix slots the selection covers: of the task asked for, and filled by the run asked for."""
+    return [
+        s
+        for s in slots
+        if (task is None or s[0] == task) and (run is None or any(run_slot(r) == s for r in runs))
+    ]
+
+
 def audit_report(
     db: ReadModelDB,
     integrity: dict[str, Any],
@@ -686,60 +737,21 @@ def audit_report(
         row["superseded_by"] = superseded.get(row["run"])
         findings += _health_findings(row, evidence.get((row["run"], "root")))
     model_runs = [r for r in runs if r["lane"] == "model"]
-    if not model_runs:
-        oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
-        findings.append(
-            Finding(
-                "selection",
-                BLOCKER,
-                "store",
-                f"no model run matched the selection{oracle}, so there is nothing to publish",
-            )
-        )
+    findings += _selection_findings(runs, model_runs)
     findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
     findings += _changed_evidence_findings(evidence)
     receipt_findings, preservation = _preservation_findings(db, params)
     findings += receipt_findings
-    findings += check_forks(
-        db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
-        db.rows(f"SELECT * FROM children WHERE {_in('run')}", params),
-    )
-    closed = {
-        (r["run"], r["fork"])
-        for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)
-    }
-    findings += check_custody(
-        db.rows(
-            f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
-            f"WHERE {_in('e.run')}",
-            params,
-        ),
-        closed,
-    )
+    findings += _fork_and_custody_findings(db, params)
     findings += check_snapshots(
         _presented(db, keys),
         db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
         report_adopted=run is None and task is None and since is None,
     )
-    cut_rows = db.rows(
-        "SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
-        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}",
-        params,
-    )
-    for row in cut_rows:
-        row["divergences"] = as_json(row["divergences"])
-    findings += [
-        Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
-        for severe, key, message in cut_point.cut_point_problems(cut_rows)
-    ]
+    findings += _cut_point_findings(db, params)
     matrix = None
     if slots is not None:
-        chosen = [
-            s
-            for s in slots
-            if (task is None or s[0] == task)
-            and (run is None or any(run_slot(r) == s for r in runs))
-        ]
+        chosen = _chosen_slots(slots, run, task, runs)
         matrix, slot_findings = classify_slots(
             chosen, model_runs, superseded
         )  # oracle lanes fill no slot
@@ -749,31 +761,12 @@ def audit_report(
             Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}")
         )
     outcome, quarantined = verdict(findings)
-    order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
     return {
         "position": position,
         "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
         "runs": [
             {
-                **{
-                    k: row[k]
-                    for k in (
-                        "run",
-                        "task",
-                        "agent",
-                        "model",
-                        "skill_mode",
-                        "trial",
-                        "role",
-                        "lane",
-                        "outcome",
-                        "reward",
-                        "health",
-                        "result",
-                        "reasons",
-                        "superseded_by",
-                    )
-                },
+                **{k: row[k] for k in REPORTED_RUN_FIELDS},
                 "preservation": preservation.get(row["run"]),
             }
             for row in runs
@@ -781,7 +774,7 @@ def audit_report(
         "lanes": {lane: sum(r["lane"] == lane for r in runs) for lane in ("model", gate.ORACLE)},
         "matrix": matrix,
         "integrity": integrity,
-        "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
+        "findings": [f.as_dict() for f in sorted(findings, key=lambda f: LEVEL_ORDER[f.level])],
         "verdict": outcome,
         "quarantined": quarantined,
         "exit_code": EXIT_CODES[outcome],
