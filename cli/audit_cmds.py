@@ -14,12 +14,12 @@ from typing import Any
 import click
 
 from ..bootstrap import Lineage
-from ..projections import audit as audit_checks
 from ..projections import cut_point as cuts
 from ..projections import diff as diffs
 from ..projections import history as histories
 from ..projections import tree_view
 from ..projections.audit_matrix import read_matrix
+from ..projections.audit_report import audit_report
 from ..projections.audit_text import render_audit
 from ..projections.timeparse import parse_moment
 from .common import as_of_option, read_models
@@ -223,7 +223,7 @@ def audit(
         "problem": chain.problem,
     }
     with read_models(lineage, as_of) as models:
-        report = audit_checks.audit_report(
+        report = audit_report(
             models.db,
             integrity,
             position=models.position,
