@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,25 +148,30 @@ def resolve_tar(
 
 
 def check_export_tars(
-    rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
-) -> None:
+    rows: Iterable[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
+) -> Iterator[dict[str, Any]]:
     """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
-    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Updates the rows in place."""
+    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Yields each row, updated."""
     for row in rows:
-        if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
-            continue
-        path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
-        problem = None
-        if path is None:
-            problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-        elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
-            problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
-        if problem is None:
-            continue
-        if row["captured"] and not row["discarded"]:
-            row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-        else:
-            row.update(restorable=False, restorable_because=problem)
+        _check_export_tar(row, run_dirs, rehash)
+        yield row
+
+
+def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehash: bool) -> None:
+    if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
+        return
+    path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
+    problem = None
+    if path is None:
+        problem = f"its exported tar is gone (looked at {', '.join(tried)})"
+    elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
+        problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
+    if problem is None:
+        return
+    if row["captured"] and not row["discarded"]:
+        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
+    else:
+        row.update(restorable=False, restorable_because=problem)
 
 
 class Recording(Protocol):

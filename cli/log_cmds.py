@@ -15,7 +15,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
 from .common import split_address
-from .output import POSITION, format_option, note, write_document, write_rows
+from .output import POSITION, note, output_options, write_document, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
 
@@ -88,7 +88,7 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     "--after", type=POSITION, default=0, show_default=True, help="Start after this log position."
 )
 @click.option("--limit", type=POSITION, help="At most this many events.")
-@format_option()
+@output_options()
 @click.pass_obj
 def log_command(
     lineage: Lineage,
@@ -149,7 +149,7 @@ def log_command(
     is_flag=True,
     help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
 )
-@format_option(default="table")
+@output_options()
 @click.pass_obj
 def verify(lineage: Lineage, kept_head: str | None, check_read_models: bool, fmt: str) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).

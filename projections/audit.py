@@ -94,6 +94,20 @@ Slot = tuple[str | None, ...]  # (task, agent, model, skill_mode, trial)
 SLOT_FIELDS = ("task", "agent", "model", "skill_mode", "trial")
 
 
+#: A run's standing in the verdict, from its worst finding: what the run list shows, so it never disagrees.
+STANDING = {BLOCKER: "blocked", QUARANTINE: "quarantined", WARNING: "warned"}
+
+
+def run_standing(findings: list[Finding]) -> dict[str, str]:
+    worst: dict[str, str] = {}
+    rank = list(STANDING)
+    for finding in findings:
+        run = finding.run or finding.subject
+        if run not in worst or rank.index(finding.level) < rank.index(worst[run]):
+            worst[run] = finding.level
+    return {run: STANDING[level] for run, level in worst.items()}
+
+
 def slot_label(slot: Slot) -> str:
     return "slot (" + ", ".join(value or "-" for value in slot) + ")"
 

@@ -26,6 +26,7 @@ from .audit import (
     classify_run,
     classify_slots,
     run_slot,
+    run_standing,
     verdict,
 )
 from .history import as_json
@@ -353,6 +354,7 @@ def audit_report(
             Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}")
         )
     outcome, quarantined = verdict(findings)
+    standing = run_standing(findings)
     return {
         "position": position,
         "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
@@ -360,6 +362,8 @@ def audit_report(
             {
                 **{k: row[k] for k in REPORTED_RUN_FIELDS},
                 "preservation": preservation.get(row["run"]),
+                # What the verdict does with the run (its health is only one of the checks behind it).
+                "status": standing.get(row["run"], "ok"),
             }
             for row in runs
         ],

@@ -37,7 +37,7 @@ def _run_line(row: dict[str, Any]) -> str:
     detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
     detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
     detail += f" [{row['preservation']}]" if row["preservation"] else ""
-    return f"  {row['health']:<9}  {row['run']}  {detail}"
+    return f"  {row['status']:<11}  {row['health']:<9}  {row['run']}  {detail}"
 
 
 def _finding_line(finding: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ tables in queries of their own.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -97,9 +97,9 @@ def refs_claimed(db: ReadModelDB, report: TarReport) -> list[str]:
     return [row["ref"] for row in rows]
 
 
-def lifetimes(db: ReadModelDB, run: str | None = None) -> list[dict[str, Any]]:
-    """`snapshots` rows (one per ref) in log order: every ref, or those `run` captured."""
-    return db.rows(
+def lifetimes(db: ReadModelDB, run: str | None = None) -> Iterator[dict[str, Any]]:
+    """`snapshots` rows (one per ref) in log order, streamed: every ref, or those `run` captured."""
+    return db.stream(
         "SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run]
     )
 

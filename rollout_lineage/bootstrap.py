@@ -7,7 +7,7 @@ needs it. Each part can be handed in instead (`bootstrap(app=..., store_url=...,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -120,6 +120,48 @@ class Lineage:
         from .projections.runner import open_read_models
 
         return open_read_models(self, as_of=as_of, catch_up_now=catch_up)
+
+    def sql(
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        as_of: int | None = None,
+        timeout: float | None = 30.0,
+    ) -> list[dict[str, Any]]:
+        """The read API: a read-only query over caught-up read models (or the log `as_of` a position), one dict per
+        row; `$name` placeholders take `params`, never pasted into the SQL. Same rules as `lineage sql`."""
+        from .projections.user_sql import run_reads
+
+        with self._reader(as_of) as db:
+            columns, rows = run_reads(db, query, params, timeout=timeout)
+            return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def arrow(
+        self, query: str, params: Mapping[str, Any] | None = None, *, as_of: int | None = None
+    ) -> Any:
+        """The answer as a `pyarrow.Table` (needs pyarrow: `pip install 'rollout-lineage[dataframes]'`)."""
+        return self._fetch_whole(query, params, as_of, "to_arrow_table")
+
+    def df(
+        self, query: str, params: Mapping[str, Any] | None = None, *, as_of: int | None = None
+    ) -> Any:
+        """The answer as a `pandas.DataFrame` (needs pandas: `pip install 'rollout-lineage[dataframes]'`)."""
+        return self._fetch_whole(query, params, as_of, "df")
+
+    def _fetch_whole(
+        self, query: str, params: Mapping[str, Any] | None, as_of: int | None, how: str
+    ) -> Any:
+        from .projections.user_sql import require_reads
+
+        with self._reader(as_of) as db:
+            require_reads(db, query)
+            return db.fetch_whole(query, how, timeout=None, params=dict(params) if params else None)
+
+    def _reader(self, as_of: int | None) -> Any:
+        from .projections.runner import read_only_models
+
+        return read_only_models(self, as_of)
 
     def close(self) -> None:
         if "app" in self.__dict__:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_output_formats(lineage: Lineage, run_cli: Cli) -> None:
     query = "SELECT arm, status, reward FROM children ORDER BY child_index"
     assert run_cli("sql", query, "--format", "csv").stdout.splitlines()[:2] == [
         "arm,status,reward",
-        "with-skill,pass,1",
+        "with-skill,pass,1.0",
     ]
     assert json.loads(run_cli("sql", query, "--format", "jsonl").stdout.splitlines()[2]) == {
         "arm": "inject:prompts/hint.md",
@@ -214,3 +215,36 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
         holder.kill()
         holder.wait()
     ReadModelDB.open(path, timeout=5).close()
+
+
+def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
+    run_cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI: the notice comes before the wait ends (here, in the timeout's error), with the PID."""
+    import subprocess
+    import sys
+
+    run_cli("init")
+    run_cli("project")
+    path = home / "projections.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        monkeypatch.setenv("LINEAGE_LOCK_TIMEOUT", "1")
+        result = run_cli("runs", ok=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 4
+    first, *_, last = result.stderr.strip().splitlines()
+    assert first.startswith(f"waiting for the read models at {path}: locked by ")
+    assert f"PID {holder.pid}" in first and first.endswith("(up to 1 s)")
+    assert "waited 1 s" in last
