@@ -14,7 +14,7 @@ from typing import Any
 from eventsourcing.persistence import ApplicationRecorder, Notification
 
 from ..domain.errors import IntegrityFailure
-from ..domain.events import TOPIC_PREFIX
+from ..domain.vocabulary import TOPIC_PREFIX
 
 PAGE = 5000
 

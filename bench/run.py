@@ -101,6 +101,62 @@ def append_live(n: int = 1000, *, deep: int = 0) -> float:
     return median(once)
 
 
+def record_in_new_process_ms(deep: int) -> float:
+    """One fact recorded by a process that has not seen the run (a new `Lineage`, nothing cached), into a run of
+    `deep` events: the saved aggregate state keeps this flat (issue #14). Opening the store is not timed."""
+    with fresh("new-process") as lineage:
+        run = "live/run__1"
+        lineage.record([f.RunRegistered(run=run, task="t")])
+        for start in range(0, deep, 1000):
+            lineage.record(
+                [
+                    f.NodeOpened(run=run, node=f"d{i}", parent="root")
+                    for i in range(start, min(deep, start + 1000))
+                ]
+            )
+        settings = lineage.settings
+    timings = []
+    for i in range(9):
+        with Lineage(settings) as writer:
+            writer.position()
+            began = time.perf_counter()
+            writer.record([f.NodeOpened(run=run, node=f"new{i}", parent="root")])
+            timings.append((time.perf_counter() - began) * 1000)
+    return statistics.median(timings)
+
+
+def _wall_ms(command: list[str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    return (time.perf_counter() - began) * 1000
+
+
+def cli_start_up(repeats: int = 9) -> dict[str, float]:
+    """`lineage --help` and `lineage sql "select 1"` on an up-to-date store, against `python -c "import click"`,
+    each a fresh process; measured in turn within each repeat, so load on the machine hits all three alike."""
+    lineage_cli = str(Path(sys.executable).parent / "lineage")
+    with fresh("cli") as lineage:
+        for batch in batches(2_000):
+            lineage.record(batch)
+        home = str(lineage.settings.home)
+    select = [lineage_cli, "--home", home, "sql", "select 1"]
+    subprocess.run(select, check=True, capture_output=True)  # catches the read models up
+    click_ms, help_ms, sql_ms = [], [], []
+    for _ in range(repeats):
+        click_ms.append(_wall_ms([sys.executable, "-c", "import click"]))
+        help_ms.append(_wall_ms([lineage_cli, "--help"]))
+        sql_ms.append(_wall_ms(select))
+    click, help_, sql = (statistics.median(v) for v in (click_ms, help_ms, sql_ms))
+    return {
+        "click_import_ms": round(click, 1),
+        "cli_help_ms": round(help_, 1),
+        "cli_help_ms_ratio_vs_click": round(help_ / click, 2),
+        "sql_first_query_ms": round(sql, 1),
+        "sql_first_query_ms_ratio_vs_click": round(sql / click, 2),
+        "sql_first_query_ms_spread": [round(min(sql_ms), 1), round(max(sql_ms), 1)],
+    }
+
+
 def append_batch(store: str | None = None, n: int = 60_000) -> float:
     def once() -> float:
         with fresh("batch", store) as lineage:
@@ -311,6 +367,9 @@ def _plan(quick: bool, big: int, pg: str | None) -> list[tuple[str, Callable[[],
             "append_live_events_per_s_deep_run",
             lambda: append_live(300 if quick else 1000, deep=10_000),
         ),
+        ("record_in_new_process_ms", lambda: record_in_new_process_ms(0)),
+        ("record_in_new_process_ms_deep_run", lambda: record_in_new_process_ms(10_000)),
+        ("cli_start_up", cli_start_up),
         ("ingest_jsonl_events_per_s", lambda: ingest_jsonl(12_000 if quick else 120_000)),
         ("ingest_peak_rss_mb", lambda: (ingest_peak_rss_mb(None), ingest_peak_rss_mb(10_000))),
         ("rebuild", lambda: rebuild(big)),
@@ -362,6 +421,8 @@ def _record(figures: dict[str, Any], name: str, value: Any, big: int) -> None:
             round(value[0], 1),
             round(value[1], 1),
         )
+    elif name == "cli_start_up":
+        figures.update(value)
     elif name == "tar_verify":
         figures["tar_verify_ratio_vs_hashlib"] = value["tar_verify_ratio_vs_hashlib"]
         figures["tar_verify_bytes"] = value["tar_bytes"]

@@ -9,7 +9,8 @@ import time
 import click
 
 from ..bootstrap import Lineage
-from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
+from ..projections.read_only import read_only_models
+from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
 from ..projections.user_sql import run_reads
 from .common import as_of_option, read_models
 from .output import POSITION, note, output_options, write_rows
