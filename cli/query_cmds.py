@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import click
@@ -61,7 +62,7 @@ def sql(
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
     if query == "-":
-        query = click.get_text_stream("stdin").read()
+        query = sys.stdin.read()  # click.get_text_stream is deprecated in click 8.5
     bound = dict(params)
     if len(bound) < len(params):
         raise click.UsageError("each -p NAME may be given once")

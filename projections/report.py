@@ -13,7 +13,7 @@ from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from .arms import ArmsTable, arms_table
-from .audit import audit_report
+from .audit_report import audit_report
 from .exports import require_run
 from .tree_view import OUTCOME_COLOURS, tree_model
 

@@ -224,14 +224,7 @@ def ensure_schema(
     alone)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
-    if (
-        state is not None
-        and state["store"] == store
-        and state["fingerprint"] == _fingerprint()
-        and (log_position is None or state["position"] <= log_position)
-        and _faithful(state, log)
-        and not _tables_replaced(db)
-    ):
+    if _current(db, state, store, log, log_position):
         if queries:
             shadow_definitions(db)
         return
@@ -253,14 +246,7 @@ def ensure_schema(
             [TRACKING_NAME],
         )
         stale_log = bool(replaced) or (
-            bool(tracked)
-            and (
-                tracked[0]["store"] != store
-                or versions.get("events", events_table.PROJECTION.version)
-                != events_table.PROJECTION.version
-                or (log_position is not None and tracked[0]["position"] > log_position)
-                or not _faithful(tracked[0], log)
-            )
+            bool(tracked) and _stale_tracking(tracked[0], versions, store, log, log_position)
         )
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
@@ -268,24 +254,7 @@ def ensure_schema(
                 versions.pop(projection.name, None)
         if stale_log:
             db.execute("DELETE FROM lineage_tracking")
-        position = tracked_position(db)
-        for projection in PROJECTIONS:
-            for statement in projection.create_statements():
-                db.execute(statement)
-            if (
-                projection.name not in versions
-                and projection is not events_table.PROJECTION
-                and position
-            ):
-                # A new or changed projection catches up from the events already copied, not from the store.
-                for statement in projection.apply:
-                    db.execute(statement, {"lo": 0, "hi": position})
-            for statement in projection.view_statements():
-                db.execute(statement)
-            db.execute(
-                "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
-                [projection.name, projection.version],
-            )
+        _create_projections(db, versions, tracked_position(db))
         db.execute(
             "INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING",
             [TRACKING_NAME, 0, store],
@@ -294,6 +263,62 @@ def ensure_schema(
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
     if queries:
         shadow_definitions(db)
+
+
+def _current(
+    db: ReadModelDB,
+    state: dict[str, Any] | None,
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The file was built by this code from a prefix of this log, and nothing in it was replaced."""
+    return (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and (log_position is None or state["position"] <= log_position)
+        and _faithful(state, log)
+        and not _tables_replaced(db)
+    )
+
+
+def _stale_tracking(
+    tracked: dict[str, Any],
+    versions: dict[str, int],
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The events the file copied are not this log's: another store, another `events` shape, a shorter or
+    rewritten log."""
+    return (
+        tracked["store"] != store
+        or versions.get("events", events_table.PROJECTION.version)
+        != events_table.PROJECTION.version
+        or (log_position is not None and tracked["position"] > log_position)
+        or not _faithful(tracked, log)
+    )
+
+
+def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int) -> None:
+    for projection in PROJECTIONS:
+        for statement in projection.create_statements():
+            db.execute(statement)
+        if (
+            projection.name not in versions
+            and projection is not events_table.PROJECTION
+            and position
+        ):
+            # A new or changed projection catches up from the events already copied, not from the store.
+            for statement in projection.apply:
+                db.execute(statement, {"lo": 0, "hi": position})
+        for statement in projection.view_statements():
+            db.execute(statement)
+        db.execute(
+            "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
+            [projection.name, projection.version],
+        )
 
 
 def _drop(db: ReadModelDB, projection: Projection) -> None:
