@@ -13,51 +13,32 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
-from ..domain.integrity import GENESIS, ChainRow, link
-from .chained_log import merge_chain
+from ..domain.integrity import GENESIS, ChainRow
+from . import batch_evidence, merkle_store
+from .backoff import StoreBackoff
+from .chained_log import merge_chain, next_links, stored_rows
 from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
 
 
-def _rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
-    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
-    return [
-        (
-            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
-            e.originator_version,
-            e.topic,
-            e.state,
-        )
-        for e in events
-    ]
-
-
-def _links(
-    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
-) -> list[tuple[int, int, str]]:
-    links = []
-    previous_position, previous_hash = previous
-    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
-        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
-        links.append((position, previous_position, chain_hash))
-        previous_position, previous_hash = position, chain_hash
-    return links
-
-
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+    #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
+    batch_evidence: Any = None
+
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
             f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
+            *merkle_store.sqlite_ddl(),
+            *batch_evidence.sqlite_ddl(),
         ]
 
     def _insert_events(
@@ -68,7 +49,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
         # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
         # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
-        rows = _rows(stored_events)
+        rows = stored_rows(stored_events)
         c.executemany(self.insert_events_statement, rows)
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
         last_id = c.fetchone()[0]
@@ -85,7 +66,9 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
-        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
+        if self.batch_evidence is not None:
+            self.batch_evidence.write(c, ids, rows, None)
         return ids
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
@@ -161,6 +144,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder):
+    batch_evidence: Any = None
+
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
@@ -169,6 +154,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
             ).format(*self.chain_table)
         )
+        evidence = [
+            *merkle_store.postgres_ddl(self.datastore.schema),
+            *batch_evidence.postgres_ddl(self.datastore.schema),
+        ]
+        self.sql_create_statements.extend(SQL(s).format() for s in evidence)
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
         self.sql_create_statements.append(
@@ -195,12 +185,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
+            rows = stored_rows(stored_events)
             curs.executemany(
                 SQL(
                     "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
                 ).format(*self.chain_table),
-                _links(previous, ids, _rows(stored_events)),
+                next_links(previous, ids, rows),
             )
+            if self.batch_evidence is not None:
+                self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -334,7 +327,12 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            app = LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            app = LineageApp(
+                env=url.application_env(),
+                actor=actor,
+                tool_version=tool_version,
+                retry=StoreBackoff(),
+            )
             from .saved_states import saved_states_for
 
             app.saved_states = saved_states_for(url.kind, app)

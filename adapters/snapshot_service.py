@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..domain import facts as f
+from ..domain.application import Entry, LineageApp, Recorded
 from ..domain.errors import (
     IntegrityFailure,
     InvalidInput,
@@ -32,6 +33,7 @@ from ..domain.errors import (
     StoreUnavailable,
     UnknownSubject,
 )
+from ..domain.snapshot import Snapshot
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
 from .importers.rundir import sha256_file
 from .snapshot_tar import TarReport, verify_tar
@@ -146,32 +148,47 @@ def resolve_tar(
 
 
 def check_export_tars(
-    rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
-) -> None:
+    rows: Iterable[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
+) -> Iterator[dict[str, Any]]:
     """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
-    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Updates the rows in place."""
+    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Yields each row, updated."""
     for row in rows:
-        if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
-            continue
-        path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
-        problem = None
-        if path is None:
-            problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-        elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
-            problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
-        if problem is None:
-            continue
-        if row["captured"] and not row["discarded"]:
-            row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-        else:
-            row.update(restorable=False, restorable_because=problem)
+        _check_export_tar(row, run_dirs, rehash)
+        yield row
+
+
+def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehash: bool) -> None:
+    if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
+        return
+    path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
+    problem = None
+    if path is None:
+        problem = f"its exported tar is gone (looked at {', '.join(tried)})"
+    elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
+        problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
+    if problem is None:
+        return
+    if row["captured"] and not row["discarded"]:
+        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
+    else:
+        row.update(restorable=False, restorable_because=problem)
+
+
+class Recording(Protocol):
+    """The store as the service uses it (`rollout_lineage.bootstrap.Lineage` is one): the application, for
+    aggregates and verified facts, and `record` for the rest."""
+
+    @property
+    def app(self) -> LineageApp: ...
+
+    def record(self, entries: Iterable[Entry | f.Fact]) -> Recorded: ...
 
 
 class SnapshotService:
-    def __init__(self, lineage: Any, catalog: Catalog, engine: DockerEngine | None = None) -> None:
-        self.lineage = (
-            lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
-        )
+    def __init__(
+        self, lineage: Recording, catalog: Catalog, engine: DockerEngine | None = None
+    ) -> None:
+        self.lineage = lineage
         self.catalog = catalog
         self.engine = engine or DockerEngine()  # connects on first use only
         self._engine_name: str | None = None
@@ -193,7 +210,7 @@ class SnapshotService:
         self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]
     ) -> Outcome:
         exports = list(
-            reversed(self.lineage.app.snapshot(ref).exports)
+            reversed(self._recorded(ref).exports)
         )  # the newest export whose tar is found
         if not exports:
             raise UnknownSubject(
@@ -227,6 +244,7 @@ class SnapshotService:
         if matched:
             return [self._admit_match(ref, path, report) for ref in matched]
         claimed = self.catalog.refs_claimed(report)
+        error: LineageError
         if claimed:
             error = SnapshotDigestMismatch(
                 f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
@@ -267,7 +285,7 @@ class SnapshotService:
         ]
 
     def _admit_match(self, ref: str, path: Path, report: TarReport) -> Outcome:
-        snapshot = self.lineage.app.snapshot(ref)
+        snapshot = self._recorded(ref)
         export = next(
             (e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None
         )
@@ -276,8 +294,26 @@ class SnapshotService:
                 ref, path, report, export.sha256, export.image_id, "its recorded export"
             )
         adopted = snapshot.adopted
+        if adopted is None:
+            raise self._not_in_log(ref, f"an export or adopted tar with sha256 {report.tar_sha256}")
         return self._admit(
             ref, path, report, adopted.tar_sha256, adopted.image_id, "its adopted tar"
+        )
+
+    def _recorded(self, ref: str) -> Snapshot:
+        """The snapshot the read models named, as the log holds it."""
+        snapshot = self.lineage.app.snapshot(ref)
+        if snapshot is None:
+            raise self._not_in_log(ref, "the snapshot")
+        return snapshot
+
+    @staticmethod
+    def _not_in_log(ref: str, what: str) -> IntegrityFailure:
+        # The refs come from the read models; the log disagreeing means the read-model file was not built from it.
+        return IntegrityFailure(
+            f"the read models name {what} for snapshot {ref!r}, but the log does not record it; expected "
+            "read models built from this log. Nothing was loaded or recorded.",
+            hint="`lineage verify --read-models` compares them with a rebuild; `lineage rebuild` rebuilds them",
         )
 
     def _admit(
@@ -314,7 +350,7 @@ class SnapshotService:
                     adoption, dry_run=True, verified_here=True
                 )  # a conflict is refused before loading
             engine = self._engine_identity()
-            self._load(ref, path, expected_id)
+            loaded_id = self._load(ref, path, expected_id)
         except StoreUnavailable:
             raise  # the engine is away: that says nothing about the tar, so nothing is recorded
         except LineageError as exc:
@@ -322,7 +358,7 @@ class SnapshotService:
         imported = f.SnapshotImported(
             ref=ref,
             engine=engine,
-            image_id=expected_id,
+            image_id=loaded_id,
             tar_sha256=report.tar_sha256,
             tar_path=str(path),
         )
@@ -400,7 +436,8 @@ class SnapshotService:
             self._engine_name = self.engine.identity()
         return self._engine_name
 
-    def _load(self, ref: str, path: Path, expected_id: str | None) -> None:
+    def _load(self, ref: str, path: Path, expected_id: str | None) -> str:
+        """Load the tar and return the id `ref` now resolves to, which is `expected_id` or an error."""
         before = self.engine.list_image_ids()
         try:
             self.engine.load_tar(path)
@@ -415,6 +452,7 @@ class SnapshotService:
         except LineageError:
             self._unload(before)
             raise
+        return resolved
 
     def _unload(self, before: set[str]) -> None:
         """Best effort: remove the images a failed load added, so a rejected tar leaves the engine as it was."""

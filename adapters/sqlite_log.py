@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from ..domain.errors import StoreUnavailable
 from ..domain.integrity import ChainRow
@@ -63,6 +64,20 @@ class SQLiteLog:
             "WHERE position > ? AND position <= ? ORDER BY position",
             (after, stop if stop is not None else _LAST),
         )
+
+    def existing_originators(self, ids: set[UUID]) -> set[UUID]:
+        """Which of these streams have a first event (the port's question, asked read-only)."""
+        found: set[UUID] = set()
+        hexes = [i.hex for i in ids]
+        for start in range(0, len(hexes), 500):
+            chunk = hexes[start : start + 500]
+            rows = self._query(
+                f"SELECT DISTINCT originator_id FROM {EVENTS_TABLE} WHERE originator_version = 1 "
+                f"AND originator_id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update(UUID(str(row[0])) for row in rows)
+        return found
 
     def chain_hash_at(self, position: int) -> str | None:
         found = self._query(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))

@@ -358,20 +358,7 @@ def verify_log(n_events: int) -> float:
         return median(once)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small workloads (under a minute)")
-    parser.add_argument("--only", nargs="*", help="run only these figures (prefixes)")
-    args = parser.parse_args()
-    quick = args.quick
-    big = 100_000 if quick else 1_000_000
-    pg = os.environ.get("LINEAGE_BENCH_POSTGRES_URL") or os.environ.get("LINEAGE_TEST_POSTGRES_URL")
-    figures: dict[str, Any] = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU, "
-        f"{round(os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30)} GiB, "
-        f"Python {platform.python_version()}",
-        "quick": quick,
-    }
+def _plan(quick: bool, big: int, pg: str | None) -> list[tuple[str, Callable[[], Any]]]:
     plan: list[tuple[str, Callable[[], Any]]] = [
         ("append_single_events_per_s", lambda: append_single(n=300 if quick else 2000)),
         ("append_batch_events_per_s", lambda: append_batch(n=24_000 if quick else 120_000)),
@@ -403,40 +390,65 @@ def main() -> None:
                 lambda: append_batch(pg, n=24_000 if quick else 60_000),
             ),
         ]
-    for name, action in plan:
+    return plan
+
+
+def _rebuild_figures(figures: dict[str, Any], value: Any, big: int) -> None:
+    figures["rebuild_events"] = big
+    figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = (
+        round(value[0]),
+        round(value[1], 1),
+    )
+    # The same rebuild over a log a tenth as long, and both under a smaller cap: what grows with the log is
+    # DuckDB's buffer pool filling up to its cap (LINEAGE_DUCKDB_MEMORY), not anything unbounded.
+    figures[f"rebuild_peak_rss_mb_at_{big // 10}_events"] = round(rebuild(big // 10)[1], 1)
+    figures["rebuild_peak_rss_mb_cap_64mb"] = round(rebuild(big, "64MB")[1], 1)
+    figures[f"rebuild_peak_rss_mb_cap_64mb_at_{big // 10}_events"] = round(
+        rebuild(big // 10, "64MB")[1], 1
+    )
+
+
+def _record(figures: dict[str, Any], name: str, value: Any, big: int) -> None:
+    """Put one measurement into the figures, under the names the README's table uses."""
+    if name == "rebuild":
+        _rebuild_figures(figures, value, big)
+    elif name == "ingest_peak_rss_mb":
+        figures["ingest_peak_rss_mb_whole"], figures["ingest_peak_rss_mb_chunked_10000"] = (
+            round(v, 1) for v in value
+        )
+    elif name == "catch_up_one_event_ms":
+        figures[name], figures["catch_up_one_event_cold_open_ms"] = (
+            round(value[0], 1),
+            round(value[1], 1),
+        )
+    elif name == "cli_start_up":
+        figures.update(value)
+    elif name == "tar_verify":
+        figures["tar_verify_ratio_vs_hashlib"] = value["tar_verify_ratio_vs_hashlib"]
+        figures["tar_verify_bytes"] = value["tar_bytes"]
+    else:
+        figures[name] = round(value, 1) if name.endswith("_ms") else round(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small workloads (under a minute)")
+    parser.add_argument("--only", nargs="*", help="run only these figures (prefixes)")
+    args = parser.parse_args()
+    quick = args.quick
+    big = 100_000 if quick else 1_000_000
+    pg = os.environ.get("LINEAGE_BENCH_POSTGRES_URL") or os.environ.get("LINEAGE_TEST_POSTGRES_URL")
+    figures: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU, "
+        f"{round(os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30)} GiB, "
+        f"Python {platform.python_version()}",
+        "quick": quick,
+    }
+    for name, action in _plan(quick, big, pg):
         if args.only and not any(name.startswith(prefix) for prefix in args.only):
             continue
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        value = action()
-        if name == "rebuild":
-            figures["rebuild_events"] = big
-            figures["rebuild_events_per_s"], figures["rebuild_peak_rss_mb"] = (
-                round(value[0]),
-                round(value[1], 1),
-            )
-            # The same rebuild over a log a tenth as long, and both under a smaller cap: what grows with the log is
-            # DuckDB's buffer pool filling up to its cap (LINEAGE_DUCKDB_MEMORY), not anything unbounded.
-            figures[f"rebuild_peak_rss_mb_at_{big // 10}_events"] = round(rebuild(big // 10)[1], 1)
-            figures["rebuild_peak_rss_mb_cap_64mb"] = round(rebuild(big, "64MB")[1], 1)
-            figures[f"rebuild_peak_rss_mb_cap_64mb_at_{big // 10}_events"] = round(
-                rebuild(big // 10, "64MB")[1], 1
-            )
-        elif name == "ingest_peak_rss_mb":
-            figures["ingest_peak_rss_mb_whole"], figures["ingest_peak_rss_mb_chunked_10000"] = (
-                round(v, 1) for v in value
-            )
-        elif name == "catch_up_one_event_ms":
-            figures[name], figures["catch_up_one_event_cold_open_ms"] = (
-                round(value[0], 1),
-                round(value[1], 1),
-            )
-        elif name == "cli_start_up":
-            figures.update(value)
-        elif name == "tar_verify":
-            figures["tar_verify_ratio_vs_hashlib"] = value["tar_verify_ratio_vs_hashlib"]
-            figures["tar_verify_bytes"] = value["tar_bytes"]
-        else:
-            figures[name] = round(value, 1) if name.endswith("_ms") else round(value)
+        _record(figures, name, action(), big)
     print(json.dumps(figures))
 
 

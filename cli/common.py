@@ -1,9 +1,11 @@
-"""Small pieces every read command shares: `--as-of`, opening caught-up read models, RUN:NAME addresses."""
+"""Small pieces every read command shares: the two times (`--as-of`, `--occurred-before`), opening caught-up read
+models, RUN:NAME addresses."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -14,23 +16,47 @@ from ..domain.errors import InvalidInput
 if TYPE_CHECKING:
     from ..projections.runner import ReadModels
 
+AS_OF_HELP = (
+    "What the log held at this log position or recording time (when the facts were recorded here, "
+    "e.g. 2026-11-02T10:00:00Z), not when they happened: see --occurred-before."
+)
+OCCURRED_BEFORE_HELP = (
+    "What had happened before this ISO-8601 time by the harness's own clocks (each fact's occurred_at, "
+    "e.g. a run's own date), however late it was recorded. An arm without an outcome then is pending."
+)
+
 
 def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--as-of",
-        "as_of",
-        metavar="POSITION|TIME",
-        help="Answer as the log stood at this position, or at this ISO-8601 time (e.g. 2026-11-02T10:00:00Z).",
+    """`--as-of` and `--occurred-before`: the two times a read can be asked at, each named for what it means."""
+    func = click.option(
+        "--occurred-before", "occurred_before", metavar="TIME", help=OCCURRED_BEFORE_HELP
     )(func)
+    return click.option("--as-of", "as_of", metavar="POSITION|TIME", help=AS_OF_HELP)(func)
+
+
+def occurred_moment(text: str | None) -> datetime | None:
+    from ..projections.timeparse import parse_moment
+
+    return parse_moment(text, "--occurred-before") if text is not None else None
 
 
 @contextmanager
-def read_models(lineage: Lineage, as_of: str | None = None) -> Iterator[ReadModels]:
+def read_models(
+    lineage: Lineage, as_of: str | None = None, occurred_before: str | None = None
+) -> Iterator[ReadModels]:
     # Here, not at the top: write commands share this module (`split_address`) and need no DuckDB.
     from ..projections.runner import open_read_models, resolve_as_of
 
-    models = open_read_models(lineage, as_of=resolve_as_of(lineage, as_of))
+    moment = occurred_moment(occurred_before)
+    position = resolve_as_of(lineage, as_of)
+    if moment is not None and position is None:
+        position = lineage.position()  # a selection of the log is built apart, like a prefix
+    models = open_read_models(lineage, as_of=position)
     try:
+        if moment is not None:
+            from ..projections.occurred import keep_only_occurred_before
+
+            keep_only_occurred_before(models.db, moment, models.position)
         yield models
     finally:
         models.close()
@@ -43,3 +69,35 @@ def split_address(address: str, what: str = "RUN:NAME") -> tuple[str, str]:
             f"expected {what} (e.g. ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}"
         )
     return run, rest
+
+
+def complete_runs(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of run ids (and RUN: addresses) from the store the command line names, if there is one.
+    Completion must never fail loudly in a shell, so any problem completes nothing."""
+    from click.shell_completion import CompletionItem
+
+    from ..settings import Settings
+
+    params = ctx.find_root().params
+    try:
+        settings = Settings.from_env(store=params.get("store"), home=params.get("home"))
+        lineage = Lineage(settings, may_create=False)
+        try:
+            with read_models(lineage) as models:
+                runs = [
+                    r["run"]
+                    for r in models.db.rows(
+                        "SELECT run FROM runs WHERE starts_with(run, ?) ORDER BY run LIMIT 200",
+                        [incomplete.split(":", 1)[0]],
+                    )
+                ]
+        finally:
+            lineage.close()
+    except Exception:  # no store, a locked file, a bad URL: nothing to offer
+        return []
+    return [CompletionItem(run) for run in runs]
+
+
+def run_argument(name: str = "run", metavar: str | None = None) -> Callable[..., Any]:
+    """A RUN (or RUN:... address) argument: completed from the store, resolved by unique prefix by the command."""
+    return click.argument(name, metavar=metavar, shell_complete=complete_runs)

@@ -67,7 +67,7 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
 
 
 @click.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=False))
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -85,9 +85,28 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
     "ablation.json), as they are now. Importing them again once finished may then be refused as a "
     "conflict where their files changed.",
 )
+@click.option(
+    "--bundle",
+    "bundle_file",
+    type=click.Path(dir_okay=False),
+    help="Instead of run directories: a file from `lineage bundle`, verified first (see `bundle verify`).",
+)
+@click.option(
+    "--key",
+    "key_values",
+    multiple=True,
+    metavar="VKEY",
+    help="With --bundle: the key its checkpoint must be signed by.",
+)
 @click.pass_obj
 def import_command(
-    lineage: Lineage, paths: tuple[str, ...], dry_run: bool, keep_going: bool, unfinished: bool
+    lineage: Lineage,
+    paths: tuple[str, ...],
+    dry_run: bool,
+    keep_going: bool,
+    unfinished: bool,
+    bundle_file: str | None,
+    key_values: tuple[str, ...],
 ) -> None:
     """Import benchflow and Harbor run directories found under PATHS.
 
@@ -98,7 +117,20 @@ def import_command(
     `lineage ingest` lines.
     Progress and the summary go to stderr. Exit status: 0 when every run was imported (or already known),
     1 when a run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
+    With --bundle FILE: the bundle's facts, after verifying it (exit 3 if it does not), each appended
+    fact keeping its origin, position and checkpoint (`lineage bundle sources`).
     """
+    if bundle_file is not None or not paths:
+        from .bundle_cmds import import_bundle_file
+
+        if dry_run or keep_going or unfinished:
+            raise click.UsageError(
+                "--dry-run, --keep-going and --unfinished are for run directories; found them with "
+                "--bundle (use `lineage bundle verify FILE` to check a bundle without importing it)"
+            )
+
+        import_bundle_file(lineage, bundle_file, paths, key_values)
+        return
     with progress_bar() as advance:
         summary = import_runs(
             lineage,

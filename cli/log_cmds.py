@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
 from .common import split_address
-from .output import POSITION, format_option, note, write_document, write_rows
+from .output import POSITION, note, output_options, write_document, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
 
@@ -88,7 +89,7 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     "--after", type=POSITION, default=0, show_default=True, help="Start after this log position."
 )
 @click.option("--limit", type=POSITION, help="At most this many events.")
-@format_option()
+@output_options()
 @click.pass_obj
 def log_command(
     lineage: Lineage,
@@ -155,13 +156,35 @@ def log_command(
     is_flag=True,
     help="Also replay the log behind every saved aggregate state writers would use (exit 3 if one differs).",
 )
-@format_option(default="table")
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(dir_okay=False),
+    help="A checkpoint from `lineage checkpoint`: prove the log extends it (exit 3 if not).",
+)
+@click.option(
+    "--key",
+    "key_values",
+    multiple=True,
+    metavar="VKEY",
+    help="Verifier key (file or text) the checkpoint must be signed by.",
+)
+@click.option(
+    "--trusted-keys",
+    "trusted_file",
+    type=click.Path(dir_okay=False),
+    help="Verifier keys, one per line: report every event no signature by one of them covers (exit 3).",
+)
+@output_options()
 @click.pass_obj
 def verify(
     lineage: Lineage,
     kept_head: str | None,
     check_read_models: bool,
     check_saved_states: bool,
+    checkpoint_file: str | None,
+    key_values: tuple[str, ...],
+    trusted_file: str | None,
     fmt: str,
 ) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
@@ -176,6 +199,16 @@ def verify(
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
     report = lineage.verify(head)
+    checked = None
+    if checkpoint_file and report.intact:
+        from .evidence_cmds import check_checkpoint
+
+        checked = check_checkpoint(lineage, report, checkpoint_file, key_values)
+    signed = None
+    if trusted_file and report.intact:
+        from .evidence_cmds import check_trusted
+
+        signed = check_trusted(lineage, report, trusted_file)
     document = {
         "intact": report.intact,
         "events": report.events,
@@ -184,6 +217,10 @@ def verify(
         "problem": report.problem,
         "checked_head": str(report.checked_head) if report.checked_head else None,
     }
+    if checkpoint_file:
+        document["checkpoint"] = checked
+    if trusted_file:
+        document["signatures"] = signed
     differing: list[str] = []
     if check_read_models and report.intact:
         from ..projections.runner import differences_from_rebuild
@@ -194,14 +231,7 @@ def verify(
             if differing
             else f"match a rebuild at position {position}"
         )
-    unlike: list[str] = []
-    if check_saved_states and report.intact:
-        checked, unlike = lineage.app.saved_states_differing()
-        document["saved_states"] = (
-            f"{len(unlike)} of {checked} differ from the log: {', '.join(unlike)}"
-            if unlike
-            else f"{checked} match the log"
-        )
+    unlike = _saved_states_unlike(lineage, document) if check_saved_states and report.intact else []
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
     else:
@@ -226,16 +256,41 @@ def verify(
         )
 
 
+def _saved_states_unlike(lineage: Lineage, document: dict[str, Any]) -> list[str]:
+    """`verify --saved-states`: the states that differ from a replay of the log, said in the document too."""
+    checked, unlike = lineage.app.saved_states_differing()
+    document["saved_states"] = (
+        f"{len(unlike)} of {checked} differ from the log: {', '.join(unlike)}"
+        if unlike
+        else f"{checked} match the log"
+    )
+    return unlike
+
+
 @click.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print head, tree size and root as one JSON object."
+)
 @click.pass_obj
-def head(lineage: Lineage) -> None:
-    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`."""
+def head(lineage: Lineage, as_json: bool) -> None:
+    """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`.
+
+    The size and root of the log's Merkle tree follow on stderr (`lineage checkpoint` prints them signed).
+    """
     report = lineage.verify()
     if not report.intact:
         raise IntegrityFailure(
             f"the log is not intact, so it has no trustworthy head: {report.problem}"
         )
-    click.echo(str(report.head) if report.head else "0:" + "sha256:" + "0" * 64)
+    chain_head = str(report.head) if report.head else "0:" + "sha256:" + "0" * 64
+    tree = lineage.tree()
+    size = tree.size()
+    root = base64.b64encode(tree.root(size)).decode()
+    if as_json:
+        click.echo(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
+        return
+    click.echo(chain_head)
+    note(f"Merkle tree: {size} events, root {root}")
 
 
 @click.command()

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import math
-import re
+import sys
 import time
-from typing import Any
 
 import click
 
 from ..bootstrap import Lineage
-from ..domain.errors import InvalidInput
 from ..projections.read_only import read_only_models
 from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
-from .common import as_of_option, read_models
-from .output import POSITION, format_option, note, write_rows
-
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
-_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+from ..projections.user_sql import run_reads
+from .common import as_of_option, occurred_moment, read_models
+from .output import POSITION, note, output_options, write_rows
 
 
 def _finite(value: float) -> float:
@@ -26,28 +22,17 @@ def _finite(value: float) -> float:
     return value
 
 
-def statement_kinds(connection: Any, query: str) -> list[str]:
-    """Each statement's type, looking inside EXPLAIN: `EXPLAIN ANALYZE` runs what it explains, so it counts as that.
-
-    The connection is read-only anyway; this also keeps a query from dropping the views this code put in its own
-    connection, and names the problem before DuckDB's words do.
-    """
-    kinds = []
-    for statement in connection.extract_statements(query):
-        kind = statement.type.name
-        if kind == "EXPLAIN":
-            inner = _EXPLAIN.sub("", statement.query, count=1)
-            kind = (
-                "EXPLAIN"
-                if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"]
-                else "EXPLAIN of something other than one SELECT"
-            )
-        kinds.append(kind)
-    return kinds
-
-
 @click.command()
 @click.argument("query")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    nargs=2,
+    multiple=True,
+    metavar="NAME VALUE",
+    help="Bind $NAME in the query to VALUE (text; cast it in SQL, e.g. $min::DOUBLE). Repeatable.",
+)
 @as_of_option
 @click.option(
     "--timeout",
@@ -57,36 +42,39 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
     show_default=True,
     help="Seconds the query may run (and stream) before it is stopped (exit 4).",
 )
-@format_option()
+@output_options()
 @click.pass_obj
-def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
-    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
+def sql(
+    lineage: Lineage,
+    query: str,
+    params: tuple[tuple[str, str], ...],
+    as_of: str | None,
+    occurred_before: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
+    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them); QUERY `-` reads it from stdin.
 
     The query runs on a read-only connection with file access, extensions and configuration changes off, under
-    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout.
+    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout. Values come in as parameters, never
+    pasted into the SQL: `-p run nightly/x "SELECT * FROM children WHERE run = $run"`.
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
-    with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
-        try:
-            kinds = statement_kinds(db.connection, query)
-        except (
-            Exception
-        ) as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
-            raise InvalidInput(f"the SQL does not parse: {exc}") from None
-        refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
-        if refused or not kinds:
-            # The connection refuses writes anyway; this names the problem before DuckDB's words do.
-            raise InvalidInput(
-                f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
-                hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
-            )
-        columns, rows = db.query(query, timeout=timeout)
+    if query == "-":
+        query = sys.stdin.read()  # click.get_text_stream is deprecated in click 8.5
+    bound = dict(params)
+    if len(bound) < len(params):
+        raise click.UsageError("each -p NAME may be given once")
+    with read_only_models(
+        lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    ) as db:
+        columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
 
 @click.command()
-@format_option()
+@output_options()
 @click.pass_obj
 def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
@@ -173,7 +161,7 @@ def rebuild_command(lineage: Lineage) -> None:
     "--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time."
 )
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def runs_command(
     lineage: Lineage,
@@ -182,6 +170,7 @@ def runs_command(
     outcome: str | None,
     since: str | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
@@ -189,9 +178,9 @@ def runs_command(
     from ..projections.timeparse import parse_moment
 
     moment = parse_moment(since, "--since") if since else None
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
-    write_rows(rows, COLUMNS, fmt)
+        write_rows(rows, COLUMNS, fmt)
 
 
 COMMANDS = (sql, tables, project, rebuild_command, runs_command)

@@ -39,21 +39,35 @@ class ArmOutcome:
     error: str | None = None
     ran: bool = True
     tests: Mapping[str, str] | None = None
+    #: Ran (or is running) but has no outcome yet at the point asked about (`--as-of`, `--occurred-before`).
+    pending: bool = False
 
     def __post_init__(self) -> None:
-        # benchflow never writes these combinations; refusing them keeps `status` and `ran` in agreement.
-        if not self.ran and (
-            self.reward is not None or self.error is not None or self.tests is not None
-        ):
-            raise InvalidInput(
-                f"arm {self.name!r} never ran but carries a reward, error or test outcomes",
-                hint="a skipped arm has reward, error and tests all null",
+        problem = self._contradiction()
+        if problem is not None:
+            raise InvalidInput(f"arm {self.name!r} {problem[0]}", hint=problem[1])
+
+    def _contradiction(self) -> tuple[str, str] | None:
+        """What benchflow never writes (refusing it keeps `status` and `ran` in agreement), or None."""
+        without_outcome = self.pending or not self.ran
+        carries = any(value is not None for value in (self.reward, self.error, self.tests))
+        if self.pending and not self.ran:
+            return (
+                "is pending but never ran",
+                "an arm still running has ran=True; one that never ran is skipped",
             )
-        if self.ran and self.reward is None and self.error is None:
-            raise InvalidInput(
-                f"arm {self.name!r} ran but has neither a reward nor an error",
-                hint=f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+        if without_outcome and carries:
+            what = "is pending" if self.pending else "never ran"
+            return (
+                f"{what} but carries a reward, error or test outcomes",
+                "a pending or skipped arm has reward, error and tests all null",
             )
+        if not without_outcome and self.reward is None and self.error is None:
+            return (
+                "ran but has neither a reward nor an error",
+                f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+            )
+        return None
 
 
 def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
@@ -105,6 +119,8 @@ def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:
 
 
 def arm_status(arm: ArmOutcome) -> str:
+    if arm.pending:
+        return "pending"
     if arm.reward is not None:
         return "pass" if arm.reward >= PASS_REWARD else "fail"
     return "error" if arm.error is not None else "skipped"
@@ -182,27 +198,31 @@ def test_attribution(
     }
 
 
-test_attribution.__test__ = False  # a library function, not a pytest test, wherever it is imported
+# A library function, not a pytest test, wherever it is imported. pytest reads `__test__` off the function;
+# mypy knows no such attribute on a function object, hence the one ignore.
+test_attribution.__test__ = False  # type: ignore[attr-defined]
 
 
 def _reference(
     arm: ArmOutcome, by_name: Mapping[str, ArmOutcome], parent_reward: float | None
-) -> tuple[str | None, float | None]:
+) -> tuple[str, float] | None:
     """(name, reward) this arm compares against: its skill counterpart if scored, else the parent if scored."""
     counterpart = {WITH_SKILL: NO_SKILL, NO_SKILL: WITH_SKILL}.get(arm.name)
     other = by_name.get(counterpart) if counterpart else None
-    if other is not None and other.reward is not None:
+    if counterpart is not None and other is not None and other.reward is not None:
         return counterpart, other.reward
     if parent_reward is not None:
         return PARENT, parent_reward
-    return None, None
+    return None
 
 
 def arm_references(arms: Sequence[ArmOutcome], parent_reward: float | None) -> list[str | None]:
     by_name = {arm.name: arm for arm in arms}
-    return [
-        None if arm.reward is None else _reference(arm, by_name, parent_reward)[0] for arm in arms
-    ]
+    references: list[str | None] = []
+    for arm in arms:
+        reference = None if arm.reward is None else _reference(arm, by_name, parent_reward)
+        references.append(None if reference is None else reference[0])
+    return references
 
 
 def arm_verdicts(
@@ -216,49 +236,65 @@ def arm_verdicts(
     tests_by_name = {arm.name: arm_tests for arm, arm_tests in zip(arms, tests, strict=False)}
     verdicts = []
     for arm, arm_tests in zip(arms, tests, strict=False):
-        status = arm_status(arm)
-        if status == "error":
-            verdicts.append("errored before scoring — no reward to attribute")
+        if arm.reward is None:
+            verdicts.append(_without_reward(arm))
             continue
-        if status == "skipped":
-            verdicts.append("not run — an earlier arm errored")
+        reference = _reference(arm, by_name, parent_reward)
+        if reference is None:
+            verdicts.append(
+                f"scores {_score(arm.reward)} at {stage} — no counterpart arm or parent reward to compare against"
+            )
             continue
-        reward = arm.reward
-        ref_name, ref_reward = _reference(arm, by_name, parent_reward)
-        if ref_name is None:
-            verdicts.append(
-                f"scores {_score(reward)} at {stage} — no counterpart arm or parent reward to compare against"
-            )
-        elif reward == ref_reward:
-            pair = [(arm.name, arm_tests)]
-            if ref_name in by_name:
-                pair.append((ref_name, tests_by_name[ref_name]))
-            differing = [entry["test"] for entry in _differing(pair)]
-            tail = (
-                f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing)}"
-                if differing
-                else "no difference in this comparison"
-            )
-            verdicts.append(f"matches {ref_name} at {stage} (both {_score(reward)}) — {tail}")
-        elif (reward >= PASS_REWARD) != (ref_reward >= PASS_REWARD):
-            passes = reward >= PASS_REWARD
-            verdicts.append(
-                f"{'passes' if passes else 'fails'} ({_score(reward)}) where {ref_name} "
-                f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — this delta decides "
-                f"the outcome when applied at {stage} (1 run per arm)"
-            )
-        else:
-            direction = "higher" if reward > ref_reward else "lower"
-            verdicts.append(
-                f"scores {_score(reward)} vs {ref_name} {_score(ref_reward)} at {stage} — "
-                f"{direction} reward in this single comparison"
-            )
+        pair = [(arm.name, arm_tests)]
+        if reference[0] in by_name:
+            pair.append((reference[0], tests_by_name[reference[0]]))
+        verdicts.append(_compared(arm.reward, reference, stage, pair))
     return verdicts
+
+
+def _without_reward(arm: ArmOutcome) -> str:
+    """The verdict of an arm with no reward: still running, errored, or never run."""
+    status = arm_status(arm)
+    if status == "pending":
+        return "no outcome recorded yet — the arm is still running"
+    if status == "error":
+        return "errored before scoring — no reward to attribute"
+    return "not run — an earlier arm errored"
+
+
+def _compared(
+    reward: float,
+    reference: tuple[str, float],
+    stage: str,
+    pair: Sequence[tuple[str, OutcomeMap | None]],
+) -> str:
+    """The verdict of a scored arm against the scored reference it compares with."""
+    ref_name, ref_reward = reference
+    if reward == ref_reward:
+        differing = [entry["test"] for entry in _differing(pair)]
+        tail = (
+            f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing)}"
+            if differing
+            else "no difference in this comparison"
+        )
+        return f"matches {ref_name} at {stage} (both {_score(reward)}) — {tail}"
+    if (reward >= PASS_REWARD) != (ref_reward >= PASS_REWARD):
+        passes = reward >= PASS_REWARD
+        return (
+            f"{'passes' if passes else 'fails'} ({_score(reward)}) where {ref_name} "
+            f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — this delta decides "
+            f"the outcome when applied at {stage} (1 run per arm)"
+        )
+    direction = "higher" if reward > ref_reward else "lower"
+    return (
+        f"scores {_score(reward)} vs {ref_name} {_score(ref_reward)} at {stage} — "
+        f"{direction} reward in this single comparison"
+    )
 
 
 def report_value(arms: Sequence[ArmOutcome]) -> float | None:
     """V: the mean arm reward, None when there are no arms or any arm has no reward."""
-    rewards = [arm.reward for arm in arms]
-    if not rewards or any(reward is None for reward in rewards):
+    rewards = [arm.reward for arm in arms if arm.reward is not None]
+    if not rewards or len(rewards) != len(arms):
         return None
     return sum(rewards) / len(rewards)

@@ -16,13 +16,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import duckdb
 
 from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
-from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head, aligned_head, check_window
 from ..domain.vocabulary import TOPIC_PREFIX
@@ -31,23 +30,41 @@ from . import events as events_table
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
+if TYPE_CHECKING:
+    from ..adapters.store_url import StoreURL
+    from ..domain.application import LineageApp
+
+
+class ReadSettings(Protocol):
+    """What opening a read-model file needs to know (`rollout_lineage.settings.Settings` is one)."""
+
+    @property
+    def lock_timeout_s(self) -> float: ...
+
+    @property
+    def duckdb_memory(self) -> str: ...
+
 
 class Lineage(Protocol):
     """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
-    (read-model path, memory cap, lock timeout), its URL, the application (the write side), the log as readers see
-    it, and the log's position. A port, so this layer does not import the composition root above it."""
+    (memory cap, lock timeout), its URL, the application (the write side), the chained log as readers see it,
+    where its read models live, and the log's position. A port, so this layer does not import the composition
+    root above it."""
 
     @property
-    def settings(self) -> Any: ...
+    def settings(self) -> ReadSettings: ...
 
     @property
-    def store_url(self) -> Any: ...
+    def store_url(self) -> StoreURL: ...
 
     @property
-    def app(self) -> Any: ...
+    def app(self) -> LineageApp: ...
 
     @property
     def log(self) -> ChainedLog: ...
+
+    @property
+    def read_models_path(self) -> Path: ...
 
     def position(self) -> int: ...
 
@@ -142,7 +159,11 @@ def shadow_definitions(db: ReadModelDB) -> None:
 def _unshadow(db: ReadModelDB) -> None:
     db.file_first()
     for statement in reversed(_definitions()):
-        kind, name = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement)).groups()  # type: ignore[union-attr]
+        named = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
+        assert named is not None, (
+            statement
+        )  # our own definitions, each a CREATE of a named macro or view
+        kind, name = named.groups()
         db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
 
 
@@ -163,9 +184,9 @@ def _state(db: ReadModelDB) -> dict[str, Any] | None:
     )
 
 
-def _faithful(state: dict[str, Any], log: Any) -> bool:
+def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
     """The file was built from a prefix of this very log: the log still holds the recorded head at that position."""
-    if not state["position"] or not isinstance(log, ChainedLog):
+    if not state["position"] or log is None:
         return True
     return (
         state["head_hash"] is not None
@@ -198,21 +219,16 @@ def _tables_replaced(db: ReadModelDB) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def ensure_schema(db: ReadModelDB, store: str, log: Any = None, *, queries: bool = True) -> None:
+def ensure_schema(
+    db: ReadModelDB, store: str, log: ChainedLog | None = None, *, queries: bool = True
+) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
     projection's new version); shadow every macro and view with this code's own (`shadow_definitions`) unless
     the connection runs no query of ours (`queries=False`: it only catches up, and those statements name tables
     alone)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
-    if (
-        state is not None
-        and state["store"] == store
-        and state["fingerprint"] == _fingerprint()
-        and (log_position is None or state["position"] <= log_position)
-        and _faithful(state, log)
-        and not _tables_replaced(db)
-    ):
+    if _current(db, state, store, log, log_position):
         if queries:
             shadow_definitions(db)
         return
@@ -234,14 +250,7 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None, *, queries: bool
             [TRACKING_NAME],
         )
         stale_log = bool(replaced) or (
-            bool(tracked)
-            and (
-                tracked[0]["store"] != store
-                or versions.get("events", events_table.PROJECTION.version)
-                != events_table.PROJECTION.version
-                or (log_position is not None and tracked[0]["position"] > log_position)
-                or not _faithful(tracked[0], log)
-            )
+            bool(tracked) and _stale_tracking(tracked[0], versions, store, log, log_position)
         )
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
@@ -249,24 +258,7 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None, *, queries: bool
                 versions.pop(projection.name, None)
         if stale_log:
             db.execute("DELETE FROM lineage_tracking")
-        position = tracked_position(db)
-        for projection in PROJECTIONS:
-            for statement in projection.create_statements():
-                db.execute(statement)
-            if (
-                projection.name not in versions
-                and projection is not events_table.PROJECTION
-                and position
-            ):
-                # A new or changed projection catches up from the events already copied, not from the store.
-                for statement in projection.apply:
-                    db.execute(statement, {"lo": 0, "hi": position})
-            for statement in projection.view_statements():
-                db.execute(statement)
-            db.execute(
-                "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
-                [projection.name, projection.version],
-            )
+        _create_projections(db, versions, tracked_position(db))
         db.execute(
             "INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING",
             [TRACKING_NAME, 0, store],
@@ -275,6 +267,62 @@ def ensure_schema(db: ReadModelDB, store: str, log: Any = None, *, queries: bool
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
     if queries:
         shadow_definitions(db)
+
+
+def _current(
+    db: ReadModelDB,
+    state: dict[str, Any] | None,
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The file was built by this code from a prefix of this log, and nothing in it was replaced."""
+    return (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and (log_position is None or state["position"] <= log_position)
+        and _faithful(state, log)
+        and not _tables_replaced(db)
+    )
+
+
+def _stale_tracking(
+    tracked: dict[str, Any],
+    versions: dict[str, int],
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The events the file copied are not this log's: another store, another `events` shape, a shorter or
+    rewritten log."""
+    return (
+        tracked["store"] != store
+        or versions.get("events", events_table.PROJECTION.version)
+        != events_table.PROJECTION.version
+        or (log_position is not None and tracked["position"] > log_position)
+        or not _faithful(tracked, log)
+    )
+
+
+def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int) -> None:
+    for projection in PROJECTIONS:
+        for statement in projection.create_statements():
+            db.execute(statement)
+        if (
+            projection.name not in versions
+            and projection is not events_table.PROJECTION
+            and position
+        ):
+            # A new or changed projection catches up from the events already copied, not from the store.
+            for statement in projection.apply:
+                db.execute(statement, {"lo": 0, "hi": position})
+        for statement in projection.view_statements():
+            db.execute(statement)
+        db.execute(
+            "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
+            [projection.name, projection.version],
+        )
 
 
 def _drop(db: ReadModelDB, projection: Projection) -> None:
@@ -291,7 +339,7 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
 
 def catch_up(
     db: ReadModelDB,
-    recorder: Any,
+    recorder: ChainedLog,
     *,
     stop: int | None = None,
     page: int = PAGE,
@@ -328,34 +376,31 @@ def catch_up(
 
 
 def _checked_pages(
-    recorder: Any, head: Head | None, after: int, stop: int | None, page: int
+    recorder: ChainedLog, head: Head | None, after: int, stop: int | None, page: int
 ) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Pages of the log with the chain head at each page's end; a store without a chain (in memory) is not checked."""
-    chained = isinstance(recorder, ChainedLog)
-    if chained and after and head is None:
+    """Pages of the log with the chain head at each page's end."""
+    if after and head is None:
         raise IntegrityFailure(
             f"the read models are at position {after} but do not say which log head they were built from",
             hint="run `lineage rebuild`",
         )
-    for rows in _page_rows(recorder, after, stop, page):
-        if chained:
-            high = rows[-1][0]
-            links = recorder.chain_links(after, high)
-            aligned = aligned_head(head, rows, links)
-            if (
-                aligned is None
-            ):  # something is off (or unusual): the full walk decides, and names a break
-                events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-                aligned = check_window(head, merge_chain(events, iter(links)))
-            head = aligned
-            after = high
+    while rows := recorder.log_rows(after, stop, page):
+        high = rows[-1][0]
+        links = recorder.chain_links(after, high)
+        aligned = aligned_head(head, rows, links)
+        if (
+            aligned is None
+        ):  # something is off (or unusual): the full walk decides, and names a break
+            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+            aligned = check_window(head, merge_chain(events, iter(links)))
+        head = aligned
+        after = high
         yield _as_text(rows), head
-    if chained:
-        tail = recorder.chain_links(after, stop)
-        if tail and not recorder.log_rows(
-            after, tail[0][0], 1
-        ):  # links past the last event: its events were deleted
-            check_window(head, merge_chain(iter(()), iter(tail)))
+    tail = recorder.chain_links(after, stop)
+    if tail and not recorder.log_rows(
+        after, tail[0][0], 1
+    ):  # links past the last event: its events were deleted
+        check_window(head, merge_chain(iter(()), iter(tail)))
 
 
 def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -378,22 +423,6 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
-def _page_rows(
-    recorder: Any, after: int, stop: int | None, page: int
-) -> Iterator[list[tuple[Any, ...]]]:
-    """Pages of (position, originator id hex, version, topic, state) rows, straight from the store when it can."""
-    if hasattr(recorder, "log_rows"):
-        while rows := recorder.log_rows(after, stop, page):
-            yield rows
-            after = rows[-1][0]
-        return
-    for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
-        yield [
-            (n.id, n.originator_id.hex, n.originator_version, n.topic, n.state, None)
-            for n in notifications
-        ]
-
-
 def _prefetched(pages: Iterator[T]) -> Iterator[T]:
     """Read the next page from the store while DuckDB applies this one (DuckDB releases the GIL)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
@@ -403,7 +432,7 @@ def _prefetched(pages: Iterator[T]) -> Iterator[T]:
             yield rows
 
 
-def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:
+def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
     _unshadow(db)  # the drops below are of the file's own objects
     with db.transaction():
         for projection in reversed(PROJECTIONS):
@@ -459,7 +488,7 @@ def open_read_models(
             db.close()
             raise
     db = ReadModelDB.open(
-        lineage.settings.projections_path,
+        lineage.read_models_path,
         timeout=lineage.settings.lock_timeout_s,
         memory_limit=lineage.settings.duckdb_memory,
     )
@@ -481,9 +510,9 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
     """
     settings = lineage.settings
     replaced: list[str] = []
-    if Path(settings.projections_path).exists():
+    if Path(lineage.read_models_path).exists():
         probe = ReadModelDB.open(
-            settings.projections_path,
+            lineage.read_models_path,
             timeout=settings.lock_timeout_s,
             memory_limit=settings.duckdb_memory,
             read_only=True,
@@ -510,14 +539,16 @@ def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     names = [name for projection in PROJECTIONS for name in projection.tables]
     replaced = set(_tables_replaced(db))
     return dict.fromkeys(replaced, (-1, -1)) | {
-        name: tuple(
-            db.connection.execute(
-                f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
-            ).fetchone()
-        )
-        for name in names
-        if name not in replaced
+        name: _table_digest(db, name) for name in names if name not in replaced
     }
+
+
+def _table_digest(db: ReadModelDB, name: str) -> tuple[int, int]:
+    row = db.connection.execute(
+        f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
+    ).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns exactly one row
+    return row[0], row[1]
 
 
 def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:

@@ -10,7 +10,7 @@ tables in queries of their own.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,20 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     snapshots = db.rows(
         "SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run]
     )
+    _check_stages_recorded(run, stages, marked)
+    selected = [row for row in snapshots if not stages or row["stage"] in stages]
+    _check_stages_exported(run, stages, selected)
+    refs = tuple(row["ref"] for row in selected if row["exports"])
+    if not refs:
+        raise InvalidInput(
+            f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
+            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
+        )
+    places = (registered[0]["location"], registered[0]["run_dir"])
+    return RunExports(tuple(dict.fromkeys(d for d in places if d)), refs)
+
+
+def _check_stages_recorded(run: str, stages: Sequence[str], marked: list[str]) -> None:
     unknown = [stage for stage in stages if stage not in marked]
     if unknown:
         raise StageNotRecorded(
@@ -45,26 +59,19 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
             f"{', '.join(marked) or 'no stages'}.",
             hint="pass one of the recorded stages to --stage",
         )
-    selected = [row for row in snapshots if not stages or row["stage"] in stages]
+
+
+def _check_stages_exported(run: str, stages: Sequence[str], selected: list[dict[str, Any]]) -> None:
+    """Each stage asked for has an exported snapshot (an ephemeral one cannot be imported)."""
     for stage in stages:
         if not any(row["exports"] for row in selected if row["stage"] == stage):
-            refs = [row["ref"] for row in selected if row["stage"] == stage]
+            ephemeral = [row["ref"] for row in selected if row["stage"] == stage]
             raise InvalidInput(
-                f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
+                f"Stage {stage!r} of run {run!r} was never exported (snapshots {ephemeral or 'none'} are "
                 "ephemeral); expected a recorded export to import.",
                 hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
                 "(benchflow: --keep-snapshots)",
             )
-    refs = tuple(row["ref"] for row in selected if row["exports"])
-    if not refs:
-        raise InvalidInput(
-            f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
-            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
-        )
-    return RunExports(
-        tuple(dict.fromkeys(d for d in (registered[0]["location"], registered[0]["run_dir"]) if d)),
-        refs,
-    )
 
 
 def refs_with_tar(db: ReadModelDB, tar_sha256: str) -> list[str]:
@@ -90,9 +97,9 @@ def refs_claimed(db: ReadModelDB, report: TarReport) -> list[str]:
     return [row["ref"] for row in rows]
 
 
-def lifetimes(db: ReadModelDB, run: str | None = None) -> list[dict[str, Any]]:
-    """`snapshots` rows (one per ref) in log order: every ref, or those `run` captured."""
-    return db.rows(
+def lifetimes(db: ReadModelDB, run: str | None = None) -> Iterator[dict[str, Any]]:
+    """`snapshots` rows (one per ref) in log order, streamed: every ref, or those `run` captured."""
+    return db.stream(
         "SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run]
     )
 

@@ -331,6 +331,12 @@ def test_a_kept_head_catches_a_truncated_tail(run_cli: Cli, tmp_path: Path) -> N
     with sqlite3.connect(store_file(run_cli)) as db:
         db.execute("DELETE FROM stored_events WHERE rowid = 4")
         db.execute("DELETE FROM lineage_chain WHERE position = 4")
+    # The Merkle tree kept in the store still has a leaf for the lost event...
+    tree_says = json.loads(run_cli("verify", "--format", "json", ok=False).stdout)
+    assert tree_says["first_bad_position"] == 4 and "holds no event there" in tree_says["problem"]
+    with sqlite3.connect(store_file(run_cli)) as db:  # ...unless whoever truncated knew of it too
+        db.execute("DELETE FROM lineage_merkle_leaves WHERE idx = 3")
+        db.execute("DELETE FROM lineage_merkle_nodes WHERE (level, idx) IN ((1, 1), (2, 0))")
     run_cli("verify")  # the shorter chain is internally consistent...
     result = run_cli(
         "verify", "--head", kept, "--format", "json", ok=False

@@ -1,0 +1,192 @@
+"""What a writer attaches to each batch it appends, in the batch's own transaction: a signature, and where
+imported events came from.
+
+Signed writes: a writer holding a key signs each batch it appends.
+The row (`lineage_signatures`: first and last position, the signer's verifier key, signature) sits beside
+the chain links; the key is kept so a bundle can carry it, never trusted for what it is. Anyone can
+append a correctly linked event (the chain is a checksum, not an authentication), but only a holder of a
+trusted key can make it covered: `lineage verify --trusted-keys` recomputes each signed batch's
+leaves from the events and reports every event no trusted signature covers.
+
+Provenance (`lineage_provenance`): an event appended by `lineage import --bundle` keeps the origin of the log it
+came from, its position there, that log's checkpoint, and its stored form and inclusion proof there, so a
+merged store can still prove each imported fact against the checkpoint it was handed with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.errors import InvalidInput
+from ..domain.signed_note import SignerKey, VerifierKey, batch_message
+from . import ed25519
+from .merkle_store import PAGE, leaf_of
+
+SIGNATURES = "lineage_signatures"
+PROVENANCE = "lineage_provenance"
+Row = tuple[
+    str, int, str, bytes
+]  # (originator id hex, version, topic, state) as the recorders insert them
+
+
+def sqlite_ddl() -> list[str]:
+    return [
+        f"CREATE TABLE IF NOT EXISTS {SIGNATURES} (first_position INTEGER PRIMARY KEY, "
+        "last_position INTEGER NOT NULL, signer TEXT NOT NULL, signature BLOB NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {PROVENANCE} (position INTEGER PRIMARY KEY, origin TEXT NOT NULL, "
+        "source_position INTEGER NOT NULL, source_leaf_index INTEGER NOT NULL, checkpoint TEXT NOT NULL, "
+        "source_entry BLOB NOT NULL, proof TEXT NOT NULL)",
+    ]
+
+
+def postgres_ddl(schema: str) -> list[str]:
+    return [
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{SIGNATURES} (first_position bigint PRIMARY KEY, '
+        "last_position bigint NOT NULL, signer text NOT NULL, signature bytea NOT NULL)",
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{PROVENANCE} (position bigint PRIMARY KEY, '
+        "origin text NOT NULL, source_position bigint NOT NULL, source_leaf_index bigint NOT NULL, "
+        "checkpoint text NOT NULL, source_entry bytea NOT NULL, proof text NOT NULL)",
+    ]
+
+
+@dataclass
+class BatchEvidence:
+    """Set on a recorder by the composition root (a signing key) or by a bundle import (provenance)."""
+
+    signer: SignerKey | None = None
+    #: (new positions, rows) -> provenance rows (position, origin, source position, source leaf index,
+    #: checkpoint, source entry, proof JSON) for the events of the batch that came from a bundle.
+    provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
+
+    def write(
+        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], schema: str | None
+    ) -> None:
+        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None)."""
+
+        def insert(table: str, values: list[tuple[Any, ...]]) -> None:
+            if not values:
+                return
+            marks = ", ".join(["%s" if schema else "?"] * len(values[0]))
+            name = f'"{schema}".{table}' if schema else table
+            cursor.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
+
+        if self.signer is not None:
+            insert(SIGNATURES, [signature_row(self.signer, ids, rows)])
+        if self.provenance is not None:
+            insert(PROVENANCE, self.provenance(ids, rows))
+
+
+def signature_row(
+    key: SignerKey, ids: Sequence[int], rows: Sequence[Row]
+) -> tuple[int, int, str, bytes]:
+    """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
+    leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
+    message = batch_message(ids[0], ids[-1], leaves)
+    return ids[0], ids[-1], str(key.verifier), ed25519.sign(key, message)
+
+
+@dataclass
+class SignatureReport:
+    signed: int = 0
+    #: (first position, last position, why) of every run of events no trusted signature covers.
+    uncovered: list[tuple[int, int, str]] = field(default_factory=list)
+    signers: set[str] = field(default_factory=set)
+
+    def add(self, first: int, last: int, why: str) -> None:
+        previous = self.uncovered[-1] if self.uncovered else None
+        if previous and previous[2] == why and previous[1] + 1 >= first:
+            self.uncovered[-1] = (previous[0], last, why)
+        else:
+            self.uncovered.append((first, last, why))
+
+    def describe(self) -> str:
+        return "; ".join(
+            f"position{'s' if a != b else ''} {a}{f'-{b}' if a != b else ''}: {why}"
+            for a, b, why in self.uncovered[:20]
+        ) + (f"; and {len(self.uncovered) - 20} more runs" if len(self.uncovered) > 20 else "")
+
+
+def signatures(recorder: Any, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
+    """(first position, last position, signer's verifier key, signature) of each signed batch, in order."""
+    postgres = hasattr(recorder, "chain_table")
+    table = f'"{recorder.datastore.schema}".{SIGNATURES}' if postgres else SIGNATURES
+    sql = (
+        f"SELECT first_position, last_position, signer, signature FROM {table} "
+        "WHERE first_position > ? ORDER BY first_position LIMIT ?"
+    )
+    while True:
+        with recorder.datastore.transaction(commit=False) as c:
+            c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
+            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
+        yield from ((a, b, signer, bytes(sig)) for a, b, signer, sig in rows)
+        if len(rows) < PAGE:
+            return
+        after = rows[-1][0]
+
+
+def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureReport:
+    """Every event of the log against the signed batches: which a trusted key covers, and why not the rest."""
+    keys = {(k.name, k.key_id): k for k in trusted}
+    report = SignatureReport()
+    batches = signatures(recorder)
+    batch = next(batches, None)
+    pending: list[tuple[int, bytes]] = []
+    after = 0
+    while rows := recorder.log_rows(after, None, PAGE):
+        for row in rows:
+            position = row[0]
+            while (
+                batch is not None and position > batch[1]
+            ):  # the batch ended before its last event
+                if pending:
+                    _judge(batch, pending, keys, report)
+                    pending = []
+                batch = next(batches, None)
+            if batch is None or position < batch[0]:
+                report.add(position, position, "no signature")
+                continue
+            pending.append((position, leaf_of(row) if row[4] is not None else b""))
+            if position == batch[1]:
+                _judge(batch, pending, keys, report)
+                pending, batch = [], next(batches, None)
+        after = rows[-1][0]
+    if pending and batch is not None:
+        _judge(batch, pending, keys, report)
+    return report
+
+
+def _judge(
+    batch: tuple[int, int, str, bytes],
+    events: list[tuple[int, bytes]],
+    keys: dict[tuple[str, bytes], VerifierKey],
+    report: SignatureReport,
+) -> None:
+    first, last, signer, signature = batch
+    try:
+        stored_key = VerifierKey.parse(signer)
+    except InvalidInput:
+        stored_key = None
+    key = keys.get((stored_key.name, stored_key.key_id)) if stored_key else None
+    if key is None:
+        why = f"signed by {signer.split('+')[0]}, not a trusted key"
+        for position, _ in events:
+            report.add(position, position, why)
+        return
+    message = batch_message(first, last, [leaf for _, leaf in events])
+    if (
+        events[0][0] != first
+        or events[-1][0] != last
+        or not ed25519.signature_valid(key, message, signature)
+    ):
+        for position, _ in events:
+            report.add(
+                position,
+                position,
+                f"the signature by {key.name} over positions {first}-{last} does not verify: an event "
+                "of that batch was changed, removed or inserted",
+            )
+        return
+    report.signed += len(events)
+    report.signers.add(key.name)

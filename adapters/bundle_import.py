@@ -1,0 +1,129 @@
+"""Appending a verified bundle to another store, keeping where each fact came from.
+
+The facts go through the same decisions as any writer's (`LineageApp.record`, one batch, whole or nothing), so a
+fact the store already holds appends nothing and importing the same bundle twice appends nothing the second
+time; a contradiction is refused with both values. Each event that is appended gets a `lineage_provenance` row in
+the same transaction: the origin and position it had, the checkpoint of that log, and its stored form and
+inclusion proof there (`lineage bundle sources` re-checks them). Facts that assert a verification this tool
+performs (`snapshot.imported`, ...) are taken only from a bundle whose checkpoint a key the reader trusts signed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..domain import merkle
+from ..domain.errors import ClaimRefused, IntegrityFailure
+from ..domain.signed_note import Checkpoint, Note
+from .batch_evidence import PROVENANCE, BatchEvidence, Row
+from .bundle_check import BundleReport, entries
+from .merkle_store import PAGE
+
+
+def _key(fact: dict[str, Any]) -> str:
+    return json.dumps(fact, sort_keys=True)
+
+
+def import_bundle(app: Any, report: BundleReport) -> Any:
+    batch = entries(report, app)
+    claims = [entry.fact for entry in batch if entry.fact.verified_here]
+    if claims and not report.trusted_signers:
+        raise ClaimRefused(
+            f"the bundle holds {len(claims)} facts that assert a verification (first: {claims[0].type} for "
+            f"{claims[0].subject_key()!r}), but its checkpoint is not signed by a key you trust "
+            "(nothing was imported)",
+            hint="pass --key with the verifier key of whoever signed the bundle's checkpoint",
+        )
+    sources = {
+        _key(json.loads(entry.fact.model_dump_json())): event
+        for entry, event in zip(batch, report.events, strict=True)
+    }
+
+    def provenance(ids: Sequence[int], rows: Sequence[Row]) -> list[tuple[Any, ...]]:
+        found = []
+        for position, (_, _, _, state) in zip(ids, rows, strict=True):
+            source = sources.get(_key(json.loads(state)["fact"]))
+            if source is not None:
+                found.append(_provenance_row(position, source, report))
+        return found
+
+    recorder = app.recorder
+    before = recorder.batch_evidence
+    signer = before.signer if before is not None else None
+    recorder.batch_evidence = BatchEvidence(signer=signer, provenance=provenance)
+    try:
+        return app.record(batch, verified_here=bool(report.trusted_signers))
+    finally:
+        recorder.batch_evidence = before
+
+
+def _provenance_row(position: int, source: dict[str, Any], report: BundleReport) -> tuple[Any, ...]:
+    entry = merkle.event_entry(
+        source["position"],
+        source["originator_id"],
+        source["originator_version"],
+        source["topic"],
+        source["state"].encode("utf-8"),
+    )
+    return (
+        position,
+        report.checkpoint.origin,
+        source["position"],
+        source["leaf_index"],
+        report.checkpoint_note,
+        entry,
+        json.dumps(source["proof"]),
+    )
+
+
+def sources(recorder: Any) -> list[dict[str, Any]]:
+    """Every imported event with where it came from, each proof checked again against its checkpoint."""
+    postgres = hasattr(recorder, "chain_table")
+    table = f'"{recorder.datastore.schema}".{PROVENANCE}' if postgres else PROVENANCE
+    sql = f"SELECT * FROM {table} WHERE position > ? ORDER BY position LIMIT ?"
+    found: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        with recorder.datastore.transaction(commit=False) as c:
+            c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
+            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
+        found.extend(_checked(row) for row in rows)
+        if len(rows) < PAGE:
+            return found
+        after = rows[-1][0]
+
+
+def _checked(row: tuple[Any, ...]) -> dict[str, Any]:
+    position, origin, source_position, index, note_text, entry, proof = row
+    checkpoint = Checkpoint.parse(Note.parse(note_text.encode(), "provenance").text, "provenance")
+    try:
+        merkle.verify_inclusion(
+            index,
+            checkpoint.size,
+            merkle.leaf_hash(bytes(entry)),
+            [base64.b64decode(h) for h in json.loads(proof)],
+            checkpoint.root,
+        )
+        proven = "yes"
+    except merkle.ProofFailed as exc:
+        proven = f"NO: {exc}"
+    return {
+        "position": position,
+        "origin": origin,
+        "source_position": source_position,
+        "checkpoint_size": checkpoint.size,
+        "checkpoint_root": base64.b64encode(checkpoint.root).decode(),
+        "proven": proven,
+    }
+
+
+def require_proven(rows: list[dict[str, Any]]) -> None:
+    bad = [row for row in rows if row["proven"] != "yes"]
+    if bad:
+        raise IntegrityFailure(
+            f"{len(bad)} imported events no longer prove against their source checkpoint; first at "
+            f"position {bad[0]['position']}: {bad[0]['proven']}"
+        )

@@ -1,0 +1,152 @@
+"""Checkpoints of the stored tree, and proving the log against them: that it extends one (consistency) and
+that an event is in one (inclusion).
+
+The origin line names the log by its first event (`rollout-lineage/` and 16 hex digits of that event's leaf
+hash): a store has it from its first write on, another store cannot share it without sharing that event, and
+it needs no configuration. A checkpoint of an empty log names no origin worth checking (every log extends it).
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+from ..domain import merkle
+from ..domain.errors import IntegrityFailure, InvalidInput
+from ..domain.signed_note import Checkpoint, Note
+from .merkle_store import MerkleStore, event_entry_of
+
+EMPTY_ORIGIN = "rollout-lineage/empty"
+
+
+def origin_of(tree: MerkleStore) -> str:
+    if tree.size() == 0:
+        return EMPTY_ORIGIN
+    leaf, _ = tree.inclusion(0, 1)
+    return f"rollout-lineage/{leaf.hex()[:16]}"
+
+
+def make_checkpoint(tree: MerkleStore) -> Checkpoint:
+    size = tree.size()
+    return Checkpoint(origin_of(tree), size, tree.root(size))
+
+
+def read_note(path: str) -> Note:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(70_000)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the checkpoint {path}: {exc.strerror}") from None
+    return Note.parse(data, path)
+
+
+def read_checkpoint(path: str) -> tuple[Note, Checkpoint]:
+    note = read_note(path)
+    return note, Checkpoint.parse(note.text, path)
+
+
+def check_extends(tree: MerkleStore, checkpoint: Checkpoint) -> tuple[int | None, str] | None:
+    """None when the log extends the checkpoint; else (the first differing position when it can be known,
+    what is wrong)."""
+    size = tree.size()
+    if checkpoint.size > size:
+        last = tree.position_of(size - 1) if size else 0
+        return (last or 0) + 1, (
+            f"the checkpoint covers {checkpoint.size} events, but the log holds {size} (through position "
+            f"{last}): events after position {last} were removed"
+        )
+    if checkpoint.size and checkpoint.origin != origin_of(tree):
+        return tree.position_of(0), (
+            f"the checkpoint is of the log {checkpoint.origin}, this log is {origin_of(tree)}: its first "
+            f"event (position {tree.position_of(0)}) is not the one the checkpoint was taken over, or "
+            "this is another store"
+        )
+    proof = tree.consistency(checkpoint.size, size)
+    try:
+        merkle.verify_consistency(checkpoint.size, size, checkpoint.root, tree.root(size), proof)
+    except merkle.ProofFailed as exc:
+        last = tree.position_of(checkpoint.size - 1)
+        return None, (
+            f"the log's first {checkpoint.size} events (through position {last}) do not hash to the "
+            f"checkpoint's root: an event at or before position {last} was rewritten, removed, inserted "
+            f"or reordered, with the chain and the tree rebuilt over it ({exc})"
+        )
+    return None
+
+
+def require_extends(tree: MerkleStore, checkpoint: Checkpoint, where: str) -> None:
+    found = check_extends(tree, checkpoint)
+    if found is not None:
+        raise IntegrityFailure(
+            f"{where}: the log does not extend this checkpoint: {found[1]}",
+            hint="restore the store from a backup taken when the checkpoint was made",
+        )
+
+
+def inclusion(
+    tree: MerkleStore, checkpoint: Checkpoint, position: int, row: tuple[Any, ...]
+) -> dict[str, Any]:
+    """A self-contained inclusion proof of the event at `position` (its log row `row`) in the checkpoint."""
+    index = tree.index_of(position)
+    if index is None:
+        raise InvalidInput(
+            f"expected the position of an event, found {position}: the log has none there"
+        )
+    if index >= checkpoint.size:
+        raise InvalidInput(
+            f"position {position} is leaf {index}, appended after the checkpoint ({checkpoint.size} "
+            "events)",
+            hint="take a new checkpoint with `lineage checkpoint` and prove against that",
+        )
+    leaf, proof = tree.inclusion(index, checkpoint.size)
+    entry = event_entry_of(row)
+    if merkle.leaf_hash(entry) != leaf:
+        raise IntegrityFailure(f"position {position}: the stored event does not match its leaf")
+    merkle.verify_inclusion(index, checkpoint.size, leaf, proof, checkpoint.root)
+    return {
+        "position": position,
+        "leaf_index": index,
+        "tree_size": checkpoint.size,
+        "root": base64.b64encode(checkpoint.root).decode(),
+        "entry": base64.b64encode(entry).decode(),
+        "leaf_hash": base64.b64encode(leaf).decode(),
+        "proof": [base64.b64encode(h).decode() for h in proof],
+    }
+
+
+def check_inclusion(document: dict[str, Any], checkpoint: Checkpoint, where: str) -> None:
+    """Verify a proof `lineage prove` printed against a checkpoint, with no store at all."""
+    try:
+        entry = base64.b64decode(document["entry"], validate=True)
+        proof = [base64.b64decode(h, validate=True) for h in document["proof"]]
+        index, size = int(document["leaf_index"]), int(document["tree_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"{where}: expected a proof as `lineage prove` prints it ({exc})"
+        ) from None
+    if size != checkpoint.size:
+        raise IntegrityFailure(
+            f"{where}: the proof is for a tree of {size} events, the checkpoint for {checkpoint.size}"
+        )
+    try:
+        merkle.verify_inclusion(index, size, merkle.leaf_hash(entry), proof, checkpoint.root)
+    except merkle.ProofFailed as exc:
+        raise IntegrityFailure(f"{where}: the inclusion proof does not verify: {exc}") from None
+
+
+def write_new(path: Path, text: str, mode: int) -> None:
+    """Create `path` with `mode` from the start (never a moment with wider permissions); refuse to replace."""
+    import os
+
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        raise InvalidInput(
+            f"{path} already exists; refusing to overwrite a key",
+            hint="choose another name, or move the old key away first",
+        ) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot create {path}: {exc.strerror}") from None
+    with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+        handle.write(text)

@@ -1,0 +1,241 @@
+"""The Merkle tree over the log, stored beside the events (SQLite or PostgreSQL), caught up on demand.
+
+Every complete subtree is a row (`lineage_merkle_nodes`; level 0, the leaves, in `lineage_merkle_leaves` with
+the position of their event), so a root, an inclusion or a consistency proof at any size reads a few dozen rows
+however long the log is (`domain/merkle.py` says which). The tree is derived from the events, like the chain's
+links: it is extended from the last leaf whenever someone asks for it (`catch_up`), each page of events checked
+against the hash chain first, so a store written before the tree existed gains one on first use and nothing
+past a break in the chain is ever put into the tree. Writers do not wait for it; two readers catching up at
+once write the same rows (inserts that find a row keep it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..domain import merkle
+from ..domain.errors import IntegrityFailure
+from ..domain.integrity import ChainRow, Head, check_window
+from .chained_log import merge_chain
+
+LEAVES = "lineage_merkle_leaves"
+NODES = "lineage_merkle_nodes"
+PAGE = 5000
+
+
+def sqlite_ddl() -> list[str]:
+    return [
+        f"CREATE TABLE IF NOT EXISTS {LEAVES} (idx INTEGER PRIMARY KEY, "
+        "position INTEGER NOT NULL UNIQUE, leaf_hash BLOB NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {NODES} (level INTEGER NOT NULL, idx INTEGER NOT NULL, "
+        "hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID",
+    ]
+
+
+def postgres_ddl(schema: str) -> list[str]:
+    return [
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{LEAVES} (idx bigint PRIMARY KEY, '
+        "position bigint NOT NULL UNIQUE, leaf_hash bytea NOT NULL)",
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{NODES} (level smallint NOT NULL, idx bigint NOT NULL, '
+        "hash bytea NOT NULL, PRIMARY KEY (level, idx))",
+    ]
+
+
+def leaf_of(row: tuple[Any, ...]) -> bytes:
+    """The leaf hash of a log row (position, originator id hex, version, topic, state, ...)."""
+    return merkle.leaf_hash(event_entry_of(row))
+
+
+def event_entry_of(row: tuple[Any, ...]) -> bytes:
+    position, originator_id, version, topic, state = row[:5]
+    return merkle.event_entry(position, originator_id, version, topic, bytes(state))
+
+
+class MerkleStore:
+    """The stored tree of one recorder (either backend), read in one transaction per question."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.postgres = hasattr(recorder, "chain_table")
+        schema = f'"{recorder.datastore.schema}".' if self.postgres else ""
+        self.leaves, self.nodes = schema + LEAVES, schema + NODES
+
+    # --- SQL in either dialect ------------------------------------------------------------------------
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.postgres else text
+
+    def _rows(self, cursor: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        cursor.execute(self._sql(sql), params)
+        return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cursor.fetchall()]
+
+    def _read(self) -> Any:
+        return self.recorder.datastore.transaction(commit=False)
+
+    # --- reading --------------------------------------------------------------------------------------
+
+    def size(self) -> int:
+        with self._read() as c:
+            return self._size(c)
+
+    def _size(self, cursor: Any) -> int:
+        # Leaves are numbered from 0 without gaps (each page is written whole), so the last index says the
+        # size from the primary key alone, where count(*) would scan a million rows.
+        found = self._rows(cursor, f"SELECT max(idx) FROM {self.leaves}")[0][0]
+        return 0 if found is None else int(found) + 1
+
+    def reader(self, cursor: Any) -> merkle.NodeSource:
+        """A NodeSource over one open transaction; a missing node is a store that lost part of its tree."""
+
+        def node(level: int, index: int) -> bytes:
+            if level == 0:
+                rows = self._rows(
+                    cursor, f"SELECT leaf_hash FROM {self.leaves} WHERE idx = ?", (index,)
+                )
+            else:
+                rows = self._rows(
+                    cursor,
+                    f"SELECT hash FROM {self.nodes} WHERE level = ? AND idx = ?",
+                    (level, index),
+                )
+            if not rows:
+                raise IntegrityFailure(
+                    f"the stored Merkle tree has no node at level {level}, index {index}: part of it "
+                    "was deleted",
+                    hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows "
+                    "and the tree is rebuilt from the events",
+                )
+            return bytes(rows[0][0])
+
+        return node
+
+    def root(self, size: int) -> bytes:
+        with self._read() as c:
+            return merkle.root(self.reader(c), size)
+
+    def inclusion(self, index: int, size: int) -> tuple[bytes, list[bytes]]:
+        """The leaf hash at index and its proof in the tree of `size`."""
+        with self._read() as c:
+            source = self.reader(c)
+            return source(0, index), merkle.inclusion_proof(source, index, size)
+
+    def consistency(self, old_size: int, new_size: int) -> list[bytes]:
+        with self._read() as c:
+            return merkle.consistency_proof(self.reader(c), old_size, new_size)
+
+    def position_of(self, index: int) -> int | None:
+        with self._read() as c:
+            rows = self._rows(c, f"SELECT position FROM {self.leaves} WHERE idx = ?", (index,))
+        return int(rows[0][0]) if rows else None
+
+    def index_of(self, position: int) -> int | None:
+        with self._read() as c:
+            rows = self._rows(c, f"SELECT idx FROM {self.leaves} WHERE position = ?", (position,))
+        return int(rows[0][0]) if rows else None
+
+    def leaf_rows(self, after_index: int, limit: int) -> list[tuple[int, int, bytes]]:
+        """(index, position, leaf hash) after `after_index` in order: what `verify` compares with the events."""
+        sql = (
+            f"SELECT idx, position, leaf_hash FROM {self.leaves} WHERE idx > ? ORDER BY idx LIMIT ?"
+        )
+        if (
+            not self.postgres
+        ):  # plain tuples over the recorder's read-only connection: a million rows
+            return self.recorder._plain_reader().execute(sql, (after_index, limit)).fetchall()
+        with self._read() as c:
+            rows = self._rows(c, sql, (after_index, limit))
+        return [(int(i), int(p), bytes(h)) for i, p, h in rows]
+
+    # --- catching up ----------------------------------------------------------------------------------
+
+    def catch_up(self) -> int:
+        """Extend the tree to the end of the log (checking each page against the chain); returns its size."""
+        size, last_position, edge = self._edge()
+        start = Head(last_position, self.recorder.chain_hash_at(last_position)) if size else None
+        while True:
+            rows = self.recorder.log_rows(last_position, None, PAGE)
+            if not rows:
+                return size
+            links = self.recorder.chain_links(last_position, rows[-1][0])
+            start = check_window(start, self._chain_rows(rows, links))
+            leaves = [leaf_of(row) for row in rows]
+            made = merkle.new_nodes(size, leaves, merkle.from_mapping(edge))
+            self._write(size, rows, leaves, made)
+            size += len(rows)
+            last_position = rows[-1][0]
+            known = {(level, index): h for level, index, h in made} | edge
+            edge = {c: known[c] for c in merkle.frontier(size)}
+
+    @staticmethod
+    def _chain_rows(
+        rows: list[tuple[Any, ...]], links: list[tuple[Any, ...]]
+    ) -> Iterator[ChainRow]:
+        return merge_chain(iter(rows), iter(links))
+
+    def _edge(self) -> tuple[int, int, dict[tuple[int, int], bytes]]:
+        """(tree size, position of its last leaf, the complete subtrees of its right edge)."""
+        with self._read() as c:
+            size = self._size(c)
+            if not size:
+                return 0, 0, {}
+            last = self._rows(c, f"SELECT position FROM {self.leaves} WHERE idx = ?", (size - 1,))
+            source = self.reader(c)
+            return size, int(last[0][0]), {xy: source(*xy) for xy in merkle.frontier(size)}
+
+    def _write(
+        self,
+        size: int,
+        rows: list[tuple[Any, ...]],
+        leaves: list[bytes],
+        made: list[tuple[int, int, bytes]],
+    ) -> None:
+        ignore = ("", " ON CONFLICT DO NOTHING") if self.postgres else (" OR IGNORE", "")
+        with self.recorder.datastore.transaction(commit=True) as c:
+            c.executemany(
+                self._sql(f"INSERT{ignore[0]} INTO {self.leaves} VALUES (?, ?, ?){ignore[1]}"),
+                [
+                    (size + i, row[0], leaf)
+                    for i, (row, leaf) in enumerate(zip(rows, leaves, strict=True))
+                ],
+            )
+            c.executemany(
+                self._sql(f"INSERT{ignore[0]} INTO {self.nodes} VALUES (?, ?, ?){ignore[1]}"),
+                [(level, index, h) for level, index, h in made if level > 0],
+            )
+
+
+def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
+    """Recompute every leaf from the events and the root from the leaves, and compare them with the stored
+    tree: (first bad position, what is wrong), or None when the tree is exactly the log's.
+
+    The chain walk proves the events are linked; this proves the tree proofs are drawn from is theirs.
+    """
+    recorder, after_index, after_position = tree.recorder, -1, 0
+    rebuilt = merkle.RootBuilder()
+    while True:
+        leaves = tree.leaf_rows(after_index, PAGE)
+        if not leaves:
+            break
+        events = recorder.log_rows(after_position, leaves[-1][1], PAGE)
+        padded = [*events, *[None] * (len(leaves) - len(events))]
+        for (index, position, stored), event in zip(leaves, padded[: len(leaves)], strict=True):
+            if event is None or event[0] != position:
+                found = f"the event at position {event[0]}" if event else "no event"
+                return position, (
+                    f"leaf {index} of the Merkle tree is for position {position}, but the log holds "
+                    f"{found} there; events were deleted, inserted or reordered"
+                )
+            if event[4] is None or leaf_of(event) != stored:
+                return position, (
+                    f"position {position}: the stored event does not match its leaf in the Merkle "
+                    "tree; it was edited after the tree was built"
+                )
+        for _, _, stored in leaves:
+            rebuilt.add(stored)
+        after_index, after_position = leaves[-1][0], leaves[-1][1]
+    if rebuilt.size and rebuilt.root() != tree.root(rebuilt.size):
+        return after_position, (
+            "the stored Merkle tree's inner nodes do not hash to its leaves; the tree was edited"
+        )
+    return None

@@ -1,0 +1,214 @@
+"""Checkpoints and the keys that sign them, in the C2SP text formats (c2sp.org/signed-note, tlog-checkpoint).
+
+Only text here: parsing and printing notes, keys and checkpoints, and the key ID rule. The Ed25519 arithmetic
+lives in `adapters/ed25519.py` (the `cryptography` package). The formats are the ones Go's checksum database,
+Sigstore and the transparency-dev witnesses use, so a checkpoint this tool prints can be checked by their
+tools, and a key they generate can verify ours.
+
+- verifier key: `NAME+KEYID+BASE64(0x01 || 32-byte public key)`, KEYID 8 hex digits;
+- signer key: `PRIVATE+KEY+NAME+KEYID+BASE64(0x01 || 32-byte seed)`;
+- key ID: the first 4 bytes of SHA-256(NAME || 0x0A || 0x01 || public key);
+- note: text ending in a newline, a blank line, then lines `— NAME BASE64(key ID || signature)`;
+- checkpoint text: origin, tree size, base64 root hash, one per line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+
+ED25519 = 0x01
+MAX_NOTE_BYTES = 64 * 1024
+MAX_SIGNATURES = 64
+DASH = "\u2014"
+
+
+def key_id(name: str, public_key: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\n" + bytes([ED25519]) + public_key).digest()[:4]
+
+
+def check_key_name(name: str) -> str:
+    if not name or any(c.isspace() or c == "+" or ord(c) < 0x20 for c in name):
+        raise InvalidInput(
+            f"expected a key name without spaces or '+', found {name!r}",
+            hint="e.g. lab.example/lineage-writer",
+        )
+    return name
+
+
+def _b64(text: str, what: str) -> bytes:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput(f"expected base64 for {what}, found {text[:60]!r}") from None
+    if base64.b64encode(raw).decode() != text:  # the last character's unused bits must be zero
+        raise InvalidInput(f"expected canonical base64 for {what}, found {text[:60]!r}")
+    return raw
+
+
+def _typed_key(text: str, what: str) -> bytes:
+    raw = _b64(text, what)
+    if len(raw) != 33 or raw[0] != ED25519:
+        raise InvalidInput(
+            f"expected {what} to be an Ed25519 key (0x01 and 32 bytes), found {len(raw)} bytes "
+            f"starting {raw[:1].hex() or 'with nothing'}"
+        )
+    return raw[1:]
+
+
+@dataclass(frozen=True)
+class VerifierKey:
+    name: str
+    public_key: bytes
+
+    @property
+    def key_id(self) -> bytes:
+        return key_id(self.name, self.public_key)
+
+    def __str__(self) -> str:
+        encoded = base64.b64encode(bytes([ED25519]) + self.public_key).decode()
+        return f"{self.name}+{self.key_id.hex()}+{encoded}"
+
+    @classmethod
+    def parse(cls, text: str) -> VerifierKey:
+        parts = text.strip().split("+", 2)  # base64 may hold '+'; a name may not
+        if len(parts) != 3 or parts[0] == "PRIVATE":
+            raise InvalidInput(
+                "expected a verifier key NAME+KEYID+BASE64 (the .pub file `lineage keys generate` "
+                f"writes), found {'a private key' if parts[0] == 'PRIVATE' else repr(text[:60])}",
+                hint="give the .pub file; the .key file stays with the signer",
+            )
+        return cls._checked(*parts, what="the verifier key")
+
+    @classmethod
+    def _checked(cls, name: str, hex_id: str, encoded: str, *, what: str) -> VerifierKey:
+        key = cls(check_key_name(name), _typed_key(encoded, what))
+        if hex_id != key.key_id.hex():
+            raise InvalidInput(
+                f"{what} {name!r} names key ID {hex_id}, but its key hashes to {key.key_id.hex()}",
+                hint="the key was altered or copied incompletely; take it again from its owner",
+            )
+        return key
+
+
+@dataclass(frozen=True)
+class SignerKey:
+    name: str
+    seed: bytes
+    public_key: bytes
+
+    def __str__(self) -> str:
+        encoded = base64.b64encode(bytes([ED25519]) + self.seed).decode()
+        return f"PRIVATE+KEY+{self.name}+{self.verifier.key_id.hex()}+{encoded}"
+
+    @property
+    def verifier(self) -> VerifierKey:
+        return VerifierKey(self.name, self.public_key)
+
+    @staticmethod
+    def parse_parts(text: str) -> tuple[str, str, bytes]:
+        """(name, key ID hex, seed) of PRIVATE+KEY+NAME+KEYID+BASE64; the caller derives the public key."""
+        parts = text.strip().split("+", 4)
+        if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
+            raise InvalidInput(
+                "expected a signer key PRIVATE+KEY+NAME+KEYID+BASE64 (the .key file `lineage keys "
+                "generate` writes), found something else",
+                hint="give the .key file to sign; the .pub file is for verifying",
+            )
+        return check_key_name(parts[2]), parts[3], _typed_key(parts[4], "the signer key")
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    key_id: bytes
+    signature: bytes
+
+    def line(self) -> str:
+        return f"{DASH} {self.name} {base64.b64encode(self.key_id + self.signature).decode()}\n"
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    signatures: tuple[Signature, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.signatures:
+            return self.text
+        return self.text + "\n" + "".join(s.line() for s in self.signatures)
+
+    @classmethod
+    def parse(cls, data: bytes, where: str) -> Note:
+        if len(data) > MAX_NOTE_BYTES:
+            raise InvalidInput(f"{where}: expected a note of at most {MAX_NOTE_BYTES} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"{where}: expected UTF-8, found a bad byte at {exc.start}"
+            ) from None
+        bad = next((i for i, c in enumerate(text) if ord(c) < 0x20 and c != "\n"), None)
+        if bad is not None:
+            raise InvalidInput(f"{where}: a control character at byte offset {bad}")
+        if not text.endswith("\n"):
+            raise InvalidInput(f"{where}: expected the note to end with a newline")
+        split = text.rfind("\n\n")
+        if split < 0:
+            return cls(text)
+        body, lines = text[: split + 1], text[split + 2 :].splitlines()
+        if len(lines) > MAX_SIGNATURES:
+            raise InvalidInput(f"{where}: {len(lines)} signatures, more than {MAX_SIGNATURES}")
+        return cls(body, tuple(_signature(line, where) for line in lines))
+
+
+def _signature(line: str, where: str) -> Signature:
+    dash, _, rest = line.partition(" ")
+    name, _, encoded = rest.partition(" ")
+    if dash != DASH or not name or not encoded or " " in encoded:
+        raise InvalidInput(
+            f"{where}: expected a signature line '{DASH} NAME BASE64', found {line!r}"
+        )
+    raw = _b64(encoded, f"the signature of {name!r}")
+    if len(raw) < 5:
+        raise InvalidInput(f"{where}: the signature of {name!r} is {len(raw)} bytes, too short")
+    return Signature(name, raw[:4], raw[4:])
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    origin: str
+    size: int
+    root: bytes
+
+    def text(self) -> str:
+        return f"{self.origin}\n{self.size}\n{base64.b64encode(self.root).decode()}\n"
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> Checkpoint:
+        lines = text.split("\n")
+        if len(lines) < 4 or not lines[0] or any(not line for line in lines[1:-1]):
+            raise InvalidInput(
+                f"{where}: expected a checkpoint (origin, tree size and root hash, one per line), "
+                f"found {len(lines) - 1} lines",
+                hint="give a file `lineage checkpoint` printed",
+            )
+        size_text = lines[1]
+        if not size_text.isascii() or not size_text.isdigit() or size_text != str(int(size_text)):
+            raise InvalidInput(
+                f"{where}: expected a tree size without leading zeros, found {size_text!r}"
+            )
+        root = _b64(lines[2], "the root hash")
+        if len(root) != 32:
+            raise InvalidInput(f"{where}: expected a 32-byte root hash, found {len(root)} bytes")
+        return cls(lines[0], int(size_text), root)
+
+
+def batch_message(first: int, last: int, leaves: list[bytes]) -> bytes:
+    """What a writer's key signs for one appended batch: its positions and its events' leaf hashes (each leaf
+    commits to one event's stored bytes and position, so the signature covers exactly those events)."""
+    return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)
