@@ -1,7 +1,7 @@
 """Saved aggregate states (`domain/saved_state.py`) in the event store's database, one row per aggregate.
 
 A table of our own beside the log rather than eventsourcing's snapshot store, because that store keeps every
-snapshot ever taken (a run saved every 100 events would hold its whole state again and again) and has no way to
+snapshot ever taken (a run saved every few hundred events would hold its whole state again and again) and has no way to
 drop older ones; here a new state replaces the old one in a single upsert. The table is a cache: readers never
 project it, the hash chain never covers it, and dropping it only makes the next new process replay.
 """

@@ -87,7 +87,7 @@ def test_decisions_from_a_saved_state_are_those_of_a_full_replay(tmp_path: Path)
     url = store(tmp_path)
     facts = ablate_run_facts()
     run = next(e.fact.run for e in facts if isinstance(e.fact, f.RunRegistered))
-    padding = [f.NodeOpened(run=run, node=f"pad{i}", parent="root") for i in range(120)]
+    padding = [f.NodeOpened(run=run, node=f"pad{i}", parent="root") for i in range(320)]
     with open_lineage(url, tmp_path) as lineage:
         lineage.record(facts)
         lineage.record(padding)
