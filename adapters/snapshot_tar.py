@@ -570,7 +570,7 @@ def verify_tar(
                 f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
                 hint="pass the path of the .tar file itself",
             )
-        reader = TeeReader(raw)
+        reader = TeeReader(raw, os.fstat(raw.fileno()).st_size)
         scan = _Scan(member_cap_bytes, json_cap_bytes)
         try:
             scan.walk(reader)

@@ -239,4 +239,49 @@ def write_document(document: Any, fmt: str) -> None:
 
 
 def note(message: str) -> None:
+    if ProgressLine.current is not None:
+        ProgressLine.current.close()  # a message starts on a line of its own, never after a bar
     click.echo(terminal_safe(message), err=True)
+
+
+class ProgressLine:
+    """One line on stderr that redraws itself (`\\r`) as long operations advance: at most ten times a second,
+    each task on its own line. Drawn only where a person watches (stderr is a terminal) or when
+    LINEAGE_PROGRESS=1 asks for it; never on stdout, which carries data only."""
+
+    #: The line being drawn in this process, so `note` can end it first.
+    current: ProgressLine | None = None
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.task: str | None = None
+        self.drawn_at = 0.0
+        ProgressLine.current = self
+
+    def __call__(self, task: str, done: int, total: int | None) -> None:
+        import time
+
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if task == self.task and not finished and now - self.drawn_at < 0.1:
+            return
+        if self.task is not None and task != self.task:
+            self.stream.write("\n")
+        self.task, self.drawn_at = task, now
+        of = f" of {total:,} ({100 * done / total:.0f}%)" if total else ""
+        self.stream.write(f"\r{task}: {done:,}{of}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.task = None
+
+
+def progress_wanted(environ: Any = None) -> bool:
+    import os
+
+    env = os.environ if environ is None else environ
+    setting = env.get("LINEAGE_PROGRESS", "auto")
+    return setting == "1" or (setting == "auto" and sys.stderr.isatty())
