@@ -250,14 +250,7 @@ def audit(
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
-    chain = lineage.verify()
-    integrity = {
-        "intact": chain.intact,
-        "events": chain.events,
-        "head": str(chain.head) if chain.head else None,
-        "first_bad_position": chain.first_bad_position,
-        "problem": chain.problem,
-    }
+    integrity = lineage.verify().summary()
     with read_models(lineage, as_of, occurred_before) as models:
         report = audit_report(
             models.db,

@@ -141,14 +141,7 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
         settings = Settings.from_env({}, home=home, actor=f"bundle:{report.checkpoint.origin}")
         with Lineage(settings) as scratch:
             scratch.app.record(entries(report, scratch.app), verified_here=True)
-            chain = scratch.verify()
-            integrity = {
-                "intact": chain.intact,
-                "events": chain.events,
-                "head": str(chain.head) if chain.head else None,
-                "first_bad_position": chain.first_bad_position,
-                "problem": chain.problem,
-            }
+            integrity = scratch.verify().summary()
             models = open_read_models(scratch)
             try:
                 for run in report.runs:

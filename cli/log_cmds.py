@@ -203,11 +203,7 @@ def verify(
 
         signed = check_trusted(lineage, report, trusted_file)
     document = {
-        "intact": report.intact,
-        "events": report.events,
-        "head": str(report.head) if report.head else None,
-        "first_bad_position": report.first_bad_position,
-        "problem": report.problem,
+        **report.summary(),
         "checked_head": str(report.checked_head) if report.checked_head else None,
     }
     if checkpoint_file:

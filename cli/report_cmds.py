@@ -84,14 +84,7 @@ def report(
     from ..projections.report_html import render
     from ..projections.run_list import resolve_run
 
-    chain = lineage.verify()
-    integrity = {
-        "intact": chain.intact,
-        "events": chain.events,
-        "head": str(chain.head) if chain.head else None,
-        "first_bad_position": chain.first_bad_position,
-        "problem": chain.problem,
-    }
+    integrity = lineage.verify().summary()
     with read_models(lineage, as_of, occurred_before) as models:
         built = [
             reports.run_report(models.db, run, integrity, models.position)
