@@ -192,7 +192,7 @@ def _batches(
 
 
 def _runs_and_tars(document: dict[str, Any], report: BundleReport, where: str) -> None:
-    runs, refs, exported = set(document["runs"]), set(), []
+    runs, refs, exported = set(document["runs"]), set[str](), []
     for event in report.events:
         event["fact"] = json.loads(event["state"])["fact"]
         if not belongs(event["fact"], runs, refs):

@@ -1,15 +1,20 @@
 """The port through which readers see the log: rows in position order and the hash chain beside them.
 
-Both recorders in `event_store` implement it; it lives apart from them so that readers (the projection runner,
-`lineage sql`) can name it without importing a database driver.
+The SQLite and PostgreSQL recorders in `event_store` and the in-memory one in `memory_log` implement it
+(`tests/unit/test_chained_log_contract.py` runs the same cases against all three); it lives apart from them so
+that readers (the projection runner, `lineage sql`, `lineage verify`) can name it without importing a database
+driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`) is here for the same reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
+from uuid import UUID
 
-from ..domain.integrity import ChainRow
+from eventsourcing.persistence import StoredEvent
+
+from ..domain.integrity import ChainRow, link
 
 
 @runtime_checkable
@@ -29,6 +34,35 @@ class ChainedLog(Protocol):
 
     def chain_rows(self) -> Iterator[ChainRow]: ...
 
+    def existing_originators(self, ids: set[UUID]) -> set[UUID]:
+        """Which of these streams have a first event: one query for a whole batch."""
+
+
+def stored_rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
+    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
+    return [
+        (
+            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
+            e.originator_version,
+            e.topic,
+            e.state,
+        )
+        for e in events
+    ]
+
+
+def next_links(
+    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
+) -> list[tuple[int, int, str]]:
+    """(position, previous position, chain hash) for new events at `ids`, continuing from the last link."""
+    links = []
+    previous_position, previous_hash = previous
+    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
+        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
+        links.append((position, previous_position, chain_hash))
+        previous_position, previous_hash = position, chain_hash
+    return links
+
 
 def _stored_bytes(state: Any) -> bytes | None:
     """The state as written (bytes); None for anything else, such as TEXT put there by hand."""
@@ -41,15 +75,15 @@ def merge_chain(
     """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
     event, chain = next(events, None), next(links, None)
     while event is not None or chain is not None:
-        if chain is None or (event is not None and event[0] < chain[0]):
+        if event is not None and (chain is None or event[0] < chain[0]):
             yield ChainRow(
                 event[0], event[1], event[2], event[3], _stored_bytes(event[4]), None, None
-            )  # type: ignore[index]
+            )
             event = next(events, None)
-        elif event is None or chain[0] < event[0]:
+        elif chain is not None and (event is None or chain[0] < event[0]):
             yield ChainRow(chain[0], None, None, None, None, chain[1], chain[2])
             chain = next(links, None)
-        else:
+        elif event is not None and chain is not None:  # the same position on both sides
             yield ChainRow(
                 event[0], event[1], event[2], event[3], _stored_bytes(event[4]), chain[1], chain[2]
             )

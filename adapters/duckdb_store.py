@@ -8,10 +8,11 @@ message carries the PID) instead of failing on the first attempt.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ import duckdb
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+#: Notices a person waiting should see at once (the CLI prints them on stderr; a harness's logging gets them).
+log = logging.getLogger("rollout_lineage.read_models")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 #: Every read-model connection, ours or a user's: no files, network or extensions beyond the database itself,
 #: set when the connection opens (before any statement, so nothing stored in the file can run with them on).
@@ -38,7 +41,9 @@ class ReadModelDB:
         self.connection = connection
         self.path = path
         # The file's own catalog, read once: once the search path puts `system` first, current_database() says so.
-        self.catalog: str = connection.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        row = connection.execute("SELECT current_database()").fetchone()
+        assert row is not None  # a SELECT without FROM returns one row
+        self.catalog: str = row[0]
 
     @classmethod
     def open(
@@ -96,6 +101,7 @@ class ReadModelDB:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
         delay = 0.05
+        said = False
         while True:
             try:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
@@ -120,6 +126,14 @@ class ReadModelDB:
                         f"waited {timeout:g} s",
                         hint="wait for that command to finish, or raise LINEAGE_LOCK_TIMEOUT",
                     ) from exc
+                if not said:  # at once, so a waiting command never looks hung
+                    said = True
+                    log.warning(
+                        "waiting for the read models at %s: locked by %s (up to %g s)",
+                        target,
+                        _holder(str(exc)),
+                        timeout,
+                    )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
 
@@ -161,6 +175,17 @@ class ReadModelDB:
             names = [d[0] for d in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    def stream(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """`rows`, fetched a batch at a time: what a list command prints, in memory flat in the number of rows.
+        The database must stay open until the iterator is spent."""
+        with within_limits():
+            cursor = self.connection.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            while batch := cursor.fetchmany(2048):
+                yield from (dict(zip(names, row, strict=True)) for row in batch)
+
     def rows_if_tables_exist(
         self, sql: str, params: Sequence[Any] | None = None
     ) -> list[dict[str, Any]]:
@@ -171,31 +196,13 @@ class ReadModelDB:
             return []
 
     def query(
-        self, sql: str, *, timeout: float | None = None
+        self, sql: str, *, timeout: float | None = None, params: dict[str, Any] | None = None
     ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
 
         Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become ReadLimitExceeded.
         """
-        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
-        if watchdog is not None:
-            watchdog.daemon = True
-            watchdog.start()
-        try:
-            with within_limits(timeout):
-                try:
-                    cursor = self.connection.execute(sql)
-                except (duckdb.OutOfMemoryException, duckdb.InterruptException):
-                    raise
-                except duckdb.Error as exc:
-                    raise InvalidInput(
-                        f"the SQL was refused: {exc}",
-                        hint="`lineage tables` lists the read models and their columns",
-                    ) from None
-        except BaseException:
-            if watchdog is not None:
-                watchdog.cancel()
-            raise
+        cursor, watchdog = self._run_users(sql, params, timeout)
         names = [d[0] for d in cursor.description or ()]
 
         def batches() -> Iterator[tuple[Any, ...]]:
@@ -208,6 +215,54 @@ class ReadModelDB:
                     watchdog.cancel()
 
         return names, batches()
+
+    def fetch_whole(
+        self,
+        sql: str,
+        how: str,
+        *,
+        timeout: float | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """A user's SELECT fetched whole by DuckDB itself: `how` is `to_arrow_table` or `df` (a relation's,
+        which copies nothing more)."""
+        return self._run_users(
+            sql, params, timeout, lambda: getattr(self.connection.sql(sql, params=params), how)()
+        )[0]
+
+    def _run_users(
+        self,
+        sql: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        run: Callable[[], Any] | None = None,
+    ) -> tuple[Any, threading.Timer | None]:
+        """`run` (by default: execute `sql` with `params`) under the watchdog and the limits, DuckDB's refusals
+        as InvalidInput. Returns its result and the watchdog still running (None once `run` fetched it all)."""
+        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
+        if watchdog is not None:
+            watchdog.daemon = True
+            watchdog.start()
+        try:
+            with within_limits(timeout):
+                try:
+                    if run is None:
+                        return self.connection.execute(sql, params), watchdog
+                    result = run()
+                except (duckdb.OutOfMemoryException, duckdb.InterruptException):
+                    raise
+                except duckdb.Error as exc:
+                    raise InvalidInput(
+                        f"the SQL was refused: {exc}",
+                        hint="`lineage tables` lists the read models and their columns",
+                    ) from None
+        except BaseException:
+            if watchdog is not None:
+                watchdog.cancel()
+            raise
+        if watchdog is not None:
+            watchdog.cancel()
+        return result, None
 
     def table_names(self) -> set[str]:
         return {

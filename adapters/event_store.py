@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
-from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
@@ -24,9 +23,10 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
 from ..domain.errors import InvalidInput
-from ..domain.integrity import GENESIS, ChainRow, link
+from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
-from .chained_log import merge_chain
+from .backoff import StoreBackoff
+from .chained_log import merge_chain, next_links, stored_rows
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
@@ -107,31 +107,6 @@ class StoreURL:
         return env
 
 
-def _rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
-    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
-    return [
-        (
-            e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
-            e.originator_version,
-            e.topic,
-            e.state,
-        )
-        for e in events
-    ]
-
-
-def _links(
-    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
-) -> list[tuple[int, int, str]]:
-    links = []
-    previous_position, previous_hash = previous
-    for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
-        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
-        links.append((position, previous_position, chain_hash))
-        previous_position, previous_hash = position, chain_hash
-    return links
-
-
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
     batch_evidence: Any = None
@@ -152,7 +127,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
         # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
         # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
-        rows = _rows(stored_events)
+        rows = stored_rows(stored_events)
         c.executemany(self.insert_events_statement, rows)
         c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
         last_id = c.fetchone()[0]
@@ -169,7 +144,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
         last = c.fetchone()
         previous = (last[0], last[1]) if last else (0, GENESIS)
-        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", _links(previous, ids, rows))
+        c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         if self.batch_evidence is not None:
             self.batch_evidence.write(c, ids, rows, None)
         return ids
@@ -261,7 +236,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             *merkle_store.postgres_ddl(self.datastore.schema),
             *batch_evidence.postgres_ddl(self.datastore.schema),
         ]
-        self.sql_create_statements.extend(SQL(s) for s in evidence)  # type: ignore[arg-type]
+        self.sql_create_statements.extend(SQL(s).format() for s in evidence)
         # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
         # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
         self.sql_create_statements.append(
@@ -292,10 +267,12 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 SQL(
                     "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
                 ).format(*self.chain_table),
-                _links(previous, ids, _rows(stored_events)),
+                next_links(previous, ids, stored_rows(stored_events)),
             )
             if self.batch_evidence is not None:
-                self.batch_evidence.write(curs, ids, _rows(stored_events), self.datastore.schema)
+                self.batch_evidence.write(
+                    curs, ids, stored_rows(stored_events), self.datastore.schema
+                )
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -429,7 +406,12 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            return LineageApp(env=url.application_env(), actor=actor, tool_version=tool_version)
+            return LineageApp(
+                env=url.application_env(),
+                actor=actor,
+                tool_version=tool_version,
+                retry=StoreBackoff(),
+            )
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here

@@ -32,7 +32,9 @@ class LoggedEvent:
     @property
     def subject(self) -> str:
         fact = self.fact
-        return fact.get("ref") if self.type.startswith("snapshot.") else fact.get("run")  # type: ignore[return-value]
+        # A stored fact passed validation: a snapshot fact names its ref, every other one its run.
+        subject: str = fact["ref"] if self.type.startswith("snapshot.") else fact["run"]
+        return subject
 
 
 def raw_pages(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -146,25 +146,30 @@ def resolve_tar(
 
 
 def check_export_tars(
-    rows: Sequence[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
-) -> None:
+    rows: Iterable[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
+) -> Iterator[dict[str, Any]]:
     """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
-    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Updates the rows in place."""
+    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Yields each row, updated."""
     for row in rows:
-        if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
-            continue
-        path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
-        problem = None
-        if path is None:
-            problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-        elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
-            problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
-        if problem is None:
-            continue
-        if row["captured"] and not row["discarded"]:
-            row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-        else:
-            row.update(restorable=False, restorable_because=problem)
+        _check_export_tar(row, run_dirs, rehash)
+        yield row
+
+
+def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehash: bool) -> None:
+    if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
+        return
+    path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
+    problem = None
+    if path is None:
+        problem = f"its exported tar is gone (looked at {', '.join(tried)})"
+    elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
+        problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
+    if problem is None:
+        return
+    if row["captured"] and not row["discarded"]:
+        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
+    else:
+        row.update(restorable=False, restorable_because=problem)
 
 
 class SnapshotService:
@@ -227,6 +232,7 @@ class SnapshotService:
         if matched:
             return [self._admit_match(ref, path, report) for ref in matched]
         claimed = self.catalog.refs_claimed(report)
+        error: LineageError
         if claimed:
             error = SnapshotDigestMismatch(
                 f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
@@ -314,7 +320,7 @@ class SnapshotService:
                     adoption, dry_run=True, verified_here=True
                 )  # a conflict is refused before loading
             engine = self._engine_identity()
-            self._load(ref, path, expected_id)
+            loaded_id = self._load(ref, path, expected_id)
         except StoreUnavailable:
             raise  # the engine is away: that says nothing about the tar, so nothing is recorded
         except LineageError as exc:
@@ -322,7 +328,7 @@ class SnapshotService:
         imported = f.SnapshotImported(
             ref=ref,
             engine=engine,
-            image_id=expected_id,
+            image_id=loaded_id,
             tar_sha256=report.tar_sha256,
             tar_path=str(path),
         )
@@ -400,7 +406,8 @@ class SnapshotService:
             self._engine_name = self.engine.identity()
         return self._engine_name
 
-    def _load(self, ref: str, path: Path, expected_id: str | None) -> None:
+    def _load(self, ref: str, path: Path, expected_id: str | None) -> str:
+        """Load the tar and return the id `ref` now resolves to, which is `expected_id` or an error."""
         before = self.engine.list_image_ids()
         try:
             self.engine.load_tar(path)
@@ -415,6 +422,7 @@ class SnapshotService:
         except LineageError:
             self._unload(before)
             raise
+        return resolved
 
     def _unload(self, before: set[str]) -> None:
         """Best effort: remove the images a failed load added, so a rejected tar leaves the engine as it was."""

@@ -24,7 +24,7 @@ import re
 import stat
 import tarfile
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from rollout_lineage.domain.errors import InvalidInput
 
@@ -85,6 +85,11 @@ class TarReport:
         }
 
 
+#: How much a problem matters, most first: a member that would escape or replace files on load, or a second
+#: image; bytes that are not what their digests say; a damaged file; something missing or unreadable.
+UNSAFE, ALTERED, DAMAGED, INCOMPLETE = range(4)
+
+
 class _Abort(Exception):
     """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already recorded)."""
 
@@ -109,8 +114,11 @@ class _Scan:
         self.json_budget = json_cap
         self.seen: dict[str, _Seen] = {}
         self.kept: dict[str, bytes] = {}
-        self.problems: list[str] = []
+        self.problems: list[tuple[int, str]] = []  # (severity, sentence)
         self.complete = False  # False when the walk stopped early: missing members are then no news
+
+    def _flag(self, severity: int, sentence: str) -> None:
+        self.problems.append((severity, sentence))
 
     def walk(self, reader: TeeReader) -> None:
         last_name: str | None = None
@@ -120,11 +128,14 @@ class _Scan:
                 member = archive.next()
                 if member is None:
                     return self._check_end(reader, archive.offset, last_name)
-                archive.members.clear()  # TarFile keeps every TarInfo; `self.seen` is our own bounded index
+                # TarFile keeps every TarInfo in `members`; `self.seen` is our own bounded index. The
+                # attribute is CPython's (every version since 2.x) but not in the typing stubs.
+                archive.members.clear()  # type: ignore[attr-defined]
                 if count == _MAX_MEMBERS:
-                    self.problems.append(
+                    self._flag(
+                        INCOMPLETE,
                         f"The tar holds more than {_MAX_MEMBERS} members; expected the few "
-                        f"members per layer that `docker save` writes; the rest was not checked."
+                        f"members per layer that `docker save` writes; the rest was not checked.",
                     )
                     return None
                 self._visit(member, reader)
@@ -134,7 +145,7 @@ class _Scan:
         except OSError:
             raise  # the disk failed, not the input: the caller reports the path as unreadable
         except Exception as exc:
-            self.problems.append(_parse_failure(reader, exc, last_name))
+            self._flag(DAMAGED, _parse_failure(reader, exc, last_name))
         return None
 
     def _check_end(self, reader: TeeReader, offset: int, last_name: str | None) -> None:
@@ -143,19 +154,22 @@ class _Scan:
         if len(header) == tarfile.BLOCKSIZE and header.count(0) == tarfile.BLOCKSIZE:
             self.complete = True
             if not reader.drain():
-                self.problems.append(
+                self._flag(
+                    DAMAGED,
                     "The tar has non-zero bytes after its end-of-archive marker; expected only "
-                    f"zero padding; something was appended to the file, so {REEXPORT}."
+                    f"zero padding; something was appended to the file, so {REEXPORT}.",
                 )
         elif len(header) < tarfile.BLOCKSIZE:
-            self.problems.append(
+            self._flag(
+                DAMAGED,
                 f"The tar ends {where} without an end-of-archive marker; expected a complete "
-                "`docker save` archive; the file is truncated, so copy or export it again."
+                "`docker save` archive; the file is truncated, so copy or export it again.",
             )
         else:
-            self.problems.append(
+            self._flag(
+                DAMAGED,
                 f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
-                "header or the end-of-archive marker; the file is corrupt, so copy or export it again."
+                "header or the end-of-archive marker; the file is corrupt, so copy or export it again.",
             )
 
     def _visit(self, member: tarfile.TarInfo, reader: TeeReader) -> None:
@@ -163,24 +177,28 @@ class _Scan:
         key = posixpath.normpath(name)
         kind = _unsafe_kind(member)
         if name.startswith("/"):
-            self.problems.append(
-                f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}."
+            self._flag(
+                UNSAFE,
+                f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}.",
             )
         elif ".." in name.split("/") or key in ("", "."):
-            self.problems.append(
+            self._flag(
+                UNSAFE,
                 f"Member {name!r} has an empty name or a '..' component; expected plain relative "
-                f"names that stay inside the archive; {REEXPORT}."
+                f"names that stay inside the archive; {REEXPORT}.",
             )
         elif key in self.seen:
-            self.problems.append(
+            self._flag(
+                UNSAFE,
                 f"Member {name!r} appears more than once; expected each name once, since a later "
-                f"copy silently replaces the earlier one on load; {REEXPORT}."
+                f"copy silently replaces the earlier one on load; {REEXPORT}.",
             )
         elif kind:
             self.seen[key] = _Seen("other")
-            self.problems.append(
+            self._flag(
+                UNSAFE,
                 f"Member {name!r} is a {kind}; expected only regular files and directories in a "
-                f"snapshot tar; {REEXPORT}."
+                f"snapshot tar; {REEXPORT}.",
             )
         elif member.isdir():
             self.seen[key] = _Seen("dir")
@@ -218,9 +236,10 @@ class _Scan:
             if keep:
                 parts.append(bytes(view))
         if got < member.size:
-            self.problems.append(
+            self._flag(
+                DAMAGED,
                 f"The tar ends inside member {member.name!r} ({got} of {member.size} bytes present); "
-                "expected a complete archive; the file is truncated, so copy or export it again."
+                "expected a complete archive; the file is truncated, so copy or export it again.",
             )
             raise _Abort
         if keep:
@@ -248,10 +267,11 @@ class _Scan:
         entries = self._manifest_entries()
         if len(entries) > 1:
             # A tag on a second image would make the snapshot's ref resolve to a world nobody verified as it.
-            self.problems.append(
+            self._flag(
+                UNSAFE,
                 f"manifest.json lists {len(entries)} images; expected exactly one, since a snapshot "
                 "tar holds one image and loading it would add the others to the engine too; export "
-                "the snapshot alone (`docker save REF`)."
+                "the snapshot alone (`docker save REF`).",
             )
         for number, entry in enumerate(entries):
             checked = self._check_image(number, entry, tags)
@@ -267,28 +287,31 @@ class _Scan:
             config_member,
             tuple(dict.fromkeys(tags)),
             layers,
-            tuple(self.problems),
+            # Most important first: what loading would do to the engine, then altered content, then damage;
+            # in the order found within each (sorted() is stable).
+            tuple(text for _, text in sorted(self.problems, key=lambda problem: problem[0])),
         )
 
     def _json(self, key: str, what: str) -> Any:
         seen = self.seen.get(key)
         if seen is None or seen.kind != "file":
             if self.complete or seen is not None:
-                self.problems.append(
-                    f"The tar has no regular file {key!r}; expected {what}; {REEXPORT}."
+                self._flag(
+                    INCOMPLETE, f"The tar has no regular file {key!r}; expected {what}; {REEXPORT}."
                 )
             return None
         if key not in self.kept:
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"{key!r} ({seen.size} bytes) was not kept for parsing: it does not start like JSON "
                 f"or would pass the JSON cap ({self.json_cap} bytes in all); expected {what}; if it "
-                "is genuine JSON, raise the JSON cap."
+                "is genuine JSON, raise the JSON cap.",
             )
             return None
         try:
             return json.loads(self.kept[key])
         except (ValueError, RecursionError) as exc:
-            self.problems.append(f"{key!r} is not valid JSON ({exc}); expected {what}; {REEXPORT}.")
+            self._flag(DAMAGED, f"{key!r} is not valid JSON ({exc}); expected {what}; {REEXPORT}.")
             return None
 
     def _manifest_entries(self) -> list[dict[str, Any]]:
@@ -300,9 +323,10 @@ class _Scan:
             or not entries
             or not all(isinstance(entry, dict) for entry in entries)
         ):
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 "'manifest.json' is not a non-empty JSON array of objects; expected "
-                f'[{{"Config": ..., "RepoTags": [...], "Layers": [...]}}]; {REEXPORT}.'
+                f'[{{"Config": ..., "RepoTags": [...], "Layers": [...]}}]; {REEXPORT}.',
             )
             return []
         return entries
@@ -316,34 +340,38 @@ class _Scan:
             entry.get("RepoTags") or [],
         )
         if not (isinstance(config, str) and _str_list(layers) and _str_list(repo_tags)):
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"manifest.json entry {number} lacks a string 'Config', a list of strings 'Layers' "
-                f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}."
+                f"or a list of strings 'RepoTags'; found keys {sorted(entry)}; {REEXPORT}.",
             )
             return None, None, ()
         malformed = [
             tag for tag in repo_tags if len(tag) > 255 + 129 or not _REPO_TAG.fullmatch(tag)
         ]
         if malformed:
-            self.problems.append(
+            self._flag(
+                ALTERED,
                 f"manifest.json entry {number} has RepoTags {malformed}, which are not image references; "
-                f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}."
+                f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}.",
             )
         tags.extend(tag for tag in repo_tags if tag not in malformed)
         config_key = posixpath.normpath(config)
         seen = self.seen.get(config_key)
         if seen is None or seen.kind != "file" or seen.sha256 is None:
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"manifest.json entry {number} names config {config!r}, which the tar does not hold "
-                f"as a readable regular file; expected the image's config JSON; {REEXPORT}."
+                f"as a readable regular file; expected the image's config JSON; {REEXPORT}.",
             )
             return config, None, self._check_layers(number, layers, None)
         named = _digest_in_name(config_key)
         if named != seen.sha256:
-            self.problems.append(
+            self._flag(
+                ALTERED,
                 f"Config {config!r} has sha256 {seen.sha256}, but its name carries "
                 f"{named or 'no digest'}; expected the name to be the digest of the bytes; the config "
-                f"was altered or renamed, so {REEXPORT}."
+                f"was altered or renamed, so {REEXPORT}.",
             )
         return (
             config,
@@ -358,9 +386,10 @@ class _Scan:
         if config is not None and not (
             _str_list(diff_ids) and all(_is_digest(d) for d in diff_ids)
         ):
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"Config {config_key!r} has no 'rootfs.diff_ids' list of 'sha256:<hex>' strings; "
-                f"expected one diff_id per layer; {REEXPORT}."
+                f"expected one diff_id per layer; {REEXPORT}.",
             )
             return None
         return diff_ids
@@ -376,19 +405,21 @@ class _Scan:
                 "sha256:" + seen.diff_id if seen and seen.kind == "file" and seen.diff_id else None
             )
             if seen is None or seen.kind != "file":
-                self.problems.append(
+                self._flag(
+                    INCOMPLETE,
                     f"manifest.json entry {number} names layer {layer!r}, which the tar does not "
-                    f"hold as a regular file; expected every listed layer present; {REEXPORT}."
+                    f"hold as a regular file; expected every listed layer present; {REEXPORT}.",
                 )
             elif actual is None:
-                self.problems.append(
-                    seen.note or f"Layer {layer!r} could not be hashed; {REEXPORT}."
+                self._flag(
+                    INCOMPLETE, seen.note or f"Layer {layer!r} could not be hashed; {REEXPORT}."
                 )
             elif expected is not None and actual != expected:
-                self.problems.append(
+                self._flag(
+                    ALTERED,
                     f"Layer {index} ({layer!r}) has diff_id {actual}, but the config's "
                     f"rootfs.diff_ids[{index}] is {expected}; the layer bytes were altered or belong "
-                    f"to another image; {REEXPORT}."
+                    f"to another image; {REEXPORT}.",
                 )
             checks.append(
                 LayerCheck(
@@ -396,9 +427,10 @@ class _Scan:
                 )
             )
         if diff_ids is not None and len(diff_ids) != len(layers):
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"manifest.json entry {number} lists {len(layers)} layers but its config lists "
-                f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {REEXPORT}."
+                f"{len(diff_ids)} diff_ids; expected one layer per diff_id; {REEXPORT}.",
             )
         return tuple(checks)
 
@@ -408,40 +440,47 @@ class _Scan:
                 continue
             algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
             if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
-                self.problems.append(
+                self._flag(
+                    INCOMPLETE,
                     f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
-                    f"sha256 blobs, the only kind this verifier can check; {REEXPORT}."
+                    f"sha256 blobs, the only kind this verifier can check; {REEXPORT}.",
                 )
             elif seen.sha256 is None:
-                self.problems.append(seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}.")
+                self._flag(
+                    INCOMPLETE, seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}."
+                )
             elif seen.sha256 != hex_digest:
-                self.problems.append(
+                self._flag(
+                    ALTERED,
                     f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
-                    f"altered, so {REEXPORT}."
+                    f"altered, so {REEXPORT}.",
                 )
         if layout != "oci":
             return
         if "oci-layout" not in self.seen:
-            self.problems.append(
+            self._flag(
+                INCOMPLETE,
                 f"The tar has index.json but no 'oci-layout' file; expected both in an OCI layout; "
-                f"{REEXPORT}."
+                f"{REEXPORT}.",
             )
         index = self._json("index.json", "the OCI image index")
         manifests = index.get("manifests") if isinstance(index, dict) else None
         if index is not None and not (
             isinstance(manifests, list) and all(isinstance(m, dict) for m in manifests)
         ):
-            self.problems.append(
-                f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}."
+            self._flag(
+                INCOMPLETE,
+                f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}.",
             )
             return
         for descriptor in manifests or ():
             digest = descriptor.get("digest")
             blob = "blobs/" + digest.replace(":", "/", 1) if isinstance(digest, str) else None
             if not _is_digest(digest) or blob not in self.seen:
-                self.problems.append(
+                self._flag(
+                    INCOMPLETE,
                     f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
-                    f"expected every indexed manifest present; {REEXPORT}."
+                    f"expected every indexed manifest present; {REEXPORT}.",
                 )
 
 
@@ -490,7 +529,7 @@ def _digest_in_name(config_key: str) -> str | None:
     return name if _HEX64.fullmatch(name) else None
 
 
-def _str_list(value: Any) -> bool:
+def _str_list(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 

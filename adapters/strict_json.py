@@ -20,8 +20,10 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     document = dict(pairs)
     if len(document) != len(pairs):
         seen: set[str] = set()
-        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
-        raise DuplicateKey(f"the key {repeated!r} appears more than once in one object")
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"the key {key!r} appears more than once in one object")
+            seen.add(key)
     return document
 
 

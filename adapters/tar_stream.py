@@ -98,6 +98,14 @@ class TeeReader:
         self._pos = offset  # past end of file, like a real file: later reads return b""
         return self._pos
 
+    def write(self, data: bytes) -> int:
+        # Part of the file-object shape tarfile.open expects; a verifier only reads.
+        raise OSError(f"TeeReader is read-only; refused a write of {len(data)} bytes")
+
+    def close(self) -> None:
+        # tarfile leaves a file object it was given open; `finish` or `stop` ends the hasher thread.
+        return None
+
     def drain(self) -> bool:
         """Read to end of file (so the whole-file digest is complete); True if every byte read was zero."""
         all_zero = True

@@ -26,23 +26,29 @@ from ..projections import cut_point as cuts
 from ..projections import diff as diffs
 from ..projections import history as histories
 from ..projections import tree_view
+from ..projections.run_list import resolve_address, resolve_run
 from ..projections.timeparse import parse_moment
-from .common import as_of_option, read_models
-from .output import FORMATS, MAX_POSITION, note, terminal_safe, write_document, write_rows
+from .common import as_of_option, read_models, run_argument
+from .output import (
+    FORMATS,
+    MAX_POSITION,
+    note,
+    output_options,
+    terminal_safe,
+    write_document,
+    write_rows,
+)
 
 MATRIX_LIMIT = 10 * 1024 * 1024
 MAX_SLOTS = 1_000_000  # a cross product past this is a mistake, and would exhaust memory before it is noticed
 
 
-def text_format_option(func: Any) -> Any:
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["text", *FORMATS]),
-        default="text",
-        show_default=True,
-        help="text for people; json for the full document; table, jsonl, csv or markdown for its rows.",
-    )(func)
+text_format_option = output_options(
+    "text",
+    *FORMATS,
+    default="text",
+    help="text for people; json for the full document; table, tsv, csv, jsonl or markdown for its rows.",
+)
 
 
 def _emit(
@@ -61,7 +67,7 @@ def _emit(
 
 
 @click.command()
-@click.argument("node")
+@run_argument("node")
 @as_of_option
 @text_format_option
 @click.pass_obj
@@ -72,6 +78,7 @@ def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
     in the run it continues.
     """
     with read_models(lineage, as_of) as models:
+        node = resolve_address(models.db, node)
         document = histories.history_document(models.db, node, models.position)
     _emit(
         fmt,
@@ -93,37 +100,40 @@ def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("run")
+@run_argument()
 @as_of_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(tree_view.RENDERERS)),
+@output_options(
+    *tree_view.RENDERERS,
     default="text",
-    show_default=True,
     help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.",
 )
 @click.pass_obj
 def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
     with read_models(lineage, as_of) as models:
-        model = tree_view.tree_model(models.db, run)
+        model = tree_view.tree_model(models.db, resolve_run(models.db, run))
     click.echo(terminal_safe(tree_view.RENDERERS[fmt](model)), nl=False)
 
 
 @click.command()
-@click.argument("a")
-@click.argument("b")
+@run_argument("a")
+@run_argument("b")
 @as_of_option
 @text_format_option
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when A and B differ (reward, outcome or any test), 0 when they agree, as git diff does.",
+)
 @click.pass_obj
-def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str) -> None:
+def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str, exit_code: bool) -> None:
     """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.
 
     A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill). Flipped tests
     come first; a test one side did not report is "not reported", never a failure. Row formats list the tests.
     """
     with read_models(lineage, as_of) as models:
+        a, b = resolve_address(models.db, a), resolve_address(models.db, b)
         document = diffs.diff_document(models.db, a, b, models.position)
     _emit(
         fmt,
@@ -132,10 +142,12 @@ def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str) -> None:
         document["tests"],
         ("test", "a", "b", "change", "kind"),
     )
+    if exit_code and diffs.differs(document):
+        raise click.exceptions.Exit(1)
 
 
 @click.command("cut-point")
-@click.argument("run")
+@run_argument()
 @click.option(
     "--stage",
     help="Cut where this stage was captured (K = its exchanges_completed), like --cut-stage.",
@@ -166,6 +178,7 @@ def cut_point(
     if stage is not None and exchanges is not None:
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
     with read_models(lineage, as_of) as models:
+        run = resolve_run(models.db, run)
         document = cuts.cut_point_document(models.db, run, stage, exchanges, models.position)
     _emit(
         fmt,
@@ -275,7 +288,7 @@ def render_audit(report: dict[str, Any]) -> str:
         detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
         detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
         detail += f" [{row['preservation']}]" if row["preservation"] else ""
-        lines.append(f"  {row['health']:<9}  {row['run']}  {detail}")
+        lines.append(f"  {row['status']:<11}  {row['health']:<9}  {row['run']}  {detail}")
     if report["matrix"] is not None:
         lines.append("matrix slots:")
         lines += [
@@ -336,6 +349,16 @@ def audit(
     receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash
     chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
     11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
+
+    \b
+    --matrix FILE lists the slots you expect, each a task, agent, model, skill_mode and trial:
+      CSV:   task,agent,model,skill_mode,trial      (a header with task and any of the others)
+             csv-dedupe,claude-agent-acp,claude-sonnet-4-5,with-skill,1
+      JSON:  [{"task": "csv-dedupe", "skill_mode": "no-skill", "trial": 1}]   or {"slots": [...]}
+      JSON:  {"task": ["csv-dedupe"], "skill_mode": ["with-skill", "no-skill"], "trial": [1, 2, 3]}
+             (an object of lists: their cross product, here 6 slots)
+    A field left out or empty matches runs that did not record it. Each slot ends healthy, missing,
+    duplicate, stale (superseded by runs outside it) or unhealthy; runs matching no slot are warned about.
     """
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None

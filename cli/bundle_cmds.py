@@ -11,7 +11,7 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from .output import format_option, note, terminal_safe, write_rows
+from .output import note, output_options, terminal_safe, write_rows
 
 MAX_BUNDLE_BYTES = 4 * 2**30
 
@@ -117,7 +117,7 @@ key_option = click.option(
 @bundle.command("verify")
 @click.argument("path", type=click.Path(dir_okay=False))
 @key_option
-@format_option()
+@output_options()
 def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
     """Check a bundle offline: bytes, proofs, signatures, tar digests, and a replay through the domain rules."""
     document = summary(_read(path, key_values))
@@ -161,7 +161,7 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
 
 
 @bundle.command("sources")
-@format_option()
+@output_options()
 @click.pass_obj
 def sources_command(lineage: Lineage, fmt: str) -> None:
     """Imported events with the origin, position and checkpoint they came from, each proof re-checked."""

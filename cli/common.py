@@ -38,3 +38,35 @@ def split_address(address: str, what: str = "RUN:NAME") -> tuple[str, str]:
             f"expected {what} (e.g. ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}"
         )
     return run, rest
+
+
+def complete_runs(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of run ids (and RUN: addresses) from the store the command line names, if there is one.
+    Completion must never fail loudly in a shell, so any problem completes nothing."""
+    from click.shell_completion import CompletionItem
+
+    from ..settings import Settings
+
+    params = ctx.find_root().params
+    try:
+        settings = Settings.from_env(store=params.get("store"), home=params.get("home"))
+        lineage = Lineage(settings, may_create=False)
+        try:
+            with read_models(lineage) as models:
+                runs = [
+                    r["run"]
+                    for r in models.db.rows(
+                        "SELECT run FROM runs WHERE starts_with(run, ?) ORDER BY run LIMIT 200",
+                        [incomplete.split(":", 1)[0]],
+                    )
+                ]
+        finally:
+            lineage.close()
+    except Exception:  # no store, a locked file, a bad URL: nothing to offer
+        return []
+    return [CompletionItem(run) for run in runs]
+
+
+def run_argument(name: str = "run", metavar: str | None = None) -> Callable[..., Any]:
+    """A RUN (or RUN:... address) argument: completed from the store, resolved by unique prefix by the command."""
+    return click.argument(name, metavar=metavar, shell_complete=complete_runs)

@@ -12,16 +12,17 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
-from .common import as_of_option, read_models, split_address
+from ..projections.run_list import resolve_run
+from .common import as_of_option, read_models, run_argument, split_address
 from .output import note
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
     text = canonical_json(document)
-    if output in (None, "-"):
+    if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    target = Path(output)  # type: ignore[arg-type]
+    target = Path(output)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)  # never a half-written export under the final name
@@ -44,13 +45,13 @@ def _run_document_command(
     """`lineage export NAME RUN`: the file `document` builds for RUN from the read models."""
 
     @export.command(name, help=help_text)
-    @click.argument("run")
+    @run_argument()
     @as_of_option
     @output_option
     @click.pass_obj
     def command(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
         with read_models(lineage, as_of) as models:
-            _write(document(models.db, run), output)
+            _write(document(models.db, resolve_run(models.db, run)), output)
 
     return command
 
@@ -66,7 +67,7 @@ stages = _run_document_command(
 
 
 @export.command()
-@click.argument("fork", metavar="RUN:FORK")
+@run_argument("fork", metavar="RUN:FORK")
 @as_of_option
 @output_option
 @click.pass_obj
@@ -77,7 +78,7 @@ def ablation(lineage: Lineage, fork: str, as_of: str | None, output: str | None)
     """
     run, fork_id = split_address(fork, "RUN:FORK")
     with read_models(lineage, as_of) as models:
-        _write(exports.ablation_document(models.db, run, fork_id), output)
+        _write(exports.ablation_document(models.db, resolve_run(models.db, run), fork_id), output)
 
 
 COMMANDS = (export,)

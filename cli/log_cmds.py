@@ -16,7 +16,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
 from .common import split_address
-from .output import POSITION, format_option, note, write_document, write_rows
+from .output import POSITION, note, output_options, write_document, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
 
@@ -89,7 +89,7 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     "--after", type=POSITION, default=0, show_default=True, help="Start after this log position."
 )
 @click.option("--limit", type=POSITION, help="At most this many events.")
-@format_option()
+@output_options()
 @click.pass_obj
 def log_command(
     lineage: Lineage,
@@ -169,7 +169,7 @@ def log_command(
     type=click.Path(dir_okay=False),
     help="Verifier keys, one per line: report every event no signature by one of them covers (exit 3).",
 )
-@format_option(default="table")
+@output_options()
 @click.pass_obj
 def verify(
     lineage: Lineage,

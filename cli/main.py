@@ -8,10 +8,10 @@ engine could not be reached or locked. `lineage audit` adds its verdict codes (s
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 import click
-from click.utils import make_default_short_help
 
 from ..domain.errors import LineageError, StoreUnavailable
 
@@ -114,7 +114,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "sql": (
         "query_cmds",
         "sql",
-        "Run a read-only SQL QUERY over the read models (`lineage tables` lists them).",
+        "Run a read-only SQL QUERY over the read models (`lineage tables` lists them); "
+        "QUERY `-` reads it from stdin.",
     ),
     "tables": (
         "query_cmds",
@@ -138,8 +139,43 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 CREATES_A_STORE = frozenset({"init", "import", "ingest"})
 
 
+#: The group's options that take a value, accepted after the subcommand too (`lineage sql Q --store URL`).
+GLOBAL_OPTIONS = ("--store", "--home", "--actor")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move `--store`/`--home`/`--actor` (and their values) written after the subcommand in front of it, as git
+    does not but people type anyway. Stops at `--`, so a value after it is never taken for an option."""
+    hoisted: list[str] = []
+    rest: list[str] = []
+    i = 0
+    seen_command = False
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if seen_command and name in GLOBAL_OPTIONS:
+            takes_next = "=" not in arg and i + 1 < len(args)
+            hoisted.extend(args[i : i + 2] if takes_next else [arg])
+            i += 2 if takes_next else 1
+            continue
+        if not seen_command and name in GLOBAL_OPTIONS and "=" not in arg:
+            rest.extend(args[i : i + 2])  # a global option before the command, with its value
+            i += 2
+            continue
+        seen_command = seen_command or not arg.startswith("-")
+        rest.append(arg)
+        i += 1
+    return hoisted + rest
+
+
 class LineageGroup(click.Group):
     """Loads each subcommand on demand, and turns our error family into `Error: ...` with its exit code."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -153,8 +189,10 @@ class LineageGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        # A bare Command shortens the help as the loaded one would (click.utils.make_default_short_help is
+        # deprecated), without importing the command's module.
         rows = [
-            (name, make_default_short_help(text, limit))
+            (name, click.Command(name, help=text).get_short_help_str(limit))
             for name, (_, _, text) in sorted(COMMANDS.items())
         ]
         with formatter.section("Commands"):
@@ -163,6 +201,11 @@ class LineageGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # One line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
+            # transaction, so an interrupted command has appended whole batches or nothing.
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
         except LineageError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
@@ -195,10 +238,22 @@ class LineageGroup(click.Group):
 @click.version_option(package_name="rollout-lineage")
 @click.pass_context
 def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | None) -> None:
-    """rollout-lineage: an event-sourced lineage store for branching agent-benchmark rollouts."""
+    """rollout-lineage: an event-sourced lineage store for branching agent-benchmark rollouts.
+
+    \b
+    Environment:
+      LINEAGE_STORE          event store URL (as --store)
+      LINEAGE_HOME           folder of the embedded store and read models (as --home)
+      LINEAGE_ACTOR          who is recording (as --actor)
+      LINEAGE_DUCKDB_MEMORY  memory cap of the read models (default 256MB)
+      LINEAGE_LOCK_TIMEOUT   seconds to wait for the read-model file's lock
+    Without --store or --home, the store is the nearest .lineage/ in this folder or a parent.
+    Shell completion: eval "$(_LINEAGE_COMPLETE=bash_source lineage)" (zsh_source, fish_source).
+    """
     from ..bootstrap import Lineage
     from ..settings import Settings
 
+    show_notices()
     lineage = Lineage(
         Settings.from_env(store=store, home=home, actor=actor),
         may_create=ctx.invoked_subcommand in CREATES_A_STORE,
@@ -211,6 +266,22 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
             click.echo(f"created a new lineage store at {lineage.location}", err=True)
 
     ctx.call_on_close(say_if_created)
+
+
+class _Notices(logging.Handler):
+    """The library's notices (e.g. waiting for a lock) as plain lines on the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from .output import note
+
+        note(record.getMessage())
+
+
+def show_notices() -> None:
+    logger = logging.getLogger("rollout_lineage")
+    if not any(isinstance(handler, _Notices) for handler in logger.handlers):
+        logger.addHandler(_Notices(logging.INFO))
+        logger.setLevel(logging.INFO)
 
 
 def main() -> None:

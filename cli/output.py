@@ -1,7 +1,9 @@
-"""One way to print rows, shared by every read command (`--format table|json|jsonl|csv|markdown`).
+"""One way to print rows, shared by every read command (`--format table|tsv|csv|json|jsonl|markdown`).
 
-stdout carries data only; progress and diagnostics go to stderr. JSON streams row by row so a long answer
-starts printing at once and never has to fit in memory twice.
+stdout carries data only; progress and diagnostics go to stderr. Every format but the table streams row by row,
+so a long answer starts printing at once and never has to fit in memory. A table is for a terminal: piped, a
+command prints TSV unless told otherwise. One value prints the same way everywhere: floats in their shortest
+exact form, times in UTC ISO 8601 with a `Z`, nothing at all for a missing value.
 """
 
 from __future__ import annotations
@@ -12,33 +14,86 @@ import math
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
 
 import click
 
-FORMATS = ("table", "json", "jsonl", "csv", "markdown")
+FORMATS = ("table", "tsv", "csv", "json", "jsonl", "markdown")
+#: Formats with a header row that `--no-headers` leaves out.
+HEADED = frozenset({"table", "tsv", "csv", "markdown"})
 MAX_POSITION = 2**62  # both stores keep positions in 64-bit integers
 #: A log position (or a count) as an option takes it: a 20-digit number is a usage error, not an overflow deep inside.
 POSITION = click.IntRange(min=0, max=MAX_POSITION)
 
 
-def format_option(
-    default: str = "table", extra: Sequence[str] = ()
+def output_options(
+    *choices: str, default: str = "table", help: str = ""
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice([*FORMATS, *extra]),
-        default=default,
-        show_default=True,
-        help="Output format.",
-    )
+    """`--format` and `--no-headers`, the same for every command. `choices` are the command's formats (the row
+    formats unless it says otherwise); the default `table` becomes `tsv` when stdout is not a terminal, so
+    `lineage runs | cut -f1` works. The format arrives as the command's `fmt`; `--no-headers` is kept on the
+    context for `write_rows`."""
+    formats = choices or FORMATS
+    piped = " (tsv when stdout is not a terminal)" if default == "table" else ""
+
+    def resolve(ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+        if value is not None:
+            return value
+        return "tsv" if default == "table" and not sys.stdout.isatty() else default
+
+    def keep(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        ctx.meta[_NO_HEADERS] = value
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--no-headers",
+            is_flag=True,
+            expose_value=False,
+            callback=keep,
+            help="Leave out the header row (table, tsv, csv, markdown).",
+        )(func)
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(formats),
+            callback=resolve,
+            help=(help or "Output format.") + f" [default: {default}{piped}]",
+        )(func)
+
+    return decorate
+
+
+_NO_HEADERS = "rollout_lineage.no_headers"
+
+
+def _headers_wanted() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return not (ctx is not None and ctx.find_root().meta.get(_NO_HEADERS, False))
+
+
+def iso_time(value: datetime | date) -> str:
+    """The one form times print in: ISO 8601, in UTC with `Z` when the time has a zone (as the log stores it)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return value.isoformat()
+
+
+def _json_default(value: Any) -> Any:
+    """What json.dumps cannot write by itself, inside documents and nested values too."""
+    if isinstance(value, (datetime, date, Decimal)):
+        return _jsonable(value)
+    return str(value)
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
-        return value.isoformat()
+        return iso_time(value)
+    if isinstance(
+        value, Decimal
+    ):  # DuckDB's DECIMAL (e.g. `0.1 + 0.2`): a JSON number, not a string
+        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.decode("utf-8", "replace")
     if isinstance(value, str) and value[:1] in "[{":
@@ -58,10 +113,23 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(value, sort_keys=True, default=_json_default)
     if isinstance(value, float):
-        return f"{value:g}"
+        return repr(
+            value
+        )  # shortest text that reads back as the same float: 0.123456789, not 0.123457
+    if isinstance(value, (datetime, date)):
+        return iso_time(value)
     return str(value)
+
+
+def _tsv_field(text: str) -> str:
+    """A TSV field as PostgreSQL's COPY text format writes one: a tab or newline inside a value is escaped, so
+    every line is one row and every tab a column boundary."""
+    escaped = (
+        text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    )
+    return terminal_safe(escaped)
 
 
 _CONTROL = {
@@ -86,26 +154,37 @@ def write_rows(
     rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None
 ) -> None:
     out = sys.stdout  # the stream CliRunner swaps in, too
+    headers = _headers_wanted()
     if fmt == "jsonl":
         for row in rows:
-            out.write(json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str) + "\n")
+            out.write(
+                json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=_json_default)
+                + "\n"
+            )
     elif fmt == "json":
         out.write("[")
         for i, row in enumerate(rows):
             out.write(
                 ("," if i else "")
                 + "\n  "
-                + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=str)
+                + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=_json_default)
             )
         out.write("\n]\n")
     elif fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
+        if headers:
+            writer.writerow(columns)
         for row in rows:
             writer.writerow([_cell(row.get(c)) for c in columns])
+    elif fmt == "tsv":
+        if headers:
+            out.write("\t".join(_tsv_field(c) for c in columns) + "\n")
+        for row in rows:
+            out.write("\t".join(_tsv_field(_cell(row.get(c))) for c in columns) + "\n")
     elif fmt == "markdown":
-        out.write("| " + " | ".join(columns) + " |\n")
-        out.write("|" + "|".join("---" for _ in columns) + "|\n")
+        if headers:
+            out.write("| " + " | ".join(columns) + " |\n")
+            out.write("|" + "|".join("---" for _ in columns) + "|\n")
         for row in rows:
             out.write(
                 "| "
@@ -116,19 +195,21 @@ def write_rows(
                 + " |\n"
             )
     else:
-        _write_table(rows, columns, title)
+        _write_table(rows, columns, title, headers)
 
 
 #: A table is drawn whole, so it shows this many rows and says how many more there were (the other formats stream).
 TABLE_ROWS = 1000
 
 
-def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: str | None) -> None:
+def _write_table(
+    rows: Iterable[dict[str, Any]], columns: Sequence[str], title: str | None, headers: bool = True
+) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, show_lines=False, header_style="bold")
+    table = Table(title=title, show_lines=False, header_style="bold", show_header=headers)
     for column in columns:
         table.add_column(column, overflow="fold")
     left_out = 0
@@ -144,14 +225,16 @@ def _write_table(rows: Iterable[dict[str, Any]], columns: Sequence[str], title: 
     if left_out:
         note(
             f"showed the first {TABLE_ROWS} rows; {left_out} more were left out "
-            "(--format csv, jsonl or json stream every row)"
+            "(--format tsv, csv, jsonl or json stream every row)"
         )
 
 
 def write_document(document: Any, fmt: str) -> None:
     """A single JSON document (a report) in the JSON formats."""
     click.echo(
-        json.dumps(document, indent=2 if fmt == "json" else None, sort_keys=True, default=str)
+        json.dumps(
+            document, indent=2 if fmt == "json" else None, sort_keys=True, default=_json_default
+        )
     )
 
 

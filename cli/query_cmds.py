@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import math
-import re
 import time
-from typing import Any
 
 import click
 
 from ..bootstrap import Lineage
-from ..domain.errors import InvalidInput
 from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
+from ..projections.user_sql import run_reads
 from .common import as_of_option, read_models
-from .output import POSITION, format_option, note, write_rows
-
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
-_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+from .output import POSITION, note, output_options, write_rows
 
 
 def _finite(value: float) -> float:
@@ -25,28 +20,17 @@ def _finite(value: float) -> float:
     return value
 
 
-def statement_kinds(connection: Any, query: str) -> list[str]:
-    """Each statement's type, looking inside EXPLAIN: `EXPLAIN ANALYZE` runs what it explains, so it counts as that.
-
-    The connection is read-only anyway; this also keeps a query from dropping the views this code put in its own
-    connection, and names the problem before DuckDB's words do.
-    """
-    kinds = []
-    for statement in connection.extract_statements(query):
-        kind = statement.type.name
-        if kind == "EXPLAIN":
-            inner = _EXPLAIN.sub("", statement.query, count=1)
-            kind = (
-                "EXPLAIN"
-                if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"]
-                else "EXPLAIN of something other than one SELECT"
-            )
-        kinds.append(kind)
-    return kinds
-
-
 @click.command()
 @click.argument("query")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    nargs=2,
+    multiple=True,
+    metavar="NAME VALUE",
+    help="Bind $NAME in the query to VALUE (text; cast it in SQL, e.g. $min::DOUBLE). Repeatable.",
+)
 @as_of_option
 @click.option(
     "--timeout",
@@ -56,36 +40,36 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
     show_default=True,
     help="Seconds the query may run (and stream) before it is stopped (exit 4).",
 )
-@format_option()
+@output_options()
 @click.pass_obj
-def sql(lineage: Lineage, query: str, as_of: str | None, timeout: float, fmt: str) -> None:
-    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them).
+def sql(
+    lineage: Lineage,
+    query: str,
+    params: tuple[tuple[str, str], ...],
+    as_of: str | None,
+    timeout: float,
+    fmt: str,
+) -> None:
+    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them); QUERY `-` reads it from stdin.
 
     The query runs on a read-only connection with file access, extensions and configuration changes off, under
-    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout.
+    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout. Values come in as parameters, never
+    pasted into the SQL: `-p run nightly/x "SELECT * FROM children WHERE run = $run"`.
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
+    if query == "-":
+        query = click.get_text_stream("stdin").read()
+    bound = dict(params)
+    if len(bound) < len(params):
+        raise click.UsageError("each -p NAME may be given once")
     with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
-        try:
-            kinds = statement_kinds(db.connection, query)
-        except (
-            Exception
-        ) as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
-            raise InvalidInput(f"the SQL does not parse: {exc}") from None
-        refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
-        if refused or not kinds:
-            # The connection refuses writes anyway; this names the problem before DuckDB's words do.
-            raise InvalidInput(
-                f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
-                hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
-            )
-        columns, rows = db.query(query, timeout=timeout)
+        columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
 
 @click.command()
-@format_option()
+@output_options()
 @click.pass_obj
 def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
@@ -158,7 +142,7 @@ def project(lineage: Lineage, follow: bool, interval: float, until: int | None) 
 def rebuild_command(lineage: Lineage) -> None:
     """Drop every read model and rebuild it from the whole log."""
     with read_models(lineage) as models:
-        position = rebuild(models.db, lineage.app.recorder, lineage.store_url.redacted())
+        position = rebuild(models.db, lineage.log, lineage.store_url.redacted())
     note(f"rebuilt the read models from the log up to position {position}")
 
 
@@ -172,7 +156,7 @@ def rebuild_command(lineage: Lineage) -> None:
     "--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time."
 )
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def runs_command(
     lineage: Lineage,
@@ -190,7 +174,7 @@ def runs_command(
     moment = parse_moment(since, "--since") if since else None
     with read_models(lineage, as_of) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
-    write_rows(rows, COLUMNS, fmt)
+        write_rows(rows, COLUMNS, fmt)
 
 
 COMMANDS = (sql, tables, project, rebuild_command, runs_command)

@@ -20,7 +20,7 @@ from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
 from ..projections import snapshot_queries
 from .common import as_of_option, read_models
-from .output import format_option, note, write_document, write_rows
+from .output import note, output_options, write_document, write_rows
 
 VERIFY_COLUMNS = (
     "path",
@@ -108,7 +108,7 @@ def snapshots() -> None:
 
 @snapshots.command()
 @click.argument("tars", nargs=-1, required=True, metavar="TAR...")
-@format_option()
+@output_options()
 @click.pass_obj
 def verify(lineage: Lineage, tars: tuple[str, ...], fmt: str) -> None:
     """Check each TAR offline in one pass: sha256, layout, image id, repo tags, every layer against the config's
@@ -178,7 +178,7 @@ def _layer_summary(layers: list[dict[str, Any]]) -> list[str]:
     help="Take in a TAR no record vouches for, as a snapshot of unknown "
     "provenance (recorded under its first repo tag without ':latest', else its image id).",
 )
-@format_option()
+@output_options()
 @click.pass_obj
 def import_command(
     lineage: Lineage,
@@ -221,7 +221,7 @@ def import_command(
     metavar="DIR",
     help="Folder for the tar (created if missing); the file is named from the ref as benchflow does.",
 )
-@format_option()
+@output_options()
 @click.pass_obj
 def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
     """`docker save` the recorded snapshot REF to DIR/<safe ref>.tar, verified before it takes its name.
@@ -241,7 +241,7 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
     "(without it, only that the tar is still there is checked).",
 )
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def list_command(
     lineage: Lineage, run_key: str | None, check: bool, as_of: str | None, fmt: str
@@ -252,17 +252,20 @@ def list_command(
     show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
     rejection)."""
     with read_models(lineage, as_of) as models:
-        rows = snapshot_queries.lifetimes(models.db, run_key)
         run_dirs = snapshot_queries.run_directories(models.db)
-    check_export_tars(rows, run_dirs, rehash=check)
-    write_rows(rows, LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS, fmt)
+        rows = snapshot_queries.lifetimes(models.db, run_key)
+        write_rows(
+            check_export_tars(rows, run_dirs, rehash=check),
+            LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS,
+            fmt,
+        )
 
 
 @snapshots.command()
 @click.argument("ref")
 @click.option("--check", is_flag=True, help="Re-hash the exported tar its restorability rests on.")
 @as_of_option
-@format_option()
+@output_options()
 @click.pass_obj
 def show(lineage: Lineage, ref: str, check: bool, as_of: str | None, fmt: str) -> None:
     """One snapshot's lifetime and restorability (as `list` judges it), then its events in log order (csv: the
@@ -270,7 +273,7 @@ def show(lineage: Lineage, ref: str, check: bool, as_of: str | None, fmt: str) -
     with read_models(lineage, as_of) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
         run_dirs = snapshot_queries.run_directories(models.db)
-    check_export_tars([lifetime], run_dirs, rehash=check)
+    lifetime = next(check_export_tars([lifetime], run_dirs, rehash=check))
     summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
         write_document(

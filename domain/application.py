@@ -10,15 +10,13 @@ clean append. The call returns the log position, so readers can catch projection
 from __future__ import annotations
 
 import gc
-import random
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -31,7 +29,7 @@ from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 from .vocabulary import Layer
 
-MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = 8  # the default RetryPolicy's
 CACHED_AGGREGATES = 512  # runs and snapshots a long-lived writer keeps decided state for
 #: Every stored state starts with its recording time (see `events.encode_state`).
 _RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
@@ -49,6 +47,32 @@ class Recorded:
     position: int  # the log position a reader must reach to see this batch (0 for an empty log)
     appended: int  # events appended by this call (0 when every fact was already known)
     new_facts: tuple[f.Fact, ...] = ()  # the facts that were (or, in a dry run, would be) appended
+
+
+class RetryPolicy(Protocol):
+    """How often a batch is tried and how long to wait in between: the store's adapter decides (waiting is I/O
+    policy, `adapters/backoff.py`); the application decides what a retry means (decide again, or insert again)."""
+
+    @property
+    def attempts(self) -> int: ...
+
+    def after_lost_race(self, attempt: int) -> None:
+        """Another writer appended to one of the batch's streams first."""
+
+    def after_store_away(self, attempt: int) -> None:
+        """The store did not answer (a restart, a failover); nothing of the batch was committed."""
+
+
+class RetryAtOnce:
+    """The default: try again without waiting (a log in this process has no other writer to wait for)."""
+
+    attempts = MAX_ATTEMPTS
+
+    def after_lost_race(self, attempt: int) -> None:
+        return None
+
+    def after_store_away(self, attempt: int) -> None:
+        return None
 
 
 @contextmanager
@@ -132,11 +156,13 @@ class LineageApp(Application[UUID]):
         actor: str = "unknown",
         tool_version: str = "0",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        retry: RetryPolicy | None = None,
     ) -> None:
         super().__init__(env=env)
         self.actor = actor
         self.tool_version = tool_version
         self.clock = clock
+        self.retry: RetryPolicy = retry or RetryAtOnce()
         # Aggregates this process has seen, caught up on each use with only the events stored since (another
         # writer's included), so recording into a long run does not replay its whole history every time.
         self._aggregates: OrderedDict[UUID, Any] = OrderedDict()
@@ -171,7 +197,8 @@ class LineageApp(Application[UUID]):
             return self._record_batch(batch, dry_run)
 
     def _record_batch(self, batch: list[Entry], dry_run: bool) -> Recorded:
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        attempts = self.retry.attempts
+        for attempt in range(1, attempts + 1):
             try:
                 events, decided = self._decide(batch)
                 new_facts = tuple(event.fact for event in events)
@@ -192,23 +219,22 @@ class LineageApp(Application[UUID]):
                     raise
                 if isinstance(exc, IntegrityError):
                     # Another writer appended to one of these streams first: decide again from its result.
-                    if attempt == MAX_ATTEMPTS:
+                    if attempt == attempts:
                         raise
-                    pause = random.uniform(0.005, 0.05) * attempt
+                    self.retry.after_lost_race(attempt)
                 else:
                     # The server went away (a restart, a failover): nothing of this batch was committed; retry.
-                    if attempt == MAX_ATTEMPTS:
+                    if attempt == attempts:
                         raise StoreUnavailable(
                             f"the event store stayed unavailable after {attempt} attempts: {exc}",
                             hint="check that the store is reachable and not locked by a stuck process; "
                             "the batch was not recorded, so sending it again is safe",
                         ) from exc
-                    pause = min(2.0, 0.25 * attempt)
+                    self.retry.after_store_away(attempt)
             else:
                 for agg_id, aggregate in decided.items():
                     self._remember(agg_id, aggregate)
                 return Recorded(max(positions or [0]), len(events), new_facts)
-            time.sleep(pause)
         raise AssertionError("unreachable")
 
     def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any]]:

@@ -182,27 +182,31 @@ def test_attribution(
     }
 
 
-test_attribution.__test__ = False  # a library function, not a pytest test, wherever it is imported
+# A library function, not a pytest test, wherever it is imported. pytest reads `__test__` off the function;
+# mypy knows no such attribute on a function object, hence the one ignore.
+test_attribution.__test__ = False  # type: ignore[attr-defined]
 
 
 def _reference(
     arm: ArmOutcome, by_name: Mapping[str, ArmOutcome], parent_reward: float | None
-) -> tuple[str | None, float | None]:
+) -> tuple[str, float] | None:
     """(name, reward) this arm compares against: its skill counterpart if scored, else the parent if scored."""
     counterpart = {WITH_SKILL: NO_SKILL, NO_SKILL: WITH_SKILL}.get(arm.name)
     other = by_name.get(counterpart) if counterpart else None
-    if other is not None and other.reward is not None:
+    if counterpart is not None and other is not None and other.reward is not None:
         return counterpart, other.reward
     if parent_reward is not None:
         return PARENT, parent_reward
-    return None, None
+    return None
 
 
 def arm_references(arms: Sequence[ArmOutcome], parent_reward: float | None) -> list[str | None]:
     by_name = {arm.name: arm for arm in arms}
-    return [
-        None if arm.reward is None else _reference(arm, by_name, parent_reward)[0] for arm in arms
-    ]
+    references: list[str | None] = []
+    for arm in arms:
+        reference = None if arm.reward is None else _reference(arm, by_name, parent_reward)
+        references.append(None if reference is None else reference[0])
+    return references
 
 
 def arm_verdicts(
@@ -216,49 +220,59 @@ def arm_verdicts(
     tests_by_name = {arm.name: arm_tests for arm, arm_tests in zip(arms, tests, strict=False)}
     verdicts = []
     for arm, arm_tests in zip(arms, tests, strict=False):
-        status = arm_status(arm)
-        if status == "error":
-            verdicts.append("errored before scoring — no reward to attribute")
+        if arm.reward is None:
+            verdicts.append(
+                "errored before scoring — no reward to attribute"
+                if arm_status(arm) == "error"
+                else "not run — an earlier arm errored"
+            )
             continue
-        if status == "skipped":
-            verdicts.append("not run — an earlier arm errored")
+        reference = _reference(arm, by_name, parent_reward)
+        if reference is None:
+            verdicts.append(
+                f"scores {_score(arm.reward)} at {stage} — no counterpart arm or parent reward to compare against"
+            )
             continue
-        reward = arm.reward
-        ref_name, ref_reward = _reference(arm, by_name, parent_reward)
-        if ref_name is None:
-            verdicts.append(
-                f"scores {_score(reward)} at {stage} — no counterpart arm or parent reward to compare against"
-            )
-        elif reward == ref_reward:
-            pair = [(arm.name, arm_tests)]
-            if ref_name in by_name:
-                pair.append((ref_name, tests_by_name[ref_name]))
-            differing = [entry["test"] for entry in _differing(pair)]
-            tail = (
-                f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing)}"
-                if differing
-                else "no difference in this comparison"
-            )
-            verdicts.append(f"matches {ref_name} at {stage} (both {_score(reward)}) — {tail}")
-        elif (reward >= PASS_REWARD) != (ref_reward >= PASS_REWARD):
-            passes = reward >= PASS_REWARD
-            verdicts.append(
-                f"{'passes' if passes else 'fails'} ({_score(reward)}) where {ref_name} "
-                f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — this delta decides "
-                f"the outcome when applied at {stage} (1 run per arm)"
-            )
-        else:
-            direction = "higher" if reward > ref_reward else "lower"
-            verdicts.append(
-                f"scores {_score(reward)} vs {ref_name} {_score(ref_reward)} at {stage} — "
-                f"{direction} reward in this single comparison"
-            )
+        pair = [(arm.name, arm_tests)]
+        if reference[0] in by_name:
+            pair.append((reference[0], tests_by_name[reference[0]]))
+        verdicts.append(_compared(arm.reward, reference, stage, pair))
     return verdicts
+
+
+def _compared(
+    reward: float,
+    reference: tuple[str, float],
+    stage: str,
+    pair: Sequence[tuple[str, OutcomeMap | None]],
+) -> str:
+    """The verdict of a scored arm against the scored reference it compares with."""
+    ref_name, ref_reward = reference
+    if reward == ref_reward:
+        differing = [entry["test"] for entry in _differing(pair)]
+        tail = (
+            f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing)}"
+            if differing
+            else "no difference in this comparison"
+        )
+        return f"matches {ref_name} at {stage} (both {_score(reward)}) — {tail}"
+    if (reward >= PASS_REWARD) != (ref_reward >= PASS_REWARD):
+        passes = reward >= PASS_REWARD
+        return (
+            f"{'passes' if passes else 'fails'} ({_score(reward)}) where {ref_name} "
+            f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — this delta decides "
+            f"the outcome when applied at {stage} (1 run per arm)"
+        )
+    direction = "higher" if reward > ref_reward else "lower"
+    return (
+        f"scores {_score(reward)} vs {ref_name} {_score(ref_reward)} at {stage} — "
+        f"{direction} reward in this single comparison"
+    )
 
 
 def report_value(arms: Sequence[ArmOutcome]) -> float | None:
     """V: the mean arm reward, None when there are no arms or any arm has no reward."""
-    rewards = [arm.reward for arm in arms]
-    if not rewards or any(reward is None for reward in rewards):
+    rewards = [arm.reward for arm in arms if arm.reward is not None]
+    if not rewards or len(rewards) != len(arms):
         return None
     return sum(rewards) / len(rewards)

@@ -100,6 +100,20 @@ Slot = tuple[str | None, ...]  # (task, agent, model, skill_mode, trial)
 SLOT_FIELDS = ("task", "agent", "model", "skill_mode", "trial")
 
 
+#: A run's standing in the verdict, from its worst finding: what the run list shows, so it never disagrees.
+STANDING = {BLOCKER: "blocked", QUARANTINE: "quarantined", WARNING: "warned"}
+
+
+def run_standing(findings: list[Finding]) -> dict[str, str]:
+    worst: dict[str, str] = {}
+    rank = list(STANDING)
+    for finding in findings:
+        run = finding.run or finding.subject
+        if run not in worst or rank.index(finding.level) < rank.index(worst[run]):
+            worst[run] = finding.level
+    return {run: STANDING[level] for run, level in worst.items()}
+
+
 def slot_label(slot: Slot) -> str:
     return "slot (" + ", ".join(value or "-" for value in slot) + ")"
 
@@ -750,6 +764,7 @@ def audit_report(
         )
     outcome, quarantined = verdict(findings)
     order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
+    standing = run_standing(findings)
     return {
         "position": position,
         "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
@@ -775,6 +790,8 @@ def audit_report(
                     )
                 },
                 "preservation": preservation.get(row["run"]),
+                # What the verdict does with the run (its health is only one of the checks behind it).
+                "status": standing.get(row["run"], "ok"),
             }
             for row in runs
         ],

@@ -259,8 +259,8 @@ def render_cut_point(document: dict[str, Any]) -> str:
         stage = f", stage {row['stage']}" if row["stage"] else ""
         divergences = row["divergences"]
         lines.append(
-            f"  {row['run']}: {row['accounting']} accounting{stage}, configured K {row['configured_k']}, "
-            f"served K {row['served_k']}, "
+            f"  {row['run']}: {row['accounting']} accounting{stage}, "
+            f"configured K {_or_unset(row['configured_k'])}, served K {_or_unset(row['served_k'])}, "
             + (
                 "divergences not recorded"
                 if divergences is None
@@ -274,3 +274,7 @@ def render_cut_point(document: dict[str, Any]) -> str:
         ]
         lines += [f"    problem: {problem}" for problem in row["problems"]]
     return "\n".join(lines) + "\n"
+
+
+def _or_unset(value: Any) -> Any:
+    return "not set" if value is None else value

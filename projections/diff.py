@@ -193,3 +193,11 @@ def render_diff(document: dict[str, Any]) -> str:
             for row in tests
         ]
     return "\n".join(lines) + "\n"
+
+
+def differs(document: dict[str, Any]) -> bool:
+    """Whether the two sides of a diff disagree on anything it compares: reward, outcome or a test."""
+    a, b = document["a"], document["b"]
+    return (a["reward"], a["outcome"]) != (b["reward"], b["outcome"]) or any(
+        count for change, count in document["counts"].items() if change != "same"
+    )

@@ -188,7 +188,7 @@ def _placements(
     child_nodes: dict[tuple[str, str, int], str],
     ref_home: dict[str, tuple[str, str]],
 ) -> list[tuple[str, str]]:
-    kind, run = event["type"], fact.get("run")
+    kind = event["type"]
     if kind.startswith("snapshot."):
         home = (
             (fact["run"], fact["node"])
@@ -196,6 +196,7 @@ def _placements(
             else ref_home.get(fact["ref"])
         )
         return [home] if home else []
+    run: str = fact["run"]  # every fact but a snapshot's names its run
     if kind in ("run.node_opened", "stage.marked", "run.evidence_observed"):
         return [(run, fact["node"])]
     if kind == "fork.opened":

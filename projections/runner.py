@@ -17,13 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import duckdb
 
 from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
-from ..adapters.log_reader import raw_pages
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.events import TOPIC_PREFIX
 from ..domain.integrity import Head, check_window
@@ -32,20 +31,40 @@ from . import events as events_table
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
+if TYPE_CHECKING:
+    from ..adapters.event_store import StoreURL
+    from ..domain.application import LineageApp
+
+
+class ReadSettings(Protocol):
+    """What opening a read-model file needs to know (`rollout_lineage.settings.Settings` is one)."""
+
+    @property
+    def lock_timeout_s(self) -> float: ...
+
+    @property
+    def duckdb_memory(self) -> str: ...
+
 
 class Lineage(Protocol):
     """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
-    (read-model path, memory cap, lock timeout), its URL, the application whose recorder is the log, and the log's
-    position. A port, so this layer does not import the composition root above it."""
+    (memory cap, lock timeout), its URL, the application, the chained log it records into, where its read models
+    live, and the log's position. A port, so this layer does not import the composition root above it."""
 
     @property
-    def settings(self) -> Any: ...
+    def settings(self) -> ReadSettings: ...
 
     @property
-    def store_url(self) -> Any: ...
+    def store_url(self) -> StoreURL: ...
 
     @property
-    def app(self) -> Any: ...
+    def app(self) -> LineageApp: ...
+
+    @property
+    def log(self) -> ChainedLog: ...
+
+    @property
+    def read_models_path(self) -> Path: ...
 
     def position(self) -> int: ...
 
@@ -136,7 +155,11 @@ def shadow_definitions(db: ReadModelDB) -> None:
 def _unshadow(db: ReadModelDB) -> None:
     db.file_first()
     for statement in reversed(_definitions()):
-        kind, name = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement)).groups()  # type: ignore[union-attr]
+        named = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
+        assert named is not None, (
+            statement
+        )  # our own definitions, each a CREATE of a named macro or view
+        kind, name = named.groups()
         db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
 
 
@@ -157,9 +180,9 @@ def _state(db: ReadModelDB) -> dict[str, Any] | None:
     )
 
 
-def _faithful(state: dict[str, Any], log: Any) -> bool:
+def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
     """The file was built from a prefix of this very log: the log still holds the recorded head at that position."""
-    if not state["position"] or not isinstance(log, ChainedLog):
+    if not state["position"] or log is None:
         return True
     return (
         state["head_hash"] is not None
@@ -179,7 +202,7 @@ def _tables_replaced(db: ReadModelDB) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def ensure_schema(db: ReadModelDB, store: str, log: Any = None) -> None:
+def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
     projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
     state = _state(db)
@@ -268,7 +291,7 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
 
 def catch_up(
     db: ReadModelDB,
-    recorder: Any,
+    recorder: ChainedLog,
     *,
     stop: int | None = None,
     page: int = PAGE,
@@ -304,28 +327,25 @@ def catch_up(
 
 
 def _checked_pages(
-    recorder: Any, head: Head | None, after: int, stop: int | None, page: int
+    recorder: ChainedLog, head: Head | None, after: int, stop: int | None, page: int
 ) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Pages of the log with the chain head at each page's end; a store without a chain (in memory) is not checked."""
-    chained = isinstance(recorder, ChainedLog)
-    if chained and after and head is None:
+    """Pages of the log with the chain head at each page's end."""
+    if after and head is None:
         raise IntegrityFailure(
             f"the read models are at position {after} but do not say which log head they were built from",
             hint="run `lineage rebuild`",
         )
-    for rows in _page_rows(recorder, after, stop, page):
-        if chained:
-            high = rows[-1][0]
-            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-            head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
-            after = high
+    while rows := recorder.log_rows(after, stop, page):
+        high = rows[-1][0]
+        events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+        head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
+        after = high
         yield _as_text(rows), head
-    if chained:
-        tail = recorder.chain_links(after, stop)
-        if tail and not recorder.log_rows(
-            after, tail[0][0], 1
-        ):  # links past the last event: its events were deleted
-            check_window(head, merge_chain(iter(()), iter(tail)))
+    tail = recorder.chain_links(after, stop)
+    if tail and not recorder.log_rows(
+        after, tail[0][0], 1
+    ):  # links past the last event: its events were deleted
+        check_window(head, merge_chain(iter(()), iter(tail)))
 
 
 def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -348,22 +368,6 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
-def _page_rows(
-    recorder: Any, after: int, stop: int | None, page: int
-) -> Iterator[list[tuple[Any, ...]]]:
-    """Pages of (position, originator id hex, version, topic, state) rows, straight from the store when it can."""
-    if hasattr(recorder, "log_rows"):
-        while rows := recorder.log_rows(after, stop, page):
-            yield rows
-            after = rows[-1][0]
-        return
-    for notifications in raw_pages(recorder, after=after, stop=stop, page=page):
-        yield [
-            (n.id, n.originator_id.hex, n.originator_version, n.topic, n.state, None)
-            for n in notifications
-        ]
-
-
 def _prefetched(pages: Iterator[T]) -> Iterator[T]:
     """Read the next page from the store while DuckDB applies this one (DuckDB releases the GIL)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
@@ -373,7 +377,7 @@ def _prefetched(pages: Iterator[T]) -> Iterator[T]:
             yield rows
 
 
-def rebuild(db: ReadModelDB, recorder: Any, store: str) -> int:
+def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
     _unshadow(db)  # the drops below are of the file's own objects
     with db.transaction():
         for projection in reversed(PROJECTIONS):
@@ -395,7 +399,7 @@ class ReadModels:
     def refresh(self, lineage: Lineage) -> int:
         """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
         if self.as_of is None:
-            self.position = catch_up(self.db, lineage.app.recorder)
+            self.position = catch_up(self.db, lineage.log)
         return self.position
 
     def close(self) -> None:
@@ -416,7 +420,7 @@ def open_read_models(
     path: Path | str | None = None,
 ) -> ReadModels:
     """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
-    recorder = lineage.app.recorder
+    recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
         db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)
@@ -427,7 +431,7 @@ def open_read_models(
             db.close()
             raise
     db = ReadModelDB.open(
-        lineage.settings.projections_path,
+        lineage.read_models_path,
         timeout=lineage.settings.lock_timeout_s,
         memory_limit=lineage.settings.duckdb_memory,
     )
@@ -450,7 +454,7 @@ def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[Rea
     """
     settings = lineage.settings
     with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
-        path: Path | str = settings.projections_path
+        path: Path | str = lineage.read_models_path
         if as_of is not None:
             path = Path(scratch) / "as-of.duckdb"
         with open_read_models(lineage, as_of=as_of, path=path):
@@ -477,9 +481,9 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
     """
     settings = lineage.settings
     replaced: list[str] = []
-    if Path(settings.projections_path).exists():
+    if Path(lineage.read_models_path).exists():
         probe = ReadModelDB.open(
-            settings.projections_path,
+            lineage.read_models_path,
             timeout=settings.lock_timeout_s,
             memory_limit=settings.duckdb_memory,
             read_only=True,
@@ -506,14 +510,16 @@ def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     names = [name for projection in PROJECTIONS for name in projection.tables]
     replaced = set(_tables_replaced(db))
     return dict.fromkeys(replaced, (-1, -1)) | {
-        name: tuple(
-            db.connection.execute(
-                f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
-            ).fetchone()
-        )
-        for name in names
-        if name not in replaced
+        name: _table_digest(db, name) for name in names if name not in replaced
     }
+
+
+def _table_digest(db: ReadModelDB, name: str) -> tuple[int, int]:
+    row = db.connection.execute(
+        f"SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
+    ).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns exactly one row
+    return row[0], row[1]
 
 
 def resolve_as_of(lineage: Lineage, text: str | None) -> int | None:

@@ -10,7 +10,7 @@ tables in queries of their own.)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -48,9 +48,9 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     selected = [row for row in snapshots if not stages or row["stage"] in stages]
     for stage in stages:
         if not any(row["exports"] for row in selected if row["stage"] == stage):
-            refs = [row["ref"] for row in selected if row["stage"] == stage]
+            ephemeral = [row["ref"] for row in selected if row["stage"] == stage]
             raise InvalidInput(
-                f"Stage {stage!r} of run {run!r} was never exported (snapshots {refs or 'none'} are "
+                f"Stage {stage!r} of run {run!r} was never exported (snapshots {ephemeral or 'none'} are "
                 "ephemeral); expected a recorded export to import.",
                 hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
                 "(benchflow: --keep-snapshots)",
@@ -90,9 +90,9 @@ def refs_claimed(db: ReadModelDB, report: TarReport) -> list[str]:
     return [row["ref"] for row in rows]
 
 
-def lifetimes(db: ReadModelDB, run: str | None = None) -> list[dict[str, Any]]:
-    """`snapshots` rows (one per ref) in log order: every ref, or those `run` captured."""
-    return db.rows(
+def lifetimes(db: ReadModelDB, run: str | None = None) -> Iterator[dict[str, Any]]:
+    """`snapshots` rows (one per ref) in log order, streamed: every ref, or those `run` captured."""
+    return db.stream(
         "SELECT * FROM snapshots WHERE ? IS NULL OR run = ? ORDER BY position", [run, run]
     )
 

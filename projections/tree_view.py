@@ -28,6 +28,8 @@ class TreeNode:
     details: list[str] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     children: list[TreeNode] = field(default_factory=list)
+    #: pass / fail / unscored / error / pending for the run's root and fork children; None for linear steps.
+    outcome: str | None = None
 
 
 @dataclass
@@ -35,6 +37,31 @@ class TreeModel:
     run: str
     header: str
     roots: list[TreeNode]
+    #: The run a continuation replays (its `parent_run`), and where it was cut, for the picture's link.
+    continues: str | None = None
+    continues_from: str | None = None
+
+
+#: Fill colours of the picture formats, one per outcome (colour-blind safe; text stays black on all of them).
+OUTCOME_COLOURS = {
+    "pass": "#b7e1a1",
+    "fail": "#f4a6a6",
+    "unscored": "#d9d9d9",
+    "error": "#f7c873",
+    "pending": "#a9cdf0",
+}
+
+
+def node_outcome(kind: str | None, reward: float | None, ended: bool = False) -> str:
+    """One word for what became of a run or fork child: scored is pass (reward >= 1, benchflow's rule) or fail;
+    failed is error; no outcome is pending (`ended`: skipped because its fork ended partial, also unscored)."""
+    if kind == "scored":
+        return "pass" if reward is not None and reward >= 1.0 else "fail"
+    if kind == "failed":
+        return "error"
+    if kind == "unscored" or ended:
+        return "unscored"
+    return "pending"
 
 
 def _num(value: float) -> str:
@@ -117,7 +144,11 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         label = (
             f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
         )
-        nodes[child["node"]].details += [label, child_outcome(child, fork_outcome[child["fork"]])]
+        node = nodes[child["node"]]
+        node.details += [label, child_outcome(child, fork_outcome[child["fork"]])]
+        node.outcome = node_outcome(
+            child["outcome"], child["reward"], fork_outcome[child["fork"]] == "partial"
+        )
     for fork in forks:
         at = (
             f"at {fork['stage']}"
@@ -128,12 +159,27 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         nodes[fork["node"]].forks.append(
             f"fork {fork['fork']} {at}, {fork['outcome']}: {fork_value(fork, mine)}"
         )
-    roots = []
+    roots: list[TreeNode] = []
     for row in order:
         (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
             nodes[row["node"]]
         )
-    return TreeModel(run, f"{run}  task {header_row['task']} · {run_outcome(header_row)}", roots)
+    if "root" in nodes:
+        nodes["root"].outcome = node_outcome(header_row["outcome"], header_row["reward"])
+    cut = db.rows("SELECT source_run, stage FROM cut_points WHERE run = ?", [run])
+    continues = header_row["parent_run"] or (cut[0]["source_run"] if cut else None)
+    return TreeModel(
+        run,
+        f"{run}  task {header_row['task']} · {run_outcome(header_row)}",
+        roots,
+        continues=continues,
+        continues_from=cut[0]["stage"] if cut and cut[0]["stage"] else None,
+    )
+
+
+def _continuation_label(model: TreeModel) -> str:
+    at = f" at {model.continues_from}" if model.continues_from else ""
+    return f"continues {model.continues}{at}"
 
 
 def _label(node: TreeNode) -> str:
@@ -183,17 +229,28 @@ def mermaid_text(text: str) -> str:
 
 
 def render_mermaid(model: TreeModel) -> str:
+    """A flowchart with each node in its outcome's class (`classDef`), and a continuation's source run as a
+    dotted link into its root."""
     taken: set[str] = set()
     ids: dict[int, str] = {}
     lines = ["flowchart TD"]
     edges = []
+    classes: dict[str, list[str]] = {}
     for node, parent in _walk(model.roots):
         ids[id(node)] = mermaid_id(node.id, taken)
         label = "<br/>".join(mermaid_text(part) for part in [node.id, *node.details, *node.forks])
         lines.append(f'    {ids[id(node)]}["{label}"]')
+        if node.outcome:
+            classes.setdefault(node.outcome, []).append(ids[id(node)])
         if parent is not None:
             edges.append(f"    {ids[id(parent)]} --> {ids[id(node)]}")
-    return "\n".join(lines + edges) + "\n"
+    if model.continues and model.roots:
+        source = mermaid_id("continues", taken)
+        lines.append(f'    {source}(["{mermaid_text(_continuation_label(model))}"])')
+        edges.append(f"    {source} -.-> {ids[id(model.roots[0])]}")
+    styles = [f"    classDef {name} fill:{colour}" for name, colour in OUTCOME_COLOURS.items()]
+    styles += [f"    class {','.join(members)} {name}" for name, members in classes.items()]
+    return "\n".join(lines + edges + styles) + "\n"
 
 
 def dot_text(text: str) -> str:
@@ -208,11 +265,19 @@ def render_dot(model: TreeModel) -> str:
     ]
     edges = []
     for node, parent in _walk(model.roots):
-        lines.append(
-            f"    {dot_text(node.id)} [label={dot_text(chr(10).join([node.id, *node.details, *node.forks]))}];"
+        label = dot_text(chr(10).join([node.id, *node.details, *node.forks]))
+        fill = (
+            f', style=filled, fillcolor="{OUTCOME_COLOURS[node.outcome]}", class="{node.outcome}"'
+            if node.outcome
+            else ""
         )
+        lines.append(f"    {dot_text(node.id)} [label={label}{fill}];")
         if parent is not None:
             edges.append(f"    {dot_text(parent.id)} -> {dot_text(node.id)};")
+    if model.continues and model.roots:
+        source = dot_text(f"source:{model.continues}")
+        lines.append(f"    {source} [label={dot_text(_continuation_label(model))}, shape=ellipse];")
+        edges.append(f"    {source} -> {dot_text(model.roots[0].id)} [style=dashed];")
     return "\n".join(lines + edges + ["}"]) + "\n"
 
 

@@ -10,13 +10,14 @@ Harness API::
 from importlib import import_module
 from typing import Any
 
-__all__ = ["Entry", "Lineage", "bootstrap", "facts", "open_store"]
+__all__ = ["Entry", "Lineage", "bootstrap", "facts", "in_memory", "open_store"]
 #: Loaded on first use, so `lineage --help` and other light imports of the package stay light.
 _LAZY = {
     "Entry": (".domain.application", "Entry"),
     "Lineage": (".bootstrap", "Lineage"),
     "bootstrap": (".bootstrap", "bootstrap"),
     "facts": (".domain", "facts"),
+    "in_memory": (".bootstrap", "in_memory"),
     "open_store": (".bootstrap", "open_store"),
 }
 

@@ -41,6 +41,8 @@ class Settings:
     #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when one did,
     #: or when the search found one), so "no store here" can say where it looked.
     searched: tuple[str, ...] = ()
+    #: Where read models of a server store are cached when no home was named (LINEAGE_CACHE, else the XDG cache).
+    cache: Path | None = None
     #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it, and its
     #: name is the actor recorded (a name the signature vouches for, unlike LINEAGE_ACTOR).
     signing_key: str | None = None
@@ -63,8 +65,13 @@ class Settings:
         else:  # like git and dvc: the nearest .lineage/ in this folder or a parent
             home_path, searched = find_home(Path.cwd())
         url = store or env.get("LINEAGE_STORE") or f"sqlite:///{home_path / 'events.sqlite'}"
+        cache = None
+        if not named:  # a folder we happen to stand in is no place for a server store's read models
+            xdg = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+            cache = Path(env.get("LINEAGE_CACHE") or Path(xdg) / "rollout-lineage").absolute()
         return cls(
             searched=searched,
+            cache=cache,
             home=home_path,
             store_url=url,
             actor=actor or env.get("LINEAGE_ACTOR") or default_actor(),
@@ -87,14 +94,35 @@ class Settings:
 
     @property
     def projections_path(self) -> Path:
-        """Read models live beside the store, one DuckDB file per store URL."""
-        default = f"sqlite:///{self.home / 'events.sqlite'}"
-        if self.store_url == default:
+        """One DuckDB file of read models per store identity (`store_identity`): beside the embedded store, or for
+        a server store in the user's cache (in the home when one was named), so `postgres://` and
+        `postgresql://` spellings of one database, from any folder, share one."""
+        if self.store_url == f"sqlite:///{self.home / 'events.sqlite'}":
             return self.home / "projections.duckdb"
-        return (
-            self.home
-            / f"projections-{hashlib.sha256(self.store_url.encode()).hexdigest()[:12]}.duckdb"
-        )
+        identity = store_identity(self.store_url)
+        folder = self.cache if self.cache and not identity.startswith("sqlite:") else self.home
+        return folder / f"projections-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.duckdb"
+
+
+def store_identity(url: str) -> str:
+    """The store a URL names, whatever its spelling: scheme `postgres` or `postgresql` (with a driver suffix),
+    host case, default port, password and connection options do not make another store; a schema does. An
+    SQLite store is its file's absolute path."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    parsed = urlparse(url)
+    scheme = parsed.scheme.split("+", 1)[0]
+    if scheme == "sqlite":
+        raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
+        return f"sqlite:{Path(raw).expanduser().absolute()}"
+    try:
+        port = parsed.port or 5432
+    except ValueError:  # StoreURL.parse refuses it with its own words when the store is opened
+        return url
+    schema = parse_qs(parsed.query).get("schema", [""])[0]
+    user = unquote(parsed.username or "")
+    host = (parsed.hostname or "").lower()
+    return f"postgresql://{user}@{host}:{port}/{parsed.path.strip('/')}?schema={schema}"
 
 
 def _seconds(text: str, name: str) -> float:

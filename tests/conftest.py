@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
-from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.bootstrap import Lineage, in_memory
 from rollout_lineage.cli.main import cli
 from rollout_lineage.projections import runner
 from rollout_lineage.settings import Settings
@@ -97,6 +97,13 @@ def run_cli(home: Path) -> Cli:
 @pytest.fixture
 def lineage(home: Path) -> Iterator[Lineage]:
     with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as store:
+        yield store
+
+
+@pytest.fixture
+def memory_lineage(tmp_path: Path) -> Iterator[Lineage]:
+    """A store whose log lives in memory (hash chain included), for tests that need no SQLite file."""
+    with in_memory(tmp_path / "memory-home", actor="tester@lab") as store:
         yield store
 
 

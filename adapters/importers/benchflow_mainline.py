@@ -17,6 +17,7 @@ evidence have no place in the facts and are not recorded (main-line trees are no
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -108,6 +109,39 @@ def fork_facts(
     t0: datetime | None,
 ) -> None:
     fork_id, node = fork.text("id"), fork.text("parent_node")
+    children = _fork_children(fork, node, position)
+    order = min(position[c.text("node_id")] for c in children) if children else position[node] + 1
+    refs = snapshot_refs(fork)
+
+    def add(sub: int, fact: f.Fact) -> None:
+        timeline.add((order, -1 if sub < 0 else 0, sub), fact, t0)
+
+    _snapshot_facts(add, fork, refs, key, node)
+    add(0, _fork_opened(fork, key, node, refs, children))
+    complete = fork.raw("status") == "completed"
+    for index, child in enumerate(children):
+        fact = _child_outcome(folder, key, fork_id, index, child)
+        if fact is not None:
+            add(1 + index, fact)
+        if not isinstance(fact, (f.ChildScored, f.ChildUnscored)):
+            complete = False
+    value = fork.number("value")
+    add(
+        10_000,
+        build(
+            f.ForkClosed,
+            fork.where(),
+            run=key,
+            fork=fork_id,
+            outcome="completed" if complete else "partial",
+            value=value if complete else None,
+            error=None if complete else fork.string("error"),
+        ),
+    )
+
+
+def _fork_children(fork: Fields, node: str, position: dict[str, int]) -> list[Fields]:
+    """The fork's children, each a node of the tree, as is the node it forks at."""
     if node not in position:
         raise invalid(
             fork.where("parent_node"), f"a node of the tree, one of {sorted(position)}", node
@@ -118,10 +152,14 @@ def fork_facts(
             raise invalid(
                 child.where("node_id"), "a node listed in tree.json nodes", child.raw("node_id")
             )
-    order = min(position[c.text("node_id")] for c in children) if children else position[node] + 1
-    refs = snapshot_refs(fork)
+    return children
+
+
+def _snapshot_facts(
+    add: Callable[[int, f.Fact], None], fork: Fields, refs: f.SnapshotRefs, key: str, node: str
+) -> None:
+    """Each layer the fork snapshotted is captured before it; a deleted one is discarded after it closed."""
     snapshot = fork.obj("snapshot")
-    add = lambda sub, fact: timeline.add((order, -1 if sub < 0 else 0, sub), fact, t0)  # noqa: E731
     for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)):
         if ref:
             add(
@@ -138,6 +176,11 @@ def fork_facts(
             if snapshot is not None and snapshot.raw("retention") == "deleted":
                 # Retention runs when the fork is done with the snapshot: after its children and its closing.
                 add(10_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
+
+
+def _fork_opened(
+    fork: Fields, key: str, node: str, refs: f.SnapshotRefs, children: list[Fields]
+) -> f.ForkOpened:
     layers = tuple(
         sorted(
             layer
@@ -161,74 +204,51 @@ def fork_facts(
                 arm=intervention.string("label") if intervention else None,
             )
         )
-    add(
-        0,
-        build(
-            f.ForkOpened,
-            fork.where(),
-            run=key,
-            fork=fork_id,
-            node=node,
-            layers=layers,
-            snapshot=refs if layers else None,
-            children=tuple(entries),
-        ),
+    return build(
+        f.ForkOpened,
+        fork.where(),
+        run=key,
+        fork=fork.text("id"),
+        node=node,
+        layers=layers,
+        snapshot=refs if layers else None,
+        children=tuple(entries),
     )
-    complete = fork.raw("status") == "completed"
-    for index, child in enumerate(children):
-        status = child.string("status")
-        if status not in STATUSES:
-            raise invalid(child.where("status"), f"one of {list(STATUSES)}", status)
-        base = {"run": key, "fork": fork_id, "index": index}
-        directory = f"branches/{fork_id}/children/{child.text('node_id')}"
-        check_observation(folder, directory, child)
-        tests = read_ctrf(
-            folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json"
+
+
+def _child_outcome(
+    folder: RunFolder, key: str, fork_id: str, index: int, child: Fields
+) -> f.Fact | None:
+    """The child's scored, unscored or failed fact; None for a child still pending."""
+    status = child.string("status")
+    if status not in STATUSES:
+        raise invalid(child.where("status"), f"one of {list(STATUSES)}", status)
+    base = {"run": key, "fork": fork_id, "index": index}
+    directory = f"branches/{fork_id}/children/{child.text('node_id')}"
+    check_observation(folder, directory, child)
+    tests = read_ctrf(
+        folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json"
+    )
+    error = child.string("error")
+    if status == "scored":
+        return build(
+            f.ChildScored,
+            child.where(),
+            **base,
+            reward=child.number("reward", required=True),
+            tests=tests,
         )
-        error = child.string("error")
-        if status == "scored":
-            add(
-                1 + index,
-                build(
-                    f.ChildScored,
-                    child.where(),
-                    **base,
-                    reward=child.number("reward", required=True),
-                    tests=tests,
-                ),
-            )
-        elif status == "unscored":
-            add(
-                1 + index,
-                build(
-                    f.ChildUnscored,
-                    child.where(),
-                    **base,
-                    reason=error or "the child ran but produced no reward",
-                    tests=tests,
-                ),
-            )
-        elif status == "failed":
-            add(
-                1 + index,
-                build(f.ChildFailed, child.where(), **base, error=error or "the child failed"),
-            )
-            complete = False
-        else:
-            complete = False
-    value = fork.number("value")
-    add(
-        10_000,
-        build(
-            f.ForkClosed,
-            fork.where(),
-            run=key,
-            fork=fork_id,
-            outcome="completed" if complete else "partial",
-            value=value if complete else None,
-            error=None if complete else fork.string("error"),
-        ),
-    )
+    if status == "unscored":
+        return build(
+            f.ChildUnscored,
+            child.where(),
+            **base,
+            reason=error or "the child ran but produced no reward",
+            tests=tests,
+        )
+    if status == "failed":
+        return build(f.ChildFailed, child.where(), **base, error=error or "the child failed")
+    return None
 
 
 def check_observation(folder: RunFolder, directory: str, child: Fields) -> None:

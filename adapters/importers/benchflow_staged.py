@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from .benchflow_staged_ablation import Ablation, parse_ablation
 from .benchflow_staged_forks import ForkContext, Provenance, fork_facts, read_provenance
 from .benchflow_staged_stages import StageEntry, parse_registry, stage_entries
 from .benchflow_staged_tree import ForkGroup, Tree, parse_tree, root_only
-from .continuation import continuation, cut_point
+from .continuation import Continuation, continuation, cut_point
 from .evidence import benchflow_evidence
 from .fields import Fields, build, invalid
 from .keys import ABLATE_JOB_NAME, is_ablate_run, run_key
@@ -111,24 +112,51 @@ def recorded_run_dir(
     return recorded.pop()[0] if recorded else None
 
 
+@dataclass
+class StagedRun:
+    """What the run directory says, read and cross-checked, before any fact is built from it."""
+
+    path: Path
+    folder: RunFolder
+    key: str
+    files: RunFiles
+    tree: Tree
+    ablation: Ablation | None
+    provenance: dict[str, Provenance | None]
+    holds: list[str]
+    stages: dict[str, StageEntry]
+    groups: list[ForkGroup]
+
+
 def import_staged_run(path: Path) -> RunPlan:
-    path = Path(os.path.abspath(path))
+    run = read_staged_run(Path(os.path.abspath(path)))
+    plan = RunPlan(
+        run.key, run.path, [], recorded_dir=recorded_run_dir(run.ablation, run.provenance)
+    )
+    found = continuation(run.files)
+    t0 = run.files.started_at()
+    timeline = Timeline()
+    add_registration(timeline, run, found, t0)
+    if found:
+        plan.parent_run = found.parent_run
+        for entry in cut_point(run.files, run.key, found):
+            timeline.add((-1,), entry.fact, entry.occurred_at)
+    running = still_running(
+        run.path
+    )  # imported anyway (--unfinished): a hold may be in use, so none is recorded
+    add_nodes_and_stages(timeline, run.tree, run.stages, run.key, t0)
+    described = ablated_group(run.ablation, run.groups, run.tree, plan)
+    add_forks(timeline, run, plan, described, running, t0)
+    add_closing(timeline, run, described, found is not None, running, t0)
+    plan.entries = timeline.entries()
+    return plan
+
+
+def read_staged_run(path: Path) -> StagedRun:
     folder = RunFolder(path, containment_for(path))
     key = run_key(path)
     files = RunFiles.read(folder)
-    if files.config is None and files.result is None:
-        raise invalid(
-            str(path / "config.json"),
-            "the run's own record (config.json or result.json) beside its lineage files",
-        )
-    source = files.source()
-    if source is not None and source.raw("kind") == "benchflow-branch":
-        raise invalid(
-            source.where("kind"),
-            "a run directory, found a branch child's; import the parent run "
-            f"({source.raw('parent_rollout')}) instead",
-            "benchflow-branch",
-        )
+    check_is_parent_run(path, files)
     tree = (
         parse_tree(folder.read_json("tree.json"), str(path / "tree.json"))
         if folder.exists("tree.json")
@@ -153,15 +181,35 @@ def import_staged_run(path: Path) -> RunPlan:
         known=frozenset(ablation.nodes) if ablation is not None else frozenset(),
         unreleased=frozenset(holds) | reported_failure(ablation, tree),
     )
-    plan = RunPlan(key, path, [], recorded_dir=recorded_run_dir(ablation, provenance))
-    found = continuation(files)
-    t0 = files.started_at()
-    timeline = Timeline()
+    return StagedRun(path, folder, key, files, tree, ablation, provenance, holds, stages, groups)
+
+
+def check_is_parent_run(path: Path, files: RunFiles) -> None:
+    """A run's own record is there, and it is not a branch child's directory imported on its own."""
+    if files.config is None and files.result is None:
+        raise invalid(
+            str(path / "config.json"),
+            "the run's own record (config.json or result.json) beside its lineage files",
+        )
+    source = files.source()
+    if source is not None and source.raw("kind") == "benchflow-branch":
+        raise invalid(
+            source.where("kind"),
+            "a run directory, found a branch child's; import the parent run "
+            f"({source.raw('parent_rollout')}) instead",
+            "benchflow-branch",
+        )
+
+
+def add_registration(
+    timeline: Timeline, run: StagedRun, found: Continuation | None, t0: datetime | None
+) -> None:
+    ablation = run.ablation
     timeline.add(
         (-2,),
         registration(
-            files,
-            key,
+            run.files,
+            run.key,
             task_fallback=ablation.task_id() if ablation else None,
             sandbox_fallback=ablation.doc.string("sandbox") if ablation else None,
             role="continuation" if found else "root",
@@ -170,31 +218,32 @@ def import_staged_run(path: Path) -> RunPlan:
         ).fact,
         t0,
     )
-    if found:
-        plan.parent_run = found.parent_run
-        for entry in cut_point(files, key, found):
-            timeline.add((-1,), entry.fact, entry.occurred_at)
-    running = still_running(
-        path
-    )  # imported anyway (--unfinished): a hold may be in use, so none is recorded
-    add_nodes_and_stages(timeline, tree, stages, key, t0)
-    described = ablated_group(ablation, groups, tree, plan)
-    holders = {} if running else hold_owners(holds, groups, tree, path, plan)
+
+
+def add_forks(
+    timeline: Timeline,
+    run: StagedRun,
+    plan: RunPlan,
+    described: ForkGroup | None,
+    running: str | None,  # why the run may still be written to, if it may
+    t0: datetime | None,
+) -> None:
+    holders = {} if running else hold_owners(run.holds, run.groups, run.tree, run.path, plan)
     if running:
         plan.warnings.extend(
-            f"{path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, is "
-            "not recorded; importing the run after it has finished records one left behind"
-            for node in holds
+            f"{run.path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, "
+            "is not recorded; importing the run after it has finished records one left behind"
+            for node in run.holds
         )
-    for group in groups:
+    for group in run.groups:
         hold = f"branches/{group.node}/parent" if holders.get(group.node) is group else None
         ctx = ForkContext(
-            key,
-            folder,
-            tree,
-            stages,
-            provenance,
-            ablation if group is described else None,
+            run.key,
+            run.folder,
+            run.tree,
+            run.stages,
+            run.provenance,
+            run.ablation if group is described else None,
             hold,
             t0,
         )
@@ -202,30 +251,40 @@ def import_staged_run(path: Path) -> RunPlan:
         for sub, fact, when in fork_facts(ctx, group):
             timeline.add((order, 0, sub), fact, when)
         plan.warnings.extend(ctx.warnings)
+
+
+def add_closing(
+    timeline: Timeline,
+    run: StagedRun,
+    described: ForkGroup | None,
+    continues: bool,
+    running: str | None,  # why the run may still be written to, if it may
+    t0: datetime | None,
+) -> None:
+    """Snapshot lifetimes, the run's outcome, its gate evidence and the ablation report: after every fork."""
+    files = run.files
     # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
     cleanup = max(
         (moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None),
         default=None,
     )
-    for entry in stages.values():
-        for fact in entry.lifetime:
+    for stage_entry in run.stages.values():
+        for fact in stage_entry.lifetime:
             timeline.add((LAST, 0), fact, cleanup)
-    entries = parent_outcome(files, key, ablation)
+    entries = parent_outcome(files, run.key, run.ablation)
     for entry in entries:
         timeline.add((LAST, 1), entry.fact, entry.occurred_at)
     for entry in gate_evidence(
-        folder, files, key, [] if running else groups, continuation=bool(found)
+        run.folder, files, run.key, [] if running else run.groups, continuation=continues
     ):
         timeline.add((LAST, 2), entry.fact, entry.occurred_at)
-    if ablation is not None:
+    if run.ablation is not None:
         fork = described.fork_id if described is not None else None
         when = entries[-1].occurred_at if entries else files.finished_at() or t0
         for fact in report_fact(
-            ablation, key, fork, [e.fact for e in entries], timeline.closing(fork)
+            run.ablation, run.key, fork, [e.fact for e in entries], timeline.closing(fork)
         ):
             timeline.add((LAST, 2), fact, when)
-    plan.entries = timeline.entries()
-    return plan
 
 
 def reported_failure(ablation: Ablation | None, tree: Tree) -> frozenset[str]:
@@ -314,10 +373,11 @@ def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
     rewards = [c.reward for c in group.children if c.reward is not None]
     return (
         node.has_value
+        and node.value is not None  # has_value: tree.json holds a number there
         and bool(rewards)
         and len(rewards) == len(group.children)
         and math.isclose(node.value, math.fsum(rewards) / len(rewards), abs_tol=1e-9)
-    )  # type: ignore[arg-type]
+    )
 
 
 def add_nodes_and_stages(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from .benchflow_staged_tree import TreeNode
 
 Split = tuple[tuple[int, int], ...]  # half-open index ranges into the node's children
+_NO_SPLIT: Split = ()
 _MANY = 2
 
 
@@ -84,17 +85,18 @@ class NodeForks:
         if self._unscored[end] - self._unscored[start]:
             return "pop", None
         if end - start <= 64:  # benchflow's aggregate is a plain sum, so the last digit agrees
-            rewards = [c.reward for c in self.children[start:end]]
-            return "set", sum(rewards) / len(rewards)  # type: ignore[arg-type]
+            # No child here raised or is unscored (both returned above), so every reward is a number.
+            rewards = [c.reward or 0.0 for c in self.children[start:end]]
+            return "set", sum(rewards) / len(rewards)
         return "set", (self._sums[end] - self._sums[start]) / (end - start)
 
 
 def _prefixes(forks: NodeForks) -> list[tuple[int, Split]]:
     """For each i, how many ways (capped) children[:i] cut into forks, and one of them."""
     total = len(forks.children)
-    ways: list[tuple[int, Split]] = [(1, ())] + [(0, ())] * total
+    ways: list[tuple[int, Split]] = [(1, _NO_SPLIT)] + [(0, _NO_SPLIT)] * total
     for end in range(1, total + 1):
-        count, example = 0, ()
+        count, example = 0, _NO_SPLIT
         for start in range(end - 1, -1, -1):
             if forks.run_of[start] != forks.run_of[end - 1]:
                 break
@@ -110,9 +112,9 @@ def _prefixes(forks: NodeForks) -> list[tuple[int, Split]]:
 def _kept_suffixes(forks: NodeForks) -> list[tuple[int, Split]]:
     """For each j, how many ways (capped) children[j:] cut into forks that all leave V as it was."""
     total = len(forks.children)
-    ways: list[tuple[int, Split]] = [(0, ())] * total + [(1, ())]
+    ways: list[tuple[int, Split]] = [(0, _NO_SPLIT)] * total + [(1, _NO_SPLIT)]
     for start in range(total - 1, -1, -1):
-        count, example = 0, ()
+        count, example = 0, _NO_SPLIT
         for end in range(start + 1, total + 1):
             if forks.run_of[start] != forks.run_of[end - 1]:
                 break
@@ -130,7 +132,12 @@ def _kept_suffixes(forks: NodeForks) -> list[tuple[int, Split]]:
 def _matches(node: TreeNode, effect: tuple[str, float | None]) -> bool:
     kind, value = effect
     if kind == "set":
-        return node.has_value and math.isclose(node.value, value, abs_tol=1e-9)  # type: ignore[arg-type]
+        # has_value means tree.json holds a number there, so node.value is one as well
+        return (
+            node.value is not None
+            and value is not None
+            and math.isclose(node.value, value, abs_tol=1e-9)
+        )
     return not node.has_value
 
 

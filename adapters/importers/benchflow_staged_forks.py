@@ -15,8 +15,10 @@ never released: `custody.held` (every regular file with its digest and size) and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ...domain import facts as f
 from ...domain.fork import MIN_COMPLETED_CHILDREN
@@ -130,9 +132,8 @@ def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
 
 
 def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.SnapshotRefs | None:
-    given = next(
-        (p.snapshot for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None
-    )
+    source = next((p for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None)
+    given = source.snapshot if source is not None else None
     if stage is None:
         return given or ctx.tree.by_id[group.node].snapshot
     entry = ctx.stages.get(stage)
@@ -146,9 +147,9 @@ def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.Sn
     recorded = f.SnapshotRefs(
         sandbox=entry.mark.sandbox_ref, environment=entry.mark.environment_ref
     )
-    if given is not None and given != recorded:
+    if source is not None and given is not None and given != recorded:
         raise invalid(
-            f"{ctx.provenance[group.children[0].id].file}: field snapshot_ref",  # type: ignore[union-attr]
+            f"{source.file}: field snapshot_ref",
             f"the refs stage {stage!r} recorded ({recorded.model_dump()})",
             given.model_dump(),
         )
@@ -212,7 +213,10 @@ def child_times(
     )
 
 
-def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, datetime | None]]:
+Timed = tuple[int, f.Fact, datetime | None]  # (order inside the fork, fact, when it happened)
+
+
+def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[Timed]:
     """The fork's facts with their order inside the fork (opened, held, outcomes, failed custody, closed)."""
     where = f"{ctx.tree.file}: node {group.node}"
     stage = fork_stage(ctx, group)
@@ -220,64 +224,23 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
     arms: list[Arm | None] = [
         ctx.ablation.arm_for(c.id) if ctx.ablation else None for c in group.children
     ]
-    children = []
-    for index, (node, arm) in enumerate(zip(group.children, arms, strict=True)):
-        if arm is not None:
-            check_arm(arm, node)
-        check_reward_file(ctx, group, node)
-        children.append(
-            build(
-                f.ForkChild,
-                node.where,
-                index=index,
-                node=node.id,
-                arm=arm.name if arm else None,
-                kind=arm.kind if arm else None,
-                source=arm.doc.string("source") if arm else None,
-                delta=node.delta,
-                delta_execution=node.delta_execution,
-                environment=arm.environment() if arm else None,
-            )
-        )
-    ablation = None
-    if ctx.ablation is not None:
-        ablation = dict(ctx.ablation.metadata)
-        if ctx.ablation.skipped():
-            ablation["skipped_arms"] = ctx.ablation.skipped()
-    layers = (
-        tuple(
-            sorted(
-                layer
-                for layer, ref in (
-                    ("environment", snapshot.environment),
-                    ("sandbox", snapshot.sandbox),
-                )
-                if ref
-            )
-        )
-        if snapshot
-        else ()
-    )
+    children = fork_children(ctx, group, arms)
+    ablation = ablation_metadata(ctx)
     times = [child_times(ctx, group, node) for node in group.children]
     opened_at = min((t[0] for t in times if t[0] is not None), default=ctx.fallback_time)
-    out: list[tuple[int, f.Fact, datetime | None]] = [
-        (
-            0,
-            build(
-                f.ForkOpened,
-                where,
-                run=ctx.run,
-                fork=group.fork_id,
-                node=group.node,
-                stage=stage,
-                layers=layers,
-                snapshot=snapshot,
-                children=tuple(children),
-                ablation=ablation,
-            ),
-            opened_at,
-        )
-    ]
+    opened = build(
+        f.ForkOpened,
+        where,
+        run=ctx.run,
+        fork=group.fork_id,
+        node=group.node,
+        stage=stage,
+        layers=snapshot_layers(snapshot),
+        snapshot=snapshot,
+        children=tuple(children),
+        ablation=ablation,
+    )
+    out: list[Timed] = [(0, opened, opened_at)]
     held = custody.entries(ctx.folder, ctx.hold, ctx.warnings) if ctx.hold else ()
     if ctx.hold:
         out.append(
@@ -306,6 +269,65 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
             (3 + 2 * index, child_outcome(ctx, group, index, node, arm), finished or opened_at)
         )
     closed_at = max((t[1] for t in times if t[1] is not None), default=opened_at)
+    failures = custody_failures(ctx, group, arms, where, held)
+    out += [(10_000 + i, failure, closed_at) for i, failure in enumerate(failures)]
+    out.append((20_000, close(ctx, group, failures[0].error if failures else None), closed_at))
+    return out
+
+
+def fork_children(ctx: ForkContext, group: ForkGroup, arms: list[Arm | None]) -> list[f.ForkChild]:
+    children = []
+    for index, (node, arm) in enumerate(zip(group.children, arms, strict=True)):
+        if arm is not None:
+            check_arm(arm, node)
+        check_reward_file(ctx, group, node)
+        children.append(
+            build(
+                f.ForkChild,
+                node.where,
+                index=index,
+                node=node.id,
+                arm=arm.name if arm else None,
+                kind=arm.kind if arm else None,
+                source=arm.doc.string("source") if arm else None,
+                delta=node.delta,
+                delta_execution=node.delta_execution,
+                environment=arm.environment() if arm else None,
+            )
+        )
+    return children
+
+
+def ablation_metadata(ctx: ForkContext) -> dict[str, Any] | None:
+    """What ablation.json says about the fork it describes (and the arms it skipped); None for other forks."""
+    if ctx.ablation is None:
+        return None
+    ablation = dict(ctx.ablation.metadata)
+    if ctx.ablation.skipped():
+        ablation["skipped_arms"] = ctx.ablation.skipped()
+    return ablation
+
+
+def snapshot_layers(snapshot: f.SnapshotRefs | None) -> tuple[str, ...]:
+    if not snapshot:
+        return ()
+    return tuple(
+        sorted(
+            layer
+            for layer, ref in (("environment", snapshot.environment), ("sandbox", snapshot.sandbox))
+            if ref
+        )
+    )
+
+
+def custody_failures(
+    ctx: ForkContext,
+    group: ForkGroup,
+    arms: list[Arm | None],
+    where: str,
+    held: Sequence[f.CustodyEntry],
+) -> list[f.CustodyFailed]:
+    """Hand-offs that failed, and the release of a hold left behind, with the errors benchflow reported."""
     messages = custody.reported_messages(*reported_errors(ctx, arms))
     failures: list[f.CustodyFailed] = custody.hand_off_failures(
         ctx.folder, ctx.run, group, messages
@@ -323,9 +345,7 @@ def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[tuple[int, f.Fact, da
                 entries=held,
             )
         )
-    out += [(10_000 + i, failure, closed_at) for i, failure in enumerate(failures)]
-    out.append((20_000, close(ctx, group, failures[0].error if failures else None), closed_at))
-    return out
+    return failures
 
 
 def reported_errors(ctx: ForkContext, arms: list[Arm | None]) -> list[str | None]:
@@ -357,6 +377,70 @@ def child_outcome(
     return build(f.ChildUnscored, node.where, **base, reason=node.unscored, tests=tests)
 
 
+Closing = tuple[str, float | None, str | None]  # (outcome, value, error) of fork.closed
+
+
+def closing(
+    group: ForkGroup,
+    node: TreeNode,
+    where: str,
+    custody_error: str | None,
+    report_error: str | None,
+) -> Closing:
+    rewards = [c.reward for c in group.children if c.reward is not None]
+    failed = any(c.reward is None and c.unscored is None for c in group.children)
+    if failed or custody_error or report_error:
+        # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
+        # earlier fork's). A report error says the same: _finalize_report sets it only when branch_at_stage raised.
+        return "partial", None, report_error or custody_error
+    if len(group.children) < MIN_COMPLETED_CHILDREN:
+        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started
+        # (before V was aggregated, so a V on the node is an earlier fork's).
+        return (
+            "partial",
+            None,
+            report_error
+            or (
+                f"only {len(group.children)} of the fork's children started "
+                f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})"
+            ),
+        )
+    if len(rewards) == len(group.children):
+        return scored_closing(group, node, where, rewards, report_error)
+    if group.last_at_node and node.has_value:
+        raise invalid(
+            where,
+            "no value, because a child of the fork is unscored (benchflow removes V then)",
+            node.value,
+        )
+    return "completed", None, None
+
+
+def scored_closing(
+    group: ForkGroup, node: TreeNode, where: str, rewards: list[float], report_error: str | None
+) -> Closing:
+    """Every child scored: V is their mean, which the node must hold if this fork was the last one there."""
+    mean = sum(rewards) / len(rewards)  # benchflow's aggregate: plain sum, so the last digit agrees
+    if not group.last_at_node:
+        return "completed", mean, None
+    if node.has_value and node.value is not None:  # has_value: tree.json holds a number there
+        if not math.isclose(node.value, mean, abs_tol=1e-9):
+            raise invalid(
+                where,
+                f"{mean!r}, the mean of the rewards of its children "
+                f"{[c.id for c in group.children]} (V)",
+                node.value,
+            )
+        return "completed", node.value, None
+    # Every child was scored but V was never written: the fork failed after its children.
+    return (
+        "partial",
+        None,
+        report_error
+        or "every child was scored but tree.json records no value: the fork did not complete",
+    )
+
+
 def same_value(a: float | None, b: float | None) -> bool:
     return (a is None and b is None) or (
         a is not None and b is not None and math.isclose(a, b, abs_tol=1e-9)
@@ -366,50 +450,8 @@ def same_value(a: float | None, b: float | None) -> bool:
 def close(ctx: ForkContext, group: ForkGroup, custody_error: str | None) -> f.ForkClosed:
     node = ctx.tree.by_id[group.node]
     where = f"{node.where}.value"
-    rewards = [c.reward for c in group.children if c.reward is not None]
-    failed = any(c.reward is None and c.unscored is None for c in group.children)
     report_error = ctx.ablation.doc.string("error") if ctx.ablation else None
-    outcome, value, error = "completed", None, None
-    if failed or custody_error or report_error:
-        # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
-        # earlier fork's). A report error says the same: _finalize_report sets it only when branch_at_stage raised.
-        outcome, error = "partial", report_error or custody_error
-    elif len(group.children) < MIN_COMPLETED_CHILDREN:
-        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started
-        # (before V was aggregated, so a V on the node is an earlier fork's).
-        outcome = "partial"
-        error = report_error or (
-            f"only {len(group.children)} of the fork's children started "
-            f"(benchflow asks for at least {MIN_COMPLETED_CHILDREN})"
-        )
-    elif len(rewards) == len(group.children):
-        mean = sum(rewards) / len(
-            rewards
-        )  # benchflow's aggregate: plain sum, so the last digit agrees
-        if not group.last_at_node:
-            value = mean
-        elif node.has_value:
-            if not math.isclose(node.value, mean, abs_tol=1e-9):  # type: ignore[arg-type]
-                raise invalid(
-                    where,
-                    f"{mean!r}, the mean of the rewards of its children "
-                    f"{[c.id for c in group.children]} (V)",
-                    node.value,
-                )
-            value = node.value
-        else:
-            # Every child was scored but V was never written: the fork failed after its children.
-            outcome = "partial"
-            error = (
-                report_error
-                or "every child was scored but tree.json records no value: the fork did not complete"
-            )
-    elif group.last_at_node and node.has_value:
-        raise invalid(
-            where,
-            "no value, because a child of the fork is unscored (benchflow removes V then)",
-            node.value,
-        )
+    outcome, value, error = closing(group, node, where, custody_error, report_error)
     if ctx.ablation is not None:
         reported = ctx.ablation.doc.number("value")
         if not same_value(reported, value):

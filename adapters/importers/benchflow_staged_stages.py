@@ -68,7 +68,7 @@ def parse_registry(document: object, file: str) -> dict[str, Fields]:
     for name in stages.data:
         if name not in STAGES:
             raise invalid(stages.where(name), f"a stage name, one of {list(STAGES)}", name)
-    return {name: stages.obj(name, required=True) for name in STAGES if name in stages.data}  # type: ignore[misc]
+    return {name: stages.obj(name, required=True) for name in STAGES if name in stages.data}
 
 
 VERIFY_STAGES = ("pre-verify", "post-verify")

@@ -77,6 +77,23 @@ class Tree:
             node = self.by_id.get(node.parent) if node.parent else None
         return False
 
+    def _delta_runs(
+        self, parent: TreeNode, fork_point: Callable[[TreeNode], Hashable]
+    ) -> list[list[TreeNode]]:
+        """The parent's children with a delta, cut into runs of consecutive siblings with one fork point."""
+        siblings = [n for n in self.nodes if n.parent == parent.id]
+        runs: list[list[TreeNode]] = []
+        run: list[TreeNode] = []
+        for node in [*siblings, None]:
+            if run and (
+                node is None or node.delta is None or fork_point(node) != fork_point(run[0])
+            ):
+                runs.append(run)
+                run = []
+            if node is not None and node.delta is not None:
+                run.append(node)
+        return runs
+
     def group_forks(
         self,
         fork_point: Callable[[TreeNode], Hashable],
@@ -92,17 +109,7 @@ class Tree:
 
         groups: list[ForkGroup] = []
         for parent in self.nodes:
-            siblings = [n for n in self.nodes if n.parent == parent.id]
-            runs: list[list[TreeNode]] = []
-            run: list[TreeNode] = []
-            for node in [*siblings, None]:
-                if run and (
-                    node is None or node.delta is None or fork_point(node) != fork_point(run[0])
-                ):
-                    runs.append(run)
-                    run = []
-                if node is not None and node.delta is not None:
-                    run.append(node)
+            runs = self._delta_runs(parent, fork_point)
             if not runs:
                 continue
             forks = NodeForks(
@@ -146,67 +153,81 @@ def parse_tree(document: object, file: str) -> Tree:
     nodes: list[TreeNode] = []
     seen: set[str] = set()
     for doc in top.objects("nodes", required=True):
-        doc.only(NODE_FIELDS)
-        node_id = doc.text("id")
-        parent = doc.string("parent")
-        if node_id in seen:
-            raise invalid(doc.where("id"), "a node id used once", node_id)
-        if not nodes:
-            if parent is not None or node_id != ROOT_NODE:
-                raise invalid(
-                    doc.where("id"),
-                    f"the first node to be {ROOT_NODE!r} with parent null",
-                    doc.data,
-                )
-        elif parent is None or parent not in seen:
-            raise invalid(
-                doc.where("parent"),
-                f"the id of a node listed before it, one of {sorted(seen)}",
-                parent,
-            )
-        stage = doc.string("stage")
-        if stage is not None and stage not in STAGES:
-            raise invalid(doc.where("stage"), f"one of {list(STAGES)} or null", stage)
-        delta = doc.obj("delta")
-        delta_execution = doc.string("delta_execution")
-        if delta_execution is not None and (delta is None or delta_execution != "fresh-rollout"):
-            raise invalid(
-                doc.where("delta_execution"),
-                "'fresh-rollout', and only on a branch child (a node with a delta)",
-                delta_execution,
-            )
-        reward, unscored = doc.number("reward"), doc.string("unscored")
-        if (reward is not None or unscored is not None) and delta is None:
-            raise invalid(
-                doc.where("reward" if reward is not None else "unscored"),
-                "an outcome only on a branch child (a node with a delta)",
-                doc.data,
-            )
-        if reward is not None and unscored is not None:
-            raise invalid(doc.where("unscored"), "either reward or unscored, never both", doc.data)
-        nodes.append(
-            TreeNode(
-                id=node_id,
-                parent=parent,
-                stage=stage,
-                snapshot=refs(doc.obj("snapshot")),
-                reward=reward,
-                unscored=unscored,
-                value=doc.number("value"),
-                has_value=doc.raw("value") is not None,
-                delta=build(f.Delta, doc.where("delta"), **delta.data)
-                if delta is not None
-                else None,
-                delta_execution=delta_execution,
-                where=doc.where(),
-            )
-        )
-        seen.add(node_id)
+        nodes.append(parse_node(doc, seen, first=not nodes))
+        seen.add(nodes[-1].id)
     numbered = all(n.id == ROOT_NODE or NUMBERED.match(n.id) for n in nodes)
     for index, node in enumerate(nodes):
         match = NUMBERED.match(node.id)
         node.order = (int(match.group(1)) if match else 0) if numbered else index
     return Tree(nodes, file)
+
+
+def parse_node(doc: Fields, seen: set[str], *, first: bool) -> TreeNode:
+    """One tree.json node, placed after the nodes already read (`seen`)."""
+    doc.only(NODE_FIELDS)
+    node_id = doc.text("id")
+    parent = doc.string("parent")
+    check_placement(doc, node_id, parent, seen, first=first)
+    stage = doc.string("stage")
+    if stage is not None and stage not in STAGES:
+        raise invalid(doc.where("stage"), f"one of {list(STAGES)} or null", stage)
+    delta = doc.obj("delta")
+    delta_execution = doc.string("delta_execution")
+    if delta_execution is not None and (delta is None or delta_execution != "fresh-rollout"):
+        raise invalid(
+            doc.where("delta_execution"),
+            "'fresh-rollout', and only on a branch child (a node with a delta)",
+            delta_execution,
+        )
+    reward, unscored = child_outcome(doc, branch=delta is not None)
+    return TreeNode(
+        id=node_id,
+        parent=parent,
+        stage=stage,
+        snapshot=refs(doc.obj("snapshot")),
+        reward=reward,
+        unscored=unscored,
+        value=doc.number("value"),
+        has_value=doc.raw("value") is not None,
+        delta=build(f.Delta, doc.where("delta"), **delta.data) if delta is not None else None,
+        delta_execution=delta_execution,
+        where=doc.where(),
+    )
+
+
+def check_placement(
+    doc: Fields, node_id: str, parent: str | None, seen: set[str], *, first: bool
+) -> None:
+    """Ids are used once; the first node is the root, every other one hangs under a node listed before it."""
+    if node_id in seen:
+        raise invalid(doc.where("id"), "a node id used once", node_id)
+    if first:
+        if parent is not None or node_id != ROOT_NODE:
+            raise invalid(
+                doc.where("id"),
+                f"the first node to be {ROOT_NODE!r} with parent null",
+                doc.data,
+            )
+    elif parent is None or parent not in seen:
+        raise invalid(
+            doc.where("parent"),
+            f"the id of a node listed before it, one of {sorted(seen)}",
+            parent,
+        )
+
+
+def child_outcome(doc: Fields, *, branch: bool) -> tuple[float | None, str | None]:
+    """(reward, unscored): at most one of them, and only on a branch child."""
+    reward, unscored = doc.number("reward"), doc.string("unscored")
+    if (reward is not None or unscored is not None) and not branch:
+        raise invalid(
+            doc.where("reward" if reward is not None else "unscored"),
+            "an outcome only on a branch child (a node with a delta)",
+            doc.data,
+        )
+    if reward is not None and unscored is not None:
+        raise invalid(doc.where("unscored"), "either reward or unscored, never both", doc.data)
+    return reward, unscored
 
 
 def root_only() -> Tree:

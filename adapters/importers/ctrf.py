@@ -15,7 +15,7 @@ output.
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any, TypeGuard, get_args
 
 from ...domain.vocabulary import CtrfStatus
 from .fields import invalid
@@ -43,7 +43,7 @@ def _outcomes(tests: list[Any], where: str, *, blank_counts: bool) -> dict[str, 
     """Name -> status of the entries with both (the first entry wins); `blank_counts=False` also skips names and
     statuses of only white space, as benchflow's `ctrf_test_outcomes` does."""
 
-    def given(text: object) -> bool:
+    def given(text: object) -> TypeGuard[str]:
         return isinstance(text, str) and bool(text if blank_counts else text.strip())
 
     outcomes: dict[str, str] = {}

@@ -193,7 +193,8 @@ def results_row(folder: RunFolder) -> f.ResultsRow:
     counts = {"rows_without_usage": 0, "unlisted_tool_calls": 0}
 
     def read(record: dict[str, Any]) -> None:
-        info = record.get("info") if isinstance(record.get("info"), dict) else {}
+        given = record.get("info")
+        info: dict[str, Any] = given if isinstance(given, dict) else {}
         ready.append(info.get("training_ready"))
         reasons.append(info.get("training_ready_reason"))
         counts["rows_without_usage"] += info.get("training_ready") is True and not has_usage(
@@ -215,13 +216,15 @@ def results_row(folder: RunFolder) -> f.ResultsRow:
 
 def count(doc: Fields | None, key: str) -> int | None:
     """A non-negative count (an integral float is taken as the integer it is), or None."""
-    value = doc.raw(key) if doc is not None else None
+    if doc is None:
+        return None
+    value = doc.raw(key)
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise invalid(doc.where(key), "a non-negative integer or null", value)  # type: ignore[union-attr]
+        raise invalid(doc.where(key), "a non-negative integer or null", value)
     return value
 
 

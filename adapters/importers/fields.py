@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -99,6 +99,10 @@ class Fields:
             raise invalid(self.where(key), "true, false or null", value)
         return value
 
+    @overload
+    def obj(self, key: str, *, required: Literal[True]) -> Fields: ...
+    @overload
+    def obj(self, key: str, *, required: bool = False) -> Fields | None: ...
     def obj(self, key: str, *, required: bool = False) -> Fields | None:
         value = self.require(key) if required else self.data.get(key)
         if value is None and not required:

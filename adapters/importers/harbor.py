@@ -20,6 +20,7 @@ A directory with only `verifier/ctrf.json` is not a trial and is never imported.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -140,81 +141,82 @@ def import_harbor_trial(path: Path) -> RunPlan:
         if config_doc is not None
         else result.obj("config")
     )
-    agent = config.obj("agent") if config is not None else None
-    task = config.obj("task") if config is not None else None
-    environment = config.obj("environment") if config is not None else None
+    parts = [config.obj(name) if config is not None else None for name in _CONFIG_PARTS]
     uri = result.string("trial_uri")
     recorded_dir = unquote(urlparse(uri).path) if uri and uri.startswith("file://") else None
-    started = (
-        parse_time(result.raw("started_at"), result.where("started_at"))
-        if result.raw("started_at")
-        else None
-    )
-    finished = (
-        parse_time(result.raw("finished_at"), result.where("finished_at"))
-        if result.raw("finished_at")
-        else None
-    )
-    entries = [
-        Entry(
-            build(
-                f.RunRegistered,
-                result.where(),
-                run=key,
-                task=result.text("task_name"),
-                task_path=task.string("path") if task else None,
-                agent=agent.string("name") if agent else None,
-                model=agent.string("model_name") if agent else None,
-                trial=result.string("trial_name"),
-                sandbox=environment.string("type") if environment else None,
-                config_sha256=folder.sha256("config.json") if config_doc is not None else None,
-            ),
-            started,
-        )
-    ]
-    when = finished or started
-    entries.extend(Entry(fact, when) for fact in outcome(key, folder, result))
+    started = _time(result, "started_at")
+    finished = _time(result, "finished_at")
+    registered = _registration(key, folder, result, parts, config_doc is not None)
+    entries = [Entry(registered, started)]
+    entries.extend(Entry(fact, finished or started) for fact in outcome(key, folder, result))
     if finished is not None:
-        timing = {}
-        for phase in PHASES:
-            span = result.obj(phase)
-            if span is not None and span.raw("started_at") and span.raw("finished_at"):
-                begin = parse_time(span.raw("started_at"), span.where("started_at"))
-                end = parse_time(span.raw("finished_at"), span.where("finished_at"))
-                timing[phase] = round((end - begin).total_seconds(), 3)
-        if started is not None:
-            timing["total"] = round((finished - started).total_seconds(), 3)
-        entries.append(
-            Entry(
-                build(
-                    f.RunFinished,
-                    result.where("finished_at"),
-                    run=key,
-                    status="failed" if result.raw("exception_info") is not None else "completed",
-                    started_at=result.text("started_at").strip() if started else None,
-                    finished_at=result.text("finished_at").strip(),
-                    timing=timing,
-                ),
-                finished,
-            )
-        )
-        # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
-        total = timing.get("total")
-        entries.append(
-            Entry(
-                build(
-                    f.EvidenceObserved,
-                    result.where(),
-                    run=key,
-                    token_usage=token_usage(result.obj("agent_result")),
-                    started_at=iso(started),
-                    finished_at=iso(finished),
-                    duration_sec=total if total is not None and total >= 0 else None,
-                ),
-                finished,
-            )
-        )
+        entries.extend(_finish(key, result, started, finished))
     return RunPlan(key, path, entries, recorded_dir=recorded_dir)
+
+
+def _time(doc: Fields, field: str) -> datetime | None:
+    return parse_time(doc.raw(field), doc.where(field)) if doc.raw(field) else None
+
+
+_CONFIG_PARTS = ("agent", "task", "environment")
+
+
+def _registration(
+    key: str, folder: RunFolder, result: Fields, parts: list[Fields | None], own_config: bool
+) -> f.RunRegistered:
+    agent, task, environment = parts
+    return build(
+        f.RunRegistered,
+        result.where(),
+        run=key,
+        task=result.text("task_name"),
+        task_path=task.string("path") if task else None,
+        agent=agent.string("name") if agent else None,
+        model=agent.string("model_name") if agent else None,
+        trial=result.string("trial_name"),
+        sandbox=environment.string("type") if environment else None,
+        config_sha256=folder.sha256("config.json") if own_config else None,
+    )
+
+
+def _timing(result: Fields, started: datetime | None, finished: datetime) -> dict[str, float]:
+    """Seconds per phase that has both ends, and the whole trial's when it has a start."""
+    timing = {}
+    for phase in PHASES:
+        span = result.obj(phase)
+        if span is not None and span.raw("started_at") and span.raw("finished_at"):
+            begin = parse_time(span.raw("started_at"), span.where("started_at"))
+            end = parse_time(span.raw("finished_at"), span.where("finished_at"))
+            timing[phase] = round((end - begin).total_seconds(), 3)
+    if started is not None:
+        timing["total"] = round((finished - started).total_seconds(), 3)
+    return timing
+
+
+def _finish(key: str, result: Fields, started: datetime | None, finished: datetime) -> list[Entry]:
+    """The finished trial: its run.finished with timing, and its release-gate evidence."""
+    timing = _timing(result, started, finished)
+    finished_fact = build(
+        f.RunFinished,
+        result.where("finished_at"),
+        run=key,
+        status="failed" if result.raw("exception_info") is not None else "completed",
+        started_at=result.text("started_at").strip() if started else None,
+        finished_at=result.text("finished_at").strip(),
+        timing=timing,
+    )
+    # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
+    total = timing.get("total")
+    evidence = build(
+        f.EvidenceObserved,
+        result.where(),
+        run=key,
+        token_usage=token_usage(result.obj("agent_result")),
+        started_at=iso(started),
+        finished_at=iso(finished),
+        duration_sec=total if total is not None and total >= 0 else None,
+    )
+    return [Entry(finished_fact, finished), Entry(evidence, finished)]
 
 
 def still_running(path: Path) -> str | None:

@@ -112,7 +112,7 @@ def in_context(error: LineageError, run: RunDir) -> LineageError:
 def _occurred(
     entries: Iterable[Entry], new_facts: tuple[f.Fact, ...]
 ) -> list[tuple[f.Fact, datetime | None]]:
-    when = {}
+    when: dict[str, datetime | None] = {}
     for entry in entries:
         for expanded in expand(entry):
             when.setdefault(expanded.fact.model_dump_json(), expanded.occurred_at)

@@ -37,7 +37,7 @@ def test_a_healthy_ablation_is_publishable_with_exit_code_0(lineage: Lineage, ru
     lineage.record(s.healthy_ablation())
     result = run_cli("audit")
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[1] == f"  healthy    {s.HEALTHY}  pass"
+    assert result.stdout.splitlines()[1] == f"  ok           healthy    {s.HEALTHY}  pass"
     assert "findings: none" in result.stdout
     assert result.stdout.splitlines()[-1] == "verdict: publishable"
 
@@ -113,6 +113,13 @@ def test_the_text_report_ends_with_the_verdict_naming_quarantines(
         result.stdout.splitlines()[-1]
         == f"verdict: publishable with quarantines (quarantined: {s.UNSCORED})"
     )
+    # The run list agrees with the verdict: a healthy run quarantined for its arm is listed as quarantined.
+    (listed,) = [line for line in result.stdout.splitlines() if f"  {s.UNSCORED}  " in line]
+    assert listed.split()[:2] == ["quarantined", "healthy"]
+    report = audit_json(run_cli, code=10)
+    assert [(r["run"], r["health"], r["status"]) for r in report["runs"]] == [
+        (s.UNSCORED, "healthy", "quarantined")
+    ]
 
 
 def test_an_ephemeral_snapshot_presented_for_restore_makes_the_store_not_publishable(
@@ -252,3 +259,28 @@ def test_help_documents_the_exit_codes(run_cli: Cli) -> None:
     text = run_cli("audit", "--help").stdout
     assert "0 publishable; 10 publishable with quarantines (named);" in " ".join(text.split())
     assert "11 not publishable" in " ".join(text.split())
+
+
+def test_the_matrix_examples_in_help_and_readme_are_files_audit_accepts(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    """Each example the docs show, written to a file as a user would copy it, is read with the slots it says."""
+    import re
+
+    lineage.record(s.healthy_ablation())
+    help_text = run_cli("audit", "--help").stdout
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for source in (help_text, readme):
+        csv_lines = re.findall(r"(task,agent,model,skill_mode,trial|csv-dedupe,claude\S+)", source)
+        examples = {
+            "m.csv": "\n".join(csv_lines[:2]) + "\n",
+            "list.json": re.search(r'(\[\{"task".*?\}\])', source).group(1),
+            "axes.json": re.search(r'(\{"task": \["csv-dedupe"\].*?\]\})', source).group(1),
+        }
+        sizes = {}
+        for name, text in examples.items():
+            path = tmp_path / name
+            path.write_text(text, encoding="utf-8")
+            report = audit_json(run_cli, "--matrix", str(path), code=10)
+            sizes[name] = len(report["matrix"])
+        assert sizes == {"m.csv": 1, "list.json": 1, "axes.json": 6}

@@ -330,7 +330,7 @@ def test_invisible_format_characters_and_newlines_in_ids_are_shown_escaped(
 
 
 def test_a_long_answer_as_a_table_shows_the_first_rows_and_says_how_many_more(run_cli: Cli) -> None:
-    result = run_cli("sql", "SELECT range AS n FROM range(2500)")
+    result = run_cli("sql", "SELECT range AS n FROM range(2500)", "--format", "table")
     assert "showed the first 1000 rows; 1500 more were left out" in result.stderr
     assert "│ 999 " in result.stdout and "│ 1000 " not in result.stdout
     assert (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from rollout_lineage.adapters.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
 from rollout_lineage.domain.errors import (
@@ -23,9 +24,7 @@ RUN = "job/task__1"
 
 @pytest.fixture
 def app() -> LineageApp:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run=RUN, task="task"),
@@ -68,9 +67,7 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
 
 
 def test_where_a_run_lives_is_located_not_registered() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     # A registration's run_dir becomes a location the harness recorded; the registration itself carries none.
     first = app.record(
         [
@@ -109,9 +106,7 @@ def test_where_a_run_lives_is_located_not_registered() -> None:
 
 
 def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_known() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app._record_batch(
         [Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False
     )  # as it was
@@ -402,9 +397,7 @@ def test_cut_points_belong_to_continuations_and_never_serve_more_than_configured
 
 
 def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run="src", task="task"),
@@ -428,9 +421,7 @@ def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
 
 
 def test_a_served_cut_point_must_reconcile_the_configured_one() -> None:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record(
         [
             f.RunRegistered(run="src", task="task"),
@@ -484,7 +475,7 @@ def test_a_batch_is_all_or_nothing(app: LineageApp) -> None:
 
 
 def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
-    app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    app = LineageApp(env=MEMORY_ENV)
     first = app.record(ablate_run_facts())
     assert first.appended == len(ablate_run_facts()) + ABLATE_IMPLIED
     assert app.record(ablate_run_facts()).appended == 0
@@ -550,3 +541,62 @@ def test_recording_into_a_long_run_reads_only_what_is_new(tmp_path) -> None:  # 
             [f.NodeOpened(run=RUN, node="n302", parent="n301")]
         )  # the refused batch left no trace
         assert app.run(RUN).version == 304
+
+
+class CountingRetry:
+    """A retry policy that waits for nothing and writes down what it was asked."""
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts = attempts
+        self.calls: list[tuple[str, int]] = []
+
+    def after_lost_race(self, attempt: int) -> None:
+        self.calls.append(("lost race", attempt))
+
+    def after_store_away(self, attempt: int) -> None:
+        self.calls.append(("store away", attempt))
+
+
+def test_the_retry_policy_is_the_one_handed_in_and_an_outage_ends_unavailable() -> None:
+    from eventsourcing.persistence import OperationalError
+
+    from rollout_lineage.domain.errors import StoreUnavailable
+
+    retry = CountingRetry(attempts=3)
+    app = LineageApp(env=MEMORY_ENV, retry=retry)
+
+    def away(events, **kwargs):  # type: ignore[no-untyped-def]
+        raise OperationalError("server closed the connection unexpectedly")
+
+    app.recorder.insert_events = away  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailable, match="unavailable after 3 attempts"):
+        app.record([f.RunRegistered(run=RUN, task="task")])
+    assert retry.calls == [("store away", 1), ("store away", 2)]
+    assert app.position() == 0
+
+
+def test_a_lost_race_waits_as_the_policy_says_before_deciding_again() -> None:
+    from eventsourcing.persistence import IntegrityError
+
+    retry = CountingRetry(attempts=2)
+    app = LineageApp(env=MEMORY_ENV, retry=retry)
+    insert = app.recorder.insert_events
+
+    def lost(events, **kwargs):  # type: ignore[no-untyped-def]
+        app.recorder.insert_events = insert  # type: ignore[method-assign]
+        raise IntegrityError("version conflict: the stream moved")
+
+    app.recorder.insert_events = lost  # type: ignore[method-assign]
+    assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 1
+    assert retry.calls == [("lost race", 1)]
+
+
+def test_stores_opened_by_url_back_off_as_the_store_adapter_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rollout_lineage.adapters.backoff import StoreBackoff
+    from rollout_lineage.adapters.event_store import StoreURL, open_application
+
+    app = open_application(
+        StoreURL.parse(f"sqlite:///{tmp_path / 'events.sqlite'}"), actor="a", tool_version="t"
+    )
+    assert isinstance(app.retry, StoreBackoff) and app.retry.attempts == 8
+    app.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from rollout_lineage.adapters.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import ConflictingFact, InvariantViolated, UnknownSubject
@@ -17,9 +18,7 @@ OTHER = "sha256:" + "cd" * 32
 
 @pytest.fixture
 def app() -> LineageApp:
-    app = LineageApp(
-        env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="tester@lab", tool_version="test"
-    )
+    app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
     app.record([f.RunRegistered(run=RUN, task="task")])
     return app
 

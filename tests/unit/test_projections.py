@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,14 +23,17 @@ class Crash(Exception):
 def fresh_tables(lineage: Lineage) -> dict[str, list[tuple]]:
     db = ReadModelDB.open(":memory:")
     runner.ensure_schema(db, "test")
-    runner.catch_up(db, lineage.app.recorder)
+    runner.catch_up(db, lineage.log)
     return table_contents(db)
 
 
-def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage: Lineage) -> None:
+def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(
+    memory_lineage: Lineage,
+) -> None:
+    lineage = memory_lineage
     lineage.record(ablate_run_facts())
     lineage.record(nightly_run_facts())
-    db = ReadModelDB.open(lineage.settings.projections_path)
+    db = ReadModelDB.open(lineage.read_models_path)
     runner.ensure_schema(db, "test")
     pages = []
 
@@ -39,13 +43,13 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(lineage:
             raise Crash
 
     with pytest.raises(Crash):
-        runner.catch_up(db, lineage.app.recorder, page=7, inside_page=die_on_third_page)
+        runner.catch_up(db, lineage.log, page=7, inside_page=die_on_third_page)
     assert runner.tracked_position(db) == pages[1], (
         "the dying page left no trace, not even its tracking"
     )
     db.close()
-    db = ReadModelDB.open(lineage.settings.projections_path)  # a new process, as after a crash
-    assert runner.catch_up(db, lineage.app.recorder, page=7) == lineage.position()
+    db = ReadModelDB.open(lineage.read_models_path)  # a new process, as after a crash
+    assert runner.catch_up(db, lineage.log, page=7) == lineage.position()
     assert table_contents(db) == fresh_tables(lineage)
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()
 
@@ -100,7 +104,7 @@ def test_output_formats(lineage: Lineage, run_cli: Cli) -> None:
     query = "SELECT arm, status, reward FROM children ORDER BY child_index"
     assert run_cli("sql", query, "--format", "csv").stdout.splitlines()[:2] == [
         "arm,status,reward",
-        "with-skill,pass,1",
+        "with-skill,pass,1.0",
     ]
     assert json.loads(run_cli("sql", query, "--format", "jsonl").stdout.splitlines()[2]) == {
         "arm": "inject:prompts/hint.md",
@@ -133,7 +137,8 @@ def test_lineage_macros_walk_the_tree(lineage: Lineage, run_cli: Cli) -> None:
     assert nodes(f"SELECT node FROM lineage_path('{run}', 'n3', 'n4')") == ["n3", "n2", "n4"]
 
 
-def test_snapshot_restorability_agrees_with_the_domain(lineage: Lineage) -> None:
+def test_snapshot_restorability_agrees_with_the_domain(memory_lineage: Lineage) -> None:
+    lineage = memory_lineage
     lineage.record(ablate_run_facts())
     with lineage.read_models() as models:
         rows = models.db.rows("SELECT ref, restorable, restorable_because FROM snapshots")
@@ -210,3 +215,36 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
         holder.kill()
         holder.wait()
     ReadModelDB.open(path, timeout=5).close()
+
+
+def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
+    run_cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI: the notice comes before the wait ends (here, in the timeout's error), with the PID."""
+    import subprocess
+    import sys
+
+    run_cli("init")
+    run_cli("project")
+    path = home / "projections.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        monkeypatch.setenv("LINEAGE_LOCK_TIMEOUT", "1")
+        result = run_cli("runs", ok=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 4
+    first, *_, last = result.stderr.strip().splitlines()
+    assert first.startswith(f"waiting for the read models at {path}: locked by ")
+    assert f"PID {holder.pid}" in first and first.endswith("(up to 1 s)")
+    assert "waited 1 s" in last

@@ -564,3 +564,24 @@ def test_a_tar_of_two_images_is_a_problem_even_when_each_verifies(tmp_path):
     report = verify_bytes(tmp_path, tar_bytes(entries))
     assert_problem(report, "manifest.json lists 2 images; expected exactly one")
     assert report.image_id == expected["image_id"] and report.problems == (report.problems[0],)
+
+
+def test_the_most_important_problem_comes_first_whatever_the_order_found(tmp_path, run_cli):
+    """Bytes appended after the end-of-archive marker are found during the pass, the altered layer only after
+    it: the altered layer (content that is not what its digest says) is named first, then the damage, then
+    what is missing; the CLI's error leads with the same sentence."""
+    entries, _ = legacy_entries()
+    manifest_at = next(i for i, (info, _) in enumerate(entries) if info.name == "manifest.json")
+    manifest = json.loads(entries[manifest_at][1])
+    manifest[0]["Layers"].append("missing/layer.tar")
+    entries[manifest_at] = file_entry("manifest.json", json.dumps(manifest).encode())
+    data = bytearray(tar_bytes(entries))
+    data[data.index(b"SECOND-LAYER-MARKER") + 3] ^= 0x01
+    path = write(tmp_path, bytes(data) + b"appended")
+    problems = verify_tar(path).problems
+    assert problems[0].startswith("Layer 1 (")
+    assert problems[1].startswith("The tar has non-zero bytes after its end-of-archive marker")
+    assert any("missing/layer.tar" in p for p in problems[2:])
+    result = run_cli("snapshots", "verify", str(path), ok=False)
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"Error: {path}: Layer 1 (")

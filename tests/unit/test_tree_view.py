@@ -85,6 +85,8 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
 MERMAID_ID = r"[A-Za-z_][A-Za-z0-9_]*"
 NODE_LINE = re.compile(rf'^    (?P<id>{MERMAID_ID})\["(?P<label>[^"]*)"\]$')
 EDGE_LINE = re.compile(rf"^    (?P<a>{MERMAID_ID}) --> (?P<b>{MERMAID_ID})$")
+CLASS_DEF = re.compile(r"^    classDef (?P<name>\w+) fill:#[0-9a-f]{6}$")
+CLASS_LINE = re.compile(rf"^    class (?P<ids>{MERMAID_ID}(?:,{MERMAID_ID})*) (?P<name>\w+)$")
 
 
 def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
@@ -99,6 +101,8 @@ def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
             nodes[node["id"]] = node["label"]
         elif edge := EDGE_LINE.match(line):
             edges.append((edge["a"], edge["b"]))
+        elif CLASS_DEF.match(line) or CLASS_LINE.match(line):
+            continue  # outcome colours: `mermaid_classes` reads them
         else:
             raise AssertionError(f"not a Mermaid node or edge: {line!r}")
     return nodes, edges
@@ -145,7 +149,10 @@ def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(
     assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>no outcome yet"
 
 
-DOT_NODE = re.compile(r'^    "(?P<id>(?:[^"\\]|\\.)*)" \[label="(?:[^"\\]|\\.)*"\];$')
+DOT_NODE = re.compile(
+    r'^    "(?P<id>(?:[^"\\]|\\.)*)" \[label="(?:[^"\\]|\\.)*"'
+    r'(?:, style=filled, fillcolor="#[0-9a-f]{6}", class="(?P<outcome>\w+)")?\];$'
+)
 DOT_EDGE = re.compile(r'^    "(?P<a>(?:[^"\\]|\\.)*)" -> "(?P<b>(?:[^"\\]|\\.)*)";$')
 
 
@@ -163,6 +170,54 @@ def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(
         "nothing but the header, defaults, nodes, edges and the brace"
     )
     assert 'label="n5\\narm config:{\\"agent\\": {\\"max_turns\\": 40}}\\nreward 1"' in lines[8]
+    outcomes = {m["id"]: m["outcome"] for line in lines if (m := DOT_NODE.match(line))}
+    assert outcomes == {
+        "root": "fail",
+        "n1": None,
+        "n2": "pass",
+        "n3": "fail",
+        "n4": "unscored",
+        "n5": "pass",
+    }
+
+
+def mermaid_classes(text: str) -> dict[str, str]:
+    """{mermaid id: outcome class} from the `class` lines, each class declared with a fill first."""
+    declared = {m["name"] for line in text.splitlines() if (m := CLASS_DEF.match(line))}
+    classes = {}
+    for line in text.splitlines():
+        if m := CLASS_LINE.match(line):
+            assert m["name"] in declared
+            classes.update(dict.fromkeys(m["ids"].split(","), m["name"]))
+    return classes
+
+
+def test_pictures_colour_nodes_by_outcome(lineage: Lineage, run_cli: Cli) -> None:
+    lineage.record(ablate_run_facts(with_late_reward=False))
+    text = run_cli("tree", ABLATE_RUN, "--format", "mermaid").stdout
+    assert mermaid_classes(text) == {
+        "n_root": "fail",
+        "n_n2": "pass",
+        "n_n3": "fail",
+        "n_n4": "unscored",
+        "n_n5": "pending",  # its reward comes later
+    }
+    lineage.record(s.partial_fork())
+    dot = run_cli("tree", s.PARTIAL, "--format", "dot").stdout.splitlines()
+    outcomes = {m["id"]: m["outcome"] for line in dot if (m := DOT_NODE.match(line))}
+    assert outcomes == {"root": "pass", "n1": "pass", "n2": "error"}
+
+
+def test_a_continuation_links_to_its_source_run(run_cli: Cli) -> None:
+    from tests.conftest import EXAMPLES
+
+    run_cli("import", str(EXAMPLES))
+    run = "nightly/csv-dedupe__7c1f2a90__continued"
+    mermaid = run_cli("tree", run, "--format", "mermaid").stdout.splitlines()
+    assert '    n_continues(["continues nightly/csv-dedupe__7c1f2a90 at post-research"])' in mermaid
+    assert "    n_continues -.-> n_root" in mermaid
+    dot = run_cli("tree", run, "--format", "dot").stdout.splitlines()
+    assert '    "source:nightly/csv-dedupe__7c1f2a90" -> "root" [style=dashed];' in dot
 
 
 def test_tree_of_an_unknown_run_is_a_clear_error(run_cli: Cli) -> None:

@@ -1,0 +1,60 @@
+"""Users' SQL over the read models, for `lineage sql` and the Python read API alike: only reads get through.
+
+The connection it runs on is read-only and sealed anyway (`runner.read_only_models`); checking the statements
+first names the problem in our words, and keeps a query from dropping the TEMP views this code defined.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..adapters.duckdb_store import ReadModelDB
+from ..domain.errors import InvalidInput
+
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+
+
+def statement_kinds(connection: Any, query: str) -> list[str]:
+    """Each statement's type, looking inside EXPLAIN: `EXPLAIN ANALYZE` runs what it explains, so it counts as that."""
+    kinds = []
+    for statement in connection.extract_statements(query):
+        kind = statement.type.name
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN.sub("", statement.query, count=1)
+            kind = (
+                "EXPLAIN"
+                if inner != statement.query and statement_kinds(connection, inner) == ["SELECT"]
+                else "EXPLAIN of something other than one SELECT"
+            )
+        kinds.append(kind)
+    return kinds
+
+
+def require_reads(db: ReadModelDB, query: str) -> None:
+    try:
+        kinds = statement_kinds(db.connection, query)
+    except (
+        Exception
+    ) as exc:  # duckdb.ParserException and friends: the user's SQL, in DuckDB's words
+        raise InvalidInput(f"the SQL does not parse: {exc}") from None
+    refused = [kind for kind in kinds if kind not in READ_ONLY_STATEMENTS]
+    if refused or not kinds:
+        raise InvalidInput(
+            f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
+            hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
+        )
+
+
+def run_reads(
+    db: ReadModelDB,
+    query: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """Column names and a stream of rows, after `require_reads`; past `timeout` seconds it is stopped."""
+    require_reads(db, query)
+    return db.query(query, timeout=timeout, params=dict(params) if params else None)

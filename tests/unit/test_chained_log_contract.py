@@ -1,0 +1,226 @@
+"""One contract, every implementation of the `ChainedLog` port: in memory, SQLite file, PostgreSQL server.
+
+Each case records through the application as a harness would and then reads the log only through the port.
+The recording clock is fixed, so all three stores hold the same bytes and must answer with the same chain.
+The last cases pin the eventsourcing internals the recorders override: an upgrade that renames or reshapes
+them fails here, saying what to re-check, instead of silently dropping the chain.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+from eventsourcing.domain import BaseAggregate
+from eventsourcing.persistence import IntegrityError
+from eventsourcing.popo import POPOAggregateRecorder, POPOApplicationRecorder
+from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
+
+from rollout_lineage.adapters.chained_log import ChainedLog
+from rollout_lineage.adapters.event_store import StoreURL
+from rollout_lineage.adapters.memory_log import MEMORY_ENV, ChainedMemoryRecorder
+from rollout_lineage.domain import facts as f
+from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.events import aggregate_id
+from rollout_lineage.domain.integrity import GENESIS, ChainWalker, link
+from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
+
+RECORDED_AT = datetime(2026, 11, 2, 10, 15, tzinfo=UTC)
+
+
+def _app(env: dict[str, str]) -> LineageApp:
+    return LineageApp(
+        env=env, actor="tester@lab", tool_version="contract", clock=lambda: RECORDED_AT
+    )
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LineageApp]:
+    if request.param == "memory":
+        env = MEMORY_ENV
+    elif request.param == "sqlite":
+        env = StoreURL.parse(f"sqlite:///{tmp_path / 'events.sqlite'}").application_env()
+    else:
+        env = StoreURL.parse(request.getfixturevalue("postgres_url")).application_env()
+    application = _app(env)
+    yield application
+    application.close()
+
+
+def _log(app: LineageApp) -> ChainedLog:
+    assert isinstance(app.recorder, ChainedLog), type(app.recorder)
+    return app.recorder
+
+
+def _recorded(app: LineageApp) -> int:
+    app.record(ablate_run_facts())
+    return app.record(nightly_run_facts()).position
+
+
+def test_an_empty_log_has_no_rows_links_or_head(app: LineageApp) -> None:
+    log = _log(app)
+    assert log.max_notification_id() is None
+    assert log.log_rows(0, None, 10) == []
+    assert log.chain_links(0, None) == []
+    assert log.chain_hash_at(1) is None
+    assert list(log.chain_rows()) == []
+    assert log.existing_originators({aggregate_id("run", ABLATE_RUN)}) == set()
+
+
+def test_rows_are_the_stored_events_in_position_order(app: LineageApp) -> None:
+    last = _recorded(app)
+    log = _log(app)
+    rows = log.log_rows(0, None, 10_000)
+    notifications = app.recorder.select_notifications(start=None, limit=10_000)
+    assert [row[0] for row in rows] == list(range(1, last + 1)) == [n.id for n in notifications]
+    assert [tuple(row[1:5]) for row in rows] == [
+        (UUID(str(n.originator_id)).hex, n.originator_version, n.topic, bytes(n.state))
+        for n in notifications
+    ]
+    assert log.max_notification_id() == last
+
+
+def test_a_window_is_after_exclusive_stop_inclusive_and_limited(app: LineageApp) -> None:
+    last = _recorded(app)
+    log = _log(app)
+    assert [row[0] for row in log.log_rows(3, 7, 2)] == [4, 5]
+    assert [row[0] for row in log.log_rows(5, 7, 100)] == [6, 7]
+    assert [row[0] for row in log.log_rows(last - 1, None, 100)] == [last]
+    assert log.log_rows(last, None, 100) == []
+    assert [entry[0] for entry in log.chain_links(3, 7)] == [4, 5, 6, 7]
+
+
+def test_every_link_chains_its_event_to_the_one_before(app: LineageApp) -> None:
+    last = _recorded(app)
+    log = _log(app)
+    previous_position, previous_hash = 0, GENESIS
+    links = log.chain_links(0, None)
+    for row, (position, previous, chain_hash) in zip(
+        log.log_rows(0, None, 10_000), links, strict=True
+    ):
+        assert (position, previous) == (row[0], previous_position)
+        assert chain_hash == link(previous_hash, row[0], row[1], row[2], row[3], bytes(row[4]))
+        previous_position, previous_hash = position, chain_hash
+    assert log.chain_hash_at(last) == previous_hash
+    walker = ChainWalker()
+    walker.feed(log.chain_rows())
+    assert walker.report.intact and walker.report.events == last
+    assert walker.report.head is not None and walker.report.head.chain_hash == previous_hash
+
+
+def test_the_same_facts_at_the_same_time_make_the_same_chain_in_memory(app: LineageApp) -> None:
+    last = _recorded(app)
+    reference = _app(MEMORY_ENV)
+    assert _recorded(reference) == last
+    assert _log(app).chain_links(0, None) == _log(reference).chain_links(0, None)
+
+
+def test_existing_originators_names_the_streams_that_have_a_first_event(app: LineageApp) -> None:
+    _recorded(app)
+    recorded, unknown = aggregate_id("run", ABLATE_RUN), aggregate_id("run", "never/recorded")
+    assert _log(app).existing_originators({recorded, unknown}) == {recorded}
+
+
+def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> None:
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    log = _log(app)
+    before = (log.max_notification_id(), log.chain_links(0, None))
+    stored = app.recorder.select_notifications(start=None, limit=1)[0]
+    new = app.mapper.to_stored_event(
+        app.mapper.to_domain_event(stored)  # the same stream and version again: a lost race
+    )
+    with pytest.raises(IntegrityError):
+        app.recorder.insert_events([new])
+    assert (log.max_notification_id(), log.chain_links(0, None)) == before
+    position = app.record([f.RunRegistered(run="r/2", task="t")]).position
+    # PostgreSQL's sequence may skip the refused position; the chain goes on from the last stored event.
+    assert position > 1
+    assert log.chain_links(0, None) == [*before[1], (position, 1, log.chain_hash_at(position))]
+
+
+# --- the eventsourcing internals the recorders rely on ------------------------------------------------------
+
+RECHECK = (
+    "eventsourcing changed an internal that {recorder} overrides ({where}); re-check that the override "
+    "still runs inside the insert transaction and writes the chain, then update this pin"
+)
+
+PINNED = [
+    # (library class, method, parameters, our recorder that overrides it)
+    (
+        SQLiteApplicationRecorder,
+        "_insert_events",
+        ["self", "c", "stored_events"],
+        "ChainedSQLiteRecorder",
+    ),
+    (
+        PostgresApplicationRecorder,
+        "_fetch_ids_after_insert_events",
+        ["self", "curs", "stored_events"],
+        "ChainedPostgresRecorder",
+    ),
+    (POPOAggregateRecorder, "_insert_events", ["self", "stored_events"], "ChainedMemoryRecorder"),
+    (
+        BaseAggregate,
+        "__base_init__",
+        ["self", "originator_id", "originator_version", "timestamp"],
+        "events.LineageEvent.mutate",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "method", "parameters", "recorder"),
+    PINNED,
+    ids=[f"{c.__name__}.{m}" for c, m, _, _ in PINNED],
+)
+def test_an_overridden_internal_keeps_its_name_and_parameters(
+    cls: type, method: str, parameters: list[str], recorder: str
+) -> None:
+    where = f"{cls.__module__}.{cls.__name__}.{method}"
+    assert method in vars(cls), RECHECK.format(recorder=recorder, where=f"{where} is gone")
+    named = [
+        p.name
+        for p in inspect.signature(vars(cls)[method]).parameters.values()
+        if p.kind is not p.VAR_KEYWORD
+    ]
+    assert named == parameters, RECHECK.format(recorder=recorder, where=f"{where}{tuple(named)}")
+
+
+CALLED_FROM = [
+    # (the public method the library runs, the internal it must still call, our recorder)
+    (SQLiteAggregateRecorder.insert_events, "self._insert_events(", "ChainedSQLiteRecorder"),
+    (
+        PostgresApplicationRecorder.insert_events,
+        "self._fetch_ids_after_insert_events(",
+        "ChainedPostgresRecorder",
+    ),
+    (POPOApplicationRecorder.insert_events, "self._insert_events(", "ChainedMemoryRecorder"),
+]
+
+
+@pytest.mark.parametrize(
+    ("public", "call", "recorder"), CALLED_FROM, ids=[p.__qualname__ for p, _, _ in CALLED_FROM]
+)
+def test_the_library_still_calls_the_overridden_internal_on_insert(
+    public: object, call: str, recorder: str
+) -> None:
+    source = inspect.getsource(public)  # type: ignore[arg-type]
+    assert call in source, RECHECK.format(
+        recorder=recorder,
+        where=f"{public.__qualname__} no longer calls {call.rstrip('(')}",  # type: ignore[attr-defined]
+    )
+
+
+def test_the_memory_recorder_holds_the_library_lock_it_extends() -> None:
+    recorder = ChainedMemoryRecorder()
+    lock = getattr(recorder, "_database_lock", None)
+    assert lock is not None and hasattr(lock, "_is_owned"), RECHECK.format(
+        recorder="ChainedMemoryRecorder",
+        where="POPORecorder._database_lock is no longer a re-entrant lock",
+    )
