@@ -9,12 +9,13 @@ driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`)
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-
 from ..domain.integrity import ChainRow, link
+
+if TYPE_CHECKING:  # readers of the log load no eventsourcing (`lineage sql` starts faster)
+    from eventsourcing.persistence import StoredEvent
 
 
 @runtime_checkable

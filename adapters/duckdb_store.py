@@ -53,6 +53,7 @@ class ReadModelDB:
         timeout: float = 30.0,
         memory_limit: str = "256MB",
         read_only: bool = False,
+        writable_directory: Path | None = None,
     ) -> ReadModelDB:
         """Open (waiting for another process's lock) with a bounded buffer pool and rare checkpoints.
 
@@ -72,7 +73,16 @@ class ReadModelDB:
             "memory_limit": memory_limit,
             "checkpoint_threshold": "256MB",
         }
+        if writable_directory is not None:
+            # DuckDB takes the allowed list only while file access is still on: it goes off right after, and
+            # then stays off for everything but that one directory (our own COPY ... TO, `export parquet`).
+            del config["enable_external_access"]
         db = cls._connect(path, timeout, config, read_only)
+        if writable_directory is not None:
+            db.connection.execute(
+                "SET allowed_directories = ?", [[str(writable_directory).rstrip("/") + "/"]]
+            )
+            db.connection.execute("SET enable_external_access = false")
         db.connection.execute(
             "SET enable_progress_bar = false"
         )  # DuckDB draws it on stdout: data only there
@@ -161,6 +171,14 @@ class ReadModelDB:
             appender = self.connection.appender(table)
             appender.append_rows(rows)
             appender.flush()
+
+    def copy_to_parquet(self, relation: str, target: Path) -> None:
+        """Write a table or view of ours (never a user's name) as a Parquet file; DuckDB takes no parameter here."""
+        quoted = str(target).replace("'", "''")
+        with within_limits():
+            self.connection.execute(
+                f"COPY (SELECT * FROM {relation}) TO '{quoted}' (FORMAT parquet)"
+            )
 
     def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         with within_limits():

@@ -8,103 +8,25 @@ PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defi
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
-from ..domain.errors import InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
 from .chained_log import merge_chain, next_links, stored_rows
+from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
-
-
-def _redact(url: str) -> str:
-    """A URL for a message: whatever stands between `user:` and `@` is a password, even in a malformed URL."""
-    return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
-
-
-@dataclass(frozen=True)
-class StoreURL:
-    kind: str  # "sqlite" | "postgresql"
-    url: str
-    sqlite_path: Path | None = None
-
-    @classmethod
-    def parse(cls, url: str) -> StoreURL:
-        try:
-            parsed = urlparse(url)
-            parsed.port  # noqa: B018 -- raises for a port out of range or not a number
-        except ValueError as exc:
-            raise InvalidInput(
-                f"expected a store URL such as postgresql://USER@HOST:5432/DB, found {_redact(url)!r} ({exc})",
-                hint="check the host and port",
-            ) from None
-        if parsed.scheme == "sqlite":
-            raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
-            if not raw:
-                raise InvalidInput(
-                    f"expected sqlite:///PATH, found {_redact(url)!r}",
-                    hint="e.g. sqlite:///home/me/.lineage/events.sqlite",
-                )
-            return cls("sqlite", url, Path(raw))
-        if parsed.scheme in ("postgresql", "postgres"):
-            if not parsed.hostname or not parsed.path.strip("/"):
-                raise InvalidInput(
-                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {_redact(url)!r}"
-                )
-            return cls("postgresql", url)
-        raise InvalidInput(
-            f"expected a store URL starting sqlite:/// or postgresql://, found {_redact(url)!r}",
-            hint="set --store or LINEAGE_STORE",
-        )
-
-    def redacted(self) -> str:
-        parsed = urlparse(self.url)
-        if parsed.password:
-            return self.url.replace(f":{parsed.password}@", ":***@")
-        return self.url
-
-    def application_env(self) -> dict[str, str]:
-        if self.kind == "sqlite":
-            assert self.sqlite_path is not None
-            self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-            return {
-                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
-                "SQLITE_DBNAME": str(self.sqlite_path),
-                "SQLITE_LOCK_TIMEOUT": "60",
-                "APPLICATION_RECORDER_TOPIC": f"{__name__}:ChainedSQLiteRecorder",
-            }
-        parsed = urlparse(self.url)
-        query = parse_qs(parsed.query)
-        env = {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": parsed.path.strip("/"),
-            "POSTGRES_HOST": parsed.hostname or "localhost",
-            "POSTGRES_PORT": str(parsed.port or 5432),
-            "POSTGRES_USER": unquote(parsed.username or ""),
-            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
-            "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", ["10"])[0],
-            "POSTGRES_LOCK_TIMEOUT": "30",
-            "POSTGRES_POOL_SIZE": "2",
-            "APPLICATION_RECORDER_TOPIC": f"{__name__}:ChainedPostgresRecorder",
-        }
-        if "schema" in query:
-            env["POSTGRES_SCHEMA"] = query["schema"][0]
-        return env
 
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
@@ -263,16 +185,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             last = curs.fetchone()
             previous = (last["position"], last["chain_hash"]) if last else (0, GENESIS)
+            rows = stored_rows(stored_events)
             curs.executemany(
                 SQL(
                     "INSERT INTO {}.{} (position, previous, chain_hash) VALUES (%s, %s, %s)"
                 ).format(*self.chain_table),
-                next_links(previous, ids, stored_rows(stored_events)),
+                next_links(previous, ids, rows),
             )
             if self.batch_evidence is not None:
-                self.batch_evidence.write(
-                    curs, ids, stored_rows(stored_events), self.datastore.schema
-                )
+                self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
@@ -406,12 +327,16 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         _probe_server(url)
     for attempt in range(1, 6):
         try:
-            return LineageApp(
+            app = LineageApp(
                 env=url.application_env(),
                 actor=actor,
                 tool_version=tool_version,
                 retry=StoreBackoff(),
             )
+            from .saved_states import saved_states_for
+
+            app.saved_states = saved_states_for(url.kind, app)
+            return app
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here

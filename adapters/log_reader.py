@@ -7,12 +7,14 @@ Used by `lineage log`, the projection runner and the benchmarks: the stored stat
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eventsourcing.persistence import ApplicationRecorder, Notification
+
 from ..domain.errors import IntegrityFailure
-from ..domain.events import TOPIC_PREFIX
+from ..domain.vocabulary import TOPIC_PREFIX
 
 PAGE = 5000
 
@@ -38,8 +40,8 @@ class LoggedEvent:
 
 
 def raw_pages(
-    recorder: Any, *, after: int = 0, stop: int | None = None, page: int = PAGE
-) -> Iterator[list[Any]]:
+    recorder: ApplicationRecorder, *, after: int = 0, stop: int | None = None, page: int = PAGE
+) -> Iterator[Sequence[Notification]]:
     """Notifications in pages of `page`, from after `after` up to and including `stop`."""
     while True:
         notifications = recorder.select_notifications(
@@ -53,7 +55,9 @@ def raw_pages(
             return
 
 
-def iter_events(recorder: Any, *, after: int = 0, stop: int | None = None) -> Iterator[LoggedEvent]:
+def iter_events(
+    recorder: ApplicationRecorder, *, after: int = 0, stop: int | None = None
+) -> Iterator[LoggedEvent]:
     """The events as stored (`lineage log` prints them so; `lineage verify` checks them against the chain)."""
     for notifications in raw_pages(recorder, after=after, stop=stop):
         for n in notifications:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..domain import facts as f
+from ..domain.application import Entry, LineageApp, Recorded
 from ..domain.errors import (
     IntegrityFailure,
     InvalidInput,
@@ -32,6 +33,7 @@ from ..domain.errors import (
     StoreUnavailable,
     UnknownSubject,
 )
+from ..domain.snapshot import Snapshot
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
 from .importers.rundir import sha256_file
 from .snapshot_tar import TarReport, verify_tar
@@ -172,11 +174,21 @@ def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehas
         row.update(restorable=False, restorable_because=problem)
 
 
+class Recording(Protocol):
+    """The store as the service uses it (`rollout_lineage.bootstrap.Lineage` is one): the application, for
+    aggregates and verified facts, and `record` for the rest."""
+
+    @property
+    def app(self) -> LineageApp: ...
+
+    def record(self, entries: Iterable[Entry | f.Fact]) -> Recorded: ...
+
+
 class SnapshotService:
-    def __init__(self, lineage: Any, catalog: Catalog, engine: DockerEngine | None = None) -> None:
-        self.lineage = (
-            lineage  # rollout_lineage.bootstrap.Lineage: `.app` (aggregates) and `.record`
-        )
+    def __init__(
+        self, lineage: Recording, catalog: Catalog, engine: DockerEngine | None = None
+    ) -> None:
+        self.lineage = lineage
         self.catalog = catalog
         self.engine = engine or DockerEngine()  # connects on first use only
         self._engine_name: str | None = None
@@ -198,7 +210,7 @@ class SnapshotService:
         self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]
     ) -> Outcome:
         exports = list(
-            reversed(self.lineage.app.snapshot(ref).exports)
+            reversed(self._recorded(ref).exports)
         )  # the newest export whose tar is found
         if not exports:
             raise UnknownSubject(
@@ -273,7 +285,7 @@ class SnapshotService:
         ]
 
     def _admit_match(self, ref: str, path: Path, report: TarReport) -> Outcome:
-        snapshot = self.lineage.app.snapshot(ref)
+        snapshot = self._recorded(ref)
         export = next(
             (e for e in reversed(snapshot.exports) if e.sha256 == report.tar_sha256), None
         )
@@ -282,8 +294,26 @@ class SnapshotService:
                 ref, path, report, export.sha256, export.image_id, "its recorded export"
             )
         adopted = snapshot.adopted
+        if adopted is None:
+            raise self._not_in_log(ref, f"an export or adopted tar with sha256 {report.tar_sha256}")
         return self._admit(
             ref, path, report, adopted.tar_sha256, adopted.image_id, "its adopted tar"
+        )
+
+    def _recorded(self, ref: str) -> Snapshot:
+        """The snapshot the read models named, as the log holds it."""
+        snapshot = self.lineage.app.snapshot(ref)
+        if snapshot is None:
+            raise self._not_in_log(ref, "the snapshot")
+        return snapshot
+
+    @staticmethod
+    def _not_in_log(ref: str, what: str) -> IntegrityFailure:
+        # The refs come from the read models; the log disagreeing means the read-model file was not built from it.
+        return IntegrityFailure(
+            f"the read models name {what} for snapshot {ref!r}, but the log does not record it; expected "
+            "read models built from this log. Nothing was loaded or recorded.",
+            hint="`lineage verify --read-models` compares them with a rebuild; `lineage rebuild` rebuilds them",
         )
 
     def _admit(

@@ -436,27 +436,31 @@ class _Scan:
 
     def _check_blobs(self, layout: str) -> None:
         for key, seen in self.seen.items():
-            if not key.startswith("blobs/") or seen.kind != "file":
-                continue
-            algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
-            if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
-                self._flag(
-                    INCOMPLETE,
-                    f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
-                    f"sha256 blobs, the only kind this verifier can check; {REEXPORT}.",
-                )
-            elif seen.sha256 is None:
-                self._flag(
-                    INCOMPLETE, seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}."
-                )
-            elif seen.sha256 != hex_digest:
-                self._flag(
-                    ALTERED,
-                    f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
-                    f"altered, so {REEXPORT}.",
-                )
-        if layout != "oci":
-            return
+            if key.startswith("blobs/") and seen.kind == "file":
+                self._check_blob(key, seen)
+        if layout == "oci":
+            self._check_oci_index()
+
+    def _check_blob(self, key: str, seen: _Seen) -> None:
+        """A blob's name is its own sha256: the only kind of blob this verifier can check."""
+        algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
+        if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
+            self._flag(
+                INCOMPLETE,
+                f"Blob {key!r} is not named blobs/sha256/<64 hex>; expected content-addressed "
+                f"sha256 blobs, the only kind this verifier can check; {REEXPORT}.",
+            )
+        elif seen.sha256 is None:
+            self._flag(INCOMPLETE, seen.note or f"Blob {key!r} could not be hashed; {REEXPORT}.")
+        elif seen.sha256 != hex_digest:
+            self._flag(
+                ALTERED,
+                f"Blob {key!r} has sha256 {seen.sha256}; expected its name; the blob was "
+                f"altered, so {REEXPORT}.",
+            )
+
+    def _check_oci_index(self) -> None:
+        """An OCI layout has its marker file, and every manifest its index names is a blob in the tar."""
         if "oci-layout" not in self.seen:
             self._flag(
                 INCOMPLETE,

@@ -8,24 +8,19 @@ verdict: 0 publishable, 10 publishable with quarantines, 11 not publishable (see
 
 from __future__ import annotations
 
-import csv
-import io
-import itertools
-import math
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..adapters import strict_json
-from ..adapters.importers.rundir import require_regular
 from ..bootstrap import Lineage
-from ..domain.errors import InvalidInput
-from ..projections import audit as audit_checks
 from ..projections import cut_point as cuts
 from ..projections import diff as diffs
 from ..projections import history as histories
 from ..projections import tree_view
+from ..projections.audit_matrix import read_matrix
+from ..projections.audit_report import audit_report
+from ..projections.audit_text import render_audit
 from ..projections.run_list import resolve_address, resolve_run
 from ..projections.timeparse import parse_moment
 from .common import as_of_option, read_models, run_argument
@@ -38,10 +33,6 @@ from .output import (
     write_document,
     write_rows,
 )
-
-MATRIX_LIMIT = 10 * 1024 * 1024
-MAX_SLOTS = 1_000_000  # a cross product past this is a mistake, and would exhaust memory before it is noticed
-
 
 text_format_option = output_options(
     "text",
@@ -71,13 +62,15 @@ def _emit(
 @as_of_option
 @text_format_option
 @click.pass_obj
-def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
+def history(
+    lineage: Lineage, node: str, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
     """The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).
 
     NODE is RUN, RUN:NODE or a fork child RUN:FORK/ARM (or RUN:FORK/#INDEX). A continuation's history starts
     in the run it continues.
     """
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         node = resolve_address(models.db, node)
         document = histories.history_document(models.db, node, models.position)
     _emit(
@@ -108,9 +101,11 @@ def history(lineage: Lineage, node: str, as_of: str | None, fmt: str) -> None:
     help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.",
 )
 @click.pass_obj
-def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
+def tree(
+    lineage: Lineage, run: str, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
     click.echo(terminal_safe(tree_view.RENDERERS[fmt](model)), nl=False)
 
@@ -126,13 +121,21 @@ def tree(lineage: Lineage, run: str, as_of: str | None, fmt: str) -> None:
     help="Exit 1 when A and B differ (reward, outcome or any test), 0 when they agree, as git diff does.",
 )
 @click.pass_obj
-def diff(lineage: Lineage, a: str, b: str, as_of: str | None, fmt: str, exit_code: bool) -> None:
+def diff(
+    lineage: Lineage,
+    a: str,
+    b: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
+    exit_code: bool,
+) -> None:
     """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.
 
     A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill). Flipped tests
     come first; a test one side did not report is "not reported", never a failure. Row formats list the tests.
     """
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         a, b = resolve_address(models.db, a), resolve_address(models.db, b)
         document = diffs.diff_document(models.db, a, b, models.position)
     _emit(
@@ -167,6 +170,7 @@ def cut_point(
     stage: str | None,
     exchanges: int | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.
@@ -177,7 +181,7 @@ def cut_point(
     """
     if stage is not None and exchanges is not None:
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         run = resolve_run(models.db, run)
         document = cuts.cut_point_document(models.db, run, stage, exchanges, models.position)
     _emit(
@@ -196,124 +200,6 @@ def cut_point(
             "problems",
         ),
     )
-
-
-def _slot_value(value: Any, where: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InvalidInput(f"{where}: expected a string (or an integer trial), found {value!r}")
-    return str(value)
-
-
-def _slot(entry: Any, where: str) -> audit_checks.Slot:
-    if not isinstance(entry, dict):
-        raise InvalidInput(
-            f"{where}: expected an object with {list(audit_checks.SLOT_FIELDS)}, found {entry!r}"
-        )
-    unknown = sorted(set(entry) - set(audit_checks.SLOT_FIELDS))
-    if unknown or not entry.get("task"):
-        raise InvalidInput(
-            f"{where}: expected a task and only the fields {list(audit_checks.SLOT_FIELDS)}, found "
-            + (f"unknown fields {unknown}" if unknown else "no task")
-        )
-    return tuple(
-        _slot_value(entry.get(name), f"{where}, field {name}") for name in audit_checks.SLOT_FIELDS
-    )
-
-
-def read_matrix(path: Path) -> list[audit_checks.Slot]:
-    """Expected slots from a CSV or JSON matrix file (formats in `projections/audit.py`)."""
-    try:
-        require_regular(path)  # a FIFO would block the audit forever
-        with path.open("rb") as handle:
-            data = handle.read(MATRIX_LIMIT + 1)
-    except OSError as exc:
-        raise InvalidInput(f"--matrix: cannot read {path}: {exc.strerror}") from None
-    if len(data) > MATRIX_LIMIT:
-        raise InvalidInput(f"--matrix {path}: expected at most {MATRIX_LIMIT} bytes, found more")
-    text = data.decode("utf-8", "replace")
-    if path.suffix.lower() == ".csv" or text.lstrip()[:1] not in ("[", "{"):
-        reader = csv.DictReader(io.StringIO(text))
-        slots = [
-            _slot(
-                {k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}"
-            )
-            for row in reader
-        ]
-    else:
-        try:
-            document = strict_json.loads(text)
-        except ValueError as exc:  # invalid JSON, or a key given twice
-            raise InvalidInput(
-                f"--matrix {path}: expected JSON, found invalid JSON ({exc})"
-            ) from None
-        except RecursionError:
-            raise InvalidInput(
-                f"--matrix {path}: expected JSON, found nesting too deep to read"
-            ) from None
-        if isinstance(document, dict) and "slots" in document:
-            document = document["slots"]
-        if isinstance(document, dict):
-            axes = {
-                name: value if isinstance(value, list) else [value]
-                for name, value in document.items()
-            }
-            size = math.prod(len(values) for values in axes.values())
-            if size > MAX_SLOTS:
-                raise InvalidInput(
-                    f"--matrix {path}: expected at most {MAX_SLOTS} slots, found axes that expand to {size}",
-                    hint="list the slots you expect instead of their cross product",
-                )
-            document = [
-                dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())
-            ]
-        if not isinstance(document, list):
-            raise InvalidInput(
-                f'--matrix {path}: expected a list of slots, {{"slots": [...]}} or an object of lists'
-            )
-        slots = [_slot(entry, f"{path}, slot {i}") for i, entry in enumerate(document)]
-    seen: set[audit_checks.Slot] = set()
-    for slot in slots:
-        if slot in seen:
-            raise InvalidInput(f"--matrix {path}: {audit_checks.slot_label(slot)} is listed twice")
-        seen.add(slot)
-    return slots
-
-
-def render_audit(report: dict[str, Any]) -> str:
-    lines = [f"audit at log position {report['position']}: {len(report['runs'])} run(s)"]
-    for row in report["runs"]:
-        detail = row["result"] if row["health"] == "healthy" else "; ".join(row["reasons"])
-        detail += f" (superseded by {row['superseded_by']})" if row["superseded_by"] else ""
-        detail += " (oracle lane, reported apart)" if row["lane"] == "oracle" else ""
-        detail += f" [{row['preservation']}]" if row["preservation"] else ""
-        lines.append(f"  {row['status']:<11}  {row['health']:<9}  {row['run']}  {detail}")
-    if report["matrix"] is not None:
-        lines.append("matrix slots:")
-        lines += [
-            f"  {slot['status']:<9}  {audit_checks.slot_label(tuple(slot[k] for k in audit_checks.SLOT_FIELDS))}  {slot['detail']}"
-            for slot in report["matrix"]
-        ]
-    lines.append("findings:" if report["findings"] else "findings: none")
-    lines += [
-        f"  {f['level']:<15}  {f['check']:<21}  {f['subject']}: {f['message']}"
-        + (
-            f" (at {f['address']})"
-            if f["address"] not in (None, f["subject"], f"{f['subject']}:root")
-            else ""
-        )
-        for f in report["findings"]
-    ]
-    integrity = report["integrity"]
-    lines.append(
-        f"log integrity: intact, {integrity['events']} events, head {integrity['head']}"
-        if integrity["intact"]
-        else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}"
-    )
-    named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
-    lines.append(f"verdict: {report['verdict']}{named}")
-    return "\n".join(lines) + "\n"
 
 
 @click.command()
@@ -340,6 +226,7 @@ def audit(
     since: str | None,
     matrix_file: Path | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """Review the store like a release gate and end with a verdict.
@@ -371,8 +258,8 @@ def audit(
         "first_bad_position": chain.first_bad_position,
         "problem": chain.problem,
     }
-    with read_models(lineage, as_of) as models:
-        report = audit_checks.audit_report(
+    with read_models(lineage, as_of, occurred_before) as models:
+        report = audit_report(
             models.db,
             integrity,
             position=models.position,

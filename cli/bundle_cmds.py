@@ -134,11 +134,11 @@ def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
 def show(path: str, key_values: tuple[str, ...]) -> None:
     """Verify a bundle, then print its runs' trees and the audit verdict, built in a throwaway store."""
     from ..adapters.bundle_check import entries
-    from ..projections import audit as audit_checks
     from ..projections import tree_view
+    from ..projections.audit_report import audit_report
+    from ..projections.audit_text import render_audit
     from ..projections.runner import open_read_models
     from ..settings import Settings
-    from .audit_cmds import render_audit
 
     report = _read(path, key_values)
     with tempfile.TemporaryDirectory(prefix="lineage-bundle-") as home:
@@ -158,7 +158,7 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
                 for run in report.runs:
                     model = tree_view.tree_model(models.db, run)
                     click.echo(terminal_safe(tree_view.RENDERERS["text"](model)), nl=False)
-                audit = audit_checks.audit_report(models.db, integrity, position=models.position)
+                audit = audit_report(models.db, integrity, position=models.position)
             finally:
                 models.close()
     click.echo(terminal_safe(render_audit(audit)), nl=False)

@@ -1,9 +1,11 @@
-"""Small pieces every read command shares: `--as-of`, opening caught-up read models, RUN:NAME addresses."""
+"""Small pieces every read command shares: the two times (`--as-of`, `--occurred-before`), opening caught-up read
+models, RUN:NAME addresses."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import click
@@ -12,20 +14,44 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..projections.runner import ReadModels, open_read_models, resolve_as_of
 
+AS_OF_HELP = (
+    "What the log held at this log position or recording time (when the facts were recorded here, "
+    "e.g. 2026-11-02T10:00:00Z), not when they happened: see --occurred-before."
+)
+OCCURRED_BEFORE_HELP = (
+    "What had happened before this ISO-8601 time by the harness's own clocks (each fact's occurred_at, "
+    "e.g. a run's own date), however late it was recorded. An arm without an outcome then is pending."
+)
+
 
 def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--as-of",
-        "as_of",
-        metavar="POSITION|TIME",
-        help="Answer as the log stood at this position, or at this ISO-8601 time (e.g. 2026-11-02T10:00:00Z).",
+    """`--as-of` and `--occurred-before`: the two times a read can be asked at, each named for what it means."""
+    func = click.option(
+        "--occurred-before", "occurred_before", metavar="TIME", help=OCCURRED_BEFORE_HELP
     )(func)
+    return click.option("--as-of", "as_of", metavar="POSITION|TIME", help=AS_OF_HELP)(func)
+
+
+def occurred_moment(text: str | None) -> datetime | None:
+    from ..projections.timeparse import parse_moment
+
+    return parse_moment(text, "--occurred-before") if text is not None else None
 
 
 @contextmanager
-def read_models(lineage: Lineage, as_of: str | None = None) -> Iterator[ReadModels]:
-    models = open_read_models(lineage, as_of=resolve_as_of(lineage, as_of))
+def read_models(
+    lineage: Lineage, as_of: str | None = None, occurred_before: str | None = None
+) -> Iterator[ReadModels]:
+    moment = occurred_moment(occurred_before)
+    position = resolve_as_of(lineage, as_of)
+    if moment is not None and position is None:
+        position = lineage.position()  # a selection of the log is built apart, like a prefix
+    models = open_read_models(lineage, as_of=position)
     try:
+        if moment is not None:
+            from ..projections.occurred import keep_only_occurred_before
+
+            keep_only_occurred_before(models.db, moment, models.position)
         yield models
     finally:
         models.close()

@@ -1,4 +1,4 @@
-"""`lineage export tree|stages|ablation`: benchflow's own files, rebuilt from the log."""
+"""`lineage export tree|stages|ablation|openlineage|parquet`: benchflow's own files, and formats other tools read."""
 
 from __future__ import annotations
 
@@ -10,22 +10,42 @@ import click
 
 from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
+from ..domain.errors import InvalidInput
 from ..domain.vocabulary import canonical_json
 from ..projections import exports
 from ..projections.run_list import resolve_run
-from .common import as_of_option, read_models, run_argument, split_address
-from .output import note
+from ..projections.runner import resolve_as_of
+from .common import (
+    as_of_option,
+    complete_runs,
+    occurred_moment,
+    read_models,
+    run_argument,
+    split_address,
+)
+from .output import note, output_options, write_rows
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
-    text = canonical_json(document)
+    write_text(canonical_json(document), output)
+
+
+def write_text(text: str, output: str | Path | None) -> None:
+    """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name."""
     if output is None or output == "-":
         click.echo(text, nl=False)
         return
     target = Path(output)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)  # never a half-written export under the final name
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InvalidInput(
+            f"expected to write {target}, found: {exc.strerror or exc}",
+            hint="name a file in an existing folder you may write to",
+        ) from None
     note(f"wrote {target}")
 
 
@@ -36,7 +56,7 @@ output_option = click.option(
 
 @click.group()
 def export() -> None:
-    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log."""
+    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events or Parquet files from the log."""
 
 
 def _run_document_command(
@@ -49,8 +69,14 @@ def _run_document_command(
     @as_of_option
     @output_option
     @click.pass_obj
-    def command(lineage: Lineage, run: str, as_of: str | None, output: str | None) -> None:
-        with read_models(lineage, as_of) as models:
+    def command(
+        lineage: Lineage,
+        run: str,
+        as_of: str | None,
+        occurred_before: str | None,
+        output: str | None,
+    ) -> None:
+        with read_models(lineage, as_of, occurred_before) as models:
             _write(document(models.db, resolve_run(models.db, run)), output)
 
     return command
@@ -71,14 +97,79 @@ stages = _run_document_command(
 @as_of_option
 @output_option
 @click.pass_obj
-def ablation(lineage: Lineage, fork: str, as_of: str | None, output: str | None) -> None:
+def ablation(
+    lineage: Lineage, fork: str, as_of: str | None, occurred_before: str | None, output: str | None
+) -> None:
     """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution).
 
     A report whose arms never ran has no fork: name the node its stage was captured on (root for env-ready).
     """
     run, fork_id = split_address(fork, "RUN:FORK")
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         _write(exports.ablation_document(models.db, resolve_run(models.db, run), fork_id), output)
+
+
+@export.command()
+@click.argument("runs", metavar="[RUN...]", nargs=-1, shell_complete=complete_runs)
+@click.option(
+    "--namespace",
+    default="rollout-lineage",
+    show_default=True,
+    help="The OpenLineage namespace of the jobs (one job per task).",
+)
+@as_of_option
+@output_option
+@click.pass_obj
+def openlineage(
+    lineage: Lineage,
+    runs: tuple[str, ...],
+    namespace: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    output: str | None,
+) -> None:
+    """OpenLineage RunEvents as JSON lines for RUN... (default: every run).
+
+    A job per task, a run per tree node (START, then COMPLETE / FAIL / ABORT once it has an outcome, RUNNING
+    while pending), the standard parent facet for fork children, linear steps and continuations, and custom
+    facets rolloutLineage_delta, rolloutLineage_outcome and rolloutLineage_snapshots.
+    """
+    import json
+
+    from ..projections import openlineage as ol
+    from ..settings import tool_version
+
+    emit = ol.Emitter(namespace, "urn:" + tool_version().replace(" ", ":"))
+    with read_models(lineage, as_of, occurred_before) as models:
+        given = [resolve_run(models.db, run) for run in runs]
+        keys = list(dict.fromkeys(given)) or ol.all_runs(models.db)
+        lines = [
+            json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n"
+            for run in keys
+            for event in ol.run_events(models.db, run, emit)
+        ]
+    write_text("".join(lines), output)
+
+
+@export.command()
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@as_of_option
+@output_options()
+@click.pass_obj
+def parquet(
+    lineage: Lineage, directory: Path, as_of: str | None, occurred_before: str | None, fmt: str
+) -> None:
+    """Every read model (views and the tables under them) as DIR/NAME.parquet, written by DuckDB.
+
+    Files of the same names are replaced, and only once all of them were written. Lists what it wrote.
+    """
+    from ..projections.parquet import export_parquet
+
+    written = export_parquet(
+        lineage, directory, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    )
+    write_rows(written, ("relation", "rows", "file"), fmt)
+    note(f"wrote {len(written)} Parquet files to {directory}")
 
 
 COMMANDS = (export,)

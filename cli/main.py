@@ -19,6 +19,11 @@ from ..domain.errors import LineageError, StoreUnavailable
 #: from here without importing them (pydantic, eventsourcing and DuckDB load only for the command that runs);
 #: `tests/unit/test_architecture.py` keeps this table equal to the commands themselves.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "arms": (
+        "report_cmds",
+        "arms",
+        "RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.",
+    ),
     "audit": (
         "audit_cmds",
         "audit",
@@ -47,7 +52,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": (
         "export_cmds",
         "export",
-        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json) from the log.",
+        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events "
+        "or Parquet files from the log.",
     ),
     "head": (
         "log_cmds",
@@ -99,6 +105,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "query_cmds",
         "rebuild",
         "Drop every read model and rebuild it from the whole log.",
+    ),
+    "report": (
+        "report_cmds",
+        "report",
+        "One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.",
     ),
     "runs": (
         "query_cmds",

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import click
 
 from ..bootstrap import Lineage
-from ..projections.runner import PROJECTIONS, read_only_models, rebuild, resolve_as_of
+from ..projections.read_only import read_only_models
+from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
 from ..projections.user_sql import run_reads
-from .common import as_of_option, read_models
+from .common import as_of_option, occurred_moment, read_models
 from .output import POSITION, note, output_options, write_rows
 
 
@@ -47,6 +49,7 @@ def sql(
     query: str,
     params: tuple[tuple[str, str], ...],
     as_of: str | None,
+    occurred_before: str | None,
     timeout: float,
     fmt: str,
 ) -> None:
@@ -59,11 +62,13 @@ def sql(
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
     if query == "-":
-        query = click.get_text_stream("stdin").read()
+        query = sys.stdin.read()  # click.get_text_stream is deprecated in click 8.5
     bound = dict(params)
     if len(bound) < len(params):
         raise click.UsageError("each -p NAME may be given once")
-    with read_only_models(lineage, resolve_as_of(lineage, as_of)) as db:
+    with read_only_models(
+        lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+    ) as db:
         columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 
@@ -165,6 +170,7 @@ def runs_command(
     outcome: str | None,
     since: str | None,
     as_of: str | None,
+    occurred_before: str | None,
     fmt: str,
 ) -> None:
     """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
@@ -172,7 +178,7 @@ def runs_command(
     from ..projections.timeparse import parse_moment
 
     moment = parse_moment(since, "--since") if since else None
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
         write_rows(rows, COLUMNS, fmt)
 

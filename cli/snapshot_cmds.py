@@ -244,14 +244,19 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
 @output_options()
 @click.pass_obj
 def list_command(
-    lineage: Lineage, run_key: str | None, check: bool, as_of: str | None, fmt: str
+    lineage: Lineage,
+    run_key: str | None,
+    check: bool,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
 ) -> None:
     """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports, adopted) and whether
     a world can be restored from it now, and why. A snapshot restorable only through its exported tar is not
     restorable once that tar is gone (or, with --check, no longer has its recorded sha256). table and markdown
     show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
     rejection)."""
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         run_dirs = snapshot_queries.run_directories(models.db)
         rows = snapshot_queries.lifetimes(models.db, run_key)
         write_rows(
@@ -267,10 +272,17 @@ def list_command(
 @as_of_option
 @output_options()
 @click.pass_obj
-def show(lineage: Lineage, ref: str, check: bool, as_of: str | None, fmt: str) -> None:
+def show(
+    lineage: Lineage,
+    ref: str,
+    check: bool,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
+) -> None:
     """One snapshot's lifetime and restorability (as `list` judges it), then its events in log order (csv: the
     events only)."""
-    with read_models(lineage, as_of) as models:
+    with read_models(lineage, as_of, occurred_before) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
         run_dirs = snapshot_queries.run_directories(models.db)
     lifetime = next(check_export_tars([lifetime], run_dirs, rehash=check))

@@ -19,10 +19,16 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
+from eventsourcing.application import Application
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+)
 
 from . import facts as f
+from . import saved_state
 from .aggregates import AGGREGATE_FOR_SUBJECT
 from .errors import ClaimRefused, InvalidFact, SnapshotNotRestorable, StoreUnavailable
 from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
@@ -166,6 +172,10 @@ class LineageApp(Application[UUID]):
         # Aggregates this process has seen, caught up on each use with only the events stored since (another
         # writer's included), so recording into a long run does not replay its whole history every time.
         self._aggregates: OrderedDict[UUID, Any] = OrderedDict()
+        # The version of each cached aggregate's newest saved state (`saved_state`), to know when to save again.
+        self._saved_at: dict[UUID, int] = {}
+        # Replaced by the composition root with the store's own table (SQLite or PostgreSQL).
+        self.saved_states: saved_state.SavedStates = saved_state.InMemorySavedStates()
 
     def construct_mapper(self) -> FactMapper:
         return FactMapper(transcoder=self.construct_transcoder())
@@ -234,6 +244,7 @@ class LineageApp(Application[UUID]):
             else:
                 for agg_id, aggregate in decided.items():
                     self._remember(agg_id, aggregate)
+                self._save_states(decided)
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
 
@@ -314,15 +325,16 @@ class LineageApp(Application[UUID]):
         """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
         query, however long the stream), or replayed from the store the first time."""
         aggregate = self._aggregates.get(agg_id)
-        if aggregate is None:
-            try:
-                aggregate = self.repository.get(agg_id)
-            except AggregateNotFoundError:
-                return None
+        if aggregate is not None:
+            stored_since = self.recorder.select_events(agg_id, gt=aggregate.version)
         else:
-            for stored in self.recorder.select_events(agg_id, gt=aggregate.version):
-                event: Any = self.mapper.to_domain_event(stored)  # a LineageEvent (FactMapper)
-                aggregate = event.mutate(aggregate)
+            # Not seen by this process: from its newest saved state (if this code can use it) onwards.
+            aggregate, stored_since = self._saved(agg_id)
+        for stored in stored_since:
+            event: Any = self.mapper.to_domain_event(stored)  # a LineageEvent (FactMapper)
+            aggregate = event.mutate(aggregate)
+        if aggregate is None:
+            return None
         self._remember(agg_id, aggregate)
         return aggregate
 
@@ -330,11 +342,47 @@ class LineageApp(Application[UUID]):
         self._aggregates[agg_id] = aggregate
         self._aggregates.move_to_end(agg_id)
         while len(self._aggregates) > CACHED_AGGREGATES:
-            self._aggregates.popitem(last=False)
+            evicted, _ = self._aggregates.popitem(last=False)
+            self._saved_at.pop(evicted, None)
 
     def _forget(self, agg_ids: Iterable[UUID]) -> None:
         for agg_id in agg_ids:
             self._aggregates.pop(agg_id, None)
+            self._saved_at.pop(agg_id, None)
+
+    # --- saved states (aggregate snapshots, outside the log) ------------------------------------------
+
+    def _saved(self, agg_id: UUID) -> tuple[Any, Sequence[Any]]:
+        """The aggregate as its newest usable saved state holds it and the stored events after it; or None and
+        the whole stream."""
+        found = self.saved_states.newest(agg_id)
+        aggregate = saved_state.usable(found, agg_id)
+        if found is not None and aggregate is not None:
+            # From the saved version itself: a state whose event the log does not hold (a log restored from an
+            # older copy) describes another history, and is not used.
+            stored = self.recorder.select_events(agg_id, gt=found.version - 1)
+            if stored and stored[0].originator_version == found.version:
+                self._saved_at[agg_id] = found.version
+                return aggregate, stored[1:]
+        return None, self.recorder.select_events(agg_id)
+
+    def _save_states(self, aggregates: dict[UUID, Any]) -> None:
+        """Save the state of each aggregate that moved `SAVE_EVERY` events past its last saved state.
+
+        Its events are committed already; a state that cannot be saved (another writer saved that version
+        first, the store went away) only means the next new process reads more events, so it is skipped.
+        """
+        for agg_id, aggregate in aggregates.items():
+            if aggregate.version - self._saved_at.get(agg_id, 0) < saved_state.SAVE_EVERY:
+                continue
+            self._saved_at[agg_id] = aggregate.version
+            saved = saved_state.Saved(
+                aggregate.version, saved_state.topic(), saved_state.encode(aggregate)
+            )
+            try:
+                self.saved_states.keep(agg_id, saved)
+            except PersistenceError:
+                continue
 
     # --- reading --------------------------------------------------------------------------------------
 

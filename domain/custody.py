@@ -21,6 +21,7 @@ class Custody:
     failures: list[f.CustodyFailed] = field(default_factory=list)
 
     def decide(self, fact: f.Fact, n_children: int) -> bool:
+        # Only custody facts come here (Run routes them), and each declares `run` and `fork`; `Fact` does not.
         where = f"custody of fork {fact.fork!r} of run {fact.run!r}"  # type: ignore[attr-defined]
         if isinstance(fact, f.CustodyHeld):
             return is_new_or_same(self.held, fact, where)

@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict
 
 from . import facts as f
 from .aggregates import AGGREGATE_FOR_SUBJECT
+from .vocabulary import TOPIC_PREFIX
 
 #: Never change: aggregate ids are uuid5 of natural keys under this namespace.
 LINEAGE_NAMESPACE = uuid5(NAMESPACE_URL, "urn:rollout-lineage")
-TOPIC_PREFIX = "lineage:"
 
 
 @lru_cache(maxsize=65536)

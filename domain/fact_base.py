@@ -77,6 +77,7 @@ class Fact(Model):
     type: str  # each fact narrows it to its own Literal
 
     def subject_key(self) -> str:
+        # Every fact but a snapshot's (SnapshotFact overrides this) declares `run`; the base declares no fields.
         return str(self.run)  # type: ignore[attr-defined]
 
 

@@ -633,6 +633,7 @@ class SnapshotFact(Fact):
     subject_kind: ClassVar[str] = "snapshot"
 
     def subject_key(self) -> str:
+        # Each snapshot fact declares `ref`; this base class declares no fields.
         return str(self.ref)  # type: ignore[attr-defined]
 
 

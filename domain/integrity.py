@@ -10,8 +10,9 @@ a (position, hash) pair kept outside the store proves the tail is still there.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import IntegrityFailure
 
@@ -173,3 +174,28 @@ def check_window(start: Head | None, rows: Iterable[ChainRow]) -> Head | None:
             "or a kept head; nothing after the break is shown",
         )
     return walker.report.head
+
+
+def aligned_head(
+    start: Head | None,
+    events: Sequence[tuple[Any, ...]],
+    links: Sequence[tuple[int, int, str]],
+) -> Head | None:
+    """The window's last head when its events and links pair up one to one and every link holds (the normal
+    case), computed without a `ChainRow` or `Head` per event (a third of a rebuild's time); None otherwise, and
+    the caller then walks the window with `check_window`, which names the first break.
+
+    `events` are (position, originator id, version, topic, state bytes, ...) in position order.
+    """
+    if not events or len(events) != len(links):
+        return None
+    previous_position, previous_hash = (start.position, start.chain_hash) if start else (0, GENESIS)
+    for event, (position, previous, chain_hash) in zip(events, links, strict=True):
+        state = event[4]
+        if event[0] != position or previous != previous_position or type(state) is not bytes:
+            return None
+        expected = link(previous_hash, position, event[1], event[2], event[3], state)
+        if expected != chain_hash:
+            return None
+        previous_position, previous_hash = position, expected
+    return Head(previous_position, previous_hash)

@@ -70,6 +70,7 @@ class Run(BaseAggregate[Any]):
         if decider is None:
             raise TypeError(f"not a run fact: {fact!r}")
         if self.registration is None and decider is not Run._decide_registration:
+            # Every fact with a decider here declares `run`; their base `Fact` does not, hence the ignore.
             raise UnknownSubject(
                 f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]
                 hint="record run.registered for it first",
@@ -155,6 +156,7 @@ class Run(BaseAggregate[Any]):
         return is_new_or_same(self.report, fact, f"ablation report of run {fact.run!r}")
 
     def _decide_in_fork(self, fact: f.Fact) -> bool:
+        # Routed here only for fork facts, each of which declares `fork` (the base `Fact` does not).
         return self._fork(fact.fork).decide(fact)  # type: ignore[attr-defined]
 
     def _require_node(self, node: str) -> Node:
@@ -328,6 +330,7 @@ class Run(BaseAggregate[Any]):
         self.receipt = fact
 
     def _in_fork(self, fact: f.Fact) -> None:
+        # Routed here only for fork facts, each of which declares `fork` (the base `Fact` does not).
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
     def _reported(self, fact: f.AblationReported) -> None:

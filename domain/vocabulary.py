@@ -10,6 +10,8 @@ import hashlib
 import json
 from typing import Any, Literal
 
+#: Every event's topic is this prefix and its fact type (`events.py`); readers strip it without loading the facts.
+TOPIC_PREFIX = "lineage:"
 #: Stage boundaries in lifecycle order.
 STAGES: tuple[str, ...] = ("env-ready", "post-research", "pre-verify", "post-verify")
 Stage = Literal["env-ready", "post-research", "pre-verify", "post-verify"]

@@ -39,21 +39,35 @@ class ArmOutcome:
     error: str | None = None
     ran: bool = True
     tests: Mapping[str, str] | None = None
+    #: Ran (or is running) but has no outcome yet at the point asked about (`--as-of`, `--occurred-before`).
+    pending: bool = False
 
     def __post_init__(self) -> None:
-        # benchflow never writes these combinations; refusing them keeps `status` and `ran` in agreement.
-        if not self.ran and (
-            self.reward is not None or self.error is not None or self.tests is not None
-        ):
-            raise InvalidInput(
-                f"arm {self.name!r} never ran but carries a reward, error or test outcomes",
-                hint="a skipped arm has reward, error and tests all null",
+        problem = self._contradiction()
+        if problem is not None:
+            raise InvalidInput(f"arm {self.name!r} {problem[0]}", hint=problem[1])
+
+    def _contradiction(self) -> tuple[str, str] | None:
+        """What benchflow never writes (refusing it keeps `status` and `ran` in agreement), or None."""
+        without_outcome = self.pending or not self.ran
+        carries = any(value is not None for value in (self.reward, self.error, self.tests))
+        if self.pending and not self.ran:
+            return (
+                "is pending but never ran",
+                "an arm still running has ran=True; one that never ran is skipped",
             )
-        if self.ran and self.reward is None and self.error is None:
-            raise InvalidInput(
-                f"arm {self.name!r} ran but has neither a reward nor an error",
-                hint=f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+        if without_outcome and carries:
+            what = "is pending" if self.pending else "never ran"
+            return (
+                f"{what} but carries a reward, error or test outcomes",
+                "a pending or skipped arm has reward, error and tests all null",
             )
+        if not without_outcome and self.reward is None and self.error is None:
+            return (
+                "ran but has neither a reward nor an error",
+                f"record the unscored reason, or benchflow's default {NO_REWARD_REASON!r}",
+            )
+        return None
 
 
 def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
@@ -105,6 +119,8 @@ def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:
 
 
 def arm_status(arm: ArmOutcome) -> str:
+    if arm.pending:
+        return "pending"
     if arm.reward is not None:
         return "pass" if arm.reward >= PASS_REWARD else "fail"
     return "error" if arm.error is not None else "skipped"
@@ -221,11 +237,7 @@ def arm_verdicts(
     verdicts = []
     for arm, arm_tests in zip(arms, tests, strict=False):
         if arm.reward is None:
-            verdicts.append(
-                "errored before scoring — no reward to attribute"
-                if arm_status(arm) == "error"
-                else "not run — an earlier arm errored"
-            )
+            verdicts.append(_without_reward(arm))
             continue
         reference = _reference(arm, by_name, parent_reward)
         if reference is None:
@@ -238,6 +250,16 @@ def arm_verdicts(
             pair.append((reference[0], tests_by_name[reference[0]]))
         verdicts.append(_compared(arm.reward, reference, stage, pair))
     return verdicts
+
+
+def _without_reward(arm: ArmOutcome) -> str:
+    """The verdict of an arm with no reward: still running, errored, or never run."""
+    status = arm_status(arm)
+    if status == "pending":
+        return "no outcome recorded yet — the arm is still running"
+    if status == "error":
+        return "errored before scoring — no reward to attribute"
+    return "not run — an earlier arm errored"
 
 
 def _compared(

@@ -1,7 +1,7 @@
 """`lineage audit`: a release gate for benchmark data, read from the log, ending in a verdict.
 
 Every check is a pure function over read-model rows (so checks the domain makes impossible to record can
-still be tested), and `audit_report` gathers the rows for the selected runs and runs them all.
+still be tested), and `audit_report.py` gathers the rows for the selected runs and runs them all.
 
 Policy. Each finding has a level:
 - **not-publishable**: the store as a whole cannot be trusted or would publish a false statement: the hash
@@ -57,15 +57,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import audit_gate as gate
-from . import cut_point
 from .history import as_json
-
-if TYPE_CHECKING:
-    from ..adapters.duckdb_store import ReadModelDB
 
 BLOCKER, QUARANTINE, WARNING = "not-publishable", "quarantine", "warning"
 PUBLISHABLE, WITH_QUARANTINES, NOT_PUBLISHABLE = (
@@ -236,86 +230,115 @@ def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) ->
         run, where = key[0], f"{key[0]}:{key[1]}"
         mine = sorted(by_fork[key], key=lambda e: e["position"])
         node = mine[0].get("node")
-        held = next(
-            (
-                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
-                for e in mine
-                if e["kind"] == "held"
-            ),
-            None,
-        )
-        released = next(
-            (
-                {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
-                for e in mine
-                if e["kind"] == "released"
-            ),
-            None,
-        )
         failures = [e for e in mine if e["kind"] == "failed"]
-        for failure in failures:
-            if failure["location"]:
-                findings.append(
-                    Finding(
-                        "custody",
-                        QUARANTINE,
-                        where,
-                        f"custody failed at {failure['phase']}: {failure['error']}; "
-                        f"the entries are preserved at {failure['location']}",
-                        run,
-                        node,
-                    )
-                )
-            else:
-                findings.append(
-                    Finding(
-                        "custody",
-                        BLOCKER,
-                        where,
-                        f"custody failed at {failure['phase']}: {failure['error']}; "
-                        "nothing was preserved, so the held entries are unaccounted for",
-                        run,
-                        node,
-                    )
-                )
-        if held is None:
-            continue
-        if released is not None:
-            missing = sorted(set(held) - set(released))
-            changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
-            extra = sorted(set(released) - set(held))
-            if missing or changed or extra:
-                findings.append(
-                    Finding(
-                        "custody",
-                        BLOCKER,
-                        where,
-                        f"custody broken: released entries differ from the held ones "
-                        f"(missing {missing}, digest changed {changed}, never held {extra})",
-                        run,
-                        node,
-                    )
-                )
-        elif not failures:
-            level, state = (
-                (BLOCKER, "the fork is closed")
-                if key in closed
-                else (QUARANTINE, "the fork is still open")
-            )
-            findings.append(
-                Finding(
-                    "custody",
-                    level,
-                    where,
-                    f"{len(held)} held entries were never released and {state}",
-                    run,
-                    node,
-                )
-            )
+        findings += [_custody_failure(failure, where, run, node) for failure in failures]
+        problem = _custody_unbalanced(mine, bool(failures), key in closed)
+        if problem is not None:
+            level, message = problem
+            findings.append(Finding("custody", level, where, message, run, node))
     return findings
 
 
+def _custody_entries(events: list[dict[str, Any]], kind: str) -> dict[str, str] | None:
+    """path -> sha256 of the first `kind` (held, released) custody event, or None without one."""
+    return next(
+        (
+            {x["path"]: x["sha256"] for x in as_json(e["entries"]) or ()}
+            for e in events
+            if e["kind"] == kind
+        ),
+        None,
+    )
+
+
+def _custody_failure(failure: dict[str, Any], where: str, run: str, node: str | None) -> Finding:
+    said = f"custody failed at {failure['phase']}: {failure['error']}; "
+    if failure["location"]:
+        return Finding(
+            "custody",
+            QUARANTINE,
+            where,
+            f"{said}the entries are preserved at {failure['location']}",
+            run,
+            node,
+        )
+    return Finding(
+        "custody",
+        BLOCKER,
+        where,
+        f"{said}nothing was preserved, so the held entries are unaccounted for",
+        run,
+        node,
+    )
+
+
+def _custody_unbalanced(
+    events: list[dict[str, Any]], failed: bool, closed: bool
+) -> tuple[str, str] | None:
+    """(level, message) when what was held is not what was released, or was never released."""
+    held = _custody_entries(events, "held")
+    released = _custody_entries(events, "released")
+    if held is None:
+        return None
+    if released is not None:
+        missing = sorted(set(held) - set(released))
+        changed = sorted(p for p in set(held) & set(released) if held[p] != released[p])
+        extra = sorted(set(released) - set(held))
+        if not (missing or changed or extra):
+            return None
+        return BLOCKER, (
+            f"custody broken: released entries differ from the held ones "
+            f"(missing {missing}, digest changed {changed}, never held {extra})"
+        )
+    if failed:
+        return None
+    level, state = (
+        (BLOCKER, "the fork is closed") if closed else (QUARANTINE, "the fork is still open")
+    )
+    return level, f"{len(held)} held entries were never released and {state}"
+
+
 # --- snapshots ------------------------------------------------------------------------------------------
+
+
+def _snapshot_use_problem(
+    use: dict[str, Any], lifetime: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """(level, message) when a use of a snapshot is not backed by its lifetime as both clocks tell it."""
+    subject = use["ref"]
+    known = {
+        e["kind"]
+        for e in lifetime
+        if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]
+    }
+    by_log = [e for e in lifetime if e["kind"] == "discarded" and e["position"] < use["position"]]
+    by_time = [
+        e for e in lifetime if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]
+    ]
+    if known & {"exported", "imported"}:
+        return None
+    if "adopted" in known:
+        return QUARANTINE, (
+            f"{use['what']} uses snapshot {subject}, adopted from a tar of unknown provenance"
+        )
+    if by_log and by_time:
+        return BLOCKER, (
+            f"{use['what']} presents snapshot {subject} as "
+            f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
+            "or imported"
+        )
+    if by_log or by_time:
+        first, second = (
+            ("log order", "the recorded times") if by_log else ("the recorded times", "log order")
+        )
+        return WARNING, (
+            f"{use['what']} uses snapshot {subject}; {first} "
+            f"put its discard before that and {second} do not, so the facts' order or times are "
+            "unreliable (an importer's approximation?)"
+        )
+    if "captured" not in known:
+        return WARNING, f"{use['what']} presents snapshot {subject}, whose capture is not recorded"
+    return None
 
 
 def check_snapshots(
@@ -331,71 +354,12 @@ def check_snapshots(
     findings = []
     by_ref = _group(lifetimes, "ref")
     for use in presented:
-        subject, run, node = use["ref"], use["run"], use.get("node")
-        mine = by_ref.get((subject,), [])
-        known = {
-            e["kind"]
-            for e in mine
-            if e["position"] < use["position"] or e["occurred_at"] <= use["occurred_at"]
-        }
-        by_log = [e for e in mine if e["kind"] == "discarded" and e["position"] < use["position"]]
-        by_time = [
-            e for e in mine if e["kind"] == "discarded" and e["occurred_at"] < use["occurred_at"]
-        ]
-        if known & {"exported", "imported"}:
-            continue
-        if "adopted" in known:
+        problem = _snapshot_use_problem(use, by_ref.get((use["ref"],), []))
+        if problem is not None:
+            level, message = problem
             findings.append(
                 Finding(
-                    "snapshot-truthfulness",
-                    QUARANTINE,
-                    subject,
-                    f"{use['what']} uses snapshot {subject}, "
-                    "adopted from a tar of unknown provenance",
-                    run,
-                    node,
-                )
-            )
-        elif by_log and by_time:
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    BLOCKER,
-                    subject,
-                    f"{use['what']} presents snapshot {subject} as "
-                    f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
-                    "or imported",
-                    run,
-                    node,
-                )
-            )
-        elif by_log or by_time:
-            first, second = (
-                ("log order", "the recorded times")
-                if by_log
-                else ("the recorded times", "log order")
-            )
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    WARNING,
-                    subject,
-                    f"{use['what']} uses snapshot {subject}; {first} "
-                    f"put its discard before that and {second} do not, so the facts' order or times are "
-                    "unreliable (an importer's approximation?)",
-                    run,
-                    node,
-                )
-            )
-        elif "captured" not in known:
-            findings.append(
-                Finding(
-                    "snapshot-truthfulness",
-                    WARNING,
-                    subject,
-                    f"{use['what']} presents snapshot {subject}, whose capture is not recorded",
-                    run,
-                    node,
+                    "snapshot-truthfulness", level, use["ref"], message, use["run"], use.get("node")
                 )
             )
     if report_adopted:
@@ -476,7 +440,7 @@ def classify_slots(
     return rows, findings
 
 
-# --- the report -----------------------------------------------------------------------------------------
+# --- the verdict ----------------------------------------------------------------------------------------
 
 
 def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
@@ -484,322 +448,3 @@ def verdict(findings: list[Finding]) -> tuple[str, list[str]]:
     if any(f.level == BLOCKER for f in findings):
         return NOT_PUBLISHABLE, quarantined
     return (WITH_QUARANTINES if quarantined else PUBLISHABLE), quarantined
-
-
-def _in(column: str) -> str:
-    return f"{column} IN (SELECT unnest($runs))"
-
-
-def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
-    """Refs each fork (its stage's refs, limited to its layers, unless it names its own) and each restore relied on."""
-    presented = []
-    for o in db.rows(
-        f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref AS stage_environment FROM fork_openings o "
-        f"LEFT JOIN stages s ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}",
-        {"runs": runs},
-    ):
-        own = o["sandbox_ref"] or o["environment_ref"]
-        layers = o["layers"] or ["sandbox", "environment"]
-        refs = (
-            [o["sandbox_ref"], o["environment_ref"]]
-            if own
-            else [
-                o["stage_sandbox"] if "sandbox" in layers else None,
-                o["stage_environment"] if "environment" in layers else None,
-            ]
-        )
-        what = f"fork {o['fork']} of {o['run']} (at {o['stage'] or 'cursor:' + o['node']})"
-        presented += [
-            {
-                "run": o["run"],
-                "node": o["node"],
-                "what": what,
-                "ref": ref,
-                "position": o["position"],
-                "occurred_at": o["occurred_at"],
-            }
-            for ref in refs
-            if ref
-        ]
-    for r in db.rows(
-        f"SELECT r.*, c.node FROM child_restores r LEFT JOIN fork_children c USING (run, fork, idx) "
-        f"WHERE {_in('r.run')}",
-        {"runs": runs},
-    ):
-        what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
-        presented += [
-            {
-                "run": r["run"],
-                "node": r["node"],
-                "what": what,
-                "ref": ref,
-                "position": r["position"],
-                "occurred_at": r["occurred_at"],
-            }
-            for ref in (r["sandbox_ref"], r["environment_ref"])
-            if ref
-        ]
-    return presented
-
-
-def _selected_runs(
-    db: ReadModelDB, run: str | None, task: str | None, since: datetime | None
-) -> list[dict[str, Any]]:
-    """The runs to audit; a benchflow run's trial (its rollout name) comes from its evidence when its registration,
-    recorded by an earlier version, has none."""
-    return db.rows(
-        "SELECT r.* REPLACE (coalesce(r.trial, e.trial) AS trial) FROM runs r "
-        "LEFT JOIN evidence e ON e.run = r.run AND e.node = 'root' "
-        "WHERE ($run IS NULL OR r.run = $run) AND ($task IS NULL OR r.task = $task) "
-        "AND ($since IS NULL OR r.registered_at >= $since) ORDER BY r.position",
-        {"run": run, "task": task, "since": since},
-    )
-
-
-def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> list[Finding]:
-    """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that follow."""
-    oracle = gate.is_oracle(row["agent"])
-    health = classify_run(row)
-    checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(
-        evidence, oracle=oracle
-    )
-    skills = (
-        None
-        if oracle
-        else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
-    )
-    checks += [("skill-loading", skills)] if skills else []
-    if checks and health["health"] == "healthy":
-        health = {"health": "unhealthy", "result": None, "reasons": []}
-    health["reasons"] = [reason for _, reason in checks]
-    row.update(health, lane=gate.ORACLE if oracle else "model")
-    # A superseded run is not a candidate for publication (its continuation is), so its health is only noted; an
-    # oracle lane is reward-only evidence, reported apart from the model runs.
-    level, note = (
-        (WARNING, f" (superseded by {row['superseded_by']})")
-        if row["superseded_by"]
-        else (QUARANTINE, "")
-    )
-    if oracle:
-        return [
-            Finding(
-                "oracle-lane",
-                WARNING,
-                row["run"],
-                f"oracle run, reported apart from the model runs: unhealthy: {reason}",
-                row["run"],
-                "root",
-            )
-            for _, reason in checks
-        ]
-    return [
-        Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root")
-        for check, reason in checks
-    ]
-
-
-def _arm_skill_findings(
-    db: ReadModelDB,
-    runs: list[dict[str, Any]],
-    evidence: dict[tuple[str, str], dict[str, Any]],
-    params: dict[str, Any],
-) -> list[Finding]:
-    """Skill loading for with-skill arms, leakage for no-skill ones (a run's own is part of its health)."""
-    model = {r["run"] for r in runs if r["lane"] == "model"}
-    findings = []
-    for c in db.rows(
-        f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
-        params,
-    ):
-        problem = gate.skill_problem(c["skill_mode"], evidence.get((c["run"], c["node"])))
-        if problem and c["run"] in model:
-            findings.append(
-                Finding(
-                    "skill-loading",
-                    QUARANTINE,
-                    f"{c['run']}:{c['fork']}/{c['arm']}",
-                    problem,
-                    c["run"],
-                    c["node"],
-                )
-            )
-    return findings
-
-
-def _arm_gate_findings(
-    runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]]
-) -> list[Finding]:
-    """The trajectory gate, token usage and timing for each fresh-rollout arm whose own directory was read."""
-    lanes = {r["run"]: r["lane"] for r in runs}
-    return [
-        Finding(
-            check, QUARANTINE, f"{key}:{node}", f"arm at node {node} unhealthy: {reason}", key, node
-        )
-        for (key, node), row in sorted(evidence.items())
-        if node != "root" and lanes.get(key) == "model"
-        for check, reason in gate.gate_reasons(row, oracle=False)
-    ]
-
-
-def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
-    return [
-        Finding(
-            "evidence-changed",
-            WARNING,
-            f"{key}:{node}",
-            f"its files were read {row['observations']} times with "
-            "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
-            "files changed after the run",
-            key,
-            node,
-        )
-        for (key, node), row in sorted(evidence.items())
-        if row["observations"] > 1
-    ]
-
-
-def _preservation_findings(
-    db: ReadModelDB, params: dict[str, Any]
-) -> tuple[list[Finding], dict[str, str]]:
-    receipts = db.rows(f"SELECT * FROM receipts WHERE {_in('run')} ORDER BY position", params)
-    levels = {"blocker": BLOCKER, "quarantine": QUARANTINE}
-    findings = [
-        Finding("preservation", levels[level], key, message, key, "root")
-        for level, key, message in gate.preservation_problems(receipts)
-    ]
-    states = {
-        r["run"]: "preserved, unqualified" if r["result"] == "sealed" else "preservation failed"
-        for r in receipts
-    }
-    return findings, states
-
-
-def audit_report(
-    db: ReadModelDB,
-    integrity: dict[str, Any],
-    *,
-    position: int,
-    run: str | None = None,
-    task: str | None = None,
-    since: datetime | None = None,
-    slots: list[Slot] | None = None,
-) -> dict[str, Any]:
-    runs = _selected_runs(db, run, task, since)
-    keys = [r["run"] for r in runs]
-    params = {"runs": keys}
-    evidence = {
-        (e["run"], e["node"]): e
-        for e in db.rows(f"SELECT * FROM evidence WHERE {_in('run')}", params)
-    }
-    findings: list[Finding] = []
-    superseded = {
-        r["parent_run"]: r["run"]
-        for r in db.rows("SELECT run, parent_run FROM runs WHERE role = 'continuation'")
-    }
-    for row in runs:
-        row["superseded_by"] = superseded.get(row["run"])
-        findings += _health_findings(row, evidence.get((row["run"], "root")))
-    model_runs = [r for r in runs if r["lane"] == "model"]
-    if not model_runs:
-        oracle = f" ({len(runs)} oracle run(s) are reported apart)" if runs else ""
-        findings.append(
-            Finding(
-                "selection",
-                BLOCKER,
-                "store",
-                f"no model run matched the selection{oracle}, so there is nothing to publish",
-            )
-        )
-    findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
-    findings += _changed_evidence_findings(evidence)
-    receipt_findings, preservation = _preservation_findings(db, params)
-    findings += receipt_findings
-    findings += check_forks(
-        db.rows(f"SELECT * FROM forks WHERE {_in('run')} ORDER BY position", params),
-        db.rows(f"SELECT * FROM children WHERE {_in('run')}", params),
-    )
-    closed = {
-        (r["run"], r["fork"])
-        for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)
-    }
-    findings += check_custody(
-        db.rows(
-            f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "
-            f"WHERE {_in('e.run')}",
-            params,
-        ),
-        closed,
-    )
-    findings += check_snapshots(
-        _presented(db, keys),
-        db.rows("SELECT ref, kind, position, occurred_at, tar_path FROM snapshot_events"),
-        report_adopted=run is None and task is None and since is None,
-    )
-    cut_rows = db.rows(
-        "SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
-        f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}",
-        params,
-    )
-    for row in cut_rows:
-        row["divergences"] = as_json(row["divergences"])
-    findings += [
-        Finding("cut-point", BLOCKER if severe else QUARANTINE, key, message, key, "root")
-        for severe, key, message in cut_point.cut_point_problems(cut_rows)
-    ]
-    matrix = None
-    if slots is not None:
-        chosen = [
-            s
-            for s in slots
-            if (task is None or s[0] == task)
-            and (run is None or any(run_slot(r) == s for r in runs))
-        ]
-        matrix, slot_findings = classify_slots(
-            chosen, model_runs, superseded
-        )  # oracle lanes fill no slot
-        findings += slot_findings
-    if not integrity["intact"]:
-        findings.append(
-            Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}")
-        )
-    outcome, quarantined = verdict(findings)
-    order = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
-    standing = run_standing(findings)
-    return {
-        "position": position,
-        "filters": {"run": run, "task": task, "since": since.isoformat() if since else None},
-        "runs": [
-            {
-                **{
-                    k: row[k]
-                    for k in (
-                        "run",
-                        "task",
-                        "agent",
-                        "model",
-                        "skill_mode",
-                        "trial",
-                        "role",
-                        "lane",
-                        "outcome",
-                        "reward",
-                        "health",
-                        "result",
-                        "reasons",
-                        "superseded_by",
-                    )
-                },
-                "preservation": preservation.get(row["run"]),
-                # What the verdict does with the run (its health is only one of the checks behind it).
-                "status": standing.get(row["run"], "ok"),
-            }
-            for row in runs
-        ],
-        "lanes": {lane: sum(r["lane"] == lane for r in runs) for lane in ("model", gate.ORACLE)},
-        "matrix": matrix,
-        "integrity": integrity,
-        "findings": [f.as_dict() for f in sorted(findings, key=lambda f: order[f.level])],
-        "verdict": outcome,
-        "quarantined": quarantined,
-        "exit_code": EXIT_CODES[outcome],
-    }

@@ -67,7 +67,7 @@ def _outcome(db: ReadModelDB, ref: NodeRef) -> dict[str, Any]:
         )[0]
         return {
             "of": "fork child",
-            "outcome": row["outcome"] or "none yet",
+            "outcome": row["outcome"] or "pending",  # no outcome at this point: still running
             "reward": row["reward"],
             "reason": row["reason"],
             "tests": as_json(row["tests"]),

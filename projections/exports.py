@@ -397,5 +397,7 @@ def _arm_outcome(child: dict[str, Any], fork_outcome: str) -> attr.ArmOutcome:
     if child["outcome"] is None:
         if fork_outcome == "partial":
             return attr.ArmOutcome(name, None, ran=False)
-        return attr.ArmOutcome(name, None, error="no outcome recorded yet: the fork is still open")
+        # Still running at the point asked about: pending, never an error (benchflow has no such arm, since
+        # it writes the report only at the end; a point-in-time export is this tool's own question).
+        return attr.ArmOutcome(name, None, pending=True)
     return attr.ArmOutcome(name, child["reward"], error=child["reason"], tests=tests)

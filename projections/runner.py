@@ -14,7 +14,6 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -24,15 +23,15 @@ import duckdb
 from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import IntegrityFailure, InvalidInput
-from ..domain.events import TOPIC_PREFIX
-from ..domain.integrity import Head, check_window
+from ..domain.integrity import Head, aligned_head, check_window
+from ..domain.vocabulary import TOPIC_PREFIX
 from . import custody_cut_points, evidence, forks, nodes, preservation, runs, stages
 from . import events as events_table
 from .base import Projection, consumed_types
 from .timeparse import parse_moment
 
 if TYPE_CHECKING:
-    from ..adapters.event_store import StoreURL
+    from ..adapters.store_url import StoreURL
     from ..domain.application import LineageApp
 
 
@@ -48,8 +47,9 @@ class ReadSettings(Protocol):
 
 class Lineage(Protocol):
     """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
-    (memory cap, lock timeout), its URL, the application, the chained log it records into, where its read models
-    live, and the log's position. A port, so this layer does not import the composition root above it."""
+    (memory cap, lock timeout), its URL, the application (the write side), the chained log as readers see it,
+    where its read models live, and the log's position. A port, so this layer does not import the composition
+    root above it."""
 
     @property
     def settings(self) -> ReadSettings: ...
@@ -190,6 +190,19 @@ def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
     )
 
 
+def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
+    """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or re-create."""
+    state = _state(db)
+    return (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and state["position"] == (log.max_notification_id() or 0)
+        and _faithful(state, log)
+        and not _tables_replaced(db)
+    )
+
+
 def _tables_replaced(db: ReadModelDB) -> list[str]:
     """Projection tables that the file now holds as something else (a view computing other values, say)."""
     names = sorted(
@@ -202,20 +215,18 @@ def _tables_replaced(db: ReadModelDB) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
+def ensure_schema(
+    db: ReadModelDB, store: str, log: ChainedLog | None = None, *, queries: bool = True
+) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
-    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`)."""
+    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`) unless
+    the connection runs no query of ours (`queries=False`: it only catches up, and those statements name tables
+    alone)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
-    if (
-        state is not None
-        and state["store"] == store
-        and state["fingerprint"] == _fingerprint()
-        and (log_position is None or state["position"] <= log_position)
-        and _faithful(state, log)
-        and not _tables_replaced(db)
-    ):
-        shadow_definitions(db)
+    if _current(db, state, store, log, log_position):
+        if queries:
+            shadow_definitions(db)
         return
     _unshadow(db)  # what follows creates and drops the file's own objects
     replaced = _tables_replaced(db)
@@ -235,14 +246,7 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
             [TRACKING_NAME],
         )
         stale_log = bool(replaced) or (
-            bool(tracked)
-            and (
-                tracked[0]["store"] != store
-                or versions.get("events", events_table.PROJECTION.version)
-                != events_table.PROJECTION.version
-                or (log_position is not None and tracked[0]["position"] > log_position)
-                or not _faithful(tracked[0], log)
-            )
+            bool(tracked) and _stale_tracking(tracked[0], versions, store, log, log_position)
         )
         for projection in PROJECTIONS:
             if stale_log or versions.get(projection.name) not in (None, projection.version):
@@ -250,31 +254,71 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
                 versions.pop(projection.name, None)
         if stale_log:
             db.execute("DELETE FROM lineage_tracking")
-        position = tracked_position(db)
-        for projection in PROJECTIONS:
-            for statement in projection.create_statements():
-                db.execute(statement)
-            if (
-                projection.name not in versions
-                and projection is not events_table.PROJECTION
-                and position
-            ):
-                # A new or changed projection catches up from the events already copied, not from the store.
-                for statement in projection.apply:
-                    db.execute(statement, {"lo": 0, "hi": position})
-            for statement in projection.view_statements():
-                db.execute(statement)
-            db.execute(
-                "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
-                [projection.name, projection.version],
-            )
+        _create_projections(db, versions, tracked_position(db))
         db.execute(
             "INSERT INTO lineage_tracking VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING",
             [TRACKING_NAME, 0, store],
         )
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
-    shadow_definitions(db)
+    if queries:
+        shadow_definitions(db)
+
+
+def _current(
+    db: ReadModelDB,
+    state: dict[str, Any] | None,
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The file was built by this code from a prefix of this log, and nothing in it was replaced."""
+    return (
+        state is not None
+        and state["store"] == store
+        and state["fingerprint"] == _fingerprint()
+        and (log_position is None or state["position"] <= log_position)
+        and _faithful(state, log)
+        and not _tables_replaced(db)
+    )
+
+
+def _stale_tracking(
+    tracked: dict[str, Any],
+    versions: dict[str, int],
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> bool:
+    """The events the file copied are not this log's: another store, another `events` shape, a shorter or
+    rewritten log."""
+    return (
+        tracked["store"] != store
+        or versions.get("events", events_table.PROJECTION.version)
+        != events_table.PROJECTION.version
+        or (log_position is not None and tracked["position"] > log_position)
+        or not _faithful(tracked, log)
+    )
+
+
+def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int) -> None:
+    for projection in PROJECTIONS:
+        for statement in projection.create_statements():
+            db.execute(statement)
+        if (
+            projection.name not in versions
+            and projection is not events_table.PROJECTION
+            and position
+        ):
+            # A new or changed projection catches up from the events already copied, not from the store.
+            for statement in projection.apply:
+                db.execute(statement, {"lo": 0, "hi": position})
+        for statement in projection.view_statements():
+            db.execute(statement)
+        db.execute(
+            "INSERT OR REPLACE INTO lineage_projection_versions VALUES (?, ?)",
+            [projection.name, projection.version],
+        )
 
 
 def _drop(db: ReadModelDB, projection: Projection) -> None:
@@ -337,8 +381,14 @@ def _checked_pages(
         )
     while rows := recorder.log_rows(after, stop, page):
         high = rows[-1][0]
-        events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-        head = check_window(head, merge_chain(events, iter(recorder.chain_links(after, high))))
+        links = recorder.chain_links(after, high)
+        aligned = aligned_head(head, rows, links)
+        if (
+            aligned is None
+        ):  # something is off (or unusual): the full walk decides, and names a break
+            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+            aligned = check_window(head, merge_chain(events, iter(links)))
+        head = aligned
         after = high
         yield _as_text(rows), head
     tail = recorder.chain_links(after, stop)
@@ -418,14 +468,16 @@ def open_read_models(
     as_of: int | None = None,
     catch_up_now: bool = True,
     path: Path | str | None = None,
+    queries: bool = True,
 ) -> ReadModels:
-    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
+    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`);
+    `queries=False` when only the catch-up matters (the file is then reopened read-only for queries)."""
     recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
         db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)
         try:
-            ensure_schema(db, store)
+            ensure_schema(db, store, queries=queries)
             return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
         except BaseException:
             db.close()
@@ -436,40 +488,12 @@ def open_read_models(
         memory_limit=lineage.settings.duckdb_memory,
     )
     try:
-        ensure_schema(db, store, recorder)
+        ensure_schema(db, store, recorder, queries=queries)
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
     except BaseException:
         db.close()
         raise
     return ReadModels(db, position)
-
-
-@contextmanager
-def read_only_models(lineage: Lineage, as_of: int | None = None) -> Iterator[ReadModelDB]:
-    """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
-
-    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
-    extensions and the memory cap out of reach. `--as-of` answers are built in a scratch file first, because an
-    in-memory database cannot be opened read-only.
-    """
-    settings = lineage.settings
-    with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
-        path: Path | str = lineage.read_models_path
-        if as_of is not None:
-            path = Path(scratch) / "as-of.duckdb"
-        with open_read_models(lineage, as_of=as_of, path=path):
-            pass
-        db = ReadModelDB.open(
-            path,
-            timeout=settings.lock_timeout_s,
-            memory_limit=settings.duckdb_memory,
-            read_only=True,
-        )
-        try:
-            shadow_definitions(db)
-            yield db
-        finally:
-            db.close()
 
 
 def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:

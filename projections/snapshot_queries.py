@@ -38,6 +38,20 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     snapshots = db.rows(
         "SELECT ref, stage, exports FROM snapshots WHERE run = ? ORDER BY position", [run]
     )
+    _check_stages_recorded(run, stages, marked)
+    selected = [row for row in snapshots if not stages or row["stage"] in stages]
+    _check_stages_exported(run, stages, selected)
+    refs = tuple(row["ref"] for row in selected if row["exports"])
+    if not refs:
+        raise InvalidInput(
+            f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
+            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
+        )
+    places = (registered[0]["location"], registered[0]["run_dir"])
+    return RunExports(tuple(dict.fromkeys(d for d in places if d)), refs)
+
+
+def _check_stages_recorded(run: str, stages: Sequence[str], marked: list[str]) -> None:
     unknown = [stage for stage in stages if stage not in marked]
     if unknown:
         raise StageNotRecorded(
@@ -45,7 +59,10 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
             f"{', '.join(marked) or 'no stages'}.",
             hint="pass one of the recorded stages to --stage",
         )
-    selected = [row for row in snapshots if not stages or row["stage"] in stages]
+
+
+def _check_stages_exported(run: str, stages: Sequence[str], selected: list[dict[str, Any]]) -> None:
+    """Each stage asked for has an exported snapshot (an ephemeral one cannot be imported)."""
     for stage in stages:
         if not any(row["exports"] for row in selected if row["stage"] == stage):
             ephemeral = [row["ref"] for row in selected if row["stage"] == stage]
@@ -55,16 +72,6 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
                 hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
                 "(benchflow: --keep-snapshots)",
             )
-    refs = tuple(row["ref"] for row in selected if row["exports"])
-    if not refs:
-        raise InvalidInput(
-            f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
-            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
-        )
-    return RunExports(
-        tuple(dict.fromkeys(d for d in (registered[0]["location"], registered[0]["run_dir"]) if d)),
-        refs,
-    )
 
 
 def refs_with_tar(db: ReadModelDB, tar_sha256: str) -> list[str]:

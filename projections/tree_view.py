@@ -75,7 +75,7 @@ def run_outcome(row: dict[str, Any]) -> str:
         return f"unscored: {row['unscored_reason']}"
     if row["outcome"] == "failed":
         return f"failed: {row['error']}"
-    return "no outcome yet"
+    return "pending (no outcome yet)"
 
 
 def child_outcome(child: dict[str, Any], fork_outcome: str) -> str:
@@ -83,7 +83,11 @@ def child_outcome(child: dict[str, Any], fork_outcome: str) -> str:
         return f"reward {_num(child['reward'])}"
     if child["outcome"] in ("unscored", "failed"):
         return f"{child['outcome']}: {child['reason']}"
-    return "skipped (the fork ended partial)" if fork_outcome == "partial" else "no outcome yet"
+    return (
+        "skipped (the fork ended partial)"
+        if fork_outcome == "partial"
+        else "pending (no outcome yet)"
+    )
 
 
 def fork_value(fork: dict[str, Any], children: list[dict[str, Any]]) -> str:

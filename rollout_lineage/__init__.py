@@ -12,11 +12,11 @@ from typing import Any
 
 __all__ = ["Entry", "Lineage", "bootstrap", "facts", "in_memory", "open_store"]
 #: Loaded on first use, so `lineage --help` and other light imports of the package stay light.
-_LAZY = {
+_LAZY: dict[str, tuple[str, str | None]] = {
     "Entry": (".domain.application", "Entry"),
     "Lineage": (".bootstrap", "Lineage"),
     "bootstrap": (".bootstrap", "bootstrap"),
-    "facts": (".domain", "facts"),
+    "facts": (".domain.facts", None),  # the module itself
     "in_memory": (".bootstrap", "in_memory"),
     "open_store": (".bootstrap", "open_store"),
 }
@@ -26,6 +26,7 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = _LAZY[name]
-    value = getattr(import_module(module, __name__), attribute)
+    loaded = import_module(module, __name__)
+    value = loaded if attribute is None else getattr(loaded, attribute)
     globals()[name] = value
     return value

@@ -13,15 +13,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .domain.application import Entry, LineageApp, Recorded
-from .domain.facts import Fact
 from .domain.integrity import ChainReport, ChainWalker, Head
 from .settings import Settings, tool_version
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the write side loads on first write: read commands never need it
     from .adapters.chained_log import ChainedLog
-    from .adapters.event_store import StoreURL
     from .adapters.merkle_store import MerkleStore
+    from .adapters.store_url import StoreURL
+    from .domain.application import Entry, LineageApp, Recorded
+    from .domain.facts import Fact
     from .projections.runner import ReadModels
 
 
@@ -50,29 +50,15 @@ class Lineage:
 
     @cached_property
     def store_url(self) -> StoreURL:
-        from .adapters.event_store import StoreURL
+        from .adapters.store_url import StoreURL
 
         return StoreURL.parse(self.settings.store_url)
 
     @cached_property
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
-        from .domain.errors import NoStoreHere
 
-        if not self.settings.store_exists:
-            if not self.may_create:
-                where = self.settings.home
-                searched = (
-                    f"searched {', '.join(self.settings.searched)}"
-                    if self.settings.searched
-                    else f"looked at {where}"
-                )
-                raise NoStoreHere(
-                    f"no lineage store here ({searched}; expected a .lineage/ folder with events.sqlite)",
-                    hint="run `lineage init` or `lineage import PATH`, or name one with --home, --store, "
-                    "LINEAGE_HOME or LINEAGE_STORE",
-                )
-            self.created = True
+        self._require_store()
         signer = None
         if self.settings.signing_key:
             from .adapters.ed25519 import load_signer
@@ -89,6 +75,44 @@ class Lineage:
             app.recorder.batch_evidence = BatchEvidence(signer=signer)
         return app
 
+    @cached_property
+    def log(self) -> ChainedLog:
+        """The log as readers see it: for a SQLite file that exists, a plain read-only connection (no write
+        side to load); otherwise the application's recorder, which must keep the hash chain."""
+        from .adapters.chained_log import ChainedLog
+
+        path = self.store_url.sqlite_path
+        if "app" in self.__dict__ or path is None or not self.settings.store_exists:
+            recorder = self.app.recorder
+            if not isinstance(recorder, ChainedLog):
+                raise TypeError(
+                    f"expected the application's recorder to keep the hash chain (a ChainedLog), found "
+                    f"{type(recorder).__name__}; open the application with open_application(StoreURL) or "
+                    "adapters.memory_log.MEMORY_ENV"
+                )
+            return recorder
+        from .adapters.sqlite_log import SQLiteLog
+
+        return SQLiteLog(path)
+
+    def _require_store(self) -> None:
+        from .domain.errors import NoStoreHere
+
+        if not self.settings.store_exists:
+            if not self.may_create:
+                where = self.settings.home
+                searched = (
+                    f"searched {', '.join(self.settings.searched)}"
+                    if self.settings.searched
+                    else f"looked at {where}"
+                )
+                raise NoStoreHere(
+                    f"no lineage store here ({searched}; expected a .lineage/ folder with events.sqlite)",
+                    hint="run `lineage init` or `lineage import PATH`, or name one with --home, --store, "
+                    "LINEAGE_HOME or LINEAGE_STORE",
+                )
+            self.created = True
+
     @property
     def location(self) -> str:
         """Where the store is, for people: the SQLite file's path, or the server URL without its password."""
@@ -99,25 +123,11 @@ class Lineage:
             else str(path or self.store_url.redacted())
         )
 
-    @property
-    def log(self) -> ChainedLog:
-        """The application's recorder as readers use it; one without a hash chain is refused."""
-        from .adapters.chained_log import ChainedLog
-
-        recorder = self.app.recorder
-        if not isinstance(recorder, ChainedLog):
-            raise TypeError(
-                f"expected the application's recorder to keep the hash chain (a ChainedLog), found "
-                f"{type(recorder).__name__}; open the application with open_application(StoreURL) or "
-                "adapters.memory_log.MEMORY_ENV"
-            )
-        return recorder
-
     def record(self, entries: Iterable[Entry | Fact]) -> Recorded:
         return self.app.record(entries)
 
     def position(self) -> int:
-        return self.app.position()
+        return self.log.max_notification_id() or 0
 
     def head(self) -> Head | None:
         return self.verify().head
@@ -127,7 +137,8 @@ class Lineage:
         walker.feed(self.log.chain_rows())
         if kept_head is not None:
             walker.check_head(kept_head, self.log.chain_hash_at(kept_head.position))
-        if walker.report.intact and self._keeps_a_tree():
+        # The Merkle tree lives in the store's database; a log in memory has the chain only.
+        if walker.report.intact and self.store_url.kind != "memory":
             from .adapters.merkle_store import check_against_log
 
             found = check_against_log(self.tree())
@@ -135,16 +146,11 @@ class Lineage:
                 walker.report.first_bad_position, walker.report.problem = found
         return walker.report
 
-    def _keeps_a_tree(self) -> bool:
-        from .adapters.merkle_store import MerkleStore
-
-        return MerkleStore.supports(self.log)
-
     def tree(self) -> MerkleStore:
         """The log's Merkle tree, caught up with the log first (checking the chain on the way)."""
         from .adapters.merkle_store import MerkleStore
 
-        tree = MerkleStore(self.log)
+        tree = MerkleStore(self.app.recorder)
         tree.catch_up()
         return tree
 
@@ -191,11 +197,14 @@ class Lineage:
             return db.fetch_whole(query, how, timeout=None, params=dict(params) if params else None)
 
     def _reader(self, as_of: int | None) -> Any:
-        from .projections.runner import read_only_models
+        from .projections.read_only import read_only_models
 
         return read_only_models(self, as_of)
 
     def close(self) -> None:
+        log = self.__dict__.pop("log", None)
+        if log is not None and log is not getattr(self.__dict__.get("app"), "recorder", None):
+            log.close()  # a reader of its own (the application closes its recorder)
         if "app" in self.__dict__:
             self.app.close()
             del self.__dict__["app"]
@@ -229,8 +238,9 @@ def in_memory(
 
     `clock` (a callable returning an aware datetime) fixes recording times, so two logs fed the same facts hold
     the same bytes."""
-    from .adapters.event_store import StoreURL
     from .adapters.memory_log import MEMORY_ENV, MEMORY_URL
+    from .adapters.store_url import StoreURL
+    from .domain.application import LineageApp
 
     home_path = Path(home)
     settings = Settings.from_env({}, store=MEMORY_URL, home=home_path, actor=actor)

@@ -12,7 +12,6 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 
@@ -25,6 +24,8 @@ def default_actor() -> str:
 
 
 def tool_version() -> str:
+    from importlib import metadata  # only writers stamp their version: reads skip loading it
+
     try:
         return f"rollout-lineage {metadata.version('rollout-lineage')}"
     except metadata.PackageNotFoundError:

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ...domain import facts as f
-from ...domain.application import Entry, expand
+from ...domain.application import Entry, LineageApp, expand
 from ...domain.errors import (
     IntegrityFailure,
     InvalidInput,
@@ -119,8 +119,15 @@ def _occurred(
     return [(fact, when.get(fact.model_dump_json())) for fact in new_facts]
 
 
+class Recording(Protocol):
+    """The store the runs are recorded into (`rollout_lineage.bootstrap.Lineage` is one)."""
+
+    @property
+    def app(self) -> LineageApp: ...
+
+
 def import_runs(
-    lineage: Any,
+    lineage: Recording,
     paths: list[str | Path],
     *,
     dry_run: bool = False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,45 @@ def test_two_processes_appending_at_once_lose_nothing(store_url: str, tmp_path: 
         ).stdout
     )
     assert counts == [{"runs": 50, "distinct_runs": 50}]
+
+
+def _count_reads(recorder: Any) -> list[int]:
+    """Events read per `select_events` call, from now on."""
+    select, read = recorder.select_events, []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = select(*args, **kwargs)
+        read.append(len(found))
+        return found
+
+    recorder.select_events = counted
+    return read
+
+
+def test_a_new_process_reads_a_bounded_part_of_a_long_run(store_url: str, tmp_path: Path) -> None:
+    """Saved aggregate states on every backend (issue #14): recording into a run of 2,000 events from a new
+    process reads at most SAVE_EVERY of its events, and decides as a full replay would."""
+    from rollout_lineage.domain import saved_state
+    from rollout_lineage.domain.errors import InvariantViolated
+
+    run = "deep/run__1"
+    with open_lineage(store_url, tmp_path / "home") as lineage:
+        lineage.record([f.RunRegistered(run=run, task="t")])
+        for start in range(0, 2000, 500):
+            lineage.record(
+                [
+                    f.NodeOpened(run=run, node=f"d{i}", parent="root")
+                    for i in range(start, start + 500)
+                ]
+            )
+    for attempt in range(3):
+        with open_lineage(store_url, tmp_path / "home") as lineage:
+            recorder = lineage.app.recorder
+            read = _count_reads(recorder)
+            with pytest.raises(InvariantViolated, match="already exists"):
+                lineage.record([f.NodeOpened(run=run, node="d5", parent="d6")])
+            assert lineage.record(
+                [f.NodeOpened(run=run, node=f"new{attempt}", parent="d9")]
+            ).appended
+            assert 0 < sum(read) <= saved_state.SAVE_EVERY, read
+            assert lineage.verify().intact

@@ -148,3 +148,27 @@ def test_the_help_table_matches_the_commands() -> None:
             inspect.cleandoc(command.help or "").split("\n\n")[0].replace("\n", " ")
             == first_paragraph
         ), name
+
+
+def test_reading_a_sqlite_store_loads_no_write_side(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`lineage sql` on a SQLite store catches the read models up through a plain read-only connection: no
+    eventsourcing, PostgreSQL driver or fact models to import (issue #14), and the answer is the log's."""
+    home = str(tmp_path / ".lineage")
+    write = (
+        "from rollout_lineage import open_store, facts as f\n"
+        f"with open_store(home={home!r}) as lineage:\n"
+        "    lineage.record([f.RunRegistered(run='r1', task='t'), f.RunRegistered(run='r2', task='t')])"
+    )
+    subprocess.run([sys.executable, "-c", write], check=True)
+    read = (
+        "import sys, contextlib; from rollout_lineage.cli.main import cli\n"
+        "with contextlib.suppress(SystemExit):\n"
+        f"    cli(['--home', {home!r}, 'sql', 'SELECT count(*) AS n FROM runs', '--format', 'csv'],"
+        " prog_name='lineage')\n"
+        "heavy = ('eventsourcing', 'psycopg', 'pydantic', 'rollout_lineage.domain.facts')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", read], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.split() == ["n", "2", "[]"], result.stderr

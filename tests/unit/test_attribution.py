@@ -98,6 +98,20 @@ def test_an_arm_that_ran_needs_a_reward_or_an_error():
         ArmOutcome(name="no-skill", reward=None)
 
 
+def test_a_pending_arm_carries_nothing_and_is_judged_pending():
+    with pytest.raises(InvalidInput, match="is pending but carries"):
+        ArmOutcome(name="no-skill", reward=1.0, pending=True)
+    with pytest.raises(InvalidInput, match="is pending but never ran"):
+        ArmOutcome(name="no-skill", reward=None, ran=False, pending=True)
+    arms = [ArmOutcome("with-skill", 1.0), ArmOutcome("no-skill", None, pending=True)]
+    assert [attr.arm_status(arm) for arm in arms] == ["pass", "pending"]
+    assert attr.arm_references(arms, 0.0) == ["parent", None]
+    assert attr.arm_verdicts(arms, "env-ready", 0.0)[1] == (
+        "no outcome recorded yet — the arm is still running"
+    )
+    assert attr.report_value(arms) is None
+
+
 # --- test name normalisation ----------------------------------------------------------------------------
 
 

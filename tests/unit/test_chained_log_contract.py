@@ -39,20 +39,38 @@ def _app(env: dict[str, str]) -> LineageApp:
     )
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+#: Apps whose log is read back through the read-only SQLite reader (`adapters/sqlite_log`) read commands use.
+READ_BACK: dict[int, Path] = {}
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        "sqlite",
+        "sqlite-reader",
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+    ]
+)
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LineageApp]:
     if request.param == "memory":
         env = MEMORY_ENV
-    elif request.param == "sqlite":
+    elif request.param.startswith("sqlite"):
         env = StoreURL.parse(f"sqlite:///{tmp_path / 'events.sqlite'}").application_env()
     else:
         env = StoreURL.parse(request.getfixturevalue("postgres_url")).application_env()
     application = _app(env)
+    if request.param == "sqlite-reader":
+        READ_BACK[id(application)] = tmp_path / "events.sqlite"
     yield application
+    READ_BACK.pop(id(application), None)
     application.close()
 
 
 def _log(app: LineageApp) -> ChainedLog:
+    if id(app) in READ_BACK:
+        from rollout_lineage.adapters.sqlite_log import SQLiteLog
+
+        return SQLiteLog(READ_BACK[id(app)])
     assert isinstance(app.recorder, ChainedLog), type(app.recorder)
     return app.recorder
 

@@ -62,3 +62,19 @@ def test_ingest_creates_a_store_where_none_is_and_says_so(here: Path) -> None:
 def test_a_refused_first_ingest_leaves_no_store_behind(here: Path) -> None:
     assert lineage("ingest", "-", input="{not json\n").exit_code == 1
     assert not (here / ".lineage").exists()
+
+
+def test_reading_a_file_that_is_not_a_lineage_store_says_so(tmp_path: Path) -> None:
+    """Read commands open the SQLite file read-only by themselves (no write side): a file that is not a lineage
+    store is reported as such (exit 4), and nothing is written to it."""
+    from tests.conftest import Cli
+
+    home = tmp_path / ".lineage"
+    home.mkdir()
+    (home / "events.sqlite").write_bytes(b"not a database, just bytes" * 100)
+    before = (home / "events.sqlite").read_bytes()
+    for command in (["sql", "SELECT 1"], ["verify"], ["tables"]):
+        result = Cli(home)(*command, ok=False)
+        assert result.exit_code == 4, (command, result.output)
+        assert "expected a lineage SQLite store" in result.stderr, result.stderr
+    assert (home / "events.sqlite").read_bytes() == before

@@ -23,7 +23,7 @@ root  [env-ready] sandbox bf-snap-csv-dedupe-a41c07e95b2d (exported)
 """
 
 NIGHTLY_TREE = f"""\
-{NIGHTLY_RUN}  task csv-dedupe · no outcome yet
+{NIGHTLY_RUN}  task csv-dedupe · pending (no outcome yet)
 root  [env-ready] sandbox bf-snap-csv-dedupe-19d7b3e2c4f0 (captured)
 └── n1  [post-research] sandbox bf-snap-csv-dedupe-5a0f9c81e6d3 (captured)
     └── n2  [pre-verify] sandbox bf-snap-csv-dedupe-c2e84a7b1f95 (captured)
@@ -41,13 +41,13 @@ root  [env-ready] sandbox bf-snap-partial--3-env-ready (exported)
 """
 
 ODD_TREE = """\
-odd/run  task t · no outcome yet
+odd/run  task t · pending (no outcome yet)
 root
 └── end
     └── a b
         │ fork f at cursor:a b from no snapshot, open: V undefined (fork still open)
         ├── a_b  arm say "hi" <b>#1</b> · reward 0.25
-        └── x-1.2  arm `tick` · no outcome yet
+        └── x-1.2  arm `tick` · pending (no outcome yet)
 """
 
 
@@ -79,7 +79,7 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
         early[2]
         == "│ fork root at env-ready, open: V undefined (child 2 unscored; fork still open)"
     )
-    assert early[-1] == '└── n5  arm config:{"agent": {"max_turns": 40}} · no outcome yet'
+    assert early[-1] == '└── n5  arm config:{"agent": {"max_turns": 40}} · pending (no outcome yet)'
 
 
 MERMAID_ID = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -146,7 +146,7 @@ def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(
         nodes["n_a_b_2"]
         == "a_b<br/>arm say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt;<br/>reward 0.25"
     )
-    assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>no outcome yet"
+    assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>pending (no outcome yet)"
 
 
 DOT_NODE = re.compile(

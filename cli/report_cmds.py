@@ -1,0 +1,104 @@
+"""Pictures and tables for people: `lineage arms` (the arms x tests flip table) and `lineage report` (one HTML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..bootstrap import Lineage
+from .common import as_of_option, complete_runs, read_models, run_argument
+from .export_cmds import write_text
+from .output import output_options, write_rows
+
+
+@click.command()
+@run_argument("address", metavar="RUN[:FORK]")
+@click.option(
+    "--baseline",
+    default="parent",
+    show_default=True,
+    help="What a flip is measured against: the parent run, or the name of an arm in each fork.",
+)
+@as_of_option
+@output_options()
+@click.pass_obj
+def arms(
+    lineage: Lineage,
+    address: str,
+    baseline: str,
+    as_of: str | None,
+    occurred_before: str | None,
+    fmt: str,
+) -> None:
+    """RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.
+
+    The first row is the baseline (the parent run itself unless --baseline names an arm). In table and markdown
+    a flipped cell ends in `(flip)` and the title lists, per fork, the tests that differ between arms; the other
+    formats keep the bare outcomes and list each row's flipped tests in `flips`. An empty cell: not reported.
+
+    Example: lineage arms ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root
+    """
+    from ..projections import arms as arm_tables
+    from ..projections.run_list import resolve_address
+
+    with read_models(lineage, as_of, occurred_before) as models:
+        run, fork = arm_tables.split_run_fork(models.db, resolve_address(models.db, address))
+        table = arm_tables.arms_table(models.db, run, fork, baseline)
+    if fmt in ("table", "markdown"):
+        write_rows(
+            arm_tables.marked_rows(table), table.columns, fmt, title=arm_tables.legend(table)
+        )
+    else:
+        write_rows(table.rows, table.columns, fmt)
+
+
+@click.command()
+@click.argument("runs", metavar="RUN...", nargs=-1, required=True, shell_complete=complete_runs)
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="The HTML file to write (replaced whole, never left half-written).",
+)
+@as_of_option
+@click.pass_obj
+def report(
+    lineage: Lineage,
+    runs: tuple[str, ...],
+    target: Path,
+    as_of: str | None,
+    occurred_before: str | None,
+) -> None:
+    """One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.
+
+    Each run's fork tree drawn in SVG and coloured by outcome (pass, fail, unscored, error, pending, skipped),
+    the arms x tests table with flips highlighted, stage snapshots with their lifetimes, forks and custody, its
+    cut point and divergences (and its continuations'), and the run's audit verdict with each finding linked to
+    its node; at the top, the log head the page was built from and whether the hash chain is intact.
+
+    Example: lineage report ablate-2026-11-02__10-15-00/ablation/csv-dedupe --to report.html
+    """
+    from ..projections import report as reports
+    from ..projections.report_html import render
+    from ..projections.run_list import resolve_run
+
+    chain = lineage.verify()
+    integrity = {
+        "intact": chain.intact,
+        "events": chain.events,
+        "head": str(chain.head) if chain.head else None,
+        "first_bad_position": chain.first_bad_position,
+        "problem": chain.problem,
+    }
+    with read_models(lineage, as_of, occurred_before) as models:
+        built = [
+            reports.run_report(models.db, run, integrity, models.position)
+            for run in dict.fromkeys(resolve_run(models.db, given) for given in runs)
+        ]
+        page = render(built, reports.built_from(models.db), integrity)
+    write_text(page, target)
+
+
+COMMANDS = (arms, report)

@@ -1,0 +1,83 @@
+"""Read models for statements we did not write (users' SQL), on a read-only connection.
+
+DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
+extensions and the memory cap out of reach. When the store's file already holds the whole log as this code
+builds it (the usual case), it is opened once, read-only; otherwise it is caught up first and reopened.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from ..adapters.duckdb_store import ReadModelDB
+from .runner import Lineage, is_current, open_read_models, shadow_definitions
+
+
+@contextmanager
+def read_only_models(
+    lineage: Lineage,
+    as_of: int | None = None,
+    occurred_before: datetime | None = None,
+    writable_directory: Path | None = None,
+) -> Iterator[ReadModelDB]:
+    """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
+
+    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
+    extensions and the memory cap out of reach. `--as-of` and `--occurred-before` answers are built in a
+    scratch file first, because an in-memory database cannot be opened read-only. `writable_directory` is for
+    our own exports only (Parquet), never users' SQL.
+    """
+    if occurred_before is not None and as_of is None:
+        as_of = lineage.position()  # a selection of the log is built apart, like a prefix
+    with tempfile.TemporaryDirectory(prefix="lineage-as-of-") as scratch:
+        path: Path | str = lineage.read_models_path
+        db = _current_read_only(lineage, writable_directory) if as_of is None else None
+        if db is None:
+            if as_of is not None:
+                path = Path(scratch) / "as-of.duckdb"
+            with open_read_models(lineage, as_of=as_of, path=path, queries=False) as models:
+                if occurred_before is not None:
+                    from .occurred import keep_only_occurred_before  # it builds on the runner
+
+                    keep_only_occurred_before(models.db, occurred_before, models.position)
+            db = _open_read_only(lineage, path, writable_directory)
+        try:
+            shadow_definitions(db)
+            yield db
+        finally:
+            db.close()
+
+
+def _open_read_only(
+    lineage: Lineage, path: Path | str, writable_directory: Path | None = None
+) -> ReadModelDB:
+    settings = lineage.settings
+    return ReadModelDB.open(
+        path,
+        timeout=settings.lock_timeout_s,
+        memory_limit=settings.duckdb_memory,
+        read_only=True,
+        writable_directory=writable_directory,
+    )
+
+
+def _current_read_only(
+    lineage: Lineage, writable_directory: Path | None = None
+) -> ReadModelDB | None:
+    """The store's read models opened read-only, when they already hold the whole log as this code builds it
+    (the usual case for a query): one open instead of a catch-up open, its close, and a read-only one."""
+    if not Path(lineage.read_models_path).exists():
+        return None
+    db = _open_read_only(lineage, lineage.read_models_path, writable_directory)
+    try:
+        if is_current(db, lineage.store_url.redacted(), lineage.log):
+            return db
+    except BaseException:
+        db.close()
+        raise
+    db.close()
+    return None

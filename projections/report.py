@@ -1,0 +1,133 @@
+"""What `lineage report` shows for each run, gathered from the read models (rendered by `report_html`).
+
+One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), stage snapshots
+with their lifetimes, forks with V, custody, its cut point and divergences (a continuation) and the cut points
+of its continuations, and the audit of that run alone with its findings. Everything here is data from the log;
+the renderer escapes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..adapters.duckdb_store import ReadModelDB
+from .arms import ArmsTable, arms_table
+from .audit_report import audit_report
+from .exports import require_run
+from .tree_view import OUTCOME_COLOURS, tree_model
+
+#: The outcome classes a node is drawn in, as `lineage tree` colours them; the run's linear steps are `step`.
+OUTCOMES = tuple(OUTCOME_COLOURS)
+STEP = "step"
+
+
+@dataclass
+class ReportNode:
+    node: str
+    parent: str | None
+    outcome: str
+    label: str  # the arm, or the stage(s) captured on it
+    detail: str  # reward or the reason there is none
+
+
+@dataclass
+class RunReport:
+    run: dict[str, Any]
+    nodes: list[ReportNode]
+    arms: ArmsTable
+    stages: list[dict[str, Any]]
+    forks: list[dict[str, Any]]
+    custody: list[dict[str, Any]]
+    cut_point: dict[str, Any] | None
+    divergences: list[dict[str, Any]]
+    continuations: list[dict[str, Any]]
+    audit: dict[str, Any] = field(default_factory=dict)
+
+
+def _detail(reward: float | None, reason: str | None, outcome: str) -> str:
+    if reward is not None:
+        return f"reward {reward!r}"
+    return f"{outcome}: {reason}" if reason else outcome
+
+
+def _outcomes(db: ReadModelDB, run: str) -> dict[str, str]:
+    """Each node's outcome class as the tree view decides it (so the page and `tree --format dot` agree)."""
+    found: dict[str, str] = {}
+    stack = list(tree_model(db, run).roots)
+    while stack:
+        node = stack.pop()
+        found[node.id] = node.outcome or STEP
+        stack.extend(node.children)
+    return found
+
+
+def _nodes(db: ReadModelDB, run_row: dict[str, Any]) -> list[ReportNode]:
+    run = run_row["run"]
+    children = {
+        c["node"]: c
+        for c in db.rows(
+            "SELECT node, arm, outcome, reward, reason FROM children WHERE run = ?", [run]
+        )
+    }
+    stages: dict[str, list[str]] = {}
+    for row in db.rows("SELECT node, stage FROM stages WHERE run = ? ORDER BY position", [run]):
+        stages.setdefault(row["node"], []).append(row["stage"])
+    outcomes = _outcomes(db, run)
+    reason = run_row["unscored_reason"] or run_row["error"]
+    nodes = []
+    for row in db.rows(
+        "SELECT node, parent FROM nodes WHERE run = ? ORDER BY position, child_index", [run]
+    ):
+        outcome = outcomes.get(row["node"], STEP)
+        child = children.get(row["node"])
+        if child is not None:
+            label = child["arm"]
+            detail = _detail(child["reward"], child["reason"], child["outcome"] or "pending")
+        else:  # root and the run's own linear steps: the run's reward or why it has none
+            label = ", ".join(stages.get(row["node"], []))
+            detail = _detail(run_row["reward"], reason, run_row["outcome"])
+        nodes.append(ReportNode(row["node"], row["parent"], outcome, label, detail))
+    return nodes
+
+
+def _stages(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
+    return db.rows(
+        """SELECT s.stage, s.node, s.exchanges_completed, s.layers, s.sandbox_ref, s.environment_ref,
+                  sb.lifetime AS sandbox_lifetime, env.lifetime AS environment_lifetime
+           FROM stages s LEFT JOIN snapshots sb ON sb.ref = s.sandbox_ref
+           LEFT JOIN snapshots env ON env.ref = s.environment_ref
+           WHERE s.run = ? ORDER BY s.position""",
+        [run],
+    )
+
+
+def built_from(db: ReadModelDB) -> str | None:
+    """POSITION:HASH of the log head these read models were built from (checked against the chain as they were)."""
+    rows = db.rows("SELECT position, head_hash FROM lineage_tracking WHERE name = 'lineage'")
+    if not rows or not rows[0]["head_hash"]:
+        return None
+    return f"{rows[0]['position']}:{rows[0]['head_hash']}"
+
+
+def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: int) -> RunReport:
+    run_row = require_run(db, run)
+    continuations = db.rows(
+        "SELECT c.* FROM cut_points c JOIN runs r USING (run) WHERE r.parent_run = ? ORDER BY c.run",
+        [run],
+    )
+    cut = db.rows("SELECT * FROM cut_points WHERE run = ?", [run])
+    return RunReport(
+        run=run_row,
+        nodes=_nodes(db, run_row),
+        arms=arms_table(db, run),
+        stages=_stages(db, run),
+        forks=db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run]),
+        custody=db.rows("SELECT * FROM custody WHERE run = ? ORDER BY fork", [run]),
+        cut_point=cut[0] if cut else None,
+        divergences=db.rows(
+            "SELECT * FROM divergences WHERE run = ? ORDER BY exchange_index", [run]
+        ),
+        continuations=continuations,
+        audit=audit_report(db, integrity, position=position, run=run),
+    )
