@@ -88,12 +88,16 @@ def _read(path: str, key_values: tuple[str, ...]) -> Any:
 def summary(report: Any) -> dict[str, Any]:
     signers = sorted(set(report.signed_by.values()))
     cp = report.checkpoint
-    trusted = ", ".join(report.trusted_signers) or "not checked (no --key)"
+    trusted = (
+        f"signed by {', '.join(report.trusted_signers)}"
+        if report.trusted_signers
+        else "signature not checked (no --key)"
+    )
     return {
         "runs": ", ".join(report.runs),
         "events": len(report.events),
         "positions": f"{report.events[0]['position']}-{report.events[-1]['position']}",
-        "checkpoint": f"{cp.origin}, {cp.size} events, signed by {trusted}",
+        "checkpoint": f"{cp.origin}, {cp.size} events, {trusted}",
         "signed_events": f"{len(report.signed_by)} by {', '.join(signers) or 'nobody'}"
         + (
             f" (trusted: {', '.join(sorted(report.trusted_batches))})"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import ChainReport
+from ..domain.signed_note import Checkpoint
 from .common import split_address
 from .output import note
 
@@ -88,7 +88,9 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     note(f"checkpoint of {made.size} events{' signed by ' + signer.name if signer else ''}")
 
 
-def checked_checkpoint(checkpoint_file: str, key_values: tuple[str, ...]) -> tuple[Any, list[str]]:
+def checked_checkpoint(
+    checkpoint_file: str, key_values: tuple[str, ...]
+) -> tuple[Checkpoint, list[str]]:
     """The checkpoint in the file, its signatures verified when keys are given: (checkpoint, signers)."""
     from ..adapters import ed25519
     from ..adapters.checkpoints import read_checkpoint
@@ -201,7 +203,7 @@ def prove(
     note(f"{len(proofs)} inclusion proofs against the checkpoint of {parsed.size} events")
 
 
-def _check_proofs(proof_file: str, parsed: Any) -> None:
+def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
     from ..adapters.checkpoints import check_inclusion
     from ..adapters.strict_json import loads as loads_strict
 
