@@ -217,12 +217,14 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
     from rollout_lineage.domain.errors import StoreUnavailable
 
     path = tmp_path / "locked.duckdb"
-    with lock_held(path) as pid:
-        with pytest.raises(
+    with (
+        lock_held(path) as pid,
+        pytest.raises(
             StoreUnavailable,
             match=rf"locked by another process \(.*PID {pid}\); waited 0.5 s",
-        ):
-            ReadModelDB.open(path, timeout=0.5)
+        ),
+    ):
+        ReadModelDB.open(path, timeout=0.5)
     ReadModelDB.open(path, timeout=5).close()
 
 
