@@ -8,6 +8,7 @@ project it, the hash chain never covers it, and dropping it only makes the next 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -44,6 +45,16 @@ class SQLiteSavedStates:
             return None  # no table yet (a store no one has saved a state in): replay
         return Saved(row[0], row[1], bytes(row[2])) if row else None
 
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        try:
+            with self.datastore.transaction(commit=False) as c:
+                c.execute(f"SELECT originator_id, originator_version, topic, state FROM {TABLE}")
+                rows = c.fetchall()
+        except PersistenceError:
+            return  # no table: nothing saved yet
+        for row in rows:
+            yield UUID(row[0]), Saved(row[1], row[2], bytes(row[3]))
+
     def keep(self, originator_id: UUID, saved: Saved) -> None:
         with self.datastore.transaction(commit=True) as c:
             if not self.created:
@@ -66,6 +77,7 @@ class PostgresSavedStates:
         self.select = (
             f"SELECT originator_version, topic, state FROM {table} WHERE originator_id = %s"
         )
+        self.select_all = f"SELECT originator_id, originator_version, topic, state FROM {table}"
         columns = _COLUMNS.format(id_type="uuid", int_type="bigint", blob_type="bytea")
         self.create = f"CREATE TABLE IF NOT EXISTS {table} ({columns})"
         self.upsert = _UPSERT.format(table=f"{table} AS kept", kept="kept", marks="%s,%s,%s,%s")
@@ -78,6 +90,17 @@ class PostgresSavedStates:
         except PersistenceError:
             return None  # no table yet: replay
         return Saved(row["originator_version"], row["topic"], bytes(row["state"])) if row else None
+
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        try:
+            with self.datastore.transaction(commit=False) as curs:
+                curs.execute(self.select_all)
+                rows = curs.fetchall()
+        except PersistenceError:
+            return  # no table: nothing saved yet
+        for row in rows:
+            saved = Saved(row["originator_version"], row["topic"], bytes(row["state"]))
+            yield row["originator_id"], saved
 
     def keep(self, originator_id: UUID, saved: Saved) -> None:
         with self.datastore.transaction(commit=True) as curs:

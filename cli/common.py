@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from ..projections.runner import ReadModels, open_read_models, resolve_as_of
+
+if TYPE_CHECKING:
+    from ..projections.runner import ReadModels
 
 AS_OF_HELP = (
     "What the log held at this log position or recording time (when the facts were recorded here, "
@@ -42,6 +44,9 @@ def occurred_moment(text: str | None) -> datetime | None:
 def read_models(
     lineage: Lineage, as_of: str | None = None, occurred_before: str | None = None
 ) -> Iterator[ReadModels]:
+    # Here, not at the top: write commands share this module (`split_address`) and need no DuckDB.
+    from ..projections.runner import open_read_models, resolve_as_of
+
     moment = occurred_moment(occurred_before)
     position = resolve_as_of(lineage, as_of)
     if moment is not None and position is None:

@@ -151,6 +151,12 @@ def log_command(
     help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
 )
 @click.option(
+    "--saved-states",
+    "check_saved_states",
+    is_flag=True,
+    help="Also replay the log behind every saved aggregate state writers would use (exit 3 if one differs).",
+)
+@click.option(
     "--checkpoint",
     "checkpoint_file",
     type=click.Path(dir_okay=False),
@@ -175,6 +181,7 @@ def verify(
     lineage: Lineage,
     kept_head: str | None,
     check_read_models: bool,
+    check_saved_states: bool,
     checkpoint_file: str | None,
     key_values: tuple[str, ...],
     trusted_file: str | None,
@@ -220,6 +227,7 @@ def verify(
             if differing
             else f"match a rebuild at position {position}"
         )
+    unlike = _saved_states_unlike(lineage, document) if check_saved_states and report.intact else []
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
     else:
@@ -235,6 +243,24 @@ def verify(
             "from a rebuild from the log",
             hint="run `lineage rebuild`; the log itself is intact",
         )
+    if unlike:
+        raise IntegrityFailure(
+            f"saved aggregate states were changed outside rollout-lineage: {', '.join(unlike)} "
+            "(aggregate id@version) differ from a replay of the log",
+            hint="they are a cache: drop the table lineage_saved_states from the store (writers replay "
+            "and save again); the log itself is intact",
+        )
+
+
+def _saved_states_unlike(lineage: Lineage, document: dict[str, Any]) -> list[str]:
+    """`verify --saved-states`: the states that differ from a replay of the log, said in the document too."""
+    checked, unlike = lineage.app.saved_states_differing()
+    document["saved_states"] = (
+        f"{len(unlike)} of {checked} differ from the log: {', '.join(unlike)}"
+        if unlike
+        else f"{checked} match the log"
+    )
+    return unlike
 
 
 @click.command()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
 from datetime import datetime
 from functools import cache
@@ -40,6 +41,10 @@ _AGGREGATES: dict[str, type[Run] | type[Snapshot]] = {"Run": Run, "Snapshot": Sn
 _PARTS: dict[str, type[Any]] = {"Node": Node, "Fork": Fork, "Custody": Custody}
 
 
+_FIELDS = {name: tuple(field.name for field in fields(part)) for name, part in _PARTS.items()}
+_PLAIN = {str, type(None), int, float, bool}
+
+
 class Saved(NamedTuple):
     version: int
     topic: str
@@ -54,6 +59,9 @@ class SavedStates(Protocol):
 
     def keep(self, originator_id: UUID, saved: Saved) -> None:
         """Replace the aggregate's saved state with this one (unless a newer one of the same topic is kept)."""
+
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        """Every kept state (for `lineage verify --saved-states`)."""
 
 
 class InMemorySavedStates:
@@ -70,6 +78,9 @@ class InMemorySavedStates:
         if kept is None or kept.topic != saved.topic or kept.version < saved.version:
             self._states[originator_id] = saved
 
+    def all(self) -> Iterator[tuple[UUID, Saved]]:
+        yield from list(self._states.items())
+
 
 class UnusableState(ValueError):
     """A stored state this code cannot use (another format, or not what it claims to be): replay instead."""
@@ -81,6 +92,10 @@ def _code_digest(code: CodeType, into: Any) -> None:
     for const in code.co_consts:
         if isinstance(const, CodeType):
             _code_digest(const, into)
+        elif isinstance(
+            const, frozenset
+        ):  # `x in {"a", "b"}`: its order follows the process's hash seed
+            into.update(repr(sorted(map(repr, const))).encode())
         else:
             into.update(repr(const).encode())
 
@@ -129,8 +144,9 @@ def _encode(value: Any) -> Any:
         if all(type(key) is str for key in value):  # node ids, stages, accounting bases
             return {"map": {key: _encode(item) for key, item in value.items()}}
         return {"dict": [[key, _encode(item)] for key, item in value.items()]}  # child indices
-    if is_dataclass(value) and type(value).__name__ in _PARTS:
-        return [type(value).__name__, *(_encode(getattr(value, fld.name)) for fld in fields(value))]
+    name = type(value).__name__
+    if is_dataclass(value) and _PARTS.get(name) is type(value):
+        return [name, *[_encode(getattr(value, field)) for field in _FIELDS[name]]]
     raise TypeError(f"cannot save {type(value).__name__} in an aggregate's state")
 
 
@@ -160,7 +176,8 @@ def _decode(value: Any) -> Any:
             raise UnusableState(
                 f"expected a saved part {sorted(_PARTS)}, found {str(value)[:80]!r}"
             )
-        return part(*[_decode(item) for item in value[1:]])
+        # A node's fields are plain strings or null: no need to look inside them.
+        return part(*[item if type(item) in _PLAIN else _decode(item) for item in value[1:]])
     if not isinstance(value, dict) or len(value) != 1:
         raise UnusableState(f"expected a tagged value, found {str(value)[:80]!r}")
     if "map" in value:

@@ -29,7 +29,7 @@ SELECT position, originator_id, originator_version, replace(topic, 'lineage:', '
        j.timestamp::TIMESTAMPTZ, j.occurred_at::TIMESTAMPTZ, j.actor, recorded_by, j.tool_version, fact
 FROM (SELECT *, {parsed(ENVELOPE, "substr(state, 1, cut - 1) || '}'")},
              substr(state, cut + 8, length(state) - cut - 8)::JSON AS fact
-      FROM (SELECT *, strpos(state, ',"fact":') AS cut FROM {PAGE_TABLE}))
+      FROM (SELECT *, strpos(state, ',"fact":') AS cut FROM temp.main.{PAGE_TABLE}))
 ORDER BY position
 """
 

@@ -88,10 +88,14 @@ BOOKKEEPING = (
     "ALTER TABLE lineage_tracking ADD COLUMN IF NOT EXISTS head_hash VARCHAR",
     "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
-    # A staging table, empty between pages: re-created whenever the schema changes, so its columns follow the code.
-    f"DROP TABLE IF EXISTS {events_table.PAGE_TABLE}",
-    f"CREATE TABLE {events_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
-    "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)",
+    # The staging table of files before it became TEMP (below): nothing reads it any more.
+    f"DROP TABLE IF EXISTS main.{events_table.PAGE_TABLE}",
+)
+#: The staging table, empty between pages: TEMP (this connection's, in memory), so a page's states are written to
+#: the file once (into `events`), not also into the file's WAL on their way in and out.
+STAGING = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {events_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
+    "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)"
 )
 #: Macros and views are also created on every connection as TEMP objects from code (see `shadow_definitions`).
 DEFINITIONS = (
@@ -351,13 +355,14 @@ def catch_up(
     if stop is not None and last >= stop:
         return last
     target = (stop or recorder.max_notification_id()) if progress.listened() else None
+    db.execute(STAGING)
     for rows, head in _prefetched(_checked_pages(recorder, _tracked_head(db), last, stop, page)):
         high = rows[-1][0]
         page_types = {row[3].removeprefix(TOPIC_PREFIX) for row in rows}
         with db.transaction():
-            db.append(events_table.PAGE_TABLE, rows)
+            db.append(f"temp.main.{events_table.PAGE_TABLE}", rows)
             db.execute(events_table.STAGE_PAGE)
-            db.execute(f"DELETE FROM {events_table.PAGE_TABLE}")
+            db.execute(f"DELETE FROM temp.main.{events_table.PAGE_TABLE}")
             for projection in PROJECTIONS[1:]:
                 for statement in projection.apply:
                     if consumed_types(statement) & page_types:

@@ -118,3 +118,4 @@ def test_a_new_process_reads_a_bounded_part_of_a_long_run(store_url: str, tmp_pa
             ).appended
             assert 0 < sum(read) <= saved_state.SAVE_EVERY, read
             assert lineage.verify().intact
+            assert lineage.app.saved_states_differing() == (1, [])

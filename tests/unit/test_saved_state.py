@@ -173,3 +173,50 @@ def test_the_fingerprint_changes_with_the_code_that_evolves_state() -> None:
         run._EVOLVERS[f.NodeOpened] = evolver
         saved_state.fingerprint.cache_clear()
     assert saved_state.fingerprint() == before
+
+
+def test_the_fingerprint_is_the_same_in_every_process() -> None:
+    """Another process (another hash seed) must find the states this one saved."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from rollout_lineage.domain import saved_state; print(saved_state.fingerprint())"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "random")
+    }
+    assert seen == {saved_state.fingerprint()}
+
+
+def test_verify_replays_every_saved_state_and_names_a_forged_one(tmp_path: Path) -> None:
+    """`lineage verify --saved-states` (exit 3): a state changed in the store, so that it would still be used (its
+    fingerprint and version kept), is named; dropping the table makes the writers replay."""
+    from tests.conftest import Cli
+
+    url = store(tmp_path)
+    build_run(url, tmp_path, 300)
+    cli = Cli(tmp_path, store=url)
+    assert "1 match the log" in cli("verify", "--saved-states", "--format", "json").stdout
+    # Forge the state: forget node d7, which would let d7 be opened again elsewhere.
+    tamper(
+        tmp_path,
+        "UPDATE lineage_saved_states SET state = "
+        'CAST(replace(CAST(state AS TEXT), \',"d7":["Node","d7","root",null,null]\', \'\') AS BLOB)',
+    )
+    with open_lineage(url, tmp_path) as lineage:  # the forged state is used by a writer
+        assert lineage.record([f.NodeOpened(run=RUN, node="d7", parent="d8")]).appended == 1
+    result = cli("verify", "--saved-states", ok=False)
+    assert result.exit_code == 3, result.output
+    run_id = aggregate_id("run", RUN).hex
+    assert (
+        f"{run_id}@301" in result.stderr and "drop the table lineage_saved_states" in result.stderr
+    )
+    # A plain verify still says the chain is intact: the forgery let a fact in, the chain holds it.
+    assert cli("verify").exit_code == 0
