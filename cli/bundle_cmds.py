@@ -11,7 +11,7 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from .output import note, output_options, terminal_safe, write_rows
+from .output import note, output_options, write_rows, write_text
 
 MAX_BUNDLE_BYTES = 4 * 2**30
 
@@ -150,11 +150,11 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
             try:
                 for run in report.runs:
                     model = tree_view.tree_model(models.db, run)
-                    click.echo(terminal_safe(tree_view.RENDERERS["text"](model)), nl=False)
+                    write_text(tree_view.RENDERERS["text"](model))
                 audit = audit_report(models.db, integrity, position=models.position)
             finally:
                 models.close()
-    click.echo(terminal_safe(render_audit(audit)), nl=False)
+    write_text(render_audit(audit))
 
 
 @bundle.command("sources")

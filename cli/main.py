@@ -231,9 +231,10 @@ class LineageGroup(click.Group):
             if not isinstance(exc, (OperationalError, InterfaceError)):
                 raise
             # a store that went away under a read
-            click.echo(
-                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)",
-                err=True,
+            from .output import note
+
+            note(
+                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)"
             )
             ctx.exit(StoreUnavailable.exit_code)
 
@@ -281,7 +282,9 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
 
     def say_if_created() -> None:
         if lineage.created:
-            click.echo(f"created a new lineage store at {lineage.location}", err=True)
+            from .output import note
+
+            note(f"created a new lineage store at {lineage.location}")
 
     ctx.call_on_close(say_if_created)
 

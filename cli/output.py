@@ -264,6 +264,16 @@ def write_document(document: Any, fmt: str) -> None:
     )
 
 
+def write_text(text: str, *, escape: bool = True) -> None:
+    """Text on stdout as it is (add the newline you want): escaped for a terminal unless it is a file format
+    that must stay byte-exact (an export), whose JSON already escapes what a terminal would obey."""
+    click.echo(terminal_safe(text) if escape else text, nl=False)
+
+
+def write_line(text: str) -> None:
+    write_text(text + "\n")
+
+
 def note(message: str) -> None:
     if ProgressLine.current is not None:
         ProgressLine.current.close()  # a message starts on a line of its own, never after a bar

@@ -8,7 +8,7 @@ import click
 
 from ..bootstrap import Lineage
 from .common import as_of_option, complete_runs, read_models, run_argument
-from .export_cmds import write_text
+from .export_cmds import write_out
 from .output import output_options, write_rows
 
 
@@ -91,7 +91,7 @@ def report(
             for run in dict.fromkeys(resolve_run(models.db, given) for given in runs)
         ]
         page = render(built, reports.built_from(models.db), integrity)
-    write_text(page, target)
+    write_out(page, target)
 
 
 COMMANDS = (arms, report)

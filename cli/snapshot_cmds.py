@@ -20,7 +20,7 @@ from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
 from ..projections import snapshot_queries
 from .common import as_of_option, read_models
-from .output import note, output_options, write_document, write_rows
+from .output import note, output_options, write_document, write_line, write_rows
 
 VERIFY_COLUMNS = (
     "path",
@@ -300,7 +300,7 @@ def show(
             fmt,
             title=f"snapshot {ref}",
         )
-        click.echo()
+        write_line("")
     if fmt in HUMAN_FORMATS:
         events = [{**event, "detail": _detail(event)} for event in events]
     write_rows(
