@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from ..adapters.snapshot_service import Outcome, SnapshotService, check_export_tars, worst_error
+from ..adapters.snapshot_files import check_export_tars
+from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
 from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
