@@ -90,15 +90,31 @@ def sources(recorder: Any) -> list[dict[str, Any]]:
         with recorder.datastore.transaction(commit=False) as c:
             c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
             rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
-        found.extend(_checked(row) for row in rows)
+        found.extend(_checked(row, _fact_here(recorder, row[0])) for row in rows)
         if len(rows) < PAGE:
             return found
         after = rows[-1][0]
 
 
-def _checked(row: tuple[Any, ...]) -> dict[str, Any]:
-    position, origin, source_position, index, note_text, entry, proof = row
+def _fact_here(recorder: Any, position: int) -> dict[str, Any] | None:
+    rows = recorder.log_rows(position - 1, position, 1)
+    if not rows or rows[0][0] != position or rows[0][4] is None:
+        return None
+    fact: dict[str, Any] = json.loads(rows[0][4])["fact"]
+    return fact
+
+
+def _source_fact(entry: bytes) -> dict[str, Any]:
+    """The fact inside a source entry (the header's five lines, then the stored state)."""
+    fact: dict[str, Any] = json.loads(entry.split(b"\n", 5)[5])["fact"]
+    return fact
+
+
+def _checked(row: tuple[Any, ...], here: dict[str, Any] | None) -> dict[str, Any]:
+    index, note_text, entry, proof = row[3:]
     checkpoint = Checkpoint.parse(Note.parse(note_text.encode(), "provenance").text, "provenance")
+    if here is None or _key(here) != _key(_source_fact(bytes(entry))):
+        return _row(row, checkpoint, "NO: the event here is not the fact of the source event")
     try:
         merkle.verify_inclusion(
             index,
@@ -110,6 +126,11 @@ def _checked(row: tuple[Any, ...]) -> dict[str, Any]:
         proven = "yes"
     except merkle.ProofFailed as exc:
         proven = f"NO: {exc}"
+    return _row(row, checkpoint, proven)
+
+
+def _row(row: tuple[Any, ...], checkpoint: Checkpoint, proven: str) -> dict[str, Any]:
+    position, origin, source_position = row[:3]
     return {
         "position": position,
         "origin": origin,

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..domain.errors import InvalidInput
+from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import Note, SignerKey
 from . import ed25519
 from .batch_evidence import signatures
@@ -78,7 +78,11 @@ def select_rows(recorder: Any, runs: set[str]) -> list[tuple[Any, ...]]:
 def _event(tree: MerkleStore, size: int, row: tuple[Any, ...]) -> dict[str, Any]:
     position, originator_id, version, topic, state = row[:5]
     index = tree.index_of(position)
-    assert index is not None and index < size  # the tree was caught up before the rows were read
+    if index is None or index >= size:  # the rows were read after the tree caught up, and cut to it
+        raise IntegrityFailure(
+            f"position {position} has no leaf in the tree of {size} events; the tree was edited",
+            hint="run `lineage verify`",
+        )
     _, proof = tree.inclusion(index, size)
     return {
         "position": position,
@@ -97,7 +101,12 @@ def _batches(tree: MerkleStore, positions: list[int]) -> list[dict[str, Any]]:
         if not any(first <= p <= last for p in wanted):
             continue
         first_index, last_index = tree.index_of(first), tree.index_of(last)
-        assert first_index is not None and last_index is not None
+        if first_index is None or last_index is None:
+            raise IntegrityFailure(
+                f"the signed batch at positions {first}-{last} has no leaves in the tree; its events "
+                "were removed",
+                hint="run `lineage verify --trusted-keys FILE`",
+            )
         leaves = tree.leaf_rows(first_index - 1, last_index - first_index + 1)
         found.append(
             {

@@ -20,7 +20,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from ..domain import facts as f
 from ..domain.application import Entry, LineageApp, refuse_implausible_times
 from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
-from . import strict_json
+from . import progress, strict_json
 
 MAX_LINE_BYTES = 1 << 20
 RUN_AGAIN = "run the same command again: facts already recorded append nothing"
@@ -165,6 +165,7 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
             position = recorded.position
+            progress.advance("ingesting facts", facts, total)
     if facts != total:
         raise InvalidInput(
             f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..domain import merkle
-from ..domain.errors import IntegrityFailure
+from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import ChainRow, Head, check_window
 from .chained_log import merge_chain
 
@@ -56,10 +56,21 @@ class MerkleStore:
     """The stored tree of one recorder (either backend), read in one transaction per question."""
 
     def __init__(self, recorder: Any) -> None:
+        if not self.supports(recorder):
+            raise InvalidInput(
+                f"expected a SQLite or PostgreSQL store, found {type(recorder).__name__}: the in-memory "
+                "log keeps no Merkle tree",
+                hint="open a store by URL (sqlite:///PATH or postgresql://...)",
+            )
         self.recorder = recorder
         self.postgres = hasattr(recorder, "chain_table")
         schema = f'"{recorder.datastore.schema}".' if self.postgres else ""
         self.leaves, self.nodes = schema + LEAVES, schema + NODES
+
+    @staticmethod
+    def supports(recorder: Any) -> bool:
+        """Whether the recorder is one of the SQL recorders the tree is stored beside."""
+        return getattr(recorder, "datastore", None) is not None and hasattr(recorder, "log_rows")
 
     # --- SQL in either dialect ------------------------------------------------------------------------
 

@@ -17,8 +17,7 @@ time, so a long `docker load` never holds the DuckDB lock.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,38 +34,16 @@ from ..domain.errors import (
 )
 from ..domain.snapshot import Snapshot
 from .docker_engine import DockerEngine, DockerEngineError, fsync_directory
-from .importers.rundir import sha256_file
+from .snapshot_files import (
+    adopted_ref,
+    canonical_tag,
+    export_file_name,
+    resolve_tar,
+    tar_names,
+)
 from .snapshot_tar import TarReport, verify_tar
 
 _KEY_CHARS = 512  # the longest string a fact's key field takes (`domain/facts.py`, Key)
-
-
-def export_file_name(ref: str) -> str:
-    """benchflow's `safe(ref)` (reference §4) plus `.tar`: every run of other characters becomes '-'."""
-    return (re.sub(r"[^A-Za-z0-9._-]+", "-", ref).strip("-") or "snapshot") + ".tar"
-
-
-def adopted_ref(report: TarReport) -> str:
-    """The ref an adopted tar is recorded under: its first usable repo tag without a `:latest` suffix (benchflow
-    refs are untagged names that `docker save` writes as `<name>:latest`), else its image id, else its digest.
-    A tag is usable when it is a valid snapshot key (non-empty, at most 512 characters); the tar is untrusted."""
-    for tag in report.repo_tags:
-        ref = tag.removesuffix(":latest")
-        if 0 < len(ref) <= 512 and ref.isprintable():
-            return ref
-    return report.image_id or report.tar_sha256
-
-
-def _canonical_tag(ref: str) -> str:
-    name = ref.rsplit("/", 1)[-1]
-    return ref if "@" in ref or ":" in name else f"{ref}:latest"
-
-
-def _tar_names(ref: str, report: TarReport) -> bool:
-    """Whether loading the tar makes `ref` resolve: a repo tag names it, or the ref is the image id itself."""
-    return ref == report.image_id or _canonical_tag(ref) in {
-        _canonical_tag(tag) for tag in report.repo_tags
-    }
 
 
 def _clip(text: str) -> str:
@@ -125,53 +102,6 @@ class Catalog(Protocol):
 
     def refs_claimed(self, report: TarReport) -> list[str]:
         """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
-
-
-def resolve_tar(
-    recorded_path: str, run_dirs: Iterable[str], search_dirs: Iterable[str]
-) -> tuple[Path | None, list[str]]:
-    """benchflow's order: the recorded path, else `<run dir>/snapshots/<file name>` (a relocated run folder: where
-    it was last located, then where it was registered), else each search dir. A candidate inside a run dir must
-    stay inside it (links out of a run dir are not followed)."""
-    name = Path(recorded_path).name
-    candidates: list[tuple[Path, Path | None]] = [(Path(recorded_path), None)]
-    candidates += [(Path(run_dir) / "snapshots" / name, Path(run_dir)) for run_dir in run_dirs]
-    candidates += [(Path(directory) / name, None) for directory in search_dirs]
-    tried = []
-    for candidate, confine in candidates:
-        tried.append(str(candidate))
-        if confine is not None and not candidate.resolve().is_relative_to(confine.resolve()):
-            continue
-        if candidate.is_file():
-            return candidate.absolute(), tried
-    return None, tried
-
-
-def check_export_tars(
-    rows: Iterable[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
-) -> Iterator[dict[str, Any]]:
-    """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
-    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Yields each row, updated."""
-    for row in rows:
-        _check_export_tar(row, run_dirs, rehash)
-        yield row
-
-
-def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehash: bool) -> None:
-    if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
-        return
-    path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
-    problem = None
-    if path is None:
-        problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-    elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
-        problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
-    if problem is None:
-        return
-    if row["captured"] and not row["discarded"]:
-        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-    else:
-        row.update(restorable=False, restorable_because=problem)
 
 
 class Recording(Protocol):
@@ -386,11 +316,11 @@ class SnapshotService:
             found.append(
                 f"it holds image {report.image_id}, but {against} has image {image_id} (a different world)."
             )
-        if report.image_id is not None and not _tar_names(ref, report):
+        if report.image_id is not None and not tar_names(ref, report):
             found.append(
                 f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve."
             )
-        others = [tag for tag in report.repo_tags if _canonical_tag(tag) != _canonical_tag(ref)]
+        others = [tag for tag in report.repo_tags if canonical_tag(tag) != canonical_tag(ref)]
         if others:
             found.append(
                 f"it also tags {others}; loading it would re-point those names in the engine, and only "

@@ -3,7 +3,7 @@
 Design decision: the tar is read exactly once, front to back, in large chunks, and never extracted. The reading
 and hashing live in `tar_stream`: each chunk feeds both the whole-file digest (the `sha256` benchflow records for
 an export, on a second thread) and the digest of the member it belongs to, so verification costs about one plain
-`sha256sum` of the file. This module walks the members and decides what their digests must match.
+`sha256sum` of the file. `tar_members` walks the members; this module decides what their digests must match.
 
 Why one pass: snapshot tars are gigabytes, `manifest.json` usually comes *after* the layers, and an untrusted file
 must not be trusted to hold still between two reads. So every regular member is hashed on the way past (and, if
@@ -22,19 +22,16 @@ import os
 import posixpath
 import re
 import stat
-import tarfile
 from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard
 
 from rollout_lineage.domain.errors import InvalidInput
 
-from .tar_stream import HEADER_READ_CAP, REEXPORT, MemberDigest, OversizedRead, TeeReader
+from .tar_members import ALTERED, DAMAGED, INCOMPLETE, UNSAFE, MemberWalk, Seen
+from .tar_stream import REEXPORT, TeeReader
 
 _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
-_MAX_MEMBERS = (
-    100_000  # docker save writes a few per layer; far more means a hostile or foreign archive
-)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # Docker's reference grammar for a tagged name (distribution/reference): optional registry host[:port], then
 # lowercase path components, then a tag. `docker save` writes every RepoTag in this form.
@@ -43,7 +40,6 @@ _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
 _REPO_TAG = re.compile(
     rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}", re.ASCII
 )
-_TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 
 @dataclass(frozen=True)
@@ -85,176 +81,8 @@ class TarReport:
         }
 
 
-#: How much a problem matters, most first: a member that would escape or replace files on load, or a second
-#: image; bytes that are not what their digests say; a damaged file; something missing or unreadable.
-UNSAFE, ALTERED, DAMAGED, INCOMPLETE = range(4)
-
-
-class _Abort(Exception):
-    """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already recorded)."""
-
-
-@dataclass
-class _Seen:
-    kind: str  # "file" | "dir" | "other"
-    size: int = 0
-    sha256: str | None = None
-    diff_id: str | None = None
-    note: str | None = (
-        None  # why the diff_id is unknown; reported only if the member is used as a layer
-    )
-
-
-class _Scan:
-    """The walk over the members, then the cross-checks on what it collected."""
-
-    def __init__(self, member_cap: int, json_cap: int) -> None:
-        self.member_cap = member_cap
-        self.json_cap = json_cap
-        self.json_budget = json_cap
-        self.seen: dict[str, _Seen] = {}
-        self.kept: dict[str, bytes] = {}
-        self.problems: list[tuple[int, str]] = []  # (severity, sentence)
-        self.complete = False  # False when the walk stopped early: missing members are then no news
-
-    def _flag(self, severity: int, sentence: str) -> None:
-        self.problems.append((severity, sentence))
-
-    def walk(self, reader: TeeReader) -> None:
-        last_name: str | None = None
-        try:
-            archive = tarfile.open(fileobj=reader, mode="r:")  # noqa: SIM115 (closed in finally)
-            for count in range(_MAX_MEMBERS + 1):
-                member = archive.next()
-                if member is None:
-                    return self._check_end(reader, archive.offset, last_name)
-                # TarFile keeps every TarInfo in `members`; `self.seen` is our own bounded index. The
-                # attribute is CPython's (every version since 2.x) but not in the typing stubs.
-                archive.members.clear()  # type: ignore[attr-defined]
-                if count == _MAX_MEMBERS:
-                    self._flag(
-                        INCOMPLETE,
-                        f"The tar holds more than {_MAX_MEMBERS} members; expected the few "
-                        f"members per layer that `docker save` writes; the rest was not checked.",
-                    )
-                    return None
-                self._visit(member, reader)
-                last_name = member.name
-        except _Abort:
-            pass
-        except OSError:
-            raise  # the disk failed, not the input: the caller reports the path as unreadable
-        except Exception as exc:
-            self._flag(DAMAGED, _parse_failure(reader, exc, last_name))
-        return None
-
-    def _check_end(self, reader: TeeReader, offset: int, last_name: str | None) -> None:
-        header = reader.last_read
-        where = f"after member {last_name!r}" if last_name else "at its start"
-        if len(header) == tarfile.BLOCKSIZE and header.count(0) == tarfile.BLOCKSIZE:
-            self.complete = True
-            if not reader.drain():
-                self._flag(
-                    DAMAGED,
-                    "The tar has non-zero bytes after its end-of-archive marker; expected only "
-                    f"zero padding; something was appended to the file, so {REEXPORT}.",
-                )
-        elif len(header) < tarfile.BLOCKSIZE:
-            self._flag(
-                DAMAGED,
-                f"The tar ends {where} without an end-of-archive marker; expected a complete "
-                "`docker save` archive; the file is truncated, so copy or export it again.",
-            )
-        else:
-            self._flag(
-                DAMAGED,
-                f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
-                "header or the end-of-archive marker; the file is corrupt, so copy or export it again.",
-            )
-
-    def _visit(self, member: tarfile.TarInfo, reader: TeeReader) -> None:
-        name = member.name
-        key = posixpath.normpath(name)
-        kind = _unsafe_kind(member)
-        if name.startswith("/"):
-            self._flag(
-                UNSAFE,
-                f"Member {name!r} has an absolute path; expected relative names only; {REEXPORT}.",
-            )
-        elif ".." in name.split("/") or key in ("", "."):
-            self._flag(
-                UNSAFE,
-                f"Member {name!r} has an empty name or a '..' component; expected plain relative "
-                f"names that stay inside the archive; {REEXPORT}.",
-            )
-        elif key in self.seen:
-            self._flag(
-                UNSAFE,
-                f"Member {name!r} appears more than once; expected each name once, since a later "
-                f"copy silently replaces the earlier one on load; {REEXPORT}.",
-            )
-        elif kind:
-            self.seen[key] = _Seen("other")
-            self._flag(
-                UNSAFE,
-                f"Member {name!r} is a {kind}; expected only regular files and directories in a "
-                f"snapshot tar; {REEXPORT}.",
-            )
-        elif member.isdir():
-            self.seen[key] = _Seen("dir")
-        elif member.size > self.member_cap:
-            self.seen[key] = _Seen(
-                "file",
-                member.size,
-                note=(
-                    f"Member {name!r} is {member.size} bytes, over the member cap of {self.member_cap}; expected "
-                    "smaller members; raise the cap to verify it."
-                ),
-            )
-        else:
-            self.seen[key] = self._hash_member(key, member, reader)
-
-    def _hash_member(self, key: str, member: tarfile.TarInfo, reader: TeeReader) -> _Seen:
-        reader.seek(member.offset_data)
-        keep = member.size <= self.json_budget and (
-            key in ("manifest.json", "index.json")
-            or key.startswith("blobs/")
-            or ("/" not in key and key.endswith(".json"))
-        )
-        digest = MemberDigest(key, b"", self.member_cap)
-        parts: list[bytes] = []
-        got = 0
-        for view in reader.views(member.size):
-            if not got:
-                digest = MemberDigest(key, bytes(view[:16]), self.member_cap)
-                keep = keep and bytes(view[:64]).lstrip()[:1] in (
-                    b"{",
-                    b"[",
-                )  # only JSON is ever parsed
-            digest.update(view)
-            got += len(view)
-            if keep:
-                parts.append(bytes(view))
-        if got < member.size:
-            self._flag(
-                DAMAGED,
-                f"The tar ends inside member {member.name!r} ({got} of {member.size} bytes present); "
-                "expected a complete archive; the file is truncated, so copy or export it again.",
-            )
-            raise _Abort
-        if keep:
-            self.kept[key] = b"".join(parts)
-            self.json_budget -= member.size
-        diff_id = digest.diff_id()
-        note = digest.problem
-        if digest.compression not in (None, "gzip"):
-            note = (
-                f"Member {member.name!r} is {digest.compression}-compressed; expected an uncompressed or gzip "
-                f"layer, the only kinds whose diff_id can be checked offline; {REEXPORT}."
-            )
-        return _Seen("file", member.size, digest.raw.hexdigest(), diff_id, note)
-
-    # -- cross-checks on what the walk collected ------------------------------------------------------------------
+class _Scan(MemberWalk):
+    """The walk over the members (`MemberWalk`), then the cross-checks on what it collected."""
 
     def report(self, path: str, tar_sha256: str, size: int) -> TarReport:
         layout = (
@@ -441,7 +269,7 @@ class _Scan:
         if layout == "oci":
             self._check_oci_index()
 
-    def _check_blob(self, key: str, seen: _Seen) -> None:
+    def _check_blob(self, key: str, seen: Seen) -> None:
         """A blob's name is its own sha256: the only kind of blob this verifier can check."""
         algorithm, _, hex_digest = key.removeprefix("blobs/").partition("/")
         if algorithm != "sha256" or not _HEX64.fullmatch(hex_digest):
@@ -486,41 +314,6 @@ class _Scan:
                     f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
                     f"expected every indexed manifest present; {REEXPORT}.",
                 )
-
-
-def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
-    if member.issym():
-        return f"symbolic link (to {member.linkname!r})"
-    if member.islnk():
-        return f"hard link (to {member.linkname!r})"
-    if member.ischr() or member.isblk() or member.isfifo():
-        return "device or FIFO node"
-    if not member.isdir() and member.type not in _TAR_TYPES:
-        return f"member of unsupported tar type {member.type!r} (e.g. sparse)"
-    return None
-
-
-def _parse_failure(reader: TeeReader, exc: Exception, last_name: str | None) -> str:
-    if last_name is None and reader.head.startswith(b"\x1f\x8b"):
-        return (
-            "The file is gzip-compressed; expected the uncompressed tar `docker save` writes; decompress it "
-            "(gunzip) and verify the result."
-        )
-    if isinstance(exc, OversizedRead):
-        return (
-            f"The tar has a header at or after byte {reader.tell()} that asks for {exc} bytes of extended (pax or "
-            f"GNU long-name) data; expected at most {HEADER_READ_CAP}; the file is corrupt or hostile, so "
-            f"{REEXPORT}."
-        )
-    if last_name is None:
-        return (
-            f"The file is not a tar archive ({exc or type(exc).__name__}); expected the output of `docker save`; "
-            "check that the path names the snapshot tar, and export it again if it does."
-        )
-    return (
-        f"The tar is {'truncated' if reader.exhausted else 'corrupt'} after member {last_name!r} "
-        f"({type(exc).__name__}: {exc}); expected a complete, well-formed archive; copy or export the file again."
-    )
 
 
 def _digest_in_name(config_key: str) -> str | None:
@@ -570,7 +363,7 @@ def verify_tar(
                 f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
                 hint="pass the path of the .tar file itself",
             )
-        reader = TeeReader(raw)
+        reader = TeeReader(raw, os.fstat(raw.fileno()).st_size)
         scan = _Scan(member_cap_bytes, json_cap_bytes)
         try:
             scan.walk(reader)

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from . import progress
+
 CHUNK_BYTES = 4 << 20  # a multiple of the 512-byte tar block, so headers never straddle two chunks
 HEADER_READ_CAP = 1 << 20  # pax and GNU long-name headers are read whole; real ones are far smaller
 _INFLATE_IN_BYTES = (
@@ -37,8 +39,9 @@ class OversizedRead(Exception):
 class TeeReader:
     """Forward-only file object: each chunk read from disk goes to the whole-file hasher thread and to the walk."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, size: int | None = None) -> None:
         self._raw = raw
+        self.size = size  # for progress only
         self._chunks: queue.Queue[bytes | None] = queue.Queue(
             maxsize=4
         )  # bounds memory if the walk runs ahead
@@ -68,6 +71,7 @@ class TeeReader:
             self.head = chunk[:8]
         self._chunk, self._view = chunk, memoryview(chunk)
         self._chunk_start, self._chunk_end = self._chunk_end, self._chunk_end + len(chunk)
+        progress.advance("verifying the tar", self._chunk_end, self.size)
         return True
 
     def views(self, count: int) -> Iterator[memoryview]:

@@ -29,9 +29,9 @@ from .output import (
     MAX_POSITION,
     note,
     output_options,
-    terminal_safe,
     write_document,
     write_rows,
+    write_text,
 )
 
 text_format_option = output_options(
@@ -50,7 +50,7 @@ def _emit(
     columns: tuple[str, ...],
 ) -> None:
     if fmt == "text":
-        click.echo(terminal_safe(text), nl=False)
+        write_text(text)
     elif fmt == "json":
         write_document(document, fmt)
     else:
@@ -107,7 +107,7 @@ def tree(
     """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
     with read_models(lineage, as_of, occurred_before) as models:
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
-    click.echo(terminal_safe(tree_view.RENDERERS[fmt](model)), nl=False)
+    write_text(tree_view.RENDERERS[fmt](model))
 
 
 @click.command()
@@ -250,14 +250,7 @@ def audit(
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
-    chain = lineage.verify()
-    integrity = {
-        "intact": chain.intact,
-        "events": chain.events,
-        "head": str(chain.head) if chain.head else None,
-        "first_bad_position": chain.first_bad_position,
-        "problem": chain.problem,
-    }
+    integrity = lineage.verify().summary()
     with read_models(lineage, as_of, occurred_before) as models:
         report = audit_report(
             models.db,

@@ -11,7 +11,7 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
-from .output import note, output_options, terminal_safe, write_rows
+from .output import note, output_options, write_rows, write_text
 
 MAX_BUNDLE_BYTES = 4 * 2**30
 
@@ -88,12 +88,16 @@ def _read(path: str, key_values: tuple[str, ...]) -> Any:
 def summary(report: Any) -> dict[str, Any]:
     signers = sorted(set(report.signed_by.values()))
     cp = report.checkpoint
-    trusted = ", ".join(report.trusted_signers) or "not checked (no --key)"
+    trusted = (
+        f"signed by {', '.join(report.trusted_signers)}"
+        if report.trusted_signers
+        else "signature not checked (no --key)"
+    )
     return {
         "runs": ", ".join(report.runs),
         "events": len(report.events),
         "positions": f"{report.events[0]['position']}-{report.events[-1]['position']}",
-        "checkpoint": f"{cp.origin}, {cp.size} events, signed by {trusted}",
+        "checkpoint": f"{cp.origin}, {cp.size} events, {trusted}",
         "signed_events": f"{len(report.signed_by)} by {', '.join(signers) or 'nobody'}"
         + (
             f" (trusted: {', '.join(sorted(report.trusted_batches))})"
@@ -141,23 +145,16 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
         settings = Settings.from_env({}, home=home, actor=f"bundle:{report.checkpoint.origin}")
         with Lineage(settings) as scratch:
             scratch.app.record(entries(report, scratch.app), verified_here=True)
-            chain = scratch.verify()
-            integrity = {
-                "intact": chain.intact,
-                "events": chain.events,
-                "head": str(chain.head) if chain.head else None,
-                "first_bad_position": chain.first_bad_position,
-                "problem": chain.problem,
-            }
+            integrity = scratch.verify().summary()
             models = open_read_models(scratch)
             try:
                 for run in report.runs:
                     model = tree_view.tree_model(models.db, run)
-                    click.echo(terminal_safe(tree_view.RENDERERS["text"](model)), nl=False)
+                    write_text(tree_view.RENDERERS["text"](model))
                 audit = audit_report(models.db, integrity, position=models.position)
             finally:
                 models.close()
-    click.echo(terminal_safe(render_audit(audit)), nl=False)
+    write_text(render_audit(audit))
 
 
 @bundle.command("sources")

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import ChainReport
+from ..domain.signed_note import Checkpoint
 from .common import split_address
-from .output import note
+from .output import note, write_document, write_line, write_text
 
 KEY_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
@@ -56,7 +55,7 @@ def generate(name: str, folder: str) -> None:
     key = ed25519.generate(name)
     write_new(private, f"{key}\n", 0o600)
     write_new(public, f"{key.verifier}\n", 0o644)
-    click.echo(str(key.verifier))
+    write_line(str(key.verifier))
     note(f"wrote {private} (keep it private) and {public} (give it to whoever verifies)")
 
 
@@ -84,11 +83,13 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     signed = Note(made.text())
     if signer is not None:
         signed = ed25519.sign_note(signed, signer)
-    click.echo(str(signed), nl=False)
+    write_text(str(signed))
     note(f"checkpoint of {made.size} events{' signed by ' + signer.name if signer else ''}")
 
 
-def checked_checkpoint(checkpoint_file: str, key_values: tuple[str, ...]) -> tuple[Any, list[str]]:
+def checked_checkpoint(
+    checkpoint_file: str, key_values: tuple[str, ...]
+) -> tuple[Checkpoint, list[str]]:
     """The checkpoint in the file, its signatures verified when keys are given: (checkpoint, signers)."""
     from ..adapters import ed25519
     from ..adapters.checkpoints import read_checkpoint
@@ -197,11 +198,11 @@ def prove(
             raise InvalidInput(f"expected an event at position {position}, found none")
         proofs.append(inclusion(tree, parsed, position, rows[0]))
         check_inclusion(proofs[-1], parsed, "the proof just made")
-    click.echo(json.dumps({"checkpoint": parsed.text(), "proofs": proofs}, indent=2))
+    write_document({"checkpoint": parsed.text(), "proofs": proofs}, "json")
     note(f"{len(proofs)} inclusion proofs against the checkpoint of {parsed.size} events")
 
 
-def _check_proofs(proof_file: str, parsed: Any) -> None:
+def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
     from ..adapters.checkpoints import check_inclusion
     from ..adapters.strict_json import loads as loads_strict
 
@@ -216,7 +217,7 @@ def _check_proofs(proof_file: str, parsed: Any) -> None:
         check_inclusion(proof, parsed, f"{proof_file}, proof {number}")
     if not proofs:
         raise IntegrityFailure(f"{proof_file}: expected at least one proof, found none")
-    click.echo(
+    write_line(
         f"{len(proofs)} inclusion proofs verify against the checkpoint of {parsed.size} events"
     )
 

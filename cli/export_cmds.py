@@ -23,17 +23,17 @@ from .common import (
     run_argument,
     split_address,
 )
-from .output import note, output_options, write_rows
+from .output import note, output_options, write_rows, write_text
 
 
 def _write(document: dict[str, Any], output: str | None) -> None:
-    write_text(canonical_json(document), output)
+    write_out(canonical_json(document), output)
 
 
-def write_text(text: str, output: str | Path | None) -> None:
+def write_out(text: str, output: str | Path | None) -> None:
     """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name."""
     if output is None or output == "-":
-        click.echo(text, nl=False)
+        write_text(text, escape=False)
         return
     target = Path(output)
     tmp = target.with_name(f".{target.name}.tmp")
@@ -148,7 +148,7 @@ def openlineage(
             for run in keys
             for event in ol.run_events(models.db, run, emit)
         ]
-    write_text("".join(lines), output)
+    write_out("".join(lines), output)
 
 
 @export.command()

@@ -16,7 +16,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head
 from .common import split_address
-from .output import POSITION, note, output_options, write_document, write_rows
+from .output import POSITION, note, output_options, write_document, write_line, write_rows
 
 LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "actor", "fact")
 
@@ -68,7 +68,9 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     result = lineage.app.record(entries, dry_run=dry_run)
     if dry_run:
         for fact in result.new_facts:
-            click.echo(fact.model_dump_json())
+            write_line(
+                json.dumps(fact.model_dump(mode="json"))
+            )  # ASCII: nothing for a terminal to obey
         note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
     else:
         note(
@@ -210,11 +212,7 @@ def verify(
 
         signed = check_trusted(lineage, report, trusted_file)
     document = {
-        "intact": report.intact,
-        "events": report.events,
-        "head": str(report.head) if report.head else None,
-        "first_bad_position": report.first_bad_position,
-        "problem": report.problem,
+        **report.summary(),
         "checked_head": str(report.checked_head) if report.checked_head else None,
     }
     if checkpoint_file:
@@ -287,9 +285,9 @@ def head(lineage: Lineage, as_json: bool) -> None:
     size = tree.size()
     root = base64.b64encode(tree.root(size)).decode()
     if as_json:
-        click.echo(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
+        write_line(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
         return
-    click.echo(chain_head)
+    write_line(chain_head)
     note(f"Merkle tree: {size} events, root {root}")
 
 
@@ -307,7 +305,7 @@ def init(lineage: Lineage) -> None:
 @click.command()
 def schema() -> None:
     """Print the JSON Schema of one `lineage ingest` line."""
-    click.echo(json.dumps(ingest_schema(), indent=2, sort_keys=True))
+    write_line(json.dumps(ingest_schema(), indent=2, sort_keys=True))
 
 
 COMMANDS = (init, ingest, log_command, verify, head, schema)

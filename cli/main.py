@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from typing import Any
 
 import click
@@ -215,10 +216,14 @@ class LineageGroup(click.Group):
         except KeyboardInterrupt:
             # One line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
             # transaction, so an interrupted command has appended whole batches or nothing.
-            click.echo("interrupted", err=True)
+            from .output import note
+
+            note("interrupted")
             ctx.exit(130)
         except LineageError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            from .output import note
+
+            note(f"Error: {exc}")
             ctx.exit(exc.exit_code)
         except Exception as exc:
             from eventsourcing.persistence import InterfaceError, OperationalError
@@ -226,9 +231,10 @@ class LineageGroup(click.Group):
             if not isinstance(exc, (OperationalError, InterfaceError)):
                 raise
             # a store that went away under a read
-            click.echo(
-                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)",
-                err=True,
+            from .output import note
+
+            note(
+                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)"
             )
             ctx.exit(StoreUnavailable.exit_code)
 
@@ -258,6 +264,7 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
       LINEAGE_ACTOR          who is recording (as --actor)
       LINEAGE_DUCKDB_MEMORY  memory cap of the read models (default 256MB)
       LINEAGE_LOCK_TIMEOUT   seconds to wait for the read-model file's lock
+      LINEAGE_PROGRESS       1: progress on stderr even when it is not a terminal; 0: never
     Without --store or --home, the store is the nearest .lineage/ in this folder or a parent.
     Shell completion: eval "$(_LINEAGE_COMPLETE=bash_source lineage)" (zsh_source, fish_source).
     """
@@ -265,6 +272,7 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
     from ..settings import Settings
 
     show_notices()
+    show_progress(ctx)
     lineage = Lineage(
         Settings.from_env(store=store, home=home, actor=actor),
         may_create=ctx.invoked_subcommand in CREATES_A_STORE,
@@ -274,7 +282,9 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
 
     def say_if_created() -> None:
         if lineage.created:
-            click.echo(f"created a new lineage store at {lineage.location}", err=True)
+            from .output import note
+
+            note(f"created a new lineage store at {lineage.location}")
 
     ctx.call_on_close(say_if_created)
 
@@ -293,6 +303,16 @@ def show_notices() -> None:
     if not any(isinstance(handler, _Notices) for handler in logger.handlers):
         logger.addHandler(_Notices(logging.INFO))
         logger.setLevel(logging.INFO)
+
+
+def show_progress(ctx: click.Context) -> None:
+    from ..adapters.progress import listening
+    from .output import ProgressLine, progress_wanted
+
+    if progress_wanted():
+        line = ProgressLine(sys.stderr)
+        ctx.with_resource(listening(line))
+        ctx.call_on_close(line.close)
 
 
 def main() -> None:

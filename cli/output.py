@@ -114,10 +114,11 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True, default=_json_default)
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as JSON and SQL spell them, not Python's True
     if isinstance(value, float):
-        return repr(
-            value
-        )  # shortest text that reads back as the same float: 0.123456789, not 0.123457
+        # The shortest text that reads back as the same float: 0.123456789, not 0.123457.
+        return repr(value)
     if isinstance(value, (datetime, date)):
         return iso_time(value)
     return str(value)
@@ -153,49 +154,74 @@ def terminal_safe(text: str) -> str:
 def write_rows(
     rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None
 ) -> None:
-    out = sys.stdout  # the stream CliRunner swaps in, too
-    headers = _headers_wanted()
-    if fmt == "jsonl":
-        for row in rows:
-            out.write(
-                json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=_json_default)
-                + "\n"
-            )
-    elif fmt == "json":
-        out.write("[")
-        for i, row in enumerate(rows):
-            out.write(
-                ("," if i else "")
-                + "\n  "
-                + json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=_json_default)
-            )
-        out.write("\n]\n")
-    elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        if headers:
-            writer.writerow(columns)
-        for row in rows:
-            writer.writerow([_cell(row.get(c)) for c in columns])
-    elif fmt == "tsv":
-        if headers:
-            out.write("\t".join(_tsv_field(c) for c in columns) + "\n")
-        for row in rows:
-            out.write("\t".join(_tsv_field(_cell(row.get(c))) for c in columns) + "\n")
-    elif fmt == "markdown":
-        if headers:
-            out.write("| " + " | ".join(columns) + " |\n")
-            out.write("|" + "|".join("---" for _ in columns) + "|\n")
-        for row in rows:
-            out.write(
-                "| "
-                + " | ".join(
-                    terminal_safe(_cell(row.get(c))).replace("|", "\\|").replace("\n", " ")
-                    for c in columns
-                )
-                + " |\n"
-            )
+    """`rows` in `fmt`, each written as it comes (the table excepted: it is drawn once, capped)."""
+    if fmt == "table":
+        _write_table(rows, columns, title, _headers_wanted())
     else:
-        _write_table(rows, columns, title, headers)
+        WRITERS[fmt](
+            sys.stdout, rows, columns, _headers_wanted()
+        )  # the stream CliRunner swaps in, too
+
+
+Writer = Callable[[Any, Iterable[dict[str, Any]], Sequence[str], bool], None]
+
+
+def _json_row(row: dict[str, Any], columns: Sequence[str]) -> str:
+    return json.dumps({c: _jsonable(row.get(c)) for c in columns}, default=_json_default)
+
+
+def _write_jsonl(out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], _: bool) -> None:
+    for row in rows:
+        out.write(_json_row(row, columns) + "\n")
+
+
+def _write_json(out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], _: bool) -> None:
+    out.write("[")
+    for i, row in enumerate(rows):
+        out.write(("," if i else "") + "\n  " + _json_row(row, columns))
+    out.write("\n]\n")
+
+
+def _write_csv(
+    out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], headers: bool
+) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    if headers:
+        writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+
+
+def _write_tsv(
+    out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], headers: bool
+) -> None:
+    if headers:
+        out.write("\t".join(_tsv_field(c) for c in columns) + "\n")
+    for row in rows:
+        out.write("\t".join(_tsv_field(_cell(row.get(c))) for c in columns) + "\n")
+
+
+def _markdown_cell(value: Any) -> str:
+    return terminal_safe(_cell(value)).replace("|", "\\|").replace("\n", " ")
+
+
+def _write_markdown(
+    out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], headers: bool
+) -> None:
+    if headers:
+        out.write("| " + " | ".join(columns) + " |\n")
+        out.write("|" + "|".join("---" for _ in columns) + "|\n")
+    for row in rows:
+        out.write("| " + " | ".join(_markdown_cell(row.get(c)) for c in columns) + " |\n")
+
+
+WRITERS: dict[str, Writer] = {
+    "jsonl": _write_jsonl,
+    "json": _write_json,
+    "csv": _write_csv,
+    "tsv": _write_tsv,
+    "markdown": _write_markdown,
+}
 
 
 #: A table is drawn whole, so it shows this many rows and says how many more there were (the other formats stream).
@@ -238,5 +264,60 @@ def write_document(document: Any, fmt: str) -> None:
     )
 
 
+def write_text(text: str, *, escape: bool = True) -> None:
+    """Text on stdout as it is (add the newline you want): escaped for a terminal unless it is a file format
+    that must stay byte-exact (an export), whose JSON already escapes what a terminal would obey."""
+    click.echo(terminal_safe(text) if escape else text, nl=False)
+
+
+def write_line(text: str) -> None:
+    write_text(text + "\n")
+
+
 def note(message: str) -> None:
+    if ProgressLine.current is not None:
+        ProgressLine.current.close()  # a message starts on a line of its own, never after a bar
     click.echo(terminal_safe(message), err=True)
+
+
+class ProgressLine:
+    """One line on stderr that redraws itself (`\\r`) as long operations advance: at most ten times a second,
+    each task on its own line. Drawn only where a person watches (stderr is a terminal) or when
+    LINEAGE_PROGRESS=1 asks for it; never on stdout, which carries data only."""
+
+    #: The line being drawn in this process, so `note` can end it first.
+    current: ProgressLine | None = None
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.task: str | None = None
+        self.drawn_at = 0.0
+        ProgressLine.current = self
+
+    def __call__(self, task: str, done: int, total: int | None) -> None:
+        import time
+
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if task == self.task and not finished and now - self.drawn_at < 0.1:
+            return
+        if self.task is not None and task != self.task:
+            self.stream.write("\n")
+        self.task, self.drawn_at = task, now
+        of = f" of {total:,} ({100 * done / total:.0f}%)" if total else ""
+        self.stream.write(f"\r{task}: {done:,}{of}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.task = None
+
+
+def progress_wanted(environ: Any = None) -> bool:
+    import os
+
+    env = os.environ if environ is None else environ
+    setting = env.get("LINEAGE_PROGRESS", "auto")
+    return setting == "1" or (setting == "auto" and sys.stderr.isatty())

@@ -8,7 +8,7 @@ import click
 
 from ..bootstrap import Lineage
 from .common import as_of_option, complete_runs, read_models, run_argument
-from .export_cmds import write_text
+from .export_cmds import write_out
 from .output import output_options, write_rows
 
 
@@ -84,21 +84,14 @@ def report(
     from ..projections.report_html import render
     from ..projections.run_list import resolve_run
 
-    chain = lineage.verify()
-    integrity = {
-        "intact": chain.intact,
-        "events": chain.events,
-        "head": str(chain.head) if chain.head else None,
-        "first_bad_position": chain.first_bad_position,
-        "problem": chain.problem,
-    }
+    integrity = lineage.verify().summary()
     with read_models(lineage, as_of, occurred_before) as models:
         built = [
             reports.run_report(models.db, run, integrity, models.position)
             for run in dict.fromkeys(resolve_run(models.db, given) for given in runs)
         ]
         page = render(built, reports.built_from(models.db), integrity)
-    write_text(page, target)
+    write_out(page, target)
 
 
 COMMANDS = (arms, report)

@@ -13,14 +13,15 @@ from typing import Any
 
 import click
 
-from ..adapters.snapshot_service import Outcome, SnapshotService, check_export_tars, worst_error
+from ..adapters.snapshot_files import check_export_tars
+from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
 from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
 from ..projections import snapshot_queries
 from .common import as_of_option, read_models
-from .output import note, output_options, write_document, write_rows
+from .output import note, output_options, write_document, write_line, write_rows
 
 VERIFY_COLUMNS = (
     "path",
@@ -300,7 +301,7 @@ def show(
             fmt,
             title=f"snapshot {ref}",
         )
-        click.echo()
+        write_line("")
     if fmt in HUMAN_FORMATS:
         events = [{**event, "detail": _detail(event)} for event in events]
     write_rows(

@@ -19,7 +19,6 @@ from .fact_base import (
     JsonObject,
     Key,
     Number,
-    Seconds,
     Text,
     _plain_json,
     as_utc,
@@ -27,11 +26,41 @@ from .fact_base import (
 )
 from .fact_base import Fact as Fact  # re-exported: `facts.Fact` is the API's name for the base
 from .fact_base import Model as Model
+from .fork_facts import AblationReported as AblationReported
+from .fork_facts import ChildFailed as ChildFailed
+from .fork_facts import ChildRestored as ChildRestored
+from .fork_facts import ChildScored as ChildScored
+from .fork_facts import ChildUnscored as ChildUnscored
+from .fork_facts import CustodyEntry as CustodyEntry
+from .fork_facts import CustodyFailed as CustodyFailed
+from .fork_facts import CustodyHandedOff as CustodyHandedOff
+from .fork_facts import CustodyHeld as CustodyHeld
+from .fork_facts import CustodyReleased as CustodyReleased
+
+# Re-exported: every fact is reachable as `facts.<Name>`, whichever module defines it.
+from .fork_facts import Delta as Delta
+from .fork_facts import ForkChild as ForkChild
+from .fork_facts import ForkClosed as ForkClosed
+from .fork_facts import ForkOpened as ForkOpened
+from .fork_facts import SnapshotRefs as SnapshotRefs
+from .gate_facts import EvidenceObserved as EvidenceObserved
+from .gate_facts import PreservationReceipted as PreservationReceipted
+from .gate_facts import ResultsRow as ResultsRow
+from .gate_facts import ScorerDrained as ScorerDrained
+from .gate_facts import SkillLoading as SkillLoading
+from .gate_facts import TokenUsage as TokenUsage
+from .gate_facts import TrajectoryFile as TrajectoryFile
+from .snapshot_facts import SnapshotAdopted as SnapshotAdopted
+from .snapshot_facts import SnapshotCaptured as SnapshotCaptured
+from .snapshot_facts import SnapshotDiscarded as SnapshotDiscarded
+from .snapshot_facts import SnapshotExported as SnapshotExported
+from .snapshot_facts import SnapshotExportFailed as SnapshotExportFailed
+from .snapshot_facts import SnapshotFact as SnapshotFact
+from .snapshot_facts import SnapshotImported as SnapshotImported
+from .snapshot_facts import SnapshotImportRejected as SnapshotImportRejected
 from .vocabulary import (
     BRANCH_AGGREGATE,
     REQUEST_GLOBAL,
-    ArmKind,
-    BranchSkillMode,
     CtrfStatus,
     Layer,
     RewardBasis,
@@ -280,198 +309,6 @@ class RunFinished(Fact):
         )
 
 
-# --- forks --------------------------------------------------------------------------------------------
-
-
-class Delta(Model):
-    """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only digests."""
-
-    environment_ref: Text | None = None
-    skill_mode: BranchSkillMode | None = None
-    config_override_sha256: Digest | None = None
-    injected_prompt_sha256: Digest | None = None
-    config_override_keys: tuple[Text, ...] | None = None
-
-    def provenance(self) -> dict[str, Any]:
-        out = self.model_dump(mode="json")
-        if out["config_override_keys"] is None:
-            out.pop("config_override_keys")
-        return out
-
-
-class ForkChild(Model):
-    index: Count
-    node: Key
-    arm: Text | None = None
-    kind: ArmKind | None = None
-    source: Text | None = None
-    delta: Delta = Delta()
-    delta_execution: Literal["fresh-rollout"] | None = None
-    environment: JsonObject | None = None
-
-
-class SnapshotRefs(Model):
-    sandbox: Text | None = None
-    environment: Text | None = None
-
-
-class ForkOpened(Fact):
-    type: Literal["fork.opened"] = "fork.opened"
-    run: Key
-    fork: Key
-    node: Key
-    stage: Stage | None = None
-    layers: tuple[Layer, ...] = ()
-    snapshot: SnapshotRefs | None = None
-    children: tuple[ForkChild, ...]
-    ablation: JsonObject | None = None
-
-    @model_validator(mode="after")
-    def _children_are_a_vector(self) -> ForkOpened:
-        # benchflow asks for n >= 2 children, but attaches them one by one: when the first one raises, the tree
-        # holds that one only. Such a fork is on record as it happened; it can never close completed.
-        if not self.children:
-            raise ValueError(
-                "a fork needs at least 1 child (the children that were started), found none"
-            )
-        indices = [child.index for child in self.children]
-        if indices != list(range(len(indices))):
-            raise ValueError(
-                f"child indices must be 0..{len(indices) - 1} in order, found {indices}"
-            )
-        nodes = [child.node for child in self.children]
-        if len(set(nodes)) != len(nodes) or self.node in nodes:
-            raise ValueError(
-                f"child nodes must be distinct and differ from the fork node, found {nodes}"
-            )
-        return self
-
-
-class ChildRestored(Fact):
-    type: Literal["fork.child_restored"] = "fork.child_restored"
-    run: Key
-    fork: Key
-    index: Count
-    layers: tuple[Layer, ...] = ()
-    snapshot: SnapshotRefs = SnapshotRefs()
-
-
-class ChildScored(Fact):
-    type: Literal["fork.child_scored"] = "fork.child_scored"
-    run: Key
-    fork: Key
-    index: Count
-    reward: Number
-    tests: dict[Text, CtrfStatus] | None = None
-    wall_clock_sec: Seconds | None = None
-
-
-class ChildUnscored(Fact):
-    type: Literal["fork.child_unscored"] = "fork.child_unscored"
-    run: Key
-    fork: Key
-    index: Count
-    reason: Key
-    tests: dict[Text, CtrfStatus] | None = None
-    wall_clock_sec: Seconds | None = None
-
-
-class ChildFailed(Fact):
-    """A child that raised. Its verifier may still have written a CTRF report (benchflow hands a child's mounted
-    output off in a `finally`), and benchflow mines it like any other child's, so `tests` is recorded here too."""
-
-    type: Literal["fork.child_failed"] = "fork.child_failed"
-    run: Key
-    fork: Key
-    index: Count
-    error: Key
-    wall_clock_sec: Seconds | None = None
-    tests: dict[Text, CtrfStatus] | None = None
-
-
-class ForkClosed(Fact):
-    type: Literal["fork.closed"] = "fork.closed"
-    run: Key
-    fork: Key
-    outcome: Literal["completed", "partial"]
-    value: Number | None = None
-    error: Text | None = None
-
-
-class AblationReported(Fact):
-    """What a `bench eval ablate` report says that the fork facts cannot hold (docs/benchflow-formats.md §13.3).
-
-    `parent_reward`/`parent_error` are the parent block as `_run_parent` saw `verify()`, kept when result.json says
-    otherwise (`_maybe_classify_api_error` rewrites it later). A report whose fork never happened (a request-global
-    parent failure skips every arm, and no tree.json is written) has `fork` null and keeps its request-level fields
-    and arm definitions in `report`. `error` is the report's own error as written.
-    """
-
-    type: Literal["ablation.reported"] = "ablation.reported"
-    run: Key
-    stage: Stage
-    fork: Key | None = None
-    parent_reward: Number | None = None
-    parent_error: Text | None = None
-    error: Text | None = None
-    report: JsonObject | None = None
-
-
-# --- custody ------------------------------------------------------------------------------------------
-
-
-class CustodyEntry(Model):
-    path: Key
-    sha256: Digest
-    size: Annotated[int, Field(ge=0, le=2**63 - 1)]
-
-
-class CustodyHeld(Fact):
-    type: Literal["custody.held"] = "custody.held"
-    run: Key
-    fork: Key
-    location: Key
-    entries: tuple[CustodyEntry, ...]
-
-
-class CustodyHandedOff(Fact):
-    type: Literal["custody.handed_off"] = "custody.handed_off"
-    run: Key
-    fork: Key
-    index: Count
-    location: Text | None = None
-    entries: tuple[CustodyEntry, ...] = ()
-
-
-class CustodyReleased(Fact):
-    type: Literal["custody.released"] = "custody.released"
-    run: Key
-    fork: Key
-    entries: tuple[CustodyEntry, ...]
-
-
-class CustodyFailed(Fact):
-    """A custody step failed. `index`: the child whose hand-off failed (phase hand-off); a hand-off failure and a
-    release failure of one fork are separate facts."""
-
-    type: Literal["custody.failed"] = "custody.failed"
-    run: Key
-    fork: Key
-    phase: Literal["hold", "hand-off", "release"]
-    preserved_location: Text | None = None
-    error: Key
-    entries: tuple[CustodyEntry, ...] = ()
-    index: Count | None = None
-
-    @model_validator(mode="after")
-    def _index_names_a_hand_off(self) -> CustodyFailed:
-        if self.index is not None and self.phase != "hand-off":
-            raise ValueError(
-                f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}"
-            )
-        return self
-
-
 # --- replay cut points --------------------------------------------------------------------------------
 
 
@@ -515,190 +352,6 @@ class CutPointServed(Fact):
                 "expected configured K >= 1 (benchflow validates 0 < K <= n_recorded), found 0"
             )
         return self
-
-
-# --- release-gate evidence (the experiment-review skill) ----------------------------------------------
-
-
-Size = Annotated[int, Field(ge=0, le=2**63 - 1)]
-
-
-class TrajectoryFile(Model):
-    """One JSONL trajectory file as it was read: present or not, its size, and what its lines held."""
-
-    present: bool
-    size: Size = 0
-    records: Count = 0  # lines that parse as JSON objects
-    malformed: Count = 0  # non-blank lines that do not
-    agent_events: Count | None = None  # ACP: events outside the verifier phase
-    requests: Count | None = None  # LLM: request records with a body
-    responses: Count | None = None  # LLM: response records with a body
-    responses_with_usage: Count | None = None  # LLM: response bodies carrying positive token usage
-
-
-class ResultsRow(Model):
-    """The rollout's trainer-facing `results.jsonl`: how many rows, and whether its row is training-ready."""
-
-    present: bool
-    rows: Count = 0
-    malformed: Count = 0
-    training_ready: bool | None = None
-    training_ready_reason: Text | None = None
-    rows_without_usage: Count = 0  # training-ready rows without positive token usage
-    unlisted_tool_calls: Count = (
-        0  # rows whose assistant messages call tools but that list no tool_defs/tools
-    )
-
-
-class TokenUsage(Model):
-    input_tokens: Size | None = None
-    output_tokens: Size | None = None
-    total_tokens: Size | None = None
-    source: Text | None = None
-
-
-class SkillLoading(Model):
-    """What the run's files say about skills: the mode they ran in, where skills were put in the sandbox, how
-    often the agent invoked one, and how many trajectory lines name skill resources (SKILL.md, skill roots)."""
-
-    skill_mode: SkillMode | None = None
-    skills_dir: Text | None = None
-    invocations: Count | None = None
-    marker_lines: Count = 0
-
-
-class EvidenceObserved(Fact):
-    """What a run's (or a fresh-rollout arm's) directory held as release-gate evidence when it was imported.
-
-    A field left None is evidence the layout does not write (Harbor writes no ACP trajectory), never a file
-    that is missing: a missing file is `present: false`. `trial` is the trial the run fills, from its own files."""
-
-    type: Literal["run.evidence_observed"] = "run.evidence_observed"
-    run: Key
-    node: Key = "root"
-    trial: Text | None = None
-    acp_trajectory: TrajectoryFile | None = None
-    llm_trajectory: TrajectoryFile | None = None
-    results: ResultsRow | None = None
-    token_usage: TokenUsage | None = None
-    started_at: Text | None = None
-    finished_at: Text | None = None
-    duration_sec: Seconds | None = None
-    tool_calls: Count | None = None
-    partial_trajectory: bool | None = None
-    skills: SkillLoading | None = None
-
-
-# --- terminal preservation receipts (EdgeBench #8593) -------------------------------------------------
-
-
-class ScorerDrained(Fact):
-    """The run's native scorer finished grading (its drain receipt): the digest of its final scorer history."""
-
-    type: Literal["scorer.drained"] = "scorer.drained"
-    run: Key
-    history_digest: Digest
-
-
-class PreservationReceipted(Fact):
-    """The one attempt made to seal a run's scorer on its own after the worker failed, and its result.
-
-    `history_run` and `history_digest` name the scorer history the attempt sealed; both must be the run's own
-    (its `scorer.drained`). A sealed scorer is evidence for a receiver, not a qualified recovery."""
-
-    type: Literal["scorer.preservation_receipted"] = "scorer.preservation_receipted"
-    run: Key
-    history_run: Key
-    history_digest: Digest
-    result: Literal["sealed", "failed"]
-    checkpoint: Text | None = None  # the sealed artifact's reference
-    error: Text | None = None
-    attempted_at: Text | None = None
-
-    @model_validator(mode="after")
-    def _result_explained(self) -> PreservationReceipted:
-        if self.result == "failed" and not self.error:
-            raise ValueError("a failed preservation attempt needs its error")
-        if self.result == "sealed" and self.error:
-            raise ValueError(
-                f"a sealed preservation attempt carries no error, found {self.error!r}"
-            )
-        return self
-
-
-# --- snapshots ----------------------------------------------------------------------------------------
-
-
-class SnapshotFact(Fact):
-    subject_kind: ClassVar[str] = "snapshot"
-
-    def subject_key(self) -> str:
-        # Each snapshot fact declares `ref`; this base class declares no fields.
-        return str(self.ref)  # type: ignore[attr-defined]
-
-
-class SnapshotCaptured(SnapshotFact):
-    type: Literal["snapshot.captured"] = "snapshot.captured"
-    ref: Key
-    layer: Layer
-    run: Key
-    stage: Stage | None = None
-    node: Key = "root"
-
-
-class SnapshotExported(SnapshotFact):
-    type: Literal["snapshot.exported"] = "snapshot.exported"
-    ref: Key
-    path: Key
-    sha256: Digest
-    image_id: Digest | None = None
-
-
-class SnapshotExportFailed(SnapshotFact):
-    type: Literal["snapshot.export_failed"] = "snapshot.export_failed"
-    ref: Key
-    error: Key
-
-
-class SnapshotDiscarded(SnapshotFact):
-    type: Literal["snapshot.discarded"] = "snapshot.discarded"
-    ref: Key
-
-
-class SnapshotImported(SnapshotFact):
-    verified_here: ClassVar[str | None] = (
-        "`lineage snapshots import` (it verifies the tar, loads it and checks the image id)"
-    )
-    type: Literal["snapshot.imported"] = "snapshot.imported"
-    ref: Key
-    engine: Key
-    image_id: Digest
-    tar_sha256: Digest
-    tar_path: Text | None = None
-
-
-class SnapshotImportRejected(SnapshotFact):
-    verified_here: ClassVar[str | None] = (
-        "`lineage snapshots import` (a rejection is the result of its verification)"
-    )
-    type: Literal["snapshot.import_rejected"] = "snapshot.import_rejected"
-    ref: Key
-    tar_sha256: Digest | None = None
-    tar_path: Text | None = None
-    reason: Key
-
-
-class SnapshotAdopted(SnapshotFact):
-    """A tar that matches no recorded export, taken in on purpose: its provenance is unknown."""
-
-    verified_here: ClassVar[str | None] = (
-        "`lineage snapshots import --adopt` (it verifies the tar before adopting it)"
-    )
-    type: Literal["snapshot.adopted"] = "snapshot.adopted"
-    ref: Key
-    tar_sha256: Digest
-    image_id: Digest | None = None
-    tar_path: Text | None = None
 
 
 FACT_TYPES: tuple[type[Fact], ...] = (

@@ -83,6 +83,16 @@ class ChainReport:
     def intact(self) -> bool:
         return self.problem is None
 
+    def summary(self) -> dict[str, object]:
+        """The report as the audit, the HTML report, bundles and `verify` print it."""
+        return {
+            "intact": self.intact,
+            "events": self.events,
+            "head": str(self.head) if self.head else None,
+            "first_bad_position": self.first_bad_position,
+            "problem": self.problem,
+        }
+
 
 class ChainWalker:
     """Walks rows in position order, stopping at the first break (later links depend on it anyway)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import duckdb
 
+from ..adapters import progress
 from ..adapters.chained_log import ChainedLog, merge_chain
 from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import IntegrityFailure, InvalidInput
@@ -353,6 +354,7 @@ def catch_up(
     last = tracked_position(db)
     if stop is not None and last >= stop:
         return last
+    target = (stop or recorder.max_notification_id()) if progress.listened() else None
     db.execute(STAGING)
     for rows, head in _prefetched(_checked_pages(recorder, _tracked_head(db), last, stop, page)):
         high = rows[-1][0]
@@ -372,6 +374,7 @@ def catch_up(
                 [high, head.chain_hash if head else None, TRACKING_NAME, last],
             )
         last = high
+        progress.advance("projecting the log", high, target)
     return last
 
 

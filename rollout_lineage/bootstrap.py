@@ -134,7 +134,13 @@ class Lineage:
 
     def verify(self, kept_head: Head | None = None) -> ChainReport:
         walker = ChainWalker()
-        walker.feed(self.log.chain_rows())
+        from .adapters.progress import counted
+
+        walker.feed(
+            counted(
+                self.log.chain_rows(), "verifying the hash chain", self.log.max_notification_id()
+            )
+        )
         if kept_head is not None:
             walker.check_head(kept_head, self.log.chain_hash_at(kept_head.position))
         # The Merkle tree lives in the store's database; a log in memory has the chain only.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,26 @@ def test_a_bundle_of_an_unknown_run_or_onto_an_existing_file_is_refused(
     (tmp_path / "exists").write_text("keep me")
     over = a("bundle", "jobs/a", "--to", str(tmp_path / "exists"), ok=False)
     assert over.exit_code == 1 and (tmp_path / "exists").read_text() == "keep me"
+
+
+def test_sources_catch_an_imported_event_changed_afterwards(tmp_path: Path, keys: Path) -> None:
+    a = Cli(tmp_path / "a")
+    source_store(
+        f"sqlite:///{tmp_path / 'a' / 'events.sqlite'}", tmp_path / "a", tmp_path, keys / "lab.key"
+    )
+    a("bundle", "jobs/b", "--to", str(tmp_path / "b.bundle"))
+    c = Cli(tmp_path / "c")
+    c("import", "--bundle", str(tmp_path / "b.bundle"))
+    assert [s["proven"] for s in json.loads(c("bundle", "sources", "--format", "json").stdout)] == [
+        "yes",
+        "yes",
+    ]
+    with sqlite3.connect(tmp_path / "c" / "events.sqlite") as db:
+        state = db.execute("SELECT state FROM stored_events WHERE rowid = 2").fetchone()[0]
+        db.execute(
+            "UPDATE stored_events SET state = ? WHERE rowid = 2",
+            (state.replace(b'"reward":0.0', b'"reward":1.0'),),
+        )
+    result = c("bundle", "sources", "--format", "json", ok=False)
+    assert result.exit_code == 3 and "position 2" in result.stderr
+    assert "not the fact of the source event" in json.loads(result.stdout)[1]["proven"]

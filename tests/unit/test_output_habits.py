@@ -279,3 +279,9 @@ def test_list_commands_stream_from_the_read_models(examples: Cli) -> None:
         lineage.close()
     many = examples("sql", "SELECT range AS n FROM range(200000)", "--format", "csv").stdout
     assert many.count("\n") == 200001
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "markdown"])
+def test_booleans_print_as_json_and_sql_spell_them(examples: Cli, fmt: str) -> None:
+    out = examples("sql", "SELECT true AS yes, false AS no", "--format", fmt, "--no-headers").stdout
+    assert "true" in out and "false" in out and "True" not in out

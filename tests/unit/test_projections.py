@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -188,11 +190,12 @@ def test_as_of_accepts_a_time_and_rejects_nonsense(lineage: Lineage, run_cli: Cl
     )["nodes"]
 
 
-def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, tmp_path) -> None:
+@contextmanager
+def lock_held(path: Path) -> Iterator[int]:
+    """Another process holding `path` read-write (DuckDB then locks every other process out); yields its PID."""
     import subprocess
     import sys
 
-    path = tmp_path / "locked.duckdb"
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -203,17 +206,25 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
         text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "ready"
-        from rollout_lineage.domain.errors import StoreUnavailable
-
-        with pytest.raises(
-            StoreUnavailable,
-            match=rf"locked by another process \(.*PID {holder.pid}\); waited 0.5 s",
-        ):
-            ReadModelDB.open(path, timeout=0.5)
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield holder.pid
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, tmp_path) -> None:
+    from rollout_lineage.domain.errors import StoreUnavailable
+
+    path = tmp_path / "locked.duckdb"
+    with (
+        lock_held(path) as pid,
+        pytest.raises(
+            StoreUnavailable,
+            match=rf"locked by another process \(.*PID {pid}\); waited 0.5 s",
+        ),
+    ):
+        ReadModelDB.open(path, timeout=0.5)
     ReadModelDB.open(path, timeout=5).close()
 
 
@@ -221,30 +232,14 @@ def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
     run_cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the CLI: the notice comes before the wait ends (here, in the timeout's error), with the PID."""
-    import subprocess
-    import sys
-
     run_cli("init")
     run_cli("project")
     path = home / "projections.duckdb"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        monkeypatch.setenv("LINEAGE_LOCK_TIMEOUT", "1")
+    monkeypatch.setenv("LINEAGE_LOCK_TIMEOUT", "1")
+    with lock_held(path) as pid:
         result = run_cli("runs", ok=False)
-    finally:
-        holder.kill()
-        holder.wait()
     assert result.exit_code == 4
     first, *_, last = result.stderr.strip().splitlines()
     assert first.startswith(f"waiting for the read models at {path}: locked by ")
-    assert f"PID {holder.pid}" in first and first.endswith("(up to 1 s)")
+    assert f"PID {pid}" in first and first.endswith("(up to 1 s)")
     assert "waited 1 s" in last

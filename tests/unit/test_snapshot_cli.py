@@ -390,7 +390,7 @@ def test_export_with_the_engine_unreachable_records_nothing(run_cli: Cli, tmp_pa
 
 
 def test_export_file_name_follows_benchflow() -> None:
-    from rollout_lineage.adapters.snapshot_service import export_file_name
+    from rollout_lineage.adapters.snapshot_files import export_file_name
 
     assert export_file_name("bf-snap-x") == "bf-snap-x.tar"
     assert export_file_name("registry:5000/team/bf snap:v1") == "registry-5000-team-bf-snap-v1.tar"
@@ -448,7 +448,7 @@ def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
 
 
 def test_adopted_ref_and_tag_matching() -> None:
-    from rollout_lineage.adapters.snapshot_service import _tar_names, adopted_ref
+    from rollout_lineage.adapters.snapshot_files import adopted_ref, tar_names
     from rollout_lineage.adapters.snapshot_tar import TarReport
 
     def report(tags: tuple[str, ...], image_id: str | None = "sha256:" + "a" * 64) -> TarReport:
@@ -458,10 +458,10 @@ def test_adopted_ref_and_tag_matching() -> None:
     assert adopted_ref(report(("registry:5000/team/snap:v2",))) == "registry:5000/team/snap:v2"
     assert adopted_ref(report(())) == "sha256:" + "a" * 64
     assert adopted_ref(report((), image_id=None)) == "sha256:" + "b" * 64
-    assert _tar_names("bf-snap-x", report(("bf-snap-x:latest",)))
-    assert _tar_names("registry:5000/snap", report(("registry:5000/snap:latest",)))
-    assert not _tar_names("bf-snap-x:v1", report(("bf-snap-x:latest",)))
-    assert _tar_names("sha256:" + "a" * 64, report(()))
+    assert tar_names("bf-snap-x", report(("bf-snap-x:latest",)))
+    assert tar_names("registry:5000/snap", report(("registry:5000/snap:latest",)))
+    assert not tar_names("bf-snap-x:v1", report(("bf-snap-x:latest",)))
+    assert tar_names("sha256:" + "a" * 64, report(()))
 
 
 # -- who may claim what ---------------------------------------------------------------------------------------------
