@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import duckdb
-
 from ..adapters import progress
 from ..adapters.chained_log import ChainedLog, merge_chain
-from ..adapters.duckdb_store import ReadModelDB
+from ..adapters.duckdb_store import MISSING_OBJECT, ReadModelDB
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import Head, aligned_head, check_window
 from ..domain.vocabulary import TOPIC_PREFIX
@@ -176,7 +174,7 @@ def _state(db: ReadModelDB) -> dict[str, Any] | None:
             "lineage_schema s WHERE t.name = ?",
             [TRACKING_NAME],
         ).fetchall()
-    except (duckdb.CatalogException, duckdb.BinderException):
+    except MISSING_OBJECT:
         return None
     return (
         dict(zip(("store", "position", "head_hash", "fingerprint"), rows[0], strict=True))
