@@ -51,6 +51,8 @@ class ReadModelDB:
         row = connection.execute("SELECT current_database()").fetchone()
         assert row is not None  # a SELECT without FROM returns one row
         self.catalog: str = row[0]
+        #: This connection holds TEMP copies of the read models' views and macros (`runner.shadow_definitions`).
+        self.shadowed = False
 
     @classmethod
     def open(
