@@ -22,7 +22,11 @@ from typing import Any
 # `_duckdb-stubs`). Importing the package also loads its Python relation and expression layers and reads its
 # version through importlib.metadata: about 60 ms more per process, and 30 ms more at interpreter exit, for an
 # API nothing here calls but `fetch_whole` (which imports the package when it is asked for Arrow or pandas).
-import _duckdb as duckdb
+# The engine module's name is DuckDB's own layout, not its API: a release that moves it costs only the time saved.
+try:
+    import _duckdb as duckdb
+except ImportError:  # pragma: no cover - depends on the installed DuckDB's layout
+    import duckdb  # type: ignore[no-redef]
 
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
