@@ -8,6 +8,7 @@ message carries the PID) instead of failing on the first attempt.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import threading
@@ -17,10 +18,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import duckdb
+# DuckDB's engine, the extension module its `duckdb` package re-exports (same wheel, own type stubs in
+# `_duckdb-stubs`). Importing the package also loads its Python relation and expression layers and reads its
+# version through importlib.metadata: about 60 ms more per process, and 30 ms more at interpreter exit, for an
+# API nothing here calls but `fetch_whole` (which imports the package when it is asked for Arrow or pandas).
+# The engine module's name is DuckDB's own layout, not its API: a release that moves it costs only the time saved.
+try:
+    import _duckdb as duckdb
+except ImportError:  # pragma: no cover - depends on the installed DuckDB's layout
+    import duckdb  # type: ignore[no-redef]
 
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
+#: What DuckDB raises when a statement names a table or column the file does not hold (a new or older file).
+MISSING_OBJECT = (duckdb.CatalogException, duckdb.BinderException)
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 #: Notices a person waiting should see at once (the CLI prints them on stderr; a harness's logging gets them).
 log = logging.getLogger("rollout_lineage.read_models")
@@ -44,6 +55,8 @@ class ReadModelDB:
         row = connection.execute("SELECT current_database()").fetchone()
         assert row is not None  # a SELECT without FROM returns one row
         self.catalog: str = row[0]
+        #: This connection holds TEMP copies of the read models' views and macros (`runner.shadow_definitions`).
+        self.shadowed = False
 
     @classmethod
     def open(
@@ -244,6 +257,8 @@ class ReadModelDB:
     ) -> Any:
         """A user's SELECT fetched whole by DuckDB itself: `how` is `to_arrow_table` or `df` (a relation's,
         which copies nothing more)."""
+        # The package adds `sql` and its relation API to the engine's connections (see the import above).
+        importlib.import_module("duckdb")
         return self._run_users(
             sql, params, timeout, lambda: getattr(self.connection.sql(sql, params=params), how)()
         )[0]

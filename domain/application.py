@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -39,6 +39,14 @@ MAX_ATTEMPTS = 8  # the default RetryPolicy's
 CACHED_AGGREGATES = 512  # runs and snapshots a long-lived writer keeps decided state for
 #: Every stored state starts with its recording time (see `events.encode_state`).
 _RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
+
+
+@runtime_checkable
+class KnowsOriginators(Protocol):
+    """A recorder that answers "which of these streams exist?" in one query (the adapters' `ChainedLog` does);
+    the domain asks through this, without knowing the adapter."""
+
+    def existing_originators(self, ids: set[UUID]) -> set[UUID]: ...
 
 
 class Entry(NamedTuple):
@@ -318,8 +326,10 @@ class LineageApp(Application[UUID]):
                     )
 
     def _existing(self, ids: set[UUID]) -> set[UUID]:
-        known = getattr(self.recorder, "existing_originators", None)
-        return known(ids) if known is not None else {i for i in ids if self._load(i) is not None}
+        # Every chained log answers in one query per batch; a bare recorder is asked stream by stream.
+        if isinstance(self.recorder, KnowsOriginators):
+            return self.recorder.existing_originators(ids)
+        return {i for i in ids if self._load(i) is not None}
 
     def _load(self, agg_id: UUID) -> Any:
         """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
