@@ -373,14 +373,13 @@ def catch_up(
     target = (stop or recorder.max_notification_id()) if progress.listened() else None
     db.execute(STAGING)
     pages = _prefetched(_checked_pages(recorder, _tracked_head(db), last, stop, page))
-    with _one_thread(db):
-        for (
-            first
-        ) in pages:  # the loop below takes the transaction's other pages from the same iterator
-            with db.transaction():
-                for rows, head in chain([first], islice(pages, pages_per_commit - 1)):
-                    last = _apply_page(db, rows, head, last, inside_page)
-                    progress.advance("projecting the log", last, target)
+    # Each transaction takes its further pages from the same iterator as this loop; DuckDB gets one thread only
+    # once there is a page, so a catch-up with nothing to apply costs no more statements.
+    for first in pages:
+        with _one_thread(db), db.transaction():
+            for rows, head in chain([first], islice(pages, pages_per_commit - 1)):
+                last = _apply_page(db, rows, head, last, inside_page)
+                progress.advance("projecting the log", last, target)
     return last
 
 
