@@ -1,10 +1,6 @@
-"""Catching read models up with the log: pages, one DuckDB transaction each, tracking written inside it.
-
-Each page of notifications is copied into `events`, every projection appends its rows for that window of
-positions with set-based SQL, and the tracking position moves to the page's last position, all in one
-transaction: a crash anywhere leaves the previous page's state, and the next reader resumes from there
-(exactly once, never skipping). `--as-of` answers are built the same way from the log prefix, into an
-in-memory database, so they are what the log said at that position and nothing later.
+"""Opening read models: the schema a file must have (rebuilt when it is stale or not this log's), catching it up
+(`paging`), rebuilding it, comparing it with a rebuild, and `--as-of` answers, built the same way from the log
+prefix into a new database, so they are what the log said at that position and nothing later.
 """
 
 from __future__ import annotations
@@ -12,23 +8,22 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..adapters import progress
-from ..adapters.chained_log import ChainedLog, merge_chain
+from ..adapters.chained_log import ChainedLog
 from ..adapters.duckdb_store import MISSING_OBJECT, ReadModelDB
-from ..domain.errors import IntegrityFailure, InvalidInput
-from ..domain.integrity import Head, aligned_head, check_window
-from ..domain.vocabulary import TOPIC_PREFIX
-from . import custody_cut_points, evidence, forks, nodes, preservation, runs, stages
+from ..domain.errors import InvalidInput
 from . import events as events_table
-from .base import Projection, consumed_types
+from .base import Projection
+from .paging import (
+    PROJECTIONS,
+    REBUILD_PAGES_PER_COMMIT,
+    TRACKING_NAME,
+    catch_up,
+    tracked_position,
+)
 from .timeparse import parse_moment
 
 if TYPE_CHECKING:
@@ -70,20 +65,6 @@ class Lineage(Protocol):
     def position(self) -> int: ...
 
 
-PROJECTIONS: tuple[Projection, ...] = (
-    events_table.PROJECTION,
-    runs.PROJECTION,
-    nodes.PROJECTION,
-    stages.PROJECTION,
-    forks.PROJECTION,
-    custody_cut_points.PROJECTION,
-    evidence.PROJECTION,
-    preservation.PROJECTION,
-)
-PAGE = 50_000
-#: A rebuild commits every this many pages: each commit writes the WAL and may checkpoint, and at one commit
-#: per page that was a quarter of a 1,000,000-event rebuild (measured).
-REBUILD_PAGES_PER_COMMIT = 5
 BOOKKEEPING = (
     "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
     # The chain hash at the tracked position: a read-model file is a faithful prefix of a log only while the log
@@ -94,34 +75,11 @@ BOOKKEEPING = (
     # The staging table of files before it became TEMP (below): nothing reads it any more.
     f"DROP TABLE IF EXISTS main.{events_table.PAGE_TABLE}",
 )
-#: The staging table, empty between pages: TEMP (this connection's, in memory), so a page's states are written to
-#: the file once (into `events`), not also into the file's WAL on their way in and out.
-STAGING = (
-    f"CREATE TEMP TABLE IF NOT EXISTS {events_table.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
-    "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)"
-)
 #: Macros and views are also created on every connection as TEMP objects from code (see `shadow_definitions`).
 DEFINITIONS = (
     # JSON null inside a fact means "absent": read models show SQL NULL for it.
     "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
 )
-TRACKING_NAME = "lineage"
-T = TypeVar("T")
-
-
-def tracked_position(db: ReadModelDB) -> int:
-    return db.scalar("SELECT position FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]) or 0
-
-
-def _tracked_head(db: ReadModelDB) -> Head | None:
-    row = db.rows(
-        "SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]
-    )
-    return (
-        Head(row[0]["position"], row[0]["head_hash"])
-        if row and row[0]["position"] and row[0]["head_hash"]
-        else None
-    )
 
 
 def _fingerprint() -> str:
@@ -349,136 +307,6 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
         )
         if kind is not None:
             db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
-
-
-def catch_up(
-    db: ReadModelDB,
-    recorder: ChainedLog,
-    *,
-    stop: int | None = None,
-    page: int = PAGE,
-    inside_page: Callable[[int], None] | None = None,
-    pages_per_commit: int = 1,
-) -> int:
-    """Apply every event after the tracked position (up to `stop`); returns the new tracked position.
-
-    Every page is checked against the log's hash chain before it is applied (continuing from the head kept in
-    the file), so a broken chain stops the read models before the break (IntegrityFailure, exit 3). Each page
-    moves the tracking row in the transaction that applies it; `pages_per_commit` pages share one transaction
-    (a rebuild's choice: a crash then leaves the last committed page, and fewer commits write less).
-    """
-    last = tracked_position(db)
-    if stop is not None and last >= stop:
-        return last
-    target = (stop or recorder.max_notification_id()) if progress.listened() else None
-    db.execute(STAGING)
-    pages = _prefetched(_checked_pages(recorder, _tracked_head(db), last, stop, page))
-    # Each transaction takes its further pages from the same iterator as this loop; DuckDB gets one thread only
-    # once there is a page, so a catch-up with nothing to apply costs no more statements.
-    for first in pages:
-        with _one_thread(db), db.transaction():
-            for rows, head in chain([first], islice(pages, pages_per_commit - 1)):
-                last = _apply_page(db, rows, head, last, inside_page)
-                progress.advance("projecting the log", last, target)
-    return last
-
-
-@contextmanager
-def _one_thread(db: ReadModelDB) -> Iterator[None]:
-    """DuckDB on one thread while pages are applied, then its default again for the connection's queries.
-
-    A page (50,000 rows) is less than one row group (122,880), the unit DuckDB splits a scan by, so more threads
-    only woke up to wait: a 1,000,000-event rebuild took a tenth more CPU time with two than with one, for the
-    same wall time (A/B alternating); and the page reader's thread needs that core.
-    """
-    db.execute("SET threads = 1")
-    try:
-        yield
-    finally:
-        db.execute("RESET threads")
-
-
-def _apply_page(
-    db: ReadModelDB,
-    rows: list[tuple[Any, ...]],
-    head: Head | None,
-    last: int,
-    inside_page: Callable[[int], None] | None,
-) -> int:
-    """One page into `events`, every projection's rows for its window, and the tracking row; returns its end."""
-    high: int = rows[-1][0]
-    page_types = {row[3].removeprefix(TOPIC_PREFIX) for row in rows}
-    db.append(f"temp.main.{events_table.PAGE_TABLE}", rows)
-    db.execute(events_table.STAGE_PAGE)
-    db.execute(f"DELETE FROM temp.main.{events_table.PAGE_TABLE}")
-    for projection in PROJECTIONS[1:]:
-        for statement in projection.apply:
-            if consumed_types(statement) & page_types:
-                db.execute(statement, {"lo": last, "hi": high})
-    if inside_page is not None:
-        inside_page(high)  # tests use this to die mid-page
-    db.execute(
-        "UPDATE lineage_tracking SET position = ?, head_hash = ? WHERE name = ? AND position = ?",
-        [high, head.chain_hash if head else None, TRACKING_NAME, last],
-    )
-    return high
-
-
-def _checked_pages(
-    recorder: ChainedLog, head: Head | None, after: int, stop: int | None, page: int
-) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Pages of the log with the chain head at each page's end."""
-    if after and head is None:
-        raise IntegrityFailure(
-            f"the read models are at position {after} but do not say which log head they were built from",
-            hint="run `lineage rebuild`",
-        )
-    while rows := recorder.log_rows(after, stop, page):
-        high = rows[-1][0]
-        links = recorder.chain_links(after, high)
-        aligned = aligned_head(head, rows, links)
-        if (
-            aligned is None
-        ):  # something is off (or unusual): the full walk decides, and names a break
-            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
-            aligned = check_window(head, merge_chain(events, iter(links)))
-        head = aligned
-        after = high
-        yield _as_text(rows), head
-    tail = recorder.chain_links(after, stop)
-    if tail and not recorder.log_rows(
-        after, tail[0][0], 1
-    ):  # links past the last event: its events were deleted
-        check_window(head, merge_chain(iter(()), iter(tail)))
-
-
-def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows with their state as text for DuckDB; state that is not UTF-8 was not written by this tool."""
-    try:
-        return [(r[0], r[1], r[2], r[3], r[4].decode(), r[5]) for r in rows]
-    except (UnicodeDecodeError, AttributeError):
-        bad = next(r[0] for r in rows if not isinstance(r[4], bytes) or not _utf8(r[4]))
-        raise IntegrityFailure(
-            f"the stored event at position {bad} is not the UTF-8 JSON rollout-lineage writes; it was edited",
-            hint="run `lineage verify` for the whole report, and restore the store from a backup",
-        ) from None
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _prefetched(pages: Iterator[T]) -> Iterator[T]:
-    """Read the next page from the store while DuckDB applies this one (DuckDB releases the GIL)."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
-        pending = reader.submit(next, pages, None)
-        while (rows := pending.result()) is not None:
-            pending = reader.submit(next, pages, None)
-            yield rows
 
 
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
