@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 from ..domain.errors import InvalidInput
 
 #: The module holding the chained recorders, which eventsourcing loads by topic.
-RECORDERS = __name__.rpartition(".")[0] + ".event_store"
+PACKAGE = __name__.rpartition(".")[0]
+RECORDERS = PACKAGE + ".event_store"
 
 
 def _redact(url: str) -> str:
@@ -85,7 +86,7 @@ class StoreURL:
             "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", ["10"])[0],
             "POSTGRES_LOCK_TIMEOUT": "30",
             "POSTGRES_POOL_SIZE": "2",
-            "APPLICATION_RECORDER_TOPIC": f"{RECORDERS}:ChainedPostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": f"{PACKAGE}.postgres_store:ChainedPostgresRecorder",
         }
         if "schema" in query:
             env["POSTGRES_SCHEMA"] = query["schema"][0]

@@ -175,3 +175,21 @@ def test_reading_a_sqlite_store_loads_no_write_side(tmp_path) -> None:  # type: 
         [sys.executable, "-c", read], capture_output=True, text=True, check=False
     )
     assert result.stdout.split() == ["n", "2", "[]"], result.stderr
+
+
+def test_writing_to_a_sqlite_store_loads_no_postgresql_driver(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A harness or `lineage ingest` on the embedded store never imports psycopg: the PostgreSQL recorder lives in
+    `adapters/postgres_store.py`, which only a PostgreSQL store URL names (issue #14: ingest start-up)."""
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text('{"type": "run.registered", "run": "r1", "task": "t"}\n', encoding="utf-8")
+    write = (
+        "import sys, contextlib; from rollout_lineage.cli.main import cli\n"
+        "with contextlib.suppress(SystemExit):\n"
+        f"    cli(['--home', {str(tmp_path / '.lineage')!r}, 'ingest', {str(facts)!r}], prog_name='lineage')\n"
+        "print([m for m in ('psycopg', 'psycopg_pool', 'eventsourcing.postgres') if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", write], capture_output=True, text=True, check=False
+    )
+    assert result.stdout.split() == ["[]"], result.stdout + result.stderr
+    assert "appended 1 events" in result.stderr
