@@ -145,6 +145,15 @@ _DDL_RACE = ("concurrently", "duplicate key", "already exists")
 PROBE_TIMEOUT_S = 2
 
 
+def _opening_race(url: StoreURL, exc: Exception) -> bool:
+    """Whether opening lost a race with another process creating the same store: PostgreSQL's DDL races, or
+    SQLite refusing `PRAGMA journal_mode=WAL` while another connection is switching a new file to WAL (that pragma
+    does not wait on the busy timeout). Either way the loser tries again and finds everything in place."""
+    if url.kind == "postgresql":
+        return any(sign in str(exc) for sign in _DDL_RACE)
+    return url.kind == "sqlite" and "database is locked" in str(exc)
+
+
 def _probe_server(url: StoreURL) -> None:
     """One plain connection first, so a wrong password, a missing database or a refused connection is said at once
     and in the server's words (the library's pool would wait its full timeout and then only say it got none)."""
@@ -198,7 +207,7 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here
-            racing = url.kind == "postgresql" and any(sign in str(exc) for sign in _DDL_RACE)
+            racing = _opening_race(url, exc)
             if racing and attempt < 5:
                 time.sleep(0.1 * attempt)
                 continue
