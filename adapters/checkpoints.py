@@ -16,6 +16,7 @@ from ..domain import merkle
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import Checkpoint, Note
 from .merkle_store import MerkleStore, event_entry_of
+from .user_files import read_capped
 
 EMPTY_ORIGIN = "rollout-lineage/empty"
 
@@ -33,12 +34,7 @@ def make_checkpoint(tree: MerkleStore) -> Checkpoint:
 
 
 def read_note(path: str) -> Note:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(70_000)
-    except OSError as exc:
-        raise InvalidInput(f"cannot read the checkpoint {path}: {exc.strerror}") from None
-    return Note.parse(data, path)
+    return Note.parse(read_capped(path, 70_000, "a checkpoint"), path)
 
 
 def read_checkpoint(path: str) -> tuple[Note, Checkpoint]:

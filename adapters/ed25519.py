@@ -16,8 +16,10 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import Note, Signature, SignerKey, VerifierKey
+from .user_files import read_capped
 
 MAX_KEY_FILE = 4096
+MAX_TRUSTED_KEYS_FILE = 1 << 20  # thousands of keys; a file past this is not a keys file
 
 
 def generate(name: str) -> SignerKey:
@@ -43,15 +45,7 @@ def parse_signer(text: str) -> SignerKey:
 
 
 def _read_key_text(where: str) -> str:
-    try:
-        with open(where, "rb") as handle:
-            data = handle.read(MAX_KEY_FILE + 1)
-    except OSError as exc:
-        raise InvalidInput(f"cannot read the key file {where}: {exc.strerror}") from None
-    if len(data) > MAX_KEY_FILE:
-        raise InvalidInput(
-            f"{where}: expected a key file of one line, found over {MAX_KEY_FILE} bytes"
-        )
+    data = read_capped(where, MAX_KEY_FILE, "a key file of one line")
     try:
         return data.decode("ascii")
     except UnicodeDecodeError:
@@ -70,9 +64,11 @@ def load_verifier(value: str) -> VerifierKey:
 def load_verifiers(path: str) -> list[VerifierKey]:
     """A trusted-keys file: one verifier key per line; blank lines and lines starting with # are skipped."""
     try:
-        text = Path(path).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read the trusted keys {path}: {exc}") from None
+        text = read_capped(path, MAX_TRUSTED_KEYS_FILE, "trusted keys").decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{path}: expected trusted keys in ASCII, found other bytes ({exc})"
+        ) from None
     keys = [
         VerifierKey.parse(line)
         for line in text.splitlines()

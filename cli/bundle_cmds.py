@@ -74,14 +74,9 @@ def write(
 def _read(path: str, key_values: tuple[str, ...]) -> Any:
     from ..adapters import ed25519
     from ..adapters.bundle_check import verify_bundle
+    from ..adapters.user_files import read_capped
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BUNDLE_BYTES + 1)
-    except OSError as exc:
-        raise InvalidInput(f"cannot read the bundle {path}: {exc.strerror}") from None
-    if len(data) > MAX_BUNDLE_BYTES:
-        raise InvalidInput(f"{path}: a bundle of over {MAX_BUNDLE_BYTES} bytes is not read")
+    data = read_capped(path, MAX_BUNDLE_BYTES, "a bundle")
     return verify_bundle(data, [ed25519.load_verifier(v) for v in key_values], path)
 
 

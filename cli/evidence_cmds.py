@@ -205,9 +205,11 @@ def prove(
 def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
     from ..adapters.checkpoints import check_inclusion
     from ..adapters.strict_json import loads as loads_strict
+    from ..adapters.user_files import read_capped
 
+    data = read_capped(proof_file, 50_000_000, "proofs")
     try:
-        document = loads_strict(Path(proof_file).read_bytes()[:50_000_000])
+        document = loads_strict(data)
         proofs = document["proofs"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InvalidInput(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import strict_json
-from ..adapters.importers.rundir import require_regular
+from ..adapters.user_files import read_capped
 from ..domain.errors import InvalidInput
 from .audit import SLOT_FIELDS, Slot, slot_label
 
@@ -40,15 +40,7 @@ def read_matrix(path: Path) -> list[Slot]:
 
 
 def _read_capped(path: Path) -> str:
-    try:
-        require_regular(path)  # a FIFO would block the audit forever
-        with path.open("rb") as handle:
-            data = handle.read(MATRIX_LIMIT + 1)
-    except OSError as exc:
-        raise InvalidInput(f"--matrix: cannot read {path}: {exc.strerror}") from None
-    if len(data) > MATRIX_LIMIT:
-        raise InvalidInput(f"--matrix {path}: expected at most {MATRIX_LIMIT} bytes, found more")
-    return data.decode("utf-8", "replace")
+    return read_capped(path, MATRIX_LIMIT, "a --matrix file").decode("utf-8", "replace")
 
 
 def _csv_slots(text: str, path: Path) -> list[Slot]:

@@ -1,0 +1,63 @@
+"""Files a person names on the command line, given as an attacker (or a slip of the shell) would: a FIFO that
+would block forever, a directory, a file far past its cap. Each is refused at once with what was expected."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rollout_lineage.adapters.user_files import read_capped
+from rollout_lineage.domain.errors import InvalidInput
+from tests.conftest import EXAMPLES, Cli
+
+
+def test_read_capped_refuses_fifos_directories_and_oversized_files(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidInput, match="found a special file"):
+        read_capped(fifo, 100, "a checkpoint")  # would block forever if opened
+    with pytest.raises(InvalidInput, match="found a directory"):
+        read_capped(tmp_path, 100, "a checkpoint")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 101)
+    with pytest.raises(InvalidInput, match="expected a checkpoint of at most 100 bytes"):
+        read_capped(big, 100, "a checkpoint")
+    big.write_bytes(b"x" * 100)
+    assert read_capped(big, 100, "a checkpoint") == b"x" * 100
+    with pytest.raises(InvalidInput, match="cannot read a checkpoint"):
+        read_capped(tmp_path / "missing", 100, "a checkpoint")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "--checkpoint", "{fifo}"),
+        ("verify", "--trusted-keys", "{fifo}"),
+        ("checkpoint", "--sign", "{fifo}"),
+        ("bundle", "verify", "{fifo}"),
+        ("audit", "--matrix", "{fifo}"),
+        ("prove", "--check", "{fifo}", "--checkpoint", "{fifo}"),
+    ],
+    ids=["checkpoint", "trusted-keys", "signer-key", "bundle", "matrix", "proofs"],
+)
+def test_every_named_file_option_refuses_a_fifo_instead_of_hanging(
+    run_cli: Cli, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    run_cli("import", str(EXAMPLES))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    command = [a.format(fifo=fifo) for a in args]
+    # In a subprocess with a timeout: a reader that opened the FIFO would block, and the test must fail, not hang.
+    result = subprocess.run(
+        [sys.executable, "-m", "rollout_lineage.cli", "--home", str(run_cli.home), *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "found a special file (FIFO, device or socket)" in result.stderr
