@@ -55,8 +55,9 @@ class ReadModelDB:
         row = connection.execute("SELECT current_database()").fetchone()
         assert row is not None  # a SELECT without FROM returns one row
         self.catalog: str = row[0]
-        #: This connection holds TEMP copies of the read models' views and macros (`runner.shadow_definitions`).
-        self.shadowed = False
+        #: Called with every statement's text before DuckDB sees it: the read models' views and macros are made
+        #: there, as TEMP objects of this connection, when a statement first names them (`projections.shadows`).
+        self.before_statement: Callable[[str], None] | None = None
 
     @classmethod
     def open(
@@ -175,6 +176,7 @@ class ReadModelDB:
             self.connection.execute("COMMIT")
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
+        self._before(sql)
         with within_limits():
             self.connection.execute(sql, params)
 
@@ -188,12 +190,14 @@ class ReadModelDB:
     def copy_to_parquet(self, relation: str, target: Path) -> None:
         """Write a table or view of ours (never a user's name) as a Parquet file; DuckDB takes no parameter here."""
         quoted = str(target).replace("'", "''")
+        self._before(relation)
         with within_limits():
             self.connection.execute(
                 f"COPY (SELECT * FROM {relation}) TO '{quoted}' (FORMAT parquet)"
             )
 
     def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        self._before(sql)
         with within_limits():
             row = self.connection.execute(sql, params).fetchone()
         return row[0] if row else None
@@ -201,6 +205,7 @@ class ReadModelDB:
     def rows(
         self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
+        self._before(sql)
         with within_limits():
             cursor = self.connection.execute(sql, params)
             names = [d[0] for d in cursor.description or ()]
@@ -211,6 +216,7 @@ class ReadModelDB:
     ) -> Iterator[dict[str, Any]]:
         """`rows`, fetched a batch at a time: what a list command prints, in memory flat in the number of rows.
         The database must stay open until the iterator is spent."""
+        self._before(sql)
         with within_limits():
             cursor = self.connection.execute(sql, params)
             names = [d[0] for d in cursor.description or ()]
@@ -272,6 +278,7 @@ class ReadModelDB:
     ) -> tuple[Any, threading.Timer | None]:
         """`run` (by default: execute `sql` with `params`) under the watchdog and the limits, DuckDB's refusals
         as InvalidInput. Returns its result and the watchdog still running (None once `run` fetched it all)."""
+        self._before(sql)
         watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
         if watchdog is not None:
             watchdog.daemon = True
@@ -296,6 +303,11 @@ class ReadModelDB:
         if watchdog is not None:
             watchdog.cancel()
         return result, None
+
+    def _before(self, sql: str) -> None:
+        if self.before_statement is not None:
+            with within_limits():
+                self.before_statement(sql)
 
     def table_names(self) -> set[str]:
         return {

@@ -80,7 +80,7 @@ def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
     with read_models(lineage) as models:
         columns = {}
-        # The temp catalog holds this code's own views (see `shadow_definitions`); tables live in the file.
+        # The temp catalog holds this code's own views (`projections.shadows`); tables live in the file.
         for row in models.db.rows(
             "SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
             "AS cols FROM information_schema.columns WHERE table_catalog = 'temp' OR table_name NOT IN "

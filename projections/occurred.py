@@ -14,13 +14,14 @@ from datetime import datetime
 
 from ..adapters.duckdb_store import ReadModelDB
 from . import events as events_table
-from .runner import PROJECTIONS, _drop, _unshadow, shadow_definitions
+from .runner import PROJECTIONS, _drop
+from .shadows import shadow_on_demand, unshadow
 
 
 def keep_only_occurred_before(db: ReadModelDB, moment: datetime, position: int) -> None:
     """Rebuild `db`'s read models from its events that occurred before `moment` (`db` is a scratch database)."""
     derived = [p for p in PROJECTIONS if p is not events_table.PROJECTION]
-    _unshadow(db)  # the drops below are of the database's own objects
+    unshadow(db)  # the drops below are of the database's own objects
     with db.transaction():
         for projection in reversed(derived):
             _drop(db, projection)
@@ -32,4 +33,4 @@ def keep_only_occurred_before(db: ReadModelDB, moment: datetime, position: int) 
                 db.execute(statement, {"lo": 0, "hi": position})
             for statement in projection.view_statements():
                 db.execute(statement)
-    shadow_definitions(db)
+    shadow_on_demand(db)

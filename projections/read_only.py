@@ -14,7 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ..adapters.duckdb_store import ReadModelDB
-from .runner import Lineage, is_current, open_read_models, shadow_definitions
+from .runner import Lineage, is_current, open_read_models
+from .shadows import shadow_on_demand
 
 
 @contextmanager
@@ -39,14 +40,14 @@ def read_only_models(
         if db is None:
             if as_of is not None:
                 path = Path(scratch) / "as-of.duckdb"
-            with open_read_models(lineage, as_of=as_of, path=path, queries=False) as models:
+            with open_read_models(lineage, as_of=as_of, path=path) as models:
                 if occurred_before is not None:
                     from .occurred import keep_only_occurred_before  # it builds on the runner
 
                     keep_only_occurred_before(models.db, occurred_before, models.position)
             db = _open_read_only(lineage, path, writable_directory)
         try:
-            shadow_definitions(db)
+            shadow_on_demand(db)
             yield db
         finally:
             db.close()

@@ -6,7 +6,6 @@ prefix into a new database, so they are what the log said at that position and n
 from __future__ import annotations
 
 import hashlib
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from ..adapters.chained_log import ChainedLog
 from ..adapters.duckdb_store import MISSING_OBJECT, ReadModelDB
 from ..domain.errors import InvalidInput
 from . import events as events_table
+from . import shadows
 from .base import Projection
 from .paging import (
     PROJECTIONS,
@@ -24,6 +24,7 @@ from .paging import (
     catch_up,
     tracked_position,
 )
+from .shadows import shadow_on_demand, unshadow
 from .timeparse import parse_moment
 
 if TYPE_CHECKING:
@@ -75,11 +76,6 @@ BOOKKEEPING = (
     # The staging table of files before it became TEMP (below): nothing reads it any more.
     f"DROP TABLE IF EXISTS main.{events_table.PAGE_TABLE}",
 )
-#: Macros and views are also created on every connection as TEMP objects from code (see `shadow_definitions`).
-DEFINITIONS = (
-    # JSON null inside a fact means "absent": read models show SQL NULL for it.
-    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
-)
 
 
 def _fingerprint() -> str:
@@ -87,7 +83,7 @@ def _fingerprint() -> str:
     text = "\n".join(
         [
             *BOOKKEEPING,
-            *DEFINITIONS,
+            *shadows.DEFINITIONS,
             *(
                 s
                 for p in PROJECTIONS
@@ -96,43 +92,6 @@ def _fingerprint() -> str:
         ]
     )
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _definitions() -> list[str]:
-    return [*DEFINITIONS, *(statement for p in PROJECTIONS for statement in p.view_statements())]
-
-
-_TEMP = re.compile(r"^CREATE OR REPLACE (VIEW|MACRO) ")
-_NAME = re.compile(r"^CREATE OR REPLACE TEMP (VIEW|MACRO) (\w+)")
-
-
-def shadow_definitions(db: ReadModelDB) -> None:
-    """Every macro and view again, from code, as TEMP objects of this connection only.
-
-    DuckDB resolves names in the connection's temp catalog first, so whatever the file's own copies say (someone
-    with write access to it may have edited them) never runs in our commands or in users' SQL; and reading
-    writes nothing to the file, so a full disk or a read-only copy still answers.
-    """
-    for statement in _definitions():
-        db.execute(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
-    db.shadowed = True
-    db.builtins_first()
-
-
-def _unshadow(db: ReadModelDB) -> None:
-    db.file_first()
-    if (
-        not db.shadowed
-    ):  # TEMP objects live only as long as their connection: none to drop (2 ms saved)
-        return
-    db.shadowed = False
-    for statement in reversed(_definitions()):
-        named = _NAME.match(_TEMP.sub(r"CREATE OR REPLACE TEMP \1 ", statement))
-        assert named is not None, (
-            statement
-        )  # our own definitions, each a CREATE of a named macro or view
-        kind, name = named.groups()
-        db.execute(f"DROP {kind} IF EXISTS temp.main.{name}")
 
 
 def _state(db: ReadModelDB) -> dict[str, Any] | None:
@@ -187,27 +146,23 @@ def _tables_replaced(db: ReadModelDB) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def ensure_schema(
-    db: ReadModelDB, store: str, log: ChainedLog | None = None, *, queries: bool = True
-) -> None:
+def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
-    projection's new version); shadow every macro and view with this code's own (`shadow_definitions`) unless
-    the connection runs no query of ours (`queries=False`: it only catches up, and those statements name tables
-    alone)."""
+    projection's new version); then every statement on `db` (the catch-up's own, which call macros too, and every
+    query) runs against this code's macros and views, never the file's copies (`shadows`)."""
     state = _state(db)
     log_position = (log.max_notification_id() or 0) if log is not None else None
     if _current(db, state, store, log, log_position):
-        if queries:
-            shadow_definitions(db)
+        shadow_on_demand(db)
         return
-    _unshadow(db)  # what follows creates and drops the file's own objects
+    unshadow(db)  # what follows creates and drops the file's own objects
     replaced = _tables_replaced(db)
     with db.transaction():
         for name in (
             replaced
         ):  # edited outside rollout-lineage: nothing in the file can be trusted, rebuild it
             db.execute(f'DROP VIEW "{db.catalog}".main.{name}')
-        for statement in (*BOOKKEEPING, *DEFINITIONS):
+        for statement in (*BOOKKEEPING, *shadows.DEFINITIONS):
             db.execute(statement)
         versions = {
             row["name"]: row["version"]
@@ -234,8 +189,7 @@ def ensure_schema(
         )
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
-    if queries:
-        shadow_definitions(db)
+    shadow_on_demand(db)
 
 
 def _current(
@@ -310,7 +264,7 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
 
 
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
-    _unshadow(db)  # the drops below are of the file's own objects
+    unshadow(db)  # the drops below are of the file's own objects
     with db.transaction():
         for projection in reversed(PROJECTIONS):
             _drop(db, projection)
@@ -350,16 +304,14 @@ def open_read_models(
     as_of: int | None = None,
     catch_up_now: bool = True,
     path: Path | str | None = None,
-    queries: bool = True,
 ) -> ReadModels:
-    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`);
-    `queries=False` when only the catch-up matters (the file is then reopened read-only for queries)."""
+    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
     recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
         db = ReadModelDB.open(path or ":memory:", memory_limit=lineage.settings.duckdb_memory)
         try:
-            ensure_schema(db, store, queries=queries)
+            ensure_schema(db, store)
             return ReadModels(db, catch_up(db, recorder, stop=as_of), as_of)
         except BaseException:
             db.close()
@@ -370,7 +322,7 @@ def open_read_models(
         memory_limit=lineage.settings.duckdb_memory,
     )
     try:
-        ensure_schema(db, store, recorder, queries=queries)
+        ensure_schema(db, store, recorder)
         position = catch_up(db, recorder) if catch_up_now else tracked_position(db)
     except BaseException:
         db.close()

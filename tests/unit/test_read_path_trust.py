@@ -280,6 +280,62 @@ def test_an_edited_row_in_the_read_models_is_caught_by_verify_read_models(
     assert "rebuild" in result.stderr
 
 
+def test_a_macro_planted_in_the_file_never_runs_in_a_catch_up(
+    lineage: Lineage, run_cli: Cli
+) -> None:
+    """The projections' own statements call `json_or_null` too (each `fork.opened` child's override keys): a catch-up
+    that used the file's copy would store what the planter chose in a table, for every later reader."""
+    lineage.record(nightly_run_facts())
+    run_cli("sql", "SELECT 1")
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("""CREATE OR REPLACE MACRO json_or_null(j) AS '["forged"]'::JSON""")
+    lineage.record(ablate_run_facts())
+    keys = run_cli(
+        "sql", "SELECT DISTINCT config_override_keys AS k FROM fork_children", "--format", "jsonl"
+    ).stdout
+    assert "forged" not in keys and '["agent"]' in keys
+    run_cli("verify", "--read-models")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT run, reward FROM runs ORDER BY run",  # by its name
+        "SELECT run, reward FROM query_table('ru' || 'ns') ORDER BY run",  # a name built at run time
+        "SELECT run, reward FROM query('SELECT * FROM ' || 'ru' || 'ns') ORDER BY run",
+        "SELECT r.run, r.reward FROM (SELECT 1) x, LATERAL (FROM query_table(reverse('snur'))) r ORDER BY 1",
+    ],
+)
+def test_a_view_edited_in_the_file_is_never_what_a_query_reads(
+    lineage: Lineage, run_cli: Cli, query: str
+) -> None:
+    """Each connection makes this code's views when a statement names them; a name that is not spelled out
+    (built by `query_table`) must not reach the file's copy instead."""
+    lineage.record(ablate_run_facts())
+    honest = run_cli("sql", REWARDS, "--format", "json").stdout
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("CREATE OR REPLACE VIEW runs AS SELECT 'forged' AS run, 1.0 AS reward")
+    assert run_cli("sql", query, "--format", "json").stdout == honest
+    assert lineage.sql(query) == json.loads(honest)
+    with lineage.read_models() as models:
+        assert models.db.rows(query) == json.loads(honest)
+
+
+def test_a_macro_edited_in_the_file_is_not_reached_through_ours(
+    lineage: Lineage, run_cli: Cli
+) -> None:
+    """`lineage_path` calls `ancestors`: naming one makes both."""
+    lineage.record(nightly_run_facts())
+    path = "SELECT node FROM lineage_path('nightly/csv-dedupe__7c1f2a90', 'n3', 'n4')"
+    honest = run_cli("sql", path, "--format", "json").stdout
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute(
+            "CREATE OR REPLACE MACRO ancestors(run_key, node_id) AS TABLE "
+            "SELECT 'forged' AS node, 0 AS depth"
+        )
+    assert run_cli("sql", path, "--format", "json").stdout == honest
+
+
 def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
     """`avg` and `min` stored in the file as macros would change mean rewards and what --as-of TIME means."""
     lineage.record(ablate_run_facts())
