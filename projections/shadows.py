@@ -53,9 +53,8 @@ def definitions() -> tuple[Definition, ...]:
     parsed = []
     for statement in statements():
         created = _CREATE.match(statement)
-        assert created is not None, (
-            statement
-        )  # our own, each a CREATE OR REPLACE of a named view or macro
+        # Our own statements, each a CREATE OR REPLACE of a named view or macro.
+        assert created is not None, statement
         parsed.append((created[1], created[2].lower(), statement))
     pattern = _names_pattern(tuple(name for _, name, _ in parsed))
     return tuple(
@@ -103,9 +102,8 @@ class Shadows:
             if name not in closure:
                 closure.add(name)
                 todo.extend(by_name[name].uses)
-        for (
-            definition
-        ) in definitions():  # in creation order: what a definition uses exists before it
+        # In creation order: what a definition uses exists before it.
+        for definition in definitions():
             if definition.name in closure and definition.name not in made:
                 self.db.connection.execute(definition.temp_statement)
                 self.made.append(definition)
@@ -129,7 +127,6 @@ def unshadow(db: ReadModelDB) -> None:
     """Back to the file's own objects (the schema code creates and drops them)."""
     db.file_first()
     shadows, db.before_statement = db.before_statement, None
-    if isinstance(
-        shadows, Shadows
-    ):  # TEMP objects live as long as their connection: none to drop otherwise
+    # TEMP objects live as long as their connection: a connection that made none has none to drop.
+    if isinstance(shadows, Shadows):
         shadows.drop()
