@@ -50,18 +50,18 @@ T = TypeVar("T")
 
 
 def tracked_position(db: ReadModelDB) -> int:
-    return db.scalar("SELECT position FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]) or 0
+    return tracked(db)[0]
 
 
-def tracked_head(db: ReadModelDB) -> Head | None:
-    row = db.rows(
+def tracked(db: ReadModelDB) -> tuple[int, Head | None]:
+    """The position the file holds the log up to, and the chain head there (None before the first event)."""
+    rows = db.rows(
         "SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]
     )
-    return (
-        Head(row[0]["position"], row[0]["head_hash"])
-        if row and row[0]["position"] and row[0]["head_hash"]
-        else None
-    )
+    if not rows or not rows[0]["position"]:
+        return 0, None
+    position, head_hash = rows[0]["position"], rows[0]["head_hash"]
+    return position, Head(position, head_hash) if head_hash else None
 
 
 def catch_up(
@@ -80,16 +80,15 @@ def catch_up(
     moves the tracking row in the transaction that applies it; `pages_per_commit` pages share one transaction
     (a rebuild's choice: a crash then leaves the last committed page, and fewer commits write less).
     """
-    last = tracked_position(db)
+    last, head = tracked(db)
     if stop is not None and last >= stop:
         return last
     target = (stop or recorder.max_notification_id()) if progress.listened() else None
     db.execute(STAGING)
-    pages = _prefetched(_checked_pages(recorder, tracked_head(db), last, stop, page))
-    # Each transaction takes its further pages from the same iterator as this loop; DuckDB gets one thread only
-    # once there is a page, so a catch-up with nothing to apply costs no more statements.
+    pages = _prefetched(_checked_pages(recorder, head, last, stop, page))
+    # Each transaction takes its further pages from the same iterator as this loop.
     for first in pages:
-        with _one_thread(db), db.transaction():
+        with _one_thread(db, len(first[0])), db.transaction():
             for rows, head in chain([first], islice(pages, pages_per_commit - 1)):
                 last = _apply_page(db, rows, head, last, inside_page)
                 progress.advance("projecting the log", last, target)
@@ -97,13 +96,17 @@ def catch_up(
 
 
 @contextmanager
-def _one_thread(db: ReadModelDB) -> Iterator[None]:
+def _one_thread(db: ReadModelDB, rows: int) -> Iterator[None]:
     """DuckDB on one thread while pages are applied, then its default again for the connection's queries.
 
     A page (50,000 rows) is less than one row group (122,880), the unit DuckDB splits a scan by, so more threads
     only woke up to wait: a 1,000,000-event rebuild took a tenth more CPU time with two than with one, for the
-    same wall time (A/B alternating); and the page reader's thread needs that core.
+    same wall time (A/B alternating); and the page reader's thread needs that core. A page under one vector
+    (2,048 rows) is never split, and the two settings would cost a one-event catch-up a millisecond.
     """
+    if rows < 2048:
+        yield
+        return
     db.execute("SET threads = 1")
     try:
         yield
