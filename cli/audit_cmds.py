@@ -17,7 +17,7 @@ from ..bootstrap import Lineage
 from ..projections import cut_point as cuts
 from ..projections import diff as diffs
 from ..projections import history as histories
-from ..projections import tree_view
+from ..projections import history_text, tree_view
 from ..projections.audit_matrix import read_matrix
 from ..projections.audit_report import audit_report
 from ..projections.audit_text import render_audit
@@ -76,8 +76,8 @@ def history(
     _emit(
         fmt,
         document,
-        histories.render_history(document),
-        histories.history_rows(document),
+        history_text.render_history(document),
+        history_text.history_rows(document),
         (
             "step",
             "run",

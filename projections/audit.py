@@ -59,7 +59,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .history import as_json
+from .history_text import as_json
 
 BLOCKER, QUARANTINE, WARNING = "not-publishable", "quarantine", "warning"
 PUBLISHABLE, WITH_QUARANTINES, NOT_PUBLISHABLE = (

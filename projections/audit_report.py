@@ -29,7 +29,7 @@ from .audit import (
     run_standing,
     verdict,
 )
-from .history import as_json
+from .history_text import as_json
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB

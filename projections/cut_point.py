@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..domain.errors import LineageError
 from ..domain.vocabulary import STAGES
 from .exports import require_run
-from .history import as_json
+from .history_text import as_json
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB

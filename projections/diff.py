@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .attribution import short_test_name
-from .history import NodeRef, Step, ancestry, as_json, delta_label, resolve_node
+from .history import NodeRef, Step, ancestry, resolve_node
+from .history_text import as_json, delta_label
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .exports import require_run
-from .history import delta_label
+from .history_text import delta_label
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB

@@ -153,7 +153,10 @@ def test_snapshot_restorability_agrees_with_the_domain(memory_lineage: Lineage) 
 
 
 def test_tables_documents_every_read_model(run_cli: Cli) -> None:
-    names = {row["name"] for row in json.loads(run_cli("tables", "--format", "json").stdout)}
+    listed = json.loads(run_cli("tables", "--format", "json").stdout)
+    names = {row["name"] for row in listed}
+    # Views are made on a connection when a statement names them; a catalog query names none and gets them all.
+    assert all(row["columns"] for row in listed if row["kind"] != "macro")
     assert {
         "runs",
         "stages",
