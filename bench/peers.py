@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from installed import compile_package
+
 from rollout_lineage import open_store
 from rollout_lineage.domain import facts as f
 
@@ -288,6 +290,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
         parser.error(
             f"expected --nodes >= 2 and --repeats >= 1, found {args.nodes}, {args.repeats}"
         )
+    compile_package()
     try:
         import mlflow
     except ImportError:

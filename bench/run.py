@@ -26,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tar_verify
+from installed import compile_package
 from synthetic import EVENTS_PER_RUN, batches
 
 from rollout_lineage.adapters.jsonl import parse_lines
@@ -435,6 +436,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small workloads (under a minute)")
     parser.add_argument("--only", nargs="*", help="run only these figures (prefixes)")
     args = parser.parse_args()
+    compile_package()
     quick = args.quick
     big = 100_000 if quick else 1_000_000
     pg = os.environ.get("LINEAGE_BENCH_POSTGRES_URL") or os.environ.get("LINEAGE_TEST_POSTGRES_URL")

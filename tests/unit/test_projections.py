@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -246,3 +248,48 @@ def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
     assert first.startswith(f"waiting for the read models at {path}: locked by ")
     assert f"PID {pid}" in first and first.endswith("(up to 1 s)")
     assert "waited 1 s" in last
+
+
+def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every read-model open from now on, as its `read_only` flag."""
+    opened: list[bool] = []
+    original = ReadModelDB.open.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ReadModelDB], *args: object, **kwargs: object) -> ReadModelDB:
+        opened.append(bool(kwargs.get("read_only")))
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(ReadModelDB, "open", classmethod(counted))
+    return opened
+
+
+def test_a_query_opens_the_read_models_once_when_current_and_twice_after_a_write(
+    lineage: Lineage, run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lineage.record(nightly_run_facts())
+    run_cli("sql", "SELECT 1")
+    opened = count_opens(monkeypatch)
+    run_cli("sql", "SELECT count(*) FROM runs")
+    assert opened == [True]  # current: one read-only open
+    lineage.record(ablate_run_facts())
+    opened.clear()
+    assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n2\n"
+    assert opened == [False, True]  # written since: straight to the catch-up, no probe first
+    run_cli("verify")  # writes the Merkle tree into the log's file, but no event
+    opened.clear()
+    run_cli("sql", "SELECT 1")
+    run_cli("sql", "SELECT 1")
+    assert opened == [False, True, True]
+
+
+def test_a_read_model_file_dated_in_the_future_is_still_caught_up(
+    lineage: Lineage, run_cli: Cli
+) -> None:
+    """The open-path guess compares file times; a clock set back (or a copied file) makes it wrong, never the answer."""
+    lineage.record(nightly_run_facts())
+    run_cli("sql", "SELECT 1")
+    models = run_cli.home / "projections.duckdb"
+    ahead = time.time() + 3600
+    os.utime(models, (ahead, ahead))
+    lineage.record(ablate_run_facts())
+    assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n2\n"
