@@ -15,14 +15,13 @@ from datetime import datetime
 from ..adapters.duckdb_store import ReadModelDB
 from . import events as events_table
 from .runner import PROJECTIONS, _drop
-from .shadows import shadow_on_demand, unshadow
+from .shadows import creating_in_file
 
 
 def keep_only_occurred_before(db: ReadModelDB, moment: datetime, position: int) -> None:
     """Rebuild `db`'s read models from its events that occurred before `moment` (`db` is a scratch database)."""
     derived = [p for p in PROJECTIONS if p is not events_table.PROJECTION]
-    unshadow(db)  # the drops below are of the database's own objects
-    with db.transaction():
+    with creating_in_file(db), db.transaction():
         for projection in reversed(derived):
             _drop(db, projection)
         db.execute("DELETE FROM events WHERE coalesce(occurred_at, recorded_at) >= ?", [moment])
@@ -31,6 +30,3 @@ def keep_only_occurred_before(db: ReadModelDB, moment: datetime, position: int) 
                 db.execute(statement)
             for statement in projection.apply:
                 db.execute(statement, {"lo": 0, "hi": position})
-            for statement in projection.view_statements():
-                db.execute(statement)
-    shadow_on_demand(db)

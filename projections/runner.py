@@ -24,7 +24,7 @@ from .paging import (
     catch_up,
     tracked_position,
 )
-from .shadows import shadow_on_demand, unshadow
+from .shadows import creating_in_file, shadow_on_demand
 from .timeparse import parse_moment
 
 if TYPE_CHECKING:
@@ -130,20 +130,32 @@ def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
         and state["fingerprint"] == _fingerprint()
         and state["position"] == (log.max_notification_id() or 0)
         and _faithful(state, log)
-        and not _tables_replaced(db)
+        and not _foreign_objects(db)
     )
 
 
-def _tables_replaced(db: ReadModelDB) -> list[str]:
-    """Projection tables that the file now holds as something else (a view computing other values, say)."""
-    names = sorted(
-        {name for projection in PROJECTIONS for name in projection.tables} | {"lineage_tracking"}
-    )
+#: Every table this code keeps in a read-model file; the file holds nothing else (no views, no macros).
+OWN_TABLES = sorted(
+    {name for projection in PROJECTIONS for name in projection.tables}
+    | {"lineage_tracking", "lineage_projection_versions", "lineage_schema"}
+)
+
+
+def _foreign_objects(db: ReadModelDB) -> list[tuple[str, str]]:
+    """(kind, name) of each view, and each table not ours, in the file: this code made none of them.
+
+    The file keeps tables only; views and macros exist as TEMP objects of each connection (`shadows`). A
+    statement can still reach the file's own catalog past them (`json_execute_serialized_sql` runs its query on
+    a connection of its own, which sees the file and nothing else), so a view there, or a table named like one
+    of our views, could answer in their place. Such a file was edited outside rollout-lineage: it is rebuilt.
+    """
     rows = db.connection.execute(
-        "SELECT view_name FROM duckdb_views() WHERE database_name = ? AND list_contains(?, view_name)",
-        [db.catalog, names],
+        "SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = $1 AND NOT internal "
+        "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = $1 "
+        "AND NOT list_contains($2, table_name) ORDER BY ALL",
+        [db.catalog, OWN_TABLES],
     ).fetchall()
-    return sorted(row[0] for row in rows)
+    return [(row[0], row[1]) for row in rows]
 
 
 def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
@@ -155,14 +167,26 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
     if _current(db, state, store, log, log_position):
         shadow_on_demand(db)
         return
-    unshadow(db)  # what follows creates and drops the file's own objects
-    replaced = _tables_replaced(db)
+    with creating_in_file(db):
+        _rebuild_what_is_stale(db, state, store, log, log_position)
+
+
+def _rebuild_what_is_stale(
+    db: ReadModelDB,
+    state: dict[str, Any] | None,
+    store: str,
+    log: ChainedLog | None,
+    log_position: int | None,
+) -> None:
+    foreign = _foreign_objects(db)
+    # A new file holds nothing; any other is searched for macros too (a slow catalog query, so only here).
+    macros = shadows.macros_in_file(db) if state is not None or foreign else []
     with db.transaction():
-        for name in (
-            replaced
-        ):  # edited outside rollout-lineage: nothing in the file can be trusted, rebuild it
-            db.execute(f'DROP VIEW "{db.catalog}".main.{name}')
-        for statement in (*BOOKKEEPING, *shadows.DEFINITIONS):
+        # Edited outside rollout-lineage (or by a version that kept views and macros in the file): nothing in
+        # it can be trusted, so it is rebuilt.
+        for kind, name in [*foreign, *macros]:
+            db.execute(f'DROP {kind} "{db.catalog}".main."{name}"')
+        for statement in BOOKKEEPING:
             db.execute(statement)
         versions = {
             row["name"]: row["version"]
@@ -172,7 +196,7 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
             "SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?",
             [TRACKING_NAME],
         )
-        stale_log = bool(replaced) or (
+        stale_log = bool(foreign or macros) or (
             bool(tracked) and _stale_tracking(tracked[0], versions, store, log, log_position)
         )
         for projection in PROJECTIONS:
@@ -189,7 +213,6 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
         )
         db.execute("DELETE FROM lineage_schema")
         db.execute("INSERT INTO lineage_schema VALUES (?)", [_fingerprint()])
-    shadow_on_demand(db)
 
 
 def _current(
@@ -206,7 +229,7 @@ def _current(
         and state["fingerprint"] == _fingerprint()
         and (log_position is None or state["position"] <= log_position)
         and _faithful(state, log)
-        and not _tables_replaced(db)
+        and not _foreign_objects(db)
     )
 
 
@@ -240,8 +263,6 @@ def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int
             # A new or changed projection catches up from the events already copied, not from the store.
             for statement in projection.apply:
                 db.execute(statement, {"lo": 0, "hi": position})
-        for statement in projection.view_statements():
-            db.execute(statement)
     # Every projection is now at this code's version. One plain insert: an upsert (INSERT OR REPLACE, ON
     # CONFLICT) costs DuckDB about 2 ms a statement, more than creating a table.
     db.execute("DELETE FROM lineage_projection_versions")
@@ -254,18 +275,20 @@ def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int
 def _drop(db: ReadModelDB, projection: Projection) -> None:
     """Drop what a projection owns, whichever kind each name is now (a new version may turn a table into a view)."""
     for name in projection.owned_names():
-        kind = db.scalar(
-            "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' AND table_catalog <> 'temp' "
-            "AND table_name = ?",
-            [name],
-        )
-        if kind is not None:
-            db.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} {name}")
+        found = db.connection.execute(
+            "SELECT table_type FROM information_schema.tables WHERE table_catalog = ? "
+            "AND table_schema = 'main' AND table_name = ?",
+            [db.catalog, name],
+        ).fetchone()
+        if found is not None:
+            kind = "VIEW" if found[0] == "VIEW" else "TABLE"
+            db.execute(f'DROP {kind} "{db.catalog}".main.{name}')
 
 
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
-    unshadow(db)  # the drops below are of the file's own objects
-    with db.transaction():
+    with creating_in_file(db), db.transaction():
+        for kind, name in shadows.macros_in_file(db):
+            db.execute(f'DROP {kind} "{db.catalog}".main."{name}"')
         for projection in reversed(PROJECTIONS):
             _drop(db, projection)
         db.execute("DROP TABLE IF EXISTS lineage_projection_versions")
@@ -333,12 +356,12 @@ def open_read_models(
 def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
     """Compare every projection table in the read-model file with a rebuild from the log up to the same position.
 
-    The file is a cache anyone with write access to it could edit; this is how an auditor shows it was not. Views
-    and macros need no check: this code's own shadow them on every open. A table replaced by a view is named
-    before the file is opened for catch-up (which rebuilds such a file).
+    The file is a cache anyone with write access to it could edit; this is how an auditor shows it was not. It
+    holds tables only: a view, a macro or a table this code does not keep is named too, found before the file
+    is opened for catch-up (which rebuilds such a file).
     """
     settings = lineage.settings
-    replaced: list[str] = []
+    foreign: list[str] = []
     if Path(lineage.read_models_path).exists():
         probe = ReadModelDB.open(
             lineage.read_models_path,
@@ -347,7 +370,8 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
             read_only=True,
         )
         try:
-            replaced = _tables_replaced(probe)
+            found = [*_foreign_objects(probe), *shadows.macros_in_file(probe)]
+            foreign = [f"{kind.lower()} {name}" for kind, name in found]
         finally:
             probe.close()
     with tempfile.TemporaryDirectory(prefix="lineage-check-") as scratch:
@@ -360,15 +384,13 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
             rebuilt = _table_digests(fresh.db)
     return position, sorted(
         {name for name in rebuilt.keys() | kept.keys() if kept.get(name) != rebuilt.get(name)}
-        | set(replaced)
+        | set(foreign)
     )
 
 
 def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
-    names = [name for projection in PROJECTIONS for name in projection.tables]
-    replaced = set(_tables_replaced(db))
-    return dict.fromkeys(replaced, (-1, -1)) | {
-        name: _table_digest(db, name) for name in names if name not in replaced
+    return {
+        name: _table_digest(db, name) for projection in PROJECTIONS for name in projection.tables
     }
 
 

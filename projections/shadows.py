@@ -1,28 +1,32 @@
-"""This code's own views and macros as TEMP objects of one connection, each made just before a statement names it.
+"""This code's own views and macros: TEMP objects of one connection, each made just before a statement names it.
 
-The read-model file keeps its own copies of every view and macro (a DuckDB shell opened on the file sees them),
-but anyone with write access to the file may have edited those. DuckDB resolves a name in the connection's temp
-catalog before the file's, so a TEMP copy made from code hides the file's copy; and reading then writes nothing
-to the file, so a full disk or a read-only copy still answers. Making all of them costs about 11 ms a connection
-(DuckDB parses and binds each), a fifth of a fresh process's one-event catch-up, while most statements name one
-or two. So each is made before the first statement that names it, together with the definitions it uses.
+The read-model file holds tables only. Views and macros are made from code on every connection, in its temp
+catalog, so nothing someone stored in the file can stand in for them (anyone with write access to the file could
+have); reading then writes nothing to the file, so a full disk or a read-only copy still answers. Making all of
+them costs about 11 ms a connection (DuckDB parses and binds each), a fifth of a fresh process's one-event
+catch-up, while most statements name one or two. So each is made before the first statement that names it,
+together with the definitions it uses.
 
 A statement can reach a view without spelling its name only by building the name at run time (`query()`,
-`query_table()`), and one that reads the catalog lists whichever copies exist: such statements get every
-definition first. Names are found in the whole text, strings and comments included: a name found in excess costs
-a millisecond, never a wrong answer.
+`query_table()`), and one that reads the catalog lists whichever exist: such statements get every definition
+first. Names are found in the whole text, strings and comments included: a name found in excess costs a
+millisecond, never a wrong answer. `json_execute_serialized_sql` runs its query on a connection of its own,
+which sees no temp catalog, only the file: users' statements may not call it (`user_sql`), and the file holds
+no view either (`runner` rebuilds a file that does).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 
 from ..adapters.duckdb_store import ReadModelDB
 from .paging import PROJECTIONS
 
-#: Macros every projection's views may use (the file holds them as well; see the module's doc).
+#: Macros every projection's views and statements may use.
 DEFINITIONS = (
     # JSON null inside a fact means "absent": read models show SQL NULL for it.
     "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
@@ -44,7 +48,7 @@ class Definition:
 
 
 def statements() -> list[str]:
-    """Every definition as the file holds it, in an order where each comes after those it uses."""
+    """Every definition as code, in an order where each comes after those it uses."""
     return [*DEFINITIONS, *(statement for p in PROJECTIONS for statement in p.view_statements())]
 
 
@@ -94,6 +98,14 @@ class Shadows:
         if wanted - made:
             self._make(wanted, made)
 
+    def make_scalar_macros(self) -> None:
+        scalar = {
+            d.name
+            for d in definitions()
+            if d.kind == "MACRO" and " AS TABLE" not in d.temp_statement
+        }
+        self._make(scalar, {d.name for d in self.made})
+
     def _make(self, wanted: set[str], made: set[str]) -> None:
         by_name = {d.name: d for d in definitions()}
         closure, todo = set(), list(wanted)
@@ -108,13 +120,6 @@ class Shadows:
                 self.db.connection.execute(definition.temp_statement)
                 self.made.append(definition)
 
-    def drop(self) -> None:
-        for definition in reversed(self.made):
-            self.db.connection.execute(
-                f"DROP {definition.kind} IF EXISTS temp.main.{definition.name}"
-            )
-        self.made.clear()
-
 
 def shadow_on_demand(db: ReadModelDB) -> None:
     """From now on, every statement on `db` runs against this code's own views and macros, never the file's."""
@@ -123,10 +128,35 @@ def shadow_on_demand(db: ReadModelDB) -> None:
     db.builtins_first()
 
 
-def unshadow(db: ReadModelDB) -> None:
-    """Back to the file's own objects (the schema code creates and drops them)."""
+@contextmanager
+def creating_in_file(db: ReadModelDB) -> Iterator[None]:
+    """For DDL on the file's own tables: names resolve in the file first meanwhile (with built-ins first, a new
+    table would go to the system catalog), while the statements in between still get this code's definitions."""
+    shadow_on_demand(db)
+    shadows = db.before_statement
+    assert isinstance(shadows, Shadows)  # just installed
+    # The statements in between call scalar macros (never views or table macros), and a view or table macro is
+    # bound when made, so it could not be made before its tables exist: scalar macros now, the rest once the
+    # tables are there.
+    shadows.make_scalar_macros()
+    db.before_statement = None
     db.file_first()
-    shadows, db.before_statement = db.before_statement, None
-    # TEMP objects live as long as their connection: a connection that made none has none to drop.
-    if isinstance(shadows, Shadows):
-        shadows.drop()
+    try:
+        yield
+    finally:
+        db.before_statement = shadows
+        db.builtins_first()
+
+
+def macros_in_file(db: ReadModelDB) -> list[tuple[str, str]]:
+    """("MACRO" or "MACRO TABLE", name) of each macro stored in the file: this code stores none.
+
+    DuckDB lists macros only among all its functions (~13 ms), so this is asked when the file is rebuilt and
+    by `verify --read-models`; reads do not need it (built-ins and this code's definitions resolve first).
+    """
+    rows = db.connection.execute(
+        "SELECT DISTINCT function_type, function_name FROM duckdb_functions() "
+        "WHERE database_name = ? AND function_type IN ('macro', 'table_macro') ORDER BY ALL",
+        [db.catalog],
+    ).fetchall()
+    return [("MACRO TABLE" if kind == "table_macro" else "MACRO", name) for kind, name in rows]

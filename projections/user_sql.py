@@ -15,6 +15,8 @@ from ..domain.errors import InvalidInput
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
+#: Text that may call `json_execute_serialized_sql`: by name, or through SQL built at run time (`query()`).
+_MAY_RUN_SQL = re.compile(r"json_execute_serialized_sql|\bquery(_table)?\s*\(", re.IGNORECASE)
 
 
 def statement_kinds(connection: Any, query: str) -> list[str]:
@@ -33,7 +35,7 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
     return kinds
 
 
-def require_reads(db: ReadModelDB, query: str) -> None:
+def require_reads(db: ReadModelDB, query: str, params: Mapping[str, Any] | None = None) -> None:
     try:
         kinds = statement_kinds(db.connection, query)
     except (
@@ -46,6 +48,32 @@ def require_reads(db: ReadModelDB, query: str) -> None:
             f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
             hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
         )
+    if _MAY_RUN_SQL.search(query):
+        _refuse_sql_on_a_connection_of_its_own(db, query, params)
+
+
+def _refuse_sql_on_a_connection_of_its_own(
+    db: ReadModelDB, query: str, params: Mapping[str, Any] | None
+) -> None:
+    """`json_execute_serialized_sql` runs its query on a new connection: it sees the file but none of this
+    connection's own views and macros (`shadows`), and the timeout cannot interrupt it. Its name can be built at
+    run time (inside `query()`), so the plan says whether a statement calls it, not the text."""
+    for statement in db.connection.extract_statements(query):
+        if not _MAY_RUN_SQL.search(statement.query):
+            continue
+        inner = _EXPLAIN.sub("", statement.query, count=1)
+        try:  # through `rows`, so the plan binds this code's views, as the statement itself will
+            plan = db.rows(f"EXPLAIN {inner}", dict(params) if params else None)
+        except (
+            Exception
+        ) as exc:  # what does not plan does not run either: refused in DuckDB's words
+            raise InvalidInput(f"the SQL was refused: {exc}") from None
+        if "JSON_EXECUTE_SERIALIZED_SQL" in " ".join(map(str, plan)).upper():
+            raise InvalidInput(
+                "expected a query over these read models, found json_execute_serialized_sql: it runs SQL on "
+                "a connection of its own, which neither this code's views and macros nor --timeout reach",
+                hint="run that SQL as the query itself",
+            )
 
 
 def run_reads(
@@ -56,5 +84,5 @@ def run_reads(
     timeout: float | None = None,
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Column names and a stream of rows, after `require_reads`; past `timeout` seconds it is stopped."""
-    require_reads(db, query)
+    require_reads(db, query, params)
     return db.query(query, timeout=timeout, params=dict(params) if params else None)

@@ -199,7 +199,7 @@ class Lineage:
         from .projections.user_sql import require_reads
 
         with self._reader(as_of) as db:
-            require_reads(db, query)
+            require_reads(db, query, params)
             return db.fetch_whole(query, how, timeout=None, params=dict(params) if params else None)
 
     def _reader(self, as_of: int | None) -> Any:

@@ -53,6 +53,7 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(
     )
     db.close()
     db = ReadModelDB.open(lineage.read_models_path)  # a new process, as after a crash
+    runner.ensure_schema(db, "test")
     assert runner.catch_up(db, lineage.log, page=7) == lineage.position()
     assert table_contents(db) == fresh_tables(lineage)
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()

@@ -294,6 +294,10 @@ def test_a_macro_planted_in_the_file_never_runs_in_a_catch_up(
         "sql", "SELECT DISTINCT config_override_keys AS k FROM fork_children", "--format", "jsonl"
     ).stdout
     assert "forged" not in keys and '["agent"]' in keys
+    # The file keeps no macro of its own: the planted one is named, and a rebuild removes it.
+    named = run_cli("verify", "--read-models", ok=False)
+    assert named.exit_code == 3 and "macro json_or_null" in named.stderr
+    run_cli("rebuild")
     run_cli("verify", "--read-models")
 
 
@@ -334,6 +338,69 @@ def test_a_macro_edited_in_the_file_is_not_reached_through_ours(
             "SELECT 'forged' AS node, 0 AS depth"
         )
     assert run_cli("sql", path, "--format", "json").stdout == honest
+
+
+def serialized(sql: str) -> str:
+    """`sql` as DuckDB's `json_execute_serialized_sql` takes it."""
+    with duckdb.connect() as db:
+        row = db.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "CREATE OR REPLACE VIEW runs AS SELECT 'forged' AS run",
+        "CREATE TABLE runs AS SELECT 'forged' AS run",
+    ],
+)
+def test_a_query_run_on_a_connection_of_its_own_finds_no_view_in_the_file(
+    lineage: Lineage, run_cli: Cli, planted: str
+) -> None:
+    """`json_execute_serialized_sql` runs its query on a new connection: no TEMP views there, only the file. The
+    file keeps tables only, and one holding a view or a table of another name is rebuilt before it is read."""
+    lineage.record(ablate_run_facts())
+    run_cli("sql", "SELECT 1")
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute(planted)
+    assert "forged" not in run_cli("sql", REWARDS).stdout
+    with duckdb.connect(str(read_model_file(run_cli)), read_only=True) as db:
+        left = db.execute(
+            "SELECT count(*) FROM duckdb_views() WHERE NOT internal AND database_name <> 'temp'"
+        ).fetchone()
+        kept = {row[0] for row in db.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert left == (0,) and "runs" not in kept
+    run_cli("verify", "--read-models")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM json_execute_serialized_sql($q)",
+        "SELECT v FROM runs, JSON_EXECUTE_SERIALIZED_SQL($q) LIMIT 1",
+        "SELECT * FROM query('SELECT * FROM json_execute_' || 'serialized_sql(''' || $q || ''')')",
+        "EXPLAIN ANALYZE SELECT * FROM json_execute_serialized_sql($q)",
+        "SELECT 1; SELECT * FROM json_execute_serialized_sql($q)",
+    ],
+)
+def test_sql_run_on_a_connection_of_its_own_is_refused(
+    lineage: Lineage, run_cli: Cli, statement: str
+) -> None:
+    """That connection resolves names in the file before built-ins (`lower`) and sees none of our definitions,
+    and `--timeout` cannot interrupt it; its name may be built at run time, so the plan is what is checked."""
+    lineage.record(ablate_run_facts())
+    run_cli("sql", "SELECT 1")
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("CREATE MACRO lower(x) AS 'forged'")
+    inner = serialized("SELECT lower('ABC') AS v")
+    result = run_cli("sql", "-p", "q", inner, statement, ok=False)
+    assert result.exit_code == 1, result.output
+    assert "json_execute_serialized_sql" in result.stderr
+    assert "forged" not in result.stdout
+    assert lineage.sql("SELECT lower('ABC') AS v") == [{"v": "abc"}]
+    named = run_cli("verify", "--read-models", ok=False)
+    assert named.exit_code == 3 and "macro lower" in named.stderr
 
 
 def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
