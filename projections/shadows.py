@@ -125,6 +125,9 @@ def shadow_on_demand(db: ReadModelDB) -> None:
     """From now on, every statement on `db` runs against this code's own views and macros, never the file's."""
     if not isinstance(db.before_statement, Shadows):
         db.before_statement = Shadows(db)
+        # The projections' statements call scalar macros and name nothing else of ours, so they run unscanned
+        # (`paging`); a scan would find words like `children` in them and make views they never read.
+        db.before_statement.make_scalar_macros()
     db.builtins_first()
 
 
@@ -132,13 +135,10 @@ def shadow_on_demand(db: ReadModelDB) -> None:
 def creating_in_file(db: ReadModelDB) -> Iterator[None]:
     """For DDL on the file's own tables: names resolve in the file first meanwhile (with built-ins first, a new
     table would go to the system catalog), while the statements in between still get this code's definitions."""
+    # The statements in between call scalar macros (made by `shadow_on_demand`), never views or table macros,
+    # which are bound when made and so could not be made before their tables exist.
     shadow_on_demand(db)
     shadows = db.before_statement
-    assert isinstance(shadows, Shadows)  # just installed
-    # The statements in between call scalar macros (never views or table macros), and a view or table macro is
-    # bound when made, so it could not be made before its tables exist: scalar macros now, the rest once the
-    # tables are there.
-    shadows.make_scalar_macros()
     db.before_statement = None
     db.file_first()
     try:
