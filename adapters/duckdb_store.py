@@ -91,6 +91,10 @@ class ReadModelDB:
             # DuckDB takes the allowed list only while file access is still on: it goes off right after, and
             # then stays off for everything but that one directory (our own COPY ... TO, `export parquet`).
             del config["enable_external_access"]
+        if read_only:
+            # Users' SQL past the memory cap fails (exit 4) rather than spilling to a temp folder beside the
+            # file, which DuckDB would let grow to 90% of the free disk: a read writes nothing anywhere.
+            config["temp_directory"] = ""
         db = cls._connect(path, timeout, config, read_only)
         if writable_directory is not None:
             db.connection.execute(
@@ -109,8 +113,11 @@ class ReadModelDB:
         """Resolve names in DuckDB's own functions first, then this connection's TEMP definitions, then the file:
         a macro stored in the file can then shadow neither a built-in (`avg`) nor our views and macros. (New
         objects would go to the system catalog, so the schema code calls `file_first` before its DDL.)"""
+        # pg_catalog holds about 45 built-ins of its own (pg_typeof, format_type, ...); DuckDB searches it only
+        # after the path set here, so it is named too, or a macro in the file would answer for them.
         self.connection.execute(
-            "SET search_path = ?", [f'system.main,temp.main,"{self.catalog}".main']
+            "SET search_path = ?",
+            [f'system.main,system.pg_catalog,temp.main,"{self.catalog}".main'],
         )
 
     def file_first(self) -> None:
@@ -252,6 +259,17 @@ class ReadModelDB:
                     watchdog.cancel()
 
         return names, batches()
+
+    def plan(
+        self, sql: str, *, timeout: float | None = None, params: dict[str, Any] | None = None
+    ) -> str:
+        """The plan DuckDB would run for a user's statement, as text, under the same watchdog and limits as the
+        statement itself (planning evaluates constant expressions, which can take as long as any query)."""
+        explain = f"EXPLAIN {sql}"
+        rows = self._run_users(
+            explain, params, timeout, lambda: self.connection.execute(explain, params).fetchall()
+        )[0]
+        return " ".join(str(cell) for row in rows for cell in row)
 
     def fetch_whole(
         self,

@@ -7,6 +7,7 @@ first names the problem in our words, and keeps a query from dropping the TEMP v
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -15,8 +16,10 @@ from ..domain.errors import InvalidInput
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALY[SZ]E)?\s+", re.IGNORECASE)
-#: Text that may call `json_execute_serialized_sql`: by name, or through SQL built at run time (`query()`).
-_MAY_RUN_SQL = re.compile(r"json_execute_serialized_sql|\bquery(_table)?\s*\(", re.IGNORECASE)
+#: Text that may call `json_execute_serialized_sql`: by name, or through SQL that `query()` takes at run time.
+#: A function is called by its name spelled out (quoted or not; nothing splits an identifier), so a word match
+#: finds every statement that could; the plan then decides.
+_MAY_RUN_SQL = re.compile(r"\b(json_execute_serialized_sql|query|query_table)\b", re.IGNORECASE)
 
 
 def statement_kinds(connection: Any, query: str) -> list[str]:
@@ -35,7 +38,14 @@ def statement_kinds(connection: Any, query: str) -> list[str]:
     return kinds
 
 
-def require_reads(db: ReadModelDB, query: str, params: Mapping[str, Any] | None = None) -> None:
+def require_reads(
+    db: ReadModelDB,
+    query: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+) -> None:
+    """Only reads, and none that runs SQL on a connection of its own; the check itself stops past `timeout`."""
     try:
         kinds = statement_kinds(db.connection, query)
     except (
@@ -48,32 +58,28 @@ def require_reads(db: ReadModelDB, query: str, params: Mapping[str, Any] | None 
             f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
             hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
         )
-    if _MAY_RUN_SQL.search(query):
-        _refuse_sql_on_a_connection_of_its_own(db, query, params)
+    for statement in db.connection.extract_statements(query):
+        if _MAY_RUN_SQL.search(statement.query):
+            _refuse_sql_on_a_connection_of_its_own(db, statement.query, params, timeout)
 
 
 def _refuse_sql_on_a_connection_of_its_own(
-    db: ReadModelDB, query: str, params: Mapping[str, Any] | None
+    db: ReadModelDB, statement: str, params: Mapping[str, Any] | None, timeout: float | None
 ) -> None:
     """`json_execute_serialized_sql` runs its query on a new connection: it sees the file but none of this
-    connection's own views and macros (`shadows`), and the timeout cannot interrupt it. Its name can be built at
-    run time (inside `query()`), so the plan says whether a statement calls it, not the text."""
-    for statement in db.connection.extract_statements(query):
-        if not _MAY_RUN_SQL.search(statement.query):
-            continue
-        inner = _EXPLAIN.sub("", statement.query, count=1)
-        try:  # through `rows`, so the plan binds this code's views, as the statement itself will
-            plan = db.rows(f"EXPLAIN {inner}", dict(params) if params else None)
-        except (
-            Exception
-        ) as exc:  # what does not plan does not run either: refused in DuckDB's words
-            raise InvalidInput(f"the SQL was refused: {exc}") from None
-        if "JSON_EXECUTE_SERIALIZED_SQL" in " ".join(map(str, plan)).upper():
-            raise InvalidInput(
-                "expected a query over these read models, found json_execute_serialized_sql: it runs SQL on "
-                "a connection of its own, which neither this code's views and macros nor --timeout reach",
-                hint="run that SQL as the query itself",
-            )
+    connection's own views and macros (`shadows`), and the timeout cannot interrupt it. Its name, or the SQL
+    that calls it, can reach `query()` as a parameter, so the plan says whether a statement calls it."""
+    plan = db.plan(
+        _EXPLAIN.sub("", statement, count=1),
+        timeout=timeout,
+        params=dict(params) if params else None,
+    )
+    if "JSON_EXECUTE_SERIALIZED_SQL" in plan.upper():
+        raise InvalidInput(
+            "expected a query over these read models, found json_execute_serialized_sql: it runs SQL on "
+            "a connection of its own, which neither this code's views and macros nor --timeout reach",
+            hint="run that SQL as the query itself",
+        )
 
 
 def run_reads(
@@ -83,6 +89,29 @@ def run_reads(
     *,
     timeout: float | None = None,
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
-    """Column names and a stream of rows, after `require_reads`; past `timeout` seconds it is stopped."""
-    require_reads(db, query, params)
-    return db.query(query, timeout=timeout, params=dict(params) if params else None)
+    """Column names and a stream of rows, after `require_reads`; past `timeout` seconds (the check and the
+    statement together) it is stopped."""
+    started = time.monotonic()
+    require_reads(db, query, params, timeout=timeout)
+    return db.query(query, timeout=_left(timeout, started), params=dict(params) if params else None)
+
+
+def fetch_reads(
+    db: ReadModelDB,
+    query: str,
+    params: Mapping[str, Any] | None,
+    how: str,
+    *,
+    timeout: float | None = None,
+) -> Any:
+    """`run_reads`, fetched whole by DuckDB (`how`: `to_arrow_table` or `df`)."""
+    started = time.monotonic()
+    require_reads(db, query, params, timeout=timeout)
+    return db.fetch_whole(
+        query, how, timeout=_left(timeout, started), params=dict(params) if params else None
+    )
+
+
+def _left(timeout: float | None, started: float) -> float | None:
+    """What is left of `timeout` for the statement once its check has run (the two share one deadline)."""
+    return None if timeout is None else max(timeout - (time.monotonic() - started), 0.001)

@@ -182,25 +182,39 @@ class Lineage:
             return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def arrow(
-        self, query: str, params: Mapping[str, Any] | None = None, *, as_of: int | None = None
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        as_of: int | None = None,
+        timeout: float | None = 30.0,
     ) -> Any:
         """The answer as a `pyarrow.Table` (needs pyarrow: `pip install 'rollout-lineage[dataframes]'`)."""
-        return self._fetch_whole(query, params, as_of, "to_arrow_table")
+        return self._fetch_whole(query, params, as_of, "to_arrow_table", timeout)
 
     def df(
-        self, query: str, params: Mapping[str, Any] | None = None, *, as_of: int | None = None
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        as_of: int | None = None,
+        timeout: float | None = 30.0,
     ) -> Any:
         """The answer as a `pandas.DataFrame` (needs pandas: `pip install 'rollout-lineage[dataframes]'`)."""
-        return self._fetch_whole(query, params, as_of, "df")
+        return self._fetch_whole(query, params, as_of, "df", timeout)
 
     def _fetch_whole(
-        self, query: str, params: Mapping[str, Any] | None, as_of: int | None, how: str
+        self,
+        query: str,
+        params: Mapping[str, Any] | None,
+        as_of: int | None,
+        how: str,
+        timeout: float | None,
     ) -> Any:
-        from .projections.user_sql import require_reads
+        from .projections.user_sql import fetch_reads
 
         with self._reader(as_of) as db:
-            require_reads(db, query, params)
-            return db.fetch_whole(query, how, timeout=None, params=dict(params) if params else None)
+            return fetch_reads(db, query, params, how, timeout=timeout)
 
     def _reader(self, as_of: int | None) -> Any:
         from .projections.read_only import read_only_models

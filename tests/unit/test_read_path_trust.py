@@ -374,18 +374,25 @@ def test_a_query_run_on_a_connection_of_its_own_finds_no_view_in_the_file(
     run_cli("verify", "--read-models")
 
 
+#: The serialized query as $q, or (`True`) the SQL that calls it, for query() to run.
 @pytest.mark.parametrize(
-    "statement",
+    ("statement", "q_is_the_calling_sql"),
     [
-        "SELECT * FROM json_execute_serialized_sql($q)",
-        "SELECT v FROM runs, JSON_EXECUTE_SERIALIZED_SQL($q) LIMIT 1",
-        "SELECT * FROM query('SELECT * FROM json_execute_' || 'serialized_sql(''' || $q || ''')')",
-        "EXPLAIN ANALYZE SELECT * FROM json_execute_serialized_sql($q)",
-        "SELECT 1; SELECT * FROM json_execute_serialized_sql($q)",
+        ("SELECT * FROM json_execute_serialized_sql($q)", False),
+        ("SELECT v FROM runs, JSON_EXECUTE_SERIALIZED_SQL($q) LIMIT 1", False),
+        (
+            "SELECT * FROM query('SELECT * FROM json_execute_' || 'serialized_sql(''' || $q || ''')')",
+            False,
+        ),
+        ("EXPLAIN ANALYZE SELECT * FROM json_execute_serialized_sql($q)", False),
+        ("SELECT 1; SELECT * FROM json_execute_serialized_sql($q)", False),
+        # The SQL that calls it only in a parameter of query(), whose name is quoted or followed by a comment.
+        ('SELECT * FROM "query"($q)', True),
+        ("SELECT * FROM query/**/($q)", True),
     ],
 )
 def test_sql_run_on_a_connection_of_its_own_is_refused(
-    lineage: Lineage, run_cli: Cli, statement: str
+    lineage: Lineage, run_cli: Cli, statement: str, q_is_the_calling_sql: bool
 ) -> None:
     """That connection resolves names in the file before built-ins (`lower`) and sees none of our definitions,
     and `--timeout` cannot interrupt it; its name may be built at run time, so the plan is what is checked."""
@@ -394,13 +401,52 @@ def test_sql_run_on_a_connection_of_its_own_is_refused(
     with duckdb.connect(str(read_model_file(run_cli))) as db:
         db.execute("CREATE MACRO lower(x) AS 'forged'")
     inner = serialized("SELECT lower('ABC') AS v")
-    result = run_cli("sql", "-p", "q", inner, statement, ok=False)
+    q = f"SELECT * FROM json_execute_serialized_sql('{inner}')" if q_is_the_calling_sql else inner
+    result = run_cli("sql", "-p", "q", q, statement, ok=False)
     assert result.exit_code == 1, result.output
     assert "json_execute_serialized_sql" in result.stderr
     assert "forged" not in result.stdout
     assert lineage.sql("SELECT lower('ABC') AS v") == [{"v": "abc"}]
     named = run_cli("verify", "--read-models", ok=False)
     assert named.exit_code == 3 and "macro lower" in named.stderr
+
+
+def test_a_macro_in_the_file_cannot_stand_in_for_a_pg_catalog_built_in(
+    lineage: Lineage, run_cli: Cli
+) -> None:
+    """About 45 built-ins live in DuckDB's pg_catalog schema, searched after the path a connection sets."""
+    lineage.record(ablate_run_facts())
+    run_cli("sql", "SELECT 1")
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        db.execute("CREATE MACRO pg_typeof(x) AS 'forged'")
+        db.execute("CREATE MACRO format_type(x, y) AS 'forged'")
+    out = run_cli("sql", "SELECT pg_typeof(1) AS a, format_type(23, NULL) AS b", "--format", "csv")
+    assert "forged" not in out.stdout and out.stdout.startswith("a,b\ninteger,")
+    assert "forged" not in str(lineage.sql("SELECT pg_typeof(1) AS a"))
+
+
+def test_the_check_of_a_statement_stops_at_its_timeout(run_cli: Cli) -> None:
+    """Checking a statement plans it, and planning folds constants: hours of them here. The check and the
+    statement share the one --timeout (a subprocess, so a check that ignored it fails the test, not CI)."""
+    import subprocess
+    import sys
+
+    slow = "SELECT levenshtein(repeat('a', 3000000), repeat('b', 3000000)) AS x -- query("
+    command = [sys.executable, "-m", "rollout_lineage.cli", "--home", str(run_cli.home)]
+    done = subprocess.run(
+        [*command, "sql", "--timeout", "1", slow], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 4 and "timeout" in done.stderr
+
+
+def test_users_sql_spills_nothing_to_disk(lineage: Lineage, run_cli: Cli) -> None:
+    """Past the memory cap a read fails (exit 4); it never spills into a temp folder beside the file."""
+    lineage.record(ablate_run_facts())
+    out = run_cli("sql", "SELECT current_setting('temp_directory') AS t", "--format", "csv").stdout
+    assert out == 't\n""\n'  # an empty string, not a missing value
+    assert lineage.sql("SELECT current_setting('temp_directory') AS t") == [{"t": ""}]
+    result = run_cli("sql", "SET temp_directory = '/tmp/spill'", ok=False)
+    assert result.exit_code == 1
 
 
 def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
