@@ -44,11 +44,24 @@ def _target(directory: Path) -> Path:
     return directory.resolve()
 
 
+def _refuse_what_a_file_cannot_replace(target: Path) -> None:
+    """Every name a file will take is free or a file (a link is replaced, never followed), before anything is
+    written: a folder in the way found only while moving would leave DIR half replaced."""
+    for name in relations():
+        path = target / f"{name}.parquet"
+        if path.is_dir() and not path.is_symlink():
+            raise InvalidInput(
+                f"expected to write {path.name} into {target}, found a directory of that name there",
+                hint="move it away, or name another directory",
+            )
+
+
 def export_parquet(
     lineage: Lineage, directory: Path, as_of: int | None, occurred_before: Any = None
 ) -> list[dict[str, Any]]:
     """Write `<relation>.parquet` for every relation into `directory`; returns (relation, rows, file) rows."""
     target = _target(directory)
+    _refuse_what_a_file_cannot_replace(target)
     try:
         staging = Path(tempfile.mkdtemp(prefix=".lineage-parquet-", dir=target))
     except OSError as exc:

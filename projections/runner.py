@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..adapters.chained_log import ChainedLog
 from ..adapters.duckdb_store import MISSING_OBJECT, ReadModelDB
-from ..domain.errors import InvalidInput
+from ..domain.errors import InvalidInput, StoreUnavailable
 from . import events as events_table
 from . import shadows
 from .base import Projection
@@ -142,7 +142,8 @@ OWN_TABLES = sorted(
 
 
 def _foreign_objects(db: ReadModelDB) -> list[tuple[str, str]]:
-    """(kind, name) of each view, and each table not ours, in the file: this code made none of them.
+    """(kind, name) of each schema but `main`, each view, and each table not ours, in the file: this code made
+    none of them.
 
     The file keeps tables only; views and macros exist as TEMP objects of each connection (`shadows`). A
     statement can still reach the file's own catalog past them (`json_execute_serialized_sql` runs its query on
@@ -150,12 +151,43 @@ def _foreign_objects(db: ReadModelDB) -> list[tuple[str, str]]:
     of our views, could answer in their place. Such a file was edited outside rollout-lineage: it is rebuilt.
     """
     rows = db.connection.execute(
-        "SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = $1 AND NOT internal "
+        "SELECT 'SCHEMA', schema_name FROM duckdb_schemas() WHERE database_name = $1 AND NOT internal "
+        "AND schema_name <> 'main' "
+        "UNION ALL SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = $1 "
+        "AND schema_name = 'main' AND NOT internal "
         "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = $1 "
-        "AND NOT list_contains($2, table_name) ORDER BY ALL",
+        "AND schema_name = 'main' AND NOT list_contains($2, table_name) ORDER BY ALL",
         [db.catalog, OWN_TABLES],
     ).fetchall()
     return [(row[0], row[1]) for row in rows]
+
+
+def _stored_definitions(db: ReadModelDB) -> list[tuple[str, str]]:
+    """Macros and types stored in the file (this code stores none). Slower to list than `_foreign_objects`
+    (DuckDB lists them among all its built-ins: ~15 ms), so asked only where the file is rebuilt or checked: a
+    macro there reaches no query of ours, but a type named like a built-in (`json`) would be what the next
+    `CREATE TABLE` used."""
+    types = db.connection.execute(
+        "SELECT 'TYPE', type_name FROM duckdb_types() WHERE database_name = ? AND NOT internal "
+        "ORDER BY ALL",
+        [db.catalog],
+    ).fetchall()
+    return [*shadows.macros_in_file(db), *((row[0], row[1]) for row in types)]
+
+
+def _drop_foreign(db: ReadModelDB, found: list[tuple[str, str]]) -> None:
+    """Drop what this code did not make (schemas and types with whatever depends on them)."""
+    for kind, name in found:
+        where = f'"{db.catalog}"."{name}"' if kind == "SCHEMA" else f'"{db.catalog}".main."{name}"'
+        cascade = " CASCADE" if kind in ("SCHEMA", "TYPE") else ""
+        try:
+            db.execute(f"DROP {kind} {where}{cascade}")
+        except MISSING_OBJECT as exc:
+            raise StoreUnavailable(
+                f"the read models at {db.path} hold a {kind.lower()} {name!r} this code did not make and "
+                f"cannot remove: {str(exc).splitlines()[0]}",
+                hint="remove the file; it is derived from the log and rebuilt on the next read",
+            ) from None
 
 
 def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
@@ -180,12 +212,11 @@ def _rebuild_what_is_stale(
 ) -> None:
     foreign = _foreign_objects(db)
     # A new file holds nothing; any other is searched for macros too (a slow catalog query, so only here).
-    macros = shadows.macros_in_file(db) if state is not None or foreign else []
+    stored = _stored_definitions(db) if state is not None or foreign else []
     with db.transaction():
         # Edited outside rollout-lineage (or by a version that kept views and macros in the file): nothing in
         # it can be trusted, so it is rebuilt.
-        for kind, name in [*foreign, *macros]:
-            db.execute(f'DROP {kind} "{db.catalog}".main."{name}"')
+        _drop_foreign(db, [*foreign, *stored])
         for statement in BOOKKEEPING:
             db.execute(statement)
         versions = {
@@ -196,7 +227,7 @@ def _rebuild_what_is_stale(
             "SELECT store, position, head_hash FROM lineage_tracking WHERE name = ?",
             [TRACKING_NAME],
         )
-        stale_log = bool(foreign or macros) or (
+        stale_log = bool(foreign or stored) or (
             bool(tracked) and _stale_tracking(tracked[0], versions, store, log, log_position)
         )
         for projection in PROJECTIONS:
@@ -287,8 +318,7 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
 
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
     with creating_in_file(db), db.transaction():
-        for kind, name in shadows.macros_in_file(db):
-            db.execute(f'DROP {kind} "{db.catalog}".main."{name}"')
+        _drop_foreign(db, [*_foreign_objects(db), *_stored_definitions(db)])
         for projection in reversed(PROJECTIONS):
             _drop(db, projection)
         db.execute("DROP TABLE IF EXISTS lineage_projection_versions")
@@ -370,7 +400,7 @@ def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:
             read_only=True,
         )
         try:
-            found = [*_foreign_objects(probe), *shadows.macros_in_file(probe)]
+            found = [*_foreign_objects(probe), *_stored_definitions(probe)]
             foreign = [f"{kind.lower()} {name}" for kind, name in found]
         finally:
             probe.close()

@@ -82,3 +82,18 @@ def test_a_directory_that_cannot_be_made_is_refused_plainly(run_cli: Cli, tmp_pa
     result = run_cli("export", "parquet", str(tmp_path / "a-file" / "sub"), ok=False)
     assert result.exit_code == 1 and "expected to create the directory" in result.stderr
     assert (tmp_path / "a-file").read_text() == "keep me"
+
+
+def test_a_folder_named_like_an_export_file_is_refused_before_anything_is_replaced(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """Found only while moving the files in, it would leave DIR half replaced (an attack review's find)."""
+    run_cli("import", str(EXAMPLES / "pr-layout"))
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "stages.parquet").mkdir()
+    (target / "runs.parquet").write_text("an older export")
+    result = run_cli("export", "parquet", str(target), ok=False)
+    assert result.exit_code == 1 and "found a directory of that name" in result.stderr
+    assert sorted(p.name for p in target.iterdir()) == ["runs.parquet", "stages.parquet"]
+    assert (target / "runs.parquet").read_text() == "an older export"

@@ -449,6 +449,38 @@ def test_users_sql_spills_nothing_to_disk(lineage: Lineage, run_cli: Cli) -> Non
     assert result.exit_code == 1
 
 
+@pytest.mark.parametrize(
+    "planted",
+    [
+        ["CREATE SCHEMA s", "CREATE TABLE s.anything (a INT)"],
+        ["CREATE SCHEMA s", "CREATE VIEW s.runs AS SELECT 'forged' AS run, 1.0 AS reward"],
+        # A type named like a built-in would be what the rebuild's CREATE TABLE used (the view forces one).
+        ["CREATE TYPE json AS BLOB", "CREATE VIEW v AS SELECT 1"],
+        ["CREATE TYPE json AS INTEGER", "CREATE VIEW v AS SELECT 1"],
+    ],
+)
+def test_other_kinds_of_objects_planted_in_the_file_are_removed_by_the_next_read(
+    lineage: Lineage, run_cli: Cli, planted: list[str]
+) -> None:
+    lineage.record(ablate_run_facts())
+    honest = run_cli("sql", REWARDS, "--format", "json").stdout
+    with duckdb.connect(str(read_model_file(run_cli))) as db:
+        for statement in planted:
+            db.execute(statement)
+    assert run_cli("sql", REWARDS, "--format", "json").stdout == honest
+    kinds = run_cli(
+        "sql", "SELECT DISTINCT typeof(fact) AS t FROM events", "--format", "csv"
+    ).stdout
+    assert kinds == "t\nJSON\n"
+    with duckdb.connect(str(read_model_file(run_cli)), read_only=True) as db:
+        schemas = db.execute(
+            "SELECT schema_name FROM duckdb_schemas() WHERE NOT internal"
+        ).fetchall()
+        types = db.execute("SELECT type_name FROM duckdb_types() WHERE NOT internal").fetchall()
+    assert ("s",) not in schemas and types == []
+    run_cli("verify", "--read-models")
+
+
 def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
     """`avg` and `min` stored in the file as macros would change mean rewards and what --as-of TIME means."""
     lineage.record(ablate_run_facts())
