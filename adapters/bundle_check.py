@@ -127,6 +127,17 @@ def _origin(document: dict[str, Any], cp: Checkpoint, where: str) -> None:
         )
 
 
+def _exact(record: dict[str, Any], at: str, kind: type, *names: str) -> None:
+    """Each named field is of exactly this JSON type (a bool is not a whole number here)."""
+    for name in names:
+        if type(record[name]) is not kind:
+            raise _fail(
+                at,
+                f"expected {name} as {'a whole number' if kind is int else 'text'}, found "
+                f"{type(record[name]).__name__} {record[name]!r}",
+            )
+
+
 def _events(document: dict[str, Any], report: BundleReport, where: str) -> None:
     cp, previous = report.checkpoint, (0, -1)
     if not isinstance(document["events"], list) or not document["events"]:
@@ -134,16 +145,19 @@ def _events(document: dict[str, Any], report: BundleReport, where: str) -> None:
     for number, raw in enumerate(document["events"], 1):
         at = f"{where}, event {number}"
         event = _need(raw, EVENT, at)
+        # Exactly the JSON types written: `true` or "1" would hash as 1 and pass, then be stored as given.
+        _exact(event, at, int, "position", "leaf_index", "originator_version")
+        _exact(event, at, str, "originator_id", "topic", "state")
         try:
             UUID(
                 hex=event["originator_id"]
             )  # a readable id; the entry keeps the text exactly as given
             entry = merkle.event_entry(
-                int(event["position"]),
-                str(event["originator_id"]),
-                int(event["originator_version"]),
-                str(event["topic"]),
-                str(event["state"]).encode("utf-8"),
+                event["position"],
+                event["originator_id"],
+                event["originator_version"],
+                event["topic"],
+                event["state"].encode("utf-8"),
             )
         except (TypeError, ValueError) as exc:
             raise _fail(at, f"a field of the wrong shape ({exc})") from None
@@ -171,7 +185,8 @@ def _batches(
     for number, raw in enumerate(document["batches"], 1):
         at = f"{where}, batch {number}"
         batch = _need(raw, BATCH, at)
-        first, last = int(batch["first"]), int(batch["last"])
+        _exact(batch, at, int, "first", "last")
+        first, last = batch["first"], batch["last"]
         leaves = _hashes(batch["leaves"], at)
         key = VerifierKey.parse(str(batch["signer"]))
         (signature,) = _hashes([batch["signature"]], at)

@@ -99,7 +99,14 @@ def inclusion(
     entry = event_entry_of(row)
     if merkle.leaf_hash(entry) != leaf:
         raise IntegrityFailure(f"position {position}: the stored event does not match its leaf")
-    merkle.verify_inclusion(index, checkpoint.size, leaf, proof, checkpoint.root)
+    try:
+        merkle.verify_inclusion(index, checkpoint.size, leaf, proof, checkpoint.root)
+    except merkle.ProofFailed as exc:  # the stored tree's inner nodes are not the log's
+        raise IntegrityFailure(
+            f"position {position}: the proof drawn from the stored Merkle tree does not verify against the "
+            f"checkpoint ({exc}); the tree was edited",
+            hint="run `lineage verify` for the whole report",
+        ) from None
     return {
         "position": position,
         "leaf_index": index,

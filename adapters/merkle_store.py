@@ -145,6 +145,23 @@ class MerkleStore:
             rows = self._rows(c, f"SELECT idx FROM {self.leaves} WHERE position = ?", (position,))
         return int(rows[0][0]) if rows else None
 
+    def stored_nodes(self, wanted: list[tuple[int, int, bytes]]) -> dict[tuple[int, int], bytes]:
+        """The stored hashes of these complete subtrees (level, index): one range query per level."""
+        ranges: dict[int, tuple[int, int]] = {}
+        for level, index, _ in wanted:
+            low, high = ranges.get(level, (index, index))
+            ranges[level] = (min(low, index), max(high, index))
+        found: dict[tuple[int, int], bytes] = {}
+        with self._read() as c:
+            for level, (low, high) in ranges.items():
+                for idx, h in self._rows(
+                    c,
+                    f"SELECT idx, hash FROM {self.nodes} WHERE level = ? AND idx BETWEEN ? AND ?",
+                    (level, low, high),
+                ):
+                    found[(level, int(idx))] = bytes(h)
+        return found
+
     def leaf_rows(self, after_index: int, limit: int) -> list[tuple[int, int, bytes]]:
         """(index, position, leaf hash) after `after_index` in order: what `verify` compares with the events."""
         sql = (
@@ -242,11 +259,26 @@ def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
                     f"position {position}: the stored event does not match its leaf in the Merkle "
                     "tree; it was edited after the tree was built"
                 )
-        for _, _, stored in leaves:
-            rebuilt.add(stored)
+        made = [node for _, _, stored in leaves for node in rebuilt.add(stored)]
+        different = _first_different_node(tree, made)
+        if different is not None:
+            return leaves[-1][1], different
         after_index, after_position = leaves[-1][0], leaves[-1][1]
     if rebuilt.size and rebuilt.root() != tree.root(rebuilt.size):
         return after_position, (
             "the stored Merkle tree's inner nodes do not hash to its leaves; the tree was edited"
         )
+    return None
+
+
+def _first_different_node(tree: MerkleStore, made: list[tuple[int, int, bytes]]) -> str | None:
+    """Every stored inner node, not only those on the right edge: a proof is drawn from any of them."""
+    stored = tree.stored_nodes(made)
+    for level, index, h in made:
+        if stored.get((level, index)) != h:
+            what = "missing" if (level, index) not in stored else "not the hash of its two children"
+            return (
+                f"the stored Merkle tree's node at level {level}, index {index} is {what}; the tree was "
+                "edited, and proofs drawn through that node would not verify"
+            )
     return None

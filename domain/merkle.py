@@ -231,13 +231,17 @@ class RootBuilder:
         self.size = 0
         self._edge: list[bytes] = []  # complete subtrees, largest first
 
-    def add(self, leaf: bytes) -> None:
-        h, below = leaf, self.size
+    def add(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """Append a leaf; returns the complete subtrees (level, index, hash) above level 0 it completes."""
+        h, below, level, completed = leaf, self.size, 0, []
         while below & 1:  # each trailing 1 bit of the old size is a subtree this leaf completes
             h = node_hash(self._edge.pop(), h)
             below >>= 1
+            level += 1
+            completed.append((level, self.size >> level, h))
         self._edge.append(h)
         self.size += 1
+        return completed
 
     def root(self) -> bytes:
         if not self._edge:

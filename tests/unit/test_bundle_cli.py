@@ -219,3 +219,36 @@ def test_sources_catch_an_imported_event_changed_afterwards(tmp_path: Path, keys
     result = c("bundle", "sources", "--format", "json", ok=False)
     assert result.exit_code == 3 and "position 2" in result.stderr
     assert "not the fact of the source event" in json.loads(result.stdout)[1]["proven"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("originator_version", "1"),
+        ("position", True),
+        ("leaf_index", 0.0),
+        ("topic", None),
+    ],
+)
+def test_a_field_re_encoded_as_another_json_type_is_refused(
+    tmp_path: Path, keys: Path, field: str, value: object
+) -> None:
+    """`"1"` and `true` hash as 1, so re-encoding the bundle canonically with one of them passed every check
+    and imported a value the source never held (an attack review's find)."""
+    from rollout_lineage.adapters.bundles import canonical
+
+    a = Cli(tmp_path / "a")
+    source_store(
+        f"sqlite:///{tmp_path / 'a' / 'events.sqlite'}", tmp_path / "a", tmp_path, keys / "lab.key"
+    )
+    a("bundle", "jobs/a", "--to", str(tmp_path / "b"))
+    document = json.loads((tmp_path / "b").read_text())
+    event = document["events"][0]
+    if field == "originator_version":
+        value = str(event[field])
+    if field == "position" and event[field] != 1:
+        pytest.skip("the first event is not at position 1")
+    event[field] = value
+    (tmp_path / "changed").write_bytes(canonical(document))
+    result = Cli(tmp_path / "nowhere")("bundle", "verify", str(tmp_path / "changed"), ok=False)
+    assert result.exit_code == 3 and f"expected {field} as" in result.stderr

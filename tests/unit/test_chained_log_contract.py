@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -242,3 +243,28 @@ def test_the_memory_recorder_holds_the_library_lock_it_extends() -> None:
         recorder="ChainedMemoryRecorder",
         where="POPORecorder._database_lock is no longer a re-entrant lock",
     )
+
+
+def test_an_event_hidden_below_the_first_position_is_named_by_the_chain_walk(
+    app: LineageApp,
+) -> None:
+    """A row inserted by hand at a position <= 0 has no link; the library's aggregate reads would still see it
+    (an attack review used it to let a contradicting fact through while `verify` said intact)."""
+    if not hasattr(app.recorder, "events_table_name"):
+        pytest.skip("the in-memory log has no SQL to insert through")
+    _recorded(app)
+    recorder: Any = app.recorder
+    table = recorder.events_table_name
+    if hasattr(recorder, "chain_table"):  # PostgreSQL
+        column, table = "notification_id", f'"{recorder.datastore.schema}".{table}'
+    else:
+        column = "rowid"
+    copy = (
+        f"INSERT INTO {table} ({column}, originator_id, originator_version, topic, state) "
+        f"SELECT -1, originator_id, 999, topic, state FROM {table} WHERE {column} = 1"
+    )
+    with recorder.datastore.transaction(commit=True) as cursor:
+        cursor.execute(copy)
+    walker = ChainWalker()
+    walker.feed(_log(app).chain_rows())
+    assert not walker.report.intact and walker.report.first_bad_position == -1

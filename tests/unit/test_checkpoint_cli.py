@@ -223,3 +223,24 @@ def test_prove_prints_proofs_that_check_without_a_store(
     assert late.exit_code == 1 and "appended after the checkpoint" in late.stderr
     one = json.loads(cli("prove", "5", "--checkpoint", str(checkpoint)).stdout)
     assert [p["leaf_index"] for p in one["proofs"]] == [4]
+
+
+def test_an_edited_inner_node_is_named_by_verify_and_prove_refuses_plainly(
+    tmp_path: Path, keys: tuple[Path, Path]
+) -> None:
+    """A node off the right edge was never compared (only the root), so `verify` said intact and `prove`, whose
+    own check refused the proof, died with a traceback (an attack review's find)."""
+    cli = Cli(tmp_path / "home")
+    cli("init")
+    ingest(cli, FACTS, tmp_path)
+    ingest(cli, MORE, tmp_path)
+    checkpoint = take_checkpoint(cli, tmp_path / "cp", keys[0])
+    with sqlite3.connect(cli.home / "events.sqlite") as db:
+        db.execute(
+            "UPDATE lineage_merkle_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 0"
+        )
+    code, report = verify(cli, checkpoint, keys[1])
+    assert code == 3 and "level 1, index 0" in json.dumps(report)
+    proved = cli("prove", "3", "--checkpoint", str(checkpoint), "--key", str(keys[1]), ok=False)
+    assert proved.exit_code == 3 and "does not verify" in proved.stderr
+    assert "Traceback" not in proved.stderr + proved.stdout
