@@ -29,6 +29,7 @@ from rollout_lineage.domain.errors import InvalidInput
 
 from .tar_members import ALTERED, DAMAGED, INCOMPLETE, UNSAFE, MemberWalk, Seen
 from .tar_stream import REEXPORT, TeeReader
+from .user_files import require_regular
 
 _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
@@ -350,6 +351,7 @@ def verify_tar(
     """
     shown = os.fspath(path)
     try:
+        require_regular(shown, "a snapshot tar")
         # unbuffered: each chunk is copied from the kernel exactly once
         raw = open(shown, "rb", buffering=0)  # noqa: SIM115 (the caller's with-block owns it)
     except OSError as exc:

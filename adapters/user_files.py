@@ -14,16 +14,20 @@ from pathlib import Path
 from ..domain.errors import InvalidInput
 
 
+def require_regular(path: str | Path, what: str) -> None:
+    """Refuse (InvalidInput, naming `what`) anything but a regular file: opening a FIFO would wait forever for a
+    writer, and a directory or device is never what a person meant. OSError when it cannot be looked at."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        found = "a directory" if stat.S_ISDIR(mode) else "a special file (FIFO, device or socket)"
+        raise InvalidInput(f"{path}: expected {what} in a regular file, found {found}")
+
+
 def read_capped(path: str | Path, limit: int, what: str) -> bytes:
     """The bytes of the regular file at `path`, refused (InvalidInput, naming `what`) when it cannot be read, is
     not a regular file, or holds more than `limit` bytes."""
     try:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            found = (
-                "a directory" if stat.S_ISDIR(mode) else "a special file (FIFO, device or socket)"
-            )
-            raise InvalidInput(f"{path}: expected {what} in a regular file, found {found}")
+        require_regular(path, what)
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)
     except OSError as exc:

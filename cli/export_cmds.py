@@ -31,22 +31,50 @@ def _write(document: dict[str, Any], output: str | None) -> None:
 
 
 def write_out(text: str, output: str | Path | None) -> None:
-    """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name."""
+    """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name.
+
+    The text goes to a new temp file of its own in the target's folder (never a fixed name someone could have
+    put a link at), then replaces the target, which must be a regular file or a new name: a link, a device
+    (`/dev/null`) or a FIFO would be replaced by a file, not written through.
+    """
     if output is None or output == "-":
         write_text(text, escape=False)
         return
     target = Path(output)
-    tmp = target.with_name(f".{target.name}.tmp")
+    if not target.name or target.name in (".", ".."):
+        raise InvalidInput(
+            f"expected a file name to write to, found {str(output)!r}",
+            hint="name a file, or - for standard output",
+        )
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        kind = "a symbolic link" if target.is_symlink() else "something other than a regular file"
+        raise InvalidInput(
+            f"expected a regular file or a new name to write to, found {kind} at {target}",
+            hint="name a regular file, or - for standard output (pipe it where you like)",
+        )
+    _replace_whole(target, text)
+    note(f"wrote {target}")
+
+
+def _replace_whole(target: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    tmp: str | None = None
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        descriptor, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise InvalidInput(
             f"expected to write {target}, found: {exc.strerror or exc}",
             hint="name a file in an existing folder you may write to",
         ) from None
-    note(f"wrote {target}")
 
 
 output_option = click.option(

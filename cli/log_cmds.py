@@ -28,7 +28,7 @@ LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "act
 )
 @click.option(
     "--chunk-size",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=10_000_000),
     metavar="N",
     help="For files too large to hold in memory: validate the whole file, then record N facts per "
     "transaction. A fact the log refuses stops the ingest after the chunks before it.",

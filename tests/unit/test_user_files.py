@@ -41,8 +41,9 @@ def test_read_capped_refuses_fifos_directories_and_oversized_files(tmp_path: Pat
         ("bundle", "verify", "{fifo}"),
         ("audit", "--matrix", "{fifo}"),
         ("prove", "--check", "{fifo}", "--checkpoint", "{fifo}"),
+        ("snapshots", "verify", "{fifo}"),
     ],
-    ids=["checkpoint", "trusted-keys", "signer-key", "bundle", "matrix", "proofs"],
+    ids=["checkpoint", "trusted-keys", "signer-key", "bundle", "matrix", "proofs", "snapshot-tar"],
 )
 def test_every_named_file_option_refuses_a_fifo_instead_of_hanging(
     run_cli: Cli, tmp_path: Path, args: tuple[str, ...]
@@ -61,3 +62,44 @@ def test_every_named_file_option_refuses_a_fifo_instead_of_hanging(
     )
     assert result.returncode == 1, result.stderr
     assert "found a special file (FIFO, device or socket)" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "empty", "dot"])
+def test_an_output_that_a_file_cannot_replace_is_refused(
+    run_cli: Cli, tmp_path: Path, kind: str
+) -> None:
+    """`--to` / `-o` replace a regular file whole; a link, a device (`/dev/null`) or a FIFO would have been
+    replaced by a file, and an empty name died with a traceback (an attack review's find)."""
+    run_cli("import", str(EXAMPLES))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    target = tmp_path / "out.json"
+    if kind == "symlink":
+        target.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    name = {"empty": "", "dot": "."}.get(kind, str(target))
+    result = run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90", "-o", name, ok=False)
+    assert result.exit_code == 1 and "expected a" in result.stderr
+    assert victim.read_text() == "keep me"
+    if kind == "symlink":
+        assert target.is_symlink()
+
+
+def test_a_link_planted_where_the_temp_file_used_to_go_is_never_written_through(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    run_cli("import", str(EXAMPLES))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / ".out.json.tmp").symlink_to(victim)
+    run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90", "-o", str(tmp_path / "out.json"))
+    assert victim.read_text() == "keep me"
+    assert (tmp_path / "out.json").is_file() and not (tmp_path / "out.json").is_symlink()
+
+
+def test_a_chunk_size_past_any_file_is_a_usage_error(run_cli: Cli, tmp_path: Path) -> None:
+    facts = tmp_path / "f.jsonl"
+    facts.write_text('{"type": "run.registered", "run": "a/b", "task": "t"}\n')
+    result = run_cli("ingest", "--chunk-size", "99999999999999999999999", str(facts), ok=False)
+    assert result.exit_code == 2 and "--chunk-size" in result.stderr
