@@ -32,7 +32,7 @@ from . import benchflow_mainline, benchflow_staged, harbor
 from .benchflow_common import result_missing
 from .discovery import HARBOR, MAINLINE, STAGED, UNREADABLE, RunDir, discover
 from .plan import RunPlan
-from .rundir import read_json_file
+from .rundir import RunFolder
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
     STAGED: benchflow_staged.import_staged_run,
@@ -47,8 +47,8 @@ def unclassified_still_running(path: Path) -> str | None:
     parse either."""
     why = benchflow_staged.still_running(path)
     if why is None:
-        try:
-            read_json_file(path / "result.json")
+        try:  # read as any run file is: a link out of the directory is refused, never followed
+            RunFolder(path).read_json("result.json")
         except MalformedJSON:
             why = "its result.json cannot be read yet"
         except InvalidInput:  # over the size cap, a link out, a FIFO: the import refuses those

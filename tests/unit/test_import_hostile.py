@@ -188,3 +188,26 @@ def test_a_contradiction_with_the_log_rejects_the_run_and_names_it(
         and "reward: recorded 0.0, now 0.5" in result.stderr
     )
     assert run_cli("head").stdout == head
+
+
+def test_a_result_json_linked_out_of_an_unreadable_run_is_refused_not_read(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """A run directory discovery cannot classify (a file does not parse) may be one still being written; deciding
+    that read its result.json through a link out of the directory (an attack review's find). Now the link is
+    refused as it is everywhere else, and nothing is appended."""
+    source = next(
+        (EXAMPLES / "public").rglob("claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-*")
+    )
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    (run / "config.json").write_text('{"broken')
+    outside = tmp_path / "outside.json"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")  # not JSON: read, it looked half-written
+    (run / "result.json").unlink()
+    (run / "result.json").symlink_to(outside)
+    head = run_cli("head", ok=False).stdout
+    result = run_cli("import", str(run), ok=False)
+    assert result.exit_code == 1 and "found a link that resolves to" in result.stderr
+    assert "may still be" not in result.stderr + result.stdout
+    assert run_cli("head", ok=False).stdout == head
