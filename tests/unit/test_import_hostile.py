@@ -203,7 +203,8 @@ def test_a_result_json_linked_out_of_an_unreadable_run_is_refused_not_read(
     shutil.copytree(source, run)
     (run / "config.json").write_text('{"broken')
     outside = tmp_path / "outside.json"
-    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")  # not JSON: read, it looked half-written
+    # Not JSON: read through the link, it made the run look half-written (left out, exit 0).
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
     (run / "result.json").unlink()
     (run / "result.json").symlink_to(outside)
     head = run_cli("head", ok=False).stdout
