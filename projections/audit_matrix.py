@@ -31,6 +31,11 @@ def read_matrix(path: Path) -> list[Slot]:
         slots = _csv_slots(text, path)
     else:
         slots = _json_slots(text, path)
+    if not slots:
+        raise InvalidInput(
+            f"--matrix {path}: expected at least one slot, found none",
+            hint="`lineage audit --help` shows the formats",
+        )
     seen: set[Slot] = set()
     for slot in slots:
         if slot in seen:
@@ -40,15 +45,32 @@ def read_matrix(path: Path) -> list[Slot]:
 
 
 def _read_capped(path: Path) -> str:
-    return read_capped(path, MATRIX_LIMIT, "a --matrix file").decode("utf-8", "replace")
+    data = read_capped(path, MATRIX_LIMIT, "a --matrix file")
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark is allowed; other encodings are refused
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"--matrix {path}: expected UTF-8 text, found a byte that is not ({exc.reason} at byte "
+            f"{exc.start})",
+            hint="save the matrix as UTF-8",
+        ) from None
 
 
 def _csv_slots(text: str, path: Path) -> list[Slot]:
     reader = csv.DictReader(io.StringIO(text))
-    return [
-        _slot({k: v for k, v in row.items() if k is not None}, f"{path}, line {reader.line_num}")
-        for row in reader
-    ]
+    header = reader.fieldnames or []
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise InvalidInput(f"--matrix {path}: expected each column once, found {twice} twice")
+    slots = []
+    for row in reader:
+        where = f"{path}, line {reader.line_num}"
+        if None in row:  # more values than the header has columns
+            raise InvalidInput(
+                f"{where}: expected {len(header)} values, found {len(header) + len(row[None])}"
+            )
+        slots.append(_slot(row, where))
+    return slots
 
 
 def _json_slots(text: str, path: Path) -> list[Slot]:

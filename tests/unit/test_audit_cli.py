@@ -243,6 +243,11 @@ def test_matrix_in_csv_and_as_a_list_of_slots(
         ('[{"task": "t", "trial": 1.5}]', "slot 0, field trial: expected a string"),
         ('[{"task": "t"}, {"task": "t"}]', "is listed twice"),
         ("{not json", "expected JSON, found invalid JSON"),
+        # An attack review's finds: each was read as something else, or as no slot at all.
+        ("task,agent,task\nt,a,u\n", "expected each column once, found ['task'] twice"),
+        ("task,agent\nt,a,extra\n", "line 2: expected 2 values, found 3"),
+        ("task,agent\n", "expected at least one slot, found none"),
+        ("[]", "expected at least one slot, found none"),
     ],
 )
 def test_a_malformed_matrix_is_a_clear_error(
@@ -284,3 +289,14 @@ def test_the_matrix_examples_in_help_and_readme_are_files_audit_accepts(
             report = audit_json(run_cli, "--matrix", str(path), code=10)
             sizes[name] = len(report["matrix"])
         assert sizes == {"m.csv": 1, "list.json": 1, "axes.json": 6}
+
+
+def test_a_matrix_in_another_encoding_is_refused(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    """Read as UTF-8 with replacement characters, a UTF-16 file gave no slot and an audit verdict (exit 10)."""
+    lineage.record(s.healthy_ablation())
+    path = tmp_path / "matrix.csv"
+    path.write_text("task,agent\nt,a\n", encoding="utf-16")
+    result = run_cli("audit", "--matrix", str(path), ok=False)
+    assert result.exit_code == 1 and "expected UTF-8 text" in result.stderr
