@@ -19,8 +19,10 @@ RECORDERS = PACKAGE + ".event_store"
 
 
 def _redact(url: str) -> str:
-    """A URL for a message: whatever stands between `user:` and `@` is a password, even in a malformed URL."""
-    return re.sub(r"(//[^/@:]*:)[^@/]*@", r"\1***@", url)
+    """A URL for a message, its passwords masked even when it is malformed: whatever stands between `//user:` and
+    the last `@` (a password may hold `/`, `#`, `?` or `@`), and any `password=` option."""
+    masked = re.sub(r"(//[^/@:]*:).*@", r"\1***@", url)
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", masked)
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,13 @@ class StoreURL:
         try:
             parsed = urlparse(url)
             parsed.port  # noqa: B018 -- raises for a port out of range or not a number
-        except ValueError as exc:
+        except (
+            ValueError
+        ):  # the parser's own words may quote the password (a '#' in it ends the host)
             raise InvalidInput(
-                f"expected a store URL such as postgresql://USER@HOST:5432/DB, found {_redact(url)!r} ({exc})",
-                hint="check the host and port",
+                f"expected a store URL such as postgresql://USER@HOST:5432/DB, found {_redact(url)!r}: its "
+                "host or port does not parse",
+                hint="check the host and port; percent-encode a password holding : / ? # [ ] @",
             ) from None
         if parsed.scheme == "sqlite":
             raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
@@ -59,10 +64,7 @@ class StoreURL:
         )
 
     def redacted(self) -> str:
-        parsed = urlparse(self.url)
-        if parsed.password:
-            return self.url.replace(f":{parsed.password}@", ":***@")
-        return self.url
+        return _redact(self.url)
 
     def application_env(self) -> dict[str, str]:
         if self.kind == "sqlite":

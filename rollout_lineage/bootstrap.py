@@ -58,7 +58,7 @@ class Lineage:
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
 
-        self._require_store()
+        creating = self._require_store()
         signer = None
         if self.settings.signing_key:
             from .adapters.ed25519 import load_signer
@@ -73,6 +73,8 @@ class Lineage:
             from .adapters.batch_evidence import BatchEvidence
 
             app.recorder.batch_evidence = BatchEvidence(signer=signer)
+        # Only now: an open that failed (a file where the folder should be) created nothing to announce.
+        self.created = creating
         return app
 
     @cached_property
@@ -95,7 +97,8 @@ class Lineage:
 
         return SQLiteLog(path)
 
-    def _require_store(self) -> None:
+    def _require_store(self) -> bool:
+        """Whether opening will create the store (it may: `init`, `import`, `ingest`); refuse otherwise."""
         from .domain.errors import NoStoreHere
 
         if not self.settings.store_exists:
@@ -111,7 +114,8 @@ class Lineage:
                     hint="run `lineage init` or `lineage import PATH`, or name one with --home, --store, "
                     "LINEAGE_HOME or LINEAGE_STORE",
                 )
-            self.created = True
+            return True
+        return False
 
     @property
     def location(self) -> str:

@@ -111,7 +111,15 @@ def store_identity(url: str) -> str:
     SQLite store is its file's absolute path."""
     from urllib.parse import parse_qs, unquote, urlparse
 
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)
+    except (
+        ValueError
+    ):  # an unclosed IPv6 bracket: refused in the store URL's own words, password masked
+        from .adapters.store_url import StoreURL
+
+        StoreURL.parse(url)
+        raise
     scheme = parsed.scheme.split("+", 1)[0]
     if scheme == "sqlite":
         raw = unquote(parsed.netloc + parsed.path) if parsed.netloc else unquote(parsed.path)
