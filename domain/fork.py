@@ -83,9 +83,15 @@ class Fork:
 
     def _decide_restore(self, fact: f.ChildRestored) -> bool:
         self._require_child(fact.index)
-        return is_new_or_same(
+        new = is_new_or_same(
             self.restored.get(fact.index), fact, f"{self.where()}, restore of child {fact.index}"
         )
+        if new and self.closed is not None:
+            raise InvariantViolated(
+                f"{self.where()} is closed ({self.closed.outcome}); found a restore of child {fact.index}",
+                hint="record child restores before fork.closed",
+            )
+        return new
 
     def _decide_outcome(self, fact: Outcome) -> bool:
         index = fact.index

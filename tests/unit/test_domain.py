@@ -302,6 +302,25 @@ def test_custody_comes_before_the_fork_closes(app: LineageApp) -> None:
     assert "is closed (partial); found new custody (custody.failed)" in message
 
 
+def test_a_child_is_restored_before_its_fork_closes(app: LineageApp) -> None:
+    """As with outcomes and custody: an attack review recorded a restore after fork.closed (Fork's decide)."""
+    restore = f.ChildRestored(
+        run=RUN, fork="root", index=1, snapshot=f.SnapshotRefs(sandbox="snap-a")
+    )
+    app.record(
+        [
+            f.StageMarked(run=RUN, stage="env-ready", node="root", sandbox_ref="snap-a"),
+            fork(),
+            f.ChildRestored(
+                run=RUN, fork="root", index=0, snapshot=f.SnapshotRefs(sandbox="snap-a")
+            ),
+            f.ForkClosed(run=RUN, fork="root", outcome="partial"),
+        ]
+    )
+    message = refused(app, InvariantViolated, restore)
+    assert "is closed (partial); found a restore of child 1" in message
+
+
 def test_a_discarded_unexported_snapshot_cannot_be_restored(app: LineageApp) -> None:
     app.record([fork(), f.SnapshotDiscarded(ref="snap-a")])
     message = refused(
