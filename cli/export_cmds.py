@@ -65,6 +65,10 @@ def _replace_whole(target: Path, text: str) -> None:
         descriptor, tmp = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
         )
+        # mkstemp makes it private (0600); an export is an ordinary file, with the mode any new file gets here.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(descriptor, 0o666 & ~umask)
         with os.fdopen(descriptor, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, target)

@@ -96,6 +96,10 @@ def test_a_link_planted_where_the_temp_file_used_to_go_is_never_written_through(
     run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90", "-o", str(tmp_path / "out.json"))
     assert victim.read_text() == "keep me"
     assert (tmp_path / "out.json").is_file() and not (tmp_path / "out.json").is_symlink()
+    umask = os.umask(0)
+    os.umask(umask)
+    # An ordinary file, not the private one the temp file starts as.
+    assert (tmp_path / "out.json").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_a_chunk_size_past_any_file_is_a_usage_error(run_cli: Cli, tmp_path: Path) -> None:
