@@ -79,21 +79,27 @@ def append_single(store: str | None = None, n: int = 1000) -> float:
     return median(once)
 
 
+def deep_run(lineage: Lineage, deep: int) -> str:
+    """A registered run already holding `deep` nodes (recorded in batches of 1,000); returns its key."""
+    run = "live/run__1"
+    lineage.record([f.RunRegistered(run=run, task="t")])
+    for start in range(0, deep, 1000):
+        lineage.record(
+            [
+                f.NodeOpened(run=run, node=f"d{i}", parent="root")
+                for i in range(start, min(deep, start + 1000))
+            ]
+        )
+    return run
+
+
 def append_live(n: int = 1000, *, deep: int = 0) -> float:
     """A harness recording one run live, one fact per transaction as it happens: nodes/s over `n` nodes, after
     `deep` nodes already in the run (recorded in batches). Constant cost means the two figures agree."""
 
     def once() -> float:
         with fresh("live") as lineage:
-            run = "live/run__1"
-            lineage.record([f.RunRegistered(run=run, task="t")])
-            for start in range(0, deep, 1000):
-                lineage.record(
-                    [
-                        f.NodeOpened(run=run, node=f"d{i}", parent="root")
-                        for i in range(start, min(deep, start + 1000))
-                    ]
-                )
+            run = deep_run(lineage, deep)
             began = time.perf_counter()
             for i in range(n):
                 lineage.record([f.NodeOpened(run=run, node=f"n{i}", parent="root")])
@@ -106,15 +112,7 @@ def record_in_new_process_ms(deep: int) -> float:
     """One fact recorded by a process that has not seen the run (a new `Lineage`, nothing cached), into a run of
     `deep` events: the saved aggregate state keeps this flat (issue #14). Opening the store is not timed."""
     with fresh("new-process") as lineage:
-        run = "live/run__1"
-        lineage.record([f.RunRegistered(run=run, task="t")])
-        for start in range(0, deep, 1000):
-            lineage.record(
-                [
-                    f.NodeOpened(run=run, node=f"d{i}", parent="root")
-                    for i in range(start, min(deep, start + 1000))
-                ]
-            )
+        run = deep_run(lineage, deep)
         settings = lineage.settings
     timings = []
     for i in range(9):

@@ -124,13 +124,12 @@ def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
 def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
     """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or re-create."""
     state = _state(db)
+    position = log.max_notification_id() or 0
+    # The position first: a file behind the log needs none of the slower checks to say so.
     return (
         state is not None
-        and state["store"] == store
-        and state["fingerprint"] == _fingerprint()
-        and state["position"] == (log.max_notification_id() or 0)
-        and _faithful(state, log)
-        and not _foreign_objects(db)
+        and state["position"] == position
+        and _current(db, state, store, log, position)
     )
 
 

@@ -58,6 +58,8 @@ def require_reads(
             f"expected read-only statements (SELECT, WITH ... SELECT, EXPLAIN), found {refused or 'none'}",
             hint="the read models are rebuilt from the log; change the log with `lineage ingest` instead",
         )
+    if not _MAY_RUN_SQL.search(query):
+        return  # most queries: no second parse
     for statement in db.connection.extract_statements(query):
         if _MAY_RUN_SQL.search(statement.query):
             _refuse_sql_on_a_connection_of_its_own(db, statement.query, params, timeout)
