@@ -14,7 +14,7 @@ import pytest
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections import runner
+from rollout_lineage.projections import paging, runner
 from rollout_lineage.projections.base import Projection
 from tests.conftest import Cli, table_contents
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
@@ -55,6 +55,34 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(
     db = ReadModelDB.open(lineage.read_models_path)  # a new process, as after a crash
     runner.ensure_schema(db, "test")
     assert runner.catch_up(db, lineage.log, page=7) == lineage.position()
+    assert table_contents(db) == fresh_tables(lineage)
+    assert db.scalar("SELECT count(*) FROM events") == lineage.position()
+
+
+def test_a_page_read_in_chunks_fails_whole_and_the_same_connection_resumes_without_doubles(
+    memory_lineage: Lineage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page is read from the store in chunks, each staged as it comes (`paging.READ`); a page that fails
+    leaves its chunks staged, and a long-lived reader (`ReadModels.refresh`) catching up again on the same
+    connection must not apply them a second time."""
+    lineage = memory_lineage
+    lineage.record(ablate_run_facts())
+    lineage.record(nightly_run_facts())
+    monkeypatch.setattr(paging, "READ", 3)
+    db = ReadModelDB.open(lineage.read_models_path)
+    runner.ensure_schema(db, "test")
+    pages: list[int] = []
+
+    def die_on_second_page(high: int) -> None:
+        pages.append(high)
+        if len(pages) == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        runner.catch_up(db, lineage.log, page=10, inside_page=die_on_second_page)
+    assert pages == [12, 24], "a page is whole chunks: ceil(10 / 3) = 4 reads of 3 events"
+    assert runner.tracked_position(db) == 12
+    assert runner.catch_up(db, lineage.log, page=10) == lineage.position()
     assert table_contents(db) == fresh_tables(lineage)
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()
 
