@@ -8,7 +8,7 @@ driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
@@ -24,10 +24,13 @@ class ChainedLog(Protocol):
 
     def max_notification_id(self) -> int | None: ...
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
         """(position, originator id hex, version, topic, state bytes as stored (None when not stored as bytes),
-        recorded_by) in position order; recorded_by is
-        the identity the store authenticated (a PostgreSQL role), None where it has none."""
+        recorded_by) in position order; recorded_by is the identity the store authenticated (a PostgreSQL
+        role), None where it has none. At most `limit` rows, and with `max_bytes` they end with the first whose
+        state takes their states' total to `max_bytes` (`up_to_bytes`)."""
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]: ...
 
@@ -37,6 +40,21 @@ class ChainedLog(Protocol):
 
     def existing_originators(self, ids: set[UUID]) -> set[UUID]:
         """Which of these streams have a first event: one query for a whole batch."""
+
+
+def up_to_bytes(rows: Iterable[tuple[Any, ...]], max_bytes: int | None) -> list[tuple[Any, ...]]:
+    """The rows (state at index 4) up to the one whose state takes their total to `max_bytes`, that one
+    included: at least one row however large, and one row past the budget at most. `rows` may be a cursor: the
+    rest is never fetched."""
+    if max_bytes is None:
+        return list(rows)
+    kept, total = [], 0
+    for row in rows:
+        kept.append(row)
+        total += len(row[4] or b"")
+        if total >= max_bytes:
+            break
+    return kept
 
 
 def stored_rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:

@@ -32,7 +32,10 @@ from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 
 #: What DuckDB raises when a statement names a table or column the file does not hold (a new or older file).
 MISSING_OBJECT = (duckdb.CatalogException, duckdb.BinderException)
-_MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS.update({"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40})
+DEFAULT_MEMORY = "256MB"
 #: Notices a person waiting should see at once (the CLI prints them on stderr; a harness's logging gets them).
 log = logging.getLogger("rollout_lineage.read_models")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
@@ -55,6 +58,8 @@ class ReadModelDB:
         row = connection.execute("SELECT current_database()").fetchone()
         assert row is not None  # a SELECT without FROM returns one row
         self.catalog: str = row[0]
+        #: The memory cap it was opened with, in bytes (what `projections.paging` sizes its pages by).
+        self.memory_limit_bytes = _bytes(DEFAULT_MEMORY)
         #: Called with every statement's text before DuckDB sees it: the read models' views and macros are made
         #: there, as TEMP objects of this connection, when a statement first names them (`projections.shadows`).
         self.before_statement: Callable[[str], None] | None = None
@@ -65,7 +70,7 @@ class ReadModelDB:
         path: Path | str,
         *,
         timeout: float = 30.0,
-        memory_limit: str = "256MB",
+        memory_limit: str = DEFAULT_MEMORY,
         read_only: bool = False,
         writable_directory: Path | None = None,
     ) -> ReadModelDB:
@@ -96,6 +101,7 @@ class ReadModelDB:
             # file, which DuckDB would let grow to 90% of the free disk: a read writes nothing anywhere.
             config["temp_directory"] = ""
         db = cls._connect(path, timeout, config, read_only)
+        db.memory_limit_bytes = _bytes(memory_limit)
         if writable_directory is not None:
             db.connection.execute(
                 "SET allowed_directories = ?", [[str(writable_directory).rstrip("/") + "/"]]
@@ -342,26 +348,47 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
     try:
         yield
     except duckdb.OutOfMemoryException as exc:
-        raise ReadLimitExceeded(
-            f"the read models needed more memory than their cap allows: {str(exc).splitlines()[0]}",
-            hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)",
-        ) from None
+        raise _over_cap(exc) from None
     except duckdb.InterruptException:
         raise ReadLimitExceeded(
             f"the query ran past its {timeout or 0:g} s timeout and was stopped",
             hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)",
         ) from None
-    except (duckdb.IOException, duckdb.TransactionException) as exc:
-        if not isinstance(exc, duckdb.IOException) and "write" not in str(exc).lower():
-            raise
-        # A full disk or a read-only folder: the transaction was rolled back, so the file holds the last page.
-        raise StoreUnavailable(
-            f"the read models could not be written: {str(exc).splitlines()[0]}",
-            hint="free space where the read models live (LINEAGE_HOME) and run the command again; "
-            "they resume from the last page written",
-        ) from None
+    except duckdb.TransactionException as exc:
+        if "failed to pin" in str(
+            exc
+        ):  # a commit that found no room under the cap for a block it writes
+            raise _over_cap(exc) from None
+        if "write" in str(exc).lower():
+            raise _unwritable(exc) from None
+        raise
+    except duckdb.IOException as exc:
+        raise _unwritable(exc) from None
+
+
+def _over_cap(exc: Exception) -> ReadLimitExceeded:
+    return ReadLimitExceeded(
+        f"the read models needed more memory than their cap allows: {str(exc).splitlines()[0]}",
+        hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)",
+    )
+
+
+def _unwritable(exc: Exception) -> StoreUnavailable:
+    """A full disk or a read-only folder: the transaction was rolled back, so the file holds the last page."""
+    return StoreUnavailable(
+        f"the read models could not be written: {str(exc).splitlines()[0]}",
+        hint="free space where the read models live (LINEAGE_HOME) and run the command again; "
+        "they resume from the last page written",
+    )
 
 
 def _holder(message: str) -> str:
     match = _LOCK_HINT.search(message)
     return f"{match['holder']}, PID {match['pid']}" if match else message
+
+
+def _bytes(memory_limit: str) -> int:
+    """A memory limit as DuckDB reads it (`_MEMORY`: 256MB is 256,000,000 bytes, 256MiB 268,435,456)."""
+    found = _MEMORY.match(memory_limit)
+    assert found is not None  # checked where the limit is taken
+    return int(float(found[1]) * _UNITS[found[2]])

@@ -20,7 +20,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
-from .chained_log import merge_chain, next_links, stored_rows
+from .chained_log import merge_chain, next_links, stored_rows, up_to_bytes
 from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"
@@ -101,9 +101,12 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             )
         return self._reader
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state bytes, recorded_by) rows: the projection runner's input, read
-        over a plain read-only connection (tuples, no row objects, no Notification or UUID per event)."""
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
+        """(position, originator id hex, version, topic, state bytes, recorded_by) rows: the projection runner's
+        input, read over a plain read-only connection (tuples, no row objects, no Notification or UUID per
+        event), and no further than `max_bytes` of state (`ChainedLog.log_rows`)."""
         cursor = self._plain_reader().execute(
             # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
             f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN state END "
@@ -111,7 +114,10 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
             (after, stop if stop is not None else 2**62, limit),
         )
-        return cursor.fetchall()
+        try:
+            return up_to_bytes(cursor, max_bytes)
+        finally:
+            cursor.close()
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""

@@ -17,7 +17,7 @@ from eventsourcing.persistence import ApplicationRecorder, StoredEvent
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
 from ..domain.integrity import GENESIS, ChainRow
-from .chained_log import merge_chain, next_links, stored_rows
+from .chained_log import merge_chain, next_links, stored_rows, up_to_bytes
 
 #: The application environment for an in-memory chained log.
 MEMORY_ENV = {"PERSISTENCE_MODULE": f"{__name__}:ChainedMemoryFactory"}
@@ -44,13 +44,18 @@ class ChainedMemoryRecorder(POPOApplicationRecorder):
                 self._chain.extend(next_links((last[0], last[2]), ids, stored_rows(stored_events)))
             return ids
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
-        return [
-            (n.id, _hex(n.originator_id), n.originator_version, n.topic, n.state, None)
-            for n in self.select_notifications(
-                start=after, limit=limit, stop=stop, inclusive_of_start=False
-            )
-        ]
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
+        return up_to_bytes(
+            (
+                (n.id, _hex(n.originator_id), n.originator_version, n.topic, n.state, None)
+                for n in self.select_notifications(
+                    start=after, limit=limit, stop=stop, inclusive_of_start=False
+                )
+            ),
+            max_bytes,
+        )
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         high = _NO_STOP if stop is None else stop

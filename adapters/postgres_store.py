@@ -113,20 +113,32 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             return {row["originator_id"] for row in curs.fetchall()}
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
+        """`ChainedLog.log_rows`. The byte budget is applied by the server (a running sum of the states'
+        sizes, which PostgreSQL reads without detoasting them): the client receives a whole result at once."""
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL(
-                    "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, originator_version, "
+                    "SELECT * FROM (SELECT *, sum(coalesce(octet_length(state), 0)) OVER (ORDER BY "
+                    "notification_id) - coalesce(octet_length(state), 0) AS before FROM (SELECT notification_id, "
+                    "replace(originator_id::text, '-', '') AS originator_id, originator_version, "
                     "topic, state, c.recorded_by FROM {}.{} LEFT JOIN {}.{} c "
                     "ON c.position = notification_id WHERE notification_id > %s AND notification_id <= %s "
-                    "ORDER BY notification_id LIMIT %s"
+                    "ORDER BY notification_id LIMIT %s) page) page WHERE before < %s "
+                    "ORDER BY notification_id"
                 ).format(
                     Identifier(self.datastore.schema),
                     Identifier(self.events_table_name),
                     *self.chain_table,
                 ),
-                (after, stop if stop is not None else 2**62, limit),
+                (
+                    after,
+                    stop if stop is not None else 2**62,
+                    limit,
+                    max_bytes if max_bytes is not None else 2**62,
+                ),
             )
             return [
                 (

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from ..domain.errors import StoreUnavailable
 from ..domain.integrity import ChainRow
-from .chained_log import merge_chain
+from .chained_log import merge_chain, up_to_bytes
 
 EVENTS_TABLE = "stored_events"
 CHAIN_TABLE = "lineage_chain"
@@ -31,13 +31,20 @@ class SQLiteLog:
         self.path = path
         self._connection: sqlite3.Connection | None = None
 
-    def _query(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[Any]:
+    def _query(
+        self, sql: str, parameters: tuple[Any, ...] = (), max_bytes: int | None = None
+    ) -> list[Any]:
+        """All rows, or with `max_bytes` the log rows up to that much state (`up_to_bytes`)."""
         try:
             if self._connection is None:
                 self._connection = sqlite3.connect(
                     self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
                 )
-            return self._connection.execute(sql, parameters).fetchall()
+            cursor = self._connection.execute(sql, parameters)
+            try:
+                return up_to_bytes(cursor, max_bytes)
+            finally:
+                cursor.close()
         except sqlite3.Error as exc:
             raise StoreUnavailable(
                 f"could not read the event store {self.path}: expected a lineage SQLite store, found {exc}",
@@ -47,7 +54,9 @@ class SQLiteLog:
     def max_notification_id(self) -> int | None:
         return self._query(f"SELECT max(rowid) FROM {EVENTS_TABLE}")[0][0]
 
-    def log_rows(self, after: int, stop: int | None, limit: int) -> list[tuple[Any, ...]]:
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
         """(position, originator id hex, version, topic, state bytes, recorded_by): state that is not a BLOB was
         put there by hand, so it reads as NULL and the chain check names it; a SQLite file authenticates nobody,
         so recorded_by is NULL."""
@@ -56,6 +65,7 @@ class SQLiteLog:
             f"CASE typeof(state) WHEN 'blob' THEN state END, NULL FROM {EVENTS_TABLE} "
             "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
             (after, stop if stop is not None else _LAST, limit),
+            max_bytes,
         )
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:

@@ -41,10 +41,15 @@ PROJECTIONS: tuple[Projection, ...] = (
 #: tracking move. One row group (DuckDB's unit of storage): a 1,000,000-event rebuild ran 10% faster than
 #: with pages of 50,000 (fewer rounds of statements, fuller row groups written).
 PAGE = 122_880
-#: Rows read from the store at a time, checked, and appended to the staging table as they come: the reader runs
-#: a page ahead in chunks while DuckDB applies the page before, and Python never holds two whole pages (read
-#: whole, pages this size took that rebuild's peak from 511 to 728 MB; in chunks it is 500).
-READ = 20_480
+#: Rows read from the store at a time (one DuckDB vector), checked, and appended to the staging table as they
+#: come: the reader runs a page ahead in chunks while DuckDB applies the page before, and Python never holds two
+#: whole pages (read whole, pages this size took that rebuild's peak from 511 to 728 MB; in chunks it is 460).
+READ = 2_048
+#: ... and at most this share of the memory cap in states. DuckDB parses a vector's facts together, so its
+#: working memory follows the bytes in a vector, not the rows: 100 events holding 20,000-test results each (29 MB
+#: of JSON) exhausted a 256 MB cap. A chunk cut short by this ends its page, so every vector of a page stays
+#: within it (a single larger event is read alone).
+READ_SHARE_OF_MEMORY = 64
 #: A rebuild commits every this many pages: each commit writes the WAL and may checkpoint, and at one commit
 #: per page that was a quarter of a 1,000,000-event rebuild (measured).
 REBUILD_PAGES_PER_COMMIT = 5
@@ -97,8 +102,11 @@ def catch_up(
     db.execute(STAGING)
     read = min(page, READ)
     chunks_per_page = -(-page // read)
-    chunks = _prefetched(_checked_pages(recorder, head, last, stop, read), chunks_per_page)
-    pages = _staged_pages(db, chunks, chunks_per_page)
+    read_bytes = db.memory_limit_bytes // READ_SHARE_OF_MEMORY
+    chunks = _prefetched(
+        _checked_pages(recorder, head, last, stop, read, read_bytes), chunks_per_page
+    )
+    pages = _staged_pages(db, chunks, chunks_per_page, read)
     # Each transaction takes its further pages from the same iterator as this loop.
     for first in pages:
         with _one_thread(db, first.rows), _unscanned(db), db.transaction():
@@ -122,15 +130,20 @@ def _staged_pages(
     db: ReadModelDB,
     chunks: Iterator[tuple[list[tuple[Any, ...]], Head | None]],
     chunks_per_page: int,
+    read: int,
 ) -> Iterator[_Staged]:
-    """Stage `chunks_per_page` chunks at a time (fewer at the log's end), each appended as it arrives."""
+    """Stage up to `chunks_per_page` chunks a page, each appended as it arrives. A chunk of fewer than `read`
+    rows (cut short by its bytes, or the log's end) ends its page: the page's vectors then line up with its
+    chunks, each within the byte budget."""
     for first in chunks:
         staged = _Staged(0, 0, None, set())
-        for rows, head in chain([first], islice(chunks, chunks_per_page - 1)):
+        for rows, head in chain([first], chunks):
             db.append(f"temp.main.{events_table.PAGE_TABLE}", rows)
             staged.rows += len(rows)
             staged.high, staged.head = rows[-1][0], head
             staged.types.update(row[3].removeprefix(TOPIC_PREFIX) for row in rows)
+            if len(rows) < read or staged.rows >= chunks_per_page * read:
+                break
         yield staged
 
 
@@ -190,15 +203,21 @@ def _apply_page(
 
 
 def _checked_pages(
-    recorder: ChainedLog, head: Head | None, after: int, stop: int | None, page: int
+    recorder: ChainedLog,
+    head: Head | None,
+    after: int,
+    stop: int | None,
+    page: int,
+    max_bytes: int | None = None,
 ) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Pages of the log with the chain head at each page's end."""
+    """Pages of the log (`page` rows, or fewer holding `max_bytes` of state) with the chain head at each one's
+    end."""
     if after and head is None:
         raise IntegrityFailure(
             f"the read models are at position {after} but do not say which log head they were built from",
             hint="run `lineage rebuild`",
         )
-    while rows := recorder.log_rows(after, stop, page):
+    while rows := recorder.log_rows(after, stop, page, max_bytes):
         high = rows[-1][0]
         links = recorder.chain_links(after, high)
         aligned = aligned_head(head, rows, links)

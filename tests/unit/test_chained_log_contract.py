@@ -114,6 +114,23 @@ def test_a_window_is_after_exclusive_stop_inclusive_and_limited(app: LineageApp)
     assert [entry[0] for entry in log.chain_links(3, 7)] == [4, 5, 6, 7]
 
 
+def test_a_byte_budget_ends_the_rows_with_the_one_that_reaches_it(app: LineageApp) -> None:
+    """Catch-up reads the log a DuckDB vector at a time and no more than a share of the memory cap in states."""
+    _recorded(app)
+    log = _log(app)
+    rows = log.log_rows(0, None, 10_000)
+    sizes = [len(row[4]) for row in rows]
+    positions = [row[0] for row in rows]
+    assert [row[0] for row in log.log_rows(0, None, 10_000, sum(sizes[:4]) + 1)] == positions[:5]
+    assert [row[0] for row in log.log_rows(0, None, 10_000, sum(sizes[:4]))] == positions[:4]
+    assert [row[0] for row in log.log_rows(0, None, 10_000, 1)] == positions[:1], (
+        "a row larger than the budget is read alone, never skipped"
+    )
+    assert [row[0] for row in log.log_rows(3, 7, 100, 1)] == [4]
+    assert [row[0] for row in log.log_rows(0, None, 3, 10**12)] == positions[:3]
+    assert log.log_rows(0, None, 10_000, 10**12) == rows
+
+
 def test_every_link_chains_its_event_to_the_one_before(app: LineageApp) -> None:
     last = _recorded(app)
     log = _log(app)

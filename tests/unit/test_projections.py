@@ -10,12 +10,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
+from rollout_lineage.adapters.importers.ctrf import parse_ctrf
 from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.cli.main import cli
 from rollout_lineage.domain import facts as f
 from rollout_lineage.projections import paging, runner
 from rollout_lineage.projections.base import Projection
+from rollout_lineage.settings import Settings
 from tests.conftest import Cli, table_contents
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
@@ -85,6 +89,46 @@ def test_a_page_read_in_chunks_fails_whole_and_the_same_connection_resumes_witho
     assert runner.catch_up(db, lineage.log, page=10) == lineage.position()
     assert table_contents(db) == fresh_tables(lineage)
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()
+
+
+def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path: Path) -> None:
+    """Twenty runs scored with 10,000 tests each, their outcomes read from a CTRF report as benchflow's verifier
+    writes it (`results.tests`, parsed by the importer's `parse_ctrf`). DuckDB parses a vector's facts together:
+    read as one page, the 20 facts (about 6 MB of JSON) needed more than a 64 MB cap. Pages are now cut by the
+    bytes they hold (`paging.READ_SHARE_OF_MEMORY`)."""
+    report = {
+        "results": {
+            "tests": [
+                {
+                    "name": f"tests/test_suite.py::test_{i:05d}",
+                    "status": "passed" if i % 3 else "failed",
+                }
+                for i in range(10_000)
+            ]
+        }
+    }
+    tests = parse_ctrf(report, "ctrf.json")
+    home = tmp_path / "home"
+    with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer:
+        for i in range(20):
+            run = f"ctrf/run-{i}"
+            writer.record(
+                [f.RunRegistered(run=run, task="t"), f.RunScored(run=run, reward=1.0, tests=tests)]
+            )
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--home",
+            str(home),
+            "sql",
+            "SELECT count(*) AS n, count(DISTINCT run) AS runs FROM test_outcomes",
+            "--format",
+            "json",
+        ],
+        env={"LINEAGE_DUCKDB_MEMORY": "64MB"},
+    )
+    assert result.exit_code == 0, result.output + result.stderr
+    assert json.loads(result.stdout) == [{"n": 200_000, "runs": 20}]
 
 
 def test_reads_catch_up_first_and_rebuild_changes_nothing(lineage: Lineage, run_cli: Cli) -> None:
