@@ -22,7 +22,7 @@ from typing import Any
 from ..domain.errors import InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
-from .merkle_store import PAGE, leaf_of
+from .merkle_store import PAGE, PAGE_BYTES, leaf_of
 
 SIGNATURES = "lineage_signatures"
 PROVENANCE = "lineage_provenance"
@@ -134,7 +134,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
     batch = next(batches, None)
     pending: list[tuple[int, bytes]] = []
     after = 0
-    while rows := recorder.log_rows(after, None, PAGE):
+    while rows := recorder.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
             position = row[0]
             while (

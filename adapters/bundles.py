@@ -29,7 +29,7 @@ from ..domain.signed_note import Note, SignerKey
 from . import ed25519
 from .batch_evidence import signatures
 from .checkpoints import make_checkpoint
-from .merkle_store import PAGE, MerkleStore
+from .merkle_store import PAGE, PAGE_BYTES, MerkleStore
 
 FORMAT = "rollout-lineage/bundle/v1"
 MAX_TAR_BYTES = 2 * 2**30
@@ -60,7 +60,7 @@ def select_rows(recorder: Any, runs: set[str]) -> list[tuple[Any, ...]]:
     chosen: list[tuple[Any, ...]] = []
     refs: set[str] = set()
     after = 0
-    while rows := recorder.log_rows(after, None, PAGE):
+    while rows := recorder.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
             if row[4] is not None and belongs(json.loads(row[4])["fact"], runs, refs):
                 chosen.append(row)

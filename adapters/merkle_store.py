@@ -22,6 +22,9 @@ from .chained_log import merge_chain
 LEAVES = "lineage_merkle_leaves"
 NODES = "lineage_merkle_nodes"
 PAGE = 5000
+#: ... and no more than this in states at a time, wherever a page need not match another read row for row: five
+#: thousand test reports of a few MB each would otherwise be read at once.
+PAGE_BYTES = 64 * 2**20
 
 
 def sqlite_ddl() -> list[str]:
@@ -182,7 +185,7 @@ class MerkleStore:
         size, last_position, edge = self._edge()
         start = Head(last_position, self.recorder.chain_hash_at(last_position)) if size else None
         while True:
-            rows = self.recorder.log_rows(last_position, None, PAGE)
+            rows = self.recorder.log_rows(last_position, None, PAGE, PAGE_BYTES)
             if not rows:
                 return size
             links = self.recorder.chain_links(last_position, rows[-1][0])

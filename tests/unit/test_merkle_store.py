@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rollout_lineage.adapters import merkle_store
 from rollout_lineage.adapters.merkle_store import MerkleStore, leaf_of
 from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure
@@ -53,7 +54,13 @@ def test_the_stored_tree_is_the_tree_of_the_events_and_proves_across_appends(
         assert lineage.verify().intact
 
 
-def test_a_store_written_before_the_tree_gains_one_and_keeps_verifying(tmp_path: Path) -> None:
+@pytest.mark.parametrize("page_bytes", [merkle_store.PAGE_BYTES, 1])
+def test_a_store_written_before_the_tree_gains_one_and_keeps_verifying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page_bytes: int
+) -> None:
+    """The whole tree is built by catching up, a page at a time; pages are cut by their states' bytes too, so
+    with a budget of one byte every event is a page of its own, and the tree is the same."""
+    monkeypatch.setattr(merkle_store, "PAGE_BYTES", page_bytes)
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(STORES / "landing-1-examples.sqlite", home / "events.sqlite")
