@@ -9,12 +9,12 @@ store while DuckDB applies this one. `runner` decides when to catch up; this mod
 
 from __future__ import annotations
 
-from collections import deque
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from itertools import chain, islice
+from queue import Empty, Queue
 from typing import Any, TypeVar
 
 from ..adapters import progress
@@ -257,13 +257,35 @@ def _utf8(data: bytes) -> bool:
 
 
 def _prefetched(items: Iterator[T], ahead: int) -> Iterator[T]:
-    """Read up to `ahead` items from the store while DuckDB applies what came before (DuckDB releases the GIL)."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lineage-read") as reader:
-        pending = deque(reader.submit(next, items, None) for _ in range(ahead))
+    """Read up to `ahead` items from the store while DuckDB applies what came before (DuckDB releases the GIL).
+
+    A thread of its own fills a bounded queue: a one-event catch-up hands over one item and the end, where a
+    future per item read ahead cost it half a millisecond."""
+    queue: Queue[tuple[bool, Any]] = Queue(maxsize=ahead)
+    stopped = threading.Event()
+
+    def read() -> None:
         try:
-            while (item := pending.popleft().result()) is not None:
-                pending.append(reader.submit(next, items, None))
-                yield item
-        finally:  # a consumer that stops early does not wait for reads it will never use
-            for future in pending:
-                future.cancel()
+            for item in items:
+                if stopped.is_set():
+                    return
+                queue.put((True, item))
+            queue.put((False, None))
+        except BaseException as exc:  # handed to the consumer, which raises it as its own
+            queue.put((False, exc))
+
+    reader = threading.Thread(target=read, name="lineage-read", daemon=True)
+    reader.start()
+    try:
+        while True:
+            more, item = queue.get()
+            if not more:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:  # a consumer that stops early: the reader may be waiting for room, so make some until it ends
+        stopped.set()
+        while reader.is_alive():
+            with suppress(Empty):
+                queue.get(timeout=0.01)

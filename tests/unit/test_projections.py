@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,6 +130,33 @@ def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path
     )
     assert result.exit_code == 0, result.output + result.stderr
     assert json.loads(result.stdout) == [{"n": 200_000, "runs": 20}]
+
+
+def test_the_page_reader_hands_over_its_failure_and_stops_when_the_reader_of_pages_does() -> None:
+    """`paging._prefetched` runs the store reads on a thread of its own, a bounded queue ahead."""
+
+    def broken() -> Iterator[int]:
+        yield 1
+        raise Crash
+
+    got = []
+    with pytest.raises(Crash):
+        for item in paging._prefetched(broken(), 4):
+            got.append(item)
+    assert got == [1]
+
+    read: list[int] = []
+
+    def endless() -> Iterator[int]:
+        for n in range(10**9):
+            read.append(n)
+            yield n
+
+    pages = paging._prefetched(endless(), 2)
+    assert next(pages) == 0
+    pages.close()  # the consumer stops: the reader, waiting for room in the queue, must end too
+    assert not [t for t in threading.enumerate() if t.name == "lineage-read"]
+    assert len(read) <= 5, "it read no more than a queue's worth ahead"
 
 
 def test_reads_catch_up_first_and_rebuild_changes_nothing(lineage: Lineage, run_cli: Cli) -> None:
