@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,15 @@ _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _UNITS.update({"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40})
 DEFAULT_MEMORY = "256MB"
+_DERIVED_HINT = (
+    "raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB) and run the command again; the read models are derived from the "
+    "log, so removing their file (and its .wal) and running `lineage rebuild` with the larger cap loses nothing"
+)
+#: A checkpoint with every this share of the memory cap in WAL. What the WAL holds DuckDB keeps in its buffer pool
+#: until a checkpoint writes it out, and replays into it on the next open: at a threshold near the cap, a long
+#: catch-up of large facts filled the pool, its checkpoint failed, and the file could not be opened again at that
+#: cap. DuckDB's default is 16 MB; a rebuild checkpointing that often rewrote its tables over and over.
+CHECKPOINT_SHARE_OF_MEMORY = 4
 #: Notices a person waiting should see at once (the CLI prints them on stderr; a harness's logging gets them).
 log = logging.getLogger("rollout_lineage.read_models")
 _LOCK_HINT = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
@@ -77,10 +86,10 @@ class ReadModelDB:
         """Open (waiting for another process's lock) with a bounded buffer pool and rare checkpoints.
 
         The memory limit keeps a rebuild's footprint flat however long the log is (DuckDB spills to disk past
-        it), and checkpointing every 256 MB of WAL instead of 16 MB keeps a rebuild from rewriting its tables
-        over and over as they grow. `read_only` is for users' SQL: DuckDB itself then refuses every write, however
-        it is phrased (a writing CTE, `EXPLAIN ANALYZE` of DDL), and the configuration is locked as well, so a
-        statement cannot lift the memory cap or turn file access back on.
+        it). Checkpoints come with every quarter of the cap in WAL (`CHECKPOINT_SHARE_OF_MEMORY`). `read_only`
+        is for users' SQL: DuckDB itself then refuses every write, however it is phrased (a writing CTE,
+        `EXPLAIN ANALYZE` of DDL), and the configuration is locked as well, so a statement cannot lift the
+        memory cap or turn file access back on.
         """
         if not _MEMORY.match(memory_limit):
             raise InvalidInput(
@@ -90,7 +99,7 @@ class ReadModelDB:
         config: dict[str, Any] = {
             **_SEALED,
             "memory_limit": memory_limit,
-            "checkpoint_threshold": "256MB",
+            "checkpoint_threshold": f"{_bytes(memory_limit) // CHECKPOINT_SHARE_OF_MEMORY}B",
         }
         if writable_directory is not None:
             # DuckDB takes the allowed list only while file access is still on: it goes off right after, and
@@ -142,15 +151,16 @@ class ReadModelDB:
         while True:
             try:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
-            except (
-                duckdb.InvalidInputException,
-                duckdb.OutOfMemoryException,
-                duckdb.ParserException,
-            ) as exc:
-                raise InvalidInput(
-                    f"DuckDB refused the read models' settings: {str(exc).splitlines()[0]}",
-                    hint="check LINEAGE_DUCKDB_MEMORY (e.g. 256MB or 2GB)",
+            except duckdb.OutOfMemoryException as exc:
+                if "WAL" not in str(exc):  # a cap too small for DuckDB to start at all
+                    raise _refused_settings(exc) from None
+                raise ReadLimitExceeded(
+                    f"the read models at {target} cannot be opened within the memory cap: their write-ahead "
+                    f"log does not fit in it ({str(exc).splitlines()[0]})",
+                    hint=_DERIVED_HINT,
                 ) from None
+            except (duckdb.InvalidInputException, duckdb.ParserException) as exc:
+                raise _refused_settings(exc) from None
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise StoreUnavailable(
@@ -184,7 +194,9 @@ class ReadModelDB:
             try:
                 yield self.connection
             except BaseException:
-                self.connection.execute("ROLLBACK")
+                # After a fatal error DuckDB refuses even the rollback: the first error is the one to tell.
+                with suppress(duckdb.Error):
+                    self.connection.execute("ROLLBACK")
                 raise
             self.connection.execute("COMMIT")
 
@@ -354,10 +366,13 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
             f"the query ran past its {timeout or 0:g} s timeout and was stopped",
             hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)",
         ) from None
+    except duckdb.FatalException as exc:
+        if "checkpoint" not in str(exc):
+            raise
+        raise _checkpoint_over_cap(exc) from None
     except duckdb.TransactionException as exc:
-        if "failed to pin" in str(
-            exc
-        ):  # a commit that found no room under the cap for a block it writes
+        # A commit that found no room under the cap for a block it writes ("failed to pin").
+        if "failed to pin" in str(exc):
             raise _over_cap(exc) from None
         if "write" in str(exc).lower():
             raise _unwritable(exc) from None
@@ -370,6 +385,23 @@ def _over_cap(exc: Exception) -> ReadLimitExceeded:
     return ReadLimitExceeded(
         f"the read models needed more memory than their cap allows: {str(exc).splitlines()[0]}",
         hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)",
+    )
+
+
+def _checkpoint_over_cap(exc: Exception) -> ReadLimitExceeded:
+    """DuckDB could not write its checkpoint within the cap (it pins a whole column segment of a row group:
+    thousands of large facts in `events` need more than 256 MB). What was committed is in its WAL, which the
+    next open replays into memory under the same cap."""
+    return ReadLimitExceeded(
+        f"the read models could not be checkpointed within their memory cap: {str(exc).splitlines()[0]}",
+        hint=_DERIVED_HINT,
+    )
+
+
+def _refused_settings(exc: Exception) -> InvalidInput:
+    return InvalidInput(
+        f"DuckDB refused the read models' settings: {str(exc).splitlines()[0]}",
+        hint="check LINEAGE_DUCKDB_MEMORY (e.g. 256MB or 2GB)",
     )
 
 

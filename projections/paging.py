@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain, islice
-from queue import Empty, Queue
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 from ..adapters import progress
@@ -50,6 +51,8 @@ READ = 2_048
 #: of JSON) exhausted a 256 MB cap. A chunk cut short by this ends its page, so every vector of a page stays
 #: within it (a single larger event is read alone).
 READ_SHARE_OF_MEMORY = 64
+#: The reader runs a page ahead, and holds at most this share of the memory cap in states (beside DuckDB's).
+READ_AHEAD_SHARE_OF_MEMORY = 4
 #: A rebuild commits every this many pages: each commit writes the WAL and may checkpoint, and at one commit
 #: per page that was a quarter of a 1,000,000-event rebuild (measured).
 REBUILD_PAGES_PER_COMMIT = 5
@@ -104,7 +107,10 @@ def catch_up(
     chunks_per_page = -(-page // read)
     read_bytes = db.memory_limit_bytes // READ_SHARE_OF_MEMORY
     chunks = _prefetched(
-        _checked_pages(recorder, head, last, stop, read, read_bytes), chunks_per_page
+        _checked_pages(recorder, head, last, stop, read, read_bytes),
+        chunks_per_page,
+        db.memory_limit_bytes // READ_AHEAD_SHARE_OF_MEMORY,
+        _state_bytes,
     )
     pages = _staged_pages(db, chunks, chunks_per_page, read)
     # Each transaction takes its further pages from the same iterator as this loop.
@@ -248,6 +254,10 @@ def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         ) from None
 
 
+def _state_bytes(chunk: tuple[list[tuple[Any, ...]], Head | None]) -> int:
+    return sum(len(row[4] or b"") for row in chunk[0])
+
+
 def _utf8(data: bytes) -> bool:
     try:
         data.decode()
@@ -256,36 +266,53 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
-def _prefetched(items: Iterator[T], ahead: int) -> Iterator[T]:
-    """Read up to `ahead` items from the store while DuckDB applies what came before (DuckDB releases the GIL).
+def _prefetched(
+    items: Iterator[T], ahead: int, ahead_bytes: int, size: Callable[[T], int]
+) -> Iterator[T]:
+    """Read up to `ahead` items, and up to `ahead_bytes` of them by `size` (at least one), from the store while
+    DuckDB applies what came before (DuckDB releases the GIL).
 
-    A thread of its own fills a bounded queue: a one-event catch-up hands over one item and the end, where a
-    future per item read ahead cost it half a millisecond."""
-    queue: Queue[tuple[bool, Any]] = Queue(maxsize=ahead)
+    A thread of its own reads and hands items over: a one-event catch-up hands over one item and the end,
+    where a future per item read ahead cost it half a millisecond."""
+    handed: SimpleQueue[tuple[bool, Any, int]] = SimpleQueue()
+    room = threading.Condition()
+    held = [0, 0]  # items read and not yet taken, and their size
     stopped = threading.Event()
+
+    def has_room(weight: int) -> bool:
+        return (
+            stopped.is_set() or not held[0] or (held[0] < ahead and held[1] + weight <= ahead_bytes)
+        )
 
     def read() -> None:
         try:
             for item in items:
-                if stopped.is_set():
-                    return
-                queue.put((True, item))
-            queue.put((False, None))
+                weight = size(item)
+                with room:
+                    room.wait_for(partial(has_room, weight))
+                    if stopped.is_set():
+                        return
+                    held[0], held[1] = held[0] + 1, held[1] + weight
+                handed.put((True, item, weight))
+            handed.put((False, None, 0))
         except BaseException as exc:  # handed to the consumer, which raises it as its own
-            queue.put((False, exc))
+            handed.put((False, exc, 0))
 
     reader = threading.Thread(target=read, name="lineage-read", daemon=True)
     reader.start()
     try:
         while True:
-            more, item = queue.get()
+            more, item, weight = handed.get()
             if not more:
                 if item is not None:
                     raise item
                 return
+            with room:
+                held[0], held[1] = held[0] - 1, held[1] - weight
+                room.notify()
             yield item
-    finally:  # a consumer that stops early: the reader may be waiting for room, so make some until it ends
-        stopped.set()
-        while reader.is_alive():
-            with suppress(Empty):
-                queue.get(timeout=0.01)
+    finally:  # a consumer that stops early: the reader, waiting for room or reading, ends at its next step
+        with room:
+            stopped.set()
+            room.notify()
+        reader.join()

@@ -132,8 +132,10 @@ def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path
     assert json.loads(result.stdout) == [{"n": 200_000, "runs": 20}]
 
 
-def test_the_page_reader_hands_over_its_failure_and_stops_when_the_reader_of_pages_does() -> None:
-    """`paging._prefetched` runs the store reads on a thread of its own, a bounded queue ahead."""
+def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stops_with_its_reader() -> (
+    None
+):
+    """`paging._prefetched` runs the store reads on a thread of its own, up to a count and a size ahead."""
 
     def broken() -> Iterator[int]:
         yield 1
@@ -141,7 +143,7 @@ def test_the_page_reader_hands_over_its_failure_and_stops_when_the_reader_of_pag
 
     got = []
     with pytest.raises(Crash):
-        for item in paging._prefetched(broken(), 4):
+        for item in paging._prefetched(broken(), 4, 10**9, lambda _: 1):
             got.append(item)
     assert got == [1]
 
@@ -152,11 +154,26 @@ def test_the_page_reader_hands_over_its_failure_and_stops_when_the_reader_of_pag
             read.append(n)
             yield n
 
-    pages = paging._prefetched(endless(), 2)
+    def wait_for_reader(at_least: int) -> None:
+        deadline = time.monotonic() + 5
+        while len(read) < at_least and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)  # and a little longer: it must stop there
+
+    pages = paging._prefetched(endless(), 100, 25, lambda _: 10)
     assert next(pages) == 0
-    pages.close()  # the consumer stops: the reader, waiting for room in the queue, must end too
+    wait_for_reader(3)
+    assert len(read) == 4, "one taken, two held (20 of 25 bytes), and the next waiting for room"
+    pages.close()  # the consumer stops: the reader, waiting for room, must end too
     assert not [t for t in threading.enumerate() if t.name == "lineage-read"]
-    assert len(read) <= 5, "it read no more than a queue's worth ahead"
+
+    read.clear()
+    pages = paging._prefetched(endless(), 2, 10**9, lambda _: 1)
+    assert next(pages) == 0
+    wait_for_reader(3)
+    assert len(read) == 4, "one taken, two held (the count), and the next waiting for room"
+    pages.close()
+    assert not [t for t in threading.enumerate() if t.name == "lineage-read"]
 
 
 def test_reads_catch_up_first_and_rebuild_changes_nothing(lineage: Lineage, run_cli: Cli) -> None:
