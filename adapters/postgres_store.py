@@ -137,7 +137,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                     after,
                     stop if stop is not None else 2**62,
                     limit,
-                    max_bytes if max_bytes is not None else 2**62,
+                    # A budget of 0 still reads the first row, as every log does.
+                    max(max_bytes, 1) if max_bytes is not None else 2**62,
                 ),
             )
             return [

@@ -127,6 +127,7 @@ def test_a_byte_budget_ends_the_rows_with_the_one_that_reaches_it(app: LineageAp
         "a row larger than the budget is read alone, never skipped"
     )
     assert [row[0] for row in log.log_rows(3, 7, 100, 1)] == [4]
+    assert [row[0] for row in log.log_rows(3, 7, 100, 0)] == [4]
     assert [row[0] for row in log.log_rows(0, None, 3, 10**12)] == positions[:3]
     assert log.log_rows(0, None, 10_000, 10**12) == rows
 

@@ -11,8 +11,14 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
+from click.testing import CliRunner, Result
 
+from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.cli.main import cli
+from rollout_lineage.domain.facts import RunRegistered, RunScored
+from rollout_lineage.settings import Settings
 from tests.conftest import EXAMPLES, Cli
 
 TRIAL = (
@@ -66,3 +72,76 @@ def test_a_trial_with_200k_tests_imports_projects_exports_and_audits(
     assert run_cli("audit", ok=False).exit_code in (0, 10, 11)
     assert "rebuilt" in run_cli("rebuild").stderr
     assert "match a rebuild" in run_cli("verify", "--read-models").stdout
+
+
+def record_scored_runs(home: Path, runs: int, tests: int) -> None:
+    """Runs scored with `tests` outcomes each, as `RunScored` carries a verifier's CTRF report."""
+    outcomes = {f"tests/test_outputs.py::test_case_{i}": "passed" for i in range(tests)}
+    with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer:
+        for i in range(runs):
+            run = f"jobs/run-{i}"
+            writer.record(
+                [RunRegistered(run=run, task="t"), RunScored(run=run, reward=1.0, tests=outcomes)]
+            )
+
+
+def count_runs(home: Path, cap: str) -> Result:
+    return CliRunner().invoke(
+        cli,
+        ["--home", str(home), "sql", "SELECT count(*) AS n FROM runs", "--format", "json"],
+        env={"LINEAGE_DUCKDB_MEMORY": cap},
+    )
+
+
+def test_a_checkpoint_that_does_not_fit_in_the_cap_says_to_raise_it_and_a_larger_cap_reads(
+    tmp_path: Path,
+) -> None:
+    """DuckDB checkpoints a row group's column at once: 300 runs of 2,000 tests each do not fit in 16 MB.
+    That was a traceback (a FatalException, then a refused rollback), and a WAL the next run could not open."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 300, 2_000)
+    for _ in range(
+        2
+    ):  # the second run replays what the first committed, and stops at the same point
+        refused = count_runs(home, "16MB")
+        assert refused.exit_code == 4, refused.output + refused.stderr
+        assert "could not be checkpointed within their memory cap" in refused.stderr
+        assert "raise LINEAGE_DUCKDB_MEMORY" in refused.stderr
+    read = count_runs(home, "256MB")
+    assert read.exit_code == 0, read.stderr
+    assert json.loads(read.stdout) == [{"n": 300}]
+
+
+def test_a_write_ahead_log_larger_than_the_cap_says_to_raise_it(tmp_path: Path) -> None:
+    """A reader with a larger cap killed mid-catch-up leaves its committed pages in the WAL, replayed into memory
+    by the next open. It used to be exit 1, "DuckDB refused the read models' settings"."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 2, 10)
+    assert count_runs(home, "256MB").exit_code == 0
+    models = next(home.glob("*.duckdb"))
+    writer = duckdb.connect(str(models), config={"checkpoint_threshold": "1GB"})
+    writer.execute(
+        "CREATE TABLE left_in_the_wal AS SELECT repeat('x', 100000) || range AS s FROM range(300)"
+    )
+    writer.execute("PRAGMA disable_checkpoint_on_shutdown")  # as a kill -9 would leave it
+    writer.close()
+    refused = count_runs(home, "16MB")
+    assert refused.exit_code == 4, refused.output + refused.stderr
+    assert "write-ahead log does not fit in it" in refused.stderr
+    assert "raise LINEAGE_DUCKDB_MEMORY" in refused.stderr
+
+
+def test_comparing_the_read_models_with_a_rebuild_past_the_cap_says_to_raise_it(
+    tmp_path: Path,
+) -> None:
+    """`verify --read-models` hashes every table whole; past the cap that was a traceback."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 200, 2_000)
+    assert (
+        count_runs(home, "32MB").exit_code == 0
+    )  # reading fits (at 24 MB too); the comparison needs 48 MB
+    refused = CliRunner().invoke(
+        cli, ["--home", str(home), "verify", "--read-models"], env={"LINEAGE_DUCKDB_MEMORY": "32MB"}
+    )
+    assert refused.exit_code == 4, refused.output + refused.stderr
+    assert "needed more memory than their cap allows" in refused.stderr
