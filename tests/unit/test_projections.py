@@ -92,6 +92,20 @@ def test_a_page_read_in_chunks_fails_whole_and_the_same_connection_resumes_witho
     assert db.scalar("SELECT count(*) FROM events") == lineage.position()
 
 
+def test_a_log_ending_on_a_whole_chunk_mid_page_is_staged_whole(
+    memory_lineage: Lineage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks are appended a few at a time; the last ones of a log that ends on a whole chunk, before its page
+    is full, are appended too."""
+    monkeypatch.setattr(paging, "READ", 3)
+    memory_lineage.record([f.RunRegistered(run=f"r{i}", task="t") for i in range(6)])
+    db = ReadModelDB.open(memory_lineage.read_models_path)
+    runner.ensure_schema(db, "test")
+    assert runner.catch_up(db, memory_lineage.log, page=12) == 6
+    assert db.scalar("SELECT count(*) FROM events") == 6
+    assert table_contents(db) == fresh_tables(memory_lineage)
+
+
 def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path: Path) -> None:
     """Twenty runs scored with 10,000 tests each, their outcomes read from a CTRF report as benchflow's verifier
     writes it (`results.tests`, parsed by the importer's `parse_ctrf`). DuckDB parses a vector's facts together:
