@@ -1,10 +1,11 @@
 """Catching read models up with the log: checked pages, each applied to every read model in one transaction.
 
-Each page of the log is checked against the hash chain (continuing from the head the file keeps), copied into
-`events`, every projection appends its rows for that window of positions with set-based SQL, and the tracking
-position moves to the page's last position, all in one transaction: a crash anywhere leaves the previous page's
-state, and the next reader resumes from there (exactly once, never skipping). The next page is read from the
-store while DuckDB applies this one. `runner` decides when to catch up; this module does it.
+A page is read from the store in chunks (`READ` events, and no more than a share of the memory cap in states),
+each checked against the hash chain (continuing from the head the file keeps) and staged as it arrives, while
+DuckDB applies the page before. Then the page is copied into `events`, every projection appends its rows for
+that window of positions with set-based SQL, and the tracking position moves to the page's last position, all
+in one transaction: a crash anywhere leaves the previous page's state, and the next reader resumes from there
+(exactly once, never skipping). `runner` decides when to catch up; this module does it.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def catch_up(
     chunks_per_page = -(-page // read)
     read_bytes = db.memory_limit_bytes // READ_SHARE_OF_MEMORY
     chunks = _prefetched(
-        _checked_pages(recorder, head, last, stop, read, read_bytes),
+        _checked_chunks(recorder, head, last, stop, read, read_bytes),
         chunks_per_page,
         db.memory_limit_bytes // READ_AHEAD_SHARE_OF_MEMORY,
         _state_bytes,
@@ -217,22 +218,22 @@ def _apply_page(
     return high
 
 
-def _checked_pages(
+def _checked_chunks(
     recorder: ChainedLog,
     head: Head | None,
     after: int,
     stop: int | None,
-    page: int,
+    chunk: int,
     max_bytes: int | None = None,
 ) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Pages of the log (`page` rows, or fewer holding `max_bytes` of state) with the chain head at each one's
+    """Chunks of the log (`chunk` rows, or fewer holding `max_bytes` of state) with the chain head at each one's
     end."""
     if after and head is None:
         raise IntegrityFailure(
             f"the read models are at position {after} but do not say which log head they were built from",
             hint="run `lineage rebuild`",
         )
-    while rows := recorder.log_rows(after, stop, page, max_bytes):
+    while rows := recorder.log_rows(after, stop, chunk, max_bytes):
         high = rows[-1][0]
         links = recorder.chain_links(after, high)
         aligned = aligned_head(head, rows, links)
