@@ -151,7 +151,8 @@ class ReadModelDB:
         while True:
             try:
                 return cls(duckdb.connect(target, read_only=read_only, config=config), target)
-            except duckdb.OutOfMemoryException as exc:
+            except (duckdb.OutOfMemoryException, duckdb.TransactionException) as exc:
+                # Replaying the WAL under the cap fails as either, by how little room there is.
                 if "WAL" not in str(exc):  # a cap too small for DuckDB to start at all
                     raise _refused_settings(exc) from None
                 raise ReadLimitExceeded(
@@ -208,9 +209,10 @@ class ReadModelDB:
     def append(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Bulk insert through DuckDB's appender (two orders of magnitude faster than executemany)."""
         if rows:
-            appender = self.connection.appender(table)
-            appender.append_rows(rows)
-            appender.flush()
+            with within_limits():
+                appender = self.connection.appender(table)
+                appender.append_rows(rows)
+                appender.flush()
 
     def copy_to_parquet(self, relation: str, target: Path) -> None:
         """Write a table or view of ours (never a user's name) as a Parquet file; DuckDB takes no parameter here."""
@@ -371,8 +373,8 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
             raise
         raise _checkpoint_over_cap(exc) from None
     except duckdb.TransactionException as exc:
-        # A commit that found no room under the cap for a block it writes ("failed to pin").
-        if "failed to pin" in str(exc):
+        # A commit that found no room under the cap for a block it writes.
+        if "failed to pin" in str(exc) or "could not allocate" in str(exc):
             raise _over_cap(exc) from None
         if "write" in str(exc).lower():
             raise _unwritable(exc) from None

@@ -226,6 +226,12 @@ class LineageGroup(click.Group):
             note(f"Error: {exc}")
             ctx.exit(exc.exit_code)
         except Exception as exc:
+            if isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted"):
+                # Ctrl-C while DuckDB runs a statement: DuckDB stops it and raises this instead.
+                from .output import note
+
+                note("interrupted")
+                ctx.exit(130)
             from eventsourcing.persistence import InterfaceError, OperationalError
 
             if not isinstance(exc, (OperationalError, InterfaceError)):

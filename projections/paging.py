@@ -310,6 +310,7 @@ def _prefetched(
 
     reader = threading.Thread(target=read, name="lineage-read", daemon=True)
     reader.start()
+    interrupted = False
     try:
         while True:
             more, item, weight = handed.get()
@@ -321,8 +322,12 @@ def _prefetched(
                 held[0], held[1] = held[0] - 1, held[1] - weight
                 room.notify()
             yield item
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:  # a consumer that stops early: the reader, waiting for room or reading, ends at its next step
         with room:
             stopped.set()
             room.notify()
-        reader.join()
+        if not interrupted:  # Ctrl-C ends the process: it does not wait for a read of a stuck store
+            reader.join()

@@ -123,14 +123,15 @@ def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
 
 def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
     """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or re-create."""
-    state = _state(db)
-    position = log.max_notification_id() or 0
-    # The position first: a file behind the log needs none of the slower checks to say so.
-    return (
-        state is not None
-        and state["position"] == position
-        and _current(db, state, store, log, position)
-    )
+    with within_limits():  # the catalog queries too can pass a tiny cap
+        state = _state(db)
+        position = log.max_notification_id() or 0
+        # The position first: a file behind the log needs none of the slower checks to say so.
+        return (
+            state is not None
+            and state["position"] == position
+            and _current(db, state, store, log, position)
+        )
 
 
 #: Every table this code keeps in a read-model file; the file holds nothing else (no views, no macros).
@@ -193,13 +194,14 @@ def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) ->
     """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
     projection's new version); then every statement on `db` (the catch-up's own, which call macros too, and every
     query) runs against this code's macros and views, never the file's copies (`shadows`)."""
-    state = _state(db)
-    log_position = (log.max_notification_id() or 0) if log is not None else None
-    if _current(db, state, store, log, log_position):
-        shadow_on_demand(db)
-        return
-    with creating_in_file(db):
-        _rebuild_what_is_stale(db, state, store, log, log_position)
+    with within_limits():  # the catalog queries too can pass a tiny cap
+        state = _state(db)
+        log_position = (log.max_notification_id() or 0) if log is not None else None
+        if _current(db, state, store, log, log_position):
+            shadow_on_demand(db)
+            return
+        with creating_in_file(db):
+            _rebuild_what_is_stale(db, state, store, log, log_position)
 
 
 def _rebuild_what_is_stale(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 
@@ -143,9 +143,15 @@ def creating_in_file(db: ReadModelDB) -> Iterator[None]:
     db.file_first()
     try:
         yield
-    finally:
+    except BaseException:
         db.before_statement = shadows
-        db.builtins_first()
+        with suppress(
+            Exception
+        ):  # a database a fatal error invalidated refuses this too: tell the first
+            db.builtins_first()
+        raise
+    db.before_statement = shadows
+    db.builtins_first()
 
 
 def macros_in_file(db: ReadModelDB) -> list[tuple[str, str]]:

@@ -145,3 +145,40 @@ def test_comparing_the_read_models_with_a_rebuild_past_the_cap_says_to_raise_it(
     )
     assert refused.exit_code == 4, refused.output + refused.stderr
     assert "needed more memory than their cap allows" in refused.stderr
+
+
+def test_a_catch_up_stopped_by_the_cap_then_a_smaller_cap_says_the_log_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    """The stopped catch-up leaves its WAL (2 MB); at 4 MB DuckDB fails the replay's own commit, a
+    TransactionException that was a traceback."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 300, 2_000)
+    assert count_runs(home, "8MB").exit_code == 4
+    refused = count_runs(home, "4MB")
+    assert refused.exit_code == 4, refused.output + refused.stderr
+    assert "write-ahead log does not fit in it" in refused.stderr
+
+
+def test_one_event_larger_than_the_cap_allows_is_exit_4_not_a_traceback(tmp_path: Path) -> None:
+    """One run scored with 400,000 tests (a 7.5 MB state) is read alone, but staging it needs more than 16 MB;
+    the appender ran outside the memory-limit mapping."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 1, 400_000)
+    refused = count_runs(home, "16MB")
+    assert refused.exit_code == 4, refused.output + refused.stderr
+    assert "needed more memory than their cap allows" in refused.stderr
+    read = count_runs(home, "256MB")
+    assert read.exit_code == 0, read.stderr
+    assert json.loads(read.stdout) == [{"n": 1}]
+
+
+@pytest.mark.parametrize("cap", ["400KB", "1.5MB", "2MB"])
+def test_a_cap_too_small_for_even_a_few_runs_is_exit_4_naming_it(tmp_path: Path, cap: str) -> None:
+    """Found by an attack review: the schema's catalog queries and commit, and a checkpoint whose failure the
+    search-path reset then hid, were tracebacks at caps this small."""
+    home = tmp_path / "home"
+    record_scored_runs(home, 5, 10)
+    refused = count_runs(home, cap)
+    assert refused.exit_code == 4, refused.output + refused.stderr
+    assert "LINEAGE_DUCKDB_MEMORY" in refused.stderr

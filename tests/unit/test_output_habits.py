@@ -242,6 +242,32 @@ def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> N
     assert position.stdout.startswith("0:")
 
 
+def test_ctrl_c_during_a_long_query_exits_130_with_one_line(tmp_path: Path) -> None:
+    """DuckDB stops a statement on SIGINT and raises its own "Query interrupted" (a RuntimeError), which was a
+    traceback and exit 1."""
+    env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "store")}
+    subprocess.run([sys.executable, "-m", "rollout_lineage.cli", "init"], env=env, check=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rollout_lineage.cli",
+            "sql",
+            "SELECT sum(hash(range)) FROM range(100000000000)",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)  # let it start the statement (any later moment works too)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in stderr
+
+
 @pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl", "json", "markdown"])
 def test_every_row_format_streams_rows_as_they_come(
     fmt: str, capsys: pytest.CaptureFixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -188,6 +189,32 @@ def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stop
     assert len(read) == 4, "one taken, two held (the count), and the next waiting for room"
     pages.close()
     assert not [t for t in threading.enumerate() if t.name == "lineage-read"]
+
+
+def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
+    """The reader is a daemon thread: Ctrl-C ends the process without joining it (it waited for the read)."""
+    release = threading.Event()
+
+    def stuck() -> Iterator[int]:
+        yield 0
+        release.wait(60)  # a store that stopped answering
+        yield 1
+
+    pages = paging._prefetched(stuck(), 4, 10**9, lambda _: 1)
+    assert next(pages) == 0
+    interrupt = threading.Timer(
+        0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+    )
+    interrupt.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(pages)
+        assert [t for t in threading.enumerate() if t.name == "lineage-read"], (
+            "the interrupt came back before the stuck read ended"
+        )
+    finally:
+        release.set()
+        interrupt.join()
 
 
 def test_reads_catch_up_first_and_rebuild_changes_nothing(lineage: Lineage, run_cli: Cli) -> None:
