@@ -152,14 +152,14 @@ def _staged_pages(
             staged.rows += len(rows)
             staged.high, staged.head = rows[-1][0], head
             staged.types.update(row[3].removeprefix(TOPIC_PREFIX) for row in rows)
-            page_ends = len(rows) < read or staged.rows >= chunks_per_page * read
-            if page_ends or len(waiting) >= APPEND_CHUNKS * read:
+            if len(waiting) >= APPEND_CHUNKS * read:
                 db.append(f"temp.main.{events_table.PAGE_TABLE}", waiting)
                 waiting = []
-            if page_ends:
+            if len(rows) < read or staged.rows >= chunks_per_page * read:
                 break
-        if waiting:  # the log ended on a whole chunk
-            db.append(f"temp.main.{events_table.PAGE_TABLE}", waiting)
+        db.append(
+            f"temp.main.{events_table.PAGE_TABLE}", waiting
+        )  # the rest (none appends nothing)
         yield staged
 
 

@@ -445,11 +445,10 @@ _DIGEST = "SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
 
 def _digest_by_rows(db: ReadModelDB, name: str) -> tuple[int, int]:
     with within_limits():  # a single row past the cap is still exit 4
-        end = _two(
-            db.connection.execute(f"SELECT 0, coalesce(max(rowid) + 1, 0) FROM {name}").fetchone()
-        )[1]
+        end = db.connection.execute(f"SELECT coalesce(max(rowid) + 1, 0) FROM {name}").fetchone()
+        assert end is not None  # an aggregate without GROUP BY returns exactly one row
         rows = total = 0
-        for start in range(0, end, DIGEST_ROWS):
+        for start in range(0, end[0], DIGEST_ROWS):
             count, digest = _two(
                 db.connection.execute(
                     _DIGEST.format(name=name) + " WHERE rowid >= ? AND rowid < ?",
