@@ -203,7 +203,8 @@ def cut_point(
 
 
 @click.command()
-@click.option("--run", "run_key", help="Only this run.")
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--run", "run_key", help="Only this run (an id or a unique prefix, as everywhere).")
 @click.option("--task", help="Only runs of this task (and matrix slots of it).")
 @click.option(
     "--since",
@@ -221,6 +222,7 @@ def cut_point(
 @click.pass_context
 def audit(
     ctx: click.Context,
+    paths: tuple[Path, ...],
     run_key: str | None,
     task: str | None,
     since: str | None,
@@ -229,7 +231,11 @@ def audit(
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """Review the store like a release gate and end with a verdict.
+    """Review the store (or the run directories PATHS) like a release gate and end with a verdict.
+
+    With PATHS, the run directories under them are audited directly, as the experiment-review skill's
+    validator does: read into a log held in memory, nothing written to any store. Every layout `lineage
+    import` reads is accepted, and rollout folders with run_config.json + result.json + trajectory/.
 
     Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a training-ready
     results.jsonl row), token usage and timing, skill loading, matrix slots (oracle lanes apart), preservation
@@ -250,17 +256,18 @@ def audit(
     lineage: Lineage = ctx.obj
     moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
-    integrity = lineage.verify().summary()
-    with read_models(lineage, as_of, occurred_before) as models:
-        report = audit_report(
-            models.db,
-            integrity,
-            position=models.position,
-            run=run_key,
-            task=task,
-            since=moment,
-            slots=slots,
-        )
+    selection: dict[str, Any] = {"run": run_key, "task": task, "since": moment, "slots": slots}
+    if paths:
+        if as_of is not None or occurred_before is not None:
+            raise click.UsageError(
+                "--as-of and --occurred-before read a store's history; found them with PATHS, which are "
+                "audited as they are now (import them to audit their history)"
+            )
+        report = _audit_directories(list(paths), selection)
+    else:
+        integrity = lineage.verify().summary()
+        with read_models(lineage, as_of, occurred_before) as models:
+            report = audit_report(models.db, integrity, position=models.position, **selection)
     _emit(
         fmt,
         report,
@@ -271,6 +278,33 @@ def audit(
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])
+
+
+def _audit_directories(paths: list[Path], selection: dict[str, Any]) -> dict[str, Any]:
+    """Import PATHS into a log held in memory, audit it, and throw both away: nothing touches a store."""
+    import tempfile
+
+    from ..adapters.importers.service import import_runs
+    from ..bootstrap import in_memory
+    from ..projections.runner import open_read_models
+
+    with tempfile.TemporaryDirectory(prefix="lineage-audit-") as home:
+        scratch = in_memory(home, actor="lineage audit")
+        summary = import_runs(scratch, list(paths), keep_going=True)
+        for warning in summary.warnings:
+            note(f"warning: {warning}")
+        unreadable = [(r.path, str(r.error)) for r in summary.errors]
+        models = open_read_models(scratch)
+        try:
+            return audit_report(
+                models.db,
+                scratch.verify().summary(),
+                position=models.position,
+                unreadable=unreadable,
+                **selection,
+            )
+        finally:
+            models.close()
 
 
 COMMANDS = (history, tree, diff, cut_point, audit)

@@ -16,6 +16,7 @@ from .fact_base import (
     Seconds,
     Text,
 )
+from .review_facts import ReviewObservation
 from .vocabulary import (
     SkillMode,
 )
@@ -90,6 +91,9 @@ class EvidenceObserved(Fact):
     tool_calls: Count | None = None
     partial_trajectory: bool | None = None
     skills: SkillLoading | None = None
+    review: ReviewObservation | None = (
+        None  # the skill's judges on these files (None: read before they ran)
+    )
 
 
 # --- terminal preservation receipts (EdgeBench #8593) -------------------------------------------------

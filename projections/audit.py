@@ -153,7 +153,7 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         reasons.append("missing trajectory evidence: run.finished records trajectory none")
     if reasons:
         return {"health": "unhealthy", "result": None, "reasons": reasons}
-    result = "timeout" if timed_out else "pass" if row["reward"] >= 1.0 else "fail"
+    result = "normal_timeout" if timed_out else "pass" if row["reward"] >= 1.0 else "fail"
     return {"health": "healthy", "result": result, "reasons": []}
 
 

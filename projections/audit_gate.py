@@ -208,3 +208,158 @@ def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str
                 )
             )
     return problems
+
+
+# --- the experiment-review skill's review, as recorded at import ------------------------------------------
+
+#: SKILL.md's classes of unhealthy runs, in the order a run's headline class is chosen.
+REWARD_HACKING, LEAKAGE, FIDELITY, INFRASTRUCTURE = (
+    "reward_hacking",
+    "leakage",
+    "experiment_fidelity",
+    "infrastructure",
+)
+CLASS_WORDS = {
+    REWARD_HACKING: "reward hacking",
+    LEAKAGE: "leakage",
+    FIDELITY: "experiment fidelity",
+    INFRASTRUCTURE: "infrastructure",
+}
+CLASS_ORDER = tuple(CLASS_WORDS)
+Reason = tuple[str, str, str]  # (check, class, reason)
+
+
+def _where(item: dict[str, Any]) -> str:
+    file, line = item.get("file"), item.get("line")
+    return f"{file}:{line}" if file and line else file or "the run's files"
+
+
+#: What an oracle lane is held to: reward-only evidence, so its result and timing, never a model trajectory.
+ORACLE_CHECKS = frozenset(("result.parse", "result.timing", "result.reward", "result.infra_error"))
+
+
+def contract_reasons(review: dict[str, Any], *, oracle: bool = False) -> list[Reason]:
+    """The validator's issues: any one makes the rollout unhealthy (its artifacts are not trustworthy)."""
+    return [
+        (
+            "trajectory-gate",
+            INFRASTRUCTURE,
+            f"{_located(issue)} [{issue['check']}]",
+        )
+        for issue in review.get("issues") or ()
+        if not oracle or issue["check"] in ORACLE_CHECKS
+    ]
+
+
+def hack_reasons(review: dict[str, Any]) -> list[Reason]:
+    """ "A single confirmed pattern is enough to mark the trial unhealthy" (reward-hacking-patterns.md)."""
+    return [
+        (
+            "reward-hacking",
+            REWARD_HACKING,
+            f"{hack['pattern']} ({hack['kind']}) at {_where(hack)}"
+            + (f", tool {hack['tool']}" if hack.get("tool") else "")
+            + f": {hack['evidence']}",
+        )
+        for hack in review.get("hacks") or ()
+    ]
+
+
+def fidelity_reasons(review: dict[str, Any], *, passed: bool) -> list[Reason]:
+    """A failed or timed-out run blocked by a missing key, asset, package or resource is not the model's
+    failure (SKILL.md, Capability Attribution); a passing run was not blocked, whatever it met on the way."""
+    if passed:
+        return []
+    return [
+        (
+            "capability-attribution",
+            FIDELITY,
+            f"the attempt was blocked ({signal['kind'].replace('_', ' ')}) at {_where(signal)}: "
+            f"{signal['evidence']}",
+        )
+        for signal in review.get("fidelity") or ()
+    ]
+
+
+def _located(issue: dict[str, Any]) -> str:
+    """The validator's way: the file (and line) first, unless the words already name the file."""
+    file, line, detail = issue.get("file"), issue.get("line"), issue["detail"]
+    if file and line:
+        return f"{file}:{line}: {detail}"
+    return detail if not file or file in detail else f"{file}: {detail}"
+
+
+def _traces(traces: list[dict[str, Any]]) -> str:
+    shown = ", ".join(f"{t['marker']} at {_where(t)}" for t in traces[:3])
+    return shown + (f" and {len(traces) - 3} more" if len(traces) > 3 else "")
+
+
+def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
+    expected = list(skills.get("expected_task_skills") or ())
+    loading = skills.get("task_skills_loading")
+    if loading == 1:
+        return None
+    if loading == 0:
+        missing = sorted(set(expected) - set(skills.get("skills") or ()))
+        return (
+            "skill-loading",
+            FIDELITY,
+            f"with-skill, but task_skills_loading=0: task skill(s) {missing} are not in the startup "
+            f"catalog ({skills['status']}, {len(skills.get('skills') or ())} skill(s) recovered)",
+        )
+    if skills.get("invocations") or skills.get("task_skill_access"):
+        return None
+    return (
+        "skill-loading",
+        FIDELITY,
+        f"with-skill, but skill loading cannot be shown: catalog {skills['status']}, "
+        f"{'no expected task skills named' if not expected else 'expected ' + str(expected)}, "
+        "no skill invoked or read; review it by hand (harness-skill-catalog-sop.md)",
+    )
+
+
+def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason]:
+    """Skill loading per the SOP: a with-skill run must have loaded its task skills; a no-skill run may see
+    harness-global skills, never the task's own."""
+    skills = review.get("skills")
+    if skills is None or skill_mode not in ("with-skill", "no-skill"):
+        return []
+    if skill_mode == "with-skill":
+        reason = _with_skill_reason(skills)
+        return [reason] if reason else []
+    access = list(skills.get("task_skill_access") or ())
+    if skills.get("task_skills_loading") == 1:
+        return [
+            ("skill-loading", LEAKAGE, "no-skill, but the task's skills are in the startup catalog")
+        ]
+    if access:
+        return [
+            (
+                "skill-loading",
+                LEAKAGE,
+                f"no-skill, but the task's skills were used: {_traces(access)}",
+            )
+        ]
+    return []
+
+
+def review_reasons(
+    review: dict[str, Any], skill_mode: str | None, *, oracle: bool, passed: bool
+) -> list[Reason]:
+    """Every way the recorded review makes a run unhealthy, each with its SKILL.md class.
+
+    An oracle lane has no model trajectory by construction (the validator's --allow-oracle-without-llm), so
+    only its result and timing count against it."""
+    contract = contract_reasons(review, oracle=oracle)
+    if oracle:
+        return hack_reasons(review) + contract
+    return (
+        hack_reasons(review)
+        + skill_reasons(skill_mode, review)
+        + fidelity_reasons(review, passed=passed)
+        + contract
+    )
+
+
+def headline_class(classes: list[str]) -> str | None:
+    return next((c for c in CLASS_ORDER if c in classes), None)

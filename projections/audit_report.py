@@ -8,9 +8,11 @@ checks, and assembles the document the CLI prints as text (`audit_text.py`), JSO
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..domain.errors import InvalidInput
 from . import audit_gate as gate
 from . import cut_point
 from .audit import (
@@ -30,6 +32,7 @@ from .audit import (
     verdict,
 )
 from .history_text import as_json
+from .run_list import resolve_run
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
@@ -91,6 +94,30 @@ def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
     return presented
 
 
+def _resolve_selection(db: ReadModelDB, run: str | None, task: str | None) -> str | None:
+    """`--run` resolved as every command resolves a run (an id or a unique prefix); an unknown run or task
+    is refused with what exists, rather than audited as an empty selection."""
+    if run is not None:
+        run = resolve_run(db, run)
+        if not db.scalar("SELECT count(*) FROM runs WHERE run = ?", [run]):
+            raise InvalidInput(
+                f"expected a recorded run for --run, found {run!r}, which no run's id, trial or last "
+                "path part starts with",
+                hint="`lineage runs` lists the runs",
+            )
+    if task is not None and not db.scalar("SELECT count(*) FROM runs WHERE task = ?", [task]):
+        tasks = [
+            r["task"]
+            for r in db.rows("SELECT DISTINCT task FROM runs WHERE task IS NOT NULL ORDER BY task")
+        ]
+        shown = ", ".join(tasks[:10]) + (f" and {len(tasks) - 10} more" if len(tasks) > 10 else "")
+        raise InvalidInput(
+            f"expected a task some run recorded for --task, found {task!r}; recorded tasks: {shown or 'none'}",
+            hint="`lineage runs` lists each run's task",
+        )
+    return run
+
+
 def _selected_runs(
     db: ReadModelDB, run: str | None, task: str | None, since: datetime | None
 ) -> list[dict[str, Any]]:
@@ -105,22 +132,32 @@ def _selected_runs(
     )
 
 
+def _run_reasons(
+    row: dict[str, Any], health: dict[str, Any], evidence: dict[str, Any] | None, oracle: bool
+) -> list[gate.Reason]:
+    """(check, class, reason) for each way the run is unhealthy: its outcome, then the skill's review (as
+    recorded at import) or, for evidence read by an earlier version, the counts it recorded."""
+    reasons = [("run-health", gate.INFRASTRUCTURE, reason) for reason in health["reasons"]]
+    review = as_json(evidence.get("review")) if evidence is not None else None
+    skill_mode = (evidence or {}).get("skill_mode") or row["skill_mode"]
+    if review is not None:
+        passed = health["result"] == "pass"
+        return reasons + gate.review_reasons(review, skill_mode, oracle=oracle, passed=passed)
+    reasons += [(c, gate.INFRASTRUCTURE, r) for c, r in gate.gate_reasons(evidence, oracle=oracle)]
+    skills = None if oracle else gate.skill_problem(skill_mode, evidence)
+    klass = gate.LEAKAGE if skill_mode == "no-skill" else gate.FIDELITY
+    return reasons + ([("skill-loading", klass, skills)] if skills else [])
+
+
 def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> list[Finding]:
     """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that follow."""
     oracle = gate.is_oracle(row["agent"])
     health = classify_run(row)
-    checks = [("run-health", reason) for reason in health["reasons"]] + gate.gate_reasons(
-        evidence, oracle=oracle
-    )
-    skills = (
-        None
-        if oracle
-        else gate.skill_problem((evidence or {}).get("skill_mode") or row["skill_mode"], evidence)
-    )
-    checks += [("skill-loading", skills)] if skills else []
+    checks = _run_reasons(row, health, evidence, oracle)
     if checks and health["health"] == "healthy":
         health = {"health": "unhealthy", "result": None, "reasons": []}
-    health["reasons"] = [reason for _, reason in checks]
+    health["reasons"] = [reason for _, _, reason in checks]
+    health["class"] = gate.headline_class([klass for _, klass, _ in checks]) or health["result"]
     row.update(health, lane=gate.ORACLE if oracle else "model")
     # A superseded run is not a candidate for publication (its continuation is), so its health is only noted; an
     # oracle lane is reward-only evidence, reported apart from the model runs.
@@ -139,55 +176,77 @@ def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> li
                 row["run"],
                 "root",
             )
-            for _, reason in checks
+            for _, _, reason in checks
         ]
     return [
-        Finding(check, level, row["run"], f"unhealthy: {reason}{note}", row["run"], "root")
-        for check, reason in checks
+        Finding(
+            check,
+            level,
+            row["run"],
+            f"unhealthy ({gate.CLASS_WORDS[klass]}): {reason}{note}",
+            row["run"],
+            "root",
+        )
+        for check, klass, reason in checks
     ]
 
 
-def _arm_skill_findings(
+def _arm_reasons(child: dict[str, Any] | None, evidence: dict[str, Any]) -> list[gate.Reason]:
+    review = as_json(evidence.get("review"))
+    if review is None:
+        return [(c, gate.INFRASTRUCTURE, r) for c, r in gate.gate_reasons(evidence, oracle=False)]
+    passed = child is not None and (child.get("reward") or 0) >= 1.0
+    return gate.review_reasons(review, None, oracle=False, passed=passed)
+
+
+def _arm_findings(
     db: ReadModelDB,
     runs: list[dict[str, Any]],
     evidence: dict[tuple[str, str], dict[str, Any]],
     params: dict[str, Any],
 ) -> list[Finding]:
-    """Skill loading for with-skill arms, leakage for no-skill ones (a run's own is part of its health)."""
+    """Each fork arm of a model run: the skill's review of a fresh-rollout arm's own directory, skill loading
+    for with-skill arms and leakage for no-skill ones (a run's own are part of its health)."""
     model = {r["run"] for r in runs if r["lane"] == "model"}
-    findings = []
-    for c in db.rows(
-        f"SELECT * FROM children WHERE {_in('run')} AND skill_mode IS NOT NULL ORDER BY run, fork, child_index",
-        params,
-    ):
-        problem = gate.skill_problem(c["skill_mode"], evidence.get((c["run"], c["node"])))
-        if problem and c["run"] in model:
-            findings.append(
-                Finding(
-                    "skill-loading",
-                    QUARANTINE,
-                    f"{c['run']}:{c['fork']}/{c['arm']}",
-                    problem,
-                    c["run"],
-                    c["node"],
-                )
-            )
-    return findings
-
-
-def _arm_gate_findings(
-    runs: list[dict[str, Any]], evidence: dict[tuple[str, str], dict[str, Any]]
-) -> list[Finding]:
-    """The trajectory gate, token usage and timing for each fresh-rollout arm whose own directory was read."""
-    lanes = {r["run"]: r["lane"] for r in runs}
-    return [
+    children = db.rows(
+        f"SELECT * FROM children WHERE {_in('run')} ORDER BY run, fork, child_index", params
+    )
+    by_node = {(c["run"], c["node"]): c for c in children}
+    findings = [
         Finding(
-            check, QUARANTINE, f"{key}:{node}", f"arm at node {node} unhealthy: {reason}", key, node
+            check,
+            QUARANTINE,
+            f"{key}:{node}",
+            f"arm at node {node} unhealthy ({gate.CLASS_WORDS[klass]}): {reason}",
+            key,
+            node,
         )
         for (key, node), row in sorted(evidence.items())
-        if node != "root" and lanes.get(key) == "model"
-        for check, reason in gate.gate_reasons(row, oracle=False)
+        if node != "root" and key in model
+        for check, klass, reason in _arm_reasons(by_node.get((key, node)), row)
     ]
+    for c in children:
+        if c["run"] not in model or c["skill_mode"] is None:
+            continue
+        own = evidence.get((c["run"], c["node"]))
+        review = as_json(own.get("review")) if own is not None else None
+        problems = (
+            [r for _, _, r in gate.skill_reasons(c["skill_mode"], review)]
+            if review is not None
+            else [p for p in [gate.skill_problem(c["skill_mode"], own)] if p]
+        )
+        findings += [
+            Finding(
+                "skill-loading",
+                QUARANTINE,
+                f"{c['run']}:{c['fork']}/{c['arm']}",
+                problem,
+                c["run"],
+                c["node"],
+            )
+            for problem in problems
+        ]
+    return findings
 
 
 def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) -> list[Finding]:
@@ -236,9 +295,48 @@ REPORTED_RUN_FIELDS = (
     "reward",
     "health",
     "result",
+    "class",
     "reasons",
     "superseded_by",
 )
+
+
+def _nothing_left(
+    model_runs: list[dict[str, Any]], findings: list[Finding], matrix: list[dict[str, Any]] | None
+) -> list[Finding]:
+    """A verdict that follows its findings: when no model run (or no matrix slot) is left to publish once the
+    quarantines are taken out, the batch is not publishable, whatever else holds."""
+    withheld = {f.run or f.subject for f in findings if f.level in (BLOCKER, QUARANTINE)}
+    candidates = [r for r in model_runs if not r["superseded_by"]]
+    left = [r for r in candidates if r["run"] not in withheld]
+    problems = []
+    if candidates and not left:
+        problems.append(
+            Finding(
+                "selection",
+                BLOCKER,
+                "store",
+                f"no healthy model run remains: all {len(candidates)} current model run(s) are quarantined",
+            )
+        )
+    if matrix and not any(slot["status"] == "healthy" for slot in matrix):
+        problems.append(
+            Finding(
+                "selection",
+                BLOCKER,
+                "matrix",
+                f"no matrix slot is healthy: {len(matrix)} expected, "
+                + ", ".join(f"{n} {s}" for s, n in _counts(slot["status"] for slot in matrix)),
+            )
+        )
+    return problems
+
+
+def _counts(values: Any) -> list[tuple[str, int]]:
+    counted: dict[str, int] = {}
+    for value in values:
+        counted[value] = counted.get(value, 0) + 1
+    return sorted(counted.items())
 
 
 def _selection_findings(
@@ -313,7 +411,11 @@ def audit_report(
     task: str | None = None,
     since: datetime | None = None,
     slots: list[Slot] | None = None,
+    unreadable: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
+    """The audit of the selected runs. `unreadable` lists run directories (audited in place) that could not
+    be read: each is an unhealthy run of its own, so it can never pass unseen."""
+    run = _resolve_selection(db, run, task)
     runs = _selected_runs(db, run, task, since)
     keys = [r["run"] for r in runs]
     params = {"runs": keys}
@@ -331,7 +433,7 @@ def audit_report(
         findings += _health_findings(row, evidence.get((row["run"], "root")))
     model_runs = [r for r in runs if r["lane"] == "model"]
     findings += _selection_findings(runs, model_runs)
-    findings += _arm_gate_findings(runs, evidence) + _arm_skill_findings(db, runs, evidence, params)
+    findings += _arm_findings(db, runs, evidence, params)
     findings += _changed_evidence_findings(evidence)
     receipt_findings, preservation = _preservation_findings(db, params)
     findings += receipt_findings
@@ -349,6 +451,17 @@ def audit_report(
             chosen, model_runs, superseded
         )  # oracle lanes fill no slot
         findings += slot_findings
+    findings += [
+        Finding(
+            "run-directory",
+            QUARANTINE,
+            path,
+            f"unhealthy (infrastructure): the run directory cannot be read: {why}",
+            path,
+        )
+        for path, why in unreadable
+    ]
+    findings += _nothing_left(model_runs, findings, matrix)
     if not integrity["intact"]:
         findings.append(
             Finding("integrity", BLOCKER, "log", f"the log is not intact: {integrity['problem']}")

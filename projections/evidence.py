@@ -54,6 +54,7 @@ SPEC = {
         "invocations": "INTEGER",
         "marker_lines": "INTEGER",
     },
+    "review": "JSON",
 }
 
 
@@ -73,7 +74,7 @@ def _file(name: str, prefix: str) -> str:
 
 PROJECTION = Projection(
     name="evidence",
-    version=1,
+    version=2,
     tables={
         "run_evidence": "position BIGINT, run VARCHAR, node VARCHAR, trial VARCHAR, "
         + ", ".join(f"{p}_{c} {t}" for p in ("acp", "llm") for c, t in TRAJECTORY.items())
@@ -82,7 +83,7 @@ PROJECTION = Projection(
         "input_tokens BIGINT, output_tokens BIGINT, total_tokens BIGINT, "
         "usage_source VARCHAR, started_at VARCHAR, finished_at VARCHAR, duration_sec DOUBLE, tool_calls INTEGER, "
         "partial_trajectory BOOLEAN, skill_mode VARCHAR, skills_dir VARCHAR, skill_invocations INTEGER, "
-        "skill_marker_lines INTEGER, occurred_at TIMESTAMPTZ",
+        "skill_marker_lines INTEGER, review JSON, occurred_at TIMESTAMPTZ",
     },
     apply=(
         f"""INSERT INTO run_evidence SELECT position, j.run, j.node, j.trial, {_file("acp_trajectory", "acp")},
@@ -91,7 +92,7 @@ PROJECTION = Projection(
             j.token_usage.input_tokens, j.token_usage.output_tokens,
             j.token_usage.total_tokens, j.token_usage.source, j.started_at, j.finished_at, j.duration_sec, j.tool_calls,
             j.partial_trajectory, j.skills.skill_mode, j.skills.skills_dir, j.skills.invocations, j.skills.marker_lines,
-            occurred_at
+            j.review, occurred_at
             FROM {facts_of("'run.evidence_observed'", SPEC)}""",
     ),
     views={
@@ -106,7 +107,9 @@ PROJECTION = Projection(
         "ACP and LLM trajectory files (acp_* / llm_*: present, size, records, malformed lines, "
         "agent events, requests, responses, responses with usage; NULL when the layout writes none), "
         "results.jsonl (rows, training_ready and its reason, training-ready rows without token usage, rows "
-        "calling tools they do not list), token usage, timing, tool calls, skill loading",
+        "calling tools they do not list), token usage, timing, tool calls, skill loading, and review: what the "
+        "experiment-review skill's judges found (validator issues, reward-hacking signals, the startup skill "
+        "catalog, capability-attribution traces; JSON, NULL when read by an earlier version)",
         "run_evidence": "run.evidence_observed facts, flattened: every different observation of a node",
     },
 )

@@ -3,7 +3,9 @@
 - benchflow main-line: `tree.json` whose `kind` is "benchflow-branch-tree";
 - benchflow PR-#1046 layout: `tree.json` without that kind, or `stage_snapshots.json`, or `result.json` plus
   `config.json` where `result.json` has benchflow's shape (`rollout_name`, or `task_name` with `rewards`);
-- Harbor trial: `result.json` with `trial_name` and `verifier_result`.
+- Harbor trial: `result.json` with `trial_name` and `verifier_result`;
+- a rollout folder as the experiment-review skill's validator reads one: `result.json` with a run
+  configuration (`run_config.json`, `config.json`, `metadata.json`) or `trajectory/` beside it.
 A recognised run directory is not descended into: its `branches/` hold its children (not runs of their own)
 and its `agent/`/`artifacts/` hold whatever the agent wrote, which may well contain a `result.json`. Links
 to directories are never followed and hidden directories are skipped. A directory that looks like a run but
@@ -22,9 +24,11 @@ from .benchflow_staged import containment_for
 from .continuation import CONTINUE_KIND
 from .harbor import looks_like_trial
 from .keys import run_key
+from .rollout_folder import looks_like_rollout_folder
 from .rundir import RunFolder
 
 STAGED, MAINLINE, HARBOR, UNREADABLE = "benchflow-pr", "benchflow-mainline", "harbor", "unreadable"
+ROLLOUT = "rollout-folder"
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,9 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
             return RunDir(path, HARBOR)
         if "config.json" in names and _benchflow_result(result):
             return RunDir(path, STAGED, _continues(folder))
+        present = names | ({"trajectory"} if folder.is_dir("trajectory") else set())
+        if looks_like_rollout_folder(present, result):
+            return RunDir(path, ROLLOUT)
     except LineageError as exc:
         return RunDir(path, UNREADABLE, problem=exc)
     return None

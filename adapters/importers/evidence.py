@@ -24,6 +24,7 @@ from ...domain import facts as f
 from ...domain.errors import InvalidInput
 from .benchflow_common import RunFiles
 from .fields import Fields, build, invalid
+from .review import read_rollout, review_rollout
 from .rundir import NOTHING_APPENDED, RunFolder, iso, require_regular
 
 ACP, LLM, RESULTS = (
@@ -296,4 +297,5 @@ def benchflow_evidence(
         tool_calls=tool_calls if tool_calls is not None else count(agent_result, "n_tool_calls"),
         partial_trajectory=result.boolean("partial_trajectory"),
         skills=skills,
+        review=review_rollout(read_rollout(folder)),
     )

@@ -30,14 +30,16 @@ from ...domain.errors import (
 )
 from . import benchflow_mainline, benchflow_staged, harbor
 from .benchflow_common import result_missing
-from .discovery import HARBOR, MAINLINE, STAGED, UNREADABLE, RunDir, discover
+from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, discover
 from .plan import RunPlan
+from .rollout_folder import import_rollout_folder
 from .rundir import RunFolder
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
     STAGED: benchflow_staged.import_staged_run,
     MAINLINE: benchflow_mainline.import_mainline_run,
     HARBOR: harbor.import_harbor_trial,
+    ROLLOUT: import_rollout_folder,
 }
 
 
@@ -62,6 +64,7 @@ STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
     STAGED: benchflow_staged.still_running,
     MAINLINE: result_missing,
     HARBOR: harbor.still_running,
+    ROLLOUT: result_missing,
     UNREADABLE: unclassified_still_running,
 }
 Progress = Callable[[int, int, str], None]

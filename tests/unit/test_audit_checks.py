@@ -30,7 +30,7 @@ def run_row(**overrides: object) -> dict:
     [
         ({}, "healthy", "pass", None),
         ({"reward": 0.0}, "healthy", "fail", None),
-        ({"status": "timeout", "reward": 0.0}, "healthy", "timeout", None),
+        ({"status": "timeout", "reward": 0.0}, "healthy", "normal_timeout", None),
         (
             {
                 "error": "agent hit the 30 min limit",
@@ -38,7 +38,7 @@ def run_row(**overrides: object) -> dict:
                 "reward": 0.0,
             },
             "healthy",
-            "timeout",
+            "normal_timeout",
             None,
         ),
         (

@@ -50,17 +50,17 @@ def test_a_run_failing_the_trajectory_gate_is_quarantined_at_its_address_and_his
             ),
         )
     )
-    report = audit_json(run_cli, code=10)
+    report = audit_json(run_cli, code=11)
     assert by_check(report, "trajectory-gate") == [
         (
             "quarantine",
             f"{RUN}:root",
-            "unhealthy: missing required artifact trajectory/llm_trajectory.jsonl",
+            "unhealthy (infrastructure): missing required artifact trajectory/llm_trajectory.jsonl",
         ),
         (
             "quarantine",
             f"{RUN}:root",
-            "unhealthy: results.jsonl: the rollout row is not training_ready (agent_error)",
+            "unhealthy (infrastructure): results.jsonl: the rollout row is not training_ready (agent_error)",
         ),
     ]
     assert report["quarantined"] == [RUN] and report["runs"][0]["health"] == "unhealthy"
@@ -70,7 +70,7 @@ def test_a_run_failing_the_trajectory_gate_is_quarantined_at_its_address_and_his
 
 def test_a_run_without_recorded_evidence_fails_closed(lineage: Lineage, run_cli: Cli) -> None:
     lineage.record(plain_run()[:-1])
-    [(level, address, message)] = by_check(audit_json(run_cli, code=10), "trajectory-gate")
+    [(level, address, message)] = by_check(audit_json(run_cli, code=11), "trajectory-gate")
     assert (level, address) == (
         "quarantine",
         f"{RUN}:root",
@@ -82,10 +82,10 @@ def test_missing_token_usage_or_timing_is_unhealthy(lineage: Lineage, run_cli: C
         plain_run(token_usage=f.TokenUsage(total_tokens=0), duration_sec=None, finished_at=None)
     )
     assert [
-        message for _, _, message in by_check(audit_json(run_cli, code=10), "usage-and-timing")
+        message for _, _, message in by_check(audit_json(run_cli, code=11), "usage-and-timing")
     ] == [
-        "unhealthy: missing or zero token usage",
-        "unhealthy: missing timing (no start and end, no duration)",
+        "unhealthy (infrastructure): missing or zero token usage",
+        "unhealthy (infrastructure): missing timing (no start and end, no duration)",
     ]
 
 
@@ -102,7 +102,7 @@ def test_a_with_skill_arm_must_show_its_skills_loaded(lineage: Lineage, run_cli:
             for e in entries
         ]
     )
-    report = audit_json(run_cli, code=10)
+    report = audit_json(run_cli, code=11)
     [(level, address, message)] = by_check(report, "skill-loading")
     assert (level, address) == ("quarantine", f"{s.HEALTHY}:n1")
     assert (
@@ -130,13 +130,13 @@ def test_a_no_skill_run_that_reaches_skill_resources_leaks(
         plain_run(skills=f.SkillLoading(skill_mode="no-skill", invocations=0, marker_lines=2))
     )
     report = audit_json(
-        run_cli, "--matrix", str(matrix_file(tmp_path, {**s.MATRIX, "trial": ["9"]})), code=10
+        run_cli, "--matrix", str(matrix_file(tmp_path, {**s.MATRIX, "trial": ["9"]})), code=11
     )
     assert by_check(report, "skill-loading") == [
         (
             "quarantine",
             f"{RUN}:root",
-            "unhealthy: no-skill leakage: 2 trajectory line(s) naming skill resources",
+            "unhealthy (leakage): no-skill leakage: 2 trajectory line(s) naming skill resources",
         )
     ]
     assert [slot["status"] for slot in report["matrix"]] == ["unhealthy"], (
@@ -199,7 +199,7 @@ def test_benchflow_runs_fill_matrix_slots_by_the_trial_their_files_name(
             "trial": trials,
         },
     )
-    report = audit_json(run_cli, "--matrix", str(matrix), code=10)
+    report = audit_json(run_cli, "--matrix", str(matrix), code=11)
     slots = {slot["trial"]: (slot["status"], slot["runs"]) for slot in report["matrix"]}
     assert slots == {
         "csv-dedupe__7c1f2a90": (
@@ -213,7 +213,7 @@ def test_benchflow_runs_fill_matrix_slots_by_the_trial_their_files_name(
         slot["detail"] for slot in report["matrix"] if slot["trial"] == "csv-dedupe__7c1f2a90"
     )
     assert detail.startswith(
-        "run nightly/csv-dedupe__7c1f2a90__continued: missing required artifact results.jsonl"
+        "run nightly/csv-dedupe__7c1f2a90__continued: missing required artifact: results.jsonl"
     )
     assert not [f for f in report["findings"] if "matches no slot" in f["message"]]
 
@@ -262,12 +262,20 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
         "total_tokens": 19474,
         "skill_marker_lines": 1,
     }
-    reasons = next(r["reasons"] for r in audit_json(run_cli, code=10)["runs"])
-    assert reasons[:4] == [
-        "1 unparsable line(s) in trajectory/acp_trajectory.jsonl",
-        "empty trajectory/llm_trajectory.jsonl",
-        "results.jsonl: the rollout row is not training_ready (agent_error)",
-        "results.jsonl: assistant tool_calls without tool definitions (tool_defs or tools)",
+    reasons = next(r["reasons"] for r in audit_json(run_cli, code=11)["runs"])
+    # The experiment-review skill's validator (scripts/validate_run_artifacts.py at benchflow 17a3573b)
+    # prints these eight issues for this directory, in this order.
+    assert reasons == [
+        "trajectory/acp_trajectory.jsonl:18: JSON parse error: Expecting value: line 1 column 15 (char 14)"
+        " [acp.malformed]",
+        "trajectory/llm_trajectory.jsonl: empty JSONL [llm.empty]",
+        "trajectory/llm_trajectory.jsonl: no provider request bodies [llm.no_requests]",
+        "trajectory/llm_trajectory.jsonl: no provider response bodies [llm.no_responses]",
+        "trajectory/llm_trajectory.jsonl: no provider token usage in response bodies [llm.no_usage]",
+        "results.jsonl:1: healthy rollout marked training_ready=false [results.healthy_not_ready]",
+        "results.jsonl:1: non-training-ready row lacks error payload [results.unready_no_error]",
+        "results.jsonl:1: assistant tool_calls require non-empty tool_defs/tools"
+        " [results.tool_calls_without_defs]",
     ]
     assert "0 events appended" in run_cli("import", str(run)).stderr
 
@@ -314,7 +322,7 @@ def test_a_preservation_receipt_is_ingested_once_and_audited_as_preserved_but_un
         "a repeated notification appends nothing"
     )
 
-    report = audit_json(run_cli, code=10)
+    report = audit_json(run_cli, code=11)
     [(level, address, message)] = by_check(report, "preservation")
     assert (level, address) == ("quarantine", f"{RUN}:root") and message.startswith(
         "preserved but unqualified"
@@ -403,10 +411,10 @@ def test_a_harbor_trial_is_held_to_usage_and_timing_not_to_benchflow_trajectorie
         "total_tokens": None,
         "timed": True,
     }
-    report = audit_json(run_cli, code=10)
+    report = audit_json(run_cli, code=11)
     assert by_check(report, "trajectory-gate") == []
     assert [message for _, _, message in by_check(report, "usage-and-timing")] == [
-        "unhealthy: missing or zero token usage"
+        "unhealthy (infrastructure): missing or zero token usage"
     ]
     assert report["runs"][0]["trial"] == "powerlifting-coef-calc__8rkRX6k", (
         "Harbor's trial comes from its registration"
@@ -439,10 +447,10 @@ def test_a_run_read_before_benchflow_wrote_results_jsonl_is_observed_again_witho
         ).stdout
     )
     assert latest == {"results_present": True, "training_ready": True, "observations": 2}
-    report = audit_json(run_cli, code=10)
-    assert not any("results.jsonl" in reason for reason in report["runs"][0]["reasons"]), (
-        "the latest observation is judged"
-    )
+    report = audit_json(run_cli, code=11)
+    reasons = report["runs"][0]["reasons"]
+    assert not any("results.missing" in reason for reason in reasons), "the latest is judged"
+    assert any("results.ready_payload" in reason for reason in reasons), "its row is judged"
     [(level, address, message)] = by_check(report, "evidence-changed")
     assert (level, address) == (
         "warning",
@@ -467,7 +475,7 @@ def test_a_harness_records_its_receipt_through_the_python_api(tmp_path: Path) ->
         )
         again = lineage.record([receipt])
     assert first.appended == 6 and again.appended == 0 and again.position == first.position
-    report = audit_json(Cli(tmp_path, store), code=10)
+    report = audit_json(Cli(tmp_path, store), code=11)
     assert by_check(report, "preservation") == [
         (
             "quarantine",

@@ -95,7 +95,7 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
         "qualified": False,
     }
     audit = run_cli("audit", "--run", "nightly/csv-dedupe__d4e5f6a7", ok=False)
-    assert audit.exit_code == 10 and "[preserved, unqualified]" in audit.stdout
+    assert audit.exit_code == 11 and "[preserved, unqualified]" in audit.stdout
 
 
 LANDING_2 = Path(__file__).resolve().parents[1] / "stores" / "landing-2-examples.sqlite"

@@ -1,0 +1,104 @@
+"""Capability attribution (SKILL.md): traces that the agent lacked what a fair attempt needs.
+
+A failed or timed-out run counts as the model's own failure only when the task's keys, assets, packages,
+network and compute were there. The traces are read where the harness and the provider speak, not the
+agent's own tool output (an agent that tries a missing command and then installs it is working, not
+blocked): result.json's error fields, non-agent ACP records, and LLM error records. The one exception is a
+missing credential, which an agent's command output states plainly and no healthy attempt produces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ...domain.review_facts import FidelityKind, FidelitySignal
+from .review_input import Rollout
+
+#: Case-insensitive patterns per kind, first match wins.
+_SOURCES: tuple[tuple[FidelityKind, str], ...] = (
+    (
+        "missing_credential",
+        r"api[ _-]?key|credential|unauthori[sz]ed|authentication failed|invalid token"
+        r"|\b[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b.{0,40}(?:missing|not set|unset|required)"
+        r"|(?:missing|not set|unset|required).{0,40}\b[A-Z0-9]+_(?:KEY|TOKEN|SECRET)\b",
+    ),
+    (
+        "insufficient_compute",
+        r"out of memory|oom-?kill|memoryerror|no space left|killed \(signal 9\)"
+        r"|resource exhausted|cpu quota",
+    ),
+    (
+        "missing_dependency",
+        r"modulenotfounderror|no module named|command not found|could not (?:find|install)"
+        r" (?:a )?(?:package|version|dependency)|failed to install|dependency",
+    ),
+    (
+        "missing_resource",
+        r"missing required|no such file or directory|asset.{0,20}(?:missing|not found)"
+        r"|not mounted|mount (?:failed|error)",
+    ),
+    ("network", r"network is unreachable|name resolution|could not resolve host|dns"),
+    ("permission", r"permission denied|operation not permitted|read-only file system"),
+    ("provider", r"provider|rate.?limit|overloaded|service unavailable|\b5\d\d\b|quota"),
+    ("sandbox", r"docker|daytona|sandbox|container|transport|pipe closed|connection"),
+)
+PATTERNS = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _SOURCES)
+ERROR_FIELDS = ("error", "verifier_error", "error_category", "verifier_error_category")
+EXCERPT = 300
+
+
+def classify(text: str) -> FidelityKind | None:
+    return next((kind for kind, pattern in PATTERNS if pattern.search(text)), None)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _signal(kind: FidelityKind, text: str, file: str, line: int | None) -> FidelitySignal:
+    return FidelitySignal(kind=kind, evidence=text[:EXCERPT], file=file, line=line)
+
+
+def _from_result(result: dict[str, Any]) -> Iterator[FidelitySignal]:
+    for key in ERROR_FIELDS:
+        text = result.get(key)
+        kind = classify(text) if isinstance(text, str) and text else None
+        if kind is not None:
+            yield _signal(kind, f"{key}: {text}", "result.json", None)
+
+
+def _from_acp(rollout: Rollout) -> Iterator[FidelitySignal]:
+    for line, row in rollout.acp.rows:
+        phase = str(row.get("phase") or "").lower()
+        if phase == "verifier":
+            continue
+        text = " ".join(_texts({k: v for k, v in row.items() if k != "args"}))
+        kind = classify(text)
+        agent = phase in ("", "agent")
+        if kind is not None and (not agent or kind == "missing_credential"):
+            yield _signal(kind, text, rollout.acp.name, line)
+
+
+def _from_llm(rollout: Rollout) -> Iterator[FidelitySignal]:
+    for line, row in rollout.llm.rows:
+        error = row.get("error")
+        if isinstance(error, dict) or (isinstance(error, str) and error):
+            text = " ".join(_texts(error))
+            yield _signal(classify(text) or "provider", text, rollout.llm.name, line)
+
+
+def find_fidelity_problems(rollout: Rollout) -> tuple[FidelitySignal, ...]:
+    return (
+        *_from_result(rollout.result or {}),
+        *_from_acp(rollout),
+        *_from_llm(rollout),
+    )
