@@ -34,7 +34,7 @@ ENVELOPE = re.compile(
     r"|Launching\s+skill:\s*(?P<c>\S+))",
     re.I,
 )
-LEGACY_HEADER = re.compile(r"\A\s*Tool:\s*(?:invoke_skill|activate_skill)\b", re.I)
+LEGACY_HEADER = re.compile(r"\A\s*Tool:\s*(invoke_skill|activate_skill)\b", re.I)
 LEGACY_NAME = re.compile(r"\[skill:\s*([^\]\s]+)\s*\]", re.I)
 BARE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 SKILLS_SEGMENT = re.compile(r"(?<![A-Za-z0-9_-])skills/([A-Za-z0-9_.-]+)")
@@ -185,34 +185,51 @@ def _result_texts(content: Any) -> Iterator[str]:
             yield block["text"]
 
 
-def _envelope_skill(content: Any) -> tuple[bool, str | None]:
-    """Whether a result block opens with a skill envelope, and the skill it names."""
+def _envelope(content: Any) -> tuple[str, str | None] | None:
+    """(marker, skill) when a result block opens with a skill envelope (metrics.py's anchored rule)."""
     for text in _result_texts(content):
         match = ENVELOPE.match(text)
         if match:
-            return True, match.group("a") or match.group("b") or match.group("c")
-        if LEGACY_HEADER.match(text) and "[skill:" in text.lower():
+            marker = (
+                "skill_content"
+                if match.group("a")
+                else "Skill:"
+                if match.group("b")
+                else "Launching skill:"
+            )
+            return marker, match.group("a") or match.group("b") or match.group("c")
+        header = LEGACY_HEADER.match(text)
+        if header and "[skill:" in text.lower():
             legacy = LEGACY_NAME.search(text)
-            return True, legacy.group(1) if legacy else None
-    return False, None
+            return header.group(1), legacy.group(1) if legacy else None
+    return None
+
+
+def _bare_title(event: dict[str, Any]) -> str | None:
+    """A title that is itself a skill name (`kind: skill, title: data-cleaning`), not a tool word."""
+    title = event.get("title")
+    if isinstance(title, str) and BARE_NAME.fullmatch(title.strip()):
+        return title.strip() if _tool(title) not in SKILL_TOOLS else None
+    return None
 
 
 def acp_skill_call(event: dict[str, Any]) -> tuple[str, str | None] | None:
-    """(marker, skill) when an ACP tool-call event is a skill invocation, by benchflow's classifier rules."""
+    """(marker, skill) when an ACP tool-call event is a skill invocation, by benchflow's classifier rules:
+    a skill kind, tool name or explicit title; for a tool of no real kind, the bare title `skill` or a
+    result envelope."""
     kind, tool, title = _tool(event.get("kind")), _acp_tool_name(event), _tool(event.get("title"))
-    enveloped, named = _envelope_skill(event.get("content"))
-    args = next((a for k in ARG_KEYS if (a := _arguments(event.get(k))) is not None), None)
-    if kind in SKILL_TOOLS or tool in SKILL_TOOLS or title in EXPLICIT_SKILL_TOOLS:
-        marker = tool if tool in SKILL_TOOLS else title if title in SKILL_TOOLS else kind
-    elif kind in SNIFFABLE_KINDS and (title in SKILL_TOOLS or enveloped):
-        marker = title if title in SKILL_TOOLS else "skill result envelope"
+    envelope = _envelope(event.get("content")) if kind in SNIFFABLE_KINDS | SKILL_TOOLS else None
+    if tool in SKILL_TOOLS or kind in SKILL_TOOLS or title in EXPLICIT_SKILL_TOOLS:
+        marker = next(word for word in (tool, kind, title) if word in SKILL_TOOLS)
+    elif kind in SNIFFABLE_KINDS and title in SKILL_TOOLS:
+        marker = title
+    elif envelope is not None:
+        marker = envelope[0]
     else:
         return None
-    skill = _skill_argument(args) or named
-    raw_title = event.get("title")
-    if skill is None and isinstance(raw_title, str) and BARE_NAME.fullmatch(raw_title.strip()):
-        skill = raw_title.strip() if _tool(raw_title) not in SKILL_TOOLS else None
-    return marker, skill
+    args = next((a for k in ARG_KEYS if (a := _arguments(event.get(k))) is not None), None)
+    named = envelope[1] if envelope else None
+    return marker, _skill_argument(args) or named or _bare_title(event)
 
 
 def _tool_search(name: str, texts: Iterable[str]) -> str | None:
