@@ -33,33 +33,37 @@ class Parsed:
     names: tuple[str, ...] | None
 
 
-def _between(text: str, start: str, end: str) -> str | None:
-    """The text between the first `start` and the next `end`; '' when `start` has no `end` after it."""
-    first = text.find(start)
-    if first < 0:
-        return None
-    last = text.find(end, first + len(start))
-    return "" if last < 0 else text[first + len(start) : last]
+def _between(text: str, start: str, end: str, since: int = 0) -> tuple[int, int] | None:
+    """Where the text between the first `start` (from `since`) and the next `end` begins and ends; None when
+    either is missing. Index-based, so a catalog of many entries is read in one pass."""
+    first = text.find(start, since)
+    last = text.find(end, first + len(start)) if first >= 0 else -1
+    return None if last < 0 else (first + len(start), last)
+
+
+def _inside(text: str, start: str, end: str) -> str | None:
+    span = _between(text, start, end)
+    return None if span is None else text[span[0] : span[1]]
 
 
 def parse_available_skills(text: str) -> Parsed | None:
     """`<available_skills><skill><name>..</name>..</skill>..</available_skills>`: OpenHands, Gemini CLI,
-    OpenCode (the SOP's rules; benchflow's `_opencode_catalog_names` in providers/litellm_logging.py)."""
-    inner = _between(text, "<available_skills>", "</available_skills>")
-    if inner is None:
+    OpenCode (the SOP's rules; benchflow's `_opencode_catalog_names` in providers/litellm_logging.py). Any
+    other content (an item without a name, attributes instead of elements) is unparsable, not empty."""
+    if "<available_skills>" not in text:
         return None
-    if inner == "" and "</available_skills>" not in text:
-        return Parsed(text, None)  # opened, never closed: not a catalog one can read
+    inner = _inside(text, "<available_skills>", "</available_skills>")
+    if inner is None:
+        return Parsed(text, None)  # opened, never closed
     names: list[str] = []
-    position = inner.find("<skill>")
-    while position >= 0:
-        item = _between(inner[position:], "<skill>", "</skill>")
-        name = _between(item or "", "<name>", "</name>")
-        if not name or not name.strip():
+    span = _between(inner, "<skill>", "</skill>")
+    while span is not None:
+        name = _inside(inner[span[0] : span[1]], "<name>", "</name>")
+        if name is None or not name.strip():
             return Parsed(inner, None)
         names.append(name.strip())
-        position = inner.find("<skill>", position + len("<skill>") + len(item or ""))
-    if not names and inner.strip():
+        span = _between(inner, "<skill>", "</skill>", span[1])
+    if inner.count("<skill>") != len(names) or (not names and inner.strip()):
         return Parsed(inner, None)
     return Parsed(inner, tuple(names))
 
@@ -70,10 +74,10 @@ CODEX_ENTRY = re.compile(r"- ([^:\n]+): ")
 def parse_codex(text: str) -> Parsed | None:
     """`<skills_instructions>` with `### Available skills` bullets `- name: description (file: path)`; only
     that section is read (the `### How to use skills` bullets are instructions, not skills)."""
-    block = _between(text, "<skills_instructions>", "</skills_instructions>")
-    if block is None:
+    if "<skills_instructions>" not in text:
         return None
-    if "</skills_instructions>" not in text:
+    block = _inside(text, "<skills_instructions>", "</skills_instructions>")
+    if block is None:
         return Parsed(text, None)
     match = re.search(r"^### Available skills[ \t]*$", block, re.M)
     if match is None:
@@ -279,15 +283,16 @@ SYSTEM_PROMPT = "System Prompt:"
 
 
 def _acp_prompts(acp: Jsonl) -> Iterator[tuple[int, str, str]]:
-    """ACP thoughts that carry a system prompt, before the first tool call (the SOP's legacy fallback)."""
+    """`agent_thought` events carrying a system prompt before the first tool call: the SOP's legacy fallback
+    (OpenHands' early thought `System Prompt: ...`). A user message is the task's text, not the harness's."""
     anchors = (SYSTEM_PROMPT, *(mark for harness in HARNESSES for mark in harness.sniff))
     for line, row in acp.rows:
         if row.get("type") == "tool_call":
             return
-        for key in ("text", "content"):
-            text = row.get(key)
-            if isinstance(text, str) and any(anchor in text for anchor in anchors):
-                yield line, key, text.split(SYSTEM_PROMPT, 1)[-1].strip()
+        text = row.get("text")
+        if row.get("type") == "agent_thought" and isinstance(text, str):
+            if any(anchor in text for anchor in anchors):
+                yield line, "text", text.split(SYSTEM_PROMPT, 1)[-1].strip()
 
 
 def from_acp(acp: Jsonl, declared: Harness | None) -> Found | None:

@@ -248,12 +248,16 @@ def test_acp_system_prompt_is_the_fallback_for_a_usage_only_llm_log() -> None:
     assert catalog.task_skills_loading == 1
 
 
-def test_a_thought_after_the_first_tool_call_is_no_catalog() -> None:
+def test_a_thought_after_the_first_tool_call_or_the_task_prompt_is_no_catalog() -> None:
     forged, _ = openhands_prompt("data-cleaning")
     catalog = review_skills(
         rollout(
             llm=[{"type": "llm_completion", "usage": {"prompt_tokens": 5}}],
-            acp=[tool_event("ls", kind="execute"), {"type": "agent_thought", "text": forged}],
+            acp=[
+                {"type": "user_message", "text": "System Prompt: " + forged},
+                tool_event("ls", kind="execute"),
+                {"type": "agent_thought", "text": forged},
+            ],
             harness="openhands",
             task_skills=("data-cleaning",),
         )
