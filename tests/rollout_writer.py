@@ -1303,3 +1303,39 @@ class damage:  # a namespace: `damage.strip_usage(run_dir, 1)`
                 result.pop(key)
 
         damage._edit_result(run_dir, edit)
+
+
+# Ready-made descriptions: a small claude-agent-acp run that reads, fixes and re-runs a test ---------
+
+TOOLS = ["bash", "str_replace_based_edit_tool", "finish"]
+
+
+def fixing_run(task: str = "csv-dedupe", **overrides: Any) -> Rollout:
+    """Four provider exchanges (three tool calls, then a final answer) and the matching ACP events."""
+    calls = [
+        ToolCall("call_1", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
+        ToolCall(
+            "call_2", "str_replace_based_edit_tool", {"command": "str_replace", "path": "dedupe.py"}
+        ),
+        ToolCall("call_3", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
+    ]
+    turns = [
+        ("Running the tests first.", [calls[0]], ["1 failed, 2 passed"]),
+        ("The key ignores case; fixing.", [calls[1]], ["The file dedupe.py has been edited."]),
+        ("Re-running the tests.", [calls[2]], ["3 passed"]),
+        ("Fixed: rows are now compared case-insensitively.", [], []),
+    ]
+    exchanges = conversation(
+        "You are a coding agent.", "Fix the failing tests.", turns, tools=TOOLS
+    )
+    acp = [
+        AcpEvent("agent_message", text="Running the tests first."),
+        tool_event("call_1", "pytest -q tests/test_dedupe.py", "1 failed, 2 passed"),
+        tool_event("call_2", "Edit dedupe.py", "The file dedupe.py has been edited.", kind="edit"),
+        tool_event("call_3", "pytest -q tests/test_dedupe.py", "3 passed"),
+        AcpEvent("agent_message", text="Fixed: rows are now compared case-insensitively."),
+    ]
+    description = Rollout(task, exchanges=exchanges, acp=acp, rewards={"reward": 1.0})
+    for key, value in overrides.items():
+        setattr(description, key, value)
+    return description
