@@ -1,0 +1,759 @@
+"""tests/rollout_writer.py writes what benchflow's rollout writers write, and the validator's verdicts.
+
+`SCENARIOS` builds run directories with the writer functions (`write_rollout` = `_init_rollout`,
+`_write_config`, the ACP/LLM trajectory writers, `_build_rollout_result`, `build_rollout_results_record`)
+plus one `damage` step where the scenario needs one. `VALIDATOR_VERDICTS` is what benchflow's own judge,
+`.agents/skills/benchflow-experiment-review/scripts/validate_run_artifacts.py` at commit 17a3573b, said
+about each directory, observed by running it (`python -m tests.unit.test_rollout_writer VALIDATOR.py`
+prints the table again). Issues are the validator's own sentences with the run directory replaced by
+`<run>`. The tests here pin the directories' shape; audit tests compare `lineage audit` with the table.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.rollout_writer import (
+    Exchange,
+    Rollout,
+    ToolCall,
+    damage,
+    default_usage,
+    fixing_run,
+    tool_event,
+    write_job_results_jsonl,
+    write_rollout,
+)
+
+Build = Callable[[Path], Path]
+
+
+def healthy_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run())
+
+
+def healthy_fail(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(rewards={"reward": 0.0}))
+
+
+def healthy_timeout(jobs: Path) -> Path:
+    """The wall-clock budget ran out between tool calls: the trajectory is complete, reward 0.0."""
+    run = fixing_run(timed_out_after=900, rewards=None)
+    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
+    return write_rollout(jobs, run)
+
+
+def partial_timeout(jobs: Path) -> Path:
+    """The budget ran out with a tool call still in progress: a partial trajectory."""
+    run = fixing_run(timed_out_after=900, rewards=None, partial_trajectory=True)
+    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
+    run.acp[-1].status = "in_progress"
+    return write_rollout(jobs, run)
+
+
+def with_skill_openhands(jobs: Path) -> Path:
+    """OpenHands in with-skill mode loads the task skill with `invoke_skill` before working."""
+    run = fixing_run(agent="openhands", skill_mode="with-skill")
+    skill = ToolCall("call_0", "invoke_skill", {"name": "csv-tools"})
+    first = run.exchanges[0]
+    tools = [*first.tools, "invoke_skill"]
+    run.exchanges.insert(0, Exchange(first.messages, tools, "", [skill], default_usage(2)))
+    loaded = "Tool: invoke_skill\n[skill: csv-tools] loaded"
+    run.acp.insert(0, tool_event("call_0", "invoke_skill", loaded, kind="other"))
+    for exchange in run.exchanges[1:]:  # later requests carry the skill call and its result
+        exchange.tools = [*exchange.tools, "invoke_skill"]
+        exchange.messages = [
+            *exchange.messages[:2],
+            {"role": "assistant", "content": "", "tool_calls": [_chat_call(skill)]},
+            {"role": "tool", "tool_call_id": "call_0", "content": loaded},
+            *exchange.messages[2:],
+        ]
+    return write_rollout(jobs, run)
+
+
+def _chat_call(call: ToolCall) -> dict:
+    arguments = json.dumps(call.arguments)
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def gemini_daytona(jobs: Path) -> Path:
+    return write_rollout(
+        jobs,
+        fixing_run(
+            agent="gemini", model="gemini-2.5-pro", environment="daytona", sandbox_id="sb-7f3a"
+        ),
+    )
+
+
+def docker_startup_failure(jobs: Path) -> Path:
+    """The sandbox never came up: config.json, an empty ACP trajectory, no LLM trajectory."""
+    error = "Sandbox startup failed: docker compose command failed: exit status 1"
+    return write_rollout(jobs, Rollout("csv-dedupe", reached="start", error=error))
+
+
+def missing_api_key(jobs: Path) -> Path:
+    """The provider refused the key on the first call; the agent died with an ACP error."""
+    run = fixing_run(reached="execute", rewards=None)
+    run.exchanges = [Exchange(run.exchanges[0].messages, run.exchanges[0].tools, status_code=401)]
+    run.exchanges[0].error = "AuthenticationError: invalid x-api-key"
+    run.acp = []
+    run.error = "ACP error -32603: Internal error (provider auth failed (HTTP 401))"
+    return write_rollout(jobs, run)
+
+
+def verifier_crash(jobs: Path) -> Path:
+    error = "verifier crashed: test.sh exited 127 (pytest: command not found)"
+    return write_rollout(jobs, fixing_run(rewards=None, verifier_error=error))
+
+
+def damaged(step: Callable[[Path], None], base: Build = healthy_pass) -> Build:
+    def build(jobs: Path) -> Path:
+        run_dir = base(jobs)
+        step(run_dir)
+        return run_dir
+
+    return build
+
+
+SCENARIOS: dict[str, Build] = {
+    "healthy_pass": healthy_pass,
+    "healthy_fail": healthy_fail,
+    "healthy_timeout": healthy_timeout,
+    "partial_timeout": partial_timeout,
+    "with_skill_openhands": with_skill_openhands,
+    "gemini_daytona": gemini_daytona,
+    "docker_startup_failure": docker_startup_failure,
+    "missing_api_key": missing_api_key,
+    "verifier_crash": verifier_crash,
+    "no_llm_trajectory": damaged(lambda d: damage.delete(d, "trajectory/llm_trajectory.jsonl")),
+    "no_acp_trajectory": damaged(lambda d: damage.delete(d, "trajectory/acp_trajectory.jsonl")),
+    "no_results_row": damaged(lambda d: damage.delete(d, "results.jsonl")),
+    "truncated_llm_line": damaged(
+        lambda d: damage.truncate_line(d, "trajectory/llm_trajectory.jsonl", 1)
+    ),
+    "usage_stripped": damaged(lambda d: damage.strip_usage(d, 1)),
+    "healthy_marked_unready": damaged(lambda d: damage.set_training_ready(d, False)),
+    "timeout_marked_ready": damaged(lambda d: damage.set_training_ready(d, True), healthy_timeout),
+    "reasoning_in_message": damaged(damage.banned_message_key),
+    "gold_in_row": damaged(damage.banned_row_key),
+    "task_mismatch": damaged(damage.mismatched_task),
+    "zero_tool_calls": damaged(damage.zero_tool_calls),
+    "step_dropped": damaged(damage.drop_trajectory_step),
+    "no_reward": damaged(damage.drop_reward),
+    "no_timing": damaged(damage.drop_timing),
+}
+
+# Observed from validate_run_artifacts.py at benchflow 17a3573b on the directories SCENARIOS builds.
+VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
+    "healthy_pass": (True, frozenset([])),
+    "healthy_fail": (True, frozenset([])),
+    "healthy_timeout": (True, frozenset([])),
+    "partial_timeout": (True, frozenset([])),
+    "with_skill_openhands": (True, frozenset([])),
+    "gemini_daytona": (True, frozenset([])),
+    "docker_startup_failure": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: missing non-empty messages or prompt+completion",
+                "<run>/results.jsonl:1: no assistant message",
+                "<run>/trajectory/acp_trajectory.jsonl: empty JSONL",
+                "<run>/trajectory/acp_trajectory.jsonl: no agent-side events",
+                "missing or zero token usage in result metadata",
+                "missing or zero tool usage metadata",
+                "missing required artifact: <run>/trajectory/llm_trajectory.jsonl",
+                "missing verifier reward/score",
+                "result carries infra/provider error markers",
+            ]
+        ),
+    ),
+    "missing_api_key": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: missing non-empty messages or prompt+completion",
+                "<run>/results.jsonl:1: no assistant message",
+                "<run>/trajectory/llm_trajectory.jsonl: no provider token usage in response bodies",
+                "missing or zero token usage in result metadata",
+                "missing or zero tool usage metadata",
+                "missing verifier reward/score",
+                "result carries infra/provider error markers",
+            ]
+        ),
+    ),
+    "verifier_crash": (False, frozenset(["missing verifier reward/score"])),
+    "no_llm_trajectory": (
+        False,
+        frozenset(["missing required artifact: <run>/trajectory/llm_trajectory.jsonl"]),
+    ),
+    "no_acp_trajectory": (
+        False,
+        frozenset(["missing required artifact: <run>/trajectory/acp_trajectory.jsonl"]),
+    ),
+    "no_results_row": (False, frozenset(["missing required artifact: <run>/results.jsonl"])),
+    "truncated_llm_line": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: results exchange indices [0, 1, 2, 3] != successful LLM exchange indices [0, 1, 2]",
+                "<run>/results.jsonl:1: results trajectory steps 4 != successful LLM responses 3",
+                "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Unterminated string starting at",
+            ]
+        ),
+    ),
+    "usage_stripped": (
+        False,
+        frozenset(
+            [
+                "<run>/trajectory/llm_trajectory.jsonl: completed responses with usage 3 < completed responses 4"
+            ]
+        ),
+    ),
+    "healthy_marked_unready": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: healthy rollout marked training_ready=false",
+                "<run>/results.jsonl:1: non-training-ready row lacks error payload",
+                "<run>/results.jsonl:1: non-training-ready row lacks training_ready_reason",
+            ]
+        ),
+    ),
+    "timeout_marked_ready": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: terminal errored/partial rollout marked training_ready=true",
+                "<run>/results.jsonl:1: training_ready row carries non-null error",
+                "<run>/results.jsonl:1: training_ready row has non-null training_ready_reason",
+                "<run>/results.jsonl:1: training_ready row is not completed",
+                "<run>/results.jsonl:1: unexpected stop_condition for training-ready row",
+            ]
+        ),
+    ),
+    "reasoning_in_message": (
+        False,
+        frozenset(["<run>/results.jsonl:1: messages[1] has banned keys: reasoning_content"]),
+    ),
+    "gold_in_row": (False, frozenset(["<run>/results.jsonl:1: banned leakage keys present: gold"])),
+    "task_mismatch": (
+        False,
+        frozenset(["<run>/results.jsonl:1: task mismatch result='csv-dedupe' row='another-task'"]),
+    ),
+    "zero_tool_calls": (False, frozenset(["missing or zero tool usage metadata"])),
+    "step_dropped": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: results exchange indices [0, 1, 2] != successful LLM exchange indices [0, 1, 2, 3]",
+                "<run>/results.jsonl:1: results trajectory steps 3 != successful LLM responses 4",
+            ]
+        ),
+    ),
+    "no_reward": (False, frozenset(["missing verifier reward/score"])),
+    "no_timing": (False, frozenset(["missing timing metadata"])),
+}
+
+
+def observe(validator: Path, jobs: Path) -> dict[str, tuple[bool, list[str]]]:
+    """Run benchflow's validator on every scenario (by hand: it lives outside this repository)."""
+    out = {}
+    for name, build in SCENARIOS.items():
+        run_dir = build(jobs / name)
+        report = subprocess.run(
+            [sys.executable, str(validator), str(run_dir), "--json"], capture_output=True, text=True
+        )
+        rollout = json.loads(report.stdout)["rollouts"][0]
+        issues = sorted(issue.replace(str(run_dir), "<run>") for issue in rollout["issues"])
+        out[name] = (rollout["healthy"], issues)
+    return out
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (healthy, issues) in observe(Path(sys.argv[1]), Path(tmp)).items():
+            print(f"    {name!r}: ({healthy}, frozenset({issues!r})),")
+
+
+# The table -----------------------------------------------------------------------------------------
+
+
+def test_the_table_covers_every_scenario_and_a_verdict_follows_its_issues() -> None:
+    assert set(VALIDATOR_VERDICTS) == set(SCENARIOS)
+    for name, (healthy, issues) in VALIDATOR_VERDICTS.items():
+        assert healthy == (not issues), name
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_artifact_the_validator_calls_missing_is_missing_and_no_other(
+    tmp_path: Path, name: str
+) -> None:
+    """The table's "missing required artifact" sentences agree with the directory built today."""
+    run_dir = SCENARIOS[name](tmp_path)
+    said_missing = {
+        issue.removeprefix("missing required artifact: <run>/")
+        for issue in VALIDATOR_VERDICTS[name][1]
+        if issue.startswith("missing required artifact: ")
+    }
+    required = {
+        "trajectory/acp_trajectory.jsonl",
+        "trajectory/llm_trajectory.jsonl",
+        "results.jsonl",
+    }
+    assert {p for p in required if not (run_dir / p).is_file()} == said_missing
+
+
+# The files, and when they exist ---------------------------------------------------------------------
+
+COMPLETED_RUN_FILES = {
+    "agent",
+    "artifacts",
+    "verifier",
+    "trajectory",
+    "trajectory/acp_trajectory.jsonl",
+    "trajectory/llm_trajectory.jsonl",
+    "config.json",
+    "result.json",
+    "timing.json",
+    "prompts.json",
+    "rewards.jsonl",
+    "results.jsonl",
+}
+
+
+def files(run_dir: Path) -> set[str]:
+    return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")}
+
+
+def test_a_completed_run_has_the_writers_files_under_jobs_job_task_hash(tmp_path: Path) -> None:
+    run_dir = healthy_pass(tmp_path)
+    assert run_dir.relative_to(tmp_path) == Path("2026-11-03__09-12-44/csv-dedupe__5e0d1c2b")
+    assert files(run_dir) == COMPLETED_RUN_FILES
+
+
+def test_a_sandbox_that_never_started_leaves_no_llm_trajectory_and_no_rewards(
+    tmp_path: Path,
+) -> None:
+    run_dir = docker_startup_failure(tmp_path)
+    assert files(run_dir) == COMPLETED_RUN_FILES - {
+        "trajectory/llm_trajectory.jsonl",
+        "rewards.jsonl",
+    }
+    assert (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text() == ""
+
+
+def test_daytona_writes_sandbox_json_with_the_provider_class(tmp_path: Path) -> None:
+    run_dir = gemini_daytona(tmp_path)
+    info = json.loads((run_dir / "sandbox.json").read_text())
+    assert list(info) == ["sandbox_id", "provider", "created_at"]
+    assert info["sandbox_id"] == "sb-7f3a" and info["provider"] == "DaytonaSandbox"
+    assert json.loads((run_dir / "config.json").read_text())["acp_transport"] == "ssh"
+
+
+def test_serialisation_follows_each_writer(tmp_path: Path) -> None:
+    """json.dumps(indent=2) without newline for the .json files; JSONL joined by newlines, the
+    trajectories without a final newline, results.jsonl and rewards.jsonl with one."""
+    run_dir = healthy_pass(tmp_path)
+    for name in ("config.json", "result.json", "timing.json", "prompts.json"):
+        text = (run_dir / name).read_text()
+        assert text == json.dumps(json.loads(text), indent=2), name
+    for name in ("trajectory/acp_trajectory.jsonl", "trajectory/llm_trajectory.jsonl"):
+        assert not (run_dir / name).read_text().endswith("\n"), name
+    for name in ("results.jsonl", "rewards.jsonl"):
+        text = (run_dir / name).read_text()
+        assert text.endswith("\n") and text.count("\n") == 1, name
+
+
+# config.json and result.json ------------------------------------------------------------------------
+
+SKILL_KEYS = [
+    "skill_mode",
+    "skill_source",
+    "requested_skills_dir",
+    "effective_skills_dir",
+    "skills_sandbox_dir",
+    "include_task_skills",
+]
+
+
+def test_config_json_keys_in_the_writers_order(tmp_path: Path) -> None:
+    config = json.loads((healthy_pass(tmp_path) / "config.json").read_text())
+    assert list(config) == [
+        "task_path",
+        "agent",
+        "model",
+        "reasoning_effort",
+        "environment",
+        "acp_transport",
+        "environment_manifest",
+        *SKILL_KEYS,
+        "sandbox_user",
+        "sandbox_locked_paths",
+        "sandbox_setup_timeout",
+        "skip_install",
+        "agent_install_timeout",
+        "context_root",
+        "base_image_override",
+        "timeout_sec",
+        "concurrency",
+        "agent_idle_timeout_sec",
+        "started_at",
+        "agent_env",
+        "scenes",
+        "loop",
+        "usage_tracking",
+    ]
+    assert config["task_path"] == "csv-dedupe" and config["acp_transport"] == "docker-stdio"
+    assert config["skills_sandbox_dir"] is None and config["include_task_skills"] is False
+
+
+def test_config_json_drops_secret_bearing_env(tmp_path: Path) -> None:
+    env = {
+        "ANTHROPIC_API_KEY": "x",
+        "GH_TOKEN": "y",
+        "ANTHROPIC_BASE_URL": "http://proxy",
+        "LANG": "C",
+    }
+    run_dir = write_rollout(tmp_path, fixing_run(agent_env=env))
+    recorded = json.loads((run_dir / "config.json").read_text())["agent_env"]
+    assert recorded == {"ANTHROPIC_BASE_URL": "http://proxy", "LANG": "C"}
+
+
+RESULT_KEYS = [
+    "task_name",
+    "rollout_name",
+    "rewards",
+    "agent",
+    "agent_name",
+    "model",
+    *SKILL_KEYS,
+    "n_tool_calls",
+    "n_skill_invocations",
+    "n_prompts",
+    "agent_result",
+    "final_metrics",
+    "trajectory_summary",
+    "usage_tracking",
+    "error",
+    "error_category",
+    "verifier_error",
+    "verifier_error_category",
+    "export_error",
+    "idle_timeout_info",
+    "agent_timeout_info",
+    "sandbox_startup_info",
+    "transport_error_info",
+    "verifier_timeout_info",
+    "api_error_info",
+    "suspected_api_error_info",
+    "partial_trajectory",
+    "trajectory_source",
+    "started_at",
+    "finished_at",
+    "timing",
+    "scenes",
+    "loop",
+    "sandbox_id",
+]
+
+
+def result_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "result.json").read_text())
+
+
+def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
+    result = result_of(healthy_pass(tmp_path))
+    assert list(result) == RESULT_KEYS
+    assert result["rollout_name"] == "csv-dedupe__5e0d1c2b" and result["rewards"] == {"reward": 1.0}
+    assert result["n_tool_calls"] == 3 and result["n_skill_invocations"] == 0
+    agent_result = result["agent_result"]
+    assert list(agent_result) == [
+        "n_tool_calls",
+        "n_skill_invocations",
+        "n_prompts",
+        "n_input_tokens",
+        "n_output_tokens",
+        "n_cache_read_tokens",
+        "n_cache_creation_tokens",
+        "total_tokens",
+        "cost_usd",
+        "usage_source",
+        "price_source",
+    ]
+    # default_usage: prompt 1200 + 350 * messages (2, 4, 6, 8), completion 180 per response
+    assert agent_result["n_input_tokens"] == 4 * 1200 + 350 * (2 + 4 + 6 + 8)
+    assert agent_result["n_output_tokens"] == 4 * 180
+    assert agent_result["total_tokens"] == agent_result["n_input_tokens"] + 4 * 180
+    assert agent_result["usage_source"] == "provider_response"
+    assert result["usage_tracking"]["status"] == "enabled"
+    assert result["timing"] == {
+        "environment_setup": 41.2,
+        "agent_setup": 12.5,
+        "agent_execution": 290.0,
+        "verifier": 31.8,
+        "total": 378.3,
+    }
+    summary = result["trajectory_summary"]
+    assert summary["tool_call_steps"] == 3 and summary["agent_message_steps"] == 2
+    assert summary["user_message_steps"] == 1 and summary["trajectory_source"] == "acp"
+
+
+def test_a_clean_timeout_scores_zero_and_records_its_diagnostic(tmp_path: Path) -> None:
+    run_dir = healthy_timeout(tmp_path)
+    result = result_of(run_dir)
+    assert result["error"] == "Agent prompt exceeded wall-clock budget 900s"
+    assert result["error_category"] == "timeout" and result["rewards"] == {"reward": 0.0}
+    assert result["agent_timeout_info"] == {
+        "reason": "wall_clock_timeout",
+        "timeout_sec": 900.0,
+        "n_tool_calls": 3,
+        "pending_tool_call_ids": [],
+        "terminal_event_recorded": True,
+        "terminal_trajectory_complete": True,
+    }
+    assert result["partial_trajectory"] is False and result["trajectory_source"] == "acp"
+    last = (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["type"] == "agent_timeout"
+
+
+def test_a_timeout_with_a_call_in_flight_is_partial(tmp_path: Path) -> None:
+    result = result_of(partial_timeout(tmp_path))
+    assert result["partial_trajectory"] is True and result["trajectory_source"] == "partial_acp"
+    assert result["agent_timeout_info"]["pending_tool_call_ids"] == ["call_3"]
+
+
+def test_with_skill_records_the_mount_and_counts_the_invocation(tmp_path: Path) -> None:
+    result = result_of(with_skill_openhands(tmp_path))
+    assert result["skill_mode"] == "with-skill" and result["skill_source"] == "task_bundled"
+    assert result["skills_sandbox_dir"] == "/skills" and result["include_task_skills"] is True
+    assert result["effective_skills_dir"] == "tasks/csv-dedupe/environment/skills"
+    assert result["n_skill_invocations"] == 1 and result["n_tool_calls"] == 4
+
+
+def test_error_categories(tmp_path: Path) -> None:
+    assert result_of(docker_startup_failure(tmp_path / "a"))["error_category"] == "sandbox_setup"
+    assert result_of(missing_api_key(tmp_path / "b"))["error_category"] == "provider_auth"
+    crashed = result_of(verifier_crash(tmp_path / "c"))
+    assert crashed["verifier_error_category"] == "verifier_failure" and crashed["rewards"] is None
+    unavailable = result_of(missing_api_key(tmp_path / "d"))
+    assert unavailable["agent_result"]["usage_source"] == "unavailable"
+    assert unavailable["usage_tracking"]["endpoint_kind"] == "none"
+
+
+# results.jsonl ---------------------------------------------------------------------------------------
+
+
+def row_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.jsonl").read_text())
+
+
+def test_a_healthy_row_is_training_ready_with_one_step_per_exchange(tmp_path: Path) -> None:
+    run_dir = healthy_pass(tmp_path)
+    row = row_of(run_dir)
+    assert list(row) == [
+        "example_id",
+        "prompt",
+        "completion",
+        "info",
+        "reward",
+        "error",
+        "timing",
+        "is_completed",
+        "is_truncated",
+        "stop_condition",
+        "metrics",
+        "tool_defs",
+        "token_usage",
+        "score",
+        "total_tool_calls",
+        "trajectory",
+    ]
+    info = row["info"]
+    assert info["task_id"] == info["task_name"] == info["environment"] == "csv-dedupe"
+    assert info["rollout_dir"] == str(run_dir)
+    assert (info["training_ready"], info["training_ready_reason"], row["error"]) == (
+        True,
+        None,
+        None,
+    )
+    assert row["is_completed"] is True and row["stop_condition"] == "agent_completed"
+    assert row["metrics"] == {"n_tool_calls": 3, "n_prompts": 1, "reward": 1.0}
+    assert row["total_tool_calls"] == 3.0 and row["reward"] == row["score"] == 1.0
+    assert [t["function"]["name"] for t in row["tool_defs"]] == [
+        "bash",
+        "str_replace_based_edit_tool",
+        "finish",
+    ]
+    assert list(row["token_usage"]) == [
+        "input_tokens",
+        "output_tokens",
+        "final_input_tokens",
+        "final_output_tokens",
+        "total_tokens",
+    ]
+    steps = row["trajectory"]
+    assert [s["extras"]["exchange_index"] for s in steps] == [0, 1, 2, 3]
+    assert steps[0]["trajectory_id"] == "csv-dedupe__5e0d1c2b__llm_0"
+    assert list(steps[0]) == [
+        "prompt",
+        "completion",
+        "response",
+        "tokens",
+        "reward",
+        "advantage",
+        "is_truncated",
+        "trajectory_id",
+        "extras",
+    ]
+    # the last-user window: the instruction, then every assistant/tool turn after it
+    assert row["prompt"] == [{"role": "user", "content": "Fix the failing tests."}]
+    assert [m["role"] for m in row["completion"]] == ["assistant", "tool"] * 3 + ["assistant"]
+    # LiteLLM's function_call / provider_specific_fields never reach the row
+    for message in row["completion"] + steps[-1]["prompt"]:
+        assert set(message) <= {"role", "content", "tool_calls", "tool_call_id"}
+
+
+@pytest.mark.parametrize(
+    ("build", "reason", "error", "stop"),
+    [
+        (healthy_timeout, "agent_error", "agent_error", "agent_error"),
+        (partial_timeout, "partial_trajectory", "agent_error", "partial_trajectory"),
+        (verifier_crash, "verifier_error", "verifier_error", "verifier_error"),
+        (
+            docker_startup_failure,
+            "missing_healthy_structured_llm_trajectory",
+            "agent_error",
+            "agent_error",
+        ),
+    ],
+)
+def test_an_unready_row_names_its_reason_and_carries_an_error(
+    tmp_path: Path, build: Build, reason: str, error: str, stop: str
+) -> None:
+    row = row_of(build(tmp_path))
+    assert row["info"]["training_ready"] is False
+    assert row["info"]["training_ready_reason"] == reason
+    assert row["error"]["error"] == error and row["stop_condition"] == stop
+    assert row["is_completed"] is False
+
+
+def test_a_row_without_llm_capture_falls_back_to_the_prompts(tmp_path: Path) -> None:
+    row = row_of(docker_startup_failure(tmp_path))
+    assert row["prompt"] == [{"role": "user", "content": "Fix the failing tests."}]
+    assert row["completion"] is None and row["trajectory"] == [] and row["tool_defs"] == []
+    assert row["reward"] == 0.0 and row["token_usage"]["total_tokens"] == 0.0
+
+
+def test_a_failed_provider_call_is_captured_but_never_a_step(tmp_path: Path) -> None:
+    run_dir = missing_api_key(tmp_path)
+    line = (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text()
+    record = json.loads(line)
+    assert record["response"]["status_code"] == 401 and "error" in record["response"]["body"]
+    assert row_of(run_dir)["trajectory"] == []
+
+
+def test_a_timeout_that_ends_on_an_unconsumed_call_still_keeps_that_step(tmp_path: Path) -> None:
+    """The last response's call id is never sent back, but no request follows it: it is safe."""
+    steps = row_of(healthy_timeout(tmp_path))["trajectory"]
+    assert [s["extras"]["exchange_index"] for s in steps] == [0, 1, 2]
+
+
+def test_a_retried_request_keeps_only_the_response_that_was_consumed(tmp_path: Path) -> None:
+    run = fixing_run()
+    retry = run.exchanges[1]
+    run.exchanges.insert(
+        1, Exchange(retry.messages, retry.tools, "", [ToolCall("call_x", "bash", {})])
+    )
+    run.exchanges[1].usage = retry.usage
+    steps = row_of(write_rollout(tmp_path, run))["trajectory"]
+    assert [s["extras"]["exchange_index"] for s in steps] == [0, 2, 3, 4]
+
+
+# write_job_results_jsonl ----------------------------------------------------------------------------
+
+
+def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path) -> None:
+    job = healthy_pass(tmp_path).parent
+    write_rollout(
+        tmp_path, fixing_run(rollout_name="csv-dedupe__00000002", rewards={"reward": 0.0})
+    )
+    other = write_rollout(tmp_path, fixing_run("log-parse", rollout_name="log-parse__00000003"))
+    out = write_job_results_jsonl(job)
+    assert out == job / "results.jsonl"
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["info"]["rollout_name"], r["example_id"]) for r in rows] == [
+        ("csv-dedupe__00000002", 0),
+        ("csv-dedupe__5e0d1c2b", 0),
+        ("log-parse__00000003", 1),
+    ]
+    assert not (job / "results.errors.json").exists()
+    (other / "results.jsonl").write_text("{not json\n")
+    write_job_results_jsonl(job)
+    errors = json.loads((job / "results.errors.json").read_text())
+    assert errors["skipped_count"] == 1
+    assert errors["skipped"][0]["error"] == "invalid_results_artifact_json"
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_no_rollout_rows_no_job_file(tmp_path: Path) -> None:
+    assert write_job_results_jsonl(tmp_path) is None
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+# damage ----------------------------------------------------------------------------------------------
+
+
+def snapshot(run_dir: Path) -> dict[str, str]:
+    """Each file's text, the run directory's own path (in results.jsonl's info) written as <run>."""
+    return {
+        str(p.relative_to(run_dir)): p.read_text().replace(str(run_dir), "<run>")
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "changed"),
+    [
+        ("no_llm_trajectory", "trajectory/llm_trajectory.jsonl"),
+        ("no_acp_trajectory", "trajectory/acp_trajectory.jsonl"),
+        ("no_results_row", "results.jsonl"),
+        ("truncated_llm_line", "trajectory/llm_trajectory.jsonl"),
+        ("usage_stripped", "trajectory/llm_trajectory.jsonl"),
+        ("healthy_marked_unready", "results.jsonl"),
+        ("reasoning_in_message", "results.jsonl"),
+        ("gold_in_row", "results.jsonl"),
+        ("task_mismatch", "results.jsonl"),
+        ("step_dropped", "results.jsonl"),
+        ("zero_tool_calls", "result.json"),
+        ("no_reward", "result.json"),
+        ("no_timing", "result.json"),
+    ],
+)
+def test_each_damage_touches_one_file(tmp_path: Path, name: str, changed: str) -> None:
+    healthy = snapshot(healthy_pass(tmp_path / "healthy"))
+    broken = snapshot(SCENARIOS[name](tmp_path / "broken"))
+    differs = {p for p in healthy.keys() | broken.keys() if healthy.get(p) != broken.get(p)}
+    assert differs == {changed}
+
+
+def test_damage_to_the_llm_trajectory_hits_one_exchange(tmp_path: Path) -> None:
+    run_dir = healthy_pass(tmp_path)
+    damage.strip_usage(run_dir, 1)
+    records = [
+        json.loads(line)
+        for line in (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()
+    ]
+    assert ["usage" in r["response"]["body"] for r in records] == [True, False, True, True]
