@@ -265,6 +265,11 @@ def hack_reasons(review: dict[str, Any]) -> list[Reason]:
     ]
 
 
+#: Blocked by the sandbox, the provider or the network: an infrastructure failure (SKILL.md's "Infrastructure
+#: failures are not healthy failures"); the other kinds are the task's inputs missing: experiment fidelity.
+INFRASTRUCTURE_KINDS = frozenset(("sandbox", "provider", "network"))
+
+
 def fidelity_reasons(review: dict[str, Any], *, passed: bool) -> list[Reason]:
     """A failed or timed-out run blocked by a missing key, asset, package or resource is not the model's
     failure (SKILL.md, Capability Attribution); a passing run was not blocked, whatever it met on the way."""
@@ -273,7 +278,7 @@ def fidelity_reasons(review: dict[str, Any], *, passed: bool) -> list[Reason]:
     return [
         (
             "capability-attribution",
-            FIDELITY,
+            INFRASTRUCTURE if signal["kind"] in INFRASTRUCTURE_KINDS else FIDELITY,
             f"the attempt was blocked ({signal['kind'].replace('_', ' ')}) at {_where(signal)}: "
             f"{signal['evidence']}",
         )

@@ -142,6 +142,15 @@ def _run_reasons(
     skill_mode = (evidence or {}).get("skill_mode") or row["skill_mode"]
     if review is not None:
         passed = health["result"] == "pass"
+        if evidence is not None and evidence["partial_trajectory"]:
+            # SKILL.md is stricter than its validator: a partial trajectory is not a normal timeout.
+            reasons.append(
+                (
+                    "trajectory-gate",
+                    gate.INFRASTRUCTURE,
+                    "the trajectory is partial (partial_trajectory is true): not a complete attempt",
+                )
+            )
         return reasons + gate.review_reasons(review, skill_mode, oracle=oracle, passed=passed)
     reasons += [(c, gate.INFRASTRUCTURE, r) for c, r in gate.gate_reasons(evidence, oracle=oracle)]
     skills = None if oracle else gate.skill_problem(skill_mode, evidence)

@@ -203,12 +203,9 @@ def check_result(result: dict[str, Any], issues: Issues) -> None:
     if not reward_present(result):
         issues.add("result.reward", "missing verifier reward/score", "result.json")
     text = " ".join(str(result.get(key) or "") for key in ERROR_FIELDS).lower()
-    markers = [m for m in INFRA_MARKERS if m in text]
-    if markers:
+    if any(marker in text for marker in INFRA_MARKERS):
         issues.add(
-            "result.infra_error",
-            f"result carries infra/provider error markers ({', '.join(markers)})",
-            "result.json",
+            "result.infra_error", "result carries infra/provider error markers", "result.json"
         )
 
 
@@ -231,11 +228,11 @@ def check_acp(file: Jsonl, issues: Issues) -> None:
     if not check_jsonl(file, "acp", issues):
         return
     agent_events = 0
-    for index, (line, row) in enumerate(file.rows, start=1):
+    for line, row in file.rows:
         kind = row.get("type")
         if not isinstance(kind, str) or not kind:
-            # The validator counts records, not lines: the index is the record's, the line the file's.
-            issues.add("acp.type", f"record {index} has no string 'type'", file.name, line)
+            # The validator names the record's index among parsed records; the line is the file's.
+            issues.add("acp.type", "missing string 'type'", file.name, line)
         agent_events += str(row.get("phase") or "").lower() != "verifier"
     if agent_events == 0:
         issues.add("acp.no_agent_events", "no agent-side events", file.name)
@@ -368,7 +365,7 @@ def check_llm(file: Jsonl, issues: Issues) -> list[int] | None:
         issues.add(
             "llm.usage_per_response",
             f"completed responses with usage {len(selected) - len(lacking)} < completed responses "
-            f"{len(selected)} (no usage on line(s) {', '.join(map(str, lacking))})",
+            f"{len(selected)}",
             file.name,
             lacking[0],
         )

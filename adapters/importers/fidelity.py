@@ -20,7 +20,8 @@ from .review_input import Rollout
 _SOURCES: tuple[tuple[FidelityKind, str], ...] = (
     (
         "missing_credential",
-        r"api[ _-]?key|credential|unauthori[sz]ed|authentication failed|invalid token"
+        r"api[ _-]?key|credential|unauthori[sz]ed|auth(?:entication|orization)? (?:failed|error)"
+        r"|authenticationerror|invalid token|\b40[13]\b|forbidden"
         r"|\b[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b.{0,40}(?:missing|not set|unset|required)"
         r"|(?:missing|not set|unset|required).{0,40}\b[A-Z0-9]+_(?:KEY|TOKEN|SECRET)\b",
     ),
@@ -45,7 +46,9 @@ _SOURCES: tuple[tuple[FidelityKind, str], ...] = (
     ("sandbox", r"docker|daytona|sandbox|container|transport|pipe closed|connection"),
 )
 PATTERNS = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _SOURCES)
-ERROR_FIELDS = ("error", "verifier_error", "error_category", "verifier_error_category")
+#: The agent's side only: a verifier that crashed says nothing about what the agent had (SKILL.md lists a
+#: verifier crash among infrastructure failures, which the run's health reports).
+ERROR_FIELDS = ("error", "error_category")
 EXCERPT = 300
 
 

@@ -40,6 +40,9 @@ class Jsonl:
                 continue
             try:
                 value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                malformed.append((number, f"JSON parse error: {exc.msg}"))
+                continue
             except (ValueError, RecursionError) as exc:
                 malformed.append((number, f"JSON parse error: {exc}"))
                 continue

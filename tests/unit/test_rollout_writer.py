@@ -44,14 +44,14 @@ def healthy_fail(jobs: Path) -> Path:
 
 def healthy_timeout(jobs: Path) -> Path:
     """The wall-clock budget ran out between tool calls: the trajectory is complete, reward 0.0."""
-    run = fixing_run(timed_out_after=900, rewards=None)
+    run = fixing_run(timed_out_after=900, rewards=None, duration=990.0)  # phases fit in the total
     run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
     return write_rollout(jobs, run)
 
 
 def partial_timeout(jobs: Path) -> Path:
     """The budget ran out with a tool call still in progress: a partial trajectory."""
-    run = fixing_run(timed_out_after=900, rewards=None, partial_trajectory=True)
+    run = fixing_run(timed_out_after=900, rewards=None, partial_trajectory=True, duration=990.0)
     run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
     run.acp[-1].status = "in_progress"
     return write_rollout(jobs, run)
