@@ -76,11 +76,42 @@ def _first(documents: list[dict[str, Any] | None], *keys: str) -> Any:
     return None
 
 
-def _task_skills(config: dict[str, Any] | None, result: dict[str, Any] | None) -> tuple[str, ...]:
-    named = _first([config, result], "task_skills", "expected_task_skills")
-    if isinstance(named, list):
-        return tuple(str(n) for n in named if isinstance(n, str) and n)
-    return ()
+#: Where a run's files may name the task's own skills (the keys the skill's extract_harness_skills.py reads).
+TASK_SKILL_KEYS = frozenset(
+    (
+        "expected_task_skill_names",
+        "expected_task_skills",
+        "required_task_skills",
+        "task_bundled_skills",
+        "task_skill_names",
+        "task_skills",
+    )
+)
+
+
+def _skill_names(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    names = [
+        i if isinstance(i, str) else i.get("name") if isinstance(i, dict) else None for i in items
+    ]
+    return [n.strip() for n in names if isinstance(n, str) and n.strip()]
+
+
+def _task_skills(*documents: dict[str, Any] | None) -> tuple[str, ...]:
+    """Every task skill the files name under one of `TASK_SKILL_KEYS`, at any depth, in order, once."""
+    found: list[str] = []
+    stack: list[Any] = [d for d in documents if d is not None]
+    while stack:
+        value = stack.pop(0)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in TASK_SKILL_KEYS:
+                    found += _skill_names(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append(item)
+        elif isinstance(value, list):
+            stack += [item for item in value if isinstance(item, (dict, list))]
+    return tuple(dict.fromkeys(found))
 
 
 def read_rollout(folder: RunFolder) -> Rollout:
