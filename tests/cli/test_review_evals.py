@@ -308,7 +308,7 @@ def test_eval_4_a_timeout_without_its_api_key_is_experiment_fidelity(
         ],
         None,
     )
-    report, run = audit(run_cli, folder, code=11)
+    _, run = audit(run_cli, folder, code=11)
     assert (run["health"], run["class"]) == ("unhealthy", "experiment_fidelity")
     reasons = " ".join(run["reasons"])
     assert "missing or zero token usage in result metadata [result.token_usage]" in reasons
@@ -334,7 +334,7 @@ def test_eval_5_a_missing_llm_trajectory_is_a_hard_blocker(run_cli: Cli, tmp_pat
         None,
         training_row(task, "Solved.", (1000, 200)),
     )
-    report, run = audit(run_cli, folder, code=11)
+    _, run = audit(run_cli, folder, code=11)
     assert run["health"] == "unhealthy"
     assert (
         "missing required artifact: trajectory/llm_trajectory.jsonl [llm.missing]" in run["reasons"]
