@@ -23,6 +23,7 @@ from ..projections.audit_report import audit_report
 from ..projections.audit_text import render_audit
 from ..projections.run_list import resolve_address, resolve_run
 from ..projections.timeparse import parse_moment
+from .audit_dirs import audit_directories, parity_report, render_parity
 from .common import as_of_option, read_models, run_argument
 from .output import (
     FORMATS,
@@ -212,6 +213,13 @@ def cut_point(
     help="Only runs registered at or after this ISO-8601 time (with a UTC offset).",
 )
 @click.option(
+    "--parity",
+    nargs=2,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="A B",
+    help="Compare two batches of the same matrix (e.g. Daytona and Docker) slot by slot; exit 11 on a blocker.",
+)
+@click.option(
     "--matrix",
     "matrix_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -223,6 +231,7 @@ def cut_point(
 def audit(
     ctx: click.Context,
     paths: tuple[Path, ...],
+    parity: tuple[Path, Path] | None,
     run_key: str | None,
     task: str | None,
     since: str | None,
@@ -254,6 +263,20 @@ def audit(
     duplicate, stale (superseded by runs outside it) or unhealthy; runs matching no slot are warned about.
     """
     lineage: Lineage = ctx.obj
+    if parity:
+        if paths or matrix_file or run_key or task or since or as_of or occurred_before:
+            raise click.UsageError(
+                "--parity A B compares two batches as they are; found other selections with it"
+            )
+        report = parity_report(*parity)
+        _emit(
+            fmt,
+            report,
+            render_parity(report),
+            report["findings"],
+            ("level", "check", "subject", "run", "message"),
+        )
+        ctx.exit(report["exit_code"])
     moment = parse_moment(since, "--since") if since is not None else None
     slots = read_matrix(matrix_file) if matrix_file is not None else None
     selection: dict[str, Any] = {"run": run_key, "task": task, "since": moment, "slots": slots}
@@ -263,7 +286,7 @@ def audit(
                 "--as-of and --occurred-before read a store's history; found them with PATHS, which are "
                 "audited as they are now (import them to audit their history)"
             )
-        report = _audit_directories(list(paths), selection)
+        report = audit_directories(list(paths), selection)
     else:
         integrity = lineage.verify().summary()
         with read_models(lineage, as_of, occurred_before) as models:
@@ -278,33 +301,6 @@ def audit(
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])
-
-
-def _audit_directories(paths: list[Path], selection: dict[str, Any]) -> dict[str, Any]:
-    """Import PATHS into a log held in memory, audit it, and throw both away: nothing touches a store."""
-    import tempfile
-
-    from ..adapters.importers.service import import_runs
-    from ..bootstrap import in_memory
-    from ..projections.runner import open_read_models
-
-    with tempfile.TemporaryDirectory(prefix="lineage-audit-") as home:
-        scratch = in_memory(home, actor="lineage audit")
-        summary = import_runs(scratch, list(paths), keep_going=True)
-        for warning in summary.warnings:
-            note(f"warning: {warning}")
-        unreadable = [(r.path, str(r.error)) for r in summary.errors]
-        models = open_read_models(scratch)
-        try:
-            return audit_report(
-                models.db,
-                scratch.verify().summary(),
-                position=models.position,
-                unreadable=unreadable,
-                **selection,
-            )
-        finally:
-            models.close()
 
 
 COMMANDS = (history, tree, diff, cut_point, audit)
