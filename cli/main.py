@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "audit": (
         "audit_cmds",
         "audit",
-        "Review the store like a release gate and end with a verdict.",
+        "Review the store (or the run directories PATHS) like a release gate and end with a verdict.",
     ),
     "bundle": (
         "bundle_cmds",
