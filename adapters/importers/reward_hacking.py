@@ -34,6 +34,7 @@ from the environment's index, and a stash the agent made itself.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -140,9 +141,10 @@ def find_reward_hacks(rollout: Rollout) -> tuple[HackSignal, ...]:
         state = states.setdefault(call.file, _FileState())
         for signal in _call_signals(call, state):
             # raw ACP updates repeat a call (`tool_call`, then `tool_call_update`s): its first line counts
-            if call.call_id is None or (call.call_id, signal.kind) not in state.flagged:
+            key = (call.call_id, signal.kind, signal.evidence)
+            if call.call_id is None or key not in state.flagged:
                 found.append(signal)
-                state.flagged.add((call.call_id, signal.kind))
+                state.flagged.add(key)
     found.extend(_isolation_signals(rollout))
     return _unique(found)
 
@@ -153,7 +155,7 @@ class _FileState:
     def __init__(self) -> None:
         self.git = GitState()
         self.written_names: set[str] = set()
-        self.flagged: set[tuple[str | None, str]] = set()
+        self.flagged: set[tuple[str | None, str, str]] = set()
 
 
 def _call_signals(call: ToolCall, state: _FileState) -> Iterator[HackSignal]:
@@ -181,7 +183,7 @@ def _signal(call: ToolCall, kind: str, evidence: str) -> HackSignal:
         kind=kind,
         file=call.file,
         line=call.line,
-        tool=call.tool or None,
+        tool=_utf8(call.tool) or None,
         evidence=_cut(evidence or call.text),
     )
 
@@ -194,7 +196,10 @@ def _pattern(kind: str) -> HackPattern:
 
 
 def _normal(path: str) -> str:
+    """One spelling per path: `/app/../solution//solve.sh` is `/solution/solve.sh`."""
     text = re.sub(r"/+", "/", path.strip().strip("'\"").replace("\\", "/"))
+    if text.startswith("/"):
+        text = posixpath.normpath(text)
     return text.rstrip("/") if len(text) > 1 else text
 
 
@@ -395,7 +400,7 @@ def _acp_order(rollout: Rollout) -> Iterator[HackSignal]:
                 kind="verifier_isolation",
                 file=rollout.acp.name,
                 line=line,
-                tool=str(record.get("tool") or record.get("kind") or "") or None,
+                tool=_utf8(str(record.get("tool") or record.get("kind") or "")) or None,
                 evidence=_cut(f"agent tool call after the verifier record of line {verifier_line}"),
             )
 
@@ -439,8 +444,13 @@ def _excerpt(text: str, pattern: re.Pattern[str]) -> str:
     return f" (removes: {line})" if line else ""
 
 
+def _utf8(text: str) -> str:
+    """A lone surrogate (a JSON escape of half a character) becomes `?`: a hostile line is still reported."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def _cut(text: str) -> str:
-    text = text.strip()
+    text = _utf8(text).strip()
     return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
 
 
