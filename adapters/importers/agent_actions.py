@@ -350,6 +350,8 @@ def _command_lines(args: dict[str, Any], editor: bool) -> list[str]:
     code = args.get("code")
     if isinstance(code, str) and code.strip():
         lines.append(shlex.join(["python", "-c", code]))
+        # IPython cells (OpenHands' execute_ipython_cell) run `!cmd` lines in a shell
+        lines += [x.strip()[1:] for x in code.split("\n") if x.strip().startswith("!")]
     return lines
 
 
@@ -426,15 +428,22 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     program, args = command.program, list(command.words[1:])
     code = _code_of(command) if program in CODE_RUNNERS else ""
     operands = [a for a in args if not a.startswith("-") and not (code and a == code)]
-    content = command.body or (" ".join(args) if program in ("echo", "printf") else "")
+    content = command.body or (_printed(args) if program in ("echo", "printf") else "")
     writes = [FileWrite(t, content) for t in command.redirects]
     written, program_writes = _program_writes(command, args, operands)
     writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
+    reads = [a for a in reads if not a.startswith("of=")]  # dd's output, a write
     if code:
         code_reads, code_writes = _code_effects(code)
         return reads + code_reads, writes + code_writes
     return reads, writes
+
+
+def _printed(args: list[str]) -> str:
+    """What `echo` / `printf` print: their words, with `\\n` and `\\t` as the characters they stand for."""
+    words = [a for a in args if a not in ("-e", "-n", "-en", "-ne", "-E")]
+    return " ".join(words).replace("\\n", "\n").replace("\\t", "\t")
 
 
 def _program_writes(
