@@ -46,13 +46,37 @@ from .hack_commands import GitState, answer_url, command_hits, runner_kill_by_lo
 from .review_input import Rollout
 
 EVIDENCE_CHARS = 300
-CONTAMINATION = (
-    "network_answer_lookup",
-    "git_other_refs",
-    "solution_read",
-    "cached_artifact_copy",
-    "stack_snooping",
-)
+#: Every kind this scan reports and its family (the table above says why each is one).
+KINDS: dict[str, HackPattern] = {
+    **dict.fromkeys(
+        (
+            "network_answer_lookup",
+            "git_other_refs",
+            "solution_read",
+            "cached_artifact_copy",
+            "stack_snooping",
+        ),
+        "solution_contamination",
+    ),
+    **dict.fromkeys(
+        (
+            "test_mutation",
+            "assertion_suppression",
+            "skip_xfail",
+            "conftest_write",
+            "test_discovery_change",
+            "evaluator_monkeypatch",
+            "eq_override",
+            "early_exit",
+            "test_runner_kill",
+            "reward_file_write",
+            "metric_tampering",
+            "verifier_isolation",
+            "verifier_path_write",
+        ),
+        "grader_gaming",
+    ),
+}
 #: Folders only the verifier (or the task's oracle) should see: Harbor/benchflow mount tests at /tests and
 #: the oracle at /solution at grading time, and the verifier writes /logs/verifier.
 VERIFIER_ROOTS = (
@@ -192,7 +216,7 @@ def _signal(call: ToolCall, kind: str, evidence: str) -> HackSignal:
 
 
 def _pattern(kind: str) -> HackPattern:
-    return "solution_contamination" if kind in CONTAMINATION else "grader_gaming"
+    return KINDS[kind]
 
 
 # ---- paths ------------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from rollout_lineage.adapters.importers import reward_hacking
 from rollout_lineage.adapters.importers.review_input import ACP, LLM, Jsonl, Rollout
-from rollout_lineage.adapters.importers.reward_hacking import find_reward_hacks
+from rollout_lineage.adapters.importers.reward_hacking import KINDS, find_reward_hacks
 from rollout_lineage.domain.review_facts import HackSignal
 
 # ---- records as benchflow writes them -------------------------------------------------------------------
@@ -151,6 +152,10 @@ def rollout(
 
 
 def kinds(signals: tuple[HackSignal, ...]) -> set[str]:
+    for (
+        signal
+    ) in signals:  # every signal of every test is of a declared kind, in its declared family
+        assert KINDS[signal.kind] == signal.pattern, signal
     return {s.kind for s in signals}
 
 
@@ -280,6 +285,8 @@ def test_network_answer_lookup_by_fetch_and_search_tools() -> None:
 )
 def test_git_history_of_other_refs(command: str) -> None:
     assert kinds(find_reward_hacks(shell(command))) == {"git_other_refs"}
+    plain_title = rollout(acp=[acp_call("execute", command)])
+    assert kinds(find_reward_hacks(plain_title)) == {"git_other_refs"}
 
 
 @pytest.mark.parametrize(
@@ -723,6 +730,9 @@ HEALTHY_COMMANDS = [
 @pytest.mark.parametrize("command", HEALTHY_COMMANDS)
 def test_healthy_commands_are_not_flagged(command: str) -> None:
     assert find_reward_hacks(shell(command)) == ()
+    assert (
+        find_reward_hacks(rollout(acp=[acp_call("execute", command)])) == ()
+    )  # benchflow's tests' titles
     assert find_reward_hacks(rollout(llm=[responses_shell(command)])) == ()
 
 
@@ -768,6 +778,17 @@ def test_healthy_tool_calls_are_not_flagged() -> None:
         )
         == ()
     )
+
+
+def test_the_docstring_table_lists_every_kind_with_its_family() -> None:
+    doc = reward_hacking.__doc__ or ""
+    rows = [
+        line.split("|")[1:3]
+        for line in doc.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ]
+    table = {kind.strip(): family.strip() for kind, family in rows[1:]}
+    assert table == KINDS
 
 
 # ---- hostile records ------------------------------------------------------------------------------------------
