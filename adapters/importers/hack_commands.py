@@ -340,6 +340,12 @@ _GIT_RULES = {
     "ls-remote": _always,
     "cherry-pick": _always,
     "cherry": _always,
+    "rev-parse": _revisions,
+    "merge-base": _revisions,
+    "ls-tree": _revisions,
+    "diff-tree": _revisions,
+    "format-patch": _revisions,
+    "worktree": _revisions,
 }
 
 

@@ -34,6 +34,7 @@ from the environment's index, and a stash the agent made itself.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from collections.abc import Iterator
@@ -240,11 +241,27 @@ def _name(path: str) -> str:
 
 
 def verifier_only(path: str) -> bool:
-    """A path only the verifier or the oracle should see (absolute roots, hidden-test folders)."""
+    """A path only the verifier or the oracle should see (absolute roots, hidden-test folders), also as
+    a glob that spells two letters of one (`/so*`, `/logs/ve*`); `/*` or `/logs/*` names none alone."""
     text = _normal(path)
     if any(text == root or text.startswith(root + "/") for root in VERIFIER_ROOTS):
         return True
-    return bool(HIDDEN_SEGMENTS & set(_segments(path)))
+    if HIDDEN_SEGMENTS & set(_segments(path)):
+        return True
+    literal = re.split(r"[*?\[]", text, maxsplit=1)[0]
+    return literal != text and any(_glob_spells(text, literal, root) for root in VERIFIER_ROOTS)
+
+
+def _glob_spells(pattern: str, literal: str, root: str) -> bool:
+    parent = root.rsplit("/", 1)[0] + "/"
+    if not root.startswith(literal) or len(literal) < len(parent) + 2:
+        return False
+    return _glob_names(pattern, root)
+
+
+def _glob_names(pattern: str, root: str) -> bool:
+    first = pattern.split("/")[: root.count("/") + 1]
+    return fnmatch.fnmatchcase(root, "/".join(first)) or fnmatch.fnmatchcase(root + "/x", pattern)
 
 
 def reward_file(path: str) -> bool:
