@@ -234,26 +234,45 @@ Found = tuple[str | None, str, dict[str, Any]]  # call id, tool name, arguments
 
 
 def _llm_calls(llm: Jsonl) -> Iterator[ToolCall]:
-    answered: set[str] = set()
-    for _line, row in llm.rows:
-        for call_id, _name, _args in _calls_in(_body(row, "response")):
-            if call_id:
-                answered.add(call_id)
+    known = {k for _, row in llm.rows for k in map(_key, _calls_in(_body(row, "response")))}
     seen: set[str] = set()
     for line, row in llm.rows:
         found = list(_calls_in(_body(row, "response")))
-        found += [c for c in _calls_in(_body(row, "request")) if c[0] not in answered]
+        found += _request_calls(_body(row, "request"), known | seen)
         for call_id, name, args in found:
-            key = call_id or json.dumps([name, args], sort_keys=True, default=str)
-            if key in seen:
+            if _key((call_id, name, args)) in seen:
                 continue
-            seen.add(key)
+            seen.add(_key((call_id, name, args)))
             effects = _Effects()
             _read_arguments(effects, name, args)
             text = f"{name} {json.dumps(args, sort_keys=True, default=str)}"
             call = effects.call(llm.name, line, name, call_id, text)
             if not call.empty:
                 yield call
+
+
+def _key(found: Found) -> str:
+    call_id, name, args = found
+    return call_id or json.dumps([name, args], sort_keys=True, default=str)
+
+
+def _request_calls(body: Any, known: set[str]) -> list[Found]:
+    """A request repeats the conversation so far, so its calls are read from the newest turn back to the
+    first turn holding a call already known (a response's, or an earlier request's): each turn once."""
+    if not isinstance(body, dict):
+        return []
+    turns = next(
+        (body[k] for k in ("messages", "input", "contents") if isinstance(body.get(k), list)), None
+    )
+    if turns is None:
+        return list(_calls_in(body))
+    newer: list[Found] = []
+    for turn in reversed(turns):
+        calls = list(_calls_in(turn))
+        if any(_key(c) in known for c in calls):
+            break
+        newer[:0] = calls
+    return newer
 
 
 def _body(row: dict[str, Any], side: str) -> Any:
