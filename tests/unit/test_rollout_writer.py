@@ -20,13 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.rollout_writer import (
+    AcpEvent,
     Exchange,
     Rollout,
     ToolCall,
     damage,
-    default_usage,
     fixing_run,
-    tool_event,
     write_job_results_jsonl,
     write_rollout,
 )
@@ -57,42 +56,56 @@ def partial_timeout(jobs: Path) -> Path:
     return write_rollout(jobs, run)
 
 
-def with_skill_openhands(jobs: Path) -> Path:
-    """OpenHands in with-skill mode loads the task skill with `invoke_skill` before working."""
-    run = fixing_run(agent="openhands", skill_mode="with-skill")
-    skill = ToolCall("call_0", "invoke_skill", {"name": "csv-tools"})
-    first = run.exchanges[0]
-    tools = [*first.tools, "invoke_skill"]
-    run.exchanges.insert(0, Exchange(first.messages, tools, "", [skill], default_usage(2)))
-    loaded = "Tool: invoke_skill\n[skill: csv-tools] loaded"
-    run.acp.insert(0, tool_event("call_0", "invoke_skill", loaded, kind="other"))
-    for exchange in run.exchanges[1:]:  # later requests carry the skill call and its result
-        exchange.tools = [*exchange.tools, "invoke_skill"]
-        exchange.messages = [
-            *exchange.messages[:2],
-            {"role": "assistant", "content": "", "tool_calls": [_chat_call(skill)]},
-            {"role": "tool", "tool_call_id": "call_0", "content": loaded},
-            *exchange.messages[2:],
-        ]
+TASK_SKILL = ("csv-tools", "Read, clean and deduplicate CSV files.")
+GLOBAL_SKILL = ("code-review", "Review a change for defects.")  # a harness-global skill
+
+
+def with_skill(agent: str) -> Build:
+    """A with-skill run: the task's skill is in the startup catalog and is loaded first."""
+
+    def build(jobs: Path) -> Path:
+        run = fixing_run(
+            agent=agent,
+            skill_mode="with-skill",
+            catalog=[TASK_SKILL, GLOBAL_SKILL],
+            load_skills=(TASK_SKILL[0],),
+        )
+        return write_rollout(jobs, run)
+
+    return build
+
+
+def with_skill_never_loaded(jobs: Path) -> Path:
+    """with-skill in config.json, but the catalog shows harness-global skills only, none loaded."""
+    return write_rollout(jobs, fixing_run(skill_mode="with-skill", catalog=[GLOBAL_SKILL]))
+
+
+def no_skill_with_global_catalog(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(catalog=[GLOBAL_SKILL]))
+
+
+def no_skill_loads_task_skill(jobs: Path) -> Path:
+    """A no-skill run that nevertheless sees and loads the task's skill (leakage)."""
+    run = fixing_run(catalog=[TASK_SKILL, GLOBAL_SKILL], load_skills=(TASK_SKILL[0],))
     return write_rollout(jobs, run)
 
 
-def _chat_call(call: ToolCall) -> dict:
-    arguments = json.dumps(call.arguments)
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": arguments},
-    }
+def openhands_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="openhands", model="gpt-5"))
+
+
+def codex_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="codex-acp", model="gpt-5-codex"))
+
+
+def pi_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="pi-acp", model="gpt-5"))
 
 
 def gemini_daytona(jobs: Path) -> Path:
-    return write_rollout(
-        jobs,
-        fixing_run(
-            agent="gemini", model="gemini-2.5-pro", environment="daytona", sandbox_id="sb-7f3a"
-        ),
-    )
+    run = fixing_run(agent="gemini", model="gemini-2.5-pro", environment="daytona")
+    run.sandbox_id = "sb-7f3a"
+    return write_rollout(jobs, run)
 
 
 def docker_startup_failure(jobs: Path) -> Path:
@@ -107,7 +120,7 @@ def missing_api_key(jobs: Path) -> Path:
     run.exchanges = [Exchange(run.exchanges[0].messages, run.exchanges[0].tools, status_code=401)]
     run.exchanges[0].error = "AuthenticationError: invalid x-api-key"
     run.acp = []
-    run.error = "ACP error -32603: Internal error (provider auth failed (HTTP 401))"
+    run.error = "ACP error -32603: Internal error | provider auth failed (HTTP 401)"  # :2431
     return write_rollout(jobs, run)
 
 
@@ -130,8 +143,17 @@ SCENARIOS: dict[str, Build] = {
     "healthy_fail": healthy_fail,
     "healthy_timeout": healthy_timeout,
     "partial_timeout": partial_timeout,
-    "with_skill_openhands": with_skill_openhands,
+    "openhands_pass": openhands_pass,
+    "codex_pass": codex_pass,
+    "pi_pass": pi_pass,
     "gemini_daytona": gemini_daytona,
+    "with_skill_openhands": with_skill("openhands"),
+    "with_skill_claude": with_skill("claude-agent-acp"),
+    "with_skill_codex": with_skill("codex-acp"),
+    "with_skill_gemini": with_skill("gemini"),
+    "with_skill_never_loaded": with_skill_never_loaded,
+    "no_skill_with_global_catalog": no_skill_with_global_catalog,
+    "no_skill_loads_task_skill": no_skill_loads_task_skill,
     "docker_startup_failure": docker_startup_failure,
     "missing_api_key": missing_api_key,
     "verifier_crash": verifier_crash,
@@ -159,8 +181,17 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
     "healthy_fail": (True, frozenset([])),
     "healthy_timeout": (True, frozenset([])),
     "partial_timeout": (True, frozenset([])),
-    "with_skill_openhands": (True, frozenset([])),
+    "openhands_pass": (True, frozenset([])),
+    "codex_pass": (True, frozenset([])),
+    "pi_pass": (True, frozenset([])),
     "gemini_daytona": (True, frozenset([])),
+    "with_skill_openhands": (True, frozenset([])),
+    "with_skill_claude": (True, frozenset([])),
+    "with_skill_codex": (True, frozenset([])),
+    "with_skill_gemini": (True, frozenset([])),
+    "with_skill_never_loaded": (True, frozenset([])),
+    "no_skill_with_global_catalog": (True, frozenset([])),
+    "no_skill_loads_task_skill": (True, frozenset([])),
     "docker_startup_failure": (
         False,
         frozenset(
@@ -207,7 +238,7 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
             [
                 "<run>/results.jsonl:1: results exchange indices [0, 1, 2, 3] != successful LLM exchange indices [0, 1, 2]",
                 "<run>/results.jsonl:1: results trajectory steps 4 != successful LLM responses 3",
-                "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Unterminated string starting at",
+                "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Expecting value",
             ]
         ),
     ),
@@ -324,6 +355,8 @@ COMPLETED_RUN_FILES = {
     "trajectory",
     "trajectory/acp_trajectory.jsonl",
     "trajectory/llm_trajectory.jsonl",
+    "agent/acp_trajectory.jsonl",
+    "verifier/reward.txt",
     "config.json",
     "result.json",
     "timing.json",
@@ -349,6 +382,8 @@ def test_a_sandbox_that_never_started_leaves_no_llm_trajectory_and_no_rewards(
     run_dir = docker_startup_failure(tmp_path)
     assert files(run_dir) == COMPLETED_RUN_FILES - {
         "trajectory/llm_trajectory.jsonl",
+        "agent/acp_trajectory.jsonl",
+        "verifier/reward.txt",
         "rewards.jsonl",
     }
     assert (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text() == ""
@@ -492,8 +527,8 @@ def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
         "usage_source",
         "price_source",
     ]
-    # default_usage: prompt 1200 + 350 * messages (2, 4, 6, 8), completion 180 per response
-    assert agent_result["n_input_tokens"] == 4 * 1200 + 350 * (2 + 4 + 6 + 8)
+    # default_usage: 1200 + 350 per Anthropic history message (1, 3, 5, 7) in, 180 out
+    assert agent_result["n_input_tokens"] == 4 * 1200 + 350 * (1 + 3 + 5 + 7)
     assert agent_result["n_output_tokens"] == 4 * 180
     assert agent_result["total_tokens"] == agent_result["n_input_tokens"] + 4 * 180
     assert agent_result["usage_source"] == "provider_response"
@@ -534,12 +569,43 @@ def test_a_timeout_with_a_call_in_flight_is_partial(tmp_path: Path) -> None:
     assert result["agent_timeout_info"]["pending_tool_call_ids"] == ["call_3"]
 
 
-def test_with_skill_records_the_mount_and_counts_the_invocation(tmp_path: Path) -> None:
-    result = result_of(with_skill_openhands(tmp_path))
+@pytest.mark.parametrize(
+    ("agent", "invocations"),
+    [("openhands", 1), ("claude-agent-acp", 1), ("gemini", 1), ("codex-acp", 0)],
+)
+def test_with_skill_records_the_mount_and_counts_the_invocation(
+    tmp_path: Path, agent: str, invocations: int
+) -> None:
+    """Codex loads a skill by reading its SKILL.md: benchflow does not count a `read` as one."""
+    result = result_of(with_skill(agent)(tmp_path))
     assert result["skill_mode"] == "with-skill" and result["skill_source"] == "task_bundled"
     assert result["skills_sandbox_dir"] == "/skills" and result["include_task_skills"] is True
     assert result["effective_skills_dir"] == "tasks/csv-dedupe/environment/skills"
-    assert result["n_skill_invocations"] == 1 and result["n_tool_calls"] == 4
+    assert result["n_skill_invocations"] == invocations and result["n_tool_calls"] == 4
+
+
+CATALOG_MARKERS = {
+    "openhands": "<available_skills><skill><name>csv-tools</name>",
+    "claude-agent-acp": "The following skills are available for use with the Skill tool:\n\n- csv-tools: ",
+    "codex-acp": "<skills_instructions>",
+    "gemini": "# Available Agent Skills",
+}
+
+
+@pytest.mark.parametrize("agent", sorted(CATALOG_MARKERS))
+def test_the_startup_catalog_is_in_the_first_captured_request(tmp_path: Path, agent: str) -> None:
+    """Where each harness shows its catalog, and the wire benchflow's capture keeps."""
+    run_dir = with_skill(agent)(tmp_path)
+    first = json.loads(
+        (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()[0]
+    )
+    body = first["request"]["body"]
+    assert CATALOG_MARKERS[agent] in json.dumps(
+        body["input" if agent == "codex-acp" else "messages"]
+    ).replace("\\n", "\n")
+    expected_path = "/v1/messages" if agent == "claude-agent-acp" else "/v1/chat/completions"
+    assert first["request"]["path"] == expected_path
+    assert "system" not in body and "instructions" not in body  # _base_record keeps neither
 
 
 def test_error_categories(tmp_path: Path) -> None:
@@ -617,11 +683,36 @@ def test_a_healthy_row_is_training_ready_with_one_step_per_exchange(tmp_path: Pa
         "trajectory_id",
         "extras",
     ]
-    # the last-user window: the instruction, then every assistant/tool turn after it
+    # Anthropic tool results travel as user messages, so the last-user window is the last
+    # tool result and the final answer
+    assert row["prompt"] == [{"role": "user", "content": "3 passed"}]
+    assert row["completion"] == [
+        {"role": "assistant", "content": "Fixed: rows are now compared case-insensitively."}
+    ]
+    tool_use = steps[0]["completion"][0]["tool_calls"][0]
+    assert tool_use["function"] == {
+        "name": "bash",
+        "arguments": json.dumps({"command": "pytest -q tests/test_dedupe.py"}),
+    }
+
+
+@pytest.mark.parametrize(
+    ("build", "completion_roles"),
+    [
+        (openhands_pass, ["assistant", "tool"] * 3 + ["assistant"]),
+        (codex_pass, ["assistant", "assistant", "tool"] * 3 + ["assistant"]),
+    ],
+)
+def test_chat_and_responses_rows_keep_every_turn_after_the_instruction(
+    tmp_path: Path, build: Build, completion_roles: list[str]
+) -> None:
+    """OpenAI-style tool results are tool messages: the window starts at the instruction. LiteLLM's
+    function_call / provider_specific_fields never reach the row."""
+    row = row_of(build(tmp_path))
+    assert row["info"]["training_ready"] is True
     assert row["prompt"] == [{"role": "user", "content": "Fix the failing tests."}]
-    assert [m["role"] for m in row["completion"]] == ["assistant", "tool"] * 3 + ["assistant"]
-    # LiteLLM's function_call / provider_specific_fields never reach the row
-    for message in row["completion"] + steps[-1]["prompt"]:
+    assert [m["role"] for m in row["completion"]] == completion_roles
+    for message in row["completion"] + row["trajectory"][-1]["prompt"]:
         assert set(message) <= {"role", "content", "tool_calls", "tool_call_id"}
 
 
@@ -757,3 +848,28 @@ def test_damage_to_the_llm_trajectory_hits_one_exchange(tmp_path: Path) -> None:
         for line in (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()
     ]
     assert ["usage" in r["response"]["body"] for r in records] == [True, False, True, True]
+
+
+def test_zero_tokens_and_zero_tool_calls_without_an_error_is_a_suspected_api_error(
+    tmp_path: Path,
+) -> None:
+    """_maybe_classify_api_error: the verifier's reward is dropped, the slot is unscored."""
+    run = fixing_run()
+    run.exchanges, run.acp = [], [AcpEvent("agent_message", text="I cannot use that model.")]
+    result = result_of(write_rollout(tmp_path, run))
+    assert result["error"].startswith("suspected provider api error: agent ended with zero tokens")
+    assert result["error_category"] == "suspected_api_error" and result["rewards"] is None
+    assert result["suspected_api_error_info"] == {
+        "total_tokens": 0,
+        "n_tool_calls": 0,
+        "total_requests": 0,
+        "failed_requests": 0,
+    }
+
+
+def test_a_run_whose_every_call_failed_needs_its_error_spelled_out(tmp_path: Path) -> None:
+    """The proxy-proven api_error is not derived here: the writer refuses rather than guess."""
+    run = fixing_run()
+    run.exchanges = [Exchange(run.exchanges[0].messages, status_code=429, error="rate limited")]
+    with pytest.raises(ValueError, match=r"pass Rollout\.error"):
+        write_rollout(tmp_path, run)
