@@ -329,7 +329,7 @@ def conversation(
 
 def skill_call(agent: str, skill: str, call_id: str) -> tuple[ToolCall, AcpEvent, str]:
     """How each harness loads a skill, as a provider tool call and the ACP event benchflow records
-    (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:139). Codex and pi read
+    (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:133). Codex and pi read
     the SKILL.md file, which benchflow does not count as an invocation."""
     path = f"/skills/{skill}/SKILL.md"
     if agent == "openhands":
@@ -361,7 +361,7 @@ def _init_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
     return rollout_dir
 
 
-# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 (resolve_task_skill_policy :.. ) --
+# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 + resolve_task_skill_policy :107 --
 
 
 def skill_metadata(rollout: Rollout) -> dict[str, Any]:
@@ -760,7 +760,7 @@ def classify_verifier_error(verifier_error: str | None) -> str | None:
     return "verifier_other"
 
 
-# Skill invocations: trajectories/metrics.py:139 is_skill_invocation_event -------------------------
+# Skill invocations: trajectories/metrics.py:133 is_skill_invocation_event -------------------------
 
 _SKILL_NAMES = {"invoke_skill", "activate_skill", "skill"}
 _SKILL_ENVELOPE = re.compile(
