@@ -21,9 +21,10 @@ descriptions must not carry secret-shaped strings), verifier/ contents, and `_ma
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,15 @@ class Rollout:
 
     @property
     def name(self) -> str:
-        return self.rollout_name or f"{self.task}__5e0d1c2b"
+        """`<task>__<8 hex>` as `_init_rollout` names it; the hex is a digest of the description
+        (not uuid4) so a scenario keeps its name and two different runs never share one."""
+        if self.rollout_name:
+            return self.rollout_name
+        fields = {k: v for k, v in asdict(self).items() if k != "rollout_name"}
+        digest = hashlib.sha256(
+            json.dumps(fields, sort_keys=True, default=str).encode()
+        ).hexdigest()
+        return f"{self.task}__{digest[:8]}"
 
 
 # Harness wire formats: what each agent sends through benchflow's LiteLLM proxy --------------------

@@ -12,6 +12,7 @@ prints the table again). Issues are the validator's own sentences with the run d
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -138,7 +139,7 @@ def damaged(step: Callable[[Path], None], base: Build = healthy_pass) -> Build:
     return build
 
 
-SCENARIOS: dict[str, Build] = {
+BASE_SCENARIOS: dict[str, Build] = {
     "healthy_pass": healthy_pass,
     "healthy_fail": healthy_fail,
     "healthy_timeout": healthy_timeout,
@@ -157,6 +158,8 @@ SCENARIOS: dict[str, Build] = {
     "docker_startup_failure": docker_startup_failure,
     "missing_api_key": missing_api_key,
     "verifier_crash": verifier_crash,
+}
+DAMAGED_SCENARIOS: dict[str, Build] = {
     "no_llm_trajectory": damaged(lambda d: damage.delete(d, "trajectory/llm_trajectory.jsonl")),
     "no_acp_trajectory": damaged(lambda d: damage.delete(d, "trajectory/acp_trajectory.jsonl")),
     "no_results_row": damaged(lambda d: damage.delete(d, "results.jsonl")),
@@ -174,6 +177,7 @@ SCENARIOS: dict[str, Build] = {
     "no_reward": damaged(damage.drop_reward),
     "no_timing": damaged(damage.drop_timing),
 }
+SCENARIOS = {**BASE_SCENARIOS, **DAMAGED_SCENARIOS}
 
 # Observed from validate_run_artifacts.py at benchflow 17a3573b on the directories SCENARIOS builds.
 VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
@@ -372,8 +376,17 @@ def files(run_dir: Path) -> set[str]:
 
 def test_a_completed_run_has_the_writers_files_under_jobs_job_task_hash(tmp_path: Path) -> None:
     run_dir = healthy_pass(tmp_path)
-    assert run_dir.relative_to(tmp_path) == Path("2026-11-03__09-12-44/csv-dedupe__5e0d1c2b")
+    assert run_dir.parent == tmp_path / "2026-11-03__09-12-44"
+    assert re.fullmatch(r"csv-dedupe__[0-9a-f]{8}", run_dir.name)
     assert files(run_dir) == COMPLETED_RUN_FILES
+
+
+def test_rollout_names_are_stable_and_distinct(tmp_path: Path) -> None:
+    """Every undamaged scenario can share one job directory: no two share a rollout name."""
+    assert fixing_run().name == fixing_run().name
+    built = {BASE_SCENARIOS[name](tmp_path).name for name in BASE_SCENARIOS}
+    assert len(built) == len(BASE_SCENARIOS)
+    assert len(list((tmp_path / "2026-11-03__09-12-44").iterdir())) == len(BASE_SCENARIOS)
 
 
 def test_a_sandbox_that_never_started_leaves_no_llm_trajectory_and_no_rewards(
@@ -509,9 +522,10 @@ def result_of(run_dir: Path) -> dict:
 
 
 def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
-    result = result_of(healthy_pass(tmp_path))
+    run_dir = healthy_pass(tmp_path)
+    result = result_of(run_dir)
     assert list(result) == RESULT_KEYS
-    assert result["rollout_name"] == "csv-dedupe__5e0d1c2b" and result["rewards"] == {"reward": 1.0}
+    assert result["rollout_name"] == run_dir.name and result["rewards"] == {"reward": 1.0}
     assert result["n_tool_calls"] == 3 and result["n_skill_invocations"] == 0
     agent_result = result["agent_result"]
     assert list(agent_result) == [
@@ -671,7 +685,7 @@ def test_a_healthy_row_is_training_ready_with_one_step_per_exchange(tmp_path: Pa
     ]
     steps = row["trajectory"]
     assert [s["extras"]["exchange_index"] for s in steps] == [0, 1, 2, 3]
-    assert steps[0]["trajectory_id"] == "csv-dedupe__5e0d1c2b__llm_0"
+    assert steps[0]["trajectory_id"] == f"{run_dir.name}__llm_0"
     assert list(steps[0]) == [
         "prompt",
         "completion",
@@ -776,7 +790,7 @@ def test_a_retried_request_keeps_only_the_response_that_was_consumed(tmp_path: P
 
 
 def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path) -> None:
-    job = healthy_pass(tmp_path).parent
+    job = write_rollout(tmp_path, fixing_run(rollout_name="csv-dedupe__00000001")).parent
     write_rollout(
         tmp_path, fixing_run(rollout_name="csv-dedupe__00000002", rewards={"reward": 0.0})
     )
@@ -785,8 +799,8 @@ def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path)
     assert out == job / "results.jsonl"
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["info"]["rollout_name"], r["example_id"]) for r in rows] == [
+        ("csv-dedupe__00000001", 0),
         ("csv-dedupe__00000002", 0),
-        ("csv-dedupe__5e0d1c2b", 0),
         ("log-parse__00000003", 1),
     ]
     assert not (job / "results.errors.json").exists()
