@@ -137,7 +137,7 @@ class Rollout:
     sandbox_id: str | None = None
     rollout_name: str | None = None
     job_name: str = "2026-11-03__09-12-44"
-    duration: float = 378.3  # seconds from started_at to finished_at
+    duration: float | None = None  # started_at to finished_at; None = the phases + 2.83 s
     # what the task's verifier leaves in verifier/ (its own files, not benchflow's); None = reward.txt
     verifier_outputs: dict[str, str] | None = None
 
@@ -556,7 +556,7 @@ def response_body(exchange: Exchange, index: int, rollout: Rollout, wire: str) -
         }
         body = {
             "id": f"chatcmpl-{index:04d}",
-            "created": int((STARTED_AT + timedelta(seconds=20 + 30 * index)).timestamp()),
+            "created": int(exchange_times(rollout, index)[0].timestamp()),
             "model": rollout.model,
             "object": "chat.completion",
             "choices": [choice],
@@ -566,6 +566,15 @@ def response_body(exchange: Exchange, index: int, rollout: Rollout, wire: str) -
     return body
 
 
+def exchange_times(rollout: Rollout, index: int) -> tuple[datetime, datetime]:
+    """Provider calls spread evenly over agent_execution, after environment and agent setup."""
+    phases = phase_seconds(rollout)
+    began = phases.get("environment_setup", 0.0) + phases.get("agent_setup", 0.0)
+    step = phases.get("agent_execution", 60.0) / (len(rollout.exchanges) + 1)
+    start = STARTED_AT + timedelta(seconds=began + step * index + 1.0)
+    return start, start + timedelta(seconds=min(6.0, step / 2))
+
+
 def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[str, Any]:
     """`LLMExchange.model_dump(mode="json")` of what `trajectory_from_litellm_callback_log`
     (providers/litellm_logging.py:569) builds: request body from `_base_record` (model, messages or
@@ -573,8 +582,7 @@ def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[st
     model added, `{"raw": null}` plus `error` on a failure), empty headers, metadata from
     `_exchange_metadata`."""
     wire = wire_of(rollout.agent)
-    start = STARTED_AT + timedelta(seconds=20 + 30 * index)
-    end = start + timedelta(seconds=6)
+    start, end = exchange_times(rollout, index)
     history_key = "input" if wire == "responses" else "messages"
     request_body: dict[str, Any] = {"model": rollout.model, history_key: exchange.messages}
     if exchange.tools:
@@ -602,7 +610,7 @@ def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[st
             "headers": {},
             "body": body,
         },
-        "duration_ms": 6000.0,
+        "duration_ms": (end - start).total_seconds() * 1000,
         "metadata": {
             "request_model": rollout.model,
             "provider_model": rollout.model,
@@ -888,8 +896,9 @@ def outcome(rollout: Rollout) -> dict[str, Any]:
     }
 
 
-def timing(rollout: Rollout) -> dict[str, float]:
-    """Phase timings in the order the phases set them, `total` last, each rounded to 0.1 s."""
+def phase_seconds(rollout: Rollout) -> dict[str, float]:
+    """The phases' own timings in the order they set them (environment_setup in start,
+    agent_setup in connect, agent_execution in execute, verifier in verify), unrounded."""
     out: dict[str, float] = {}
     if rollout.reached != "setup":
         out["environment_setup"] = 41.23
@@ -898,7 +907,19 @@ def timing(rollout: Rollout) -> dict[str, float]:
         out["agent_execution"] = float(rollout.timed_out_after or 290.02)
     if rollout.reached == "verify":
         out["verifier"] = 31.77
-    out["total"] = rollout.duration
+    return out
+
+
+def total_seconds(rollout: Rollout) -> float:
+    """finished_at - started_at: the phases plus setup/install/teardown overhead."""
+    if rollout.duration is not None:
+        return rollout.duration
+    return sum(phase_seconds(rollout).values()) + 2.83
+
+
+def timing(rollout: Rollout) -> dict[str, float]:
+    """_results.py:355: `total` set last, then every entry rounded to 0.1 s."""
+    out = {**phase_seconds(rollout), "total": total_seconds(rollout)}
     return {k: round(v, 1) for k, v in out.items()}
 
 
@@ -906,7 +927,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
     """Writes, in order: trajectory/acp_trajectory.jsonl (final), result.json, timing.json,
     prompts.json, rewards.jsonl (when rewards has events), then results.jsonl. Returns result.json."""
     facts = outcome(rollout)
-    finished_at = STARTED_AT + timedelta(seconds=rollout.duration)
+    finished_at = STARTED_AT + timedelta(seconds=total_seconds(rollout))
     usage = extract_usage(rollout)
     events = facts["events"]
     n_skill = sum(1 for e in events if is_skill_invocation_event(e))

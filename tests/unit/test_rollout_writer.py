@@ -887,3 +887,28 @@ def test_a_run_whose_every_call_failed_needs_its_error_spelled_out(tmp_path: Pat
     run.exchanges = [Exchange(run.exchanges[0].messages, status_code=429, error="rate limited")]
     with pytest.raises(ValueError, match=r"pass Rollout\.error"):
         write_rollout(tmp_path, run)
+
+
+@pytest.mark.parametrize("name", sorted(BASE_SCENARIOS))
+def test_times_are_consistent(tmp_path: Path, name: str) -> None:
+    """The total covers the phases and every provider call falls between started_at and
+    finished_at (an audit reads overlaps as verifier-isolation evidence)."""
+    from datetime import datetime
+
+    run_dir = BASE_SCENARIOS[name](tmp_path)
+    result = result_of(run_dir)
+    phases = {k: v for k, v in result["timing"].items() if k != "total"}
+    assert result["timing"]["total"] >= sum(phases.values())
+    started = datetime.fromisoformat(result["started_at"])
+    finished = datetime.fromisoformat(result["finished_at"])
+    assert (finished - started).total_seconds() == pytest.approx(
+        result["timing"]["total"], abs=0.05
+    )
+    llm = run_dir / "trajectory" / "llm_trajectory.jsonl"
+    for line in llm.read_text().splitlines() if llm.exists() else []:
+        record = json.loads(line)
+        request = datetime.fromisoformat(record["request"]["timestamp"])
+        response = datetime.fromisoformat(record["response"]["timestamp"])
+        setup = phases.get("environment_setup", 0) + phases.get("agent_setup", 0)
+        assert started.timestamp() + setup <= request.timestamp() < response.timestamp()
+        assert response.timestamp() <= started.timestamp() + setup + phases["agent_execution"]
