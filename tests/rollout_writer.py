@@ -6,17 +6,20 @@ todo5/native-subscription-artifacts, 2026-08-22: the newest revision of the writ
 rollout modules are identical on main 62cc7e41). Paths below are in benchflow's repository. What each file
 holds and when it exists is summarised in /work/notes/rollout-writer.md.
 
-A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s, `AcpEvent`s,
-outcome) and calls `write_rollout(jobs_dir, rollout)`: `_init_rollout`, `_write_config`, the live ACP and
-LLM writers during execution, `cleanup` (`_write_llm_trajectory`), then `_build_rollout_result` (result.json,
+A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s on the agent's
+own wire, `AcpEvent`s, outcome) or takes `fixing_run(...)`, and calls `write_rollout(jobs_dir, rollout)`:
+`_init_rollout`, `_write_config`, sandbox.json, the live ACP and LLM trajectories, verify's
+agent/acp_trajectory.jsonl, `cleanup` (`_write_llm_trajectory`), then `_build_rollout_result` (result.json,
 timing.json, prompts.json, rewards.jsonl, results.jsonl via `build_rollout_results_record`).
 `write_job_results_jsonl` aggregates a job. `damage` holds one function per defect class the experiment-
 review validator checks.
 
 Not mirrored: `_write_trainer_artifact` (trainer/verifiers.jsonl, atif.json, adp.jsonl: no reviewer
-reads them), secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret, so
-descriptions must not carry secret-shaped strings), verifier/ contents, and `_maybe_classify_api_error`
-(a test that wants a provider api error passes its error text and diagnostic itself).
+reads them); secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret, so
+descriptions must not carry secret-shaped strings); the proxy-proven `provider api error` of
+`_maybe_classify_api_error` (refused: pass the error and diagnostic yourself); multi-scene runs, oracle
+runs, native-subscription (agent_native_acp) usage; Gemini's native GenerateContent capture (gemini and
+pi-acp are written as chat completions, an assumption).
 """
 
 from __future__ import annotations
