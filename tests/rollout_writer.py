@@ -132,9 +132,14 @@ class Rollout:
     error: str | None = None
     verifier_error: str | None = None
     diagnostics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    timed_out_after: int | None = None  # an agent wall-clock timeout (acp/runtime.py:772)
-    partial_trajectory: bool = False
-    reached: str = "verify"  # how far the lifecycle got: setup | start | execute | verify
+    timed_out_after: int | None = None  # the wall-clock budget ran out (acp/runtime.py:772)
+    idle_after: int | None = None  # the idle watchdog fired after this many seconds (:880)
+    verifier_timed_out_after: int | None = None  # the verifier's budget ran out (_setup.py:507)
+    partial_trajectory: bool = False  # forced; otherwise derived as benchflow derives it
+    # How far the lifecycle got: setup | start | execute | verify. "execute" means execute()
+    # raised (ACP error, lost connection): no verify, and cleanup captures a partial trajectory.
+    reached: str = "verify"
+    oracle_return_code: int = 0  # agent "oracle": what oracle/solve.sh returned
     timeout_sec: int = 900
     agent_env: dict[str, str] = field(default_factory=dict)
     sandbox_id: str | None = None
@@ -818,7 +823,7 @@ def is_skill_invocation_event(event: dict[str, Any]) -> bool:
 # _build_rollout_result: src/benchflow/rollout/_results.py:259 --------------------------------------
 
 
-def trajectory_summary(events: list[dict[str, Any]], rollout: Rollout, source: str | None) -> dict:
+def trajectory_summary(events: list[dict[str, Any]], partial: bool, source: str | None) -> dict:
     """_utils/result_metadata.py:40 trajectory_summary_from_events."""
     types: dict[str, int] = {}
     statuses: dict[str, int] = {}
@@ -839,33 +844,78 @@ def trajectory_summary(events: list[dict[str, Any]], rollout: Rollout, source: s
         "other_steps": steps - types.get("tool_call", 0) - named,
         "event_type_counts": types,
         "tool_call_status_counts": statuses,
-        "partial_trajectory": rollout.partial_trajectory,
+        "partial_trajectory": partial,
         "trajectory_source": source,
     }
 
 
+def committed(rollout: Rollout) -> bool:
+    """Whether execute() committed its ACP snapshot (`_commit_acp_execution`, __init__.py:1641):
+    on completion and on a BenchFlow wall-clock timeout (:1617), not when it raised otherwise."""
+    if rollout.agent == "oracle" or rollout.reached not in {"execute", "verify"}:
+        return False
+    return rollout.reached == "verify" and rollout.idle_after is None
+
+
 def outcome(rollout: Rollout) -> dict[str, Any]:
-    """Rollout._run_lifecycle (__init__.py:2100) + _record_agent_timeout (:2064): the error, rewards,
-    diagnostics, prompts, trajectory and tool count the result is built from."""
+    """Rollout._run_lifecycle (__init__.py:2100), _record_agent_timeout (:2064), execute (:1564),
+    cleanup's _capture_partial_acp_trajectory (:1491), _verify_rollout (_setup.py:451) and
+    _maybe_classify_api_error (:2546): what the result is built from."""
     executed = rollout.reached in {"execute", "verify"}
-    events = acp_events(rollout) if executed else []
     error, diagnostics = rollout.error, dict(rollout.diagnostics)
     rewards = rollout.rewards if rollout.reached == "verify" else None
+    verifier_error = rollout.verifier_error
+    if rollout.agent == "oracle":  # _run_oracle (_setup.py:369): one event, agent_name "oracle"
+        events: list[dict[str, Any]] = []
+        if executed:
+            stdout = "oracle solve.sh output"
+            command = "oracle/solve.sh"
+            code = rollout.oracle_return_code
+            events = [{"type": "oracle", "command": command, "return_code": code, "stdout": stdout}]
+    else:
+        events = acp_events(rollout) if executed else []
+    timed_out = rollout.timed_out_after is not None or rollout.idle_after is not None
+    n_tool_calls = sum(1 for e in events if e.get("type") == "tool_call")
     if rollout.timed_out_after is not None:
         error = error or f"Agent prompt exceeded wall-clock budget {rollout.timed_out_after}s"
         diagnostics["agent_timeout_info"] = {
             "reason": "wall_clock_timeout",
             "timeout_sec": float(rollout.timed_out_after),
-            "n_tool_calls": sum(1 for e in rollout.acp if e.type == "tool_call"),
+            "n_tool_calls": n_tool_calls,
             "pending_tool_call_ids": pending_tool_calls(rollout),
             "terminal_event_recorded": True,
             "terminal_trajectory_complete": not pending_tool_calls(rollout),
         }
-        if rollout.reached == "verify" and rewards is None and rollout.verifier_error is None:
-            rewards = {"reward": 0.0}  # a timed-out agent the verifier did not score scores 0
-    n_tool_calls = sum(1 for e in events if e.get("type") == "tool_call")
-    if error is None and executed and extract_usage(rollout)["total_tokens"] == 0:
-        # _maybe_classify_api_error (__init__.py:2546) + _usage.classify_api_failure
+    if rollout.idle_after is not None:
+        idle = rollout.idle_after
+        error = error or (
+            f"Agent idle for {idle}s with no new tool call, message, or thought "
+            f"(last activity {idle}s ago, {n_tool_calls} tool calls so far)"
+        )
+        diagnostics["idle_timeout_info"] = {
+            "reason": "idle_timeout",
+            "idle_timeout_sec": idle,
+            "idle_duration_sec": idle,
+            "wall_clock_elapsed_sec": int(phase_seconds(rollout)["agent_execution"]),
+            "n_tool_calls": n_tool_calls,
+            "n_message_chunks": sum(1 for e in rollout.acp if e.type == "agent_message"),
+            "n_thought_chunks": sum(1 for e in rollout.acp if e.type == "agent_thought"),
+            "last_activity_at": "2026-11-03T09:17:20.114002+00:00",
+        }
+    if rollout.verifier_timed_out_after is not None and rollout.reached == "verify":
+        budget = rollout.verifier_timed_out_after
+        verifier_error = verifier_error or f"verifier timed out after {budget}s"
+        rewards = None
+        diagnostics["verifier_timeout_info"] = {
+            "timeout_budget_sec": float(budget),
+            "elapsed_sec": round(phase_seconds(rollout)["verifier"], 1),
+            "task_name": rollout.task,
+        }
+    elif verifier_error:
+        rewards = None  # a crashed verifier returns no rewards
+    if timed_out and rollout.reached == "verify" and rewards is None and verifier_error is None:
+        rewards = {"reward": 0.0}  # __init__.py:2161: a timed-out agent the verifier left unscored
+    if error is None and committed(rollout) and extract_usage(rollout)["total_tokens"] == 0:
         failed = sum(1 for e in rollout.exchanges if e.status_code != 200)
         if failed and failed == len(rollout.exchanges):
             raise ValueError(
@@ -873,7 +923,7 @@ def outcome(rollout: Rollout) -> dict[str, Any]:
                 "error [...]' error and api_error_info here, which this writer does not derive; "
                 "pass Rollout.error and Rollout.diagnostics['api_error_info'] yourself"
             )
-        if n_tool_calls == 0:
+        if n_tool_calls == 0:  # _usage.classify_api_failure: the zero-signal heuristic
             error = (
                 "suspected provider api error: agent ended with zero tokens "
                 "and zero tool calls (no scoreable model activity)"
@@ -885,32 +935,51 @@ def outcome(rollout: Rollout) -> dict[str, Any]:
                 "failed_requests": failed,
             }
             rewards = None  # unhealthy by definition: the slot leaves the score denominators
-    if rollout.partial_trajectory:
-        source: str | None = "partial_acp"
+    # A wall-clock timeout with calls in flight commits a partial snapshot; an execute() that
+    # raised leaves its whole session for cleanup to capture, which marks it partial.
+    partial = rollout.partial_trajectory or bool(
+        (rollout.timed_out_after is not None and pending_tool_calls(rollout))
+        or (executed and rollout.agent != "oracle" and not committed(rollout) and events)
+    )
+    if rollout.agent == "oracle" or not executed:
+        source: str | None = None
     else:
-        source = "acp" if executed else None
+        source = "partial_acp" if partial else "acp"
     return {
         "events": events,
         "error": error,
+        "verifier_error": verifier_error,
         "rewards": rewards,
         "diagnostics": diagnostics,
         "source": source,
+        "partial": partial,
         "n_tool_calls": n_tool_calls,
     }
 
 
 def phase_seconds(rollout: Rollout) -> dict[str, float]:
     """The phases' own timings in the order they set them (environment_setup in start,
-    agent_setup in connect, agent_execution in execute, verifier in verify), unrounded."""
+    agent_setup in connect, agent_execution when execute commits, verifier in verify), unrounded."""
     out: dict[str, float] = {}
     if rollout.reached != "setup":
         out["environment_setup"] = 41.23
-    if rollout.reached in {"execute", "verify"}:
+    if rollout.reached in {"execute", "verify"} and rollout.agent != "oracle":
         out["agent_setup"] = 12.48
-        out["agent_execution"] = float(rollout.timed_out_after or 290.02)
+        budget = rollout.timed_out_after or rollout.idle_after
+        out["agent_execution"] = float(budget or 290.02)
     if rollout.reached == "verify":
-        out["verifier"] = 31.77
+        out["verifier"] = float(rollout.verifier_timed_out_after or 31.77)
     return out
+
+
+def timing(rollout: Rollout) -> dict[str, float]:
+    """_results.py:355: `total` set last, then every entry rounded to 0.1 s; agent_execution only
+    when execute() committed (an idle timeout or ACP error leaves none)."""
+    out = phase_seconds(rollout)
+    if not committed(rollout):
+        out.pop("agent_execution", None)
+    out["total"] = total_seconds(rollout)
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 def total_seconds(rollout: Rollout) -> float:
@@ -918,12 +987,6 @@ def total_seconds(rollout: Rollout) -> float:
     if rollout.duration is not None:
         return rollout.duration
     return sum(phase_seconds(rollout).values()) + 2.83
-
-
-def timing(rollout: Rollout) -> dict[str, float]:
-    """_results.py:355: `total` set last, then every entry rounded to 0.1 s."""
-    out = {**phase_seconds(rollout), "total": total_seconds(rollout)}
-    return {k: round(v, 1) for k, v in out.items()}
 
 
 def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
@@ -934,7 +997,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
     usage = extract_usage(rollout)
     events = facts["events"]
     n_skill = sum(1 for e in events if is_skill_invocation_event(e))
-    error, verifier_error = facts["error"], rollout.verifier_error
+    error, verifier_error = facts["error"], facts["verifier_error"]
     diag_categories = {"agent_timeout_info": "timeout", "idle_timeout_info": "idle_timeout"}
     diag_categories.update(sandbox_startup_info="sandbox_setup", transport_error_info="pipe_closed")
     error_category = next(
@@ -956,7 +1019,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
     write_acp_trajectory(rollout_dir, events)
     times = timing(rollout)
     agent_name = rollout.agent_name
-    if agent_name is None:
+    if agent_name is None:  # what ACP initialize reports; _run_oracle returns "oracle"
         agent_name = rollout.agent if rollout.reached in {"execute", "verify"} else ""
     result = {
         "task_name": rollout.task,
@@ -976,7 +1039,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
             "total_cached_tokens": usage["n_cache_read_tokens"],
             "total_cost_usd": usage["cost_usd"],
         },
-        "trajectory_summary": trajectory_summary(events, rollout, facts["source"]),
+        "trajectory_summary": trajectory_summary(events, facts["partial"], facts["source"]),
         "usage_tracking": usage_tracking_metadata(rollout, usage),
         "error": error,
         "error_category": error_category,
@@ -984,7 +1047,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
         "verifier_error_category": classify_verifier_error(verifier_error),
         "export_error": None,
         **{f: facts["diagnostics"].get(f) for f in DIAGNOSTIC_FIELDS},
-        "partial_trajectory": rollout.partial_trajectory,
+        "partial_trajectory": facts["partial"],
         "trajectory_source": facts["source"],
         "started_at": str(STARTED_AT),
         "finished_at": str(finished_at),
@@ -1006,7 +1069,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
         model=rollout.model,
         n_tool_calls=facts["n_tool_calls"],
         prompts=prompts,
-        partial_trajectory=rollout.partial_trajectory,
+        partial_trajectory=facts["partial"],
         rewards=facts["rewards"],
         error=error,
         verifier_error=verifier_error,
@@ -1820,13 +1883,14 @@ def _publish_trajectory_for_verifier(rollout_dir: Path, events: list[dict[str, A
         (rollout_dir / "agent" / "acp_trajectory.jsonl").write_text(text + "\n")
 
 
-def write_verifier_outputs(rollout_dir: Path, rollout: Rollout, rewards: dict | None) -> None:
+def write_verifier_outputs(rollout_dir: Path, rollout: Rollout, facts: dict[str, Any]) -> None:
     """The task's test.sh writes /logs/verifier/ (bind-mounted on Docker, downloaded on Daytona):
-    by default reward.txt with the scalar reward; a crashed verifier leaves nothing."""
+    by default reward.txt with the scalar reward; a crashed or timed-out verifier leaves nothing."""
     outputs = rollout.verifier_outputs
     if outputs is None:
-        reward = (rewards or {}).get("reward")
-        outputs = {} if reward is None or rollout.verifier_error else {"reward.txt": f"{reward}\n"}
+        reward = (rollout.rewards or {}).get("reward")  # what the verifier itself produced
+        failed = reward is None or facts["verifier_error"]
+        outputs = {} if failed else {"reward.txt": f"{reward}\n"}
     for name, text in outputs.items():
         path = rollout_dir / "verifier" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1835,18 +1899,26 @@ def write_verifier_outputs(rollout_dir: Path, rollout: Rollout, rewards: dict | 
 
 def write_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
     """Rollout.run (__init__.py:2100) in the writers' order: _init_rollout and _write_config (setup),
-    sandbox.json (start), the live ACP and LLM trajectories (execute), agent/acp_trajectory.jsonl and
-    the verifier's files (verify), _write_llm_trajectory (cleanup), _build_rollout_result."""
+    sandbox.json (start), the live ACP and LLM trajectories (execute; an oracle has neither, its
+    solve.sh log lands in agent/oracle.txt), agent/acp_trajectory.jsonl and the verifier's files
+    (verify), _write_llm_trajectory (cleanup), _build_rollout_result."""
+    facts = outcome(rollout)
     rollout_dir = _init_rollout(jobs_dir, rollout)
     _write_config(rollout_dir, rollout)
     if rollout.reached != "setup":
         persist_sandbox_info(rollout_dir, rollout)
-    if rollout.reached in {"execute", "verify"}:
-        write_acp_trajectory(rollout_dir, acp_events(rollout))  # the live sink's last snapshot
+    if rollout.reached in {"execute", "verify"} and rollout.agent == "oracle":
+        (rollout_dir / "agent" / "oracle.txt").write_text("oracle solve.sh output\n")
+    elif rollout.reached in {"execute", "verify"}:
+        write_acp_trajectory(rollout_dir, facts["events"])  # the live sink's last snapshot
         _write_llm_trajectory(rollout_dir, rollout)  # the live writer's last poll
     if rollout.reached == "verify":
-        _publish_trajectory_for_verifier(rollout_dir, acp_events(rollout))
-        write_verifier_outputs(rollout_dir, rollout, rollout.rewards)
+        # verify sees only what execute committed: after an idle timeout self._trajectory is
+        # still empty (cleanup captures it later), so nothing is published (gemini's scrape of
+        # its own session file is not mirrored)
+        if committed(rollout) or rollout.agent == "oracle":
+            _publish_trajectory_for_verifier(rollout_dir, facts["events"])
+        write_verifier_outputs(rollout_dir, rollout, facts)
     _write_llm_trajectory(rollout_dir, rollout)  # cleanup: reconcile, the same bytes
     _build_rollout_result(rollout_dir, rollout)
     return rollout_dir
@@ -1951,42 +2023,75 @@ TOOLS = ["bash", "str_replace_based_edit_tool", "finish"]
 SKILL_TOOLS = {"openhands": "invoke_skill", "claude-agent-acp": "Skill", "gemini": "activate_skill"}
 
 
-def fixing_run(
-    task: str = "csv-dedupe",
+@dataclass
+class Action:
+    """One agent step: optional text, then one tool call and what it returned.
+
+    It becomes a provider tool call in the LLM trajectory (with `arguments`) and an ACP tool_call
+    event (`title`, default the command or path, and `output` as its content), sharing one id.
+    `status` "in_progress" is a call still running when the rollout stopped (no output returned).
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    output: str = ""
+    reply: str = ""
+    title: str | None = None
+    kind: str = "execute"
+    status: str = "completed"
+
+    def acp_title(self) -> str:
+        if self.title is not None:
+            return self.title
+        return str(self.arguments.get("command") or self.arguments.get("path") or self.tool)
+
+
+def bash(command: str, output: str, reply: str = "", **kw: Any) -> Action:
+    return Action("bash", {"command": command}, output, reply, **kw)
+
+
+def edit(path: str, output: str = "", reply: str = "", **kw: Any) -> Action:
+    arguments = {"command": "str_replace", "path": path}
+    output = output or f"The file {path} has been edited."
+    return Action(
+        "str_replace_based_edit_tool", arguments, output, reply, f"Edit {path}", "edit", **kw
+    )
+
+
+def scripted_run(
+    task: str,
+    actions: list[Action],
     *,
+    final: str | None = "Done.",
     agent: str = "claude-agent-acp",
     catalog: list[tuple[str, str]] | None = None,
     load_skills: tuple[str, ...] = (),
     **overrides: Any,
 ) -> Rollout:
-    """A run that reads, fixes and re-runs a test: three tool calls, then a final answer, on the
-    agent's own wire. `catalog` is the startup skill catalog the harness shows; each name in
-    `load_skills` is loaded first, the harness's way (`skill_call`)."""
-    calls = [
-        ToolCall("call_1", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
-        ToolCall(
-            "call_2", "str_replace_based_edit_tool", {"command": "str_replace", "path": "dedupe.py"}
-        ),
-        ToolCall("call_3", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
-    ]
-    turns = [
-        ("Running the tests first.", [calls[0]], ["1 failed, 2 passed"]),
-        ("The key ignores case; fixing.", [calls[1]], ["The file dedupe.py has been edited."]),
-        ("Re-running the tests.", [calls[2]], ["3 passed"]),
-        ("Fixed: rows are now compared case-insensitively.", [], []),
-    ]
-    acp = [
-        AcpEvent("agent_message", text="Running the tests first."),
-        tool_event("call_1", "pytest -q tests/test_dedupe.py", "1 failed, 2 passed"),
-        tool_event("call_2", "Edit dedupe.py", "The file dedupe.py has been edited.", kind="edit"),
-        tool_event("call_3", "pytest -q tests/test_dedupe.py", "3 passed"),
-        AcpEvent("agent_message", text="Fixed: rows are now compared case-insensitively."),
-    ]
-    for n, skill in reversed(list(enumerate(load_skills))):
+    """A rollout whose agent takes `actions` in order, on its own wire, then answers `final`
+    (None: it never answered, e.g. it ran out of time). Each skill in `load_skills` is loaded first,
+    the harness's way (`skill_call`); `catalog` is the startup skill catalog the harness shows.
+    `overrides` set any other Rollout field."""
+    turns: list[tuple[str, list[ToolCall], list[str]]] = []
+    acp: list[AcpEvent] = []
+    for n, skill in enumerate(load_skills):
         call, event, output = skill_call(agent, skill, f"call_s{n}")
-        turns.insert(0, ("", [call], [output]))
-        acp.insert(0, event)
+        turns.append(("", [call], [output]))
+        acp.append(event)
+    for n, action in enumerate(actions, start=1):
+        call = ToolCall(f"call_{n}", action.tool, action.arguments)
+        turns.append((action.reply, [call], [action.output]))
+        if action.reply:
+            acp.append(AcpEvent("agent_message", text=action.reply))
+        event = tool_event(call.id, action.acp_title(), action.output, kind=action.kind)
+        if action.status != "completed":
+            event.status, event.content = action.status, []
+        acp.append(event)
+    if final is not None:
+        turns.append((final, [], []))
+        acp.append(AcpEvent("agent_message", text=final))
     tools = list(TOOLS)
+    tools += sorted({a.tool for a in actions} - set(tools))
     if agent in SKILL_TOOLS and (catalog or load_skills):
         tools.append(SKILL_TOOLS[agent])
     instruction = overrides.get("instruction", "Fix the failing tests.")
@@ -1995,3 +2100,17 @@ def fixing_run(
     for key, value in overrides.items():
         setattr(description, key, value)
     return description
+
+
+FIXING = [
+    bash("pytest -q tests/test_dedupe.py", "1 failed, 2 passed", "Running the tests first."),
+    edit("dedupe.py", reply="The key ignores case; fixing."),
+    bash("pytest -q tests/test_dedupe.py", "3 passed", "Re-running the tests."),
+]
+
+
+def fixing_run(task: str = "csv-dedupe", **kw: Any) -> Rollout:
+    """Reads, fixes and re-runs a test (three tool calls), then answers: a healthy pass."""
+    return scripted_run(
+        task, FIXING, final="Fixed: rows are now compared case-insensitively.", **kw
+    )

@@ -21,12 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.rollout_writer import (
+    FIXING,
     AcpEvent,
     Exchange,
     Rollout,
     ToolCall,
+    bash,
     damage,
     fixing_run,
+    scripted_run,
     write_job_results_jsonl,
     write_rollout,
 )
@@ -44,16 +47,30 @@ def healthy_fail(jobs: Path) -> Path:
 
 def healthy_timeout(jobs: Path) -> Path:
     """The wall-clock budget ran out between tool calls: the trajectory is complete, reward 0.0."""
-    run = fixing_run(timed_out_after=900, rewards=None)
-    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
+    run = scripted_run("csv-dedupe", FIXING, final=None, timed_out_after=900, rewards=None)
     return write_rollout(jobs, run)
 
 
 def partial_timeout(jobs: Path) -> Path:
-    """The budget ran out with a tool call still in progress: a partial trajectory."""
-    run = fixing_run(timed_out_after=900, rewards=None, partial_trajectory=True)
-    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
-    run.acp[-1].status = "in_progress"
+    """The budget ran out with the last tool call still running: a partial trajectory."""
+    actions = [*FIXING[:2], bash("pytest -q tests/test_dedupe.py", "", status="in_progress")]
+    run = scripted_run("csv-dedupe", actions, final=None, timed_out_after=900, rewards=None)
+    return write_rollout(jobs, run)
+
+
+def idle_timeout(jobs: Path) -> Path:
+    """The idle watchdog fired: execute() raised, so cleanup captures the session as partial."""
+    run = scripted_run("csv-dedupe", FIXING[:2], final=None, idle_after=600, rewards=None)
+    return write_rollout(jobs, run)
+
+
+def verifier_timeout(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(verifier_timed_out_after=600))
+
+
+def oracle_run(jobs: Path) -> Path:
+    """The oracle lane: solve.sh, no model, no LLM trajectory."""
+    run = Rollout("csv-dedupe", agent="oracle", model=None, rewards={"reward": 1.0})
     return write_rollout(jobs, run)
 
 
@@ -158,6 +175,9 @@ BASE_SCENARIOS: dict[str, Build] = {
     "docker_startup_failure": docker_startup_failure,
     "missing_api_key": missing_api_key,
     "verifier_crash": verifier_crash,
+    "idle_timeout": idle_timeout,
+    "verifier_timeout": verifier_timeout,
+    "oracle_run": oracle_run,
 }
 DAMAGED_SCENARIOS: dict[str, Build] = {
     "no_llm_trajectory": damaged(lambda d: damage.delete(d, "trajectory/llm_trajectory.jsonl")),
@@ -227,6 +247,21 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         ),
     ),
     "verifier_crash": (False, frozenset(["missing verifier reward/score"])),
+    "idle_timeout": (True, frozenset([])),
+    "verifier_timeout": (False, frozenset(["missing verifier reward/score"])),
+    "oracle_run": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: healthy rollout marked training_ready=false",
+                "<run>/results.jsonl:1: missing non-empty messages or prompt+completion",
+                "<run>/results.jsonl:1: no assistant message",
+                "missing or zero token usage in result metadata",
+                "missing or zero tool usage metadata",
+                "missing required artifact: <run>/trajectory/llm_trajectory.jsonl",
+            ]
+        ),
+    ),
     "no_llm_trajectory": (
         False,
         frozenset(["missing required artifact: <run>/trajectory/llm_trajectory.jsonl"]),
@@ -555,7 +590,7 @@ def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
         "total": 378.3,
     }
     summary = result["trajectory_summary"]
-    assert summary["tool_call_steps"] == 3 and summary["agent_message_steps"] == 2
+    assert summary["tool_call_steps"] == 3 and summary["agent_message_steps"] == 4
     assert summary["user_message_steps"] == 1 and summary["trajectory_source"] == "acp"
 
 
@@ -911,4 +946,69 @@ def test_times_are_consistent(tmp_path: Path, name: str) -> None:
         response = datetime.fromisoformat(record["response"]["timestamp"])
         setup = phases.get("environment_setup", 0) + phases.get("agent_setup", 0)
         assert started.timestamp() + setup <= request.timestamp() < response.timestamp()
-        assert response.timestamp() <= started.timestamp() + setup + phases["agent_execution"]
+        execution = phases.get("agent_execution", result["timing"]["total"] - setup)
+        assert response.timestamp() <= started.timestamp() + setup + execution
+
+
+def test_an_idle_timeout_is_captured_at_cleanup_as_partial(tmp_path: Path) -> None:
+    """execute() raised: no agent_execution time, nothing published to the verifier, the session
+    captured as partial_acp, and the unscored agent gets reward 0.0."""
+    run_dir = idle_timeout(tmp_path)
+    result = result_of(run_dir)
+    assert result["error"].startswith("Agent idle for 600s with no new tool call")
+    assert result["error_category"] == "idle_timeout" and result["rewards"] == {"reward": 0.0}
+    assert result["idle_timeout_info"]["n_tool_calls"] == 2
+    assert (result["partial_trajectory"], result["trajectory_source"]) == (True, "partial_acp")
+    assert "agent_execution" not in result["timing"]
+    assert not (run_dir / "agent" / "acp_trajectory.jsonl").exists()
+    assert row_of(run_dir)["info"]["training_ready_reason"] == "partial_trajectory"
+
+
+def test_a_verifier_timeout_leaves_no_reward_and_no_verifier_files(tmp_path: Path) -> None:
+    run_dir = verifier_timeout(tmp_path)
+    result = result_of(run_dir)
+    assert result["verifier_error"] == "verifier timed out after 600s"
+    assert result["verifier_error_category"] == "verifier_timeout" and result["rewards"] is None
+    assert result["verifier_timeout_info"] == {
+        "timeout_budget_sec": 600.0,
+        "elapsed_sec": 600.0,
+        "task_name": "csv-dedupe",
+    }
+    assert not any((run_dir / "verifier").iterdir())
+    assert not (run_dir / "rewards.jsonl").exists()
+
+
+def test_an_oracle_run_has_one_oracle_event_and_no_model_evidence(tmp_path: Path) -> None:
+    run_dir = oracle_run(tmp_path)
+    result = result_of(run_dir)
+    assert result["agent_name"] == "oracle" and result["trajectory_source"] is None
+    assert result["n_tool_calls"] == 0 and "agent_execution" not in result["timing"]
+    events = (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text().splitlines()
+    assert [json.loads(e)["type"] for e in events] == ["oracle"]
+    assert (run_dir / "agent" / "oracle.txt").is_file()
+    assert not (run_dir / "trajectory" / "llm_trajectory.jsonl").exists()
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["agent_install_timeout"] is None
+
+
+def test_a_scripted_run_shows_each_action_in_both_trajectories(tmp_path: Path) -> None:
+    """What a reward-hacking test needs: the command in the LLM call's arguments and in the ACP
+    title, under one call id."""
+    action = bash("echo 1 > /logs/verifier/reward.txt", "", "Writing the reward.")
+    run_dir = write_rollout(tmp_path, scripted_run("csv-dedupe", [action]))
+    acp = [
+        json.loads(e)
+        for e in (run_dir / "trajectory/acp_trajectory.jsonl").read_text().splitlines()
+    ]
+    call = next(e for e in acp if e["type"] == "tool_call")
+    assert (
+        call["title"] == "echo 1 > /logs/verifier/reward.txt" and call["tool_call_id"] == "call_1"
+    )
+    first = json.loads((run_dir / "trajectory/llm_trajectory.jsonl").read_text().splitlines()[0])
+    (tool_use,) = [b for b in first["response"]["body"]["content"] if b["type"] == "tool_use"]
+    assert tool_use == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "bash",
+        "input": {"command": "echo 1 > /logs/verifier/reward.txt"},
+    }
