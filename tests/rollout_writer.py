@@ -6,24 +6,28 @@ todo5/native-subscription-artifacts, 2026-08-22: the newest revision of the writ
 rollout modules are identical on main 62cc7e41). Paths below are in benchflow's repository. What each file
 holds and when it exists is summarised in /work/notes/rollout-writer.md.
 
-A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s, `AcpEvent`s,
-outcome) and calls `write_rollout(jobs_dir, rollout)`: `_init_rollout`, `_write_config`, the live ACP and
-LLM writers during execution, `cleanup` (`_write_llm_trajectory`), then `_build_rollout_result` (result.json,
+A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s on the agent's
+own wire, `AcpEvent`s, outcome) or takes `fixing_run(...)`, and calls `write_rollout(jobs_dir, rollout)`:
+`_init_rollout`, `_write_config`, sandbox.json, the live ACP and LLM trajectories, verify's
+agent/acp_trajectory.jsonl, `cleanup` (`_write_llm_trajectory`), then `_build_rollout_result` (result.json,
 timing.json, prompts.json, rewards.jsonl, results.jsonl via `build_rollout_results_record`).
 `write_job_results_jsonl` aggregates a job. `damage` holds one function per defect class the experiment-
 review validator checks.
 
 Not mirrored: `_write_trainer_artifact` (trainer/verifiers.jsonl, atif.json, adp.jsonl: no reviewer
-reads them), secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret, so
-descriptions must not carry secret-shaped strings), verifier/ contents, and `_maybe_classify_api_error`
-(a test that wants a provider api error passes its error text and diagnostic itself).
+reads them); secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret, so
+descriptions must not carry secret-shaped strings); the proxy-proven `provider api error` of
+`_maybe_classify_api_error` (refused: pass the error and diagnostic yourself); multi-scene runs, oracle
+runs, native-subscription (agent_native_acp) usage; Gemini's native GenerateContent capture (gemini and
+pi-acp are written as chat completions, an assumption).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -128,85 +132,238 @@ class Rollout:
     error: str | None = None
     verifier_error: str | None = None
     diagnostics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    timed_out_after: int | None = None  # an agent wall-clock timeout (acp/runtime.py:772)
-    partial_trajectory: bool = False
-    reached: str = "verify"  # how far the lifecycle got: setup | start | execute | verify
+    timed_out_after: int | None = None  # the wall-clock budget ran out (acp/runtime.py:772)
+    idle_after: int | None = None  # the idle watchdog fired after this many seconds (:880)
+    verifier_timed_out_after: int | None = None  # the verifier's budget ran out (_setup.py:507)
+    partial_trajectory: bool = False  # forced; otherwise derived as benchflow derives it
+    # How far the lifecycle got: setup | start | execute | verify. "execute" means execute()
+    # raised (ACP error, lost connection): no verify, and cleanup captures a partial trajectory.
+    reached: str = "verify"
+    oracle_return_code: int = 0  # agent "oracle": what oracle/solve.sh returned
     timeout_sec: int = 900
     agent_env: dict[str, str] = field(default_factory=dict)
     sandbox_id: str | None = None
     rollout_name: str | None = None
     job_name: str = "2026-11-03__09-12-44"
-    duration: float = 378.3  # seconds from started_at to finished_at
+    duration: float | None = None  # started_at to finished_at; None = the phases + 2.83 s
+    # what the task's verifier leaves in verifier/ (its own files, not benchflow's); None = reward.txt
+    verifier_outputs: dict[str, str] | None = None
 
     @property
     def name(self) -> str:
-        return self.rollout_name or f"{self.task}__5e0d1c2b"
+        """`<task>__<8 hex>` as `_init_rollout` names it; the hex is a digest of the description
+        (not uuid4) so a scenario keeps its name and two different runs never share one."""
+        if self.rollout_name:
+            return self.rollout_name
+        fields = {k: v for k, v in asdict(self).items() if k != "rollout_name"}
+        digest = hashlib.sha256(
+            json.dumps(fields, sort_keys=True, default=str).encode()
+        ).hexdigest()
+        return f"{self.task}__{digest[:8]}"
 
 
+# Harness wire formats: what each agent sends through benchflow's LiteLLM proxy --------------------
+#
+# The agent registry names each harness's API protocol (agents/registry.py: claude-agent-acp
+# "anthropic-messages", codex-acp "openai-responses"; OpenHands uses LiteLLM chat completions; pi-acp
+# and gemini leave it to the provider). `_base_record` (providers/litellm_logging.py:235) keeps only
+# model/messages/input/tools/stream of the call, so an Anthropic `system` and a Responses
+# `instructions` never reach llm_trajectory.jsonl. Gemini's native GenerateContent capture is not
+# reproduced: gemini (and pi-acp) are written as chat completions, an assumption, not the writer's.
+
+WIRES = {"claude-agent-acp": "anthropic", "codex-acp": "responses"}
+CALL_TYPES = {"chat": "acompletion", "anthropic": "anthropic_messages", "responses": "aresponses"}
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "bash": {"command": {"type": "string"}},
     "str_replace_based_edit_tool": {"command": {"type": "string"}, "path": {"type": "string"}},
     "read_file": {"path": {"type": "string"}},
     "Skill": {"skill": {"type": "string"}},
     "invoke_skill": {"name": {"type": "string"}},
+    "activate_skill": {"name": {"type": "string"}},
     "finish": {"message": {"type": "string"}},
 }
 
 
-def tool_def(name: str) -> dict[str, Any]:
-    """A request `tools` entry in chat-completions shape."""
-    params = TOOL_SCHEMAS.get(name, {})
-    return {
-        "type": "function",
-        "function": {
+def wire_of(agent: str) -> str:
+    return WIRES.get(agent, "chat")
+
+
+def tool_def(name: str, wire: str = "chat") -> dict[str, Any]:
+    """A request `tools` entry in the wire's own shape."""
+    schema = {"type": "object", "properties": TOOL_SCHEMAS.get(name, {})}
+    if wire == "anthropic":
+        return {"name": name, "description": f"{name} tool", "input_schema": schema}
+    if wire == "responses":
+        return {
+            "type": "function",
             "name": name,
             "description": f"{name} tool",
-            "parameters": {"type": "object", "properties": params},
-        },
-    }
+            "parameters": schema,
+        }
+    function = {"name": name, "description": f"{name} tool", "parameters": schema}
+    return {"type": "function", "function": function}
+
+
+def skill_catalog_text(agent: str, catalog: list[tuple[str, str]]) -> str:
+    """The startup skill catalog as each harness renders it (the experiment-review skill's
+    references/harness-skill-catalog-sop.md); pi-acp serialises none."""
+    if not catalog or agent == "pi-acp":
+        return ""
+    if agent == "openhands":
+        items = "".join(
+            f"<skill><name>{n}</name><description>{d}</description></skill>" for n, d in catalog
+        )
+        return (
+            "<SKILLS>\nThe following skills are available. To use a skill, call "
+            f'invoke_skill(name="...").\n<available_skills>{items}</available_skills>\n</SKILLS>'
+        )
+    if agent == "claude-agent-acp":
+        bullets = "\n".join(f"- {n}: {d}" for n, d in catalog)
+        return (
+            "<system-reminder>\nThe following skills are available for use with the Skill tool:"
+            f"\n\n{bullets}\n</system-reminder>"
+        )
+    if agent == "codex-acp":
+        bullets = "\n".join(f"- {n}: {d} (file: /skills/{n}/SKILL.md)" for n, d in catalog)
+        return f"<skills_instructions>\n## Skills\n### Available skills\n{bullets}\n</skills_instructions>"
+    items = "".join(
+        f"<skill><name>{n}</name><description>{d}</description>"
+        f"<location>/skills/{n}/SKILL.md</location></skill>"
+        for n, d in catalog
+    )
+    return f"# Available Agent Skills\n<available_skills>{items}</available_skills>"
+
+
+SYSTEM_PROMPTS = {
+    "openhands": "You are OpenHands agent, a helpful AI assistant.",
+    "claude-agent-acp": "You are Claude Code, Anthropic's official CLI for Claude.",
+    "codex-acp": "You are Codex, a coding agent.",
+    "gemini": "You are Gemini CLI, an interactive CLI agent.",
+    "pi-acp": "You are pi, a coding agent harness.",
+}
+
+
+def start_history(agent: str, prompt: str, catalog: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The first request's messages (or Responses `input`), catalog included where it shows."""
+    system = SYSTEM_PROMPTS.get(agent, "You are a coding agent.")
+    shown = skill_catalog_text(agent, catalog)
+    wire = wire_of(agent)
+    if wire == "anthropic":  # `system` is dropped by _base_record; Claude Code's reminder is not
+        blocks = [{"type": "text", "text": shown}] if shown else []
+        return [{"role": "user", "content": [*blocks, {"type": "text", "text": prompt}]}]
+    if wire == "responses":
+        developer = shown or "Follow the repository's conventions."
+        return [
+            {"role": "developer", "content": [{"type": "input_text", "text": developer}]},
+            {"role": "user", "content": [{"type": "input_text", "text": prompt}]},
+        ]
+    text = f"{system}\n{shown}" if shown else system
+    return [{"role": "system", "content": text}, {"role": "user", "content": prompt}]
+
+
+def turn_messages(
+    wire: str, reply: str, calls: list[ToolCall], outputs: list[str]
+) -> list[dict[str, Any]]:
+    """What the next request appends after a response: the assistant turn and each call's output."""
+    if wire == "anthropic":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": reply}] if reply else []
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls
+        ]
+        results = [
+            {"type": "tool_result", "tool_use_id": c.id, "content": o}
+            for c, o in zip(calls, outputs, strict=True)
+        ]
+        return [{"role": "assistant", "content": blocks}] + (
+            [{"role": "user", "content": results}] if results else []
+        )
+    if wire == "responses":
+        items: list[dict[str, Any]] = []
+        if reply:
+            text = [{"type": "output_text", "text": reply}]
+            items.append({"type": "message", "role": "assistant", "content": text})
+        for call, output in zip(calls, outputs, strict=True):
+            arguments = json.dumps(call.arguments)
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": arguments,
+                }
+            )
+            items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+        return items
+    assistant: dict[str, Any] = {"role": "assistant", "content": reply}
+    if calls:
+        assistant["tool_calls"] = [_chat_tool_call(c) for c in calls]
+    tools = [
+        {"role": "tool", "tool_call_id": c.id, "content": o}
+        for c, o in zip(calls, outputs, strict=True)
+    ]
+    return [assistant, *tools]
+
+
+def _chat_tool_call(call: ToolCall) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": json.dumps(call.arguments)}
+    return {"id": call.id, "type": "function", "function": function}
+
+
+def default_usage(wire: str, n_messages: int) -> dict[str, Any]:
+    """Provider usage in the wire's own keys: 1200 + 350 per history item in, 180 out."""
+    prompt = 1200 + 350 * n_messages
+    if wire == "anthropic":
+        return {"input_tokens": prompt, "output_tokens": 180}
+    if wire == "responses":
+        return {"input_tokens": prompt, "output_tokens": 180, "total_tokens": prompt + 180}
+    return {"prompt_tokens": prompt, "completion_tokens": 180, "total_tokens": prompt + 180}
 
 
 def conversation(
-    system: str,
+    agent: str,
     prompt: str,
     turns: list[tuple[str, list[ToolCall], list[str]]],
     *,
     tools: list[str],
+    catalog: list[tuple[str, str]] | None = None,
     usage: list[dict[str, Any] | None] | None = None,
 ) -> list[Exchange]:
     """Exchanges an agent harness sends: each request carries the whole history so far.
 
-    A turn is (reply, tool calls, their outputs); the next request appends the assistant message and
-    one tool message per call, so each response's call ids are consumed by the following request
-    (what `_training_success_exchange_indices` keys on).
+    A turn is (reply, tool calls, their outputs); the next request appends the assistant turn and
+    each call's output, so a response's call ids are consumed by the following request (what
+    `_training_success_exchange_indices` keys on for the chat and Responses wires).
     """
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": prompt},
-    ]
+    wire = wire_of(agent)
+    history = start_history(agent, prompt, catalog or [])
     out: list[Exchange] = []
     for index, (reply, calls, outputs) in enumerate(turns):
-        tokens = usage[index] if usage is not None else default_usage(len(history))
+        tokens = usage[index] if usage is not None else default_usage(wire, len(history))
         out.append(Exchange(list(history), tools, reply, calls, tokens))
-        assistant: dict[str, Any] = {"role": "assistant", "content": reply}
-        if calls:
-            assistant["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                }
-                for c in calls
-            ]
-        history.append(assistant)
-        for call, output in zip(calls, outputs, strict=True):
-            history.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        history = history + turn_messages(wire, reply, calls, outputs)
     return out
 
 
-def default_usage(n_messages: int) -> dict[str, Any]:
-    prompt = 1200 + 350 * n_messages
-    return {"prompt_tokens": prompt, "completion_tokens": 180, "total_tokens": prompt + 180}
+def skill_call(agent: str, skill: str, call_id: str) -> tuple[ToolCall, AcpEvent, str]:
+    """How each harness loads a skill, as a provider tool call and the ACP event benchflow records
+    (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:133). Codex and pi read
+    the SKILL.md file, which benchflow does not count as an invocation."""
+    path = f"/skills/{skill}/SKILL.md"
+    if agent == "openhands":
+        text = f"Tool: invoke_skill\n[skill: {skill}] loaded"
+        call = ToolCall(call_id, "invoke_skill", {"name": skill})
+        return call, tool_event(call_id, "invoke_skill", text, kind="other"), text
+    if agent == "claude-agent-acp":
+        text = f"Launching skill: {skill}"
+        call = ToolCall(call_id, "Skill", {"skill": skill})
+        return call, tool_event(call_id, "Skill", text, kind="other"), text
+    if agent == "gemini":
+        text = f'<activated_skill name="{skill}">instructions</activated_skill>'
+        call = ToolCall(call_id, "activate_skill", {"name": skill})
+        return call, tool_event(call_id, "activate_skill", text, kind="other"), text
+    text = f"---\nname: {skill}\n---\ninstructions"
+    call = ToolCall(call_id, "bash", {"command": f"cat {path}"})
+    return call, tool_event(call_id, f"cat {path}", text, kind="read"), text
 
 
 # _init_rollout: src/benchflow/rollout/_setup.py:256 --------------------------------------------------
@@ -221,7 +378,7 @@ def _init_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
     return rollout_dir
 
 
-# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 (resolve_task_skill_policy :.. ) --
+# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 + resolve_task_skill_policy :107 --
 
 
 def skill_metadata(rollout: Rollout) -> dict[str, Any]:
@@ -336,44 +493,113 @@ def pending_tool_calls(rollout: Rollout) -> list[str]:
 # The LLM trajectory: LiteLLM callback -> Trajectory.to_jsonl (trajectories/types.py:677) ------------
 
 
-def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[str, Any]:
-    """`LLMExchange.model_dump(mode="json")` of what `trajectory_from_litellm_callback_log`
-    (providers/litellm_logging.py:569) builds: request body from `_base_record`, response body from
-    `_record_response_body` (usage folded in, model added, `error` on a failure)."""
-    start = STARTED_AT + timedelta(seconds=20 + 30 * index)
-    end = start + timedelta(seconds=6)
-    request_body: dict[str, Any] = {"model": rollout.model, "messages": exchange.messages}
-    if exchange.tools:
-        request_body["tools"] = [tool_def(name) for name in exchange.tools]
-    request_body = {k: v for k, v in request_body.items() if v is not None}
-    if exchange.status_code == 200:
+def response_body(exchange: Exchange, index: int, rollout: Rollout, wire: str) -> dict[str, Any]:
+    """The provider's response as LiteLLM's `_jsonable` leaves it, in the wire's own shape."""
+    calls = exchange.tool_calls
+    if wire == "anthropic":
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": exchange.reply}] if exchange.reply else []
+        )
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls
+        ]
+        body: dict[str, Any] = {
+            "id": f"msg_{index:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": rollout.model,
+            "content": blocks,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
+        }
+    elif wire == "responses":
+        output: list[dict[str, Any]] = []
+        if exchange.reply:
+            text = [{"type": "output_text", "text": exchange.reply, "annotations": []}]
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{index:04d}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": text,
+                }
+            )
+        output += [
+            {
+                "type": "function_call",
+                "id": f"fc_{c.id}",
+                "call_id": c.id,
+                "name": c.name,
+                "arguments": json.dumps(c.arguments),
+                "status": "completed",
+            }
+            for c in calls
+        ]
+        body = {
+            "id": f"resp_{index:04d}",
+            "object": "response",
+            "status": "completed",
+            "model": rollout.model,
+            "output": output,
+            "incomplete_details": None,
+        }
+    else:
         message: dict[str, Any] = {"content": exchange.reply or None, "role": "assistant"}
-        if exchange.tool_calls:
+        if calls:
             message["tool_calls"] = [
                 {
                     "function": {"arguments": json.dumps(c.arguments), "name": c.name},
                     "id": c.id,
                     "type": "function",
                 }
-                for c in exchange.tool_calls
+                for c in calls
             ]
         message["function_call"] = None  # LiteLLM's Message carries both; Prime-SFT drops them
         message["provider_specific_fields"] = None
-        body: dict[str, Any] = {
+        choice = {
+            "finish_reason": "tool_calls" if calls else "stop",
+            "index": 0,
+            "message": message,
+        }
+        body = {
             "id": f"chatcmpl-{index:04d}",
-            "created": int(start.timestamp()),
+            "created": int(exchange_times(rollout, index)[0].timestamp()),
             "model": rollout.model,
             "object": "chat.completion",
-            "choices": [
-                {
-                    "finish_reason": "tool_calls" if exchange.tool_calls else "stop",
-                    "index": 0,
-                    "message": message,
-                }
-            ],
+            "choices": [choice],
         }
-        if exchange.usage is not None:
-            body["usage"] = exchange.usage
+    if exchange.usage is not None:
+        body["usage"] = exchange.usage
+    return body
+
+
+def exchange_times(rollout: Rollout, index: int) -> tuple[datetime, datetime]:
+    """Provider calls spread evenly over agent_execution, after environment and agent setup."""
+    phases = phase_seconds(rollout)
+    began = phases.get("environment_setup", 0.0) + phases.get("agent_setup", 0.0)
+    step = phases.get("agent_execution", 60.0) / (len(rollout.exchanges) + 1)
+    start = STARTED_AT + timedelta(seconds=began + step * index + 1.0)
+    return start, start + timedelta(seconds=min(6.0, step / 2))
+
+
+def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[str, Any]:
+    """`LLMExchange.model_dump(mode="json")` of what `trajectory_from_litellm_callback_log`
+    (providers/litellm_logging.py:569) builds: request body from `_base_record` (model, messages or
+    input, tools, stream; None dropped), response body from `_record_response_body` (usage folded in,
+    model added, `{"raw": null}` plus `error` on a failure), empty headers, metadata from
+    `_exchange_metadata`."""
+    wire = wire_of(rollout.agent)
+    start, end = exchange_times(rollout, index)
+    history_key = "input" if wire == "responses" else "messages"
+    request_body: dict[str, Any] = {"model": rollout.model, history_key: exchange.messages}
+    if exchange.tools:
+        request_body["tools"] = [tool_def(name, wire) for name in exchange.tools]
+    if wire != "chat":
+        request_body["stream"] = True
+    request_body = {k: v for k, v in request_body.items() if v is not None}
+    if exchange.status_code == 200:
+        body = response_body(exchange, index, rollout, wire)
     else:
         body = {"raw": None, "model": rollout.model}
         body["error"] = {"type": "APIError", "message": exchange.error or "LiteLLM error"}
@@ -382,7 +608,7 @@ def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[st
         "request": {
             "timestamp": start.isoformat(),
             "method": "POST",
-            "path": "/v1/chat/completions",
+            "path": "/v1/messages" if wire == "anthropic" else "/v1/chat/completions",
             "headers": {},
             "body": request_body,
         },
@@ -392,15 +618,15 @@ def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[st
             "headers": {},
             "body": body,
         },
-        "duration_ms": 6000.0,
+        "duration_ms": (end - start).total_seconds() * 1000,
         "metadata": {
             "request_model": rollout.model,
             "provider_model": rollout.model,
-            "call_type": "acompletion",
+            "call_type": CALL_TYPES[wire],
             "input_shape": {
-                "has_messages": True,
-                "has_input": False,
-                "n_messages": len(exchange.messages),
+                "has_messages": wire != "responses",
+                "has_input": wire == "responses",
+                "n_messages": 0 if wire == "responses" else len(exchange.messages),
             },
             "call_purpose": "agent",  # call_purpose.infer_call_purpose: "agent" but for opencode
         },
@@ -559,7 +785,7 @@ def classify_verifier_error(verifier_error: str | None) -> str | None:
     return "verifier_other"
 
 
-# Skill invocations: trajectories/metrics.py:139 is_skill_invocation_event -------------------------
+# Skill invocations: trajectories/metrics.py:133 is_skill_invocation_event -------------------------
 
 _SKILL_NAMES = {"invoke_skill", "activate_skill", "skill"}
 _SKILL_ENVELOPE = re.compile(
@@ -597,7 +823,7 @@ def is_skill_invocation_event(event: dict[str, Any]) -> bool:
 # _build_rollout_result: src/benchflow/rollout/_results.py:259 --------------------------------------
 
 
-def trajectory_summary(events: list[dict[str, Any]], rollout: Rollout, source: str | None) -> dict:
+def trajectory_summary(events: list[dict[str, Any]], partial: bool, source: str | None) -> dict:
     """_utils/result_metadata.py:40 trajectory_summary_from_events."""
     types: dict[str, int] = {}
     statuses: dict[str, int] = {}
@@ -618,67 +844,160 @@ def trajectory_summary(events: list[dict[str, Any]], rollout: Rollout, source: s
         "other_steps": steps - types.get("tool_call", 0) - named,
         "event_type_counts": types,
         "tool_call_status_counts": statuses,
-        "partial_trajectory": rollout.partial_trajectory,
+        "partial_trajectory": partial,
         "trajectory_source": source,
     }
 
 
+def committed(rollout: Rollout) -> bool:
+    """Whether execute() committed its ACP snapshot (`_commit_acp_execution`, __init__.py:1641):
+    on completion and on a BenchFlow wall-clock timeout (:1617), not when it raised otherwise."""
+    if rollout.agent == "oracle" or rollout.reached not in {"execute", "verify"}:
+        return False
+    return rollout.reached == "verify" and rollout.idle_after is None
+
+
 def outcome(rollout: Rollout) -> dict[str, Any]:
-    """Rollout._run_lifecycle (__init__.py:2100) + _record_agent_timeout (:2064): the error, rewards,
-    diagnostics, prompts, trajectory and tool count the result is built from."""
+    """Rollout._run_lifecycle (__init__.py:2100), _record_agent_timeout (:2064), execute (:1564),
+    cleanup's _capture_partial_acp_trajectory (:1491), _verify_rollout (_setup.py:451) and
+    _maybe_classify_api_error (:2546): what the result is built from."""
     executed = rollout.reached in {"execute", "verify"}
-    events = acp_events(rollout) if executed else []
     error, diagnostics = rollout.error, dict(rollout.diagnostics)
     rewards = rollout.rewards if rollout.reached == "verify" else None
+    verifier_error = rollout.verifier_error
+    if rollout.agent == "oracle":  # _run_oracle (_setup.py:369): one event, agent_name "oracle"
+        events: list[dict[str, Any]] = []
+        if executed:
+            stdout = "oracle solve.sh output"
+            command = "oracle/solve.sh"
+            code = rollout.oracle_return_code
+            events = [{"type": "oracle", "command": command, "return_code": code, "stdout": stdout}]
+    else:
+        events = acp_events(rollout) if executed else []
+    timed_out = rollout.timed_out_after is not None or rollout.idle_after is not None
+    n_tool_calls = sum(1 for e in events if e.get("type") == "tool_call")
     if rollout.timed_out_after is not None:
         error = error or f"Agent prompt exceeded wall-clock budget {rollout.timed_out_after}s"
         diagnostics["agent_timeout_info"] = {
             "reason": "wall_clock_timeout",
             "timeout_sec": float(rollout.timed_out_after),
-            "n_tool_calls": sum(1 for e in rollout.acp if e.type == "tool_call"),
+            "n_tool_calls": n_tool_calls,
             "pending_tool_call_ids": pending_tool_calls(rollout),
             "terminal_event_recorded": True,
             "terminal_trajectory_complete": not pending_tool_calls(rollout),
         }
-        if rollout.reached == "verify" and rewards is None and rollout.verifier_error is None:
-            rewards = {"reward": 0.0}  # a timed-out agent the verifier did not score scores 0
-    if rollout.partial_trajectory:
-        source: str | None = "partial_acp"
+    if rollout.idle_after is not None:
+        idle = rollout.idle_after
+        error = error or (
+            f"Agent idle for {idle}s with no new tool call, message, or thought "
+            f"(last activity {idle}s ago, {n_tool_calls} tool calls so far)"
+        )
+        diagnostics["idle_timeout_info"] = {
+            "reason": "idle_timeout",
+            "idle_timeout_sec": idle,
+            "idle_duration_sec": idle,
+            "wall_clock_elapsed_sec": int(phase_seconds(rollout)["agent_execution"]),
+            "n_tool_calls": n_tool_calls,
+            "n_message_chunks": sum(1 for e in rollout.acp if e.type == "agent_message"),
+            "n_thought_chunks": sum(1 for e in rollout.acp if e.type == "agent_thought"),
+            "last_activity_at": "2026-11-03T09:17:20.114002+00:00",
+        }
+    if rollout.verifier_timed_out_after is not None and rollout.reached == "verify":
+        budget = rollout.verifier_timed_out_after
+        verifier_error = verifier_error or f"verifier timed out after {budget}s"
+        rewards = None
+        diagnostics["verifier_timeout_info"] = {
+            "timeout_budget_sec": float(budget),
+            "elapsed_sec": round(phase_seconds(rollout)["verifier"], 1),
+            "task_name": rollout.task,
+        }
+    elif verifier_error:
+        rewards = None  # a crashed verifier returns no rewards
+    if timed_out and rollout.reached == "verify" and rewards is None and verifier_error is None:
+        rewards = {"reward": 0.0}  # __init__.py:2161: a timed-out agent the verifier left unscored
+    if error is None and committed(rollout) and extract_usage(rollout)["total_tokens"] == 0:
+        failed = sum(1 for e in rollout.exchanges if e.status_code != 200)
+        if failed and failed == len(rollout.exchanges):
+            raise ValueError(
+                "every provider call failed with no error set: benchflow writes a 'provider api "
+                "error [...]' error and api_error_info here, which this writer does not derive; "
+                "pass Rollout.error and Rollout.diagnostics['api_error_info'] yourself"
+            )
+        if n_tool_calls == 0:  # _usage.classify_api_failure: the zero-signal heuristic
+            error = (
+                "suspected provider api error: agent ended with zero tokens "
+                "and zero tool calls (no scoreable model activity)"
+            )
+            diagnostics["suspected_api_error_info"] = {
+                "total_tokens": 0,
+                "n_tool_calls": 0,
+                "total_requests": len(rollout.exchanges),
+                "failed_requests": failed,
+            }
+            rewards = None  # unhealthy by definition: the slot leaves the score denominators
+    # A wall-clock timeout with calls in flight commits a partial snapshot; an execute() that
+    # raised leaves its whole session for cleanup to capture, which marks it partial.
+    partial = rollout.partial_trajectory or bool(
+        (rollout.timed_out_after is not None and pending_tool_calls(rollout))
+        or (executed and rollout.agent != "oracle" and not committed(rollout) and events)
+    )
+    if rollout.agent == "oracle" or not executed:
+        source: str | None = None
     else:
-        source = "acp" if executed else None
+        source = "partial_acp" if partial else "acp"
     return {
         "events": events,
         "error": error,
+        "verifier_error": verifier_error,
         "rewards": rewards,
         "diagnostics": diagnostics,
         "source": source,
-        "n_tool_calls": sum(1 for e in events if e.get("type") == "tool_call"),
+        "partial": partial,
+        "n_tool_calls": n_tool_calls,
     }
 
 
-def timing(rollout: Rollout) -> dict[str, float]:
-    """Phase timings in the order the phases set them, `total` last, each rounded to 0.1 s."""
+def phase_seconds(rollout: Rollout) -> dict[str, float]:
+    """The phases' own timings in the order they set them (environment_setup in start,
+    agent_setup in connect, agent_execution when execute commits, verifier in verify), unrounded."""
     out: dict[str, float] = {}
     if rollout.reached != "setup":
         out["environment_setup"] = 41.23
-    if rollout.reached in {"execute", "verify"}:
+    if rollout.reached in {"execute", "verify"} and rollout.agent != "oracle":
         out["agent_setup"] = 12.48
-        out["agent_execution"] = float(rollout.timed_out_after or 290.02)
+        budget = rollout.timed_out_after or rollout.idle_after
+        out["agent_execution"] = float(budget or 290.02)
     if rollout.reached == "verify":
-        out["verifier"] = 31.77
-    out["total"] = rollout.duration
+        out["verifier"] = float(rollout.verifier_timed_out_after or 31.77)
+    return out
+
+
+def timing(rollout: Rollout) -> dict[str, float]:
+    """_results.py:355: `total` set last, then every entry rounded to 0.1 s; agent_execution only
+    when execute() committed (an idle timeout or ACP error leaves none)."""
+    out = phase_seconds(rollout)
+    if not committed(rollout):
+        out.pop("agent_execution", None)
+    out["total"] = total_seconds(rollout)
     return {k: round(v, 1) for k, v in out.items()}
+
+
+def total_seconds(rollout: Rollout) -> float:
+    """finished_at - started_at: the phases plus setup/install/teardown overhead."""
+    if rollout.duration is not None:
+        return rollout.duration
+    return sum(phase_seconds(rollout).values()) + 2.83
 
 
 def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
     """Writes, in order: trajectory/acp_trajectory.jsonl (final), result.json, timing.json,
     prompts.json, rewards.jsonl (when rewards has events), then results.jsonl. Returns result.json."""
     facts = outcome(rollout)
-    finished_at = STARTED_AT + timedelta(seconds=rollout.duration)
+    finished_at = STARTED_AT + timedelta(seconds=total_seconds(rollout))
     usage = extract_usage(rollout)
     events = facts["events"]
     n_skill = sum(1 for e in events if is_skill_invocation_event(e))
-    error, verifier_error = facts["error"], rollout.verifier_error
+    error, verifier_error = facts["error"], facts["verifier_error"]
     diag_categories = {"agent_timeout_info": "timeout", "idle_timeout_info": "idle_timeout"}
     diag_categories.update(sandbox_startup_info="sandbox_setup", transport_error_info="pipe_closed")
     error_category = next(
@@ -700,7 +1019,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
     write_acp_trajectory(rollout_dir, events)
     times = timing(rollout)
     agent_name = rollout.agent_name
-    if agent_name is None:
+    if agent_name is None:  # what ACP initialize reports; _run_oracle returns "oracle"
         agent_name = rollout.agent if rollout.reached in {"execute", "verify"} else ""
     result = {
         "task_name": rollout.task,
@@ -720,7 +1039,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
             "total_cached_tokens": usage["n_cache_read_tokens"],
             "total_cost_usd": usage["cost_usd"],
         },
-        "trajectory_summary": trajectory_summary(events, rollout, facts["source"]),
+        "trajectory_summary": trajectory_summary(events, facts["partial"], facts["source"]),
         "usage_tracking": usage_tracking_metadata(rollout, usage),
         "error": error,
         "error_category": error_category,
@@ -728,7 +1047,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
         "verifier_error_category": classify_verifier_error(verifier_error),
         "export_error": None,
         **{f: facts["diagnostics"].get(f) for f in DIAGNOSTIC_FIELDS},
-        "partial_trajectory": rollout.partial_trajectory,
+        "partial_trajectory": facts["partial"],
         "trajectory_source": facts["source"],
         "started_at": str(STARTED_AT),
         "finished_at": str(finished_at),
@@ -750,7 +1069,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
         model=rollout.model,
         n_tool_calls=facts["n_tool_calls"],
         prompts=prompts,
-        partial_trajectory=rollout.partial_trajectory,
+        partial_trajectory=facts["partial"],
         rewards=facts["rewards"],
         error=error,
         verifier_error=verifier_error,
@@ -798,38 +1117,71 @@ def _content_to_text(content: Any) -> str:
             if isinstance(item, str):
                 parts.append(item)
             elif isinstance(item, dict):
-                text = item.get("text") if item.get("text") is not None else item.get("content")
+                text = item.get("text")
+                if text is None:
+                    text = item.get("content")
                 if isinstance(text, str):
                     parts.append(text)
         return "\n".join(parts)
     return str(content)
 
 
-def _normalize_tool_call(call: dict[str, Any], index: int) -> dict[str, Any]:
-    """:274 (+ `_json_tool_call_arguments` :250: a JSON-object string is kept as it is)."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
-    arguments = function.get("arguments", call.get("arguments", {}))
+def _json_tool_call_arguments(arguments: Any) -> str:
+    """:250 (no secret in our inputs, so redaction changes nothing and a JSON-object string stays
+    byte for byte)."""
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
         except json.JSONDecodeError:
             parsed = {"_malformed_json_arguments": arguments}
-        arguments = arguments if isinstance(parsed, dict) else json.dumps({"_non_object": parsed})
+        else:
+            if isinstance(parsed, dict):
+                return arguments
+            parsed = {"_non_object_json_arguments": parsed}
+    elif isinstance(arguments, dict):
+        parsed = arguments
+    elif arguments is None:
+        parsed = {}
     else:
-        arguments = json.dumps(arguments if isinstance(arguments, dict) else {})
+        parsed = {"_non_object_arguments": arguments}
+    return json.dumps(parsed, allow_nan=False, default=str)
+
+
+def _normalize_tool_call(call: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    """:274."""
+    function = call.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    name = function.get("name") or call.get("name") or "tool"
+    arguments = function.get("arguments", call.get("arguments", {}))
     return {
         "id": str(call.get("id") or call.get("tool_call_id") or f"call_{index:06d}"),
         "type": "function",
-        "function": {
-            "name": str(function.get("name") or call.get("name") or "tool"),
-            "arguments": arguments,
-        },
+        "function": {"name": str(name), "arguments": _json_tool_call_arguments(arguments)},
     }
 
 
-def _normalize_message(message: dict[str, Any]) -> dict[str, Any]:
-    """:292, chat-completions messages: role, tool_call_id (tool), content as text, tool_calls;
-    every other key (function_call, provider_specific_fields, reasoning_content, ...) is dropped."""
+def _normalize_message(message: dict[str, Any], index: int) -> dict[str, Any]:
+    """:292: Responses function_call / function_call_output items become assistant / tool
+    messages; otherwise role, tool_call_id (tool), content as text, tool_calls. Every other key
+    (function_call, provider_specific_fields, reasoning_content, ...) is dropped."""
+    if message.get("type") == "function_call":
+        call = {
+            "id": message.get("call_id") or message.get("id"),
+            "type": "function",
+            "function": {"name": message.get("name"), "arguments": message.get("arguments", {})},
+        }
+        return {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [_normalize_tool_call(call, index)],
+        }
+    if message.get("type") == "function_call_output":
+        return {
+            "role": "tool",
+            "tool_call_id": str(message.get("call_id") or message.get("id") or ""),
+            "content": _content_to_text(message.get("output")),
+        }
     role = message.get("role")
     role = (
         "system" if role == "developer" else "assistant" if role == "model" else str(role or "user")
@@ -839,6 +1191,8 @@ def _normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         out["tool_call_id"] = str(message["tool_call_id"])
     out["content"] = _content_to_text(message.get("content"))
     calls = message.get("tool_calls")
+    if calls is None and isinstance(message.get("function_call"), dict):
+        calls = [message["function_call"]]
     if isinstance(calls, list) and calls:
         out["tool_calls"] = [
             _normalize_tool_call(c, i) for i, c in enumerate(calls) if isinstance(c, dict)
@@ -846,37 +1200,267 @@ def _normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _tool_defs_from_body(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """:414: every wire's tools as chat-completions function tools (Anthropic's `input_schema` is
+    not read: its tools get the empty default parameters)."""
+    tools = []
+    for item in body.get("tools") or body.get("tool_defs") or []:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("function"), dict):
+            function = dict(item["function"])
+        else:
+            function = {
+                "name": item.get("name"),
+                "description": item.get("description", ""),
+                "parameters": item.get("parameters", {"type": "object", "properties": {}}),
+            }
+        if not function.get("name"):
+            continue
+        function.setdefault("description", "")
+        function.setdefault("parameters", {"type": "object", "properties": {}})
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
+def _assistant_from_responses_response(body: dict[str, Any]) -> dict[str, Any] | None:
+    """:501."""
+    output = body.get("output")
+    if not isinstance(output, list):
+        return None
+    texts, calls = [], []
+    for item in output:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            texts.append(_content_to_text(item.get("content")))
+        elif item.get("type") in {"function_call", "tool_call"}:
+            function = {"name": item.get("name"), "arguments": item.get("arguments", {})}
+            calls.append({"id": item.get("call_id") or item.get("id"), "function": function})
+    if not texts and not calls:
+        return None
+    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(t for t in texts if t)}
+    if calls:
+        message["tool_calls"] = [_normalize_tool_call(c, i) for i, c in enumerate(calls)]
+    return message
+
+
+def _assistant_from_chat_response(body: dict[str, Any]) -> dict[str, Any] | None:
+    """:478: the first choice's message, else `message`, else Anthropic content blocks (:440,
+    tool_use blocks kept as tool calls), else a Responses output."""
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices:
+        first = choices[0]
+        if isinstance(first, dict) and isinstance(first.get("message"), dict):
+            return _normalize_message(first["message"], 0)
+    if isinstance(body.get("message"), dict):
+        return _normalize_message(body["message"], 0)
+    content = body.get("content")
+    if content:
+        if not isinstance(content, list):
+            return {"role": "assistant", "content": _content_to_text(content)}
+        calls = [
+            {
+                "id": b.get("id"),
+                "function": {"name": b.get("name"), "arguments": b.get("input", {})},
+            }
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": _content_to_text(content)}
+        if calls:
+            message["tool_calls"] = [_normalize_tool_call(c, i) for i, c in enumerate(calls)]
+        return message
+    return _assistant_from_responses_response(body)
+
+
+def _exchange_to_messages_and_tools(
+    exchange: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
+    """:540: a body with `messages` is chat (or Anthropic); otherwise Responses `instructions` +
+    `input`. Reasoning items are skipped; a system message after index 0 becomes user (:341)."""
+    request = exchange.get("request") if isinstance(exchange.get("request"), dict) else {}
+    response = exchange.get("response") if isinstance(exchange.get("response"), dict) else {}
+    body = request.get("body") if isinstance(request.get("body"), dict) else {}
+    reply = response.get("body") if isinstance(response.get("body"), dict) else {}
+    if "messages" in body:
+        raw = body["messages"] if isinstance(body["messages"], list) else []
+        messages = [
+            _normalize_message(m, i)
+            for i, m in enumerate(raw)
+            if isinstance(m, dict) and m.get("type") != "reasoning"
+        ]
+        assistant = _assistant_from_chat_response(reply)
+    else:
+        messages = []
+        if body.get("instructions"):
+            messages.append({"role": "system", "content": _content_to_text(body["instructions"])})
+        raw_input = body.get("input")
+        if isinstance(raw_input, str):
+            messages.append({"role": "user", "content": raw_input})
+        elif isinstance(raw_input, list):
+            messages += [
+                _normalize_message(m, i)
+                for i, m in enumerate(raw_input)
+                if isinstance(m, dict) and m.get("type") != "reasoning"
+            ]
+        assistant = _assistant_from_responses_response(reply)
+    if assistant is None:
+        return [], [], "no_assistant"
+    messages.append(assistant)
+    messages = [
+        {**m, "role": "user"} if m.get("role") == "system" and i else dict(m)
+        for i, m in enumerate(messages)
+    ]
+    return messages, _tool_defs_from_body(body), None
+
+
+def _align_legacy_tool_call_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:693: consecutive tool messages for one id are merged; a tool message whose id no pending
+    call has takes over the oldest pending call's id."""
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for raw in messages:
+        message = json.loads(json.dumps(raw))
+        if message.get("role") == "assistant" and isinstance(message.get("tool_calls"), list):
+            pending.extend(c for c in message["tool_calls"] if isinstance(c, dict))
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if out and out[-1].get("role") == "tool" and out[-1].get("tool_call_id") == call_id:
+                joined = (
+                    _content_to_text(out[-1].get("content")),
+                    _content_to_text(message.get("content")),
+                )
+                out[-1]["content"] = "\n".join(p for p in joined if p)
+                continue
+            match = next((i for i, c in enumerate(pending) if c.get("id") == call_id), None)
+            if match is not None:
+                pending.pop(match)
+            elif pending and call_id:
+                pending.pop(0)["id"] = call_id
+        out.append(message)
+    return out
+
+
+BANNED_ROW_KEYS = {"gold", "gold_solution", "verify_source", "tools_py", "initial_db", "db_json"}
+BANNED_ROW_KEYS |= {"target_constants", "private_reasoning", "reasoning_content", "thinking_blocks"}
+BANNED_MESSAGE_KEYS = {"reasoning_content", "thinking_blocks", "private_reasoning"}
+BANNED_MESSAGE_KEYS |= {"provider_specific_fields", "function_call"}
+
+
+def validate_prime_sft_row(row: dict[str, Any], row_num: int = 1) -> None:
+    """:791, raising ValueError with the writer's sentence on the first defect."""
+    leaked = sorted(BANNED_ROW_KEYS.intersection(row))
+    if leaked:
+        raise ValueError(f"row {row_num}: banned leakage keys present: {', '.join(leaked)}")
+    messages = row.get("messages")
+    if not (isinstance(messages, list) and messages):
+        prompt, completion = row.get("prompt"), row.get("completion")
+        messages = (
+            prompt + completion if isinstance(prompt, list) and isinstance(completion, list) else []
+        )
+    if not messages:
+        raise ValueError(f"row {row_num}: expected non-empty messages or prompt+completion lists")
+    tools = row.get("tool_defs", row.get("tools"))
+    if tools is not None and not isinstance(tools, list):
+        raise ValueError(f"row {row_num}: tool_defs/tools must be a list")
+    known = {
+        (t.get("function") or {}).get("name")
+        if isinstance(t.get("function"), dict)
+        else t.get("name")
+        for t in tools or []
+        if isinstance(t, dict)
+    } - {None, ""}
+    pending: set[str] = set()
+    for idx, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise ValueError(f"row {row_num}: messages[{idx}] must be object")
+        banned = sorted(BANNED_MESSAGE_KEYS.intersection(message))
+        if banned:
+            raise ValueError(f"row {row_num}: messages[{idx}] has banned keys: {', '.join(banned)}")
+        role = message.get("role")
+        if role not in {"system", "user", "assistant", "tool"}:
+            raise ValueError(f"row {row_num}: messages[{idx}].role invalid: {role!r}")
+        if role == "system" and idx != 0:
+            raise ValueError(f"row {row_num}: system message must be at index 0, got index {idx}")
+        if "content" not in message and "tool_calls" not in message:
+            raise ValueError(f"row {row_num}: messages[{idx}] needs content or tool_calls")
+        calls = message.get("tool_calls")
+        if calls and role != "assistant":
+            raise ValueError(f"row {row_num}: only assistant messages may contain tool_calls")
+        if role == "tool" and not message.get("tool_call_id"):
+            raise ValueError(f"row {row_num}: tool message requires tool_call_id")
+        if role == "tool" and message.get("tool_call_id") not in pending:
+            raise ValueError(f"row {row_num}: tool message references unknown tool_call_id")
+        if role == "tool":
+            pending.discard(message["tool_call_id"])
+        if calls is not None and not isinstance(calls, list):
+            raise ValueError(f"row {row_num}: messages[{idx}].tool_calls must be a list")
+        for n, call in enumerate(calls or []):
+            prefix = f"row {row_num}: messages[{idx}].tool_calls[{n}]"
+            if not isinstance(call, dict):
+                raise ValueError(f"{prefix} must be object")
+            function = call.get("function")
+            if not isinstance(function, dict):
+                raise ValueError(f"{prefix}.function must be object")
+            if not isinstance(call.get("id"), str) or not call["id"]:
+                raise ValueError(f"{prefix}.id must be a non-empty string")
+            if call.get("type") != "function":
+                raise ValueError(f"{prefix}.type must be 'function'")
+            name = function.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"{prefix}.function.name must be a non-empty string")
+            if known and name not in known:
+                raise ValueError(f"{prefix}.function.name {name!r} not found in tool_defs/tools")
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    parsed = json.loads(arguments)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(
+                        f"{prefix}.function.arguments is not valid JSON: {exc}"
+                    ) from exc
+                if not isinstance(parsed, dict):
+                    raise ValueError(f"{prefix}.function.arguments must be a JSON object")
+            elif not isinstance(arguments, dict):
+                raise ValueError(
+                    f"{prefix}.function.arguments must be a JSON object or JSON-encoded object"
+                )
+            pending.add(call["id"])
+    if not any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages):
+        raise ValueError(f"row {row_num}: no assistant message")
+    if any(isinstance(m, dict) and m.get("tool_calls") for m in messages) and not tools:
+        raise ValueError(f"row {row_num}: assistant tool_calls require non-empty tool_defs/tools")
+    for idx, tool in enumerate(tools or []):
+        if not isinstance(tool, dict):
+            raise ValueError(f"row {row_num}: tool_defs[{idx}] must be object")
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"row {row_num}: tool_defs[{idx}] missing function name")
+
+
 def normalize_prime_sft_exchange(
     exchange: dict[str, Any],
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """:1114 over `_exchange_to_messages_and_tools` (:540), chat-completions path: the request's
-    messages then the response's first choice; later system messages become user (:341)."""
-    request_body = exchange["request"]["body"]
-    choices = exchange["response"]["body"].get("choices") or []
-    if not choices or not isinstance(choices[0].get("message"), dict):
-        return None, "no_assistant"
-    messages = [
-        _normalize_message(m)
-        for m in request_body.get("messages") or []
-        if isinstance(m, dict) and m.get("type") != "reasoning"
-    ]
-    messages.append(_normalize_message(choices[0]["message"]))
-    messages = [
-        {**m, "role": "user"} if m["role"] == "system" and i else m for i, m in enumerate(messages)
-    ]
-    tool_defs = []
-    for tool in request_body.get("tools") or []:
-        function = dict(tool["function"])
-        function.setdefault("description", "")
-        function.setdefault("parameters", {"type": "object", "properties": {}})
-        tool_defs.append({"type": "function", "function": function})
+    """:1114: messages + tool_defs of one exchange, or the reason it cannot be a training step."""
+    messages, tool_defs, skip = _exchange_to_messages_and_tools(exchange)
+    if skip:
+        return None, skip
+    messages = _align_legacy_tool_call_ids(messages)
     if any(m.get("tool_calls") for m in messages) and not tool_defs:
         return None, "missing_tool_defs"
+    try:
+        validate_prime_sft_row({"messages": messages, "tool_defs": tool_defs}, 1)
+    except ValueError as exc:
+        return None, f"invalid_prime_sft_row: {exc}"
     return {"messages": messages, "tool_defs": tool_defs}, None
 
 
-def prime_sft_last_user_training_window(messages: list[dict[str, Any]]) -> tuple[list, list] | None:
-    """:355: the last user message that some assistant message follows, and everything after it."""
+def prime_sft_last_user_training_window(
+    messages: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """:355: the last user message some assistant message follows, and everything after it."""
     for idx in range(len(messages) - 2, -1, -1):
         if messages[idx].get("role") != "user":
             continue
@@ -889,38 +1473,89 @@ def prime_sft_last_user_training_window(messages: list[dict[str, Any]]) -> tuple
 # build_rollout_results_record: src/benchflow/trajectories/results.py:422 --------------------------
 
 
-def _response_call_ids(body: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """results.py:346 `_response_tool_calls`, chat-completions choices."""
-    calls = []
-    for choice in body.get("choices") or []:
-        for call in (choice.get("message") or {}).get("tool_calls") or []:
-            calls.append((str(call.get("id")), (call.get("function") or {}).get("name")))
-    return calls
+def _response_tool_calls(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """results.py:346: (call id, name) from Responses `output`, chat `choices` and a bare `message`;
+    Anthropic `content` tool_use blocks are not read, so Anthropic responses never count as
+    consumed and every distinct request keeps its last completed response."""
+
+    def from_message(message: Any) -> list[tuple[str, str | None]]:
+        if not isinstance(message, dict):
+            return []
+        out = []
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict) and (call.get("id") or call.get("tool_call_id")):
+                function = call.get("function")
+                name = function.get("name") if isinstance(function, dict) else None
+                name = name or call.get("name")
+                out.append(
+                    (str(call.get("id") or call.get("tool_call_id")), str(name) if name else None)
+                )
+        return out
+
+    calls = [
+        (
+            str(item.get("call_id") or item.get("id")),
+            str(item["name"]) if item.get("name") else None,
+        )
+        for item in body.get("output") or []
+        if isinstance(item, dict)
+        and item.get("type") in {"function_call", "tool_call"}
+        and (item.get("call_id") or item.get("id"))
+    ]
+    for choice in body.get("choices") or [] if isinstance(body.get("choices"), list) else []:
+        calls += from_message(choice.get("message") if isinstance(choice, dict) else None)
+    return calls + from_message(body.get("message"))
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _response_is_training_success(response: Any) -> bool:
+    """results.py:251: HTTP 200, an object body, status absent or "completed", not incomplete."""
+    if not isinstance(response, dict) or response.get("status_code") != 200:
+        return False
+    body = response.get("body")
+    if not isinstance(body, dict):
+        return False
+    if body.get("status") is not None and body.get("status") != "completed":
+        return False
+    return not body.get("incomplete_details")
 
 
 def training_success_exchange_indices(exchanges: list[dict[str, Any]]) -> set[int]:
-    """results.py:263: per distinct request body, the last 200/completed response whose call ids a
-    later request consumes, else the last one that is safe unconsumed (no calls, only `finish`, or
-    no later request)."""
+    """results.py:263: per distinct request body, the last successful response whose call ids a
+    later request's body mentions; else the last one that is safe unconsumed (no calls, only
+    `finish` calls, or no later request with an object body)."""
     bodies = [
-        json.dumps(e["request"]["body"], sort_keys=True, separators=(",", ":"), default=str)
+        json.dumps(
+            _dict(_dict(e.get("request")).get("body")),
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        )
         for e in exchanges
     ]
     by_request: dict[str, list[int]] = {}
     for index, exchange in enumerate(exchanges):
-        response = exchange["response"]
-        body = response.get("body") or {}
-        if response.get("status_code") != 200 or body.get("status") not in {None, "completed"}:
-            continue
-        if body.get("incomplete_details"):
-            continue
-        by_request.setdefault(bodies[index], []).append(index)
+        if _response_is_training_success(exchange.get("response")):
+            by_request.setdefault(bodies[index], []).append(index)
+
+    def calls_of(i: int) -> list[tuple[str, str | None]]:
+        return _response_tool_calls(_dict(_dict(exchanges[i].get("response")).get("body")))
+
+    def later_request(i: int) -> bool:
+        return any(
+            isinstance(_dict(later.get("request")).get("body"), dict)
+            for later in exchanges[i + 1 :]
+        )
+
     selected = set()
     for candidates in by_request.values():
         consumed = [
             i
             for i in candidates
-            if (ids := {c for c, _ in _response_call_ids(exchanges[i]["response"]["body"])})
+            if (ids := {c for c, _ in calls_of(i)})
             and any(any(c in later for c in ids) for later in bodies[i + 1 :])
         ]
         if consumed:
@@ -929,34 +1564,41 @@ def training_success_exchange_indices(exchanges: list[dict[str, Any]]) -> set[in
         safe = [
             i
             for i in candidates
-            if all(n == "finish" for _, n in _response_call_ids(exchanges[i]["response"]["body"]))
-            or i == len(exchanges) - 1
+            if not calls_of(i) or all(n == "finish" for _, n in calls_of(i)) or not later_request(i)
         ]
         if safe:
             selected.add(max(safe))
     return selected
 
 
-def _llm_steps_from_trajectory(
-    rollout_dir: Path, *, reward: float, is_truncated: bool, prefix: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
-    """results.py:152: one step per selected exchange; tool_defs merged by name, first seen wins."""
-    path = rollout_dir / "trajectory" / "llm_trajectory.jsonl"
-    if not path.exists():
-        return [], [], None
-    exchanges = []
+def load_llm_trajectory_jsonl(path: Path) -> list[dict[str, Any]]:
+    """export_prime_sft.py:121 with strict=True: a bad line is an error naming its number."""
+    records = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            return (
-                [],
-                [],
-                f"Invalid LLM trajectory JSONL: {path}: line {number}: invalid JSON: {exc}",
-            )
-        exchanges.append(record)
+            raise ValueError(f"{path}: line {number}: invalid JSON: {exc}") from exc
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}: line {number}: top-level record must be an object")
+        records.append(record)
+    return records
+
+
+def _llm_steps_from_trajectory(
+    rollout_dir: Path, *, reward: float, is_truncated: bool, prefix: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
+    """results.py:152: one step per selected exchange; tool_defs merged by name, first seen wins;
+    a selected exchange that does not normalise is an export error naming it."""
+    path = rollout_dir / "trajectory" / "llm_trajectory.jsonl"
+    if not path.exists():
+        return [], [], None
+    try:
+        exchanges = load_llm_trajectory_jsonl(path)
+    except ValueError as exc:
+        return [], [], f"Invalid LLM trajectory JSONL: {exc}"
     selected = training_success_exchange_indices(exchanges)
     steps: list[dict[str, Any]] = []
     tool_defs: list[dict[str, Any]] = []
@@ -968,12 +1610,16 @@ def _llm_steps_from_trajectory(
         if normalized is None:
             skipped.append(f"exchange {index}: {reason or 'normalization failed'}")
             continue
-        known = {tool["function"]["name"] for tool in tool_defs}
-        tool_defs += [t for t in normalized["tool_defs"] if t["function"]["name"] not in known]
-        response_body = exchange["response"]["body"]
-        extras = {"source": "llm_trajectory", "tracking_source": "litellm_callback"}
+        known = {tool["function"].get("name") for tool in tool_defs}
+        tool_defs += [t for t in normalized["tool_defs"] if t["function"].get("name") not in known]
+        response_body = _dict(_dict(exchange.get("response")).get("body"))
+        extras: dict[str, Any] = {"source": "llm_trajectory", "tracking_source": "litellm_callback"}
         extras["exchange_index"] = index
-        extras.update({k: v for k, v in exchange.get("metadata", {}).items() if k not in extras})
+        metadata = _dict(exchange.get("metadata"))
+        extras.update({str(k): v for k, v in metadata.items() if k not in extras})
+        truncated = bool(response_body.get("incomplete_details")) or (
+            response_body.get("status") == "incomplete"
+        )
         steps.append(
             {
                 "prompt": normalized["messages"][:-1],
@@ -982,18 +1628,28 @@ def _llm_steps_from_trajectory(
                 "tokens": None,
                 "reward": reward,
                 "advantage": 0.0,
-                "is_truncated": bool(response_body.get("incomplete_details")) or is_truncated,
+                "is_truncated": truncated or is_truncated,
                 "trajectory_id": f"{prefix}__llm_{index}",
                 "extras": extras,
             }
         )
     if skipped:
-        return (
-            steps,
-            tool_defs,
-            "Successful LLM exchanges were omitted from results.jsonl: " + "; ".join(skipped),
-        )
+        omitted = "Successful LLM exchanges were omitted from results.jsonl: " + "; ".join(skipped)
+        return steps, tool_defs, omitted
     return steps, tool_defs, None
+
+
+def _prime_sft_validation_error(
+    prompt: list[dict[str, Any]], completion: list[dict[str, Any]] | None, tool_defs: list
+) -> str | None:
+    """results.py:572: the top-level prompt/completion must itself be a valid Prime-SFT row."""
+    if not completion:
+        return None
+    try:
+        validate_prime_sft_row({"prompt": prompt, "completion": completion, "tool_defs": tool_defs})
+    except ValueError as exc:
+        return f"Prime-SFT results row validation failed: {exc}"
+    return None
 
 
 def build_rollout_results_record(
@@ -1034,10 +1690,17 @@ def build_rollout_results_record(
         final = steps[-1]
         full = final["prompt"] + final["completion"]
         window = prime_sft_last_user_training_window(full)
-        prompt, completion = window or (steps[0]["prompt"], full[len(steps[0]["prompt"]) :])
-    else:
+        first = list(steps[0]["prompt"])
+        if window is not None:
+            prompt, completion = window
+        elif first and len(full) >= len(first):
+            prompt, completion = first, full[len(first) :]
+        else:
+            prompt, completion = first, list(final["completion"])
+    else:  # results.py:399 _top_level_prompt_completion
         prompt, completion = [{"role": "user", "content": p} for p in prompts], None
-    effective_export_error = export_error or llm_error
+    validation_error = _prime_sft_validation_error(prompt, completion, tool_defs)
+    effective_export_error = export_error or llm_error or validation_error
     error_obj = None
     for key, value in (
         ("agent_error", error),
@@ -1060,6 +1723,8 @@ def build_rollout_results_record(
         if llm_error:
             invalid = llm_error.startswith("Invalid LLM trajectory JSONL:")
             reason = "invalid_llm_trajectory_jsonl" if invalid else "export_error"
+        elif validation_error:
+            reason = "invalid_prime_sft_row"
         elif effective_export_error:
             reason = "export_error"
         elif not steps or not completion:
@@ -1096,9 +1761,17 @@ def build_rollout_results_record(
     if inputs + outputs == 0 and total > 0:
         inputs = total
     metrics: dict[str, Any] = {"n_tool_calls": n_tool_calls, "n_prompts": len(prompts)}
-    for key, value in (rewards or {}).items():
+    for key, value in (rewards or {}).items():  # results.py:56 _metrics_from_rewards
         if key != "rubric" and isinstance(value, (int, float)) and not isinstance(value, bool):
             metrics[str(key)] = float(value)
+    for key, value in _dict((rewards or {}).get("metrics")).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            metrics[str(key)] = float(value)
+    rubric = (rewards or {}).get("rubric")
+    for idx, item in enumerate(rubric if isinstance(rubric, list) else []):
+        score = item.get("score") if isinstance(item, dict) else None
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            metrics[str(item.get("name") or f"rubric_{idx}")] = float(score)
     info = {
         "task_id": task_name,
         "task_name": task_name,
@@ -1112,6 +1785,8 @@ def build_rollout_results_record(
         "training_ready": training_ready,
         "training_ready_reason": reason,
     }
+    if isinstance(_dict(rewards).get("details"), dict):
+        info["reward_details"] = _dict(rewards)["details"]
     return {
         "example_id": 0,
         "prompt": prompt,
@@ -1200,16 +1875,51 @@ def write_job_results_jsonl(job_dir: Path) -> Path | None:
 # The whole lifecycle ---------------------------------------------------------------------------------
 
 
+def _publish_trajectory_for_verifier(rollout_dir: Path, events: list[dict[str, Any]]) -> None:
+    """rollout/_setup.py:425, at the start of verify: agent/acp_trajectory.jsonl, the same events
+    with a trailing newline, only when the trajectory is not empty."""
+    if events:
+        text = "\n".join(json.dumps(json.loads(json.dumps(e, default=str))) for e in events)
+        (rollout_dir / "agent" / "acp_trajectory.jsonl").write_text(text + "\n")
+
+
+def write_verifier_outputs(rollout_dir: Path, rollout: Rollout, facts: dict[str, Any]) -> None:
+    """The task's test.sh writes /logs/verifier/ (bind-mounted on Docker, downloaded on Daytona):
+    by default reward.txt with the scalar reward; a crashed or timed-out verifier leaves nothing."""
+    outputs = rollout.verifier_outputs
+    if outputs is None:
+        reward = (rollout.rewards or {}).get("reward")  # what the verifier itself produced
+        failed = reward is None or facts["verifier_error"]
+        outputs = {} if failed else {"reward.txt": f"{reward}\n"}
+    for name, text in outputs.items():
+        path = rollout_dir / "verifier" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def write_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
-    """Rollout.run in the writers' order: _init_rollout, _write_config (setup), sandbox.json (start),
-    the live ACP trajectory (execute), _write_llm_trajectory (cleanup), _build_rollout_result."""
+    """Rollout.run (__init__.py:2100) in the writers' order: _init_rollout and _write_config (setup),
+    sandbox.json (start), the live ACP and LLM trajectories (execute; an oracle has neither, its
+    solve.sh log lands in agent/oracle.txt), agent/acp_trajectory.jsonl and the verifier's files
+    (verify), _write_llm_trajectory (cleanup), _build_rollout_result."""
+    facts = outcome(rollout)
     rollout_dir = _init_rollout(jobs_dir, rollout)
     _write_config(rollout_dir, rollout)
     if rollout.reached != "setup":
         persist_sandbox_info(rollout_dir, rollout)
-    if rollout.reached in {"execute", "verify"}:
-        write_acp_trajectory(rollout_dir, acp_events(rollout))  # the live sink's last snapshot
-        _write_llm_trajectory(rollout_dir, rollout)
+    if rollout.reached in {"execute", "verify"} and rollout.agent == "oracle":
+        (rollout_dir / "agent" / "oracle.txt").write_text("oracle solve.sh output\n")
+    elif rollout.reached in {"execute", "verify"}:
+        write_acp_trajectory(rollout_dir, facts["events"])  # the live sink's last snapshot
+        _write_llm_trajectory(rollout_dir, rollout)  # the live writer's last poll
+    if rollout.reached == "verify":
+        # verify sees only what execute committed: after an idle timeout self._trajectory is
+        # still empty (cleanup captures it later), so nothing is published (gemini's scrape of
+        # its own session file is not mirrored)
+        if committed(rollout) or rollout.agent == "oracle":
+            _publish_trajectory_for_verifier(rollout_dir, facts["events"])
+        write_verifier_outputs(rollout_dir, rollout, facts)
+    _write_llm_trajectory(rollout_dir, rollout)  # cleanup: reconcile, the same bytes
     _build_rollout_result(rollout_dir, rollout)
     return rollout_dir
 
@@ -1310,32 +2020,97 @@ class damage:  # a namespace: `damage.strip_usage(run_dir, 1)`
 TOOLS = ["bash", "str_replace_based_edit_tool", "finish"]
 
 
-def fixing_run(task: str = "csv-dedupe", **overrides: Any) -> Rollout:
-    """Four provider exchanges (three tool calls, then a final answer) and the matching ACP events."""
-    calls = [
-        ToolCall("call_1", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
-        ToolCall(
-            "call_2", "str_replace_based_edit_tool", {"command": "str_replace", "path": "dedupe.py"}
-        ),
-        ToolCall("call_3", "bash", {"command": "pytest -q tests/test_dedupe.py"}),
-    ]
-    turns = [
-        ("Running the tests first.", [calls[0]], ["1 failed, 2 passed"]),
-        ("The key ignores case; fixing.", [calls[1]], ["The file dedupe.py has been edited."]),
-        ("Re-running the tests.", [calls[2]], ["3 passed"]),
-        ("Fixed: rows are now compared case-insensitively.", [], []),
-    ]
-    exchanges = conversation(
-        "You are a coding agent.", "Fix the failing tests.", turns, tools=TOOLS
+SKILL_TOOLS = {"openhands": "invoke_skill", "claude-agent-acp": "Skill", "gemini": "activate_skill"}
+
+
+@dataclass
+class Action:
+    """One agent step: optional text, then one tool call and what it returned.
+
+    It becomes a provider tool call in the LLM trajectory (with `arguments`) and an ACP tool_call
+    event (`title`, default the command or path, and `output` as its content), sharing one id.
+    `status` "in_progress" is a call still running when the rollout stopped (no output returned).
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    output: str = ""
+    reply: str = ""
+    title: str | None = None
+    kind: str = "execute"
+    status: str = "completed"
+
+    def acp_title(self) -> str:
+        if self.title is not None:
+            return self.title
+        return str(self.arguments.get("command") or self.arguments.get("path") or self.tool)
+
+
+def bash(command: str, output: str, reply: str = "", **kw: Any) -> Action:
+    return Action("bash", {"command": command}, output, reply, **kw)
+
+
+def edit(path: str, output: str = "", reply: str = "", **kw: Any) -> Action:
+    arguments = {"command": "str_replace", "path": path}
+    output = output or f"The file {path} has been edited."
+    return Action(
+        "str_replace_based_edit_tool", arguments, output, reply, f"Edit {path}", "edit", **kw
     )
-    acp = [
-        AcpEvent("agent_message", text="Running the tests first."),
-        tool_event("call_1", "pytest -q tests/test_dedupe.py", "1 failed, 2 passed"),
-        tool_event("call_2", "Edit dedupe.py", "The file dedupe.py has been edited.", kind="edit"),
-        tool_event("call_3", "pytest -q tests/test_dedupe.py", "3 passed"),
-        AcpEvent("agent_message", text="Fixed: rows are now compared case-insensitively."),
-    ]
-    description = Rollout(task, exchanges=exchanges, acp=acp, rewards={"reward": 1.0})
+
+
+def scripted_run(
+    task: str,
+    actions: list[Action],
+    *,
+    final: str | None = "Done.",
+    agent: str = "claude-agent-acp",
+    catalog: list[tuple[str, str]] | None = None,
+    load_skills: tuple[str, ...] = (),
+    **overrides: Any,
+) -> Rollout:
+    """A rollout whose agent takes `actions` in order, on its own wire, then answers `final`
+    (None: it never answered, e.g. it ran out of time). Each skill in `load_skills` is loaded first,
+    the harness's way (`skill_call`); `catalog` is the startup skill catalog the harness shows.
+    `overrides` set any other Rollout field."""
+    turns: list[tuple[str, list[ToolCall], list[str]]] = []
+    acp: list[AcpEvent] = []
+    for n, skill in enumerate(load_skills):
+        call, event, output = skill_call(agent, skill, f"call_s{n}")
+        turns.append(("", [call], [output]))
+        acp.append(event)
+    for n, action in enumerate(actions, start=1):
+        call = ToolCall(f"call_{n}", action.tool, action.arguments)
+        turns.append((action.reply, [call], [action.output]))
+        if action.reply:
+            acp.append(AcpEvent("agent_message", text=action.reply))
+        event = tool_event(call.id, action.acp_title(), action.output, kind=action.kind)
+        if action.status != "completed":
+            event.status, event.content = action.status, []
+        acp.append(event)
+    if final is not None:
+        turns.append((final, [], []))
+        acp.append(AcpEvent("agent_message", text=final))
+    tools = list(TOOLS)
+    tools += sorted({a.tool for a in actions} - set(tools))
+    if agent in SKILL_TOOLS and (catalog or load_skills):
+        tools.append(SKILL_TOOLS[agent])
+    instruction = overrides.get("instruction", "Fix the failing tests.")
+    exchanges = conversation(agent, instruction, turns, tools=tools, catalog=catalog)
+    description = Rollout(task, agent=agent, exchanges=exchanges, acp=acp, rewards={"reward": 1.0})
     for key, value in overrides.items():
         setattr(description, key, value)
     return description
+
+
+FIXING = [
+    bash("pytest -q tests/test_dedupe.py", "1 failed, 2 passed", "Running the tests first."),
+    edit("dedupe.py", reply="The key ignores case; fixing."),
+    bash("pytest -q tests/test_dedupe.py", "3 passed", "Re-running the tests."),
+]
+
+
+def fixing_run(task: str = "csv-dedupe", **kw: Any) -> Rollout:
+    """Reads, fixes and re-runs a test (three tool calls), then answers: a healthy pass."""
+    return scripted_run(
+        task, FIXING, final="Fixed: rows are now compared case-insensitively.", **kw
+    )

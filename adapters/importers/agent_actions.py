@@ -175,32 +175,43 @@ def _acp_call(file: str, line: int, record: dict[str, Any]) -> ToolCall:
 
 
 def _read_acp_kind(effects: _Effects, kind: str, title: str, record: dict[str, Any]) -> None:
-    diffs = [
-        b for b in _list(record.get("content")) if isinstance(b, dict) and b.get("type") == "diff"
-    ]
-    for block in diffs:
-        old, new = block.get("oldText"), block.get("newText")
-        removed, added = _changed_lines(old if isinstance(old, str) else "", _str(new))
-        effects.writes.append(
-            FileWrite(_text_or_none(block.get("path")), added, removed, old is None)
-        )
+    """What the ACP record itself shows, past its `rawInput`: diffs, locations, the title."""
+    diffs = _acp_diffs(record)
+    effects.writes.extend(diffs)
     located = [
         _str(loc.get("path")) for loc in _list(record.get("locations")) if isinstance(loc, dict)
     ]
     located = [p for p in located if p] or _title_paths(title)
     if kind == "execute" and not effects.commands and title:
-        effects.commands.extend(simple_commands(_strip_backticks(title)))
+        _read_command(effects, _strip_backticks(title))
     elif kind in ("read", "search"):
         known = {r.path for r in effects.reads}
         effects.reads.extend(FileRead(p) for p in located if p not in known)
     elif kind in ("edit", "delete", "move") and not diffs and not effects.writes:
         effects.writes.extend(FileWrite(p) for p in located)
     elif kind == "fetch" and not effects.urls and not effects.queries:
-        urls = URL.findall(title)
-        if urls:
-            effects.urls.extend(urls)
-        elif title:
-            effects.queries.append(title.strip('"'))
+        _read_fetch_title(effects, title)
+
+
+def _acp_diffs(record: dict[str, Any]) -> list[FileWrite]:
+    """ACP `diff` content blocks; an `oldText` of null is a file the call creates."""
+    writes = []
+    for block in _list(record.get("content")):
+        if isinstance(block, dict) and block.get("type") == "diff":
+            old, new = block.get("oldText"), block.get("newText")
+            removed, added = _changed_lines(old if isinstance(old, str) else "", _str(new))
+            path = _text_or_none(block.get("path"))
+            writes.append(FileWrite(path, added, removed, old is None))
+    return writes
+
+
+def _read_fetch_title(effects: _Effects, title: str) -> None:
+    """Claude Code titles a fetch `Fetch <url>` and a web search with its quoted query."""
+    urls = URL.findall(title)
+    if urls:
+        effects.urls.extend(urls)
+    elif title:
+        effects.queries.append(title.strip('"'))
 
 
 def _strip_backticks(title: str) -> str:
@@ -223,26 +234,45 @@ Found = tuple[str | None, str, dict[str, Any]]  # call id, tool name, arguments
 
 
 def _llm_calls(llm: Jsonl) -> Iterator[ToolCall]:
-    answered: set[str] = set()
-    for _line, row in llm.rows:
-        for call_id, _name, _args in _calls_in(_body(row, "response")):
-            if call_id:
-                answered.add(call_id)
+    known = {k for _, row in llm.rows for k in map(_key, _calls_in(_body(row, "response")))}
     seen: set[str] = set()
     for line, row in llm.rows:
         found = list(_calls_in(_body(row, "response")))
-        found += [c for c in _calls_in(_body(row, "request")) if c[0] not in answered]
+        found += _request_calls(_body(row, "request"), known | seen)
         for call_id, name, args in found:
-            key = call_id or json.dumps([name, args], sort_keys=True, default=str)
-            if key in seen:
+            if _key((call_id, name, args)) in seen:
                 continue
-            seen.add(key)
+            seen.add(_key((call_id, name, args)))
             effects = _Effects()
             _read_arguments(effects, name, args)
             text = f"{name} {json.dumps(args, sort_keys=True, default=str)}"
             call = effects.call(llm.name, line, name, call_id, text)
             if not call.empty:
                 yield call
+
+
+def _key(found: Found) -> str:
+    call_id, name, args = found
+    return call_id or json.dumps([name, args], sort_keys=True, default=str)
+
+
+def _request_calls(body: Any, known: set[str]) -> list[Found]:
+    """A request repeats the conversation so far, so its calls are read from the newest turn back to the
+    first turn holding a call already known (a response's, or an earlier request's): each turn once."""
+    if not isinstance(body, dict):
+        return []
+    turns = next(
+        (body[k] for k in ("messages", "input", "contents") if isinstance(body.get(k), list)), None
+    )
+    if turns is None:
+        return list(_calls_in(body))
+    newer: list[Found] = []
+    for turn in reversed(turns):
+        calls = list(_calls_in(turn))
+        if any(_key(c) in known for c in calls):
+            break
+        newer[:0] = calls
+    return newer
 
 
 def _body(row: dict[str, Any], side: str) -> Any:
@@ -339,6 +369,8 @@ def _command_lines(args: dict[str, Any], editor: bool) -> list[str]:
     code = args.get("code")
     if isinstance(code, str) and code.strip():
         lines.append(shlex.join(["python", "-c", code]))
+        # IPython cells (OpenHands' execute_ipython_cell) run `!cmd` lines in a shell
+        lines += [x.strip()[1:] for x in code.split("\n") if x.strip().startswith("!")]
     return lines
 
 
@@ -415,30 +447,41 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     program, args = command.program, list(command.words[1:])
     code = _code_of(command) if program in CODE_RUNNERS else ""
     operands = [a for a in args if not a.startswith("-") and not (code and a == code)]
-    content = command.body or (" ".join(args) if program in ("echo", "printf") else "")
+    content = command.body or (_printed(args) if program in ("echo", "printf") else "")
     writes = [FileWrite(t, content) for t in command.redirects]
-    written: list[str] = []
-    if program == "tee":
-        written = operands
-        writes += [FileWrite(p, command.body) for p in operands]
-    elif program in ("sed", "perl") and _in_place(args):
-        writes += _in_place_writes(program, args)
-        written = [w.path for w in writes if w.path]
-    elif program == "apply_patch" or _applies_patch(program, operands):
-        writes += patch_writes(command.body or (operands[0] if operands else ""), None)
-        written = operands
-    elif program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
-        written = operands[-1:]
-        writes.append(FileWrite(operands[-1]))
-    else:
-        written = _removed_or_changed(program, args, operands)
-        creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
-        writes += [FileWrite(p, new_file=creates) for p in written]
+    written, program_writes = _program_writes(command, args, operands)
+    writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
+    reads = [a for a in reads if not a.startswith("of=")]  # dd's output, a write
     if code:
         code_reads, code_writes = _code_effects(code)
         return reads + code_reads, writes + code_writes
     return reads, writes
+
+
+def _printed(args: list[str]) -> str:
+    """What `echo` / `printf` print: their words, with `\\n` and `\\t` as the characters they stand for."""
+    words = [a for a in args if a not in ("-e", "-n", "-en", "-ne", "-E")]
+    return " ".join(words).replace("\\n", "\n").replace("\\t", "\t")
+
+
+def _program_writes(
+    command: SimpleCommand, args: list[str], operands: list[str]
+) -> tuple[list[str], list[FileWrite]]:
+    """The operands a program writes (so they are not reads), and the writes with what they hold."""
+    program = command.program
+    if program == "tee":
+        return operands, [FileWrite(p, command.body) for p in operands]
+    if program in ("sed", "perl") and _in_place(args):
+        writes = _in_place_writes(program, args)
+        return [w.path for w in writes if w.path], writes
+    if program == "apply_patch" or _applies_patch(program, operands):
+        return operands, patch_writes(command.body or (operands[0] if operands else ""), None)
+    if program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
+        return operands[-1:], [FileWrite(operands[-1])]
+    written = _removed_or_changed(program, args, operands)
+    creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
+    return written, [FileWrite(p, new_file=creates) for p in written]
 
 
 def _applies_patch(program: str, operands: list[str]) -> bool:

@@ -340,10 +340,25 @@ _GIT_RULES = {
     "ls-remote": _always,
     "cherry-pick": _always,
     "cherry": _always,
+    "rev-parse": _revisions,
+    "merge-base": _revisions,
+    "ls-tree": _revisions,
+    "diff-tree": _revisions,
+    "format-patch": _revisions,
+    "worktree": _revisions,
 }
 
 
 # ---- process control, copies -------------------------------------------------------------------
+
+
+def runner_kill_by_lookup(commands: tuple[SimpleCommand, ...]) -> list[Hit]:
+    """`kill $(pgrep -f pytest)`: a kill whose process ids come from a lookup of the test runner."""
+    kills = [c for c in commands if c.program in ("kill", "pkill", "killall")]
+    lookups = [c for c in commands if c.program in ("pgrep", "pidof") and RUNNERS.search(c.text)]
+    if kills and lookups:
+        return [("test_runner_kill", f"{kills[0].text} ... {lookups[0].text}")]
+    return []
 
 
 def _kill(command: SimpleCommand) -> list[Hit]:

@@ -12,6 +12,7 @@ prints the table again). Issues are the validator's own sentences with the run d
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,13 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.rollout_writer import (
+    FIXING,
+    AcpEvent,
     Exchange,
     Rollout,
     ToolCall,
+    bash,
     damage,
-    default_usage,
     fixing_run,
-    tool_event,
+    scripted_run,
     write_job_results_jsonl,
     write_rollout,
 )
@@ -44,55 +47,83 @@ def healthy_fail(jobs: Path) -> Path:
 
 def healthy_timeout(jobs: Path) -> Path:
     """The wall-clock budget ran out between tool calls: the trajectory is complete, reward 0.0."""
-    run = fixing_run(timed_out_after=900, rewards=None, duration=990.0)  # phases fit in the total
-    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
+    run = scripted_run("csv-dedupe", FIXING, final=None, timed_out_after=900, rewards=None)
     return write_rollout(jobs, run)
 
 
 def partial_timeout(jobs: Path) -> Path:
-    """The budget ran out with a tool call still in progress: a partial trajectory."""
-    run = fixing_run(timed_out_after=900, rewards=None, partial_trajectory=True, duration=990.0)
-    run.exchanges, run.acp = run.exchanges[:3], run.acp[:4]
-    run.acp[-1].status = "in_progress"
+    """The budget ran out with the last tool call still running: a partial trajectory."""
+    actions = [*FIXING[:2], bash("pytest -q tests/test_dedupe.py", "", status="in_progress")]
+    run = scripted_run("csv-dedupe", actions, final=None, timed_out_after=900, rewards=None)
     return write_rollout(jobs, run)
 
 
-def with_skill_openhands(jobs: Path) -> Path:
-    """OpenHands in with-skill mode loads the task skill with `invoke_skill` before working."""
-    run = fixing_run(agent="openhands", skill_mode="with-skill")
-    skill = ToolCall("call_0", "invoke_skill", {"name": "csv-tools"})
-    first = run.exchanges[0]
-    tools = [*first.tools, "invoke_skill"]
-    run.exchanges.insert(0, Exchange(first.messages, tools, "", [skill], default_usage(2)))
-    loaded = "Tool: invoke_skill\n[skill: csv-tools] loaded"
-    run.acp.insert(0, tool_event("call_0", "invoke_skill", loaded, kind="other"))
-    for exchange in run.exchanges[1:]:  # later requests carry the skill call and its result
-        exchange.tools = [*exchange.tools, "invoke_skill"]
-        exchange.messages = [
-            *exchange.messages[:2],
-            {"role": "assistant", "content": "", "tool_calls": [_chat_call(skill)]},
-            {"role": "tool", "tool_call_id": "call_0", "content": loaded},
-            *exchange.messages[2:],
-        ]
+def idle_timeout(jobs: Path) -> Path:
+    """The idle watchdog fired: execute() raised, so cleanup captures the session as partial."""
+    run = scripted_run("csv-dedupe", FIXING[:2], final=None, idle_after=600, rewards=None)
     return write_rollout(jobs, run)
 
 
-def _chat_call(call: ToolCall) -> dict:
-    arguments = json.dumps(call.arguments)
-    return {
-        "id": call.id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": arguments},
-    }
+def verifier_timeout(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(verifier_timed_out_after=600))
+
+
+def oracle_run(jobs: Path) -> Path:
+    """The oracle lane: solve.sh, no model, no LLM trajectory."""
+    run = Rollout("csv-dedupe", agent="oracle", model=None, rewards={"reward": 1.0})
+    return write_rollout(jobs, run)
+
+
+TASK_SKILL = ("csv-tools", "Read, clean and deduplicate CSV files.")
+GLOBAL_SKILL = ("code-review", "Review a change for defects.")  # a harness-global skill
+
+
+def with_skill(agent: str) -> Build:
+    """A with-skill run: the task's skill is in the startup catalog and is loaded first."""
+
+    def build(jobs: Path) -> Path:
+        run = fixing_run(
+            agent=agent,
+            skill_mode="with-skill",
+            catalog=[TASK_SKILL, GLOBAL_SKILL],
+            load_skills=(TASK_SKILL[0],),
+        )
+        return write_rollout(jobs, run)
+
+    return build
+
+
+def with_skill_never_loaded(jobs: Path) -> Path:
+    """with-skill in config.json, but the catalog shows harness-global skills only, none loaded."""
+    return write_rollout(jobs, fixing_run(skill_mode="with-skill", catalog=[GLOBAL_SKILL]))
+
+
+def no_skill_with_global_catalog(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(catalog=[GLOBAL_SKILL]))
+
+
+def no_skill_loads_task_skill(jobs: Path) -> Path:
+    """A no-skill run that nevertheless sees and loads the task's skill (leakage)."""
+    run = fixing_run(catalog=[TASK_SKILL, GLOBAL_SKILL], load_skills=(TASK_SKILL[0],))
+    return write_rollout(jobs, run)
+
+
+def openhands_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="openhands", model="gpt-5"))
+
+
+def codex_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="codex-acp", model="gpt-5-codex"))
+
+
+def pi_pass(jobs: Path) -> Path:
+    return write_rollout(jobs, fixing_run(agent="pi-acp", model="gpt-5"))
 
 
 def gemini_daytona(jobs: Path) -> Path:
-    return write_rollout(
-        jobs,
-        fixing_run(
-            agent="gemini", model="gemini-2.5-pro", environment="daytona", sandbox_id="sb-7f3a"
-        ),
-    )
+    run = fixing_run(agent="gemini", model="gemini-2.5-pro", environment="daytona")
+    run.sandbox_id = "sb-7f3a"
+    return write_rollout(jobs, run)
 
 
 def docker_startup_failure(jobs: Path) -> Path:
@@ -107,7 +138,7 @@ def missing_api_key(jobs: Path) -> Path:
     run.exchanges = [Exchange(run.exchanges[0].messages, run.exchanges[0].tools, status_code=401)]
     run.exchanges[0].error = "AuthenticationError: invalid x-api-key"
     run.acp = []
-    run.error = "ACP error -32603: Internal error (provider auth failed (HTTP 401))"
+    run.error = "ACP error -32603: Internal error | provider auth failed (HTTP 401)"  # :2431
     return write_rollout(jobs, run)
 
 
@@ -125,16 +156,30 @@ def damaged(step: Callable[[Path], None], base: Build = healthy_pass) -> Build:
     return build
 
 
-SCENARIOS: dict[str, Build] = {
+BASE_SCENARIOS: dict[str, Build] = {
     "healthy_pass": healthy_pass,
     "healthy_fail": healthy_fail,
     "healthy_timeout": healthy_timeout,
     "partial_timeout": partial_timeout,
-    "with_skill_openhands": with_skill_openhands,
+    "openhands_pass": openhands_pass,
+    "codex_pass": codex_pass,
+    "pi_pass": pi_pass,
     "gemini_daytona": gemini_daytona,
+    "with_skill_openhands": with_skill("openhands"),
+    "with_skill_claude": with_skill("claude-agent-acp"),
+    "with_skill_codex": with_skill("codex-acp"),
+    "with_skill_gemini": with_skill("gemini"),
+    "with_skill_never_loaded": with_skill_never_loaded,
+    "no_skill_with_global_catalog": no_skill_with_global_catalog,
+    "no_skill_loads_task_skill": no_skill_loads_task_skill,
     "docker_startup_failure": docker_startup_failure,
     "missing_api_key": missing_api_key,
     "verifier_crash": verifier_crash,
+    "idle_timeout": idle_timeout,
+    "verifier_timeout": verifier_timeout,
+    "oracle_run": oracle_run,
+}
+DAMAGED_SCENARIOS: dict[str, Build] = {
     "no_llm_trajectory": damaged(lambda d: damage.delete(d, "trajectory/llm_trajectory.jsonl")),
     "no_acp_trajectory": damaged(lambda d: damage.delete(d, "trajectory/acp_trajectory.jsonl")),
     "no_results_row": damaged(lambda d: damage.delete(d, "results.jsonl")),
@@ -152,6 +197,7 @@ SCENARIOS: dict[str, Build] = {
     "no_reward": damaged(damage.drop_reward),
     "no_timing": damaged(damage.drop_timing),
 }
+SCENARIOS = {**BASE_SCENARIOS, **DAMAGED_SCENARIOS}
 
 # Observed from validate_run_artifacts.py at benchflow 17a3573b on the directories SCENARIOS builds.
 VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
@@ -159,8 +205,17 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
     "healthy_fail": (True, frozenset([])),
     "healthy_timeout": (True, frozenset([])),
     "partial_timeout": (True, frozenset([])),
-    "with_skill_openhands": (True, frozenset([])),
+    "openhands_pass": (True, frozenset([])),
+    "codex_pass": (True, frozenset([])),
+    "pi_pass": (True, frozenset([])),
     "gemini_daytona": (True, frozenset([])),
+    "with_skill_openhands": (True, frozenset([])),
+    "with_skill_claude": (True, frozenset([])),
+    "with_skill_codex": (True, frozenset([])),
+    "with_skill_gemini": (True, frozenset([])),
+    "with_skill_never_loaded": (True, frozenset([])),
+    "no_skill_with_global_catalog": (True, frozenset([])),
+    "no_skill_loads_task_skill": (True, frozenset([])),
     "docker_startup_failure": (
         False,
         frozenset(
@@ -192,6 +247,21 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         ),
     ),
     "verifier_crash": (False, frozenset(["missing verifier reward/score"])),
+    "idle_timeout": (True, frozenset([])),
+    "verifier_timeout": (False, frozenset(["missing verifier reward/score"])),
+    "oracle_run": (
+        False,
+        frozenset(
+            [
+                "<run>/results.jsonl:1: healthy rollout marked training_ready=false",
+                "<run>/results.jsonl:1: missing non-empty messages or prompt+completion",
+                "<run>/results.jsonl:1: no assistant message",
+                "missing or zero token usage in result metadata",
+                "missing or zero tool usage metadata",
+                "missing required artifact: <run>/trajectory/llm_trajectory.jsonl",
+            ]
+        ),
+    ),
     "no_llm_trajectory": (
         False,
         frozenset(["missing required artifact: <run>/trajectory/llm_trajectory.jsonl"]),
@@ -207,7 +277,7 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
             [
                 "<run>/results.jsonl:1: results exchange indices [0, 1, 2, 3] != successful LLM exchange indices [0, 1, 2]",
                 "<run>/results.jsonl:1: results trajectory steps 4 != successful LLM responses 3",
-                "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Unterminated string starting at",
+                "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Expecting value",
             ]
         ),
     ),
@@ -324,6 +394,8 @@ COMPLETED_RUN_FILES = {
     "trajectory",
     "trajectory/acp_trajectory.jsonl",
     "trajectory/llm_trajectory.jsonl",
+    "agent/acp_trajectory.jsonl",
+    "verifier/reward.txt",
     "config.json",
     "result.json",
     "timing.json",
@@ -339,8 +411,17 @@ def files(run_dir: Path) -> set[str]:
 
 def test_a_completed_run_has_the_writers_files_under_jobs_job_task_hash(tmp_path: Path) -> None:
     run_dir = healthy_pass(tmp_path)
-    assert run_dir.relative_to(tmp_path) == Path("2026-11-03__09-12-44/csv-dedupe__5e0d1c2b")
+    assert run_dir.parent == tmp_path / "2026-11-03__09-12-44"
+    assert re.fullmatch(r"csv-dedupe__[0-9a-f]{8}", run_dir.name)
     assert files(run_dir) == COMPLETED_RUN_FILES
+
+
+def test_rollout_names_are_stable_and_distinct(tmp_path: Path) -> None:
+    """Every undamaged scenario can share one job directory: no two share a rollout name."""
+    assert fixing_run().name == fixing_run().name
+    built = {BASE_SCENARIOS[name](tmp_path).name for name in BASE_SCENARIOS}
+    assert len(built) == len(BASE_SCENARIOS)
+    assert len(list((tmp_path / "2026-11-03__09-12-44").iterdir())) == len(BASE_SCENARIOS)
 
 
 def test_a_sandbox_that_never_started_leaves_no_llm_trajectory_and_no_rewards(
@@ -349,6 +430,8 @@ def test_a_sandbox_that_never_started_leaves_no_llm_trajectory_and_no_rewards(
     run_dir = docker_startup_failure(tmp_path)
     assert files(run_dir) == COMPLETED_RUN_FILES - {
         "trajectory/llm_trajectory.jsonl",
+        "agent/acp_trajectory.jsonl",
+        "verifier/reward.txt",
         "rewards.jsonl",
     }
     assert (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text() == ""
@@ -474,9 +557,10 @@ def result_of(run_dir: Path) -> dict:
 
 
 def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
-    result = result_of(healthy_pass(tmp_path))
+    run_dir = healthy_pass(tmp_path)
+    result = result_of(run_dir)
     assert list(result) == RESULT_KEYS
-    assert result["rollout_name"] == "csv-dedupe__5e0d1c2b" and result["rewards"] == {"reward": 1.0}
+    assert result["rollout_name"] == run_dir.name and result["rewards"] == {"reward": 1.0}
     assert result["n_tool_calls"] == 3 and result["n_skill_invocations"] == 0
     agent_result = result["agent_result"]
     assert list(agent_result) == [
@@ -492,8 +576,8 @@ def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
         "usage_source",
         "price_source",
     ]
-    # default_usage: prompt 1200 + 350 * messages (2, 4, 6, 8), completion 180 per response
-    assert agent_result["n_input_tokens"] == 4 * 1200 + 350 * (2 + 4 + 6 + 8)
+    # default_usage: 1200 + 350 per Anthropic history message (1, 3, 5, 7) in, 180 out
+    assert agent_result["n_input_tokens"] == 4 * 1200 + 350 * (1 + 3 + 5 + 7)
     assert agent_result["n_output_tokens"] == 4 * 180
     assert agent_result["total_tokens"] == agent_result["n_input_tokens"] + 4 * 180
     assert agent_result["usage_source"] == "provider_response"
@@ -506,7 +590,7 @@ def test_result_json_keys_usage_and_counts(tmp_path: Path) -> None:
         "total": 378.3,
     }
     summary = result["trajectory_summary"]
-    assert summary["tool_call_steps"] == 3 and summary["agent_message_steps"] == 2
+    assert summary["tool_call_steps"] == 3 and summary["agent_message_steps"] == 4
     assert summary["user_message_steps"] == 1 and summary["trajectory_source"] == "acp"
 
 
@@ -534,12 +618,43 @@ def test_a_timeout_with_a_call_in_flight_is_partial(tmp_path: Path) -> None:
     assert result["agent_timeout_info"]["pending_tool_call_ids"] == ["call_3"]
 
 
-def test_with_skill_records_the_mount_and_counts_the_invocation(tmp_path: Path) -> None:
-    result = result_of(with_skill_openhands(tmp_path))
+@pytest.mark.parametrize(
+    ("agent", "invocations"),
+    [("openhands", 1), ("claude-agent-acp", 1), ("gemini", 1), ("codex-acp", 0)],
+)
+def test_with_skill_records_the_mount_and_counts_the_invocation(
+    tmp_path: Path, agent: str, invocations: int
+) -> None:
+    """Codex loads a skill by reading its SKILL.md: benchflow does not count a `read` as one."""
+    result = result_of(with_skill(agent)(tmp_path))
     assert result["skill_mode"] == "with-skill" and result["skill_source"] == "task_bundled"
     assert result["skills_sandbox_dir"] == "/skills" and result["include_task_skills"] is True
     assert result["effective_skills_dir"] == "tasks/csv-dedupe/environment/skills"
-    assert result["n_skill_invocations"] == 1 and result["n_tool_calls"] == 4
+    assert result["n_skill_invocations"] == invocations and result["n_tool_calls"] == 4
+
+
+CATALOG_MARKERS = {
+    "openhands": "<available_skills><skill><name>csv-tools</name>",
+    "claude-agent-acp": "The following skills are available for use with the Skill tool:\n\n- csv-tools: ",
+    "codex-acp": "<skills_instructions>",
+    "gemini": "# Available Agent Skills",
+}
+
+
+@pytest.mark.parametrize("agent", sorted(CATALOG_MARKERS))
+def test_the_startup_catalog_is_in_the_first_captured_request(tmp_path: Path, agent: str) -> None:
+    """Where each harness shows its catalog, and the wire benchflow's capture keeps."""
+    run_dir = with_skill(agent)(tmp_path)
+    first = json.loads(
+        (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()[0]
+    )
+    body = first["request"]["body"]
+    assert CATALOG_MARKERS[agent] in json.dumps(
+        body["input" if agent == "codex-acp" else "messages"]
+    ).replace("\\n", "\n")
+    expected_path = "/v1/messages" if agent == "claude-agent-acp" else "/v1/chat/completions"
+    assert first["request"]["path"] == expected_path
+    assert "system" not in body and "instructions" not in body  # _base_record keeps neither
 
 
 def test_error_categories(tmp_path: Path) -> None:
@@ -605,7 +720,7 @@ def test_a_healthy_row_is_training_ready_with_one_step_per_exchange(tmp_path: Pa
     ]
     steps = row["trajectory"]
     assert [s["extras"]["exchange_index"] for s in steps] == [0, 1, 2, 3]
-    assert steps[0]["trajectory_id"] == "csv-dedupe__5e0d1c2b__llm_0"
+    assert steps[0]["trajectory_id"] == f"{run_dir.name}__llm_0"
     assert list(steps[0]) == [
         "prompt",
         "completion",
@@ -617,11 +732,36 @@ def test_a_healthy_row_is_training_ready_with_one_step_per_exchange(tmp_path: Pa
         "trajectory_id",
         "extras",
     ]
-    # the last-user window: the instruction, then every assistant/tool turn after it
+    # Anthropic tool results travel as user messages, so the last-user window is the last
+    # tool result and the final answer
+    assert row["prompt"] == [{"role": "user", "content": "3 passed"}]
+    assert row["completion"] == [
+        {"role": "assistant", "content": "Fixed: rows are now compared case-insensitively."}
+    ]
+    tool_use = steps[0]["completion"][0]["tool_calls"][0]
+    assert tool_use["function"] == {
+        "name": "bash",
+        "arguments": json.dumps({"command": "pytest -q tests/test_dedupe.py"}),
+    }
+
+
+@pytest.mark.parametrize(
+    ("build", "completion_roles"),
+    [
+        (openhands_pass, ["assistant", "tool"] * 3 + ["assistant"]),
+        (codex_pass, ["assistant", "assistant", "tool"] * 3 + ["assistant"]),
+    ],
+)
+def test_chat_and_responses_rows_keep_every_turn_after_the_instruction(
+    tmp_path: Path, build: Build, completion_roles: list[str]
+) -> None:
+    """OpenAI-style tool results are tool messages: the window starts at the instruction. LiteLLM's
+    function_call / provider_specific_fields never reach the row."""
+    row = row_of(build(tmp_path))
+    assert row["info"]["training_ready"] is True
     assert row["prompt"] == [{"role": "user", "content": "Fix the failing tests."}]
-    assert [m["role"] for m in row["completion"]] == ["assistant", "tool"] * 3 + ["assistant"]
-    # LiteLLM's function_call / provider_specific_fields never reach the row
-    for message in row["completion"] + steps[-1]["prompt"]:
+    assert [m["role"] for m in row["completion"]] == completion_roles
+    for message in row["completion"] + row["trajectory"][-1]["prompt"]:
         assert set(message) <= {"role", "content", "tool_calls", "tool_call_id"}
 
 
@@ -685,7 +825,7 @@ def test_a_retried_request_keeps_only_the_response_that_was_consumed(tmp_path: P
 
 
 def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path) -> None:
-    job = healthy_pass(tmp_path).parent
+    job = write_rollout(tmp_path, fixing_run(rollout_name="csv-dedupe__00000001")).parent
     write_rollout(
         tmp_path, fixing_run(rollout_name="csv-dedupe__00000002", rewards={"reward": 0.0})
     )
@@ -694,8 +834,8 @@ def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path)
     assert out == job / "results.jsonl"
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["info"]["rollout_name"], r["example_id"]) for r in rows] == [
+        ("csv-dedupe__00000001", 0),
         ("csv-dedupe__00000002", 0),
-        ("csv-dedupe__5e0d1c2b", 0),
         ("log-parse__00000003", 1),
     ]
     assert not (job / "results.errors.json").exists()
@@ -757,3 +897,118 @@ def test_damage_to_the_llm_trajectory_hits_one_exchange(tmp_path: Path) -> None:
         for line in (run_dir / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()
     ]
     assert ["usage" in r["response"]["body"] for r in records] == [True, False, True, True]
+
+
+def test_zero_tokens_and_zero_tool_calls_without_an_error_is_a_suspected_api_error(
+    tmp_path: Path,
+) -> None:
+    """_maybe_classify_api_error: the verifier's reward is dropped, the slot is unscored."""
+    run = fixing_run()
+    run.exchanges, run.acp = [], [AcpEvent("agent_message", text="I cannot use that model.")]
+    result = result_of(write_rollout(tmp_path, run))
+    assert result["error"].startswith("suspected provider api error: agent ended with zero tokens")
+    assert result["error_category"] == "suspected_api_error" and result["rewards"] is None
+    assert result["suspected_api_error_info"] == {
+        "total_tokens": 0,
+        "n_tool_calls": 0,
+        "total_requests": 0,
+        "failed_requests": 0,
+    }
+
+
+def test_a_run_whose_every_call_failed_needs_its_error_spelled_out(tmp_path: Path) -> None:
+    """The proxy-proven api_error is not derived here: the writer refuses rather than guess."""
+    run = fixing_run()
+    run.exchanges = [Exchange(run.exchanges[0].messages, status_code=429, error="rate limited")]
+    with pytest.raises(ValueError, match=r"pass Rollout\.error"):
+        write_rollout(tmp_path, run)
+
+
+@pytest.mark.parametrize("name", sorted(BASE_SCENARIOS))
+def test_times_are_consistent(tmp_path: Path, name: str) -> None:
+    """The total covers the phases and every provider call falls between started_at and
+    finished_at (an audit reads overlaps as verifier-isolation evidence)."""
+    from datetime import datetime
+
+    run_dir = BASE_SCENARIOS[name](tmp_path)
+    result = result_of(run_dir)
+    phases = {k: v for k, v in result["timing"].items() if k != "total"}
+    assert result["timing"]["total"] >= sum(phases.values())
+    started = datetime.fromisoformat(result["started_at"])
+    finished = datetime.fromisoformat(result["finished_at"])
+    assert (finished - started).total_seconds() == pytest.approx(
+        result["timing"]["total"], abs=0.05
+    )
+    llm = run_dir / "trajectory" / "llm_trajectory.jsonl"
+    for line in llm.read_text().splitlines() if llm.exists() else []:
+        record = json.loads(line)
+        request = datetime.fromisoformat(record["request"]["timestamp"])
+        response = datetime.fromisoformat(record["response"]["timestamp"])
+        setup = phases.get("environment_setup", 0) + phases.get("agent_setup", 0)
+        assert started.timestamp() + setup <= request.timestamp() < response.timestamp()
+        execution = phases.get("agent_execution", result["timing"]["total"] - setup)
+        assert response.timestamp() <= started.timestamp() + setup + execution
+
+
+def test_an_idle_timeout_is_captured_at_cleanup_as_partial(tmp_path: Path) -> None:
+    """execute() raised: no agent_execution time, nothing published to the verifier, the session
+    captured as partial_acp, and the unscored agent gets reward 0.0."""
+    run_dir = idle_timeout(tmp_path)
+    result = result_of(run_dir)
+    assert result["error"].startswith("Agent idle for 600s with no new tool call")
+    assert result["error_category"] == "idle_timeout" and result["rewards"] == {"reward": 0.0}
+    assert result["idle_timeout_info"]["n_tool_calls"] == 2
+    assert (result["partial_trajectory"], result["trajectory_source"]) == (True, "partial_acp")
+    assert "agent_execution" not in result["timing"]
+    assert not (run_dir / "agent" / "acp_trajectory.jsonl").exists()
+    assert row_of(run_dir)["info"]["training_ready_reason"] == "partial_trajectory"
+
+
+def test_a_verifier_timeout_leaves_no_reward_and_no_verifier_files(tmp_path: Path) -> None:
+    run_dir = verifier_timeout(tmp_path)
+    result = result_of(run_dir)
+    assert result["verifier_error"] == "verifier timed out after 600s"
+    assert result["verifier_error_category"] == "verifier_timeout" and result["rewards"] is None
+    assert result["verifier_timeout_info"] == {
+        "timeout_budget_sec": 600.0,
+        "elapsed_sec": 600.0,
+        "task_name": "csv-dedupe",
+    }
+    assert not any((run_dir / "verifier").iterdir())
+    assert not (run_dir / "rewards.jsonl").exists()
+
+
+def test_an_oracle_run_has_one_oracle_event_and_no_model_evidence(tmp_path: Path) -> None:
+    run_dir = oracle_run(tmp_path)
+    result = result_of(run_dir)
+    assert result["agent_name"] == "oracle" and result["trajectory_source"] is None
+    assert result["n_tool_calls"] == 0 and "agent_execution" not in result["timing"]
+    events = (run_dir / "trajectory" / "acp_trajectory.jsonl").read_text().splitlines()
+    assert [json.loads(e)["type"] for e in events] == ["oracle"]
+    assert (run_dir / "agent" / "oracle.txt").is_file()
+    assert not (run_dir / "trajectory" / "llm_trajectory.jsonl").exists()
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["agent_install_timeout"] is None
+
+
+def test_a_scripted_run_shows_each_action_in_both_trajectories(tmp_path: Path) -> None:
+    """What a reward-hacking test needs: the command in the LLM call's arguments and in the ACP
+    title, under one call id."""
+    action = bash("echo 1 > /logs/verifier/reward.txt", "", "Writing the reward.")
+    run_dir = write_rollout(tmp_path, scripted_run("csv-dedupe", [action]))
+    acp = [
+        json.loads(e)
+        for e in (run_dir / "trajectory/acp_trajectory.jsonl").read_text().splitlines()
+    ]
+    call = next(e for e in acp if e["type"] == "tool_call")
+    assert (
+        call["title"] == "echo 1 > /logs/verifier/reward.txt" and call["tool_call_id"] == "call_1"
+    )
+    first = json.loads((run_dir / "trajectory/llm_trajectory.jsonl").read_text().splitlines()[0])
+    (tool_use,) = [b for b in first["response"]["body"]["content"] if b["type"] == "tool_use"]
+    assert tool_use == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "bash",
+        "input": {"command": "echo 1 > /logs/verifier/reward.txt"},
+    }
