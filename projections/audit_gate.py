@@ -345,6 +345,18 @@ def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason
                 f"no-skill, but the task's skills were used: {_traces(access)}",
             )
         ]
+    invoked = list(skills.get("invocations") or ())
+    if invoked and not skills.get("expected_task_skills"):
+        # The SOP scans a no-skill run for skill invocations; with the task's skills unnamed, an invoked
+        # skill may be one of them, and a gate does not pass what it cannot tell.
+        return [
+            (
+                "skill-loading",
+                LEAKAGE,
+                "no-skill, but a skill was invoked and the task's skills are not named, so it may be "
+                f"one of them: {_traces(invoked)}",
+            )
+        ]
     return []
 
 
