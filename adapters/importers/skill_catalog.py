@@ -290,9 +290,10 @@ def _acp_prompts(acp: Jsonl) -> Iterator[tuple[int, str, str]]:
         if row.get("type") == "tool_call":
             return
         text = row.get("text")
-        if row.get("type") == "agent_thought" and isinstance(text, str):
-            if any(anchor in text for anchor in anchors):
-                yield line, "text", text.split(SYSTEM_PROMPT, 1)[-1].strip()
+        if not (row.get("type") == "agent_thought" and isinstance(text, str)):
+            continue
+        if any(anchor in text for anchor in anchors):
+            yield line, "text", text.split(SYSTEM_PROMPT, 1)[-1].strip()
 
 
 def from_acp(acp: Jsonl, declared: Harness | None) -> Found | None:

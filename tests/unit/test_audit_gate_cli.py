@@ -266,8 +266,7 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
     # The experiment-review skill's validator (scripts/validate_run_artifacts.py at benchflow 17a3573b)
     # prints these eight issues for this directory, in this order.
     assert reasons == [
-        "trajectory/acp_trajectory.jsonl:18: JSON parse error: Expecting value: line 1 column 15 (char 14)"
-        " [acp.malformed]",
+        "trajectory/acp_trajectory.jsonl:18: JSON parse error: Expecting value [acp.malformed]",
         "trajectory/llm_trajectory.jsonl: empty JSONL [llm.empty]",
         "trajectory/llm_trajectory.jsonl: no provider request bodies [llm.no_requests]",
         "trajectory/llm_trajectory.jsonl: no provider response bodies [llm.no_responses]",

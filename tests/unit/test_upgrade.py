@@ -80,8 +80,14 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     assert "0 runs rejected" in result.stderr
     added = log(run_cli)[len(before) :]
     # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that the writer rules
-    # 6 and 8 read since this store was written), never a conflict.
-    assert {e["type"] for e in added} <= {"run.located", "snapshot.discarded", "custody.handed_off"}
+    # 6 and 8 read since this store was written; the review skill's review of each run's files, a new
+    # observation of the same node), never a conflict.
+    assert {e["type"] for e in added} <= {
+        "run.located",
+        "snapshot.discarded",
+        "custody.handed_off",
+        "run.evidence_observed",
+    }
     evidence = run_cli(
         "sql", "SELECT count(*) AS n FROM evidence", "--format", "csv"
     ).stdout.splitlines()[1]

@@ -116,7 +116,7 @@ def test_a_run_scored_by_its_own_verifier_is_healthy(run_cli: Cli, tmp_path: Pat
         "branch_value": None,
     }
     # The run mirrors only what the verdict needs; the release gate's evidence files are another test's business.
-    gate_evidence = ("missing required artifact", "token usage")
+    gate_evidence = ("missing required artifact", "token usage", "tool usage")
     assert [
         r for r in run_reasons(audit(run_cli)) if not any(part in r for part in gate_evidence)
     ] == []
