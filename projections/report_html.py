@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .outcome_words import STATUS_WORDS, V_MEANING
 from .report import OUTCOMES, ReportNode, RunReport
 from .tree_view import OUTCOME_COLOURS
 
@@ -50,7 +51,7 @@ def esc(value: Any) -> str:
     """Text for the page, escaped (quotes too, so it is safe inside attributes)."""
     if value is None:
         return ""
-    if isinstance(value, (list, dict)):
+    if isinstance(value, (bool, list, dict)):  # true / false as the row printer and JSON spell them
         value = json.dumps(value, sort_keys=True)
     elif not isinstance(value, str):
         value = str(value)
@@ -315,8 +316,10 @@ def _run_section(report: RunReport, index: int) -> str:
 
 
 def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]) -> str:
-    legend = " ".join(f'<span class="outcome-{name}">{name}</span>' for name in OUTCOMES)
-    legend += " (white: one of the run's own linear steps)"
+    legend = "; ".join(
+        f'<span class="outcome-{name}">{name}</span> {esc(STATUS_WORDS[name])}' for name in OUTCOMES
+    )
+    legend += "; white: a step, whose outcome is that of the node it names. " + esc(V_MEANING) + "."
     index = "".join(
         f'<li><a href="#run-{i}">{esc(r.run["run"])}</a> ({esc(r.audit["verdict"])})</li>'
         for i, r in enumerate(reports)
@@ -334,7 +337,7 @@ def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]
         "<h1>rollout-lineage report</h1>"
         f'<p>Built from log head <code class="head">{esc(head or "(empty log)")}</code>; '
         f"hash chain {chain}.</p>"
-        f'<p class="legend">Node outcomes: {legend}</p><ul class="runs">{index}</ul>'
+        f'<p class="legend">Node status: {legend}</p><ul class="runs">{index}</ul>'
         + "".join(_run_section(r, i) for i, r in enumerate(reports))
         + "</body></html>\n"
     )

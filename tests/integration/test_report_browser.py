@@ -78,7 +78,7 @@ def test_chromium_renders_the_report(tmp_path: Path) -> None:
         if g.attrs["id"].startswith("r0-")
     }
     assert boxes["root"] == {"node", "outcome-fail"}
-    assert boxes["n2"] == {"node", "outcome-pass"} and boxes["n4"] == {"node", "outcome-unscored"}
+    assert boxes["n2"] == {"node", "outcome-pass"} and boxes["n4"] == {"node", "outcome-error"}
     hostile = {
         g.attrs["data-node"]: g.classes
         for g in dom.find("g", "node")
