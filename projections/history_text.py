@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .text_lines import one_line
+
 if TYPE_CHECKING:
     from .history import NodeRef
 
@@ -233,4 +235,4 @@ def render_history(document: dict[str, Any]) -> str:
             )
         if not step["events"]:
             lines.append("     (no events on this step)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
