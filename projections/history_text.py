@@ -37,7 +37,11 @@ def delta_label(delta: Any) -> str:
 
 
 def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:g}"
+    """A number as every reader prints it: a float in its shortest exact form (a reward 0.123456789 is not
+    0.123457, and 1.0 reads as the tree and the report print it)."""
+    if value is None:
+        return "-"
+    return repr(float(value)) if isinstance(value, float) else str(value)
 
 
 def _tests(tests: dict[str, str] | None) -> str:

@@ -53,6 +53,13 @@ def run_reason(row: dict[str, Any]) -> str | None:
     return row["unscored_reason"] or row["error"]
 
 
+#: What a node without a recorded reason reads, by status.
+WITHOUT_REASON = {
+    "pending": "no outcome yet",
+    "skipped": "the fork ended before it had an outcome",
+}
+
+
 def reward_text(reward: float) -> str:
     """A reward as the row printer writes a float: its shortest exact form (1.0, 0.123456789)."""
     return repr(float(reward))
@@ -64,6 +71,4 @@ def outcome_text(status: str, reward: float | None, reason: str | None) -> str:
         return f"{status}: reward {reward_text(reward)}"
     if reason:
         return f"{status}: {reason}"
-    return f"{status}: " + (
-        "no outcome yet" if status == "pending" else "the fork ended before it had an outcome"
-    )
+    return f"{status}: {WITHOUT_REASON.get(status, 'no reason recorded')}"

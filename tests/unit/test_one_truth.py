@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from rollout_lineage.bootstrap import Lineage
+from rollout_lineage.domain import facts as f
 from rollout_lineage.projections.openlineage import run_id
 from tests.conftest import EXAMPLES, Cli
 from tests.html_page import Page
@@ -191,3 +193,33 @@ def test_v_and_the_status_words_are_defined_where_they_are_printed(
     assert "V: a fork's value, the mean reward of its children" in shown
     assert all(f"{word} " in shown for word in WORDS)
     assert "<th>V</th>" in target.read_text(encoding="utf-8")  # the forks table, under that legend
+
+
+def test_a_reward_prints_exactly_and_alike_in_tree_history_diff_and_report(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    """The tree, history and diff printed `{:g}` (0.123456789 as 0.123457), the report `repr`."""
+    run = "exact/run"
+    lineage.record(
+        [
+            f.RunRegistered(run=run, task="t"),
+            f.RunScored(run=run, reward=0.25),
+            f.ForkOpened(
+                run=run,
+                fork="f",
+                node="root",
+                children=(f.ForkChild(index=0, node="a"), f.ForkChild(index=1, node="b")),
+            ),
+            f.ChildScored(run=run, fork="f", index=0, reward=0.123456789),
+            f.ChildScored(run=run, fork="f", index=1, reward=1.0),
+        ]
+    )
+    shown = "reward 0.123456789"
+    assert f"a  delta zero delta · fail: {shown}" in run_cli("tree", run).stdout
+    assert f"scored: {shown}" in run_cli("history", f"{run}:a").stdout
+    assert f"A: {shown}" in run_cli("diff", f"{run}:a", f"{run}:b").stdout
+    assert "b  delta zero delta · pass: reward 1.0" in run_cli("tree", run).stdout
+    target = tmp_path / "report.html"
+    run_cli("report", run, "--to", str(target))
+    boxes = drawn_boxes(target.read_text(encoding="utf-8"))[0]
+    assert shown in boxes["a"]["title"] and boxes["root"]["texts"][2] == "fail: reward 0.25"
