@@ -229,3 +229,40 @@ def test_a_continuation_links_to_its_source_run(run_cli: Cli) -> None:
 def test_tree_of_an_unknown_run_is_a_clear_error(run_cli: Cli) -> None:
     result = run_cli("tree", "no/such-run", ok=False)
     assert result.exit_code == 1 and "expected a recorded run 'no/such-run'" in result.stderr
+
+
+def test_tree_as_json_is_the_model_the_text_is_drawn_from(lineage: Lineage, run_cli: Cli) -> None:
+    """`--format json` was a usage error, though every read command takes --format."""
+    import json
+
+    lineage.record(ablate_run_facts())
+    document = json.loads(run_cli("tree", ABLATE_RUN, "--format", "json").stdout)
+    assert (document["run"], document["status"], document["reward"]) == (ABLATE_RUN, "fail", 0.0)
+    nodes = {n["node"]: n for n in document["nodes"]}
+    assert list(nodes) == ["root", "n1", "n2", "n3", "n4", "n5"]
+    assert nodes["n1"] | {"details": None} == {
+        "node": "n1",
+        "parent": "root",
+        "status": None,
+        "reward": None,
+        "reason": None,
+        "result": None,
+        "label": None,
+        "stages": ["pre-verify"],
+        "owner": "root",
+        "details": None,
+        "forks": [],
+    }
+    assert (nodes["n4"]["status"], nodes["n4"]["reward"]) == ("error", None)
+    assert nodes["n4"]["result"] == "error: verifier produced no reward: reward.txt missing"
+    assert document["forks"] == [
+        {
+            "fork": "root",
+            "node": "root",
+            "outcome": "completed",
+            "value": None,
+            "value_text": "V undefined (child 2 error)",
+        }
+    ]
+    text = run_cli("tree", ABLATE_RUN).stdout
+    assert all(n["result"] in text for n in document["nodes"] if n["result"])
