@@ -1,6 +1,6 @@
 """Text formats print a recorded newline as `\\n`, as tables do: a run or node id cannot draw lines of its own.
 
-Before, `tree`, `history` and `audit` text printed the id raw, so a run named with a newline and a tree drawing
+Before, `tree`, `history`, `audit`, `diff` and `cut-point` text printed the id raw, so a run named with a newline and a tree drawing
 could add a node, an event or a verdict line that is not in the log.
 """
 
@@ -34,7 +34,14 @@ def hostile(lineage: Lineage) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("tree", RUN), ("tree", RUN, "--format", "mermaid"), ("history", f"{RUN}:{NODE}"), ("audit",)],
+    [
+        ("tree", RUN),
+        ("tree", RUN, "--format", "mermaid"),
+        ("history", f"{RUN}:{NODE}"),
+        ("audit",),
+        ("diff", f"{RUN}:{NODE}", f"{RUN}:root"),
+        ("cut-point", RUN),
+    ],
 )
 def test_a_newline_in_a_recorded_id_draws_no_line(
     lineage: Lineage, run_cli: Cli, args: tuple[str, ...]
