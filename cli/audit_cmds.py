@@ -98,17 +98,27 @@ def history(
 @as_of_option
 @output_options(
     *tree_view.RENDERERS,
+    "json",
     default="text",
-    help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph.",
+    help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph; json: the run, its forks "
+    "and every node's status, reward and text.",
 )
 @click.pass_obj
 def tree(
     lineage: Lineage, run: str, as_of: str | None, occurred_before: str | None, fmt: str
 ) -> None:
-    """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork."""
+    """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork.
+
+    Status words (benchflow's): pass and fail (scored, reward at least 1.0 or below), error (no reward, with a
+    reason), skipped (no reward, no reason), pending (no outcome yet). V: a fork's value, the mean reward of its
+    children, undefined unless every child was scored.
+    """
     with read_models(lineage, as_of, occurred_before) as models:
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
-    write_text(tree_view.RENDERERS[fmt](model))
+    if fmt == "json":
+        write_document(model.document(), fmt)
+    else:
+        write_text(tree_view.RENDERERS[fmt](model))
 
 
 @click.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -224,30 +225,58 @@ WRITERS: dict[str, Writer] = {
 }
 
 
+#: The width a table written to a pipe or file may take: enough that no value is cut or folded.
+UNBOUNDED_WIDTH = 1_000_000
+
 #: A table is drawn whole, so it shows this many rows and says how many more there were (the other formats stream).
 TABLE_ROWS = 1000
+
+
+def column_widths(natural: Sequence[int], available: int) -> list[int]:
+    """Each column's width on a terminal: its natural width when all fit, else a fair share (narrow columns
+    keep theirs, what they leave goes to the wide ones), never below one character."""
+    widths = list(natural)
+    remaining = available
+    order = sorted(range(len(natural)), key=lambda i: natural[i])
+    for done, i in enumerate(order):
+        share = max(1, remaining // (len(order) - done))
+        widths[i] = max(1, min(natural[i], share))
+        remaining -= widths[i]
+    return widths
 
 
 def _write_table(
     rows: Iterable[dict[str, Any]], columns: Sequence[str], title: str | None, headers: bool = True
 ) -> None:
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, show_lines=False, header_style="bold", show_header=headers)
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    cells: list[list[str]] = []
     left_out = 0
     for row in rows:
-        if table.row_count >= TABLE_ROWS:
+        if len(cells) >= TABLE_ROWS:
             left_out += 1  # counted, not drawn: a long answer must not be held in memory as a table
             continue
-        # Text, not str: a value like "[red]x" is data, not rich markup; a newline in a value would draw a row.
-        table.add_row(
-            *(Text(terminal_safe(_cell(row.get(c))).replace("\n", "\\n")) for c in columns)
-        )
-    Console(file=sys.stdout, width=max(120, Console().width), soft_wrap=False).print(table)
+        # a newline in a value would draw a row of its own
+        cells.append([terminal_safe(_cell(row.get(c))).replace("\n", "\\n") for c in columns])
+    # On a terminal a row is one line: a cell too long for its share of the width ends in `…`. A table written
+    # to a pipe or a file keeps every value whole (so do the other formats).
+    terminal = sys.stdout.isatty()
+    width = shutil.get_terminal_size().columns if terminal else UNBOUNDED_WIDTH
+    natural = [
+        max([cell_len(c) if headers else 1, *(cell_len(r[i]) for r in cells)])
+        for i, c in enumerate(columns)
+    ]
+    fitted = column_widths(natural, width - 3 * len(columns) - 1) if terminal else natural
+    table = Table(title=title, show_lines=False, header_style="bold", show_header=headers)
+    for column, column_width in zip(columns, fitted, strict=True):
+        table.add_column(column, width=column_width, overflow="ellipsis", no_wrap=True)
+    for values in cells:
+        # Text, not str: a value like "[red]x" is data, not rich markup.
+        table.add_row(*(Text(value) for value in values))
+    Console(file=sys.stdout, width=width, soft_wrap=False).print(table)
     if left_out:
         note(
             f"showed the first {TABLE_ROWS} rows; {left_out} more were left out "

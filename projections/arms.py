@@ -15,8 +15,9 @@ from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import UnknownSubject
-from .attribution import PASS_REWARD, short_test_name
+from .attribution import short_test_name
 from .exports import require_run
+from .outcome_words import run_status
 
 PARENT = "parent"
 FIXED_COLUMNS = ("fork", "arm", "node", "status", "reward")
@@ -44,15 +45,6 @@ def short_names(tests: dict[str, str]) -> dict[str, str]:
     if len(set(short.values())) != len(short):
         return dict(tests)
     return {short[name]: status for name, status in tests.items()}
-
-
-def run_status(run_row: dict[str, Any]) -> str:
-    """The run's own outcome in the arms' vocabulary (pass / fail / error / pending)."""
-    if run_row["outcome"] == "scored":
-        return "pass" if run_row["reward"] >= PASS_REWARD else "fail"
-    if run_row["outcome"] in ("unscored", "failed"):
-        return "error"
-    return "pending"
 
 
 def _tests_by_owner(

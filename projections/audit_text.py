@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .audit import SLOT_FIELDS, slot_label
+from .text_lines import one_line
 
 
 def render_audit(report: dict[str, Any]) -> str:
@@ -29,7 +30,7 @@ def render_audit(report: dict[str, Any]) -> str:
     )
     named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
     lines.append(f"verdict: {report['verdict']}{named}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
 
 
 def _run_line(row: dict[str, Any]) -> str:

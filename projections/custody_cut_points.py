@@ -76,12 +76,17 @@ PROJECTION = Projection(
             SELECT * EXCLUDE (pick) FROM (
                 SELECT *, row_number() OVER (PARTITION BY run ORDER BY accounting = 'served' DESC, position DESC) AS pick
                 FROM cut_point_facts) WHERE pick = 1""",
+        # `released`: a release on record, or a closed fork with no hold left and no failed release. benchflow
+        # removes `branches/<node>/parent/` only once every held entry is back (`MountedArtifacts.release`), so
+        # an importer finds nothing to record a release from: the hold's absence after the fork is the release.
         "custody": """
             SELECT run, fork,
                    arg_min(location, position) FILTER (WHERE kind = 'held') AS hold_location,
                    max(json_array_length(entries)) FILTER (WHERE kind = 'held') AS held_entries,
                    count(*) FILTER (WHERE kind = 'handed_off') AS handed_off,
-                   bool_or(kind = 'released') AS released,
+                   bool_or(kind = 'released') OR (NOT bool_or(kind = 'held')
+                       AND NOT coalesce(bool_or(kind = 'failed' AND phase = 'release'), false)
+                       AND (run, fork) IN (SELECT run, fork FROM fork_closures)) AS released,
                    count(*) FILTER (WHERE kind = 'failed') AS failures,
                    arg_max(phase, position) FILTER (WHERE kind = 'failed') AS failed_phase,
                    arg_max(location, position) FILTER (WHERE kind = 'failed') AS preserved_location,
@@ -90,8 +95,9 @@ PROJECTION = Projection(
             FROM custody_events GROUP BY run, fork""",
     },
     docs={
-        "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released, failures "
-        "(phase, preserved location, error) and whether custody is conserved",
+        "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released (a "
+        "release on record, or a closed fork with no hold left behind and no failed release), failures (phase, "
+        "preserved location, error) and whether custody is conserved",
         "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
         "cut_points": "one row per continuation run: its replay cut point (the served-basis block once reconciled, else "
         "the configured one): source run, accounting basis, configured and served K, request digests, "

@@ -25,6 +25,7 @@ from ..domain.errors import LineageError
 from ..domain.vocabulary import STAGES
 from .exports import require_run
 from .history_text import as_json
+from .text_lines import one_line
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
@@ -273,7 +274,7 @@ def render_cut_point(document: dict[str, Any]) -> str:
             for d in divergences or ()
         ]
         lines += [f"    problem: {problem}" for problem in row["problems"]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
 
 
 def _or_unset(value: Any) -> Any:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .attribution import short_test_name
 from .history import NodeRef, Step, ancestry, resolve_node
 from .history_text import as_json, delta_label
+from .outcome_words import reward_text
+from .text_lines import one_line
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
@@ -157,7 +159,7 @@ def diff_document(db: ReadModelDB, a: str, b: str, position: int) -> dict[str, A
 
 def _result(side: dict[str, Any]) -> str:
     if side["reward"] is not None:
-        return f"reward {side['reward']:g} ({side['of']} {side['outcome']})"
+        return f"reward {reward_text(side['reward'])} ({side['of']} {side['outcome']})"
     return f"no reward ({side['of']} {side['outcome']}" + (
         f": {side['reason']})" if side["reason"] else ")"
     )
@@ -193,7 +195,7 @@ def render_diff(document: dict[str, Any]) -> str:
             f"  {row['test']:<{widths[0]}}  {row['a']:<{widths[1]}}  {row['b']:<{widths[2]}}  {row['change']}"
             for row in tests
         ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
 
 
 def differs(document: dict[str, Any]) -> bool:

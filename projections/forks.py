@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import Projection, facts_of
+from .outcome_words import CHILD_STATUS
 
 REFS = {"sandbox": "VARCHAR", "environment": "VARCHAR"}
 OPENED = {
@@ -67,9 +68,6 @@ RESTORED = {
     "snapshot": REFS,
 }
 
-CHILD_STATUS = """CASE WHEN o.kind = 'scored' AND o.reward >= 1.0 THEN 'pass' WHEN o.kind = 'scored' THEN 'fail'
-                       WHEN o.kind IN ('unscored', 'failed') THEN 'error' WHEN cl.fork IS NOT NULL THEN 'skipped'
-                       ELSE 'pending' END"""
 
 PROJECTION = Projection(
     name="forks",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .text_lines import one_line
+
 if TYPE_CHECKING:
     from .history import NodeRef
 
@@ -35,7 +37,11 @@ def delta_label(delta: Any) -> str:
 
 
 def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:g}"
+    """A number as every reader prints it: a float in its shortest exact form (a reward 0.123456789 is not
+    0.123457, and 1.0 reads as the tree and the report print it)."""
+    if value is None:
+        return "-"
+    return repr(float(value)) if isinstance(value, float) else str(value)
 
 
 def _tests(tests: dict[str, str] | None) -> str:
@@ -233,4 +239,4 @@ def render_history(document: dict[str, Any]) -> str:
             )
         if not step["events"]:
             lines.append("     (no events on this step)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line

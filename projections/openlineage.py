@@ -3,8 +3,10 @@
 Mapping. A task is a job (`namespace`, task name); every node of a run's tree is an OpenLineage run, its id a
 uuid5 of (run, node), so exporting twice names the same runs. Each node gets a START event (when the run was
 registered, the node opened or its fork opened) and, once it has an outcome, one terminal event: COMPLETE
-(scored), FAIL (unscored or failed), ABORT (an arm skipped because its fork ended partial); a node still without
-an outcome stays started (`pending`). A fork child's parent run is its fork node, a linear step's its previous
+(pass, fail), FAIL (error: unscored or raised), ABORT (skipped: an arm its fork ended before, a run scored only
+by its fork's aggregate); a node still without an outcome stays started (`pending`); a linear step ends with the
+outcome of the fork child above it, or of the run when none is (status words: `outcome_words`). A fork child's
+parent run is its fork node, a linear step's its previous
 node, a continuation's root the node of the run it continues (standard `parent` facet, with the tree's root as
 `root`). Three custom run facets carry what OpenLineage has no words for: `rolloutLineage_delta` (a fork child's
 arm and delta), `rolloutLineage_outcome` (status, reward or reason, per-test outcomes) and
@@ -23,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
-from .attribution import PASS_REWARD
 from .exports import require_run
+from .outcome_words import run_reason, run_status
 
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
@@ -34,7 +36,6 @@ RUN_IDS = uuid.UUID("6f1c3a52-8d0e-5b7a-9c4e-2a1d7b3e5f60")  # the uuid5 namespa
 TERMINAL = {
     "pass": "COMPLETE",
     "fail": "COMPLETE",
-    "unscored": "FAIL",
     "error": "FAIL",
     "skipped": "ABORT",
 }
@@ -149,17 +150,8 @@ def _snapshots(db: ReadModelDB, run: str) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def run_outcome_class(row: dict[str, Any]) -> str:
-    """The run's own outcome: a branch aggregate ended without a score of its own, so it counts as unscored."""
-    if row["outcome"] == "scored":
-        return "pass" if row["reward"] >= PASS_REWARD else "fail"
-    if row["outcome"] in ("unscored", "branch_aggregate"):
-        return "unscored"
-    return "error" if row["outcome"] == "failed" else "pending"
-
-
 def _run_outcome(db: ReadModelDB, run_row: dict[str, Any]) -> tuple[str, datetime | None, dict]:
-    status = run_outcome_class(run_row)
+    status = run_status(run_row)
     ended = db.scalar(
         "SELECT max(occurred_at) FROM run_outcomes WHERE run = ? AND kind <> 'finished'",
         [run_row["run"]],
@@ -171,7 +163,7 @@ def _run_outcome(db: ReadModelDB, run_row: dict[str, Any]) -> tuple[str, datetim
         "status": status,
         "outcome": run_row["outcome"],
         "reward": run_row["reward"],
-        "reason": run_row["unscored_reason"] or run_row["error"],
+        "reason": run_reason(run_row),
         "tests": _json(tests),
     }
     return status, ended, body
@@ -215,11 +207,16 @@ def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, A
     """START and terminal events for every node of RUN, in tree order."""
     run_row = require_run(db, run)
     task = run_row["task"]
-    own = _run_outcome(db, run_row)  # root and the run's linear steps
+    own = _run_outcome(db, run_row)  # the root, and a step the run's own trajectory ends in
+    ends_in: dict[str, tuple[str, datetime | None, dict[str, Any]]] = {}
     snapshots = _snapshots(db, run)
     for row in _node_rows(db, run):
         node_run = run_id(run, row["node"])
-        status, end, body = _child_outcome(row) if row["fork"] is not None else own
+        # a step ends in the outcome of the fork child above it (as `lineage tree` names its owner), else the run's
+        ends_in[row["node"]] = (
+            _child_outcome(row) if row["fork"] is not None else ends_in.get(row["parent"], own)
+        )
+        status, end, body = ends_in[row["node"]]
         start_facets = _start_facets(row, run_row, emit)
         yield emit.event(
             "START", row["started_at"], task, node_run, start_facets, row["restored"] or []
@@ -240,8 +237,6 @@ def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, A
 
 
 def _child_status(row: dict[str, Any]) -> str:
-    if row["outcome"] == "unscored":
-        return "unscored"
     return row["status"] if row["status"] in TERMINAL else "pending"
 
 

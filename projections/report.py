@@ -15,9 +15,9 @@ from ..adapters.duckdb_store import ReadModelDB
 from .arms import ArmsTable, arms_table
 from .audit_report import audit_report
 from .exports import require_run
-from .tree_view import OUTCOME_COLOURS, tree_model
+from .tree_view import OUTCOME_COLOURS, TreeModel, tree_model
 
-#: The outcome classes a node is drawn in, as `lineage tree` colours them; the run's linear steps are `step`.
+#: The status words a node is drawn in, as `lineage tree` colours them; a node without one is a `step`.
 OUTCOMES = tuple(OUTCOME_COLOURS)
 STEP = "step"
 
@@ -28,7 +28,7 @@ class ReportNode:
     parent: str | None
     outcome: str
     label: str  # the arm, or the stage(s) captured on it
-    detail: str  # reward or the reason there is none
+    detail: str  # the tree's outcome text, or whose step it is
 
 
 @dataclass
@@ -43,51 +43,23 @@ class RunReport:
     divergences: list[dict[str, Any]]
     continuations: list[dict[str, Any]]
     audit: dict[str, Any] = field(default_factory=dict)
+    #: The run this one continues (and the stage it was cut at), linked from its tree as in Mermaid.
+    continues: str | None = None
+    continues_from: str | None = None
 
 
-def _detail(reward: float | None, reason: str | None, outcome: str) -> str:
-    if reward is not None:
-        return f"reward {reward!r}"
-    return f"{outcome}: {reason}" if reason else outcome
-
-
-def _outcomes(db: ReadModelDB, run: str) -> dict[str, str]:
-    """Each node's outcome class as the tree view decides it (so the page and `tree --format dot` agree)."""
-    found: dict[str, str] = {}
-    stack = list(tree_model(db, run).roots)
-    while stack:
-        node = stack.pop()
-        found[node.id] = node.outcome or STEP
-        stack.extend(node.children)
-    return found
-
-
-def _nodes(db: ReadModelDB, run_row: dict[str, Any]) -> list[ReportNode]:
-    run = run_row["run"]
-    children = {
-        c["node"]: c
-        for c in db.rows(
-            "SELECT node, arm, outcome, reward, reason FROM children WHERE run = ?", [run]
-        )
-    }
-    stages: dict[str, list[str]] = {}
-    for row in db.rows("SELECT node, stage FROM stages WHERE run = ? ORDER BY position", [run]):
-        stages.setdefault(row["node"], []).append(row["stage"])
-    outcomes = _outcomes(db, run)
-    reason = run_row["unscored_reason"] or run_row["error"]
+def _nodes(model: TreeModel) -> list[ReportNode]:
+    """The tree's nodes as `lineage tree` decides them: one status, reward and text per node, from one place."""
     nodes = []
-    for row in db.rows(
-        "SELECT node, parent FROM nodes WHERE run = ? ORDER BY position, child_index", [run]
-    ):
-        outcome = outcomes.get(row["node"], STEP)
-        child = children.get(row["node"])
-        if child is not None:
-            label = child["arm"]
-            detail = _detail(child["reward"], child["reason"], child["outcome"] or "pending")
-        else:  # root and the run's own linear steps: the run's reward or why it has none
-            label = ", ".join(stages.get(row["node"], []))
-            detail = _detail(run_row["reward"], reason, run_row["outcome"])
-        nodes.append(ReportNode(row["node"], row["parent"], outcome, label, detail))
+    for node in model.nodes:
+        label = node.label or ", ".join(node.stages)
+        if node.result is not None:
+            detail = node.result
+        elif node.owner is not None:
+            detail = f"step of {node.owner}"
+        else:
+            detail = STEP
+        nodes.append(ReportNode(node.id, node.parent, node.status or STEP, label, detail))
     return nodes
 
 
@@ -112,6 +84,7 @@ def built_from(db: ReadModelDB) -> str | None:
 
 def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: int) -> RunReport:
     run_row = require_run(db, run)
+    model = tree_model(db, run)
     continuations = db.rows(
         "SELECT c.* FROM cut_points c JOIN runs r USING (run) WHERE r.parent_run = ? ORDER BY c.run",
         [run],
@@ -119,7 +92,7 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
     cut = db.rows("SELECT * FROM cut_points WHERE run = ?", [run])
     return RunReport(
         run=run_row,
-        nodes=_nodes(db, run_row),
+        nodes=_nodes(model),
         arms=arms_table(db, run),
         stages=_stages(db, run),
         forks=db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run]),
@@ -130,4 +103,6 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
         ),
         continuations=continuations,
         audit=audit_report(db, integrity, position=position, run=run),
+        continues=model.continues,
+        continues_from=model.continues_from,
     )

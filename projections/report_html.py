@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .outcome_words import STATUS_WORDS, V_MEANING
 from .report import OUTCOMES, ReportNode, RunReport
 from .tree_view import OUTCOME_COLOURS
 
@@ -22,7 +23,14 @@ LABEL_CHARS = 24
 STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-    "td,th{border:1px solid #ccc;padding:.2em .5em;font-size:.9em;text-align:left;vertical-align:top}"
+    "table{max-width:100%}"
+    "td,th{border:1px solid #ccc;padding:.2em .5em;font-size:.9em;text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere}"
+    "th{overflow-wrap:normal}"
+    "div.tree{max-width:100%;overflow-x:auto}"
+    "svg line.continues{stroke-dasharray:4 3}"
+    "svg g.continues rect{fill:#fff;stroke-dasharray:4 3}"
+    "svg a text{fill:#0645ad;text-decoration:underline}"
     "code,.mono{font-family:ui-monospace,monospace}"
     "section.run{border-top:3px solid #444;margin-top:2em}"
     "td.flip{font-weight:bold;background:#fff3cd}"
@@ -50,7 +58,7 @@ def esc(value: Any) -> str:
     """Text for the page, escaped (quotes too, so it is safe inside attributes)."""
     if value is None:
         return ""
-    if isinstance(value, (list, dict)):
+    if isinstance(value, (bool, list, dict)):  # true / false as the row printer and JSON spell them
         value = json.dumps(value, sort_keys=True)
     elif not isinstance(value, str):
         value = str(value)
@@ -100,17 +108,41 @@ def node_id(index: int, position: int) -> str:
     return f"r{index}-n{position}"
 
 
-def tree_svg(report: RunReport, index: int) -> str:
+def _continuation_box(report: RunReport, x: float, sections: dict[str, int]) -> str:
+    """The run this one continues, above its root: a link to that run's section when the page has it."""
+    source = report.continues or ""
+    at = f"at {report.continues_from}" if report.continues_from else "(cut point not recorded)"
+    name = f'<text x="{x + 6:.0f}" y="{PAD + 28:.0f}">{esc(_short(source))}</text>'
+    if source in sections:
+        name = f'<a href="#run-{sections[source]}">{name}</a>'
+    return (
+        f'<g class="continues"><title>{esc(f"continues {source} {at}")}</title>'
+        f'<rect x="{x:.0f}" y="{PAD}" width="{BOX_W}" height="{BOX_H}" rx="5"/>'
+        f'<text x="{x + 6:.0f}" y="{PAD + 15:.0f}">continues</text>{name}'
+        f'<text x="{x + 6:.0f}" y="{PAD + 41:.0f}">{esc(_short(at))}</text></g>'
+    )
+
+
+def tree_svg(report: RunReport, index: int, sections: dict[str, int] | None = None) -> str:
+    """The fork tree; a continuation's source run is drawn above its root, joined by a dashed line."""
     place = _layout(report.nodes)
     ids = {n.node: node_id(index, i) for i, n in enumerate(report.nodes)}
+    top = BOX_H + GAP_Y if report.continues and report.nodes else 0
     width = (max((x for x, _ in place.values()), default=0) + 1) * (BOX_W + GAP_X) + PAD
-    height = (max((d for _, d in place.values()), default=0) + 1) * (BOX_H + GAP_Y) + PAD
+    height = (max((d for _, d in place.values()), default=0) + 1) * (BOX_H + GAP_Y) + PAD + top
 
     def corner(node: str) -> tuple[float, float]:
         x, depth = place[node]
-        return PAD + x * (BOX_W + GAP_X), PAD + depth * (BOX_H + GAP_Y)
+        return PAD + x * (BOX_W + GAP_X), PAD + top + depth * (BOX_H + GAP_Y)
 
     edges, boxes = [], []
+    if top:
+        rx, ry = corner(report.nodes[0].node)
+        boxes.append(_continuation_box(report, rx, sections or {}))
+        edges.append(
+            f'<line class="continues" x1="{rx + BOX_W / 2:.0f}" y1="{PAD + BOX_H:.0f}" '
+            f'x2="{rx + BOX_W / 2:.0f}" y2="{ry:.0f}"/>'
+        )
     for n in report.nodes:
         x, y = corner(n.node)
         if n.parent in place:
@@ -119,6 +151,7 @@ def tree_svg(report: RunReport, index: int) -> str:
                 f'<line x1="{px + BOX_W / 2:.0f}" y1="{py + BOX_H:.0f}" '
                 f'x2="{x + BOX_W / 2:.0f}" y2="{y:.0f}"/>'
             )
+        # the box's three lines are cut to fit; the hover title holds them whole
         title = f"{n.node} · {n.label} · {n.detail}" if n.label else f"{n.node} · {n.detail}"
         boxes.append(
             f'<g class="node outcome-{n.outcome}" id="{ids[n.node]}" data-node="{esc(n.node)}">'
@@ -129,8 +162,8 @@ def tree_svg(report: RunReport, index: int) -> str:
             f'<text x="{x + 6:.0f}" y="{y + 41:.0f}">{esc(_short(n.detail))}</text></g>'
         )
     return (
-        f'<svg class="tree" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">{"".join(edges)}{"".join(boxes)}</svg>'
+        f'<div class="tree"><svg class="tree" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">{"".join(edges)}{"".join(boxes)}</svg></div>'
     )
 
 
@@ -238,10 +271,14 @@ CUT_COLUMNS = (
 )
 
 
+#: The `cut_points` columns as headers that can wrap between words (the table fits a 1,280 px window).
+CUT_HEADERS = tuple(column.replace("_", " ") for column in CUT_COLUMNS)
+
+
 def _cut_points(report: RunReport) -> str:
     parts = []
     if report.cut_point is not None:
-        parts.append(_table(CUT_COLUMNS, [[report.cut_point[c] for c in CUT_COLUMNS]], "cut-point"))
+        parts.append(_table(CUT_HEADERS, [[report.cut_point[c] for c in CUT_COLUMNS]], "cut-point"))
         parts.append(
             _table(
                 ("exchange", "served digest", "recorded digest", "messages served", "recorded"),
@@ -261,7 +298,7 @@ def _cut_points(report: RunReport) -> str:
     if report.continuations:
         parts.append("<p>Continuations of this run:</p>")
         parts.append(
-            _table(CUT_COLUMNS, ([c[col] for col in CUT_COLUMNS] for c in report.continuations))
+            _table(CUT_HEADERS, ([c[col] for col in CUT_COLUMNS] for c in report.continuations))
         )
     return "".join(parts) or "<p>Not a continuation, and none continues it.</p>"
 
@@ -285,7 +322,7 @@ def _audit(report: RunReport, index: int) -> str:
     )
 
 
-def _run_section(report: RunReport, index: int) -> str:
+def _run_section(report: RunReport, index: int, sections: dict[str, int]) -> str:
     run = report.run
     summary = _table(
         ("task", "agent", "model", "outcome", "reward", "role", "parent run", "run dir"),
@@ -305,7 +342,7 @@ def _run_section(report: RunReport, index: int) -> str:
     )
     return (
         f'<section class="run" id="run-{index}"><h2>{esc(run["run"])}</h2>{summary}'
-        f"<h3>Fork tree</h3>{tree_svg(report, index)}"
+        f"<h3>Fork tree</h3>{tree_svg(report, index, sections)}"
         f"<h3>Arms × tests</h3>{_arms(report)}"
         f"<h3>Stage snapshots</h3>{_stages(report)}"
         f"{_forks_and_custody(report)}"
@@ -315,8 +352,11 @@ def _run_section(report: RunReport, index: int) -> str:
 
 
 def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]) -> str:
-    legend = " ".join(f'<span class="outcome-{name}">{name}</span>' for name in OUTCOMES)
-    legend += " (white: one of the run's own linear steps)"
+    legend = "; ".join(
+        f'<span class="outcome-{name}">{name}</span> {esc(STATUS_WORDS[name])}' for name in OUTCOMES
+    )
+    legend += "; white: a step, whose outcome is that of the node it names. " + esc(V_MEANING) + "."
+    sections = {r.run["run"]: i for i, r in enumerate(reports)}
     index = "".join(
         f'<li><a href="#run-{i}">{esc(r.run["run"])}</a> ({esc(r.audit["verdict"])})</li>'
         for i, r in enumerate(reports)
@@ -334,7 +374,7 @@ def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]
         "<h1>rollout-lineage report</h1>"
         f'<p>Built from log head <code class="head">{esc(head or "(empty log)")}</code>; '
         f"hash chain {chain}.</p>"
-        f'<p class="legend">Node outcomes: {legend}</p><ul class="runs">{index}</ul>'
-        + "".join(_run_section(r, i) for i, r in enumerate(reports))
+        f'<p class="legend">Node status: {legend}</p><ul class="runs">{index}</ul>'
+        + "".join(_run_section(r, i, sections) for i, r in enumerate(reports))
         + "</body></html>\n"
     )

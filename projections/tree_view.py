@@ -17,6 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from .exports import require_run
 from .history_text import delta_label
+from .outcome_words import (
+    STATUS_WORDS,
+    V_MEANING,
+    outcome_text,
+    reward_text,
+    run_reason,
+    run_status,
+)
+from .text_lines import one_line
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
@@ -25,11 +34,21 @@ if TYPE_CHECKING:
 @dataclass
 class TreeNode:
     id: str
+    parent: str | None = None
     details: list[str] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     children: list[TreeNode] = field(default_factory=list)
-    #: pass / fail / unscored / error / pending for the run's root and fork children; None for linear steps.
-    outcome: str | None = None
+    #: The word of `outcome_words` for the run's root and fork children; None for a step without one of its own.
+    status: str | None = None
+    reward: float | None = None
+    reason: str | None = None
+    #: `outcome_text` of the above: what the tree, the report and the JSON print for this node.
+    result: str | None = None
+    #: A fork child's arm (or its delta when it has none); the stages captured on the node.
+    label: str | None = None
+    stages: list[str] = field(default_factory=list)
+    #: The node whose outcome this one's trajectory ends in: itself, the fork child above it, or the root.
+    owner: str | None = None
 
 
 @dataclass
@@ -40,64 +59,64 @@ class TreeModel:
     #: The run a continuation replays (its `parent_run`), and where it was cut, for the picture's link.
     continues: str | None = None
     continues_from: str | None = None
+    #: Every node in tree order (position, then child index), as `nodes` holds them.
+    nodes: list[TreeNode] = field(default_factory=list)
+    fork_rows: list[dict[str, Any]] = field(default_factory=list)
+    run_row: dict[str, Any] = field(default_factory=dict)
+
+    def document(self) -> dict[str, Any]:
+        """`tree --format json`: the run, its forks and every node with what the text tree prints for it."""
+        run = self.run_row
+        return {
+            "run": self.run,
+            "task": run.get("task"),
+            "status": run_status(run),
+            "reward": run.get("reward"),
+            "continues": self.continues,
+            "continues_from": self.continues_from,
+            "forks": self.fork_rows,
+            "nodes": [
+                {
+                    "node": n.id,
+                    "parent": n.parent,
+                    "status": n.status,
+                    "reward": n.reward,
+                    "reason": n.reason,
+                    "result": n.result,
+                    "label": n.label,
+                    "stages": n.stages,
+                    "owner": n.owner,
+                    "details": n.details,
+                    "forks": n.forks,
+                }
+                for n in self.nodes
+            ],
+        }
 
 
-#: Fill colours of the picture formats, one per outcome (colour-blind safe; text stays black on all of them).
+#: Fill colours of the picture formats, one per status word (colour-blind safe; text stays black on all of them).
 OUTCOME_COLOURS = {
     "pass": "#b7e1a1",
     "fail": "#f4a6a6",
-    "unscored": "#d9d9d9",
     "error": "#f7c873",
+    "skipped": "#d9d9d9",
     "pending": "#a9cdf0",
 }
-
-
-def node_outcome(kind: str | None, reward: float | None, ended: bool = False) -> str:
-    """One word for what became of a run or fork child: scored is pass (reward >= 1, benchflow's rule) or fail;
-    failed is error; no outcome is pending (`ended`: skipped because its fork ended partial, also unscored)."""
-    if kind == "scored":
-        return "pass" if reward is not None and reward >= 1.0 else "fail"
-    if kind == "failed":
-        return "error"
-    if kind == "unscored" or ended:
-        return "unscored"
-    return "pending"
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
+assert set(OUTCOME_COLOURS) == set(STATUS_WORDS)
 
 
 def run_outcome(row: dict[str, Any]) -> str:
-    if row["outcome"] == "scored":
-        return f"reward {_num(row['reward'])}"
-    if row["outcome"] == "unscored":
-        return f"unscored: {row['unscored_reason']}"
-    if row["outcome"] == "failed":
-        return f"failed: {row['error']}"
-    return "pending (no outcome yet)"
-
-
-def child_outcome(child: dict[str, Any], fork_outcome: str) -> str:
-    if child["outcome"] == "scored":
-        return f"reward {_num(child['reward'])}"
-    if child["outcome"] in ("unscored", "failed"):
-        return f"{child['outcome']}: {child['reason']}"
-    return (
-        "skipped (the fork ended partial)"
-        if fork_outcome == "partial"
-        else "pending (no outcome yet)"
-    )
+    return outcome_text(run_status(row), row["reward"], run_reason(row))
 
 
 def fork_value(fork: dict[str, Any], children: list[dict[str, Any]]) -> str:
     """V, or why there is none (benchflow: V exists only when every child was scored)."""
     if fork["value"] is not None:
-        return f"V={_num(fork['value'])}"
+        return f"V={reward_text(fork['value'])}"
     why = [
-        f"child {c['child_index']} {c['outcome']}"
+        f"child {c['child_index']} {c['status']}"
         for c in children
-        if c["outcome"] in ("unscored", "failed")
+        if c["status"] in ("error", "skipped")
     ]
     if fork["outcome"] == "open":
         why.append("fork still open")
@@ -132,27 +151,30 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         [run],
     )
     for row in order:
-        nodes[row["node"]] = TreeNode(row["node"])
+        nodes[row["node"]] = TreeNode(row["node"], row["parent"])
     for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
-        nodes[stage["node"]].details.append(
+        node = nodes[stage["node"]]
+        node.stages.append(stage["stage"])
+        node.details.append(
             f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
         )
     forks = db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run])
-    fork_outcome = {f["fork"]: f["outcome"] for f in forks}
     children = db.rows(
         "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
         "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
         [run],
     )
     for child in children:
-        label = (
+        node = nodes[child["node"]]
+        node.label = (
             f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
         )
-        node = nodes[child["node"]]
-        node.details += [label, child_outcome(child, fork_outcome[child["fork"]])]
-        node.outcome = node_outcome(
-            child["outcome"], child["reward"], fork_outcome[child["fork"]] == "partial"
-        )
+        node.status, node.reward, node.reason = child["status"], child["reward"], child["reason"]
+    if "root" in nodes:
+        root = nodes["root"]
+        root.status, root.reward = run_status(header_row), header_row["reward"]
+        root.reason = run_reason(header_row)
+    fork_rows = []
     for fork in forks:
         at = (
             f"at {fork['stage']}"
@@ -160,16 +182,28 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
             else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
         )
         mine = [c for c in children if c["fork"] == fork["fork"]]
-        nodes[fork["node"]].forks.append(
-            f"fork {fork['fork']} {at}, {fork['outcome']}: {fork_value(fork, mine)}"
+        value = fork_value(fork, mine)
+        nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {value}")
+        fork_rows.append(
+            {
+                "fork": fork["fork"],
+                "node": fork["node"],
+                "outcome": fork["outcome"],
+                "value": fork["value"],
+                "value_text": value,
+            }
         )
     roots: list[TreeNode] = []
     for row in order:
-        (nodes[row["parent"]].children if row["parent"] in nodes else roots).append(
-            nodes[row["node"]]
-        )
-    if "root" in nodes:
-        nodes["root"].outcome = node_outcome(header_row["outcome"], header_row["reward"])
+        node = nodes[row["node"]]
+        parent = nodes.get(row["parent"]) if row["parent"] is not None else None
+        (parent.children if parent is not None else roots).append(node)
+        if node.status is not None:
+            node.result = outcome_text(node.status, node.reward, node.reason)
+            node.owner = node.id
+        elif parent is not None:
+            node.owner = parent.owner  # `nodes` lists a parent before its children
+        node.details += [part for part in (node.label, node.result) if part]
     cut = db.rows("SELECT source_run, stage FROM cut_points WHERE run = ?", [run])
     continues = header_row["parent_run"] or (cut[0]["source_run"] if cut else None)
     return TreeModel(
@@ -178,6 +212,9 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         roots,
         continues=continues,
         continues_from=cut[0]["stage"] if cut and cut[0]["stage"] else None,
+        nodes=[nodes[row["node"]] for row in order],
+        fork_rows=fork_rows,
+        run_row=header_row,
     )
 
 
@@ -191,18 +228,23 @@ def _label(node: TreeNode) -> str:
 
 
 def render_text(model: TreeModel) -> str:
-    lines = [model.header]
+    """The indented tree; every line is one line whatever the recorded ids hold (`one_line`)."""
+    lines = [one_line(model.header)]
 
     def walk(node: TreeNode, prefix: str, branch: str, below: str) -> None:
-        lines.append(prefix + branch + _label(node))
+        lines.append(prefix + branch + one_line(_label(node)))
         inner = prefix + below
-        lines.extend(inner + ("│ " if node.children else "  ") + fork for fork in node.forks)
+        lines.extend(
+            inner + ("│ " if node.children else "  ") + one_line(fork) for fork in node.forks
+        )
         for i, child in enumerate(node.children):
             last = i == len(node.children) - 1
             walk(child, inner, "└── " if last else "├── ", "    " if last else "│   ")
 
     for root in model.roots:
         walk(root, "", "", "")
+    if model.fork_rows:
+        lines.append(V_MEANING)
     return "\n".join(lines) + "\n"
 
 
@@ -242,10 +284,12 @@ def render_mermaid(model: TreeModel) -> str:
     classes: dict[str, list[str]] = {}
     for node, parent in _walk(model.roots):
         ids[id(node)] = mermaid_id(node.id, taken)
-        label = "<br/>".join(mermaid_text(part) for part in [node.id, *node.details, *node.forks])
+        label = "<br/>".join(
+            mermaid_text(one_line(part)) for part in [node.id, *node.details, *node.forks]
+        )
         lines.append(f'    {ids[id(node)]}["{label}"]')
-        if node.outcome:
-            classes.setdefault(node.outcome, []).append(ids[id(node)])
+        if node.status:
+            classes.setdefault(node.status, []).append(ids[id(node)])
         if parent is not None:
             edges.append(f"    {ids[id(parent)]} --> {ids[id(node)]}")
     if model.continues and model.roots:
@@ -271,8 +315,8 @@ def render_dot(model: TreeModel) -> str:
     for node, parent in _walk(model.roots):
         label = dot_text(chr(10).join([node.id, *node.details, *node.forks]))
         fill = (
-            f', style=filled, fillcolor="{OUTCOME_COLOURS[node.outcome]}", class="{node.outcome}"'
-            if node.outcome
+            f', style=filled, fillcolor="{OUTCOME_COLOURS[node.status]}", class="{node.status}"'
+            if node.status
             else ""
         )
         lines.append(f"    {dot_text(node.id)} [label={label}{fill}];")

@@ -179,7 +179,10 @@ def test_show_prints_trees_and_the_audit_verdict_without_a_store(
     )
     a("bundle", "jobs/a", "jobs/b", "--to", str(tmp_path / "both"))
     shown = Cli(tmp_path / "nowhere")("bundle", "show", str(tmp_path / "both")).stdout
-    assert "jobs/a  task t · reward 1" in shown and "jobs/b  task t · reward 0" in shown
+    assert (
+        "jobs/a  task t · pass: reward 1.0" in shown
+        and "jobs/b  task t · fail: reward 0.0" in shown
+    )
     assert "verdict:" in shown and "audit at log position" in shown
     assert not (tmp_path / "nowhere").exists()
 

@@ -59,7 +59,7 @@ def test_a_fork_childs_history_from_the_root_with_when_and_who(
     )
     assert opened["occurred_at"] == "2026-11-02T09:02:00Z" and opened["actor"] == "tester@lab"
     assert opened["recorded_at"].endswith("Z") and opened["recorded_at"] > opened["occurred_at"]
-    assert child["events"][2]["summary"] == "scored: reward 1 (tests: 2 passed)"
+    assert child["events"][2]["summary"] == "scored: reward 1.0 (tests: 2 passed)"
     assert root["events"][-5]["summary"] == "fork root closed completed, V 0.5"
 
 

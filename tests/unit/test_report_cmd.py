@@ -41,7 +41,7 @@ def test_the_page_shows_tree_arms_stages_cut_point_audit_and_head(
     assert [page.text_of(h) for h in page.find("h2")] == [ABLATE_RUN, CONTINUED]
     ablate = nodes(page)
     assert "outcome-fail" in ablate["root"] and "outcome-pass" in ablate["n2"]
-    assert "outcome-unscored" in ablate["n4"] and "outcome-fail" in ablate["n3"]
+    assert "outcome-error" in ablate["n4"] and "outcome-fail" in ablate["n3"]
     flipped = [page.text_of(td) for td in page.find("td", "flip")]
     assert flipped[:4] == [
         "passed",

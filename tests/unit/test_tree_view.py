@@ -12,42 +12,46 @@ from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, NIGHTLY_RUN, ablate_run_facts, nightly_run_facts
 
 ABLATE_TREE = f"""\
-{ABLATE_RUN}  task csv-dedupe · reward 0
-root  [env-ready] sandbox bf-snap-csv-dedupe-a41c07e95b2d (exported)
-│ fork root at env-ready, completed: V undefined (child 2 unscored)
+{ABLATE_RUN}  task csv-dedupe · fail: reward 0.0
+root  [env-ready] sandbox bf-snap-csv-dedupe-a41c07e95b2d (exported) · fail: reward 0.0
+│ fork root at env-ready, completed: V undefined (child 2 error)
 ├── n1  [pre-verify] sandbox bf-snap-csv-dedupe-6e02d8f3c917 (discarded), environment env-snap-csv-dedupe-0c55e1a7 (discarded)
-├── n2  arm with-skill · reward 1
-├── n3  arm no-skill · reward 0
-├── n4  arm inject:prompts/hint.md · unscored: verifier produced no reward: reward.txt missing
-└── n5  arm config:{{"agent": {{"max_turns": 40}}}} · reward 1
+├── n2  arm with-skill · pass: reward 1.0
+├── n3  arm no-skill · fail: reward 0.0
+├── n4  arm inject:prompts/hint.md · error: verifier produced no reward: reward.txt missing
+└── n5  arm config:{{"agent": {{"max_turns": 40}}}} · pass: reward 1.0
+V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
 NIGHTLY_TREE = f"""\
-{NIGHTLY_RUN}  task csv-dedupe · pending (no outcome yet)
-root  [env-ready] sandbox bf-snap-csv-dedupe-19d7b3e2c4f0 (captured)
+{NIGHTLY_RUN}  task csv-dedupe · pending: no outcome yet
+root  [env-ready] sandbox bf-snap-csv-dedupe-19d7b3e2c4f0 (captured) · pending: no outcome yet
 └── n1  [post-research] sandbox bf-snap-csv-dedupe-5a0f9c81e6d3 (captured)
     └── n2  [pre-verify] sandbox bf-snap-csv-dedupe-c2e84a7b1f95 (captured)
         │ fork n2 at pre-verify, completed: V=0.5
-        ├── n3  delta injected_prompt sha256:d6d6d6d6d6d6 · reward 1
-        └── n4  delta injected_prompt sha256:d0d0d0d0d0d0 · reward 0
+        ├── n3  delta injected_prompt sha256:d6d6d6d6d6d6 · pass: reward 1.0
+        └── n4  delta injected_prompt sha256:d0d0d0d0d0d0 · fail: reward 0.0
+V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
 PARTIAL_TREE = f"""\
-{s.PARTIAL}  task csv-dedupe · reward 1
-root  [env-ready] sandbox bf-snap-partial--3-env-ready (exported)
-│ fork root at env-ready, partial: V undefined (partial: RuntimeError: sandbox died; child 1 failed)
-├── n1  arm with-skill · reward 1
-└── n2  arm no-skill · failed: RuntimeError: sandbox died
+{s.PARTIAL}  task csv-dedupe · pass: reward 1.0
+root  [env-ready] sandbox bf-snap-partial--3-env-ready (exported) · pass: reward 1.0
+│ fork root at env-ready, partial: V undefined (partial: RuntimeError: sandbox died; child 1 error)
+├── n1  arm with-skill · pass: reward 1.0
+└── n2  arm no-skill · error: RuntimeError: sandbox died
+V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
 ODD_TREE = """\
-odd/run  task t · pending (no outcome yet)
-root
+odd/run  task t · pending: no outcome yet
+root  pending: no outcome yet
 └── end
     └── a b
         │ fork f at cursor:a b from no snapshot, open: V undefined (fork still open)
-        ├── a_b  arm say "hi" <b>#1</b> · reward 0.25
-        └── x-1.2  arm `tick` · pending (no outcome yet)
+        ├── a_b  arm say "hi" <b>#1</b> · fail: reward 0.25
+        └── x-1.2  arm `tick` · pending: no outcome yet
+V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
 
@@ -76,10 +80,9 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
     lineage.record(ablate_run_facts())
     early = run_cli("tree", ABLATE_RUN, "--as-of", str(before)).stdout.splitlines()
     assert (
-        early[2]
-        == "│ fork root at env-ready, open: V undefined (child 2 unscored; fork still open)"
+        early[2] == "│ fork root at env-ready, open: V undefined (child 2 error; fork still open)"
     )
-    assert early[-1] == '└── n5  arm config:{"agent": {"max_turns": 40}} · pending (no outcome yet)'
+    assert early[-2] == '└── n5  arm config:{"agent": {"max_turns": 40}} · pending: no outcome yet'
 
 
 MERMAID_ID = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -144,9 +147,9 @@ def test_mermaid_ids_are_sanitised_unique_and_labels_escaped(
     assert ("n_end", "n_a_b") in edges and ("n_a_b", "n_a_b_2") in edges
     assert (
         nodes["n_a_b_2"]
-        == "a_b<br/>arm say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt;<br/>reward 0.25"
+        == "a_b<br/>arm say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt;<br/>fail: reward 0.25"
     )
-    assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>pending (no outcome yet)"
+    assert nodes["n_x_1_2"] == "x-1.2<br/>arm #96;tick#96;<br/>pending: no outcome yet"
 
 
 DOT_NODE = re.compile(
@@ -169,14 +172,17 @@ def test_dot_is_one_digraph_of_quoted_ids_and_escaped_labels(
     assert len(nodes) + len(edges) + 4 == len(lines), (
         "nothing but the header, defaults, nodes, edges and the brace"
     )
-    assert 'label="n5\\narm config:{\\"agent\\": {\\"max_turns\\": 40}}\\nreward 1"' in lines[8]
+    assert (
+        'label="n5\\narm config:{\\"agent\\": {\\"max_turns\\": 40}}\\npass: reward 1.0"'
+        in lines[8]
+    )
     outcomes = {m["id"]: m["outcome"] for line in lines if (m := DOT_NODE.match(line))}
     assert outcomes == {
         "root": "fail",
         "n1": None,
         "n2": "pass",
         "n3": "fail",
-        "n4": "unscored",
+        "n4": "error",
         "n5": "pass",
     }
 
@@ -199,7 +205,7 @@ def test_pictures_colour_nodes_by_outcome(lineage: Lineage, run_cli: Cli) -> Non
         "n_root": "fail",
         "n_n2": "pass",
         "n_n3": "fail",
-        "n_n4": "unscored",
+        "n_n4": "error",
         "n_n5": "pending",  # its reward comes later
     }
     lineage.record(s.partial_fork())
@@ -223,3 +229,40 @@ def test_a_continuation_links_to_its_source_run(run_cli: Cli) -> None:
 def test_tree_of_an_unknown_run_is_a_clear_error(run_cli: Cli) -> None:
     result = run_cli("tree", "no/such-run", ok=False)
     assert result.exit_code == 1 and "expected a recorded run 'no/such-run'" in result.stderr
+
+
+def test_tree_as_json_is_the_model_the_text_is_drawn_from(lineage: Lineage, run_cli: Cli) -> None:
+    """`--format json` was a usage error, though every read command takes --format."""
+    import json
+
+    lineage.record(ablate_run_facts())
+    document = json.loads(run_cli("tree", ABLATE_RUN, "--format", "json").stdout)
+    assert (document["run"], document["status"], document["reward"]) == (ABLATE_RUN, "fail", 0.0)
+    nodes = {n["node"]: n for n in document["nodes"]}
+    assert list(nodes) == ["root", "n1", "n2", "n3", "n4", "n5"]
+    assert nodes["n1"] | {"details": None} == {
+        "node": "n1",
+        "parent": "root",
+        "status": None,
+        "reward": None,
+        "reason": None,
+        "result": None,
+        "label": None,
+        "stages": ["pre-verify"],
+        "owner": "root",
+        "details": None,
+        "forks": [],
+    }
+    assert (nodes["n4"]["status"], nodes["n4"]["reward"]) == ("error", None)
+    assert nodes["n4"]["result"] == "error: verifier produced no reward: reward.txt missing"
+    assert document["forks"] == [
+        {
+            "fork": "root",
+            "node": "root",
+            "outcome": "completed",
+            "value": None,
+            "value_text": "V undefined (child 2 error)",
+        }
+    ]
+    text = run_cli("tree", ABLATE_RUN).stdout
+    assert all(n["result"] in text for n in document["nodes"] if n["result"])

@@ -71,7 +71,9 @@ def test_occurred_before_shows_an_arm_still_running_as_pending(
     )
     assert [row["status"] for row in children] == ["pass", "fail", "error", "pending"]
     tree = run_cli("tree", ABLATE_RUN, "--occurred-before", before).stdout
-    assert tree.splitlines()[-1].endswith("· pending (no outcome yet)")
+    assert tree.splitlines()[-2].endswith(
+        "· pending: no outcome yet"
+    )  # the last line says what V is
     last_arm = f'{ABLATE_RUN}:root/config:{{"agent": {{"max_turns": 40}}}}'
     diff = run_cli(
         "diff", f"{ABLATE_RUN}:root/with-skill", last_arm, "--occurred-before", before
@@ -87,8 +89,10 @@ def test_a_run_imported_later_exists_on_its_own_dates_only_by_occurrence(run_cli
     result = run_cli("tree", NIGHTLY, "--as-of", on_its_date, ok=False)
     assert result.exit_code == 1 and "expected a recorded run" in result.stderr
     tree = run_cli("tree", NIGHTLY, "--occurred-before", on_its_date).stdout.splitlines()
-    assert tree[-2].endswith("· reward 1") and tree[-1].endswith("· pending (no outcome yet)")
-    assert "open: V undefined (fork still open)" in tree[-3]
+    assert tree[-3].endswith("· pass: reward 1.0") and tree[-2].endswith(
+        "· pending: no outcome yet"
+    )
+    assert "open: V undefined (fork still open)" in tree[-4]
     runs = json.loads(
         run_cli("runs", "--occurred-before", "2026-11-03T02:00:08Z", "--format", "json").stdout
     )
