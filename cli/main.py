@@ -271,6 +271,7 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
       LINEAGE_DUCKDB_MEMORY  memory cap of the read models (default 256MB)
       LINEAGE_LOCK_TIMEOUT   seconds to wait for the read-model file's lock
       LINEAGE_PROGRESS       1: progress on stderr even when it is not a terminal; 0: never
+      LINEAGE_CEILING_DIRECTORIES  absolute folders (colon-separated) the search does not go up into
     Without --store or --home, the store is the nearest .lineage/ in this folder or a parent.
     Shell completion: eval "$(_LINEAGE_COMPLETE=bash_source lineage)" (zsh_source, fish_source).
     """
@@ -279,11 +280,19 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
 
     show_notices()
     show_progress(ctx)
-    lineage = Lineage(
-        Settings.from_env(store=store, home=home, actor=actor),
-        may_create=ctx.invoked_subcommand in CREATES_A_STORE,
+    # As `git init`: `lineage init` makes ./.lineage even below a folder that has one.
+    settings = Settings.from_env(
+        store=store, home=home, actor=actor, search=ctx.invoked_subcommand != "init"
     )
+    lineage = Lineage(settings, may_create=ctx.invoked_subcommand in CREATES_A_STORE)
     ctx.obj = lineage
+    if settings.found_in_parent and ctx.invoked_subcommand in CREATES_A_STORE:
+        from .output import note  # a write landing in a parent's store is said, never silent
+
+        note(
+            f"using the lineage store at {settings.home} (found in a parent folder; "
+            "`lineage init` makes one here)"
+        )
     ctx.call_on_close(lineage.close)
 
     def say_if_created() -> None:
