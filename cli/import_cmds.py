@@ -67,7 +67,7 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
 
 
 @click.command("import")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=False))
+@click.argument("paths", nargs=-1, type=click.Path())  # discovery refuses a missing one: exit 1
 @click.option(
     "--dry-run",
     is_flag=True,

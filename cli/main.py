@@ -7,10 +7,14 @@ engine could not be reached or locked. `lineage audit` adds its verdict codes (s
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
+import os
+import signal
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
@@ -189,6 +193,31 @@ class LineageGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's own main, except that Ctrl-C outside a command (parsing, closing the store) is our exit 130,
+        not click's "Aborted!" and exit 1."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                interrupted()
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        # Not standalone, click returns the code a command exited with (ctx.exit) or its return value.
+        sys.exit(code if isinstance(code, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -213,6 +242,8 @@ class LineageGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise with_suggestion(exc) from None
         except KeyboardInterrupt:
             # One line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
             # transaction, so an interrupted command has appended whole batches or nothing.
@@ -330,5 +361,40 @@ def show_progress(ctx: click.Context) -> None:
         ctx.call_on_close(line.close)
 
 
+def with_suggestion(exc: click.UsageError) -> click.UsageError:
+    """click's "No such command 'tre'." with the commands it may have meant, as click does for options."""
+    import ast
+    import difflib
+    import re
+
+    found = re.fullmatch(r"No such command (.+)\.", exc.message)
+    group = exc.ctx.command if exc.ctx is not None else None
+    if found is None or not isinstance(group, click.Group) or exc.ctx is None:
+        return exc
+    typed = ast.literal_eval(found[1])  # click quotes the name with repr()
+    names = group.list_commands(exc.ctx)
+    close = [n for n in names if n.startswith(typed)] or difflib.get_close_matches(typed, names)
+    if not close:
+        return exc
+    return click.UsageError(
+        f"{exc.message} Did you mean {' or '.join(repr(n) for n in close[:3])}?", exc.ctx
+    )
+
+
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
+    transaction, so an interrupted command has appended whole batches or nothing."""
+    sys.stderr.write("interrupted\n")
+    sys.exit(130)
+
+
 def main() -> None:
-    cli(prog_name="lineage")
+    try:
+        cli.main(prog_name="lineage")
+    except KeyboardInterrupt:
+        interrupted()
+    finally:  # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, quietly
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
