@@ -270,9 +270,17 @@ class LineageGroup(click.Group):
             # a store that went away under a read
             from .output import note
 
-            note(
-                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)"
-            )
+            if "readonly database" in str(exc):  # SQLite's words for a file it may not write
+                note(
+                    f"Error: expected to write the event store, found it read-only ({exc}): this command "
+                    "keeps the log's Merkle tree or opens the write side (`runs`, `tree`, `sql` and other "
+                    "reads do not; run it where the store can be written)"
+                )
+            else:
+                note(
+                    f"Error: the event store could not be read: {exc} (check that it is reachable, "
+                    "then retry)"
+                )
             ctx.exit(StoreUnavailable.exit_code)
 
 
