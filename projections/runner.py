@@ -318,7 +318,18 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
             db.execute(f'DROP {kind} "{db.catalog}".main.{name}')
 
 
+def _require_writable(db: ReadModelDB, doing: str) -> None:
+    """A file opened read-only because it cannot be written (`_current_in_place`) is refused in our words, not
+    DuckDB's ("attached in read-only mode", a traceback)."""
+    if db.path != ":memory:" and not may_write(Path(db.path)):
+        raise StoreUnavailable(
+            f"expected to {doing} the read models at {db.path}, found the file cannot be written",
+            hint=READ_ONLY_HINT,
+        )
+
+
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
+    _require_writable(db, "rebuild")
     with creating_in_file(db), db.transaction():
         _drop_foreign(db, [*_foreign_objects(db), *_stored_definitions(db)])
         for projection in reversed(PROJECTIONS):
@@ -340,6 +351,8 @@ class ReadModels:
     def refresh(self, lineage: Lineage) -> int:
         """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
         if self.as_of is None:
+            if (lineage.log.max_notification_id() or 0) > self.position:
+                _require_writable(self.db, "catch up")
             self.position = catch_up(self.db, lineage.log)
         return self.position
 
