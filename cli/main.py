@@ -245,12 +245,7 @@ class LineageGroup(click.Group):
         except click.UsageError as exc:
             raise with_suggestion(exc) from None
         except KeyboardInterrupt:
-            # One line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
-            # transaction, so an interrupted command has appended whole batches or nothing.
-            from .output import note
-
-            note("interrupted")
-            ctx.exit(130)
+            interrupted()
         except LineageError as exc:
             from .output import note
 
@@ -259,10 +254,7 @@ class LineageGroup(click.Group):
         except Exception as exc:
             if isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted"):
                 # Ctrl-C while DuckDB runs a statement: DuckDB stops it and raises this instead.
-                from .output import note
-
-                note("interrupted")
-                ctx.exit(130)
+                interrupted()
             from eventsourcing.persistence import InterfaceError, OperationalError
 
             if not isinstance(exc, (OperationalError, InterfaceError)):
@@ -392,7 +384,9 @@ def with_suggestion(exc: click.UsageError) -> click.UsageError:
 def interrupted() -> NoReturn:
     """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
     transaction, so an interrupted command has appended whole batches or nothing."""
-    sys.stderr.write("interrupted\n")
+    from .output import note  # it ends a progress line first
+
+    note("interrupted")
     sys.exit(130)
 
 
