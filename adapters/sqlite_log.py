@@ -17,11 +17,24 @@ from uuid import UUID
 from ..domain.errors import StoreUnavailable
 from ..domain.integrity import ChainRow
 from .chained_log import merge_chain, up_to_bytes
+from .store_url import may_write
 
 EVENTS_TABLE = "stored_events"
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
 _LAST = 2**62
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI a reader opens `path` with. A WAL-mode file can be opened read-only only with its `-shm` beside
+    it, or with leave to create one; in a folder no one may write (a read-only mount or copy) whose last writer
+    left no `-wal` to replay, the file holds the whole log, and SQLite is told it cannot change (`immutable`)."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    shm, wal = (path.with_name(path.name + suffix) for suffix in ("-shm", "-wal"))
+    unwritten = not wal.exists() or wal.stat().st_size == 0
+    if not shm.exists() and unwritten and not may_write(shm):
+        uri += "&immutable=1"
+    return uri
 
 
 class SQLiteLog:
@@ -38,7 +51,7 @@ class SQLiteLog:
         try:
             if self._connection is None:
                 self._connection = sqlite3.connect(
-                    self.path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False
+                    read_only_uri(self.path), uri=True, check_same_thread=False
                 )
             cursor = self._connection.execute(sql, parameters)
             try:

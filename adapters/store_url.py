@@ -6,6 +6,7 @@ Apart from the recorders in `event_store`, so that naming a store (every command
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,15 @@ def _redact(url: str) -> str:
     the last `@` (a password may hold `/`, `#`, `?` or `@`), and any `password=` option."""
     masked = re.sub(r"(//[^/@:]*:).*@", r"\1***@", url)
     return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", masked)
+
+
+def may_write(path: Path) -> bool:
+    """Whether this process may write `path` and a new file beside it (a WAL, a journal), in the nearest folder
+    that exists if `path`'s does not yet: false on a read-only mount even for root."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
 @dataclass(frozen=True)

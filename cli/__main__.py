@@ -1,5 +1,17 @@
-"""`python -m rollout_lineage.cli`: the same as the `lineage` console script."""
+"""`python -m rollout_lineage.cli` and the `lineage` console script: Ctrl-C while click and the command table
+load (start-up) is exit 130 with one line too, as it is once a command runs (`main.main`)."""
 
-from .main import main
+import sys
 
-main()
+
+def main() -> None:
+    try:
+        from .main import main as run
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -37,7 +37,13 @@ def bundle() -> None:
 
 @bundle.command("write")
 @click.argument("runs", nargs=-1, required=True, metavar="RUN...")
-@click.option("--to", "target", required=True, type=click.Path(dir_okay=False), help="The file.")
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="The file (a new one), or - for stdout.",
+)
 @click.option(
     "--sign",
     "signer_file",
@@ -58,15 +64,20 @@ def write(
     from ..adapters.checkpoints import write_new
 
     path = Path(target)
-    if path.exists():
+    to_stdout = target == "-"
+    if path.exists() and not to_stdout:
         raise InvalidInput(
             f"{path} already exists; refusing to overwrite it", hint="choose another name"
         )
     signer = ed25519.load_signer(signer_file) if signer_file else None
     document = build(lineage.tree(), list(runs), signer, with_tars)
-    write_new(path, canonical(document).decode("ascii"), 0o644)
+    if to_stdout:  # canonical JSON is ASCII: nothing in it a terminal would obey
+        write_text(canonical(document).decode("ascii"), escape=False)
+    else:
+        write_new(path, canonical(document).decode("ascii"), 0o644)
     note(
-        f"wrote {path}: {len(document['events'])} events of {len(document['runs'])} runs, "
+        f"wrote {'stdout' if to_stdout else path}: {len(document['events'])} events of "
+        f"{len(document['runs'])} runs, "
         f"{len(document['batches'])} signed batches, {len(document['tars'])} tars"
     )
 

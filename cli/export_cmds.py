@@ -37,7 +37,7 @@ def write_out(text: str, output: str | Path | None) -> None:
     put a link at), then replaces the target, which must be a regular file or a new name: a link, a device
     (`/dev/null`) or a FIFO would be replaced by a file, not written through.
     """
-    if output is None or output == "-":
+    if output is None or str(output) == "-":  # `report --to -` hands a Path
         write_text(text, escape=False)
         return
     target = Path(output)

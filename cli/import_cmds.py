@@ -12,7 +12,7 @@ import click
 
 from ..adapters.importers import ImportSummary, import_runs
 from ..bootstrap import Lineage
-from .output import note
+from .output import note, write_document
 
 
 @contextmanager
@@ -47,6 +47,8 @@ def _stderr_console() -> Any:
 
 
 def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
+    for skipped in summary.skipped:
+        note(f"skipped {skipped.path}: {skipped.reason}")
     for warning in summary.warnings:
         note(f"warning: {warning}")
     for rejection in (
@@ -63,11 +65,22 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
             if summary.runs_unfinished
             else ""
         )
+        + (f", {len(summary.skipped)} folders skipped" if summary.skipped else "")
     )
 
 
+def summary_document(summary: ImportSummary) -> dict[str, Any]:
+    """`--format json`: the counts, and by name what was left out or refused, for a script to check."""
+    return {
+        **summary.as_dict(),
+        "skipped": [{"path": str(s.path), "reason": s.reason} for s in summary.skipped],
+        "rejected": [{"path": r.path, "error": str(r.error)} for r in summary.errors],
+        "warnings": list(summary.warnings),
+    }
+
+
 @click.command("import")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, file_okay=False))
+@click.argument("paths", nargs=-1, type=click.Path())  # discovery refuses a missing one: exit 1
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -98,6 +111,14 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
     metavar="VKEY",
     help="With --bundle: the key its checkpoint must be signed by.",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: print the summary as one JSON document on stdout, with every folder skipped and why.",
+)
 @click.pass_obj
 def import_command(
     lineage: Lineage,
@@ -107,6 +128,7 @@ def import_command(
     unfinished: bool,
     bundle_file: str | None,
     key_values: tuple[str, ...],
+    fmt: str,
 ) -> None:
     """Import benchflow and Harbor run directories found under PATHS.
 
@@ -120,6 +142,11 @@ def import_command(
     With --bundle FILE: the bundle's facts, after verifying it (exit 3 if it does not), each appended
     fact keeping its origin, position and checkpoint (`lineage bundle sources`).
     """
+    if fmt == "json" and (dry_run or bundle_file is not None):
+        raise click.UsageError(
+            "--format json prints the import's summary on stdout, where --dry-run prints its facts and "
+            "--bundle has no folders to list; found them together: drop one"
+        )
     if bundle_file is not None or not paths:
         from .bundle_cmds import import_bundle_file
 
@@ -148,6 +175,8 @@ def import_command(
                 line["occurred_at"] = occurred_at.isoformat()
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     report(summary, dry_run, keep_going)
+    if fmt == "json":
+        write_document(summary_document(summary), "json")
     if summary.errors:
         if keep_going:
             ctx = click.get_current_context()

@@ -79,7 +79,11 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
 
 
 @click.command("log")
-@click.option("--run", "run_key", help="Only events about this run (and its forks and snapshots).")
+@click.option(
+    "--run",
+    "run_key",
+    help="Only events about this run (and its forks and snapshots); a unique prefix of its id will do.",
+)
 @click.option("--fork", "fork_address", metavar="RUN:FORK", help="Only events about this fork.")
 @click.option(
     "--type",
@@ -104,6 +108,8 @@ def log_command(
 ) -> None:
     """The events in log order: position, when recorded, when it happened, type, subject and who."""
     fork_run, fork_id = split_address(fork_address, "RUN:FORK") if fork_address else (None, None)
+    if run_key or fork_run:
+        run_key, fork_run = _recorded_runs(lineage, run_key, fork_run)
 
     def rows() -> Any:
         count = 0
@@ -137,6 +143,26 @@ def log_command(
                 return
 
     write_rows(rows(), LOG_COLUMNS, fmt)
+
+
+def _recorded_runs(lineage: Lineage, *given: str | None) -> list[str | None]:
+    """Each RUN as other commands take it (an id, or a prefix of exactly one), refused when no run has it: an
+    empty log listing for a mistyped run would read as "nothing happened"."""
+    from ..domain.errors import UnknownSubject
+    from ..projections.run_list import LIST_RUNS_HINT, resolve_run
+    from .common import read_models
+
+    resolved: list[str | None] = []
+    with read_models(lineage) as models:
+        for run in given:
+            if run is not None:
+                run = resolve_run(models.db, run)
+                if not models.db.scalar("SELECT count(*) FROM runs WHERE run = ?", [run]):
+                    raise UnknownSubject(
+                        f"expected a recorded run {run!r}, found none", hint=LIST_RUNS_HINT
+                    )
+            resolved.append(run)
+    return resolved
 
 
 @click.command()

@@ -7,10 +7,14 @@ engine could not be reached or locked. `lineage audit` adds its verdict codes (s
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
+import os
+import signal
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
@@ -189,6 +193,31 @@ class LineageGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's own main, except that Ctrl-C outside a command (parsing, closing the store) is our exit 130,
+        not click's "Aborted!" and exit 1."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                interrupted()
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        # Not standalone, click returns the code a command exited with (ctx.exit) or its return value.
+        sys.exit(code if isinstance(code, int) else 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -213,13 +242,10 @@ class LineageGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise with_suggestion(exc) from None
         except KeyboardInterrupt:
-            # One line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
-            # transaction, so an interrupted command has appended whole batches or nothing.
-            from .output import note
-
-            note("interrupted")
-            ctx.exit(130)
+            interrupted()
         except LineageError as exc:
             from .output import note
 
@@ -228,10 +254,7 @@ class LineageGroup(click.Group):
         except Exception as exc:
             if isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted"):
                 # Ctrl-C while DuckDB runs a statement: DuckDB stops it and raises this instead.
-                from .output import note
-
-                note("interrupted")
-                ctx.exit(130)
+                interrupted()
             from eventsourcing.persistence import InterfaceError, OperationalError
 
             if not isinstance(exc, (OperationalError, InterfaceError)):
@@ -239,9 +262,17 @@ class LineageGroup(click.Group):
             # a store that went away under a read
             from .output import note
 
-            note(
-                f"Error: the event store could not be read: {exc} (check that it is reachable, then retry)"
-            )
+            if "readonly database" in str(exc):  # SQLite's words for a file it may not write
+                note(
+                    f"Error: expected to write the event store, found it read-only ({exc}): this command "
+                    "keeps the log's Merkle tree or opens the write side (`runs`, `tree`, `sql` and other "
+                    "reads do not; run it where the store can be written)"
+                )
+            else:
+                note(
+                    f"Error: the event store could not be read: {exc} (check that it is reachable, "
+                    "then retry)"
+                )
             ctx.exit(StoreUnavailable.exit_code)
 
 
@@ -271,6 +302,7 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
       LINEAGE_DUCKDB_MEMORY  memory cap of the read models (default 256MB)
       LINEAGE_LOCK_TIMEOUT   seconds to wait for the read-model file's lock
       LINEAGE_PROGRESS       1: progress on stderr even when it is not a terminal; 0: never
+      LINEAGE_CEILING_DIRECTORIES  absolute folders (colon-separated) the search does not go up into
     Without --store or --home, the store is the nearest .lineage/ in this folder or a parent.
     Shell completion: eval "$(_LINEAGE_COMPLETE=bash_source lineage)" (zsh_source, fish_source).
     """
@@ -279,11 +311,19 @@ def cli(ctx: click.Context, store: str | None, home: str | None, actor: str | No
 
     show_notices()
     show_progress(ctx)
-    lineage = Lineage(
-        Settings.from_env(store=store, home=home, actor=actor),
-        may_create=ctx.invoked_subcommand in CREATES_A_STORE,
+    # As `git init`: `lineage init` makes ./.lineage even below a folder that has one.
+    settings = Settings.from_env(
+        store=store, home=home, actor=actor, search=ctx.invoked_subcommand != "init"
     )
+    lineage = Lineage(settings, may_create=ctx.invoked_subcommand in CREATES_A_STORE)
     ctx.obj = lineage
+    if settings.found_in_parent and ctx.invoked_subcommand in CREATES_A_STORE:
+        from .output import note  # a write landing in a parent's store is said, never silent
+
+        note(
+            f"using the lineage store at {settings.home} (found in a parent folder; "
+            "`lineage init` makes one here)"
+        )
     ctx.call_on_close(lineage.close)
 
     def say_if_created() -> None:
@@ -321,5 +361,42 @@ def show_progress(ctx: click.Context) -> None:
         ctx.call_on_close(line.close)
 
 
+def with_suggestion(exc: click.UsageError) -> click.UsageError:
+    """click's "No such command 'tre'." with the commands it may have meant, as click does for options."""
+    import ast
+    import difflib
+    import re
+
+    found = re.fullmatch(r"No such command (.+)\.", exc.message)
+    group = exc.ctx.command if exc.ctx is not None else None
+    if found is None or not isinstance(group, click.Group) or exc.ctx is None:
+        return exc
+    typed = ast.literal_eval(found[1])  # click quotes the name with repr()
+    names = group.list_commands(exc.ctx)
+    close = [n for n in names if n.startswith(typed)] or difflib.get_close_matches(typed, names)
+    if not close:
+        return exc
+    return click.UsageError(
+        f"{exc.message} Did you mean {' or '.join(repr(n) for n in close[:3])}?", exc.ctx
+    )
+
+
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
+    transaction, so an interrupted command has appended whole batches or nothing."""
+    from .output import note  # it ends a progress line first
+
+    note("interrupted")
+    sys.exit(130)
+
+
 def main() -> None:
-    cli(prog_name="lineage")
+    try:
+        cli.main(prog_name="lineage")
+    except KeyboardInterrupt:
+        interrupted()
+    finally:  # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, quietly
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))

@@ -59,8 +59,8 @@ def arms(
     "--to",
     "target",
     required=True,
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="The HTML file to write (replaced whole, never left half-written).",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True, path_type=Path),
+    help="The HTML file to write (replaced whole, never left half-written); - for stdout.",
 )
 @as_of_option
 @click.pass_obj

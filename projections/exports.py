@@ -14,6 +14,7 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import UnknownSubject
 from ..domain.vocabulary import STAGES
 from . import attribution as attr
+from .run_list import LIST_RUNS_HINT
 
 
 def _json(value: Any) -> Any:
@@ -40,7 +41,7 @@ def require_run(db: ReadModelDB, run: str) -> dict[str, Any]:
         raise UnknownSubject(
             f"expected a recorded run {run!r}, found none"
             + (f"; similar: {known}" if known else ""),
-            hint='`lineage sql "SELECT run FROM runs"` lists the runs',
+            hint=LIST_RUNS_HINT,
         )
     return rows[0]
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import UnknownSubject
 from .history_text import as_json, summarise
+from .run_list import LIST_RUNS_HINT
 
 if TYPE_CHECKING:
     from ..adapters.duckdb_store import ReadModelDB
@@ -72,7 +73,7 @@ def resolve_node(db: ReadModelDB, address: str) -> NodeRef:
     if not runs:
         raise UnknownSubject(
             f"expected RUN, RUN:NODE or RUN:FORK/ARM naming a recorded run, found {address!r}",
-            hint='`lineage sql "SELECT run FROM runs"` lists the runs',
+            hint=LIST_RUNS_HINT,
         )
     run = runs[0]
     rest = address[len(run) + 1 :]

@@ -10,6 +10,8 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..domain.errors import InvalidInput
 
 COLUMNS = ("run", "task", "agent", "model", "outcome", "reward", "forks", "registered_at")
+#: What every "no such run" error suggests: the command that lists them, not an SQL query to type.
+LIST_RUNS_HINT = "`lineage runs` lists the recorded runs; any unique prefix of an id names one"
 
 
 def list_runs(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..adapters.chained_log import ChainedLog
 from ..adapters.duckdb_store import MISSING_OBJECT, ReadModelDB, within_limits
+from ..adapters.store_url import may_write
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 from . import events as events_table
 from . import shadows
@@ -317,7 +318,18 @@ def _drop(db: ReadModelDB, projection: Projection) -> None:
             db.execute(f'DROP {kind} "{db.catalog}".main.{name}')
 
 
+def _require_writable(db: ReadModelDB, doing: str) -> None:
+    """A file opened read-only because it cannot be written (`_current_in_place`) is refused in our words, not
+    DuckDB's ("attached in read-only mode", a traceback)."""
+    if db.path != ":memory:" and not may_write(Path(db.path)):
+        raise StoreUnavailable(
+            f"expected to {doing} the read models at {db.path}, found the file cannot be written",
+            hint=READ_ONLY_HINT,
+        )
+
+
 def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
+    _require_writable(db, "rebuild")
     with creating_in_file(db), db.transaction():
         _drop_foreign(db, [*_foreign_objects(db), *_stored_definitions(db)])
         for projection in reversed(PROJECTIONS):
@@ -339,6 +351,8 @@ class ReadModels:
     def refresh(self, lineage: Lineage) -> int:
         """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
         if self.as_of is None:
+            if (lineage.log.max_notification_id() or 0) > self.position:
+                _require_writable(self.db, "catch up")
             self.position = catch_up(self.db, lineage.log)
         return self.position
 
@@ -370,6 +384,8 @@ def open_read_models(
         except BaseException:
             db.close()
             raise
+    if not may_write(Path(lineage.read_models_path)):
+        return _current_in_place(lineage, store, recorder)
     db = ReadModelDB.open(
         lineage.read_models_path,
         timeout=lineage.settings.lock_timeout_s,
@@ -382,6 +398,52 @@ def open_read_models(
         db.close()
         raise
     return ReadModels(db, position)
+
+
+#: What a reader of a read-only copy can do when its read models are not current.
+READ_ONLY_HINT = (
+    "catch them up where the store can be written (`lineage project`), or give them a folder you may "
+    "write: --home DIR --store sqlite:///PATH/TO/events.sqlite builds them in DIR"
+)
+
+
+def _current_in_place(lineage: Lineage, store: str, recorder: ChainedLog) -> ReadModels:
+    """Read models that cannot be written (a read-only mount or copy): read as they are, read-only, when they
+    hold the whole log as this code builds it; otherwise refused, saying what they lack and what would do."""
+    path = Path(lineage.read_models_path)
+    if not path.exists():
+        raise StoreUnavailable(
+            f"expected read models at {path} to read, found none, and {path.parent} cannot be written "
+            "to build them",
+            hint=READ_ONLY_HINT,
+        )
+    db = ReadModelDB.open(
+        path,
+        timeout=lineage.settings.lock_timeout_s,
+        memory_limit=lineage.settings.duckdb_memory,
+        read_only=True,
+    )
+    try:
+        if is_current(db, store, recorder):
+            shadow_on_demand(db)
+            return ReadModels(db, tracked_position(db))
+        with within_limits():
+            state = _state(db)
+    except BaseException:
+        db.close()
+        raise
+    db.close()
+    position = recorder.max_notification_id() or 0
+    found = (
+        f"they hold the log up to position {state['position']} of {position}"
+        if state is not None and state["position"] < position
+        else "they were built by another version of rollout-lineage, or from another log"
+    )
+    raise StoreUnavailable(
+        f"expected read models that hold the whole log at {path} (it cannot be written, so they cannot "
+        f"be caught up here), found that {found}",
+        hint=READ_ONLY_HINT,
+    )
 
 
 def differences_from_rebuild(lineage: Lineage) -> tuple[int, list[str]]:

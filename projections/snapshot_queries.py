@@ -18,6 +18,7 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..adapters.snapshot_service import RunExports
 from ..adapters.snapshot_tar import TarReport
 from ..domain.errors import InvalidInput, StageNotRecorded, UnknownSubject
+from .run_list import LIST_RUNS_HINT
 
 if TYPE_CHECKING:
     from .runner import ReadModels
@@ -29,7 +30,7 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     if not registered:
         raise UnknownSubject(
             f"Run {run!r} is not recorded; expected a run registered in the log.",
-            hint='`lineage sql "SELECT run FROM runs"` lists the recorded runs',
+            hint=LIST_RUNS_HINT,
         )
     marked = [
         row["stage"]

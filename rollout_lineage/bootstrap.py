@@ -57,6 +57,7 @@ class Lineage:
     @cached_property
     def app(self) -> LineageApp:
         from .adapters.event_store import open_application
+        from .domain.errors import StoreUnavailable
 
         creating = self._require_store()
         signer = None
@@ -64,11 +65,15 @@ class Lineage:
             from .adapters.ed25519 import load_signer
 
             signer = load_signer(self.settings.signing_key)
-        app = open_application(
-            self.store_url,
-            actor=signer.name if signer else self.settings.actor,
-            tool_version=tool_version(),
-        )
+        try:
+            app = open_application(
+                self.store_url,
+                actor=signer.name if signer else self.settings.actor,
+                tool_version=tool_version(),
+            )
+        except StoreUnavailable:
+            self._refuse_if_read_only()
+            raise
         if signer is not None:
             from .adapters.batch_evidence import BatchEvidence
 
@@ -116,6 +121,22 @@ class Lineage:
                 )
             return True
         return False
+
+    def _refuse_if_read_only(self) -> None:
+        """The write side of an SQLite store that cannot be written fails in SQLite's words ("unable to open
+        database file"); say what it is and which commands still work."""
+        from .adapters.store_url import may_write
+        from .domain.errors import StoreUnavailable
+
+        path = self.store_url.sqlite_path
+        if path is not None and path.exists() and not may_write(path):
+            raise StoreUnavailable(
+                f"expected to write the event store {self.location}, found it read-only (a read-only "
+                "mount, or no write permission): this command appends to it or keeps the log's Merkle "
+                "tree beside it",
+                hint="run it where the store can be written; reads (`runs`, `tree`, `sql`, ...) work "
+                "while the read models are current",
+            ) from None
 
     @property
     def location(self) -> str:

@@ -42,6 +42,10 @@ class Settings:
     #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when one did,
     #: or when the search found one), so "no store here" can say where it looked.
     searched: tuple[str, ...] = ()
+    #: The store is the `.lineage/` the search found in a parent folder, not here: writers say so.
+    found_in_parent: bool = False
+    #: A home was named (--home, LINEAGE_HOME): the read models of any store live there.
+    home_named: bool = False
     #: Where read models of a server store are cached when no home was named (LINEAGE_CACHE, else the XDG cache).
     cache: Path | None = None
     #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it, and its
@@ -57,21 +61,31 @@ class Settings:
         home: str | Path | None = None,
         actor: str | None = None,
         signing_key: str | None = None,
+        search: bool = True,
     ) -> Settings:
+        """`search=False` (`lineage init`) takes ./.lineage without looking in parent folders."""
         env = os.environ if environ is None else environ
         named = home or env.get("LINEAGE_HOME")
         searched: tuple[str, ...] = ()
+        in_parent = False
         if named:
             home_path = Path(named).expanduser().absolute()
+        elif not search:
+            home_path = Path.cwd() / ".lineage"
         else:  # like git and dvc: the nearest .lineage/ in this folder or a parent
-            home_path, searched = find_home(Path.cwd())
-        url = store or env.get("LINEAGE_STORE") or f"sqlite:///{home_path / 'events.sqlite'}"
+            here = Path.cwd()
+            home_path, searched = find_home(here, ceiling_directories(env.get(CEILING_ENV, "")))
+            in_parent = home_path.parent != here
+        given_url = store or env.get("LINEAGE_STORE")
+        url = given_url or f"sqlite:///{home_path / 'events.sqlite'}"
         cache = None
         if not named:  # a folder we happen to stand in is no place for a server store's read models
             xdg = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
             cache = Path(env.get("LINEAGE_CACHE") or Path(xdg) / "rollout-lineage").absolute()
         return cls(
             searched=searched,
+            found_in_parent=in_parent and not given_url,
+            home_named=bool(named),
             cache=cache,
             home=home_path,
             store_url=url,
@@ -95,14 +109,22 @@ class Settings:
 
     @property
     def projections_path(self) -> Path:
-        """One DuckDB file of read models per store identity (`store_identity`): beside the embedded store, or for
-        a server store in the user's cache (in the home when one was named), so `postgres://` and
-        `postgresql://` spellings of one database, from any folder, share one."""
+        """One DuckDB file of read models per store identity (`store_identity`): in the home when one was named,
+        else beside an SQLite store (whatever folder we stand in: never ./.lineage), else in the user's cache,
+        so `postgres://` and `postgresql://` spellings of one database, from any folder, share one."""
         if self.store_url == f"sqlite:///{self.home / 'events.sqlite'}":
             return self.home / "projections.duckdb"
         identity = store_identity(self.store_url)
-        folder = self.cache if self.cache and not identity.startswith("sqlite:") else self.home
-        return folder / f"projections-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.duckdb"
+        name = f"projections-{hashlib.sha256(identity.encode()).hexdigest()[:12]}.duckdb"
+        if self.home_named:
+            return self.home / name
+        if identity.startswith("sqlite:"):
+            store_file = Path(identity.removeprefix("sqlite:"))
+            # A store file named as a home holds it (`--store D/events.sqlite` and `--home D` share one).
+            if store_file.name == "events.sqlite":
+                return store_file.parent / "projections.duckdb"
+            return store_file.parent / name
+        return (self.cache or self.home) / name
 
 
 def store_identity(url: str) -> str:
@@ -146,10 +168,36 @@ def _seconds(text: str, name: str) -> float:
     return value
 
 
-def find_home(start: Path) -> tuple[Path, tuple[str, ...]]:
-    """The nearest `.lineage/` from `start` up (and the folders searched), else `start/.lineage` (not there yet)."""
+#: Colon-separated absolute folders the search for a `.lineage/` does not go up into (as GIT_CEILING_DIRECTORIES).
+CEILING_ENV = "LINEAGE_CEILING_DIRECTORIES"
+
+
+def ceiling_directories(text: str) -> frozenset[Path]:
+    """The folders of LINEAGE_CEILING_DIRECTORIES, symbolic links resolved as the working folder's are. A relative
+    entry is refused, not skipped as git does: a search that silently crossed it could open another's store."""
+    from .domain.errors import InvalidInput
+
+    folders = set()
+    for entry in text.split(os.pathsep):
+        if not entry:
+            continue
+        if not os.path.isabs(entry):
+            raise InvalidInput(
+                f"{CEILING_ENV}: expected absolute folders separated by {os.pathsep!r}, found {entry!r}",
+                hint="write the folder as an absolute path, e.g. /home/me",
+            )
+        folders.add(Path(os.path.realpath(entry)))
+    return frozenset(folders)
+
+
+def find_home(start: Path, ceilings: frozenset[Path] = frozenset()) -> tuple[Path, tuple[str, ...]]:
+    """The nearest `.lineage/` from `start` up (and the folders searched), else `start/.lineage` (not there yet).
+
+    As git does: `start` itself is always looked at, and the search does not go up into a ceiling folder."""
     searched = []
     for folder in (start, *start.parents):
+        if folder != start and folder in ceilings:
+            break
         candidate = folder / ".lineage"
         if candidate.is_dir():
             return candidate.absolute(), ()

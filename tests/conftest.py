@@ -19,7 +19,7 @@ from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage, in_memory
 from rollout_lineage.cli.main import cli
 from rollout_lineage.projections import runner
-from rollout_lineage.settings import Settings
+from rollout_lineage.settings import CEILING_ENV, Settings
 
 # CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss); a developer's
 # run explores new ones. LINEAGE_FUZZ_SCALE (see tests/fuzz_strategies.py) widens either.
@@ -29,6 +29,17 @@ if os.environ.get("CI"):
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(autouse=True)
+def store_search_stays_in_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test finds, reads or writes a store outside its own folders: the search for a `.lineage/` never goes
+    up past the test's temporary folder (or the checkout it runs from), and no store, home or cache named in
+    the developer's environment is used."""
+    monkeypatch.setenv(CEILING_ENV, os.pathsep.join([str(tmp_path.parent), str(REPO.parent)]))
+    for name in ("LINEAGE_HOME", "LINEAGE_STORE", "LINEAGE_SIGNING_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LINEAGE_CACHE", str(tmp_path / "lineage-cache"))
 
 
 def integration_unavailable(reason: str) -> None:

@@ -6,7 +6,7 @@ would have produced, in an order the domain accepts (`plan.py`); `import_runs` r
 
 from __future__ import annotations
 
-from .discovery import RunDir, discover
+from .discovery import RunDir, Skipped, discover, survey
 from .service import ImportSummary, Rejection, import_runs
 
-__all__ = ["ImportSummary", "Rejection", "RunDir", "discover", "import_runs"]
+__all__ = ["ImportSummary", "Rejection", "RunDir", "Skipped", "discover", "import_runs", "survey"]

@@ -87,9 +87,40 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
     return None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A folder the import did not read, and why: named so that a run left out is never silent."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class Survey:
+    runs: list[RunDir]
+    skipped: list[Skipped]
+
+
+#: Folders a trial or run directory holds: files found only there make their parent the folder to name.
+RUN_PARTS = frozenset({"verifier", "agent", "trajectory", "artifacts", "logs", "branches"})
+#: How many of a skipped folder's files its reason names.
+SHOWN_FILES = 3
+
+
 def discover(paths: list[str | Path]) -> list[RunDir]:
     """Every run directory under `paths` (each path may itself be one), non-continuations first."""
+    return survey(paths).runs
+
+
+def survey(paths: list[str | Path]) -> Survey:
+    """The run directories under `paths` (see `discover`) and every folder left out, with the reason: a hidden
+    folder or a link (never searched), and each folder holding files that are no run (the highest such folder
+    with no run in it, or the trial folder of a lone `verifier/ctrf.json`)."""
     found: dict[Path, RunDir] = {}
+    skipped: list[Skipped] = []
+    holding: dict[
+        Path, tuple[list[str], int]
+    ] = {}  # folders not in a run: files each holds, how many
     for given in paths:
         root = Path(os.path.abspath(given))
         if not root.is_dir():
@@ -105,8 +136,69 @@ def discover(paths: list[str | Path]) -> list[RunDir]:
                 found.setdefault(here, run)
                 dirnames[:] = []
                 continue
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-    return order(sorted(found.values(), key=lambda r: str(r.path)))
+            if filenames:
+                holding[here] = (sorted(filenames)[:SHOWN_FILES], len(filenames))
+            for name in sorted(dirnames):
+                if (here / name).is_symlink():
+                    skipped.append(
+                        Skipped(
+                            here / name,
+                            "a link to a folder: links are not followed (name its target)",
+                        )
+                    )
+                elif name.startswith("."):
+                    skipped.append(Skipped(here / name, "a hidden folder: not searched (name it)"))
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and not (here / d).is_symlink()
+            )
+    runs = order(sorted(found.values(), key=lambda r: str(r.path)))
+    roots = {Path(os.path.abspath(given)) for given in paths}
+    left_out = [*skipped, *_no_runs(holding, set(found), roots)]
+    return Survey(runs, sorted(left_out, key=lambda s: str(s.path)))
+
+
+def _no_runs(
+    holding: dict[Path, tuple[list[str], int]], runs: set[Path], roots: set[Path]
+) -> list[Skipped]:
+    """The folders whose files belong to no run: each folder holding files, named by its trial folder when it is
+    a part of one (`verifier/`), unless a run lies below it (its files are then the runs' context, such as the
+    ablation.json above `bench eval ablate`'s runs); a folder inside another one named is told as part of it.
+    Never a folder above the paths given (`roots`)."""
+    with_runs = {parent for run in runs for parent in run.parents}
+    named: dict[Path, tuple[list[str], int]] = {}
+    for folder in sorted(holding, key=lambda p: len(p.parts)):
+        if folder in with_runs:
+            continue
+        shown = folder
+        while shown.name in RUN_PARTS and shown not in roots and shown.parent not in with_runs:
+            shown = shown.parent
+        owner = next((top for top in (shown, *shown.parents) if top in named), shown)
+        files, count = holding[folder]
+        listed, total = named.get(owner, ([], 0))
+        inside = folder.relative_to(owner)
+        listed = (listed + [str(inside / name) for name in files])[:SHOWN_FILES]
+        named[owner] = (listed, total + count)
+    return [Skipped(folder, _why_not_a_run(*named[folder])) for folder in named]
+
+
+def _why_not_a_run(files: list[str], count: int) -> str:
+    names = {Path(f).name for f in files}
+    more = count - len(files)
+    shown = ", ".join(files) + (f" and {more} more files" if more > 0 else "")
+    if "ctrf.json" in names and "result.json" not in names:
+        return (
+            f"not a run: test results ({shown}) but no result.json to say which task, agent and trial "
+            "they are of (a Harbor trial's has trial_name and verifier_result)"
+        )
+    if "result.json" in names:
+        return (
+            f"not a run: {shown}; that result.json is not a Harbor trial's (trial_name, verifier_result), "
+            "and a benchflow run directory also holds config.json"
+        )
+    return (
+        f"not a run: {shown}; expected tree.json, stage_snapshots.json, result.json with config.json "
+        "(benchflow) or a Harbor trial's result.json"
+    )
 
 
 def order(runs: list[RunDir]) -> list[RunDir]:

@@ -30,7 +30,7 @@ from ...domain.errors import (
 )
 from . import benchflow_mainline, benchflow_staged, harbor
 from .benchflow_common import result_missing
-from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, discover
+from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, Skipped, survey
 from .plan import RunPlan
 from .rollout_folder import import_rollout_folder
 from .rundir import RunFolder
@@ -87,6 +87,7 @@ class ImportSummary:
     runs_unfinished: int = 0  # left out because the harness may still be writing them
     errors: list[Rejection] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # folders not read, each with the reason
     facts: list[tuple[f.Fact, datetime | None]] = field(
         default_factory=list
     )  # dry run: what would be appended
@@ -100,6 +101,7 @@ class ImportSummary:
             "runs_skipped_known": self.runs_skipped_known,
             "runs_rejected": self.runs_rejected,
             "runs_unfinished": self.runs_unfinished,
+            "folders_skipped": len(self.skipped),
         }
 
 
@@ -138,15 +140,17 @@ def import_runs(
     unfinished: bool = False,
     progress: Progress | None = None,
 ) -> ImportSummary:
-    runs = discover(paths)
+    found = survey(paths)
+    runs = found.runs
     if not runs:
+        left_out = "; ".join(f"{s.path}: {s.reason}" for s in found.skipped[:5])
         raise InvalidInput(
             f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
             "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
-            "trial directories with result.json)",
+            "trial directories with result.json)" + (f"; skipped {left_out}" if left_out else ""),
             hint="name the jobs folder or a run directory",
         )
-    summary = ImportSummary()
+    summary = ImportSummary(skipped=found.skipped)
     for done, run in enumerate(runs):
         if progress:
             progress(done, len(runs), run.key)
