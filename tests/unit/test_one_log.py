@@ -1,0 +1,142 @@
+"""One definition of the log: whatever a writer can see, every reader and `verify` see, and positions follow
+the writers' rule (dense: the first event at 1, each one at the previous one's + 1) on both backends.
+
+The attacks (issue #23): an unsigned, correctly linked event inserted at position 2**62+1 passed
+`verify --trusted-keys --head --read-models --saved-states`, since every reader stopped at 2**62; on PostgreSQL
+one `setval` of the position sequence moved every later event past 2**62, out of every reader's sight.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rollout_lineage.bootstrap import open_store
+from rollout_lineage.domain.errors import IntegrityFailure
+from rollout_lineage.domain.facts import RunRegistered, RunScored
+from tests.conftest import Cli
+from tests.raw_store import raw_store
+
+JUMP = 2**62 + 1
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Path:
+    Cli(tmp_path / "unused")("keys", "generate", "writer", "--dir", str(tmp_path))
+    return tmp_path
+
+
+def signed(store_url: str, home: Path, keys: Path, *facts: object) -> None:
+    with open_store(store_url, home=str(home), signing_key=str(keys / "writer.key")) as lineage:
+        for fact in facts:
+            lineage.record([fact])  # type: ignore[list-item]
+
+
+def full_verify(cli: Cli, keys: Path, head: str) -> tuple[int, dict]:
+    result = cli(
+        "verify",
+        "--trusted-keys",
+        str(keys / "writer.pub"),
+        "--head",
+        head,
+        "--read-models",
+        "--saved-states",
+        "--format",
+        "json",
+        ok=False,
+    )
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_an_unsigned_event_past_2_62_is_a_jump_verify_names_and_writers_refuse(
+    store_url: str, tmp_path: Path, keys: Path
+) -> None:
+    home = tmp_path / "home"
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__2", task="t"))
+    cli = Cli(home, store_url)
+    kept = cli("head").stdout.strip()
+    with raw_store(
+        store_url
+    ) as raw:  # correctly linked, but at a jumped position and with no signature
+        raw.insert_copy(2, JUMP)  # in a stream the writer below does not read
+        raw.relink()
+    code, report = full_verify(cli, keys, kept)
+    assert code == 3, report
+    assert report["first_bad_position"] == JUMP
+    assert (
+        f"position {JUMP} follows position 2: positions 3-{JUMP - 1} hold no event"
+        in (report["problem"])
+    )
+    # Readers show the break, never a log that stops at 2**62.
+    refused = cli("sql", "SELECT count(*) AS n FROM events", ok=False)
+    assert refused.exit_code == 3 and f"position {JUMP}" in refused.stderr
+    with pytest.raises(IntegrityFailure, match="refusing to append"):
+        signed(store_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
+    with raw_store(store_url) as raw:
+        assert [row[0] for row in raw.events()] == [1, 2, JUMP], "the refused batch appended"
+
+
+@pytest.mark.postgres
+def test_a_moved_position_sequence_hides_nothing(
+    postgres_url: str, tmp_path: Path, keys: Path
+) -> None:
+    home = tmp_path / "home"
+    signed(postgres_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    cli = Cli(home, postgres_url)
+    kept = cli("head").stdout.strip()
+    with raw_store(postgres_url) as raw:
+        raw.execute(
+            "SELECT setval('lineage_events_notification_id_seq', ?)",
+            (2**62,),
+        )
+    signed(postgres_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
+    positions = [
+        json.loads(line)["position"] for line in cli("log", "--format", "jsonl").stdout.splitlines()
+    ]
+    assert positions == [1, 2], "the writer follows the last link, not the sequence"
+    runs = json.loads(cli("sql", "SELECT run, outcome FROM runs", "--format", "json").stdout)
+    assert runs == [{"run": "jobs/t__1", "outcome": "scored"}]
+    assert "checkpoint of 2 events" in cli("checkpoint").stderr
+    code, report = full_verify(cli, keys, kept)
+    assert code == 0, report
+    assert report["signatures"] == "2 events signed by writer" and report["events"] == 2
+
+
+def test_a_gap_relinked_over_is_named(store_url: str, tmp_path: Path, keys: Path) -> None:
+    """A deleted event whose neighbours were linked to each other, and the tree rebuilt: before the dense
+    rule, every check inside the store passed."""
+    home = tmp_path / "home"
+    signed(
+        store_url,
+        home,
+        keys,
+        RunRegistered(run="jobs/t__1", task="t"),
+        RunRegistered(run="jobs/t__2", task="t"),
+        RunRegistered(run="jobs/t__3", task="t"),
+    )
+    with raw_store(store_url) as raw:
+        raw.execute(f"DELETE FROM {raw.events_table} WHERE {raw.position} = 2")
+        raw.relink()
+    result = Cli(home, store_url)("verify", "--format", "json", ok=False)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and report["first_bad_position"] == 3
+    assert "position 3 follows position 1: position 2 hold no event" in report["problem"]
+
+
+@pytest.mark.parametrize("position", [0, -5])
+def test_an_event_at_or_below_position_0_is_named(
+    store_url: str, tmp_path: Path, keys: Path, position: int
+) -> None:
+    """Readers page from position 0 on; the walk starts below every position, so it names the event."""
+    home = tmp_path / "home"
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    with raw_store(store_url) as raw:
+        raw.insert_copy(1, position)
+        raw.relink()
+    result = Cli(home, store_url)("verify", "--format", "json", ok=False)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and report["first_bad_position"] == position
+    assert f"position {position} follows position 0: positions start at 1" in report["problem"]
