@@ -44,6 +44,7 @@ PROJECTION = Projection(
     docs={
         "events": "one row per event in log order: position, when recorded, when it happened, type, subject "
         "(run key or snapshot ref), the fact as JSON, who the writer said it was (actor, self-asserted) and "
-        "who the store authenticated (recorded_by: the PostgreSQL role; NULL on SQLite)"
+        "who the store authenticated (recorded_by: the PostgreSQL role, hashed into the event's chain link; "
+        "NULL on SQLite and for events recorded before roles were chained)"
     },
 )
