@@ -124,11 +124,19 @@ def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> s
 
     coverage = check_coverage(lineage.app.recorder, ed25519.load_verifiers(trusted_file))
     signers = ", ".join(sorted(coverage.signers)) or "no trusted key"
+    missing = sum(b - a + 1 for a, b, _ in coverage.uncovered)
     if coverage.uncovered:
-        missing = sum(b - a + 1 for a, b, _ in coverage.uncovered)
         report.first_bad_position = coverage.uncovered[0][0]
         report.problem = (
             f"{missing} events are not covered by a trusted signature: {coverage.describe()}"
+        )
+    elif (
+        coverage.signed < report.events
+    ):  # the check read less than the walk (more: appended since)
+        report.first_bad_position = report.head.position if report.head else 0
+        report.problem = (
+            f"the signature check read {coverage.signed} events, the chain walk {report.events}: "
+            "they do not describe the same log"
         )
     return f"{coverage.signed} events signed by {signers}"
 

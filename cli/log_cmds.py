@@ -224,11 +224,19 @@ def verify(
         from ..projections.runner import differences_from_rebuild
 
         position, differing = differences_from_rebuild(lineage)
+        chain_end = report.head.position if report.head else 0
+        if position < chain_end:  # short of the walk's last event (past it: appended since)
+            report.first_bad_position = min(position, chain_end) + 1
+            report.problem = (
+                f"the read models end at position {position}, the chain walk at {chain_end}: they "
+                "do not describe the same log"
+            )
         document["read_models"] = (
             f"differ from a rebuild at position {position}: {', '.join(differing)}"
             if differing
             else f"match a rebuild at position {position}"
         )
+    document.update(report.summary())  # the read models' end may have broken the report
     unlike = _saved_states_unlike(lineage, document) if check_saved_states and report.intact else []
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
