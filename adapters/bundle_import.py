@@ -115,12 +115,6 @@ def _source_fact(entry: bytes) -> dict[str, Any]:
     return fact
 
 
-def _source_position(entry: bytes) -> int | None:
-    """The position the source entry's header gives (`merkle.event_entry`), None if it gives none."""
-    lines = entry.split(b"\n", 2)
-    return int(lines[1]) if len(lines) == 3 and lines[1].isdigit() else None
-
-
 def _checked(
     row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
 ) -> dict[str, Any]:
@@ -141,12 +135,12 @@ def _checked(
             f"NO: the origin is {origin}, its checkpoint's {checkpoint.origin}",
             signature,
         )
-    if source_position != _source_position(bytes(entry)):
+    if source_position != merkle.entry_position(bytes(entry)):
         return _row(
             row,
             checkpoint,
             f"NO: the source position is {source_position}, the source entry's "
-            f"{_source_position(bytes(entry))}",
+            f"{merkle.entry_position(bytes(entry))}",
             signature,
         )
     try:
