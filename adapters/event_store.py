@@ -53,6 +53,11 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         last_id = c.fetchone()[0]
         ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
         c.execute(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
+        )
+        # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost race.
+        previous = dense_tail(c.fetchone(), ids[0])
+        c.execute(
             f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?",
             (ids[0],),
         )
@@ -61,10 +66,6 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             raise IntegrityError(
                 f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise"
             )
-        c.execute(
-            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
-        )
-        previous = dense_tail(c.fetchone(), ids[0])
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         if self.batch_evidence is not None:
             self.batch_evidence.write(c, ids, rows, None)

@@ -80,18 +80,16 @@ def test_an_unsigned_event_past_2_62_is_a_jump_verify_names_and_writers_refuse(
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("moved_to", [2**62, 2**63 - 1, 1, "1, false"])
 def test_a_moved_position_sequence_hides_nothing(
-    postgres_url: str, tmp_path: Path, keys: Path
+    postgres_url: str, tmp_path: Path, keys: Path, moved_to: int | str
 ) -> None:
     home = tmp_path / "home"
     signed(postgres_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
     cli = Cli(home, postgres_url)
     kept = cli("head").stdout.strip()
     with raw_store(postgres_url) as raw:
-        raw.execute(
-            "SELECT setval('lineage_events_notification_id_seq', ?)",
-            (2**62,),
-        )
+        raw.execute(f"SELECT setval('lineage_events_notification_id_seq', {moved_to})")
     signed(postgres_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
     positions = [
         json.loads(line)["position"] for line in cli("log", "--format", "jsonl").stdout.splitlines()
@@ -140,3 +138,67 @@ def test_an_event_at_or_below_position_0_is_named(
     report = json.loads(result.stdout)
     assert result.exit_code == 3 and report["first_bad_position"] == position
     assert f"position {position} follows position 0: positions start at 1" in report["problem"]
+
+
+@pytest.mark.parametrize("position", [3, JUMP, 2**63 - 1])
+def test_an_event_without_a_link_stops_writers_and_verify_names_it(
+    store_url: str, tmp_path: Path, keys: Path, position: int
+) -> None:
+    """Next to the last event, past 2**62, or at SQLite's last rowid (after which SQLite picks rowids at
+    random): the writer refuses plainly (no retry as if it lost a race) and appends nothing."""
+    home = tmp_path / "home"
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__2", task="t"))
+    with raw_store(store_url) as raw:
+        raw.insert_copy(2, position)
+    with pytest.raises(IntegrityFailure, match="refusing to append"):
+        signed(store_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
+    with raw_store(store_url) as raw:
+        assert [row[0] for row in raw.events()] == [1, 2, position]
+    result = Cli(home, store_url)("verify", "--format", "json", ok=False)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and report["first_bad_position"] == position, report
+
+
+def test_a_link_without_an_event_past_the_end_stops_writers(
+    store_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """A link at 2**62 that points back at the position before it: dense as far as it goes, but no event."""
+    home = tmp_path / "home"
+    signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    with raw_store(store_url) as raw:
+        raw.execute(
+            "INSERT INTO lineage_chain (position, previous, chain_hash) VALUES (?, ?, ?)",
+            (2**62, 2**62 - 1, "sha256:" + "0" * 64),
+        )
+    with pytest.raises(IntegrityFailure, match="refusing to append"):
+        signed(store_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
+    result = Cli(home, store_url)("verify", "--format", "json", ok=False)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and report["first_bad_position"] == 2**62, report
+
+
+@pytest.mark.postgres
+def test_positions_moved_during_the_insert_are_refused_and_roll_back(
+    postgres_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """Someone with DDL rights moves each new event's position in a trigger, after the writer set the sequence:
+    the writer's check after the insert fails the transaction in the server, so nothing is committed (a
+    Python exception alone would have been caught by the library, which then commits)."""
+    home = tmp_path / "home"
+    signed(postgres_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    with raw_store(postgres_url) as raw:
+        raw.execute(
+            "CREATE FUNCTION shift() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN NEW.notification_id := NEW.notification_id + 10; RETURN NEW; END$$"
+        )
+        raw.execute(
+            "CREATE TRIGGER shift BEFORE INSERT ON lineage_events FOR EACH ROW EXECUTE FUNCTION shift()"
+        )
+    with pytest.raises(IntegrityFailure, match="refusing to append"):
+        signed(postgres_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))
+    with raw_store(postgres_url) as raw:
+        assert [row[0] for row in raw.events()] == [1]
+        assert raw.execute("SELECT count(*) FROM lineage_chain") == [(1,)]
+        assert raw.execute("SELECT count(*) FROM lineage_signatures") == [(1,)]
+    assert Cli(home, postgres_url)("verify", ok=False).exit_code == 0
