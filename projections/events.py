@@ -35,7 +35,8 @@ FROM (SELECT *, {parsed(ENVELOPE, "substr(state, 1, cut - 1) || '}'")},
 
 PROJECTION = Projection(
     name="events",
-    version=2,
+    # 3: recorded_by is the role hashed into each link, so a file that copied the unchained column is rebuilt.
+    version=3,
     tables={
         "events": "position BIGINT, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
         "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "

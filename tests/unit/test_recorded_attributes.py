@@ -138,3 +138,23 @@ def test_a_source_checkpoint_is_labelled_unchecked_or_checked_against_a_key(
     )
     assert other.exit_code == 3
     assert "expected a signature by other" in json.loads(other.stdout)[0]["proven"]
+
+
+@pytest.mark.postgres
+def test_read_models_that_copied_the_unchained_role_are_rebuilt(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A read-model file made by the version before (events at projection version 2) copied the old,
+    unchained column: it is rebuilt from the log, not kept."""
+    import duckdb
+
+    home = tmp_path / "home"
+    cli = recorded(postgres_url, home)
+    assert roles(cli) == ["lineage", "lineage"]
+    with open_lineage(postgres_url, home) as lineage:
+        path = lineage.read_models_path
+    with duckdb.connect(str(path)) as db:  # as the version before left it
+        db.execute("UPDATE events SET recorded_by = 'auditor'")
+        db.execute("UPDATE lineage_projection_versions SET version = 2 WHERE name = 'events'")
+        db.execute("UPDATE lineage_schema SET fingerprint = 'the schema of the version before'")
+    assert roles(cli) == ["lineage", "lineage"]
