@@ -246,6 +246,15 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
             if racing and attempt < 5:
                 time.sleep(0.1 * attempt)
                 continue
+            if "could not create unique index" in str(exc) and "is duplicated" in str(exc):
+                from ..domain.errors import IntegrityFailure
+
+                # Someone dropped the index on positions and stored two events (or links) at one.
+                raise IntegrityFailure(
+                    f"the event store {url.redacted()} holds two rows at one position, so its unique "
+                    f"index could not be made again: {' '.join(str(exc).split())}",
+                    hint="positions are the log's order: restore the store from a backup",
+                ) from exc
             raise StoreUnavailable(
                 f"could not open the event store {url.redacted()}: {exc}",
                 hint="check the URL, that the server is running and that you may write there",

@@ -202,3 +202,20 @@ def test_positions_moved_during_the_insert_are_refused_and_roll_back(
         assert raw.execute("SELECT count(*) FROM lineage_chain") == [(1,)]
         assert raw.execute("SELECT count(*) FROM lineage_signatures") == [(1,)]
     assert Cli(home, postgres_url)("verify", ok=False).exit_code == 0
+
+
+@pytest.mark.postgres
+def test_a_second_event_at_a_taken_position_is_named(
+    postgres_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """With the unique index on positions dropped, two events can share one position."""
+    home = tmp_path / "home"
+    signed(postgres_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
+    signed(postgres_url, home, keys, RunRegistered(run="jobs/t__2", task="t"))
+    with raw_store(postgres_url) as raw:
+        raw.execute("DROP INDEX lineage_events_notification_id_idx")
+        raw.insert_copy(1, 2)
+    result = Cli(home, postgres_url)("verify", ok=False)
+    assert result.exit_code == 3, result.stderr
+    assert "holds two rows at one position" in result.stderr
+    assert "(notification_id)=(2) is duplicated" in result.stderr
