@@ -133,6 +133,8 @@ def check_inclusion(document: dict[str, Any], checkpoint: Checkpoint, where: str
             found = sorted(document) if isinstance(document, dict) else type(document).__name__
             raise ValueError(f"expected the fields {sorted(PROOF_FIELDS)}, found {found}")
         entry, leaf, root = (_base64(document[name]) for name in ("entry", "leaf_hash", "root"))
+        if not isinstance(document["proof"], list):  # "" would read as no hashes at all
+            raise TypeError(f"expected a list of hashes, found {type(document['proof']).__name__}")
         proof = [_base64(h) for h in document["proof"]]
         position, index, size = (
             _integer(document[name]) for name in ("position", "leaf_index", "tree_size")

@@ -81,6 +81,10 @@ def _position_as_text(p: Proofs) -> None:
     p["proofs"][0]["position"] = str(p["proofs"][0]["position"])
 
 
+def _proof_as_text(p: Proofs) -> None:  # a one-event tree's proof is [], which "" would pass for
+    p["proofs"][0]["proof"] = ""
+
+
 def _all_relabelled(p: Proofs) -> None:  # the review's whole relabelling at once
     for relabel in (_position, _leaf_hash, _root, _checkpoint_text):
         relabel(p)
@@ -97,6 +101,7 @@ def _all_relabelled(p: Proofs) -> None:  # the review's whole relabelling at onc
         (_extra_document_field, 1, "expected the fields checkpoint and proofs"),
         (_position_as_text, 1, "expected a whole number"),
         (_all_relabelled, 3, "not the one given"),
+        (_proof_as_text, 1, "expected a list of hashes"),
     ],
 )
 def test_a_relabelled_proof_is_refused(
