@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..domain import merkle
-from ..domain.errors import ClaimRefused, IntegrityFailure
+from ..domain.errors import ClaimRefused, IntegrityFailure, InvalidInput
 from ..domain.signed_note import Checkpoint, Note
 from .batch_evidence import PROVENANCE, BatchEvidence, Row
 from .bundle_check import BundleReport, entries
@@ -118,6 +118,17 @@ def _source_fact(entry: bytes) -> dict[str, Any]:
 def _checked(
     row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
 ) -> dict[str, Any]:
+    """The row as `bundle sources` shows it; a value of the wrong kind (the table is anyone's to edit) is a
+    row that does not prove, never a traceback."""
+    try:
+        return _judged(row, here, trusted)
+    except (InvalidInput, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        return _row(row, None, f"NO: the provenance row was edited ({exc})", "not checked")
+
+
+def _judged(
+    row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
+) -> dict[str, Any]:
     position, origin, source_position, index, note_text, entry, proof = row
     note = Note.parse(note_text.encode(), "provenance")
     checkpoint = Checkpoint.parse(note.text, "provenance")
@@ -170,15 +181,15 @@ def _signature(note: Note, trusted: Sequence[Any], position: int) -> str:
 
 
 def _row(
-    row: tuple[Any, ...], checkpoint: Checkpoint, proven: str, signature: str
+    row: tuple[Any, ...], checkpoint: Checkpoint | None, proven: str, signature: str
 ) -> dict[str, Any]:
     position, origin, source_position = row[:3]
     return {
         "position": position,
         "origin": origin,
         "source_position": source_position,
-        "checkpoint_size": checkpoint.size,
-        "checkpoint_root": base64.b64encode(checkpoint.root).decode(),
+        "checkpoint_size": checkpoint.size if checkpoint else None,
+        "checkpoint_root": base64.b64encode(checkpoint.root).decode() if checkpoint else None,
         "checkpoint_signature": signature,
         "proven": proven,
     }

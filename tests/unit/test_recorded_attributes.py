@@ -158,3 +158,25 @@ def test_read_models_that_copied_the_unchained_role_are_rebuilt(
         db.execute("UPDATE lineage_projection_versions SET version = 2 WHERE name = 'events'")
         db.execute("UPDATE lineage_schema SET fingerprint = 'the schema of the version before'")
     assert roles(cli) == ["lineage", "lineage"]
+
+
+@pytest.mark.parametrize(
+    ("column", "forged"),
+    [
+        ("source_leaf_index", "'first'"),
+        ("checkpoint", "'not a checkpoint'"),
+        ("proof", "'[\"not base64!\"]'"),
+        ("proof", "'not json'"),
+        ("source_entry", "'text, not the stored bytes'"),
+    ],
+)
+def test_a_provenance_value_of_the_wrong_kind_is_not_proven(
+    store_url: str, imported: Cli, column: str, forged: str
+) -> None:
+    with raw_store(store_url) as raw:
+        if raw.postgres and column in ("source_leaf_index", "source_entry"):
+            pytest.skip("PostgreSQL's column types refuse the value")
+        raw.execute(f"UPDATE lineage_provenance SET {column} = {forged} WHERE position = 1")
+    result = imported("bundle", "sources", "--format", "json", ok=False)
+    assert result.exit_code == 3, result.stderr
+    assert json.loads(result.stdout)[0]["proven"].startswith("NO:")
