@@ -180,3 +180,21 @@ def test_a_provenance_value_of_the_wrong_kind_is_not_proven(
     result = imported("bundle", "sources", "--format", "json", ok=False)
     assert result.exit_code == 3, result.stderr
     assert json.loads(result.stdout)[0]["proven"].startswith("NO:")
+
+
+@pytest.mark.postgres
+def test_a_role_edited_with_the_chain_relinked_fails_a_kept_head(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A careful forger re-links the whole chain over the edited role: the chain is consistent again, but
+    the head kept elsewhere no longer matches (as for any edit of the log)."""
+    cli = recorded(postgres_url, tmp_path / "home")
+    kept = cli("head").stdout.strip()
+    with raw_store(postgres_url) as raw:
+        raw.execute(f"UPDATE lineage_chain SET {CHAINED_ROLE} = 'auditor' WHERE position = 1")
+        raw.relink()
+    assert verify(cli)[0] == 0  # consistent, as a relinked forgery is
+    assert roles(cli) == ["auditor", "lineage"]
+    result = cli("verify", "--head", kept, "--format", "json", ok=False)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and "differs from the stored link" in report["problem"]
