@@ -212,6 +212,12 @@ PINNED = [
         ["self", "curs", "stored_events"],
         "ChainedPostgresRecorder",
     ),
+    (
+        PostgresApplicationRecorder,
+        "_lock_table",
+        ["self", "curs"],
+        "ChainedPostgresRecorder",
+    ),
     (POPOAggregateRecorder, "_insert_events", ["self", "stored_events"], "ChainedMemoryRecorder"),
     (
         BaseAggregate,
@@ -246,6 +252,12 @@ CALLED_FROM = [
     (
         PostgresApplicationRecorder.insert_events,
         "self._fetch_ids_after_insert_events(",
+        "ChainedPostgresRecorder",
+    ),
+    (
+        # Holding the lock, our override sets the sequence back to the last link (the dense rule).
+        PostgresApplicationRecorder._insert_stored_events,
+        "self._lock_table(",
         "ChainedPostgresRecorder",
     ),
     (POPOApplicationRecorder.insert_events, "self._insert_events(", "ChainedMemoryRecorder"),
