@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..domain import merkle
-from ..domain.errors import ClaimRefused, IntegrityFailure
+from ..domain.errors import ClaimRefused, IntegrityFailure, InvalidInput
 from ..domain.signed_note import Checkpoint, Note
 from .batch_evidence import PROVENANCE, BatchEvidence, Row
 from .bundle_check import BundleReport, entries
@@ -79,8 +79,13 @@ def _provenance_row(position: int, source: dict[str, Any], report: BundleReport)
     )
 
 
-def sources(recorder: Any) -> list[dict[str, Any]]:
-    """Every imported event with where it came from, each proof checked again against its checkpoint."""
+def sources(recorder: Any, trusted: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Every imported event with where it came from, each proof checked again against its checkpoint.
+
+    The provenance table sits outside the chain: whoever may write to it can put there a checkpoint and a proof
+    of a log of their own making. So every field shown is checked against the source entry and the checkpoint
+    (origin, source position), and the checkpoint's signature against `trusted` keys (`VerifierKey`s), or the
+    row says it was not checked."""
     postgres = hasattr(recorder, "chain_table")
     table = f'"{recorder.datastore.schema}".{PROVENANCE}' if postgres else PROVENANCE
     sql = f"SELECT * FROM {table} WHERE position > ? ORDER BY position LIMIT ?"
@@ -90,7 +95,7 @@ def sources(recorder: Any) -> list[dict[str, Any]]:
         with recorder.datastore.transaction(commit=False) as c:
             c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
             rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
-        found.extend(_checked(row, _fact_here(recorder, row[0])) for row in rows)
+        found.extend(_checked(row, _fact_here(recorder, row[0]), trusted) for row in rows)
         if len(rows) < PAGE:
             return found
         after = rows[-1][0]
@@ -110,11 +115,45 @@ def _source_fact(entry: bytes) -> dict[str, Any]:
     return fact
 
 
-def _checked(row: tuple[Any, ...], here: dict[str, Any] | None) -> dict[str, Any]:
-    index, note_text, entry, proof = row[3:]
-    checkpoint = Checkpoint.parse(Note.parse(note_text.encode(), "provenance").text, "provenance")
+def _checked(
+    row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
+) -> dict[str, Any]:
+    """The row as `bundle sources` shows it; a value of the wrong kind (the table is anyone's to edit) is a
+    row that does not prove, never a traceback."""
+    try:
+        return _judged(row, here, trusted)
+    except (InvalidInput, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        return _row(row, None, f"NO: the provenance row was edited ({exc})", "not checked")
+
+
+def _judged(
+    row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
+) -> dict[str, Any]:
+    position, origin, source_position, index, note_text, entry, proof = row
+    note = Note.parse(note_text.encode(), "provenance")
+    checkpoint = Checkpoint.parse(note.text, "provenance")
+    signature = _signature(note, trusted, position)
+    if signature.startswith("NO:"):
+        return _row(row, checkpoint, signature, signature)
     if here is None or _key(here) != _key(_source_fact(bytes(entry))):
-        return _row(row, checkpoint, "NO: the event here is not the fact of the source event")
+        return _row(
+            row, checkpoint, "NO: the event here is not the fact of the source event", signature
+        )
+    if origin != checkpoint.origin:
+        return _row(
+            row,
+            checkpoint,
+            f"NO: the origin is {origin}, its checkpoint's {checkpoint.origin}",
+            signature,
+        )
+    if source_position != merkle.entry_position(bytes(entry)):
+        return _row(
+            row,
+            checkpoint,
+            f"NO: the source position is {source_position}, the source entry's "
+            f"{merkle.entry_position(bytes(entry))}",
+            signature,
+        )
     try:
         merkle.verify_inclusion(
             index,
@@ -126,17 +165,32 @@ def _checked(row: tuple[Any, ...], here: dict[str, Any] | None) -> dict[str, Any
         proven = "yes"
     except merkle.ProofFailed as exc:
         proven = f"NO: {exc}"
-    return _row(row, checkpoint, proven)
+    return _row(row, checkpoint, proven, signature)
 
 
-def _row(row: tuple[Any, ...], checkpoint: Checkpoint, proven: str) -> dict[str, Any]:
+def _signature(note: Note, trusted: Sequence[Any], position: int) -> str:
+    """Who signed the source checkpoint, among the trusted keys; without keys, said to be unchecked."""
+    from . import ed25519
+
+    if not trusted:
+        return "not checked (no --key): the checkpoint may be anyone's"
+    try:
+        return "signed by " + ", ".join(ed25519.verify_note(note, trusted, "the checkpoint"))
+    except IntegrityFailure as exc:
+        return f"NO: position {position}: {exc}"
+
+
+def _row(
+    row: tuple[Any, ...], checkpoint: Checkpoint | None, proven: str, signature: str
+) -> dict[str, Any]:
     position, origin, source_position = row[:3]
     return {
         "position": position,
         "origin": origin,
         "source_position": source_position,
-        "checkpoint_size": checkpoint.size,
-        "checkpoint_root": base64.b64encode(checkpoint.root).decode(),
+        "checkpoint_size": checkpoint.size if checkpoint else None,
+        "checkpoint_root": base64.b64encode(checkpoint.root).decode() if checkpoint else None,
+        "checkpoint_signature": signature,
         "proven": proven,
     }
 

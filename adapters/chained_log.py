@@ -42,6 +42,17 @@ class ChainedLog(Protocol):
         """Which of these streams have a first event: one query for a whole batch."""
 
 
+def up_to(stop: int | None, column: str = "rowid", mark: str = "?") -> str:
+    """The SQL bound of a read up to `stop`: none when there is no stop. No reader caps positions with a
+    sentinel: any event a writer can see (a position past 2**62 included), every reader sees."""
+    return "" if stop is None else f" AND {column} <= {mark}"
+
+
+def until(stop: int | None) -> tuple[int, ...]:
+    """The parameter `up_to` binds."""
+    return () if stop is None else (stop,)
+
+
 def up_to_bytes(rows: Iterable[tuple[Any, ...]], max_bytes: int | None) -> list[tuple[Any, ...]]:
     """The rows (state at index 4) up to the one whose state takes their total to `max_bytes`, that one
     included: at least one row however large, and one row past the budget at most. `rows` may be a cursor: the
@@ -71,13 +82,19 @@ def stored_rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, byte
 
 
 def next_links(
-    previous: tuple[int, str], ids: Sequence[int], rows: Sequence[tuple[str, int, str, bytes]]
+    previous: tuple[int, str],
+    ids: Sequence[int],
+    rows: Sequence[tuple[str, int, str, bytes]],
+    recorded_by: str | None = None,
 ) -> list[tuple[int, int, str]]:
-    """(position, previous position, chain hash) for new events at `ids`, continuing from the last link."""
+    """(position, previous position, chain hash) for new events at `ids`, continuing from the last link;
+    `recorded_by` is the role the store authenticated for the batch (None on a store that has none)."""
     links = []
     previous_position, previous_hash = previous
     for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
-        chain_hash = link(previous_hash, position, originator_id, version, topic, state)
+        chain_hash = link(
+            previous_hash, position, originator_id, version, topic, state, recorded_by
+        )
         links.append((position, previous_position, chain_hash))
         previous_position, previous_hash = position, chain_hash
     return links
@@ -91,12 +108,22 @@ def _stored_bytes(state: Any) -> bytes | None:
 def merge_chain(
     events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]
 ) -> Iterator[ChainRow]:
-    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side."""
+    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side.
+
+    An event row is (position, originator id, version, topic, state[, recorded_by]): the role, where the store
+    keeps one, is read with the event (as readers show it) and hashed into its link."""
     event, chain = next(events, None), next(links, None)
     while event is not None or chain is not None:
         if event is not None and (chain is None or event[0] < chain[0]):
             yield ChainRow(
-                event[0], event[1], event[2], event[3], _stored_bytes(event[4]), None, None
+                event[0],
+                event[1],
+                event[2],
+                event[3],
+                _stored_bytes(event[4]),
+                None,
+                None,
+                _role(event),
             )
             event = next(events, None)
         elif chain is not None and (event is None or chain[0] < event[0]):
@@ -104,6 +131,17 @@ def merge_chain(
             chain = next(links, None)
         elif event is not None and chain is not None:  # the same position on both sides
             yield ChainRow(
-                event[0], event[1], event[2], event[3], _stored_bytes(event[4]), chain[1], chain[2]
+                event[0],
+                event[1],
+                event[2],
+                event[3],
+                _stored_bytes(event[4]),
+                chain[1],
+                chain[2],
+                _role(event),
             )
             event, chain = next(events, None), next(links, None)
+
+
+def _role(event: tuple[Any, ...]) -> str | None:
+    return event[5] if len(event) > 5 else None

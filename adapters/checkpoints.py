@@ -118,24 +118,71 @@ def inclusion(
     }
 
 
+#: The fields of one proof `inclusion` makes, each checked by `check_inclusion`: a field a reader sees and no
+#: one checks could say anything.
+PROOF_FIELDS = frozenset(
+    ("position", "leaf_index", "tree_size", "root", "entry", "leaf_hash", "proof")
+)
+
+
 def check_inclusion(document: dict[str, Any], checkpoint: Checkpoint, where: str) -> None:
-    """Verify a proof `lineage prove` printed against a checkpoint, with no store at all."""
+    """Verify a proof `lineage prove` printed against a checkpoint, with no store at all: the proof itself,
+    and every other field against the entry and the checkpoint (position, leaf hash, root, tree size)."""
     try:
-        entry = base64.b64decode(document["entry"], validate=True)
-        proof = [base64.b64decode(h, validate=True) for h in document["proof"]]
-        index, size = int(document["leaf_index"]), int(document["tree_size"])
+        if not isinstance(document, dict) or set(document) != PROOF_FIELDS:
+            found = sorted(document) if isinstance(document, dict) else type(document).__name__
+            raise ValueError(f"expected the fields {sorted(PROOF_FIELDS)}, found {found}")
+        entry, leaf, root = (_base64(document[name]) for name in ("entry", "leaf_hash", "root"))
+        if not isinstance(document["proof"], list):  # "" would read as no hashes at all
+            raise TypeError(f"expected a list of hashes, found {type(document['proof']).__name__}")
+        proof = [_base64(h) for h in document["proof"]]
+        position, index, size = (
+            _integer(document[name]) for name in ("position", "leaf_index", "tree_size")
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(
             f"{where}: expected a proof as `lineage prove` prints it ({exc})"
         ) from None
-    if size != checkpoint.size:
+    disagreeing = [
+        f"{name} {found} (expected {expected})"
+        for name, found, expected in (
+            ("tree_size", size, checkpoint.size),
+            ("root", document["root"], base64.b64encode(checkpoint.root).decode()),
+            ("position", position, merkle.entry_position(entry)),
+            (
+                "leaf_hash",
+                document["leaf_hash"],
+                base64.b64encode(merkle.leaf_hash(entry)).decode(),
+            ),
+        )
+        if found != expected
+    ]
+    if disagreeing:
         raise IntegrityFailure(
-            f"{where}: the proof is for a tree of {size} events, the checkpoint for {checkpoint.size}"
+            f"{where}: the proof's fields disagree with its entry and the checkpoint: "
+            + "; ".join(disagreeing),
+            hint="the file was changed after `lineage prove` printed it; ask for the original",
         )
     try:
-        merkle.verify_inclusion(index, size, merkle.leaf_hash(entry), proof, checkpoint.root)
+        merkle.verify_inclusion(index, size, leaf, proof, root)
     except merkle.ProofFailed as exc:
         raise IntegrityFailure(f"{where}: the inclusion proof does not verify: {exc}") from None
+
+
+def _base64(value: Any) -> bytes:
+    """Canonical base64 only: another spelling of the same bytes is a changed file."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected base64 text, found {type(value).__name__}")
+    decoded = base64.b64decode(value, validate=True)
+    if base64.b64encode(decoded).decode() != value:
+        raise ValueError(f"expected canonical base64, found {value[:40]!r}")
+    return decoded
+
+
+def _integer(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise TypeError(f"expected a whole number of at least 0, found {value!r}")
+    return value
 
 
 def write_new(path: Path, text: str, mode: int) -> None:

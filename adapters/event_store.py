@@ -17,10 +17,10 @@ from typing import Any
 from eventsourcing.persistence import IntegrityError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from ..domain.integrity import GENESIS, ChainRow
+from ..domain.integrity import GENESIS, ChainRow, position_gap
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
-from .chained_log import merge_chain, next_links, stored_rows, up_to_bytes
+from .chained_log import merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
 from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"
@@ -53,6 +53,11 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
         last_id = c.fetchone()[0]
         ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
         c.execute(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
+        )
+        # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost race.
+        previous = dense_tail(c.fetchone(), ids[0])
+        c.execute(
             f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?",
             (ids[0],),
         )
@@ -61,9 +66,6 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             raise IntegrityError(
                 f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise"
             )
-        c.execute(f"SELECT position, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1")
-        last = c.fetchone()
-        previous = (last[0], last[1]) if last else (0, GENESIS)
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         if self.batch_evidence is not None:
             self.batch_evidence.write(c, ids, rows, None)
@@ -111,8 +113,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
             f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN state END "
             f", NULL FROM {self.events_table_name} "  # recorded_by: a SQLite file authenticates nobody
-            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
-            (after, stop if stop is not None else 2**62, limit),
+            f"WHERE rowid > ?{up_to(stop)} ORDER BY rowid LIMIT ?",
+            (after, *until(stop), limit),
         )
         try:
             return up_to_bytes(cursor, max_bytes)
@@ -122,9 +124,9 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
         cursor = self._plain_reader().execute(
-            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? AND position <= ? "
-            "ORDER BY position",
-            (after, stop if stop is not None else 2**62),
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ?"
+            f"{up_to(stop, 'position')} ORDER BY position",
+            (after, *until(stop)),
         )
         return cursor.fetchall()
 
@@ -147,6 +149,31 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
                 )
                 found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
         return found
+
+
+def dense_tail(last: Any, first_new: int | None) -> tuple[int, str]:
+    """The (position, hash) a batch continues from, given the last link (position, previous, hash; None in
+    an empty log) and the position the store gives the batch's first event (None: not known yet).
+
+    The writers' rule is that positions are dense (the first event at 1, each one at the previous one's + 1;
+    `domain/integrity.py` checks it). A writer refuses to append past a break of it: a last link that jumps,
+    or a first position that does not follow the last link (an event without a link, or a sequence moved).
+    """
+    from ..domain.errors import IntegrityFailure
+
+    position, previous, chain_hash = (last[0], last[1], last[2]) if last else (0, 0, GENESIS)
+    found = position_gap(previous, position) if last else None
+    if found is None and first_new is not None and first_new != position + 1:
+        found = (
+            f"the next free position is {first_new}, not {position + 1} after the last link (an event "
+            "without a link, a deleted event, or a moved position sequence)"
+        )
+    if found is not None:
+        raise IntegrityFailure(
+            f"refusing to append: the log's positions must rise by 1 from event to event; {found}",
+            hint="run `lineage verify`, which names the break; nothing of this batch was appended",
+        )
+    return position, chain_hash
 
 
 _DDL_RACE = ("concurrently", "duplicate key", "already exists")
@@ -219,6 +246,15 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
             if racing and attempt < 5:
                 time.sleep(0.1 * attempt)
                 continue
+            if "could not create unique index" in str(exc) and "is duplicated" in str(exc):
+                from ..domain.errors import IntegrityFailure
+
+                # Someone dropped the index on positions and stored two events (or links) at one.
+                raise IntegrityFailure(
+                    f"the event store {url.redacted()} holds two rows at one position, so its unique "
+                    f"index could not be made again: {' '.join(str(exc).split())}",
+                    hint="positions are the log's order: restore the store from a backup",
+                ) from exc
             raise StoreUnavailable(
                 f"could not open the event store {url.redacted()}: {exc}",
                 hint="check the URL, that the server is running and that you may write there",

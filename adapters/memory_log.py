@@ -9,6 +9,7 @@ PERSISTENCE_MODULE. Nothing survives the process.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 from uuid import UUID
@@ -22,7 +23,8 @@ from .chained_log import merge_chain, next_links, stored_rows, up_to_bytes
 #: The application environment for an in-memory chained log.
 MEMORY_ENV = {"PERSISTENCE_MODULE": f"{__name__}:ChainedMemoryFactory"}
 MEMORY_URL = "memory:"
-_NO_STOP = 2**62
+#: How many notifications one read may return: every one (a count, not a position cap).
+_ALL = sys.maxsize
 
 
 class ChainedMemoryRecorder(POPOApplicationRecorder):
@@ -58,9 +60,12 @@ class ChainedMemoryRecorder(POPOApplicationRecorder):
         )
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
-        high = _NO_STOP if stop is None else stop
         with self._database_lock:
-            return [entry for entry in self._chain if after < entry[0] <= high]
+            return [
+                entry
+                for entry in self._chain
+                if after < entry[0] and (stop is None or entry[0] <= stop)
+            ]
 
     def chain_hash_at(self, position: int) -> str | None:
         with self._database_lock:
@@ -70,7 +75,7 @@ class ChainedMemoryRecorder(POPOApplicationRecorder):
     def chain_rows(self) -> Iterator[ChainRow]:
         events = (
             (n.id, _hex(n.originator_id), n.originator_version, n.topic, n.state)
-            for n in self.select_notifications(start=None, limit=_NO_STOP)
+            for n in self.select_notifications(start=None, limit=_ALL)
         )
         return merge_chain(events, iter(self.chain_links(0, None)))
 

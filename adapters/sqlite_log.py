@@ -16,13 +16,12 @@ from uuid import UUID
 
 from ..domain.errors import StoreUnavailable
 from ..domain.integrity import ChainRow
-from .chained_log import merge_chain, up_to_bytes
+from .chained_log import merge_chain, until, up_to, up_to_bytes
 from .store_url import may_write
 
 EVENTS_TABLE = "stored_events"
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
-_LAST = 2**62
 
 
 def read_only_uri(path: Path) -> str:
@@ -76,16 +75,16 @@ class SQLiteLog:
         return self._query(
             "SELECT rowid, originator_id, originator_version, topic, "
             f"CASE typeof(state) WHEN 'blob' THEN state END, NULL FROM {EVENTS_TABLE} "
-            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
-            (after, stop if stop is not None else _LAST, limit),
+            f"WHERE rowid > ?{up_to(stop)} ORDER BY rowid LIMIT ?",
+            (after, *until(stop), limit),
             max_bytes,
         )
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
         return self._query(
             f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
-            "WHERE position > ? AND position <= ? ORDER BY position",
-            (after, stop if stop is not None else _LAST),
+            f"WHERE position > ?{up_to(stop, 'position')} ORDER BY position",
+            (after, *until(stop)),
         )
 
     def existing_originators(self, ids: set[UUID]) -> set[UUID]:

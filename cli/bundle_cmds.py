@@ -164,14 +164,33 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
 
 
 @bundle.command("sources")
+@click.option(
+    "--key",
+    "key_values",
+    multiple=True,
+    metavar="VKEY",
+    help="Verifier key the source checkpoints must be signed by (else: not checked).",
+)
 @output_options()
 @click.pass_obj
-def sources_command(lineage: Lineage, fmt: str) -> None:
+def sources_command(lineage: Lineage, key_values: tuple[str, ...], fmt: str) -> None:
     """Imported events with the origin, position and checkpoint they came from, each proof re-checked."""
+    from ..adapters import ed25519
     from ..adapters.bundle_import import require_proven, sources
 
-    rows = sources(lineage.app.recorder)
-    write_rows(rows, ("position", "origin", "source_position", "checkpoint_size", "proven"), fmt)
+    rows = sources(lineage.app.recorder, [ed25519.load_verifier(value) for value in key_values])
+    write_rows(
+        rows,
+        (
+            "position",
+            "origin",
+            "source_position",
+            "checkpoint_size",
+            "checkpoint_signature",
+            "proven",
+        ),
+        fmt,
+    )
     require_proven(rows)
 
 

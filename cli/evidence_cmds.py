@@ -11,7 +11,6 @@ from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import ChainReport
 from ..domain.signed_note import Checkpoint
-from .common import split_address
 from .output import note, write_document, write_line, write_text
 
 KEY_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -124,36 +123,52 @@ def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> s
 
     coverage = check_coverage(lineage.app.recorder, ed25519.load_verifiers(trusted_file))
     signers = ", ".join(sorted(coverage.signers)) or "no trusted key"
+    missing = sum(b - a + 1 for a, b, _ in coverage.uncovered)
     if coverage.uncovered:
-        missing = sum(b - a + 1 for a, b, _ in coverage.uncovered)
         report.first_bad_position = coverage.uncovered[0][0]
         report.problem = (
             f"{missing} events are not covered by a trusted signature: {coverage.describe()}"
+        )
+    elif (
+        coverage.signed < report.events
+    ):  # the check read less than the walk (more: appended since)
+        report.first_bad_position = report.head.position if report.head else 0
+        report.problem = (
+            f"the signature check read {coverage.signed} events, the chain walk {report.events}: "
+            "they do not describe the same log"
         )
     return f"{coverage.signed} events signed by {signers}"
 
 
 def _positions(lineage: Lineage, address: str) -> list[int]:
+    """POSITION, or every event `lineage history ADDRESS` lists under that node (RUN, RUN:NODE,
+    RUN:FORK/ARM or RUN:FORK/#INDEX: the addresses `history` and `diff` take)."""
     if address.isascii() and address.isdigit():
         return [int(address)]
-    from ..adapters.log_reader import iter_events
+    from ..projections import history as histories
+    from ..projections.run_list import resolve_address
+    from .common import read_models
 
-    run, node = split_address(address, "RUN:NODE or POSITION")
-    found = [
-        event.position
-        for event in iter_events(lineage.app.recorder)
-        if event.fact.get("run") == run and (event.fact.get("node") or "root") == node
-    ]
+    with read_models(lineage) as models:
+        target, steps = histories.history(models.db, resolve_address(models.db, address))
+    found = sorted(
+        {
+            event["position"]
+            for step in steps
+            if (step.ref.run, step.ref.node) == (target.run, target.node)
+            for event in step.events
+        }
+    )
     if not found:
         raise InvalidInput(
             f"expected RUN:NODE naming events of the log, found none for {address!r}",
-            hint="`lineage tree RUN` shows a run's nodes; a position from `lineage log` works too",
+            hint="`lineage history ADDRESS` lists a node's events; a position from `lineage log` works too",
         )
     return found
 
 
 @click.command()
-@click.argument("address", required=False, metavar="RUN:NODE|POSITION")
+@click.argument("address", required=False, metavar="RUN:NODE|RUN:FORK/ARM|POSITION")
 @click.option(
     "--checkpoint",
     "checkpoint_file",
@@ -177,6 +192,9 @@ def prove(
     proof_file: str | None,
 ) -> None:
     """Print RFC 9162 inclusion proofs that the events at RUN:NODE (or POSITION) are in a checkpoint.
+
+    A node's events are those `lineage history` lists under it (its reward and custody included); a fork
+    child is RUN:FORK/ARM or RUN:FORK/#INDEX, as `history` and `diff` take it.
 
     Each proof carries the event's exact stored bytes (`entry`); anyone can check it with any RFC 9162
     verifier (leaf = SHA-256(0x00 || entry)), or with `lineage prove --check FILE --checkpoint CP`.
@@ -210,11 +228,23 @@ def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
     data = read_capped(proof_file, 50_000_000, "proofs")
     try:
         document = loads_strict(data)
+        if not isinstance(document, dict) or set(document) != {"checkpoint", "proofs"}:
+            raise ValueError("expected the fields checkpoint and proofs, and no other")
         proofs = document["proofs"]
+        if not isinstance(proofs, list):
+            raise TypeError(f"expected a list of proofs, found {type(proofs).__name__}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InvalidInput(
             f"{proof_file}: expected proofs as `lineage prove` prints them ({exc})"
         ) from None
+    if (
+        document["checkpoint"] != parsed.text()
+    ):  # what a reader of the file takes the proofs to be against
+        raise IntegrityFailure(
+            f"{proof_file}: the checkpoint the file names is not the one given (--checkpoint): "
+            f"expected {parsed.text()!r}, found {str(document['checkpoint'])[:200]!r}",
+            hint="check the proofs against the checkpoint they were made for",
+        )
     for number, proof in enumerate(proofs, 1):
         check_inclusion(proof, parsed, f"{proof_file}, proof {number}")
     if not proofs:

@@ -14,7 +14,7 @@ from ..adapters.jsonl import bounded_lines, ingest_in_chunks, ingest_schema, par
 from ..adapters.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
-from ..domain.integrity import Head
+from ..domain.integrity import ChainReport, Head
 from .common import split_address
 from .output import POSITION, note, output_options, write_document, write_line, write_rows
 
@@ -245,16 +245,8 @@ def verify(
         document["checkpoint"] = checked
     if trusted_file:
         document["signatures"] = signed
-    differing: list[str] = []
-    if check_read_models and report.intact:
-        from ..projections.runner import differences_from_rebuild
-
-        position, differing = differences_from_rebuild(lineage)
-        document["read_models"] = (
-            f"differ from a rebuild at position {position}: {', '.join(differing)}"
-            if differing
-            else f"match a rebuild at position {position}"
-        )
+    differing = _read_models_differing(lineage, report, document) if check_read_models else []
+    document.update(report.summary())  # the read models' end may have broken the report
     unlike = _saved_states_unlike(lineage, document) if check_saved_states and report.intact else []
     if fmt in ("json", "jsonl"):
         write_document(document, fmt)
@@ -278,6 +270,31 @@ def verify(
             hint="they are a cache: drop the table lineage_saved_states from the store (writers replay "
             "and save again); the log itself is intact",
         )
+
+
+def _read_models_differing(
+    lineage: Lineage, report: ChainReport, document: dict[str, Any]
+) -> list[str]:
+    """`verify --read-models`: the tables that differ from a rebuild, said in the document too; read models
+    that end before the walk's last event break the report (they do not describe the same log)."""
+    if not report.intact:
+        return []
+    from ..projections.runner import differences_from_rebuild
+
+    position, differing = differences_from_rebuild(lineage)
+    chain_end = report.head.position if report.head else 0
+    if position < chain_end:  # short of the walk's last event (past it: appended since)
+        report.first_bad_position = position + 1
+        report.problem = (
+            f"the read models end at position {position}, the chain walk at {chain_end}: they "
+            "do not describe the same log"
+        )
+    document["read_models"] = (
+        f"differ from a rebuild at position {position}: {', '.join(differing)}"
+        if differing
+        else f"match a rebuild at position {position}"
+    )
+    return differing
 
 
 def _saved_states_unlike(lineage: Lineage, document: dict[str, Any]) -> list[str]:

@@ -1,10 +1,14 @@
 """Tamper evidence: every stored event is chained to its predecessor by a hash.
 
 link(n) = sha256(link(n-1) | position | originator id | version | topic | sha256(state)), with link(0) the
-genesis constant. The links live in their own table, written in the same transaction as the events (see
+genesis constant; where the store authenticates writers (PostgreSQL) the role that appended the event is
+hashed in too (`| by: role` after the state's digest), so editing who recorded an event breaks the chain like
+editing the event. The links live in their own table, written in the same transaction as the events (see
 `adapters/event_store.py`), so an edited byte, a deleted, inserted or reordered event all break the walk
-at the first bad position. A truncated tail leaves a shorter but valid chain, which is why `head()` exists:
-a (position, hash) pair kept outside the store proves the tail is still there.
+at the first bad position. Positions are dense: the first event is at 1 and each one at the previous one's
+position + 1 (the writers' rule, `adapters/event_store.py`), so a gap, a jump or a position at or below 0 is
+named as such. A truncated tail leaves a shorter but valid chain, which is why `head()` exists: a (position,
+hash) pair kept outside the store proves the tail is still there.
 """
 
 from __future__ import annotations
@@ -26,13 +30,38 @@ def link(
     originator_version: int,
     topic: str,
     state: bytes,
+    recorded_by: str | None = None,
 ) -> str:
+    """The link; `recorded_by` (the authenticated role, None where the store has none or the link was made
+    before roles were chained) follows the state's digest, so the two forms never hash the same input."""
     digest = hashlib.sha256()
     digest.update(
         f"{previous_hash}|{position}|{originator_id}|{originator_version}|{topic}|".encode()
     )
     digest.update(hashlib.sha256(state).digest())
+    if recorded_by is not None:
+        digest.update(f"|by:{recorded_by}".encode())
     return "sha256:" + digest.hexdigest()
+
+
+def position_gap(previous_position: int, position: int) -> str | None:
+    """What breaks the dense rule when `position` follows `previous_position` (None when it holds)."""
+    if position == previous_position + 1:
+        return None
+    if position <= previous_position:
+        return (
+            f"position {position} follows position {previous_position}: positions start at 1 and "
+            "rise by 1, so it was inserted outside rollout-lineage"
+        )
+    missing = (
+        f"position {previous_position + 1}"
+        if position == previous_position + 2
+        else f"positions {previous_position + 1}-{position - 1}"
+    )
+    return (
+        f"position {position} follows position {previous_position}: {missing} hold no event; "
+        "positions rise by 1, so events were deleted or this one was inserted past a jump"
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +75,7 @@ class ChainRow:
     state: bytes | None
     previous: int | None
     chain_hash: str | None
+    recorded_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +143,9 @@ class ChainWalker:
 
     def _check(self, row: ChainRow) -> bool:
         p = row.position
+        gap = position_gap(self._previous_position, p)
+        if gap is not None:
+            return self._fail(p, gap)
         if row.state is None and row.originator_id is None:
             return self._fail(p, f"position {p}: the event was deleted (its chain link remains)")
         if row.state is None:
@@ -139,6 +172,7 @@ class ChainWalker:
             row.originator_version or 0,
             row.topic or "",
             row.state,
+            row.recorded_by,
         )
         if expected != row.chain_hash:
             return self._fail(
@@ -195,16 +229,21 @@ def aligned_head(
     case), computed without a `ChainRow` or `Head` per event (a third of a rebuild's time); None otherwise, and
     the caller then walks the window with `check_window`, which names the first break.
 
-    `events` are (position, originator id, version, topic, state bytes, ...) in position order.
+    `events` are (position, originator id, version, topic, state bytes, recorded_by) in position order.
     """
     if not events or len(events) != len(links):
         return None
     previous_position, previous_hash = (start.position, start.chain_hash) if start else (0, GENESIS)
     for event, (position, previous, chain_hash) in zip(events, links, strict=True):
         state = event[4]
-        if event[0] != position or previous != previous_position or type(state) is not bytes:
+        if (
+            event[0] != position
+            or previous != previous_position
+            or position != previous_position + 1
+            or type(state) is not bytes
+        ):
             return None
-        expected = link(previous_hash, position, event[1], event[2], event[3], state)
+        expected = link(previous_hash, position, event[1], event[2], event[3], state, event[5])
         if expected != chain_hash:
             return None
         previous_position, previous_hash = position, expected

@@ -44,6 +44,15 @@ def event_entry(
     return header.encode() + state
 
 
+def entry_position(entry: bytes) -> int | None:
+    """The position an `event_entry` names in its header; None for bytes that are not one."""
+    kind, _, rest = entry.partition(b"\n")
+    position, _, _ = rest.partition(b"\n")
+    if kind != b"rollout-lineage/event" or not (position.isdigit() and len(position) <= 19):
+        return None
+    return int(position)
+
+
 def _split(size: int) -> int:
     """The largest power of two smaller than size (size >= 2): RFC 9162's k."""
     return 1 << ((size - 1).bit_length() - 1)

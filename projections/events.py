@@ -35,7 +35,8 @@ FROM (SELECT *, {parsed(ENVELOPE, "substr(state, 1, cut - 1) || '}'")},
 
 PROJECTION = Projection(
     name="events",
-    version=2,
+    # 3: recorded_by is the role hashed into each link, so a file that copied the unchained column is rebuilt.
+    version=3,
     tables={
         "events": "position BIGINT, originator_id VARCHAR, originator_version INTEGER, type VARCHAR, "
         "subject VARCHAR, recorded_at TIMESTAMPTZ, occurred_at TIMESTAMPTZ, actor VARCHAR, "
@@ -44,6 +45,7 @@ PROJECTION = Projection(
     docs={
         "events": "one row per event in log order: position, when recorded, when it happened, type, subject "
         "(run key or snapshot ref), the fact as JSON, who the writer said it was (actor, self-asserted) and "
-        "who the store authenticated (recorded_by: the PostgreSQL role; NULL on SQLite)"
+        "who the store authenticated (recorded_by: the PostgreSQL role, hashed into the event's chain link; "
+        "NULL on SQLite and for events recorded before roles were chained)"
     },
 )

@@ -240,7 +240,7 @@ def _checked_chunks(
         if (
             aligned is None
         ):  # something is off (or unusual): the full walk decides, and names a break
-            events = ((r[0], r[1], r[2], r[3], r[4]) for r in rows)
+            events = iter(rows)
             aligned = check_window(head, merge_chain(events, iter(links)))
         head = aligned
         after = high

@@ -172,7 +172,8 @@ class Lineage:
         if walker.report.intact and self.store_url.kind != "memory":
             from .adapters.merkle_store import check_against_log
 
-            found = check_against_log(self.tree())
+            tree = self.tree()
+            found = check_against_log(tree) or _same_events(walker.report, tree)
             if found:
                 walker.report.first_bad_position, walker.report.problem = found
         return walker.report
@@ -311,3 +312,18 @@ def open_store(
     With `signing_key` (a .key file; else LINEAGE_SIGNING_KEY), every batch is signed and its actor is the key's name.
     """
     return Lineage(Settings.from_env(store=store, home=home, actor=actor, signing_key=signing_key))
+
+
+def _same_events(report: ChainReport, tree: MerkleStore) -> tuple[int, str] | None:
+    """The Merkle tree must hold the events the chain walk counted: its leaf for the walk's last event is
+    the walk's count (more leaves are events appended since the walk, each checked by `check_against_log`)."""
+    if report.problem is not None or report.head is None:
+        return None
+    index = tree.index_of(report.head.position)
+    if index == report.events - 1:
+        return None
+    return report.head.position, (
+        f"the chain walk counts {report.events} events through position {report.head.position}, the "
+        f"Merkle tree {'has no leaf for it' if index is None else f'makes it leaf {index}'}: they do not "
+        "describe the same log"
+    )

@@ -22,7 +22,7 @@ from eventsourcing.popo import POPOAggregateRecorder, POPOApplicationRecorder
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
 
-from rollout_lineage.adapters.chained_log import ChainedLog
+from rollout_lineage.adapters.chained_log import ChainedLog, next_links
 from rollout_lineage.adapters.event_store import StoreURL
 from rollout_lineage.adapters.memory_log import MEMORY_ENV, ChainedMemoryRecorder
 from rollout_lineage.domain import facts as f
@@ -140,8 +140,11 @@ def test_every_link_chains_its_event_to_the_one_before(app: LineageApp) -> None:
     for row, (position, previous, chain_hash) in zip(
         log.log_rows(0, None, 10_000), links, strict=True
     ):
-        assert (position, previous) == (row[0], previous_position)
-        assert chain_hash == link(previous_hash, row[0], row[1], row[2], row[3], bytes(row[4]))
+        assert (position, previous) == (row[0], previous_position) == (previous + 1, previous)
+        # The role the store authenticated (PostgreSQL; None elsewhere) is part of the link.
+        assert chain_hash == link(
+            previous_hash, row[0], row[1], row[2], row[3], bytes(row[4]), row[5]
+        )
         previous_position, previous_hash = position, chain_hash
     assert log.chain_hash_at(last) == previous_hash
     walker = ChainWalker()
@@ -154,7 +157,15 @@ def test_the_same_facts_at_the_same_time_make_the_same_chain_in_memory(app: Line
     last = _recorded(app)
     reference = _app(MEMORY_ENV)
     assert _recorded(reference) == last
-    assert _log(app).chain_links(0, None) == _log(reference).chain_links(0, None)
+    roles = {row[5] for row in _log(app).log_rows(0, None, 10_000)}
+    if roles == {None}:  # a store that authenticates nobody: the very same chain
+        assert _log(app).chain_links(0, None) == _log(reference).chain_links(0, None)
+        return
+    # PostgreSQL hashes the role it authenticated into each link: the same chain with that role.
+    [role] = roles
+    rows = [(r[1], r[2], r[3], bytes(r[4])) for r in _log(reference).log_rows(0, None, 10_000)]
+    expected = next_links((0, GENESIS), list(range(1, last + 1)), rows, role)
+    assert _log(app).chain_links(0, None) == expected
 
 
 def test_existing_originators_names_the_streams_that_have_a_first_event(app: LineageApp) -> None:
@@ -175,8 +186,8 @@ def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> No
         app.recorder.insert_events([new])
     assert (log.max_notification_id(), log.chain_links(0, None)) == before
     position = app.record([f.RunRegistered(run="r/2", task="t")]).position
-    # PostgreSQL's sequence may skip the refused position; the chain goes on from the last stored event.
-    assert position > 1
+    # PostgreSQL's sequence drew the refused position; the writer sets it back, so positions stay dense.
+    assert position == 2
     assert log.chain_links(0, None) == [*before[1], (position, 1, log.chain_hash_at(position))]
 
 
@@ -199,6 +210,12 @@ PINNED = [
         PostgresApplicationRecorder,
         "_fetch_ids_after_insert_events",
         ["self", "curs", "stored_events"],
+        "ChainedPostgresRecorder",
+    ),
+    (
+        PostgresApplicationRecorder,
+        "_lock_table",
+        ["self", "curs"],
         "ChainedPostgresRecorder",
     ),
     (POPOAggregateRecorder, "_insert_events", ["self", "stored_events"], "ChainedMemoryRecorder"),
@@ -235,6 +252,12 @@ CALLED_FROM = [
     (
         PostgresApplicationRecorder.insert_events,
         "self._fetch_ids_after_insert_events(",
+        "ChainedPostgresRecorder",
+    ),
+    (
+        # Holding the lock, our override sets the sequence back to the last link (the dense rule).
+        PostgresApplicationRecorder._insert_stored_events,
+        "self._lock_table(",
         "ChainedPostgresRecorder",
     ),
     (POPOApplicationRecorder.insert_events, "self._insert_events(", "ChainedMemoryRecorder"),
