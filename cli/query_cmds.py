@@ -61,6 +61,9 @@ def sql(
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
+    from ..adapters.statement_limits import own_the_process
+
+    own_the_process()  # a statement DuckDB cannot interrupt ends this process at --timeout (exit 4)
     if query == "-":
         query = sys.stdin.read()  # click.get_text_stream is deprecated in click 8.5
     bound = dict(params)
