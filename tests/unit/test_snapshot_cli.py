@@ -531,7 +531,8 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
         [row] = json.loads(run_cli("snapshots", "list", *args, "--format", "json").stdout)
         return row["restorable"], row["restorable_because"]
 
-    assert listed("--check") == (True, "exported to a tar whose digest is recorded")
+    restorable, because = listed("--check")  # no engine answers here: the image is not checked
+    assert restorable is True and because.startswith("exported to a tar whose digest is recorded")
     tar.write_bytes(tar.read_bytes() + b"\0" * 512)  # still a tar, no longer the exported one
     assert listed() == (
         True,
@@ -544,6 +545,32 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
     assert restorable is False and "exported tar is gone" in because and str(tar) in because
     shown = json.loads(run_cli("snapshots", "show", REF, "--format", "json").stdout)["snapshot"]
     assert (shown["restorable"], shown["restorable_because"]) == (restorable, because)
+
+
+def test_without_an_engine_list_and_show_say_the_image_was_not_checked(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """`--check` asks the engine for the recorded image id; when none answers (DOCKER_HOST points at no
+    socket here), the verdict rests on the tars and every reader is told the image was not checked."""
+    tar, expected = snapshot_tar(tmp_path / "snap.tar")
+    record_export(run_cli, tmp_path, tar, expected["image_id"])
+    [row] = json.loads(run_cli("snapshots", "list", "--format", "json").stdout)
+    assert row["image_check"] == "not checked (--check asks the Docker engine)"
+    for command in (("list",), ("show", REF)):
+        out = run_cli("snapshots", *command, "--check", "--format", "json").stdout
+        row = json.loads(out)[0] if command == ("list",) else json.loads(out)["snapshot"]
+        assert row["restorable"] is True
+        assert row["image_check"].startswith(
+            "not checked: Cannot reach the Docker engine at unix://"
+        )
+        assert (
+            "; the image was not checked (Cannot reach the Docker engine"
+            in row["restorable_because"]
+        )
+    table = run_cli("snapshots", "list", "--check", "--format", "markdown").stdout
+    assert "the image was not checked" in table
+    note = run_cli("snapshots", "show", REF, "--check", "--format", "table").stderr
+    assert "restorable (exported to a tar" in note and "the image was not checked" in note
 
 
 def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path: Path) -> None:
