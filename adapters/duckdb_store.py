@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - depends on the installed DuckDB's layo
     import duckdb  # type: ignore[no-redef]
 
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
-from .statement_limits import Watchdog, headroom, memory_bounded
+from .statement_limits import GRACE_S, Watchdog, headroom, memory_bounded
 
 #: What DuckDB raises when a statement names a table or column the file does not hold (a new or older file).
 MISSING_OBJECT = (duckdb.CatalogException, duckdb.BinderException)
@@ -350,8 +350,9 @@ class ReadModelDB:
             watchdog = Watchdog(
                 timeout,
                 self.connection.interrupt,
-                f"{_past_timeout(said).message}: DuckDB did not stop at the interrupt (one function "
-                "call over one large value), so the process was ended",
+                f"{_past_timeout(said).message}: DuckDB did not stop at the interrupt within "
+                f"{GRACE_S:g} s (one function call over one large value, or output nobody reads), "
+                "so the process was ended",
             ).start()
         try:
             with self._users_limits(said, watchdog):

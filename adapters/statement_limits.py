@@ -62,26 +62,52 @@ def mapped_bytes() -> int | None:
     return None
 
 
+#: Statements under the bound now, in every thread, and the limit found before the first: the last one out puts
+#: that back, so two read API calls in two threads never leave the process with one's bound.
+_bound_lock = threading.Lock()
+_bound_holders = 0
+_limit_before: tuple[int, int] | None = None
+
+
 @contextmanager
 def memory_bounded(budget: int) -> Iterator[None]:
-    """Hold the process's soft RLIMIT_DATA at what it maps now plus `budget` for the duration, then put back
-    the limit found (a lower one already set is kept)."""
+    """Hold the process's soft RLIMIT_DATA at what it maps now plus `budget` for the duration (with calls
+    running at once in other threads, the highest of their bounds), then put back the limit found before the
+    first of them (a lower one already set is kept)."""
     mapped = mapped_bytes() if resource is not None else None
     if mapped is None:
         yield  # no /proc (not Linux): only DuckDB's own cap and the watchdog hold
         return
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    bound = mapped + budget
-    if hard != resource.RLIM_INFINITY:
-        bound = min(bound, hard)
-    if soft != resource.RLIM_INFINITY and soft <= bound:
-        yield
-        return
-    resource.setrlimit(resource.RLIMIT_DATA, (bound, hard))
+    _enter_bound(mapped + budget)
     try:
         yield
     finally:
-        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+        _leave_bound()
+
+
+def _enter_bound(wanted: int) -> None:
+    global _bound_holders, _limit_before
+    with _bound_lock:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if _bound_holders == 0:
+            _limit_before = (soft, hard)
+        _bound_holders += 1
+        assert _limit_before is not None
+        before = _limit_before[0]
+        bound = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if before != resource.RLIM_INFINITY:
+            bound = min(bound, before)  # a limit the caller set stays the ceiling
+        if _bound_holders == 1 or bound > soft:
+            resource.setrlimit(resource.RLIMIT_DATA, (bound, hard))
+
+
+def _leave_bound() -> None:
+    global _bound_holders, _limit_before
+    with _bound_lock:
+        _bound_holders -= 1
+        if _bound_holders == 0 and _limit_before is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, _limit_before)
+            _limit_before = None
 
 
 @dataclass

@@ -165,3 +165,22 @@ def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
     assert "went on" not in ended.stdout
     caller = run_python(stuck.format(own=""))
     assert caller.returncode == 0 and caller.stdout == "went on True [1]\n", caller.stderr
+
+
+def test_calls_bounded_at_once_in_two_threads_leave_the_callers_limit_as_it_was() -> None:
+    """Read API calls in two threads overlap: the first to finish must neither lift the other's bound nor,
+    finishing last, put back the other's bound instead of the caller's limit."""
+    import resource
+
+    from rollout_lineage.adapters.statement_limits import memory_bounded
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    first, second = memory_bounded(2**30), memory_bounded(2**31)
+    first.__enter__()
+    bounded = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    assert bounded != resource.RLIM_INFINITY
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY  # still bounded
+    second.__exit__(None, None, None)
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
