@@ -13,7 +13,7 @@ it, and the interrupt is only looked at between vectors, so such a call ran 20-4
   the read API's caller shares it while the statement runs.
 - time: a watchdog interrupts the connection at the deadline; a call still running a `GRACE_S` later is one
   DuckDB does not interrupt. A process of our own (`lineage sql`) then ends with exit 4 naming the timeout
-  (`hard_stop`); a caller's process is never ended, and there the memory bound is what holds.
+  (`owning_the_process`); a caller's process is never ended, and there the memory bound is what holds.
 """
 
 from __future__ import annotations
@@ -39,10 +39,17 @@ EXIT_LIMIT = 4
 _hard_stop = False
 
 
-def own_the_process() -> None:
-    """The process is ours (the CLI): a statement that outlasts its deadline and the grace ends it, exit 4."""
+@contextmanager
+def owning_the_process() -> Iterator[None]:
+    """While it lasts, the process is ours (the CLI's `sql`): a statement that outlasts its deadline and the
+    grace ends it, exit 4. Scoped, so a CLI command run inside another program (a test's CliRunner) leaves
+    that program's later read API calls to the watchdog alone."""
     global _hard_stop
-    _hard_stop = True
+    was, _hard_stop = _hard_stop, True
+    try:
+        yield
+    finally:
+        _hard_stop = was
 
 
 def headroom(memory_cap_bytes: int) -> int:

@@ -154,16 +154,20 @@ def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
     stuck = (
         "import time\n"
         "from rollout_lineage.adapters import statement_limits as s\n"
-        "{own}"
         "calls = []\n"
-        "w = s.Watchdog(0.3, lambda: calls.append(1), 'stuck past 0.3 s').start()\n"
-        "time.sleep(3)\n"
+        "with {own}:\n"
+        "    w = s.Watchdog(0.3, lambda: calls.append(1), 'stuck past 0.3 s').start()\n"
+        "    time.sleep(3)\n"
         "print('went on', w.fired, calls)\n"
     )
-    ended = run_python(stuck.format(own="s.own_the_process()\n"))
+    ended = run_python(stuck.format(own="s.owning_the_process()"))
     assert ended.returncode == 4 and ended.stderr == "Error: stuck past 0.3 s\n"
     assert "went on" not in ended.stdout
-    caller = run_python(stuck.format(own=""))
+    caller = run_python(
+        stuck.format(own="contextlib.nullcontext()").replace(
+            "import time", "import contextlib, time"
+        )
+    )
     assert caller.returncode == 0 and caller.stdout == "went on True [1]\n", caller.stderr
 
 
@@ -184,3 +188,11 @@ def test_calls_bounded_at_once_in_two_threads_leave_the_callers_limit_as_it_was(
     assert resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY  # still bounded
     second.__exit__(None, None, None)
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
+
+
+def test_a_cli_sql_run_inside_another_program_leaves_it_to_the_watchdog(run_cli: Cli) -> None:
+    """CliRunner runs `lineage sql` in this process: once it returns, a stuck call must not end the program."""
+    from rollout_lineage.adapters import statement_limits
+
+    run_cli("sql", "SELECT 1")
+    assert statement_limits._hard_stop is False
