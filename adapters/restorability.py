@@ -11,7 +11,9 @@ recorded, or a capture with no discard. Nothing records a `docker rmi` or a dele
   retagged ref proves nothing, a renamed image still restores). Without an engine that answers, the tars decide
   as before and the reason says the image was not checked, and why.
 
-A bare capture records no image id, so the engine cannot be asked about it; it stays as the log says.
+A bare capture of a sandbox records no image id: the engine is asked for its ref (the image the harness
+committed under it), and a capture whose ref names no image there is not restorable, the reason naming the
+engine asked. An environment layer is not an image: it stays as the log says.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .snapshot_files import resolve_tar
 #: How long `--check` waits for an engine that does not answer (its calls are a listing and `docker info`).
 ENGINE_CHECK_TIMEOUT_S = 10
 NOT_ASKED = "not checked (--check asks the Docker engine)"
-NO_ID = "not checked: no image id is recorded for a bare capture"
+NOT_AN_IMAGE = "not checked: an environment layer is not an image"
 
 
 @dataclass
@@ -38,15 +40,23 @@ class EngineView:
     name: str | None
     image_ids: frozenset[str]
     unreachable: str | None = None
+    engine: DockerEngine | None = None
 
     @classmethod
     def ask(cls, engine: DockerEngine) -> EngineView:
+        # StoreUnavailable or a refusal: the check says so, and the list goes on.
         try:
-            return cls(engine.identity(), frozenset(engine.list_image_ids()))
-        except (
-            LineageError
-        ) as exc:  # StoreUnavailable or a refusal: the check says so, the list goes on
+            return cls(engine.identity(), frozenset(engine.list_image_ids()), engine=engine)
+        except LineageError as exc:
             return cls(None, frozenset(), unreachable=exc.message)
+
+    def named(self, ref: str) -> tuple[str | None, str | None]:
+        """The id of the image `ref` names in this engine (None: none), or why the engine could not say."""
+        assert self.engine is not None  # a reachable view
+        try:
+            return self.engine.image_id(ref), None
+        except LineageError as exc:
+            return None, exc.message
 
 
 def check_restorable(
@@ -60,14 +70,43 @@ def check_restorable(
     disk (and, with `check`, the engine) shows. The engine is asked once, on the first row that needs it."""
     view: EngineView | None = None
     for row in rows:
-        if check and _rests_on_evidence(row):
+        run_dirs_of = run_dirs.get(row["run"] or "", [])
+        asks = _rests_on_evidence(row) or _bare_sandbox_capture(row)
+        if check and asks:
             if view is None:
                 view = EngineView.ask(engine or DockerEngine(timeout_s=ENGINE_CHECK_TIMEOUT_S))
-            _check_against(row, run_dirs.get(row["run"] or "", []), view)
+            if _rests_on_evidence(row):
+                _check_against(row, run_dirs_of, view)
+            else:
+                _check_capture(row, view)
         else:
-            row["image_check"] = NO_ID if check and row["restorable"] else NOT_ASKED
-            _check_export_tar(row, run_dirs.get(row["run"] or "", []), rehash=check)
+            row["image_check"] = NOT_AN_IMAGE if check and row["restorable"] else NOT_ASKED
+            _check_export_tar(row, run_dirs_of, rehash=check)
         yield row
+
+
+def _bare_sandbox_capture(row: dict[str, Any]) -> bool:
+    return bool(row["restorable"]) and row.get("layer") == "sandbox"
+
+
+def _check_capture(row: dict[str, Any], view: EngineView) -> None:
+    """A capture records its ref, not an id: the engine is asked which image the ref names."""
+    if view.unreachable is not None:
+        row["image_check"] = f"not checked: {view.unreachable}"
+        row["restorable_because"] += f"; the image was not checked ({view.unreachable})"
+        return
+    image_id, refused = view.named(row["ref"])
+    if refused is not None:
+        row["image_check"] = f"not checked: {refused}"
+        row["restorable_because"] += f"; the image was not checked ({refused})"
+    elif image_id is not None:
+        row["image_check"] = f"image {image_id} is in {view.name} as {row['ref']!r}"
+        row["restorable_because"] += f" (checked: {row['image_check']})"
+    else:
+        row["image_check"] = (
+            f"{view.name} has no image named {row['ref']!r} (a capture records no image id)"
+        )
+        row.update(restorable=False, restorable_because=f"captured, but {row['image_check']}")
 
 
 def _rests_on_evidence(row: dict[str, Any]) -> bool:

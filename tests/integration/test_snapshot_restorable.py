@@ -138,3 +138,21 @@ def test_a_captured_and_exported_snapshot_removed_without_a_discard_is_not_resto
     assert docker_engine.remove_image(ref) is True
     row = listed(run_cli, "--check", "--run", RUN)
     assert row["restorable"] is False and f"has no image {image_id}" in row["restorable_because"]
+
+
+def test_a_bare_capture_is_asked_for_by_its_ref(
+    docker_engine, docker_client, test_image, run_cli, tmp_path
+) -> None:
+    """A capture records its ref, not an image id: the engine is asked which image the ref names."""
+    ref = test_image.split(":")[0] + "-bare"
+    image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
+    capture(run_cli, tmp_path, ref, tmp_path / "run")
+    row = listed(run_cli, "--check", "--run", RUN)
+    assert row["restorable"] is True and image_id in row["restorable_because"], row
+    assert listed(run_cli, "--run", RUN)["restorable_because"] == (
+        "captured; the image has not been discarded"
+    )  # without --check, the belief, and the engine is not asked
+    assert docker_engine.remove_image(ref) is True
+    row = listed(run_cli, "--check", "--run", RUN)
+    assert row["restorable"] is False, row
+    assert f"has no image named {ref!r}" in row["restorable_because"]

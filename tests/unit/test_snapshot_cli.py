@@ -615,3 +615,34 @@ def test_an_engine_answering_5xx_is_unavailable_not_a_refusal() -> None:
 
     with pytest.raises(StoreUnavailable, match="failed to"):
         DockerEngine(client=FailingClient()).image_id("bf-snap-x")
+
+
+def test_check_asks_about_sandbox_captures_and_says_an_environment_layer_is_no_image(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {
+                "type": "stage.marked",
+                "run": RUN,
+                "stage": "env-ready",
+                "sandbox_ref": REF,
+                "environment_ref": "env-state-1",
+            },
+        ],
+    )
+    rows = {
+        row["layer"]: row
+        for row in json.loads(run_cli("snapshots", "list", "--check", "--format", "json").stdout)
+    }
+    assert rows["environment"]["restorable"] is True
+    assert rows["environment"]["image_check"] == "not checked: an environment layer is not an image"
+    sandbox = rows["sandbox"]
+    assert sandbox["restorable"] is True and sandbox["image_check"].startswith("not checked: ")
+    assert sandbox["restorable_because"].startswith("captured; the image has not been discarded; ")
+    assert (
+        "the image was not checked (Cannot reach the Docker engine" in sandbox["restorable_because"]
+    )
