@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -29,6 +28,7 @@ except ImportError:  # pragma: no cover - depends on the installed DuckDB's layo
     import duckdb  # type: ignore[no-redef]
 
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
+from .statement_limits import GRACE_S, Watchdog, headroom, memory_bounded
 
 #: What DuckDB raises when a statement names a table or column the file does not hold (a new or older file).
 MISSING_OBJECT = (duckdb.CatalogException, duckdb.BinderException)
@@ -260,34 +260,54 @@ class ReadModelDB:
             return []
 
     def query(
-        self, sql: str, *, timeout: float | None = None, params: dict[str, Any] | None = None
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        params: dict[str, Any] | None = None,
+        stated_timeout: float | None = None,
     ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
 
-        Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become ReadLimitExceeded.
+        Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become
+        ReadLimitExceeded naming which (`stated_timeout`: the --timeout given, when `timeout` is what is left
+        of it). Every call into DuckDB runs under `statement_limits.memory_bounded`.
         """
-        cursor, watchdog = self._run_users(sql, params, timeout)
+        cursor, watchdog = self._run_users(sql, params, timeout, stated_timeout=stated_timeout)
         names = [d[0] for d in cursor.description or ()]
+        said = timeout if stated_timeout is None else stated_timeout
 
         def batches() -> Iterator[tuple[Any, ...]]:
             try:
-                with within_limits(timeout):
-                    while chunk := cursor.fetchmany(2048):
-                        yield from chunk
+                while True:
+                    with self._users_limits(said, watchdog):
+                        chunk = cursor.fetchmany(2048)
+                    if not chunk:
+                        break
+                    yield from chunk
             finally:
                 if watchdog is not None:
-                    watchdog.cancel()
+                    watchdog.finish()
 
         return names, batches()
 
     def plan(
-        self, sql: str, *, timeout: float | None = None, params: dict[str, Any] | None = None
+        self,
+        sql: str,
+        *,
+        timeout: float | None = None,
+        params: dict[str, Any] | None = None,
+        stated_timeout: float | None = None,
     ) -> str:
         """The plan DuckDB would run for a user's statement, as text, under the same watchdog and limits as the
         statement itself (planning evaluates constant expressions, which can take as long as any query)."""
         explain = f"EXPLAIN {sql}"
         rows = self._run_users(
-            explain, params, timeout, lambda: self.connection.execute(explain, params).fetchall()
+            explain,
+            params,
+            timeout,
+            lambda: self.connection.execute(explain, params).fetchall(),
+            stated_timeout=stated_timeout,
         )[0]
         return " ".join(str(cell) for row in rows for cell in row)
 
@@ -298,13 +318,18 @@ class ReadModelDB:
         *,
         timeout: float | None = None,
         params: dict[str, Any] | None = None,
+        stated_timeout: float | None = None,
     ) -> Any:
         """A user's SELECT fetched whole by DuckDB itself: `how` is `to_arrow_table` or `df` (a relation's,
         which copies nothing more)."""
         # The package adds `sql` and its relation API to the engine's connections (see the import above).
         importlib.import_module("duckdb")
         return self._run_users(
-            sql, params, timeout, lambda: getattr(self.connection.sql(sql, params=params), how)()
+            sql,
+            params,
+            timeout,
+            lambda: getattr(self.connection.sql(sql, params=params), how)(),
+            stated_timeout=stated_timeout,
         )[0]
 
     def _run_users(
@@ -313,16 +338,24 @@ class ReadModelDB:
         params: dict[str, Any] | None,
         timeout: float | None,
         run: Callable[[], Any] | None = None,
-    ) -> tuple[Any, threading.Timer | None]:
+        *,
+        stated_timeout: float | None = None,
+    ) -> tuple[Any, Watchdog | None]:
         """`run` (by default: execute `sql` with `params`) under the watchdog and the limits, DuckDB's refusals
         as InvalidInput. Returns its result and the watchdog still running (None once `run` fetched it all)."""
         self._before(sql)
-        watchdog = threading.Timer(timeout, self.connection.interrupt) if timeout else None
-        if watchdog is not None:
-            watchdog.daemon = True
-            watchdog.start()
+        said = timeout if stated_timeout is None else stated_timeout
+        watchdog = None
+        if timeout:
+            watchdog = Watchdog(
+                timeout,
+                self.connection.interrupt,
+                f"{_past_timeout(said).message}: DuckDB did not stop at the interrupt within "
+                f"{GRACE_S:g} s (one function call over one large value, or output nobody reads), "
+                "so the process was ended",
+            ).start()
         try:
-            with within_limits(timeout):
+            with self._users_limits(said, watchdog):
                 try:
                     if run is None:
                         return self.connection.execute(sql, params), watchdog
@@ -330,17 +363,36 @@ class ReadModelDB:
                 except (duckdb.OutOfMemoryException, duckdb.InterruptException):
                     raise
                 except duckdb.Error as exc:
+                    if watchdog is not None and watchdog.fired:
+                        raise  # whatever DuckDB raised while it stopped: the timeout is the reason
                     raise InvalidInput(
                         f"the SQL was refused: {exc}",
                         hint="`lineage tables` lists the read models and their columns",
                     ) from None
         except BaseException:
             if watchdog is not None:
-                watchdog.cancel()
+                watchdog.finish()
             raise
         if watchdog is not None:
-            watchdog.cancel()
+            watchdog.finish()
         return result, None
+
+    @contextmanager
+    def _users_limits(self, timeout: float | None, watchdog: Watchdog | None) -> Iterator[None]:
+        """One call into DuckDB for a user's statement: the process's memory bound held around it, and what
+        DuckDB raises told as the limit that was hit (the deadline, once the watchdog fired, whatever DuckDB
+        raised while it stopped; else the memory, when an allocation failed)."""
+        try:
+            with memory_bounded(headroom(self.memory_limit_bytes)):
+                yield
+        except (duckdb.Error, MemoryError) as exc:
+            if watchdog is not None and watchdog.fired:
+                raise _past_timeout(timeout) from None
+            if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
+                raise _users_over_cap(exc, self.memory_limit_bytes) from None
+            if isinstance(exc, duckdb.InterruptException):
+                raise _past_timeout(timeout) from None
+            raise
 
     def _before(self, sql: str) -> None:
         if self.before_statement is not None:
@@ -364,10 +416,7 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
     except duckdb.OutOfMemoryException as exc:
         raise _over_cap(exc) from None
     except duckdb.InterruptException:
-        raise ReadLimitExceeded(
-            f"the query ran past its {timeout or 0:g} s timeout and was stopped",
-            hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)",
-        ) from None
+        raise _past_timeout(timeout) from None
     except duckdb.FatalException as exc:
         if "checkpoint" not in str(exc):
             raise
@@ -381,6 +430,24 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
         raise
     except duckdb.IOException as exc:
         raise _unwritable(exc) from None
+
+
+def _past_timeout(timeout: float | None) -> ReadLimitExceeded:
+    return ReadLimitExceeded(
+        f"the query ran past its {timeout or 0:g} s timeout (--timeout) and was stopped",
+        hint="raise --timeout, or ask for less (filter, aggregate, LIMIT)",
+    )
+
+
+def _users_over_cap(exc: BaseException, cap: int) -> ReadLimitExceeded:
+    """A user's statement past its memory: DuckDB's buffer cap, or the process bound around it (a value
+    built inside one function call, which DuckDB's cap does not count)."""
+    found = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ReadLimitExceeded(
+        f"the query needed more memory than its cap allows (LINEAGE_DUCKDB_MEMORY: {cap / 1e6:g} MB for "
+        f"DuckDB's buffers; the process may map {headroom(cap) / 1e6:.0f} MB more while it runs): {found}",
+        hint="raise LINEAGE_DUCKDB_MEMORY (e.g. 2GB), or ask for less (filter, aggregate, LIMIT)",
+    )
 
 
 def _over_cap(exc: Exception) -> ReadLimitExceeded:

@@ -1,14 +1,12 @@
-"""A snapshot tar on disk: what benchflow names it, which refs it makes resolve, where to look for it, and whether
-the tar a snapshot's restorability rests on is still there (and, asked to, still has its recorded sha256)."""
+"""A snapshot tar on disk: what benchflow names it, which refs it makes resolve, and where to look for it
+(`restorability` asks whether the tars a snapshot rests on are still there)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from .importers.rundir import sha256_file
 from .snapshot_tar import TarReport
 
 
@@ -58,30 +56,3 @@ def resolve_tar(
         if candidate.is_file():
             return candidate.absolute(), tried
     return None, tried
-
-
-def check_export_tars(
-    rows: Iterable[dict[str, Any]], run_dirs: dict[str, list[str]], *, rehash: bool
-) -> Iterator[dict[str, Any]]:
-    """A snapshot restorable through its exported tar stays restorable only while that tar is there (found where
-    `snapshots import` would look) and, with `rehash`, still has its recorded sha256. Yields each row, updated."""
-    for row in rows:
-        _check_export_tar(row, run_dirs, rehash)
-        yield row
-
-
-def _check_export_tar(row: dict[str, Any], run_dirs: dict[str, list[str]], rehash: bool) -> None:
-    if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
-        return
-    path, tried = resolve_tar(row["export_path"], run_dirs.get(row["run"] or "", []), [])
-    problem = None
-    if path is None:
-        problem = f"its exported tar is gone (looked at {', '.join(tried)})"
-    elif rehash and (digest := sha256_file(path)) != row["export_sha256"]:
-        problem = f"its exported tar {str(path)!r} now has {digest}, not the recorded {row['export_sha256']}"
-    if problem is None:
-        return
-    if row["captured"] and not row["discarded"]:
-        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-    else:
-        row.update(restorable=False, restorable_because=problem)

@@ -61,14 +61,19 @@ def sql(
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
+    from ..adapters.statement_limits import owning_the_process
+
     if query == "-":
         query = sys.stdin.read()  # click.get_text_stream is deprecated in click 8.5
     bound = dict(params)
     if len(bound) < len(params):
         raise click.UsageError("each -p NAME may be given once")
-    with read_only_models(
-        lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
-    ) as db:
+    with (
+        read_only_models(
+            lineage, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)
+        ) as db,
+        owning_the_process(),  # a statement DuckDB cannot interrupt ends it at --timeout (exit 4)
+    ):
         columns, rows = run_reads(db, query, bound, timeout=timeout)
         write_rows((dict(zip(columns, row, strict=True)) for row in rows), columns, fmt)
 

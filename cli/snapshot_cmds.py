@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from ..adapters.snapshot_files import check_export_tars
+from ..adapters.docker_engine import DockerEngine
+from ..adapters.restorability import ENGINE_CHECK_TIMEOUT_S, check_restorable
 from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
 from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
@@ -43,6 +44,7 @@ LIST_COLUMNS = (
     "lifetime",
     "restorable",
     "restorable_because",
+    "image_check",
     "captured",
     "adopted",
     "exports",
@@ -94,6 +96,15 @@ def _service(lineage: Lineage) -> SnapshotService:
     )
     click.get_current_context().call_on_close(service.engine.close)
     return service
+
+
+def _engine_for_check(check: bool) -> DockerEngine | None:
+    """The engine `--check` asks (the environment's, with a short timeout), closed with the command."""
+    if not check:
+        return None
+    engine = DockerEngine(timeout_s=ENGINE_CHECK_TIMEOUT_S)
+    click.get_current_context().call_on_close(engine.close)
+    return engine
 
 
 def _finish(outcomes: Sequence[Outcome], what: str) -> None:
@@ -238,8 +249,8 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
 @click.option(
     "--check",
     is_flag=True,
-    help="Re-hash each exported tar a snapshot's restorability rests on "
-    "(without it, only that the tar is still there is checked).",
+    help="Re-hash each tar a snapshot's restorability rests on and ask the Docker engine for its recorded "
+    "image id (without it, only that the exported tar is still there is checked).",
 )
 @as_of_option
 @output_options()
@@ -254,14 +265,16 @@ def list_command(
 ) -> None:
     """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports, adopted) and whether
     a world can be restored from it now, and why. A snapshot restorable only through its exported tar is not
-    restorable once that tar is gone (or, with --check, no longer has its recorded sha256). table and markdown
+    restorable once that tar is gone. With --check, one resting on an import, export or adoption is restorable
+    only while a tar with its recorded sha256 or an image with its recorded id (in the engine) backs it; without
+    an engine that answers, the reason says the image was not checked. table and markdown
     show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
     rejection)."""
     with read_models(lineage, as_of, occurred_before) as models:
         run_dirs = snapshot_queries.run_directories(models.db)
         rows = snapshot_queries.lifetimes(models.db, run_key)
         write_rows(
-            check_export_tars(rows, run_dirs, rehash=check),
+            check_restorable(rows, run_dirs, check=check, engine=_engine_for_check(check)),
             LIST_TABLE_COLUMNS if fmt in HUMAN_FORMATS else LIST_COLUMNS,
             fmt,
         )
@@ -269,7 +282,11 @@ def list_command(
 
 @snapshots.command()
 @click.argument("ref")
-@click.option("--check", is_flag=True, help="Re-hash the exported tar its restorability rests on.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Re-hash the tars its restorability rests on and ask the Docker engine for its recorded image id.",
+)
 @as_of_option
 @output_options()
 @click.pass_obj
@@ -286,7 +303,9 @@ def show(
     with read_models(lineage, as_of, occurred_before) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
         run_dirs = snapshot_queries.run_directories(models.db)
-    lifetime = next(check_export_tars([lifetime], run_dirs, rehash=check))
+    lifetime = next(
+        check_restorable([lifetime], run_dirs, check=check, engine=_engine_for_check(check))
+    )
     summary = {column: lifetime.get(column) for column in LIST_COLUMNS}
     if fmt in ("json", "jsonl"):
         write_document(

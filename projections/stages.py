@@ -94,6 +94,12 @@ PROJECTION = Projection(
                        arg_max(reason, position) FILTER (WHERE kind = 'export_failed') AS export_error,
                        arg_max(image_id, position) FILTER (WHERE kind = 'imported') AS imported_image_id,
                        arg_max(reason, position) FILTER (WHERE kind = 'import_rejected') AS last_rejection,
+                       arg_max(tar_path, position) FILTER (WHERE kind = 'imported') AS import_tar_path,
+                       arg_max(tar_sha256, position) FILTER (WHERE kind = 'imported') AS import_tar_sha256,
+                       arg_max(engine, position) FILTER (WHERE kind = 'imported') AS import_engine,
+                       arg_max(tar_path, position) FILTER (WHERE kind = 'adopted') AS adopted_tar_path,
+                       arg_max(tar_sha256, position) FILTER (WHERE kind = 'adopted') AS adopted_tar_sha256,
+                       arg_max(image_id, position) FILTER (WHERE kind = 'adopted') AS adopted_image_id,
                        min(position) AS position
                 FROM snapshot_events GROUP BY ref)
             SELECT *,

@@ -44,6 +44,7 @@ def require_reads(
     params: Mapping[str, Any] | None = None,
     *,
     timeout: float | None = None,
+    stated_timeout: float | None = None,
 ) -> None:
     """Only reads, and none that runs SQL on a connection of its own; the check itself stops past `timeout`."""
     try:
@@ -62,11 +63,17 @@ def require_reads(
         return  # most queries: no second parse
     for statement in db.connection.extract_statements(query):
         if _MAY_RUN_SQL.search(statement.query):
-            _refuse_sql_on_a_connection_of_its_own(db, statement.query, params, timeout)
+            _refuse_sql_on_a_connection_of_its_own(
+                db, statement.query, params, timeout, stated_timeout
+            )
 
 
 def _refuse_sql_on_a_connection_of_its_own(
-    db: ReadModelDB, statement: str, params: Mapping[str, Any] | None, timeout: float | None
+    db: ReadModelDB,
+    statement: str,
+    params: Mapping[str, Any] | None,
+    timeout: float | None,
+    stated_timeout: float | None,
 ) -> None:
     """`json_execute_serialized_sql` runs its query on a new connection: it sees the file but none of this
     connection's own views and macros (`shadows`), and the timeout cannot interrupt it. Its name, or the SQL
@@ -75,6 +82,7 @@ def _refuse_sql_on_a_connection_of_its_own(
         _EXPLAIN.sub("", statement, count=1),
         timeout=timeout,
         params=dict(params) if params else None,
+        stated_timeout=stated_timeout,
     )
     if "JSON_EXECUTE_SERIALIZED_SQL" in plan.upper():
         raise InvalidInput(
@@ -95,7 +103,12 @@ def run_reads(
     statement together) it is stopped."""
     started = time.monotonic()
     require_reads(db, query, params, timeout=timeout)
-    return db.query(query, timeout=_left(timeout, started), params=dict(params) if params else None)
+    return db.query(
+        query,
+        timeout=_left(timeout, started),
+        params=dict(params) if params else None,
+        stated_timeout=timeout,
+    )
 
 
 def fetch_reads(
@@ -110,7 +123,11 @@ def fetch_reads(
     started = time.monotonic()
     require_reads(db, query, params, timeout=timeout)
     return db.fetch_whole(
-        query, how, timeout=_left(timeout, started), params=dict(params) if params else None
+        query,
+        how,
+        timeout=_left(timeout, started),
+        params=dict(params) if params else None,
+        stated_timeout=timeout,
     )
 
 

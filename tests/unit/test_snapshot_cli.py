@@ -531,7 +531,8 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
         [row] = json.loads(run_cli("snapshots", "list", *args, "--format", "json").stdout)
         return row["restorable"], row["restorable_because"]
 
-    assert listed("--check") == (True, "exported to a tar whose digest is recorded")
+    restorable, because = listed("--check")  # no engine answers here: the image is not checked
+    assert restorable is True and because.startswith("exported to a tar whose digest is recorded")
     tar.write_bytes(tar.read_bytes() + b"\0" * 512)  # still a tar, no longer the exported one
     assert listed() == (
         True,
@@ -544,6 +545,32 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
     assert restorable is False and "exported tar is gone" in because and str(tar) in because
     shown = json.loads(run_cli("snapshots", "show", REF, "--format", "json").stdout)["snapshot"]
     assert (shown["restorable"], shown["restorable_because"]) == (restorable, because)
+
+
+def test_without_an_engine_list_and_show_say_the_image_was_not_checked(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """`--check` asks the engine for the recorded image id; when none answers (DOCKER_HOST points at no
+    socket here), the verdict rests on the tars and every reader is told the image was not checked."""
+    tar, expected = snapshot_tar(tmp_path / "snap.tar")
+    record_export(run_cli, tmp_path, tar, expected["image_id"])
+    [row] = json.loads(run_cli("snapshots", "list", "--format", "json").stdout)
+    assert row["image_check"] == "not checked (--check asks the Docker engine)"
+    for command in (("list",), ("show", REF)):
+        out = run_cli("snapshots", *command, "--check", "--format", "json").stdout
+        row = json.loads(out)[0] if command == ("list",) else json.loads(out)["snapshot"]
+        assert row["restorable"] is True
+        assert row["image_check"].startswith(
+            "not checked: Cannot reach the Docker engine at unix://"
+        )
+        assert (
+            "; the image was not checked (Cannot reach the Docker engine"
+            in row["restorable_because"]
+        )
+    table = run_cli("snapshots", "list", "--check", "--format", "markdown").stdout
+    assert "the image was not checked" in table
+    note = run_cli("snapshots", "show", REF, "--check", "--format", "table").stderr
+    assert "restorable (exported to a tar" in note and "the image was not checked" in note
 
 
 def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path: Path) -> None:
@@ -588,3 +615,34 @@ def test_an_engine_answering_5xx_is_unavailable_not_a_refusal() -> None:
 
     with pytest.raises(StoreUnavailable, match="failed to"):
         DockerEngine(client=FailingClient()).image_id("bf-snap-x")
+
+
+def test_check_asks_about_sandbox_captures_and_says_an_environment_layer_is_no_image(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    ingest(
+        run_cli,
+        tmp_path,
+        [
+            {"type": "run.registered", "run": RUN, "task": "t"},
+            {
+                "type": "stage.marked",
+                "run": RUN,
+                "stage": "env-ready",
+                "sandbox_ref": REF,
+                "environment_ref": "env-state-1",
+            },
+        ],
+    )
+    rows = {
+        row["layer"]: row
+        for row in json.loads(run_cli("snapshots", "list", "--check", "--format", "json").stdout)
+    }
+    assert rows["environment"]["restorable"] is True
+    assert rows["environment"]["image_check"] == "not checked: an environment layer is not an image"
+    sandbox = rows["sandbox"]
+    assert sandbox["restorable"] is True and sandbox["image_check"].startswith("not checked: ")
+    assert sandbox["restorable_because"].startswith("captured; the image has not been discarded; ")
+    assert (
+        "the image was not checked (Cannot reach the Docker engine" in sandbox["restorable_because"]
+    )
