@@ -103,7 +103,10 @@ def test_reads_of_current_read_models_work_on_a_read_only_store(
     # What must write them says so in our words (it was DuckDB's "attached in read-only mode", a traceback).
     rebuilt = reader(*home, "rebuild")
     assert rebuilt.returncode == 4 and "Traceback" not in rebuilt.stderr
-    assert "expected to rebuild the read models" in rebuilt.stderr and "cannot be written" in rebuilt.stderr
+    assert (
+        "expected to rebuild the read models" in rebuilt.stderr
+        and "cannot be written" in rebuilt.stderr
+    )
     assert {p: p.read_bytes() for p in store.home.iterdir()} == before
 
 
