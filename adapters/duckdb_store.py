@@ -113,7 +113,10 @@ class ReadModelDB:
             # threw its first C++ exception (the bad_alloc itself) needed thread-local memory glibc could not
             # allocate, and glibc aborted the process (exit 127, "cannot allocate memory for thread-local data",
             # 2 runs in 6 of list_distinct(range(20000000))). The one thread has thrown before (`_warm`).
-            config["threads"] = 1
+            if (
+                writable_directory is None
+            ):  # Parquet exports run only our COPY, unbounded: all cores
+                config["threads"] = 1
         db = cls._connect(path, timeout, config, read_only)
         db.memory_limit_bytes = _bytes(memory_limit)
         if writable_directory is not None:
