@@ -113,9 +113,8 @@ class ReadModelDB:
             # threw its first C++ exception (the bad_alloc itself) needed thread-local memory glibc could not
             # allocate, and glibc aborted the process (exit 127, "cannot allocate memory for thread-local data",
             # 2 runs in 6 of list_distinct(range(20000000))). The one thread has thrown before (`_warm`).
-            if (
-                writable_directory is None
-            ):  # Parquet exports run only our COPY, unbounded: all cores
+            # Parquet exports run only our COPY, outside that bound: they keep every core.
+            if writable_directory is None:
                 config["threads"] = 1
         db = cls._connect(path, timeout, config, read_only)
         db.memory_limit_bytes = _bytes(memory_limit)
