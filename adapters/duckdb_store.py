@@ -109,6 +109,13 @@ class ReadModelDB:
             # Users' SQL past the memory cap fails (exit 4) rather than spilling to a temp folder beside the
             # file, which DuckDB would let grow to 90% of the free disk: a read writes nothing anywhere.
             config["temp_directory"] = ""
+            # One thread: under the process's memory bound (`statement_limits`), a DuckDB worker thread that
+            # threw its first C++ exception (the bad_alloc itself) needed thread-local memory glibc could not
+            # allocate, and glibc aborted the process (exit 127, "cannot allocate memory for thread-local data",
+            # 2 runs in 6 of list_distinct(range(20000000))). The one thread has thrown before (`_warm`).
+            # Parquet exports run only our COPY, outside that bound: they keep every core.
+            if writable_directory is None:
+                config["threads"] = 1
         db = cls._connect(path, timeout, config, read_only)
         db.memory_limit_bytes = _bytes(memory_limit)
         if writable_directory is not None:
@@ -122,6 +129,7 @@ class ReadModelDB:
         if read_only:
             db.builtins_first()
             db.connection.execute("SET lock_configuration = true")
+            _warm(db.connection)
         return db
 
     def builtins_first(self) -> None:
@@ -430,6 +438,13 @@ def within_limits(timeout: float | None = None) -> Iterator[None]:
         raise
     except duckdb.IOException as exc:
         raise _unwritable(exc) from None
+
+
+def _warm(connection: duckdb.DuckDBPyConnection) -> None:
+    """Throw and catch one error inside DuckDB on this thread before any statement runs under the memory bound,
+    so the C++ runtime's thread-local state is allocated while there is room (see `threads` in `open`)."""
+    with suppress(duckdb.Error):
+        connection.execute("SELECT error('warming up the error path')")
 
 
 def _past_timeout(timeout: float | None) -> ReadLimitExceeded:

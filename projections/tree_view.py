@@ -12,6 +12,7 @@ undefined. Picture formats never trust a node id as an identifier: Mermaid ids a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +126,11 @@ def fork_value(fork: dict[str, Any], children: list[dict[str, Any]]) -> str:
     return "V undefined" + (f" ({'; '.join(why)})" if why else "")
 
 
-def tree_model(db: ReadModelDB, run: str) -> TreeModel:
-    header_row = require_run(db, run)
+Refs = Callable[[str | None, str | None], str]
+
+
+def _refs(db: ReadModelDB, run: str) -> Refs:
+    """How a node's snapshot refs read: each with what became of it (captured, exported, ...)."""
     lifetime = {
         r["ref"]: r["lifetime"]
         for r in db.rows(
@@ -145,25 +149,13 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         ]
         return ", ".join(shown) or "no snapshot"
 
-    nodes: dict[str, TreeNode] = {}
-    order = db.rows(
-        "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
-        [run],
-    )
-    for row in order:
-        nodes[row["node"]] = TreeNode(row["node"], row["parent"])
-    for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
-        node = nodes[stage["node"]]
-        node.stages.append(stage["stage"])
-        node.details.append(
-            f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
-        )
-    forks = db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run])
-    children = db.rows(
-        "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
-        "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
-        [run],
-    )
+    return refs
+
+
+def _outcomes(
+    nodes: dict[str, TreeNode], children: list[dict[str, Any]], run_row: dict[str, Any]
+) -> None:
+    """Each fork child's label and outcome from the `children` view, the root's from the `runs` view."""
     for child in children:
         node = nodes[child["node"]]
         node.label = (
@@ -172,8 +164,17 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         node.status, node.reward, node.reason = child["status"], child["reward"], child["reason"]
     if "root" in nodes:
         root = nodes["root"]
-        root.status, root.reward = run_status(header_row), header_row["reward"]
-        root.reason = run_reason(header_row)
+        root.status, root.reward = run_status(run_row), run_row["reward"]
+        root.reason = run_reason(run_row)
+
+
+def _forks(
+    nodes: dict[str, TreeNode],
+    forks: list[dict[str, Any]],
+    children: list[dict[str, Any]],
+    refs: Refs,
+) -> list[dict[str, Any]]:
+    """One line per fork on its node (where, how it closed, V), and the forks as rows for the document."""
     fork_rows = []
     for fork in forks:
         at = (
@@ -181,8 +182,7 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
             if fork["stage"]
             else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
         )
-        mine = [c for c in children if c["fork"] == fork["fork"]]
-        value = fork_value(fork, mine)
+        value = fork_value(fork, [c for c in children if c["fork"] == fork["fork"]])
         nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {value}")
         fork_rows.append(
             {
@@ -193,6 +193,11 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
                 "value_text": value,
             }
         )
+    return fork_rows
+
+
+def _link(nodes: dict[str, TreeNode], order: list[dict[str, Any]]) -> list[TreeNode]:
+    """Children under their parents (the roots returned), each node's result text and owner."""
     roots: list[TreeNode] = []
     for row in order:
         node = nodes[row["node"]]
@@ -204,6 +209,32 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         elif parent is not None:
             node.owner = parent.owner  # `nodes` lists a parent before its children
         node.details += [part for part in (node.label, node.result) if part]
+    return roots
+
+
+def tree_model(db: ReadModelDB, run: str) -> TreeModel:
+    header_row = require_run(db, run)
+    refs = _refs(db, run)
+    order = db.rows(
+        "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
+        [run],
+    )
+    nodes = {row["node"]: TreeNode(row["node"], row["parent"]) for row in order}
+    for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
+        node = nodes[stage["node"]]
+        node.stages.append(stage["stage"])
+        node.details.append(
+            f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
+        )
+    children = db.rows(
+        "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
+        "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
+        [run],
+    )
+    _outcomes(nodes, children, header_row)
+    forks = db.rows("SELECT * FROM forks WHERE run = ? ORDER BY position", [run])
+    fork_rows = _forks(nodes, forks, children, refs)
+    roots = _link(nodes, order)
     cut = db.rows("SELECT source_run, stage FROM cut_points WHERE run = ?", [run])
     continues = header_row["parent_run"] or (cut[0]["source_run"] if cut else None)
     return TreeModel(

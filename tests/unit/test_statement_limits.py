@@ -206,3 +206,14 @@ def test_a_cli_sql_run_inside_another_program_leaves_it_to_the_watchdog(run_cli:
 
     run_cli("sql", "SELECT 1")
     assert statement_limits._hard_stop is False
+
+
+def test_a_bad_allocation_under_the_bound_is_exit_4_every_time(home_with_a_run: Path) -> None:
+    """With DuckDB's worker threads, the bad_alloc thrown in a worker that had never thrown needed thread-local
+    memory glibc could not get under the bound, and glibc aborted the process (exit 127) in 2 runs of 6: users'
+    SQL runs on one thread, which has thrown before it is bounded."""
+    for _ in range(4):
+        code, err, _, _ = run_sql_measured(
+            home_with_a_run, "--timeout", "5", "SELECT len(list_distinct(range(20000000)))"
+        )
+        assert code == 4 and "thread-local" not in err, (code, err)
