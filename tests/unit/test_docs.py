@@ -16,6 +16,7 @@ from rollout_lineage.cli.main import cli, interrupted
 from rollout_lineage.domain.errors import LineageError
 from rollout_lineage.domain.vocabulary import STAGES
 from rollout_lineage.projections import audit
+from rollout_lineage.projections.attribution import PASS_REWARD
 from rollout_lineage.projections.audit import EXIT_CODES, SLOT_FIELDS
 from rollout_lineage.projections.audit_gate import ORACLE
 from rollout_lineage.projections.outcome_words import STATUS_WORDS, V_MEANING
@@ -188,6 +189,7 @@ def test_the_glossary_says_what_the_code_says() -> None:
     assert V_MEANING.removeprefix("V: ") in words["V"][0], (words["V"][0], V_MEANING)
     assert re.findall(r"`([a-z-]+)`", words["stage"][0]) == list(STAGES)
     assert re.findall(r"`([a-z]+)` \(", words["status"][0]) == list(STATUS_WORDS)
+    assert f"`pass` (reward >= {PASS_REWARD!r})" in words["status"][0]
     assert f"`{ORACLE}` lane" in words["lane"][0]
     assert "normal_timeout" in words and NORMAL_TIMEOUT in inspect.getsource(audit)
     fields = re.search(r"a task, agent, model, skill_mode and trial", words["slot"][0])
