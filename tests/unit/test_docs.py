@@ -3,13 +3,29 @@ module and read-model tables match the files and the projections."""
 
 from __future__ import annotations
 
+import inspect
 import re
+import shlex
 from pathlib import Path
 
 import click
+import pytest
+from click.testing import CliRunner
 
-from rollout_lineage.cli.main import cli
+from rollout_lineage.cli.main import cli, interrupted
+from rollout_lineage.domain.errors import LineageError
+from rollout_lineage.domain.vocabulary import STAGES
+from rollout_lineage.projections import audit
+from rollout_lineage.projections.attribution import PASS_REWARD
+from rollout_lineage.projections.audit import EXIT_CODES, SLOT_FIELDS
+from rollout_lineage.projections.audit_gate import ORACLE
+from rollout_lineage.projections.outcome_words import STATUS_WORDS, V_MEANING
 from rollout_lineage.projections.runner import PROJECTIONS
+from tests.conftest import Cli
+
+NORMAL_TIMEOUT = (
+    '"normal_timeout"'  # the healthy timeout's result word, as `projections/audit.py` spells it
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -119,3 +135,139 @@ def test_the_read_model_table_matches_the_projections() -> None:
         )
     }
     assert listed == actual
+
+
+# --- the README's first lines, glossary, output habits and exit codes ---------------------------------
+
+
+def first_block() -> list[str]:
+    """The README's opening code block: what a new user copies first."""
+    assert README.startswith("# rollout-lineage\n\n```bash\n"), (
+        "the README must open with its commands"
+    )
+    return README.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def test_the_readme_opens_with_two_commands_and_ci_runs_the_second() -> None:
+    setup, tests = first_block()  # exactly two lines
+    assert setup.startswith("pip install -e '.[test]' && lineage "), setup
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().splitlines()
+    assert ci[-1] == tests, f".ci/run ends with {ci[-1]!r}, the README's test command is {tests!r}"
+
+
+def test_the_first_command_runs_in_a_fresh_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every `lineage` call of the first command, as typed, in a folder holding only `examples`: each exits 0,
+    the store is the embedded `./.lineage` and `report.html` is written there."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    calls = first_block()[0].split(" && ")[1:]
+    runner = CliRunner()
+    for call in calls:
+        args = shlex.split(call)
+        assert args[0] == "lineage", call
+        result = runner.invoke(cli, args[1:], catch_exceptions=False)
+        assert result.exit_code == 0, (call, result.output, result.stderr)
+        assert result.stdout or args[1] in ("import", "report"), f"{call} printed nothing"
+    assert (tmp_path / ".lineage").is_dir()
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def glossary() -> dict[str, tuple[str, str]]:
+    """The glossary table: word -> (meaning, where you see it)."""
+    rows = re.findall(
+        r"^\| ([^|]+) \| (.+) \| ([^|]+) \|$", section(README, "Glossary"), flags=re.MULTILINE
+    )
+    return {word: (meaning, where) for word, meaning, where in rows if word != "word"}
+
+
+def test_the_glossary_says_what_the_code_says() -> None:
+    words = glossary()
+    for word in ("arm", "fork", "node", "V", "custody", "cut point", "stage", "snapshot", "trial"):
+        assert word in words, f"the glossary does not define {word!r}"
+    assert V_MEANING.removeprefix("V: ") in words["V"][0], (words["V"][0], V_MEANING)
+    assert re.findall(r"`([a-z-]+)`", words["stage"][0]) == list(STAGES)
+    assert re.findall(r"`([a-z]+)` \(", words["status"][0]) == list(STATUS_WORDS)
+    assert f"`pass` (reward >= {PASS_REWARD!r})" in words["status"][0]
+    assert f"`{ORACLE}` lane" in words["lane"][0]
+    assert "normal_timeout" in words and NORMAL_TIMEOUT in inspect.getsource(audit)
+    fields = re.search(r"a task, agent, model, skill_mode and trial", words["slot"][0])
+    assert fields is not None and tuple(re.split(r", | and ", fields[0][2:])) == SLOT_FIELDS
+
+
+def test_every_command_and_column_the_glossary_points_to_exists(run_cli: Cli) -> None:
+    tree = command_tree()
+    for word, (_, where) in glossary().items():
+        for name in re.findall(r"`([^`]+)`", where):
+            if name.startswith("lineage "):
+                words = name.split()[1:]
+                path = tuple(w for w in words[:2] if not w.startswith("-"))
+                command = tree.get(path) or tree[path[:1]]
+                unknown = {w for w in words if w.startswith("--")} - options_of(command)
+                assert not unknown, f"{word}: `{name}` has no option {unknown}"
+            else:
+                view, column = name.split(".")  # a read model's column, asked as a user would
+                run_cli("sql", f"SELECT {column} FROM {view} LIMIT 0")
+
+
+def test_the_commands_said_to_print_rows_take_format_and_no_headers() -> None:
+    sentence = re.search(r"The commands that print rows \((.*?)\) take\s+`--format`", README, re.S)
+    assert sentence is not None
+    named = re.findall(r"`([a-z -]+)`", sentence[1])
+    tree = command_tree()
+    for name in named:
+        path = tuple(name.split())
+        commands = [c for p, c in tree.items() if p[: len(path)] == path and p != path] or [
+            tree[path]
+        ]
+        for command in commands:
+            assert {"--format", "--no-headers"} <= options_of(command), name
+    prints_rows = {p for p, c in tree.items() if "table" in getattr(format_type(c), "choices", ())}
+    missing = [
+        " ".join(p) for p in prints_rows if not any(" ".join(p).startswith(n) for n in named)
+    ]
+    assert not missing, f"commands that print rows, not in the README's list: {sorted(missing)}"
+
+
+def format_type(command: click.Command) -> click.ParamType | None:
+    return next((p.type for p in command.params if "--format" in p.opts), None)
+
+
+def defined_exit_codes() -> set[int]:
+    """Every code the CLI can end with: success, click's usage error, each error class's code, the audit's
+    verdicts, and Ctrl-C (asked of the function that handles it)."""
+    errors, stack = set(), [LineageError]
+    while stack:
+        kind = stack.pop()
+        errors.add(kind.exit_code)
+        stack.extend(kind.__subclasses__())
+    with pytest.raises(SystemExit) as interrupted_exit:
+        interrupted()
+    return {
+        0,
+        click.UsageError.exit_code,
+        *errors,
+        *EXIT_CODES.values(),
+        interrupted_exit.value.code,
+    }
+
+
+def test_the_exit_code_table_lists_exactly_the_codes_the_cli_defines() -> None:
+    listed = [
+        int(code) for code in re.findall(r"^\| (\d+) \|", section(README, "Exit codes"), re.M)
+    ]
+    assert len(listed) == len(set(listed)), "an exit code is listed twice"
+    assert set(listed) == defined_exit_codes()
+    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", section(README, "Exit codes"), re.M))
+    for verdict, code in EXIT_CODES.items():
+        assert verdict in rows[str(code)], (code, verdict, rows[str(code)])
+
+
+def test_every_option_docs_security_names_exists() -> None:
+    security = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    tree = command_tree()
+    everywhere = options_of(cli) | {o for c in tree.values() for o in options_of(c)}
+    wrong = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", security)) - everywhere
+    assert not wrong, f"docs/security.md mentions options no command has: {sorted(wrong)}"
+    assert "(docs/security.md)" in section(README, "Security model")
