@@ -19,13 +19,13 @@ from .output import output_options, write_rows
     "--baseline",
     default=None,
     help="What a flip is measured against: the parent run (default), or the name of an arm in each fork; "
-    "with --stats, the arm the others are compared with (default: the first arm).",
+    "with --stats, the arm the others are compared with (default: RUN's first arm).",
 )
 @click.option(
     "--stats",
     is_flag=True,
-    help="Pool the arms of every run of RUN's task: per arm n, pass rate and mean reward with 95% intervals, "
-    "and each arm paired with the baseline (exact McNemar, paired bootstrap) with a verdict.",
+    help="RUN's arms pooled over every run of its task: per arm n, pass rate and mean reward with 95% "
+    "intervals, and each arm paired with the baseline (exact McNemar, paired bootstrap) with a verdict.",
 )
 @click.option(
     "--all-tasks",
@@ -51,7 +51,7 @@ def arms(
     a flipped cell ends in `(flip)` and the title lists, per fork, the tests that differ between arms; the other
     formats keep the bare outcomes and list each row's flipped tests in `flips`. An empty cell: not reported.
 
-    With --stats: one row per arm pooled over the forks of every run of RUN's task (--all-tasks: of every
+    With --stats: one row per arm of RUN, pooled over the forks of every run of its task (--all-tasks: of every
     task), its pass rate and mean reward with 95% intervals, and against the baseline arm, paired child by
     child within each fork, the exact McNemar p, the paired bootstrap interval of the reward difference and a
     verdict ("within noise" when it is). The bootstrap's seed is fixed, so a store prints the same numbers.

@@ -1,8 +1,8 @@
 """`lineage arms --stats`: each arm's pass rate and mean reward with 95% intervals over repeated trials, and
 each arm against a baseline arm, paired trial by trial, with a verdict that says when it is within noise.
 
-A trial of an arm is one child of one fork; arms are pooled by name over every fork of every run of a task
-(or of every task). Two arms are paired where they are children of the same fork (same task, same run,
+A trial of an arm is one child of one fork; a run's arms are pooled by name over every fork of every run
+of its task (or of every task). Two arms are paired where they are children of the same fork (same task, same run,
 same state at the branch point): the k-th child of that name with the k-th. Only scored children (`pass`,
 `fail`) count; the others (`error`, `skipped`, `pending`) have no reward and are counted apart.
 
@@ -78,7 +78,8 @@ class Trial:
 class ArmStats:
     """The rows (baseline first) and what they were pooled from."""
 
-    task: str | None  # None: every task
+    run: str  # whose arms these are
+    task: str | None  # the task they are pooled over; None: every task
     runs: int
     baseline: str
     rows: list[dict[str, Any]]
@@ -86,13 +87,16 @@ class ArmStats:
     @property
     def title(self) -> str:
         scope = "every task" if self.task is None else f"task {self.task}"
-        return f"arms of {self.runs} run(s) of {scope}, against {self.baseline}; {METHOD}"
+        return (
+            f"the arms of {self.run} over {self.runs} run(s) of {scope}, against {self.baseline}; "
+            f"{METHOD}"
+        )
 
 
 def _trials(
     db: ReadModelDB, task: str | None, every_task: bool
-) -> tuple[dict[str, list[Trial]], dict[str, int], int]:
-    """Each arm's scored trials and unscored count, in order of first appearance, and the runs pooled."""
+) -> tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]:
+    """Each arm's scored trials, its unscored count and the runs it was in, in order of first appearance."""
     where = "" if every_task else "WHERE r.task IS NOT DISTINCT FROM ?"
     rows = db.rows(
         "SELECT r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
@@ -102,11 +106,13 @@ def _trials(
     )
     scored: dict[str, list[Trial]] = {}
     unscored: dict[str, int] = {}
+    runs: dict[str, set[str]] = {}
     seen: dict[tuple[str, str, str], int] = {}
     for row in rows:
         arm = row["arm"]
         scored.setdefault(arm, [])
         unscored.setdefault(arm, 0)
+        runs.setdefault(arm, set()).add(row["run"])
         place = (row["run"], row["fork"], arm)
         occurrence = seen[place] = seen.get(place, -1) + 1
         if row["status"] not in ("pass", "fail"):
@@ -114,7 +120,7 @@ def _trials(
             continue
         key = (row["task"], row["run"], row["fork"], occurrence)
         scored[arm].append(Trial(key, row["status"] == "pass", float(row["reward"])))
-    return scored, unscored, len({row["run"] for row in rows})
+    return scored, unscored, runs
 
 
 def _interval(
@@ -195,34 +201,45 @@ def _verdict(
     return f"difference within noise (p={p:.3g}, {interval} includes 0)"
 
 
+def _own_arms(db: ReadModelDB, run: str) -> list[str]:
+    """RUN's arm names in the order its forks list them: the arms its statistics are about."""
+    rows = db.rows(
+        "SELECT c.arm FROM children c JOIN forks f ON f.run = c.run AND f.fork = c.fork "
+        "WHERE c.run = ? ORDER BY f.position, c.child_index",
+        [run],
+    )
+    return list(dict.fromkeys(row["arm"] for row in rows))
+
+
 def arm_stats(
     db: ReadModelDB, run: str, baseline: str | None = None, every_task: bool = False
 ) -> ArmStats:
-    """The arms of every run of RUN's task (or of every task), each against `baseline` (default: the first)."""
+    """RUN's arms, each pooled over every run of RUN's task (or of every task), against `baseline` (default:
+    RUN's first arm). Arms only other runs have are left out: RUN names the experiment."""
     task = require_run(db, run)["task"]
-    scored, unscored, runs = _trials(db, task, every_task)
-    if not scored:
-        scope = "any run" if every_task else f"the runs of task {task!r}"
+    own = _own_arms(db, run)
+    if not own:
         raise UnknownSubject(
-            f"expected forked arms in {scope} to compare, found none",
+            f"expected run {run!r} to have forked into arms to compare, found no fork children",
             hint="`lineage tree RUN` shows whether a run forked; arms are the children of a fork",
         )
-    base = next(iter(scored)) if baseline is None else baseline
-    if base not in scored:
+    base = own[0] if baseline is None else baseline
+    if base not in own:
         raise UnknownSubject(
-            f"expected an arm {base!r} to compare against, found arms {list(scored)}",
+            f"expected an arm {base!r} of run {run!r} to compare against, found arms {own}",
             hint="name one of those arms with --baseline, or leave it out to use the first",
         )
-    order = [base, *(arm for arm in scored if arm != base)]
+    scored, unscored, runs_of = _trials(db, task, every_task)
+    runs = len(set().union(*(runs_of[arm] for arm in own)))
     rows = []
-    for arm in order:
+    for arm in [base, *(arm for arm in own if arm != base)]:
         row = arm_summary(arm, scored[arm], unscored[arm])
         if arm == base:
             row["verdict"] = "baseline"
         else:
             row.update(compare(arm, scored[arm], base, scored[base]))
         rows.append(row)
-    return ArmStats(None if every_task else task, runs, base, rows)
+    return ArmStats(run, None if every_task else task, runs, base, rows)
 
 
 def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:

@@ -1,9 +1,9 @@
 """What `lineage report` shows for each run, gathered from the read models (rendered by `report_html`).
 
-One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), its task's arm
-statistics over repeated trials (`arm_stats`), stage snapshots with their lifetimes, forks with V, custody, its
-cut point and divergences (a continuation) and the cut points of its continuations, and the audit of that run
-alone with its findings. Everything here is data from the log; the renderer escapes it.
+One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), its arms'
+statistics over its task's repeated trials (`arm_stats`), stage snapshots with their lifetimes, forks with V,
+custody, its cut point and divergences (a continuation) and the cut points of its continuations, and the audit
+of that run alone with its findings. Everything here is data from the log; the renderer escapes it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class RunReport:
     #: The run this one continues (and the stage it was cut at), linked from its tree as in Mermaid.
     continues: str | None = None
     continues_from: str | None = None
-    #: Its task's arms pooled over every run of the task (`lineage arms RUN --stats`); None: no forks.
+    #: Its arms pooled over every run of its task (`lineage arms RUN --stats`); None: no forks.
     arm_stats: ArmStats | None = None
 
 

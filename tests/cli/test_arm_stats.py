@@ -146,11 +146,19 @@ def test_a_single_trial_is_not_enough(lineage: Lineage, run_cli: Cli) -> None:
 def test_pairs_are_children_of_one_fork_and_unscored_arms_are_apart(
     lineage: Lineage, run_cli: Cli
 ) -> None:
-    # with-skill ran in runs a*, no-skill in runs b*: no fork holds both, so nothing is paired
+    # with-skill ran in runs a*, no-skill in run b0: no fork holds both scored, so nothing is paired
     lineage.record(trial("a0", "split", {"with-skill": 1.0}))
     lineage.record(trial("a1", "split", {"with-skill": 1.0}))
-    lineage.record(trial("b0", "split", {"no-skill": 0.0, "hint": None}))
-    rows = arm_stats(run_cli, "a0", "--baseline", "no-skill")
+    lineage.record(trial("b0", "split", {"no-skill": 0.0}))
+    lineage.record(trial("c0", "split", {"no-skill": None, "with-skill": None, "hint": None}))
+    lineage.record(trial("d0", "split", {"other-arm": 1.0}))
+    rows = arm_stats(run_cli, "c0")
+    assert list(rows) == [
+        "no-skill",
+        "with-skill",
+        "hint",
+    ]  # c0's arms only, its first the baseline
+    assert (rows["with-skill"]["trials"], rows["no-skill"]["trials"]) == (2, 1)
     assert rows["with-skill"]["pairs"] == 0
     assert rows["with-skill"]["verdict"].startswith("not enough paired trials (n=0")
     # an unscored child is no failure: it is counted apart, not as a trial
@@ -159,6 +167,7 @@ def test_pairs_are_children_of_one_fork_and_unscored_arms_are_apart(
         1,
         None,
     )
+    assert rows["with-skill"]["unscored"] == 1
 
 
 def test_tasks_are_apart_unless_all_tasks_is_asked(lineage: Lineage, run_cli: Cli) -> None:
@@ -173,7 +182,7 @@ def test_tasks_are_apart_unless_all_tasks_is_asked(lineage: Lineage, run_cli: Cl
 
 def test_bad_requests_are_refused_and_say_why(lineage: Lineage, run_cli: Cli) -> None:
     runs = record_trials(lineage, "t", {"with-skill": [1.0, 0.0], "no-skill": [0.0, 0.0]})
-    lineage.record([f.RunRegistered(run="lonely", task="unforked")])
+    lineage.record([f.RunRegistered(run="lonely", task="t")])
     wrong = run_cli("arms", runs[0], "--stats", "--baseline", "nope", ok=False)
     assert wrong.exit_code != 0 and "expected an arm 'nope'" in wrong.output + wrong.stderr
     assert "with-skill" in wrong.output + wrong.stderr
@@ -182,7 +191,8 @@ def test_bad_requests_are_refused_and_say_why(lineage: Lineage, run_cli: Cli) ->
     alone = run_cli("arms", runs[0], "--all-tasks", ok=False)
     assert alone.exit_code != 0 and "add --stats" in alone.output + alone.stderr
     none = run_cli("arms", "lonely", "--stats", ok=False)
-    assert none.exit_code != 0 and "expected forked arms" in none.output + none.stderr
+    # a run of the task that never forked has no arms of its own, though its task's other runs do
+    assert none.exit_code != 0 and "no fork children" in none.output + none.stderr
 
 
 def test_every_format_and_the_table_says_its_method(lineage: Lineage, run_cli: Cli) -> None:
