@@ -243,8 +243,15 @@ def arm_stats(
 
 
 def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:
-    """The rows for people: rates, rewards and intervals to 3 decimals (machine formats keep them whole)."""
+    """The rows for people: rates, rewards and intervals to 3 decimals, p to 3 significant digits (a tiny p
+    stays readable); machine formats keep every number whole."""
     return [
-        {k: round(v, 3) if k in ROUNDED and v is not None else v for k, v in row.items()}
+        {key: value if value is None else _rounded(key, value) for key, value in row.items()}
         for row in table.rows
     ]
+
+
+def _rounded(key: str, value: Any) -> Any:
+    if key == "p_value":
+        return float(f"{value:.3g}")
+    return round(value, 3) if key in ROUNDED else value

@@ -134,6 +134,49 @@ def test_a_large_sample_names_the_winner(lineage: Lineage, run_cli: Cli) -> None
     )
 
 
+def test_a_steady_reward_gain_without_a_pass_is_named(lineage: Lineage, run_cli: Cli) -> None:
+    # no trial passes in either arm (McNemar has nothing to count), but with-skill scores higher every time
+    no_skill = [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4]
+    with_skill = [0.7, 0.6, 0.9, 0.8, 0.6, 0.9, 0.7, 0.8]
+    runs = record_trials(lineage, "partial", {"no-skill": no_skill, "with-skill": with_skill})
+    row = arm_stats(run_cli, runs[0])["with-skill"]
+    low, high = bootstrap(
+        (np.array(with_skill), np.array(no_skill)),
+        lambda x, y, axis: np.mean(x - y, axis),
+        paired=True,
+    )
+    diff = float(np.mean(np.subtract(with_skill, no_skill)))
+    assert (row["gains"], row["losses"], row["p_value"]) == (0, 0, 1.0) and low > 0
+    assert row["verdict"] == (
+        f"with-skill beats no-skill on mean reward ({diff:+.3f}, 95% CI [{low:.3f}, {high:.3f}]; "
+        "pass rate p=1)"
+    )
+
+
+def test_repeated_arms_in_one_fork_pair_in_order(lineage: Lineage, run_cli: Cli) -> None:
+    # one fork, each arm five times: the k-th with-skill child is paired with the k-th no-skill child
+    arms = [("no-skill", 0.0), ("with-skill", 1.0)] * 3 + [
+        ("no-skill", 1.0),
+        ("with-skill", 0.0),
+    ] * 2
+    children = tuple(
+        f.ForkChild(index=i, node=f"n{i + 1}", arm=arm) for i, (arm, _) in enumerate(arms)
+    )
+    lineage.record(
+        [
+            f.RunRegistered(run="many", task="many"),
+            f.ForkOpened(run="many", fork="root", node="root", children=children),
+            *(
+                f.ChildScored(run="many", fork="root", index=i, reward=reward)
+                for i, (_, reward) in enumerate(arms)
+            ),
+        ]
+    )
+    row = arm_stats(run_cli, "many")["with-skill"]
+    assert (row["trials"], row["pairs"], row["gains"], row["losses"]) == (5, 5, 3, 2)
+    assert row["p_value"] == pytest.approx(stats.binomtest(3, 5, 0.5).pvalue)
+
+
 def test_a_single_trial_is_not_enough(lineage: Lineage, run_cli: Cli) -> None:
     runs = record_trials(lineage, "once", {"with-skill": [1.0], "no-skill": [0.0]})
     rows = arm_stats(run_cli, runs[0])
