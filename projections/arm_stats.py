@@ -13,6 +13,7 @@ fixed seed, so the same store prints the same intervals) for a mean reward and f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,13 @@ COLUMNS = (
 MACHINE_COLUMNS = (*COLUMNS, "method")
 ROUNDED = frozenset(COLUMNS[3:9]) | {"reward_diff", "diff_low", "diff_high"}
 
+#: Only children recorded with an arm name: `children.arm` falls back to the node for the others (a search's
+#: plain branches), and a node name is no arm to pool across runs.
+NAMED = (
+    "JOIN fork_children named ON named.run = c.run AND named.fork = c.fork "
+    "AND named.idx = c.child_index AND named.arm IS NOT NULL"
+)
+
 
 @dataclass(frozen=True)
 class Trial:
@@ -97,11 +105,11 @@ def _trials(
     db: ReadModelDB, task: str | None, every_task: bool
 ) -> tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]:
     """Each arm's scored trials, its unscored count and the runs it was in, in order of first appearance."""
-    where = "" if every_task else "WHERE r.task IS NOT DISTINCT FROM ?"
+    where = "" if every_task else "AND r.task IS NOT DISTINCT FROM ?"
     rows = db.rows(
         "SELECT r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
-        "JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork "
-        f"{where} ORDER BY r.position, f.position, c.child_index",
+        f"JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "
+        f"WHERE TRUE {where} ORDER BY r.position, f.position, c.child_index",
         [] if every_task else [task],
     )
     scored: dict[str, list[Trial]] = {}
@@ -146,6 +154,13 @@ def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> Any:
     return np.mean(x - y, axis=axis)
 
 
+@functools.lru_cache(maxsize=4096)
+def _wilson(passes: int, trials: int) -> tuple[float, float]:
+    """The Wilson interval of passes/trials; cached, as a search tree's thousand one-trial arms repeat it."""
+    rate = stats.binomtest(passes, trials).proportion_ci(CONFIDENCE, method="wilson")
+    return float(rate.low), float(rate.high)
+
+
 def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
     """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm."""
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
@@ -154,12 +169,12 @@ def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
         return row
     passes = sum(t.passed for t in trials)
     rewards = np.array([t.reward for t in trials])
-    rate = stats.binomtest(passes, len(trials)).proportion_ci(CONFIDENCE, method="wilson")
+    low, high = _wilson(passes, len(trials))
     row.update(
         passes=passes,
         pass_rate=passes / len(trials),
-        pass_low=float(rate.low),
-        pass_high=float(rate.high),
+        pass_low=low,
+        pass_high=high,
         mean_reward=float(np.mean(rewards)),
     )
     if len(trials) >= MIN_TRIALS:
@@ -204,11 +219,15 @@ def _verdict(
 def _own_arms(db: ReadModelDB, run: str) -> list[str]:
     """RUN's arm names in the order its forks list them: the arms its statistics are about."""
     rows = db.rows(
-        "SELECT c.arm FROM children c JOIN forks f ON f.run = c.run AND f.fork = c.fork "
+        f"SELECT c.arm FROM children c JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "
         "WHERE c.run = ? ORDER BY f.position, c.child_index",
         [run],
     )
     return list(dict.fromkeys(row["arm"] for row in rows))
+
+
+def has_named_arms(db: ReadModelDB, run: str) -> bool:
+    return bool(_own_arms(db, run))
 
 
 def arm_stats(
@@ -220,8 +239,9 @@ def arm_stats(
     own = _own_arms(db, run)
     if not own:
         raise UnknownSubject(
-            f"expected run {run!r} to have forked into arms to compare, found no fork children",
-            hint="`lineage tree RUN` shows whether a run forked; arms are the children of a fork",
+            f"expected run {run!r} to have fork children recorded with arm names, found none",
+            hint="`lineage arms RUN` lists its children; one without an arm name (a search's branch) "
+            "goes by its node and is no arm to pool across runs",
         )
     base = own[0] if baseline is None else baseline
     if base not in own:

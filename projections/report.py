@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
-from .arm_stats import ArmStats, arm_stats
+from .arm_stats import ArmStats, arm_stats, has_named_arms
 from .arms import ArmsTable, arms_table
 from .audit_report import audit_report
 from .exports import require_run
@@ -47,7 +47,7 @@ class RunReport:
     #: The run this one continues (and the stage it was cut at), linked from its tree as in Mermaid.
     continues: str | None = None
     continues_from: str | None = None
-    #: Its arms pooled over every run of its task (`lineage arms RUN --stats`); None: no forks.
+    #: Its arms pooled over every run of its task (`lineage arms RUN --stats`); None: no named arms.
     arm_stats: ArmStats | None = None
 
 
@@ -108,7 +108,5 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
         audit=audit_report(db, integrity, position=position, run=run),
         continues=model.continues,
         continues_from=model.continues_from,
-        arm_stats=arm_stats(db, run)
-        if db.scalar("SELECT count(*) FROM children WHERE run = ?", [run])
-        else None,
+        arm_stats=arm_stats(db, run) if has_named_arms(db, run) else None,
     )

@@ -202,7 +202,7 @@ def _arm_stats(report: RunReport) -> str:
     """The task's arms over its repeated trials (`lineage arms --stats`), each against the baseline arm."""
     table = report.arm_stats
     if table is None:
-        return "<p>No forks.</p>"
+        return "<p>No named arms.</p>"
     rows = (
         (
             r["arm"],

@@ -235,7 +235,9 @@ def test_bad_requests_are_refused_and_say_why(lineage: Lineage, run_cli: Cli) ->
     assert alone.exit_code != 0 and "add --stats" in alone.output + alone.stderr
     none = run_cli("arms", "lonely", "--stats", ok=False)
     # a run of the task that never forked has no arms of its own, though its task's other runs do
-    assert none.exit_code != 0 and "no fork children" in none.output + none.stderr
+    assert (
+        none.exit_code != 0 and "recorded with arm names, found none" in none.output + none.stderr
+    )
 
 
 def test_every_format_and_the_table_says_its_method(lineage: Lineage, run_cli: Cli) -> None:
@@ -268,3 +270,26 @@ def test_the_report_shows_the_stats_and_hostile_arms_stay_text(
     assert f"{rate['pass_rate']:.3f} [{rate['pass_low']:.3f}, {rate['pass_high']:.3f}]" in cells
     (scope,) = page.find("p", "arm-stats-scope")
     assert "fixed seed 0" in page.text_of(scope) and "<b>task</b>" in page.text_of(scope)
+
+
+def test_children_without_an_arm_name_are_no_arms(
+    lineage: Lineage, run_cli: Cli, tmp_path: Path
+) -> None:
+    # a search's plain branches carry no arm name: nothing to pool, in the command or the report
+    children = (f.ForkChild(index=0, node="n1"), f.ForkChild(index=1, node="n2"))
+    lineage.record(
+        [
+            f.RunRegistered(run="search", task="s"),
+            f.ForkOpened(run="search", fork="root", node="root", children=children),
+            f.ChildScored(run="search", fork="root", index=0, reward=1.0),
+        ]
+    )
+    refused = run_cli("arms", "search", "--stats", ok=False)
+    assert (
+        refused.exit_code != 0
+        and "recorded with arm names, found none" in refused.output + refused.stderr
+    )
+    target = tmp_path / "report.html"
+    run_cli("report", "search", "--to", str(target))
+    page = Page(target.read_text(encoding="utf-8"))
+    assert not page.find("table", "arm-stats") and "No named arms." in target.read_text()
