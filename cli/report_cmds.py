@@ -88,8 +88,10 @@ def _arm_stats(
             f"name the run alone: lineage arms {run} --stats"
         )
     table = arm_stats.arm_stats(db, run, baseline, every_task)
-    if fmt in ("table", "markdown"):
+    if fmt == "table":
         write_rows(arm_stats.rounded_rows(table), arm_stats.COLUMNS, fmt, title=table.title)
+    elif fmt == "markdown":  # no title line there: each row names its method
+        write_rows(arm_stats.rounded_rows(table), arm_stats.MACHINE_COLUMNS, fmt)
     else:
         write_rows(table.rows, arm_stats.MACHINE_COLUMNS, fmt)
 

@@ -244,6 +244,8 @@ def test_every_format_and_the_table_says_its_method(lineage: Lineage, run_cli: C
     runs = record_trials(lineage, "fmt", {"with-skill": WITH, "no-skill": WITHOUT})
     table = run_cli("arms", runs[0], "--stats", "--format", "table").stdout
     assert "fixed seed 0" in table and "Wilson" in table and "McNemar" in table
+    markdown = run_cli("arms", runs[0], "--stats", "--format", "markdown").stdout
+    assert "fixed seed 0" in markdown and "| with-skill |" in markdown
     csv = run_cli("arms", runs[0], "--stats", "--format", "csv").stdout.splitlines()
     assert csv[0].startswith("arm,trials,passes,pass_rate") and len(csv) == 3
 
