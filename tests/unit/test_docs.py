@@ -138,6 +138,37 @@ def test_the_read_model_table_matches_the_projections() -> None:
     assert listed == actual
 
 
+def test_every_file_and_name_architecture_points_to_exists() -> None:
+    """ARCHITECTURE.md names files, and its "How to add" steps name what to edit in them (`NAME` in `path`):
+    a file moved or a table renamed fails here, so the steps never send a newcomer to something gone."""
+    assert "(modules.md)" in ARCHITECTURE, "ARCHITECTURE.md must link the module tables"
+    folders = (*ROOMS, "rollout_lineage", "tests/unit")
+
+    def found(path: str) -> Path | None:
+        """A path from the repository's root, or a bare file name (`rundir.py`) in one of the folders."""
+        places = [ROOT / path] if "/" in path else [ROOT / folder / path for folder in folders]
+        return next((place for place in places if place.exists()), None)
+
+    named = re.findall(
+        r"`((?:domain|adapters|projections|cli|tests|docs|examples)/[\w./-]*)`", ARCHITECTURE
+    )
+    named += re.findall(r"`(\w+\.py)`", ARCHITECTURE)
+    missing = [path for path in named if "*" not in path and found(path) is None]
+    steps = section(ARCHITECTURE, "How to add")
+    pairs = re.findall(r"((?:`\w+`(?:, | and )?)+)\s+in\s+`([\w/]+\.py)`", steps)
+    pairs += re.findall(r"(`\w+`) \(`([\w/]+\.py)`\)", steps)
+    assert len(pairs) >= 8, pairs  # the steps still say where each name lives
+    for names, path in pairs:
+        place = found(path)
+        text = place.read_text(encoding="utf-8") if place else ""
+        missing += [
+            f"{name} in {path}"
+            for name in re.findall(r"`(\w+)`", names)
+            if not re.search(rf"\b{name}\b", text)
+        ]
+    assert not missing, f"ARCHITECTURE.md points to what is not there: {missing}"
+
+
 # --- the README's first lines, glossary, output habits and exit codes ---------------------------------
 
 
