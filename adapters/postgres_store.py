@@ -135,7 +135,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
                 [(*made, role) for made in next_links(previous, ids, rows, role)],
             )
             if self.batch_evidence is not None:
-                self.batch_evidence.write(curs, ids, rows, self)
+                try:
+                    self.batch_evidence.write(curs, ids, rows, self)
+                except Exception:  # a signer or provenance error: the batch fails whole
+                    _abort(curs)
+                    raise
         return ids
 
     # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------

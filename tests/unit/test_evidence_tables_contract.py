@@ -16,6 +16,7 @@ import pytest
 
 from rollout_lineage.adapters import ed25519
 from rollout_lineage.adapters.batch_evidence import (
+    PROVENANCE,
     SIGNATURES,
     BatchEvidence,
     check_coverage,
@@ -159,6 +160,28 @@ def test_batch_evidence_is_written_through_the_port_in_the_batch_s_transaction(
     [(first, last, signer, _)] = list(signatures(store))
     assert (first, last, signer) == (1, position, str(key.verifier))
     assert check_coverage(store, [key.verifier]).signed == position
+
+
+def test_a_batch_whose_evidence_fails_appends_nothing(
+    app: LineageApp, store: EvidenceTables, store_url: str
+) -> None:
+    """A failure writing the batch's evidence (here provenance) fails the batch: events, links and evidence
+    alike, on PostgreSQL too, where the library commits a transaction whose hook raised in Python."""
+    app.record([f.RunRegistered(run="r/1", task="t")])
+
+    def failing(ids: Any, rows: Any) -> list[tuple[Any, ...]]:
+        raise ValueError("no provenance for this batch")
+
+    store.batch_evidence = BatchEvidence(provenance=failing)
+    with pytest.raises(ValueError, match="no provenance"):
+        app.record([f.RunRegistered(run="r/2", task="t")])
+    store.batch_evidence = None
+    assert store.max_notification_id() == 1
+    assert [link[0] for link in store.chain_links(0, None)] == [1]
+    assert _stored(store_url, PROVENANCE, "position") == []
+    assert app.record([f.RunRegistered(run="r/2", task="t")]).appended == 1, (
+        "the refused batch is appended whole once its evidence can be written"
+    )
 
 
 # --- the in-memory log keeps no evidence tables ------------------------------------------------------------
