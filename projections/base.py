@@ -217,7 +217,3 @@ class Columns:
         source = self.source.replace("{facts}", window) if self.source else window
         tail = f" {self.tail}" if self.tail else ""
         return f"INSERT INTO {self.table} SELECT {self.select()} FROM {source}{tail}"
-
-    def fields_read(self) -> frozenset[str]:
-        """The top-level fact fields this table's columns read (what the coverage test counts)."""
-        return frozenset(key for column in self.columns for key in column.reads)
