@@ -28,9 +28,6 @@ class Projection:
     views: Mapping[str, str] = field(default_factory=dict)  # view -> SELECT
     macros: Sequence[str] = ()  # CREATE OR REPLACE MACRO ...
     docs: Mapping[str, str] = field(default_factory=dict)  # table or view -> what a row is
-    columns: Sequence[
-        Columns
-    ] = ()  # the tables declared as column lists (their DDL and INSERT are above)
 
     @classmethod
     def of(
@@ -39,23 +36,20 @@ class Projection:
         version: int,
         columns: Sequence[Columns],
         *,
-        tables: Mapping[str, str] | None = None,
-        apply: Sequence[str] = (),
         views: Mapping[str, str] | None = None,
         macros: Sequence[str] = (),
         docs: Mapping[str, str] | None = None,
     ) -> Projection:
         """A projection whose tables are column lists: each list gives its table's DDL and INSERT, so a
-        column is written once. `tables` and `apply` add hand-written SQL after them."""
+        column is written once."""
         return cls(
             name=name,
             version=version,
-            tables={**{c.table: c.ddl() for c in columns}, **(tables or {})},
-            apply=(*(c.insert() for c in columns), *apply),
+            tables={c.table: c.ddl() for c in columns},
+            apply=tuple(c.insert() for c in columns),
             views=views or {},
             macros=macros,
             docs=docs or {},
-            columns=tuple(columns),
         )
 
     def create_statements(self) -> list[str]:
