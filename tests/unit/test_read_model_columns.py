@@ -8,6 +8,7 @@ reads it or `IGNORED` says why not.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import typing
@@ -181,3 +182,38 @@ def test_a_source_subquery_reads_through_its_own_names() -> None:
     assert statement.startswith("INSERT INTO t SELECT position, run FROM (SELECT position, j.run")
     assert statement.endswith("ORDER BY position") and "{facts}" not in statement
     assert """from_json(fact, '{"run":"VARCHAR"}')""" in statement
+
+
+#: Each projection's version and a digest of its CREATE TABLE statements. A file built by one shape is
+#: rebuilt only when the version changes, so a new shape with an old version would leave stale tables.
+SHAPES = {
+    "events": (3, "43a5609b09a1b610"),
+    "runs": (4, "8143dee761a5f92d"),
+    "nodes": (1, "6b99a8b2094975fb"),
+    "stages": (1, "12daa9d76eedbb91"),
+    "forks": (5, "944f332d28452956"),
+    "custody_and_cut_points": (3, "f7c579689d49f071"),
+    "evidence": (2, "913ba10c2e830d1b"),
+    "preservation": (1, "02fedf761f40e5bc"),
+}
+
+
+def shape(projection: Projection) -> tuple[int, str]:
+    ddl = "\n".join(sorted(projection.create_statements()))
+    return projection.version, hashlib.sha256(ddl.encode()).hexdigest()[:16]
+
+
+def test_a_table_shape_changes_only_with_its_projection_version() -> None:
+    for projection in PROJECTIONS:
+        version, digest = shape(projection)
+        pinned_version, pinned_digest = SHAPES[projection.name]
+        if digest != pinned_digest:
+            assert version > pinned_version, (
+                f"{projection.name}: its tables changed shape; expected its version above "
+                f"{pinned_version}, found {version}: bump it, then pin its new digest {digest!r}"
+            )
+        assert (version, digest) == (pinned_version, pinned_digest), (
+            f"{projection.name}: expected SHAPES to pin ({version}, {digest!r}), found "
+            f"({pinned_version}, {pinned_digest!r})"
+        )
+    assert set(SHAPES) == {p.name for p in PROJECTIONS}
