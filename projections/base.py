@@ -139,20 +139,26 @@ RECORDED_AT = event("recorded_at", "TIMESTAMPTZ")
 ACTOR = event("actor", "VARCHAR")
 
 
-def _merge(into: dict[str, Any], part: Mapping[str, Any]) -> None:
+def _merge(into: dict[str, Any], part: Mapping[str, Any], table: str) -> None:
+    """Add one column's spec part to a table's spec (nested structs and struct lists merge)."""
     for key, value in part.items():
         old = into.get(key)
         if isinstance(old, dict) and isinstance(value, Mapping):
-            _merge(old, value)
-        elif isinstance(old, list) and isinstance(value, list) and old and isinstance(old[0], dict):
-            _merge(old[0], value[0])
+            _merge(old, value, table)
+        elif (
+            isinstance(old, list)
+            and isinstance(value, list)
+            and isinstance(old[0], dict)
+            and isinstance(value[0], Mapping)
+        ):
+            _merge(old[0], value[0], table)
         elif old is None:
-            into[key] = json.loads(
-                json.dumps(value)
-            )  # a copy: merging must not change a shared part
+            # A copy, so merging into it never changes a part another column shares.
+            into[key] = json.loads(json.dumps(value))
         elif old != value:
             raise ValueError(
-                f"field {key!r} is read as {old!r} and as {value!r}; expected one type"
+                f"table {table}: fact field {key!r} is read as {old!r} and as {value!r}; "
+                "expected one type: parse it once and convert in the column's SQL"
             )
 
 
@@ -184,8 +190,12 @@ class Columns:
         for item in columns:
             flat.extend([item] if isinstance(item, Column) else item)
         names = [c.name for c in flat]
-        if len(names) != len(set(names)):
-            raise ValueError(f"table {table}: expected each column once, found {names}")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(
+                f"table {table}: expected each column once, found {twice} more than once; "
+                "rename one (fact(..., name=...))"
+            )
         return cls(table, tuple(types), tuple(flat), source, tail)
 
     def ddl(self) -> str:
@@ -195,7 +205,7 @@ class Columns:
     def spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {}
         for column in self.columns:
-            _merge(spec, column.reads)
+            _merge(spec, column.reads, self.table)
         return spec
 
     @property
