@@ -4,6 +4,8 @@ Every projection reads the `events` table (the log as DuckDB rows, filled first 
 with `INSERT ... SELECT` over the page's window of positions, so a page costs a handful of set-based
 statements rather than one round trip per event. Tables are append-only (facts never change), and the
 read models people query are views over them. Bump `version` when a projection changes: it is rebuilt.
+A table is declared once as `Columns` (column, fact field, DuckDB type), which gives its CREATE TABLE
+columns, its `from_json` spec and its INSERT ... SELECT list, so a fact field is written in one place.
 """
 
 from __future__ import annotations
