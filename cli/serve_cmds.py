@@ -1,0 +1,84 @@
+"""`lineage serve`: the read models as a local web application (pages and a JSON API), read-only."""
+
+from __future__ import annotations
+
+import click
+
+from ..bootstrap import Lineage
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8321
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The names a request's Host header may give: loopback's on a loopback bind (so a page elsewhere cannot
+    rebind its own name to 127.0.0.1), any on a wider bind, where the token guards."""
+    from ..adapters.web_app import LOOPBACK, is_loopback
+
+    if not is_loopback(host):
+        return ["*"]
+    return sorted({host, *LOOPBACK, "[::1]"})
+
+
+@click.command()
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on; any but loopback needs --token.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65_535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="TCP port to listen on.",
+)
+@click.option(
+    "--token",
+    envvar="LINEAGE_SERVE_TOKEN",
+    help="Secret every request must carry (Authorization: Bearer TOKEN, or ?token= once in a browser); "
+    "required off loopback. Also read from LINEAGE_SERVE_TOKEN.",
+)
+@click.pass_obj
+def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
+    """Serve the read models as a local, read-only web application and JSON API.
+
+    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, audit findings),
+    compare, SQL (CSV/JSON download) and the audit. Only GET exists (any other method is 405); users' SQL
+    gets `lineage sql`'s read-only connection, limits and timeout; every page forbids scripts and fetching
+    from anywhere else; every recorded value is shown as text. New events appear without a restart: each
+    request first catches the read models up when the log moved. The server holds the read-model file open.
+
+    Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
+    """
+    from ..adapters.web_app import is_loopback
+
+    if not is_loopback(host) and not token:
+        raise click.UsageError(
+            f"expected --token TOKEN (or LINEAGE_SERVE_TOKEN) to listen on {host!r}, found none: "
+            "anyone who can reach that address could read the log; bind 127.0.0.1 or give a token",
+            ctx=click.get_current_context(),
+        )
+    if token is not None and len(token) < 16:
+        raise click.UsageError(
+            f"expected a --token of at least 16 characters, found {len(token)}",
+            ctx=click.get_current_context(),
+        )
+    import uvicorn
+
+    from ..adapters.web_app import build_app
+    from ..projections.served_reads import ServedReads
+
+    reads = ServedReads(lineage, lambda: lineage.verify().summary())
+    try:
+        reads.head()  # build or catch up the read models before the first visitor waits for it
+        app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"lineage serve: http://{shown}:{port}/ (Ctrl-C stops)", err=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    finally:
+        reads.close()
+
+
+COMMANDS = (serve,)
