@@ -92,12 +92,19 @@ def page_runs(
              AND ($model IS NULL OR r.model = $model) AND ($skill_mode IS NULL OR r.skill_mode = $skill_mode)
              AND ($search IS NULL OR contains(lower(concat_ws(' ', r.run, r.task, r.agent, r.model)),
                                               lower($search)))"""
-    total = db.rows(f"SELECT count(*) AS n {where}", params)[0]["n"]
     order = f"{SORTS[key]} {'DESC' if sort.startswith('-') else 'ASC'} NULLS LAST, r.position"
+    # One statement for the page and the count (the window counts before LIMIT): the view is planned once.
     rows = db.rows(
-        f"SELECT {_ROW}, r.skill_mode {where} ORDER BY {order} LIMIT {size} OFFSET {(page - 1) * size}",
+        f"SELECT {_ROW}, r.skill_mode, count(*) OVER () AS matching {where} ORDER BY {order} "
+        f"LIMIT {size} OFFSET {(page - 1) * size}",
         params,
     )
+    if rows:
+        total = rows[0]["matching"]
+        for row in rows:
+            del row["matching"]
+    else:  # past the last page (or nothing matches): the count alone
+        total = db.rows(f"SELECT count(*) AS n {where}", params)[0]["n"]
     return RunPage(rows, int(total), page, size, sort)
 
 

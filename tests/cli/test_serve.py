@@ -334,3 +334,23 @@ def test_the_api_page_documents_every_route(client: TestClient) -> None:
     page = client.get("/api").text
     for route in ("/api/runs?", "/api/runs/RUN", "/api/sql?q=", "/api/compare?", "/api/audit"):
         assert route in page, route
+
+
+def test_new_events_show_without_a_restart(tmp_path: Path) -> None:
+    """Answers are remembered per log position: a write must reach the very next request of each kind."""
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer,
+        client_for(writer) as client,
+    ):
+        assert client.get("/api/runs/late/run").status_code == 404
+        runs_page = client.get("/runs").text
+        facets = client.get("/runs").text
+        assert "late/run" not in runs_page and ">late-task<" not in facets
+        writer.record([f.RunRegistered(run="late/run", task="late-task")])
+        assert client.get("/api/runs/late/run").json()["run"]["task"] == "late-task"
+        page = client.get("/runs").text
+        assert "late/run" in page and ">late-task<" in page  # the row and the task filter's choice
+        sql = client.get("/api/sql", params={"q": "SELECT count(*) AS n FROM runs WHERE run = 'late/run'"})
+        assert sql.json()["rows"] == [{"n": 1}]
