@@ -16,7 +16,6 @@ import argparse
 import json
 import socket
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import uvicorn
+from synthetic import EVENTS_PER_RUN, batches
 
 from rollout_lineage.adapters.importers.service import import_runs
 from rollout_lineage.adapters.web_app import build_app
@@ -33,9 +33,6 @@ from rollout_lineage.cli.serve_cmds import allowed_hosts
 from rollout_lineage.domain import facts as f
 from rollout_lineage.projections.served_reads import ServedReads
 from rollout_lineage.settings import Settings
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import EVENTS_PER_RUN, batches  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUN = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
@@ -97,7 +94,9 @@ def run(extra_runs: int, requests: int) -> dict:
                 written = iter(range(10**9))
 
                 def write(_i: int) -> None:  # a new run each time (a repeated fact appends nothing)
-                    lineage.record([f.RunRegistered(run=f"bench/written-{next(written):06d}", task="w")])
+                    lineage.record(
+                        [f.RunRegistered(run=f"bench/written-{next(written):06d}", task="w")]
+                    )
 
                 with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
                     total = client.get("/api/runs").json()["total"]

@@ -352,5 +352,7 @@ def test_new_events_show_without_a_restart(tmp_path: Path) -> None:
         assert client.get("/api/runs/late/run").json()["run"]["task"] == "late-task"
         page = client.get("/runs").text
         assert "late/run" in page and ">late-task<" in page  # the row and the task filter's choice
-        sql = client.get("/api/sql", params={"q": "SELECT count(*) AS n FROM runs WHERE run = 'late/run'"})
+        sql = client.get(
+            "/api/sql", params={"q": "SELECT count(*) AS n FROM runs WHERE run = 'late/run'"}
+        )
         assert sql.json()["rows"] == [{"n": 1}]
