@@ -192,7 +192,8 @@ class Guard(BaseHTTPMiddleware):
 def _status(exc: LineageError) -> int:
     if isinstance(exc, UnknownSubject):
         return 404
-    return 503 if exc.exit_code == 4 else 400
+    # 3: the log fails its evidence (a broken chain), 4: a read limit or the store: nothing to show now.
+    return 503 if exc.exit_code in (3, 4) else 400
 
 
 def _error_document(exc: LineageError) -> dict[str, Any]:
@@ -277,7 +278,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
     def sql_page(request: Request) -> Response:
         query = request.query_params.get("q", "")
         if not query:
-            return page("sql.html", query="", columns=None)
+            return page("sql.html", query="", columns=None, limit=reads.sql_row_limit)
         try:
             columns, rows, cut = reads.sql(query)
         except LineageError as exc:
@@ -286,6 +287,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
                 _status(exc),
                 query=query,
                 columns=None,
+                limit=reads.sql_row_limit,
                 error=exc.message,
                 hint=exc.hint,
             )

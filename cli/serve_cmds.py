@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from ..bootstrap import Lineage
 
+if TYPE_CHECKING:
+    from ..domain.integrity import ChainReport
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8321
+
+
+class ChainChecks:
+    """The hash chain as the pages show it: walked in full when the server starts (as `lineage report`
+    walks it), then, at each later log position, the head that walk ended at must still be in the log with
+    the same hash (a rewritten or truncated log is caught) while the events after it were checked against
+    the chain as the read models caught up on them (`projections/paging.py`). A full walk per write took
+    5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one."""
+
+    def __init__(self, lineage: Lineage) -> None:
+        self._lineage = lineage
+        self._walked: ChainReport | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        from ..domain.integrity import ChainReport, ChainWalker, Head
+
+        walked = self._walked
+        if walked is None or walked.head is None or not walked.intact:
+            self._walked = walked = (
+                self._lineage.verify()
+            )  # the first, an empty log's, or a broken one's
+            return walked.summary()
+        log = self._lineage.log
+        position = log.max_notification_id() or 0
+        walker = ChainWalker()
+        walker.report = ChainReport(
+            events=position, head=Head(position, log.chain_hash_at(position) or "")
+        )
+        walker.check_head(walked.head, log.chain_hash_at(walked.head.position))
+        return walker.report.summary()
 
 
 def allowed_hosts(host: str) -> list[str]:
@@ -48,7 +83,8 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     compare, SQL (CSV/JSON download) and the audit. Only GET exists (any other method is 405); users' SQL
     gets `lineage sql`'s read-only connection, limits and timeout; every page forbids scripts and fetching
     from anywhere else; every recorded value is shown as text. New events appear without a restart: each
-    request first catches the read models up when the log moved. The server holds the read-model file open.
+    request first catches the read models up when the log moved. The server holds the read-model file open
+    (read-only): writers are not held up, other read commands wait for it (`lineage sql` reads beside it).
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
@@ -70,7 +106,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     from ..adapters.web_app import build_app
     from ..projections.served_reads import ServedReads
 
-    reads = ServedReads(lineage, lambda: lineage.verify().summary())
+    reads = ServedReads(lineage, ChainChecks(lineage))
     try:
         reads.head()  # build or catch up the read models before the first visitor waits for it
         app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from rollout_lineage.adapters.web_app import CSP, build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
-from rollout_lineage.cli.serve_cmds import allowed_hosts
+from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f
 from rollout_lineage.projections.served_reads import ServedReads
 from rollout_lineage.settings import Settings
@@ -77,7 +77,7 @@ def client_for(
     lineage: Lineage, token: str | None = None, host: str = "127.0.0.1"
 ) -> Iterator[TestClient]:
     """A client of the app as `lineage serve --host HOST` builds it; the read models closed after."""
-    reads = ServedReads(lineage, lambda: lineage.verify().summary())
+    reads = ServedReads(lineage, ChainChecks(lineage))
     app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
     try:
         with TestClient(app, base_url=f"http://{host}:8321") as client:
@@ -356,3 +356,31 @@ def test_new_events_show_without_a_restart(tmp_path: Path) -> None:
             "/api/sql", params={"q": "SELECT count(*) AS n FROM runs WHERE run = 'late/run'"}
         )
         assert sql.json()["rows"] == [{"n": 1}]
+
+
+def test_a_log_rewritten_under_a_running_server_is_not_shown_intact(tmp_path: Path) -> None:
+    """The chain is walked in full once; after that, the head that walk ended at must still be in the log."""
+    import sqlite3
+
+    from rollout_lineage.adapters.event_store import CHAIN_TABLE
+
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer,
+        client_for(writer) as client,
+    ):
+        first = client.get("/api/audit").json()
+        assert first["integrity"]["intact"] is True
+        walked = first["integrity"]["events"]
+        writer.record([f.RunRegistered(run="late/run", task="late-task")])
+        with sqlite3.connect(home / "events.sqlite") as db:
+            db.execute(
+                f"UPDATE {CHAIN_TABLE} SET chain_hash = ? WHERE position = ?",
+                ("sha256:" + "0" * 64, walked),
+            )
+        answer = client.get("/api/audit")
+        assert answer.status_code == 503, answer.text
+        assert "hash chain is broken" in answer.json()["error"]
+        page = client.get(f"/runs/{ABLATE_RUN}")
+        assert page.status_code == 503 and "hash chain is broken" in page.text
