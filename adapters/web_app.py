@@ -85,6 +85,11 @@ class Reads(Protocol):
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
 
+    def escape(self, value: Any) -> str:
+        """A value as page text: HTML-escaped, quotes too, and invisible control or format characters
+        (a right-to-left override) shown as escapes, as `lineage report` shows them."""
+        ...
+
 
 def is_loopback(host: str) -> bool:
     return host.strip("[]") in LOOPBACK or host.startswith("127.")
@@ -125,12 +130,19 @@ def _text(value: Any) -> str:
     return str(shown)
 
 
-def _templates() -> Environment:
+def _templates(escape: Callable[[Any], str]) -> Environment:
+    """Every `{{ value }}` passes through `escape` (autoescape stays on beneath it): only our own markup, the
+    tree drawn by `lineage report`'s renderer, is passed as `Markup`."""
+
+    def finalize(value: Any) -> Any:
+        return value if isinstance(value, Markup) else Markup(escape(value))
+
     env = Environment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=finalize,
     )
     env.filters["text"] = _text
     return env
@@ -213,7 +225,7 @@ class BadParameter(LineageError):
 
 def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> Starlette:
     """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the style."""
-    env = _templates()
+    env = _templates(reads.escape)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context), status_code=status)

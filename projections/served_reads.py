@@ -27,7 +27,7 @@ from .diff import diff_document
 from .paging import tracked_position
 from .read_only import held_read_only_models
 from .report import RunReport, built_from, run_report
-from .report_html import STYLE, node_id, tree_svg
+from .report_html import STYLE, esc, node_id, tree_svg
 from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, resolve_run
 from .runner import Lineage
 from .timeparse import parse_moment
@@ -151,6 +151,9 @@ class ServedReads:
 
     def head(self) -> str | None:
         return self._remembered("head", built_from)
+
+    def escape(self, value: Any) -> str:
+        return esc(value)
 
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]:
         """`lineage sql`'s check and limits (reads only, the memory cap, the timeout), at most

@@ -29,6 +29,8 @@ from tests.scenarios import ABLATE_RUN
 
 HOSTILE_RUN = "evil/<script>document.title='pwned'</script>"
 HOSTILE_TEST = "tests/t.py::<script>alert(1)</script>"
+#: Shown as `evilexe.png` if the right-to-left override were obeyed.
+REVERSED_RUN = "rlo/evil\u202egnp.exe"
 TOKEN = "s3cret-token-0123456789"
 
 
@@ -36,6 +38,7 @@ def record_hostile(lineage: Lineage) -> None:
     lineage.record(
         [
             f.RunRegistered(run=HOSTILE_RUN, task="<img src=x onerror=alert(1)>", agent="a"),
+            f.RunRegistered(run=REVERSED_RUN, task="t"),
             f.ForkOpened(
                 run=HOSTILE_RUN,
                 fork="f",
@@ -244,7 +247,7 @@ def test_pages_fetch_nothing_from_elsewhere(client: TestClient) -> None:
 def test_hostile_run_id_and_test_name_stay_text(client: TestClient) -> None:
     runs = client.get("/runs", params={"q": "evil/"}).text
     assert "<script>document.title" not in runs and "<img src=x" not in runs
-    assert "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in runs
+    assert "&lt;script&gt;document.title=" in runs
     run = client.get("/runs/" + HOSTILE_RUN.replace("<", "%3C").replace(">", "%3E"))
     assert run.status_code == 200
     assert (
@@ -258,6 +261,13 @@ def test_hostile_run_id_and_test_name_stay_text(client: TestClient) -> None:
     )
     assert diff.status_code == 200 and "<script>" not in diff.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in diff.text
+
+
+def test_invisible_characters_are_shown_not_obeyed(client: TestClient) -> None:
+    page = client.get("/runs", params={"q": "rlo/"}).text
+    assert "\u202e" not in page and "rlo/evil\\u202egnp.exe" in page
+    assert "\u202e" not in client.get("/runs/rlo/evil%E2%80%AEgnp.exe").text
+    assert client.get("/api/runs/rlo/evil%E2%80%AEgnp.exe").json()["run"]["run"] == REVERSED_RUN
 
 
 def test_a_wide_bind_needs_the_token(opened: Lineage) -> None:
