@@ -21,7 +21,7 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 from uuid import UUID
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -56,6 +56,15 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: What a runs page takes besides its filters (`q`: a part of the run, task, agent or model).
+RUNS_PARAMS = ("q", "since", "sort", "page", "token")
+
+
+def run_path(run: str) -> str:
+    """A run id as the rest of a `/runs/...` URL: its slashes kept, unless a part of it is `.` or `..`,
+    which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
+    parts = run.split("/")
+    return quote(run, safe="" if any(p in (".", "..") for p in parts) else "/")
 
 
 class Reads(Protocol):
@@ -145,6 +154,7 @@ def _templates(escape: Callable[[Any], str]) -> Environment:
         finalize=finalize,
     )
     env.filters["text"] = _text
+    env.filters["run_path"] = run_path
     return env
 
 
@@ -232,6 +242,12 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
 
     def runs_query(request: Request) -> tuple[dict[str, str | None], str | None, str, int]:
         params = request.query_params
+        known = {*reads.filters, *RUNS_PARAMS}
+        unknown = sorted(set(params) - known)
+        if unknown:  # a misspelt filter would otherwise show every run as if it matched
+            raise BadParameter(
+                f"expected query parameters among {', '.join(sorted(known))}, found {', '.join(unknown)}"
+            )
         filters = {name: params.get(name) or None for name in reads.filters}
         if params.get("q"):
             filters["search"] = params["q"]

@@ -31,6 +31,8 @@ HOSTILE_RUN = "evil/<script>document.title='pwned'</script>"
 HOSTILE_TEST = "tests/t.py::<script>alert(1)</script>"
 #: Shown as `evilexe.png` if the right-to-left override were obeyed.
 REVERSED_RUN = "rlo/evil\u202egnp.exe"
+#: A browser resolves `/runs/dots/../x` to `/runs/x`: another run's page.
+DOTTED_RUN = "dots/../ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 TOKEN = "s3cret-token-0123456789"
 
 
@@ -39,6 +41,7 @@ def record_hostile(lineage: Lineage) -> None:
         [
             f.RunRegistered(run=HOSTILE_RUN, task="<img src=x onerror=alert(1)>", agent="a"),
             f.RunRegistered(run=REVERSED_RUN, task="t"),
+            f.RunRegistered(run=DOTTED_RUN, task="dotted"),
             f.ForkOpened(
                 run=HOSTILE_RUN,
                 fork="f",
@@ -268,6 +271,23 @@ def test_invisible_characters_are_shown_not_obeyed(client: TestClient) -> None:
     assert "\u202e" not in page and "rlo/evil\\u202egnp.exe" in page
     assert "\u202e" not in client.get("/runs/rlo/evil%E2%80%AEgnp.exe").text
     assert client.get("/api/runs/rlo/evil%E2%80%AEgnp.exe").json()["run"]["run"] == REVERSED_RUN
+
+
+def test_a_run_id_with_dot_segments_links_to_itself(client: TestClient) -> None:
+    page = client.get("/runs", params={"task": "dotted"}).text
+    (href,) = re.findall(r'class="run-link" href="([^"]+)"', page)
+    assert "/../" not in href and "%2F..%2F" in href
+    assert (
+        client.get(href).text.count(">dotted<") == 1
+    )  # its own page, not the run the dots lead to
+    assert client.get(href.replace("/runs/", "/api/runs/")).json()["run"]["run"] == DOTTED_RUN
+
+
+def test_a_misspelt_filter_is_refused_not_ignored(client: TestClient) -> None:
+    answer = client.get("/api/runs", params={"agnet": "openhands"})
+    assert answer.status_code == 400 and "agnet" in answer.json()["error"]
+    assert "agent" in answer.json()["error"]
+    assert client.get("/runs", params={"agnet": "x"}).status_code == 400
 
 
 def test_a_wide_bind_needs_the_token(opened: Lineage) -> None:
