@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -106,15 +107,42 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     from ..adapters.web_app import build_app
     from ..projections.served_reads import ServedReads
 
+    listening = listen(host, port)
     reads = ServedReads(lineage, ChainChecks(lineage))
     try:
         reads.head()  # build or catch up the read models before the first visitor waits for it
         app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
+        config = uvicorn.Config(app, log_level="warning", server_header=False)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"lineage serve: http://{shown}:{port}/ (Ctrl-C stops)", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         reads.close()
+        listening.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a taken port or a bad address is a usage error naming it (uvicorn
+    would exit 3, which is this tool's code for evidence that does not match)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listening = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise click.UsageError(
+            f"expected an address to listen on, found --host {host!r}: {exc}"
+        ) from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(128)
+    except OSError as exc:
+        listening.close()
+        raise click.UsageError(
+            f"expected to listen on {host} port {port}, found {exc.strerror or exc}; "
+            "stop what holds it or pick another --port"
+        ) from None
+    listening.set_inheritable(True)
+    return listening
 
 
 COMMANDS = (serve,)

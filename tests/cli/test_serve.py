@@ -315,6 +315,22 @@ def test_serve_refuses_a_wide_bind_without_a_token(tmp_path: Path) -> None:
     assert short.exit_code == 2 and "at least 16" in short.output
 
 
+def test_a_taken_port_is_a_usage_error_naming_it(store: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(cli, ["--home", str(store), "serve", "--port", port])
+    assert result.exit_code == 2, result.output
+    assert f"expected to listen on 127.0.0.1 port {port}" in result.output
+    bad = CliRunner().invoke(
+        cli, ["--home", str(store), "serve", "--host", "no such host", "--token", TOKEN]
+    )
+    assert bad.exit_code == 2 and "no such host" in bad.output
+
+
 def test_a_rebound_name_cannot_reach_a_loopback_server(client: TestClient) -> None:
     answer = client.get("/api/runs", headers={"Host": "attacker.example:8321"})
     assert answer.status_code == 400
