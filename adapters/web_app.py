@@ -224,8 +224,11 @@ def _error_document(exc: LineageError) -> dict[str, Any]:
 
 def _page_number(request: Request) -> int:
     text = request.query_params.get("page", "1")
-    if not text.isdigit() or int(text) < 1:
-        raise BadParameter(f"expected page to be a whole number from 1, found {text!r}")
+    # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few enough for an OFFSET
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or int(text) < 1:
+        raise BadParameter(
+            f"expected page to be a whole number from 1 to 999999999, found {text!r}"
+        )
     return int(text)
 
 

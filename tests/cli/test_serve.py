@@ -156,7 +156,8 @@ def test_bad_sort_and_page_are_400_naming_what_was_expected(client: TestClient) 
     answer = client.get("/api/runs", params={"sort": "reward; DROP TABLE runs"})
     assert answer.status_code == 400 and "expected" in answer.json()["error"]
     assert client.get("/api/runs", params={"page": "0"}).status_code == 400
-    assert client.get("/api/runs", params={"page": "x"}).status_code == 400
+    for page in ("x", "²", "-1", "1e3", "9" * 30):
+        assert client.get("/api/runs", params={"page": page}).status_code == 400, page
     assert client.get("/api/runs", params={"since": "yesterday"}).status_code == 400
 
 
