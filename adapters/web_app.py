@@ -201,12 +201,18 @@ class Guard(BaseHTTPMiddleware):
                 status_code=401,
                 headers={"www-authenticate": "Bearer"},
             )
+        elif self.token is not None and given[1] and not request.url.path.startswith("/api"):
+            # A page visited with ?token=: the cookie from now on, and the address without the token (it
+            # would stay in the history and the address bar).
+            kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            response = RedirectResponse(
+                request.url.path + ("?" + urlencode(kept) if kept else ""), status_code=303
+            )
+            response.set_cookie(
+                TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
+            )
         else:
             response = await call_next(request)
-            if self.token is not None and given[1]:
-                response.set_cookie(
-                    TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
-                )
         response.headers.update(SECURITY_HEADERS)
         return response
 

@@ -299,8 +299,10 @@ def test_a_wide_bind_needs_the_token(opened: Lineage) -> None:
         assert (
             client.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         )
-        visit = client.get("/runs", params={"token": TOKEN})
-        assert visit.status_code == 200 and "httponly" in visit.headers["set-cookie"].lower()
+        visit = client.get("/runs", params={"token": TOKEN, "q": "csv"}, follow_redirects=False)
+        assert visit.status_code == 303 and visit.headers["location"] == "/runs?q=csv"
+        assert "httponly" in visit.headers["set-cookie"].lower()
+        assert client.get(visit.headers["location"]).status_code == 200  # with the cookie alone
         assert client.get("/api/runs").status_code == 200  # the cookie the visit left
         client.cookies.clear()
         assert client.get("/api/runs").status_code == 401
