@@ -433,3 +433,16 @@ def test_a_log_rewritten_under_a_running_server_is_not_shown_intact(tmp_path: Pa
         assert "hash chain is broken" in answer.json()["error"]
         page = client.get(f"/runs/{ABLATE_RUN}")
         assert page.status_code == 503 and "hash chain is broken" in page.text
+
+
+def test_serves_a_server_store_live(store_url: str, tmp_path: Path) -> None:
+    """The same on the SQLite file and on PostgreSQL, whose read models live in the cache (no file times)."""
+    home = tmp_path / "home"
+    Cli(home, store=store_url)("import", str(EXAMPLES / "pr-layout"))
+    settings = Settings.from_env({}, store=store_url, home=home, actor="tester@lab")
+    with Lineage(settings) as writer, client_for(writer) as client:
+        before = client.get("/api/runs").json()["total"]
+        assert client.get(f"/runs/{ABLATE_RUN}").status_code == 200
+        writer.record([f.RunRegistered(run="late/run", task="late-task")])
+        assert client.get("/api/runs").json()["total"] == before + 1
+        assert client.get("/api/runs/late/run").json()["run"]["task"] == "late-task"
