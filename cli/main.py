@@ -121,6 +121,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "runs",
         "List the runs: task, agent, model, outcome, reward, how many forks, when registered.",
     ),
+    "serve": (
+        "serve_cmds",
+        "serve",
+        "Serve the read models as a local, read-only web application and JSON API.",
+    ),
     "schema": ("log_cmds", "schema", "Print the JSON Schema of one `lineage ingest` line."),
     "snapshots": (
         "snapshot_cmds",

@@ -57,6 +57,22 @@ def read_only_models(
             db.close()
 
 
+def held_read_only_models(lineage: Lineage) -> ReadModelDB:
+    """The store's read models caught up and opened read-only, left open for a long-lived reader
+    (`lineage serve`): the caller closes it, and reopens it this way when the log has moved."""
+    db = _current_read_only(lineage)
+    if db is None:
+        open_read_models(lineage).close()
+        _mark_caught_up(lineage)
+        db = _open_read_only(lineage, lineage.read_models_path)
+    try:
+        shadow_on_demand(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 def _open_read_only(
     lineage: Lineage, path: Path | str, writable_directory: Path | None = None
 ) -> ReadModelDB:

@@ -1,0 +1,148 @@
+"""`lineage serve`: the read models as a local web application (pages and a JSON API), read-only."""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..bootstrap import Lineage
+
+if TYPE_CHECKING:
+    from ..domain.integrity import ChainReport
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8321
+
+
+class ChainChecks:
+    """The hash chain as the pages show it: walked in full when the server starts (as `lineage report`
+    walks it), then, at each later log position, the head that walk ended at must still be in the log with
+    the same hash (a rewritten or truncated log is caught) while the events after it were checked against
+    the chain as the read models caught up on them (`projections/paging.py`). A full walk per write took
+    5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one."""
+
+    def __init__(self, lineage: Lineage) -> None:
+        self._lineage = lineage
+        self._walked: ChainReport | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        from ..domain.integrity import ChainReport, ChainWalker, Head
+
+        walked = self._walked
+        if walked is None or walked.head is None or not walked.intact:
+            self._walked = walked = (
+                self._lineage.verify()
+            )  # the first, an empty log's, or a broken one's
+            return walked.summary()
+        log = self._lineage.log
+        position = log.max_notification_id() or 0
+        walker = ChainWalker()
+        walker.report = ChainReport(
+            events=position, head=Head(position, log.chain_hash_at(position) or "")
+        )
+        walker.check_head(walked.head, log.chain_hash_at(walked.head.position))
+        return walker.report.summary()
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The names a request's Host header may give: loopback's on a loopback bind (so a page elsewhere cannot
+    rebind its own name to 127.0.0.1), any on a wider bind, where the token guards."""
+    from ..adapters.web_app import LOOPBACK, is_loopback
+
+    if not is_loopback(host):
+        return ["*"]
+    return sorted({host, *LOOPBACK, "[::1]"})
+
+
+@click.command()
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on; any but loopback needs --token.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65_535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="TCP port to listen on.",
+)
+@click.option(
+    "--token",
+    envvar="LINEAGE_SERVE_TOKEN",
+    help="Secret every request must carry (Authorization: Bearer TOKEN, or ?token= once in a browser); "
+    "required off loopback. Also read from LINEAGE_SERVE_TOKEN.",
+)
+@click.pass_obj
+def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
+    """Serve the read models as a local, read-only web application and JSON API.
+
+    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, audit findings),
+    compare, SQL (CSV/JSON download) and the audit. Only GET exists (any other method is 405); users' SQL
+    gets `lineage sql`'s read-only connection, limits and timeout; every page forbids scripts and fetching
+    from anywhere else; every recorded value is shown as text. New events appear without a restart: each
+    request first catches the read models up when the log moved. The server holds the read-model file open
+    (read-only): writers are not held up, other read commands wait for it (`lineage sql` reads beside it).
+
+    Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
+    """
+    from ..adapters.web_app import is_loopback
+
+    if not is_loopback(host) and not token:
+        raise click.UsageError(
+            f"expected --token TOKEN (or LINEAGE_SERVE_TOKEN) to listen on {host!r}, found none: "
+            "anyone who can reach that address could read the log; bind 127.0.0.1 or give a token",
+            ctx=click.get_current_context(),
+        )
+    if token is not None and len(token) < 16:
+        raise click.UsageError(
+            f"expected a --token of at least 16 characters, found {len(token)}",
+            ctx=click.get_current_context(),
+        )
+    import uvicorn
+
+    from ..adapters.web_app import build_app
+    from ..projections.served_reads import ServedReads
+
+    listening = listen(host, port)
+    reads = ServedReads(lineage, ChainChecks(lineage))
+    try:
+        reads.head()  # build or catch up the read models before the first visitor waits for it
+        app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
+        config = uvicorn.Config(app, log_level="warning", server_header=False)
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"lineage serve: http://{shown}:{port}/ (Ctrl-C stops)", err=True)
+        uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        reads.close()
+        listening.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a taken port or a bad address is a usage error naming it (uvicorn
+    would exit 3, which is this tool's code for evidence that does not match)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listening = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise click.UsageError(
+            f"expected an address to listen on, found --host {host!r}: {exc}"
+        ) from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(128)
+    except OSError as exc:
+        listening.close()
+        raise click.UsageError(
+            f"expected to listen on {host} port {port}, found {exc.strerror or exc}; "
+            "stop what holds it or pick another --port"
+        ) from None
+    listening.set_inheritable(True)
+    return listening
+
+
+COMMANDS = (serve,)
