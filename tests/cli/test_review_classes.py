@@ -133,7 +133,9 @@ def test_one_reward_hack_makes_the_run_unhealthy(
     assert (the["health"], the["class"]) == ("unhealthy", "reward_hacking")
     hacks = [f["message"] for f in report["findings"] if f["check"] == "reward-hacking"]
     # The inserted call is the file's fifth line; the evidence quotes the command (as the shell reads it).
-    named = [m for m in hacks if f"({kind}) at trajectory/acp_trajectory.jsonl:5, tool execute: " in m]
+    named = [
+        m for m in hacks if f"({kind}) at trajectory/acp_trajectory.jsonl:5, tool execute: " in m
+    ]
     assert named and all(command.split()[-1].strip("'") in m for m in named), hacks
     assert all(m.startswith("unhealthy (reward hacking): ") for m in hacks)
 
