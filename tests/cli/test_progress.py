@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rollout_lineage.adapters import progress
-from tests.cli.test_log_cli import many_runs, write_lines
+from tests.cli_helpers import many_runs, write_lines
 from tests.conftest import EXAMPLES, Cli
 from tests.snapshot_tars import legacy_entries, tar_bytes
 

@@ -12,7 +12,7 @@ import pytest
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.domain.integrity import link
-from tests.cli.test_checkpoint_cli import relink
+from tests.cli_helpers import relink
 from tests.conftest import Cli
 
 

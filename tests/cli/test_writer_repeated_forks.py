@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
-from tests.cli.test_writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta
 from tests.conftest import Cli
+from tests.writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta
 
 RUN = "nightly/t__1"
 

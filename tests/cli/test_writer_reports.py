@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
-from tests.cli.test_writer_stages import TASK, VERIFY_REFS, snap
 from tests.conftest import Cli
+from tests.writer_stages import TASK, VERIFY_REFS, snap
 
 SKILL = {"config_override_sha256": None, "environment_ref": None, "injected_prompt_sha256": None}
 ARMS = [

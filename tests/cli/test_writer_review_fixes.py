@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rollout_lineage.projections.attribution import short_test_name
 from tests.benchflow_writer import Child, ChildRaised, WriterRun
-from tests.cli.test_writer_stages import VERIFY_REFS, prompt_delta
 from tests.conftest import Cli
+from tests.writer_stages import VERIFY_REFS, prompt_delta
 
 RUN = "nightly/t__1"
 

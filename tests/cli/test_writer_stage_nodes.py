@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 from tests.benchflow_writer import Child, WriterRun
-from tests.cli.test_writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta, snap
 from tests.conftest import Cli
+from tests.writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta, snap
 
 RUN = "nightly/t__1"
 

@@ -17,6 +17,7 @@ from rollout_lineage.domain.errors import (
     StageNotRecorded,
     UnknownSubject,
 )
+from tests.domain_refusals import refused
 from tests.scenarios import ABLATE_IMPLIED, ablate_run_facts
 
 RUN = "job/task__1"
@@ -45,16 +46,6 @@ def fork(stage: str | None = "env-ready", node: str = "root", **delta: object) -
     return f.ForkOpened(
         run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta)
     )
-
-
-def refused(
-    app: LineageApp, error: type[Exception], *facts: f.Fact, verified_here: bool = False
-) -> str:
-    before = app.position()
-    with pytest.raises(error) as caught:
-        app.record(facts, verified_here=verified_here)
-    assert app.position() == before, "a refused batch must append nothing"
-    return str(caught.value)
 
 
 def test_resending_a_fact_appends_nothing(app: LineageApp) -> None:
