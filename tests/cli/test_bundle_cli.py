@@ -73,6 +73,7 @@ def _origin(bundle: Path) -> str:
     return json.loads(bundle.read_text())["checkpoint"].split("\n")[0]
 
 
+@pytest.mark.slow
 def test_every_flipped_byte_of_a_bundle_is_refused(tmp_path: Path, keys: Path) -> None:
     a = Cli(tmp_path / "a")
     source_store(

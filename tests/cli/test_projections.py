@@ -25,6 +25,7 @@ from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
 
+@pytest.mark.slow
 def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path: Path) -> None:
     """Twenty runs scored with 10,000 tests each, their outcomes read from a CTRF report as benchflow's verifier
     writes it (`results.tests`, parsed by the importer's `parse_ctrf`). DuckDB parses a vector's facts together:
@@ -212,6 +213,7 @@ def lock_held(path: Path) -> Iterator[int]:
         holder.wait()
 
 
+@pytest.mark.slow
 def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, tmp_path) -> None:
     from rollout_lineage.domain.errors import StoreUnavailable
 
@@ -227,6 +229,7 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
     ReadModelDB.open(path, timeout=5).close()
 
 
+@pytest.mark.slow
 def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
     run_cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from rollout_lineage.projections import paging, runner
 from tests.conftest import table_contents
+from tests.interrupts import when_main_thread_inside
 from tests.scenarios import ablate_run_facts, nightly_run_facts
 
 
@@ -142,6 +143,8 @@ def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stop
     assert not [t for t in threading.enumerate() if t.name == "lineage-read"]
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
     """The reader is a daemon thread: Ctrl-C ends the process without joining it (it waited for the read)."""
     release = threading.Event()
@@ -153,10 +156,11 @@ def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
 
     pages = paging._prefetched(stuck(), 4, 10**9, lambda _: 1)
     assert next(pages) == 0
-    interrupt = threading.Timer(
-        0.2, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+    # Ctrl-C once this thread waits inside `next(pages)` for the item the stuck reader never hands over.
+    interrupt = when_main_thread_inside(
+        paging._prefetched.__code__,
+        lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT),
     )
-    interrupt.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             next(pages)

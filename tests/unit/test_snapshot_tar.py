@@ -372,6 +372,7 @@ def test_directory_raises_invalid_input(tmp_path):
 _VALID = tar_bytes(oci_entries(gzip_layer=0)[0])
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
