@@ -23,6 +23,7 @@ from ..domain.errors import InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
+from .store_port import EvidenceTables, evidence_tables
 
 SIGNATURES = "lineage_signatures"
 PROVENANCE = "lineage_provenance"
@@ -61,21 +62,13 @@ class BatchEvidence:
     provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
 
     def write(
-        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], schema: str | None
+        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], store: EvidenceTables
     ) -> None:
-        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None)."""
-
-        def insert(table: str, values: list[tuple[Any, ...]]) -> None:
-            if not values:
-                return
-            marks = ", ".join(["%s" if schema else "?"] * len(values[0]))
-            name = f'"{schema}".{table}' if schema else table
-            cursor.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
-
+        """Insert this batch's evidence into `store` with the cursor of its transaction."""
         if self.signer is not None:
-            insert(SIGNATURES, [signature_row(self.signer, ids, rows)])
+            store.insert(cursor, SIGNATURES, [signature_row(self.signer, ids, rows)])
         if self.provenance is not None:
-            insert(PROVENANCE, self.provenance(ids, rows))
+            store.insert(cursor, PROVENANCE, self.provenance(ids, rows))
 
 
 def signature_row(
@@ -108,33 +101,32 @@ class SignatureReport:
         ) + (f"; and {len(self.uncovered) - 20} more runs" if len(self.uncovered) > 20 else "")
 
 
-def signatures(recorder: Any, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
+def signatures(recorder: object, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
     """(first position, last position, signer's verifier key, signature) of each signed batch, in order."""
-    postgres = hasattr(recorder, "chain_table")
-    table = f'"{recorder.datastore.schema}".{SIGNATURES}' if postgres else SIGNATURES
+    store = evidence_tables(recorder)
     sql = (
-        f"SELECT first_position, last_position, signer, signature FROM {table} "
+        f"SELECT first_position, last_position, signer, signature FROM {store.table(SIGNATURES)} "
         "WHERE first_position > ? ORDER BY first_position LIMIT ?"
     )
     while True:
-        with recorder.datastore.transaction(commit=False) as c:
-            c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
-            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
+        with store.transaction(commit=False) as c:
+            rows = store.fetch(c, sql, (after, PAGE))
         yield from ((a, b, signer, bytes(sig)) for a, b, signer, sig in rows)
         if len(rows) < PAGE:
             return
         after = rows[-1][0]
 
 
-def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureReport:
+def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> SignatureReport:
     """Every event of the log against the signed batches: which a trusted key covers, and why not the rest."""
+    store = evidence_tables(recorder)
     keys = {(k.name, k.key_id): k for k in trusted}
     report = SignatureReport()
-    batches = signatures(recorder)
+    batches = signatures(store)
     batch = next(batches, None)
     pending: list[tuple[int, bytes]] = []
     after = 0
-    while rows := recorder.log_rows(after, None, PAGE, PAGE_BYTES):
+    while rows := store.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
             position = row[0]
             while (

@@ -1,9 +1,9 @@
 """What `lineage report` shows for each run, gathered from the read models (rendered by `report_html`).
 
-One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), stage snapshots
-with their lifetimes, forks with V, custody, its cut point and divergences (a continuation) and the cut points
-of its continuations, and the audit of that run alone with its findings. Everything here is data from the log;
-the renderer escapes it.
+One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), its arms'
+statistics over its task's repeated trials (`arm_stats`), stage snapshots with their lifetimes, forks with V,
+custody, its cut point and divergences (a continuation) and the cut points of its continuations, and the audit
+of that run alone with its findings. Everything here is data from the log; the renderer escapes it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.duckdb_store import ReadModelDB
+from .arm_stats import ArmStats, arm_stats, has_named_arms
 from .arms import ArmsTable, arms_table
 from .audit_report import audit_report
 from .exports import require_run
@@ -46,6 +47,8 @@ class RunReport:
     #: The run this one continues (and the stage it was cut at), linked from its tree as in Mermaid.
     continues: str | None = None
     continues_from: str | None = None
+    #: Its arms pooled over every run of its task (`lineage arms RUN --stats`); None: no named arms.
+    arm_stats: ArmStats | None = None
 
 
 def _nodes(model: TreeModel) -> list[ReportNode]:
@@ -105,4 +108,5 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
         audit=audit_report(db, integrity, position=position, run=run),
         continues=model.continues,
         continues_from=model.continues_from,
+        arm_stats=arm_stats(db, run) if has_named_arms(db, run) else None,
     )

@@ -190,6 +190,40 @@ def _arms(report: RunReport) -> str:
     )
 
 
+def _ranged(value: float | None, low: float | None, high: float | None) -> str | None:
+    """`0.600 [0.231, 0.882]`: a value with its 95% interval (none printed for too few trials)."""
+    if value is None:
+        return None
+    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return f"{value:.3f}{interval}"
+
+
+def _arm_stats(report: RunReport) -> str:
+    """The task's arms over its repeated trials (`lineage arms --stats`), each against the baseline arm."""
+    table = report.arm_stats
+    if table is None:
+        return "<p>No named arms.</p>"
+    rows = (
+        (
+            r["arm"],
+            r["trials"],
+            r["passes"],
+            _ranged(r["pass_rate"], r["pass_low"], r["pass_high"]),
+            _ranged(r["mean_reward"], r["reward_low"], r["reward_high"]),
+            r["unscored"],
+            r["pairs"],
+            None if r["p_value"] is None else f"{r['p_value']:.3g}",
+            _ranged(r["reward_diff"], r["diff_low"], r["diff_high"]),
+            r["verdict"],
+        )
+        for r in table.rows
+    )
+    columns = ("arm", "trials", "passes", "pass rate", "mean reward", "unscored", "pairs", "p")
+    return _table((*columns, "reward difference", "verdict"), rows, "arm-stats") + (
+        f'<p class="arm-stats-scope">{esc(table.title)}.</p>'
+    )
+
+
 def _stages(report: RunReport) -> str:
     if not report.stages:
         return "<p>No stages recorded.</p>"
@@ -344,6 +378,7 @@ def _run_section(report: RunReport, index: int, sections: dict[str, int]) -> str
         f'<section class="run" id="run-{index}"><h2>{esc(run["run"])}</h2>{summary}'
         f"<h3>Fork tree</h3>{tree_svg(report, index, sections)}"
         f"<h3>Arms × tests</h3>{_arms(report)}"
+        f"<h3>Arm statistics</h3>{_arm_stats(report)}"
         f"<h3>Stage snapshots</h3>{_stages(report)}"
         f"{_forks_and_custody(report)}"
         f"<h3>Cut point and divergences</h3>{_cut_points(report)}"
