@@ -1,7 +1,7 @@
 """The port through which readers see the log: rows in position order and the hash chain beside them.
 
 The SQLite and PostgreSQL recorders in `event_store` and the in-memory one in `memory_log` implement it
-(`tests/unit/test_chained_log_contract.py` runs the same cases against all three); it lives apart from them so
+(`tests/cli/test_chained_log_contract.py` runs the same cases against all three); it lives apart from them so
 that readers (the projection runner, `lineage sql`, `lineage verify`) can name it without importing a database
 driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`) is here for the same reason.
 """

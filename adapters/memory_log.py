@@ -2,7 +2,7 @@
 
 Design decision: the same `ChainedLog` port as the SQLite and PostgreSQL recorders, so tests that need neither a
 file nor a server (the domain, projections over a log, the composition root) run on a log that behaves like a
-real one, chain included; `tests/unit/test_chained_log_contract.py` holds all three to the same cases. It is
+real one, chain included; `tests/cli/test_chained_log_contract.py` holds all three to the same cases. It is
 chosen by configuration, as the others are: `MEMORY_ENV` names the factory below as eventsourcing's
 PERSISTENCE_MODULE. Nothing survives the process.
 """

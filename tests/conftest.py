@@ -7,6 +7,7 @@ LINEAGE_REQUIRE_INTEGRATION=1 (see .ci/run), where a missing service is a failur
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,18 @@ def store_search_stays_in_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for name in ("LINEAGE_HOME", "LINEAGE_STORE", "LINEAGE_SIGNING_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LINEAGE_CACHE", str(tmp_path / "lineage-cache"))
+
+
+@pytest.fixture
+def ctrl_c_delivered() -> Iterator[None]:
+    """SIGINT handled as Python handles it by default, in the test and in the processes it starts. A script that
+    runs pytest in the background (`pytest &`, no job control) starts it with SIGINT ignored, and an ignored
+    signal stays ignored in every child: each Ctrl-C test then interrupted nothing."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
 
 
 def integration_unavailable(reason: str) -> None:

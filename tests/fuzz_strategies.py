@@ -91,7 +91,7 @@ def as_fact(row: dict[str, Any]) -> dict[str, Any]:
 #
 # Two values once broke the log where a fact takes any JSON (`rewards`, `source`, `workspace_digest`, ...) or a
 # plain float (`timing`, `wall_clock_sec`): a non-finite float (stored as null) and a lone UTF-16 surrogate (the
-# event could not be encoded). The domain now refuses both; tests/unit/test_fuzz_ingest.py holds the regression
+# event could not be encoded). The domain now refuses both; tests/cli/test_fuzz_ingest.py holds the regression
 # tests, and the general strategies below aim NaN/Infinity (`NON_FINITE`) at the reward fields.
 
 HUGE_INTS = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**40, -(10**40), 10**400])

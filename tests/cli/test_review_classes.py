@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import Cli
 from tests.rollout_writer import fixing_run, tool_event, write_rollout
-from tests.unit.test_rollout_writer import SCENARIOS, VALIDATOR_VERDICTS
+from tests.validator_scenarios import SCENARIOS, VALIDATOR_VERDICTS
 
 
 @pytest.fixture

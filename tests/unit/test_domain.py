@@ -17,6 +17,7 @@ from rollout_lineage.domain.errors import (
     StageNotRecorded,
     UnknownSubject,
 )
+from tests.domain_refusals import refused
 from tests.scenarios import ABLATE_IMPLIED, ablate_run_facts
 
 RUN = "job/task__1"
@@ -45,16 +46,6 @@ def fork(stage: str | None = "env-ready", node: str = "root", **delta: object) -
     return f.ForkOpened(
         run=RUN, fork="root", node=node, stage=stage, children=two_children(**delta)
     )
-
-
-def refused(
-    app: LineageApp, error: type[Exception], *facts: f.Fact, verified_here: bool = False
-) -> str:
-    before = app.position()
-    with pytest.raises(error) as caught:
-        app.record(facts, verified_here=verified_here)
-    assert app.position() == before, "a refused batch must append nothing"
-    return str(caught.value)
 
 
 def test_resending_a_fact_appends_nothing(app: LineageApp) -> None:
@@ -520,46 +511,6 @@ def test_a_lost_race_is_decided_again_from_the_winners_result(app: LineageApp) -
     before = app.position()
     recorded = app.record([f.RunRegistered(run="raced/run", task="task")])
     assert (recorded.appended, app.position()) == (0, before + 1) and raced == [1]
-
-
-def test_recording_into_a_long_run_reads_only_what_is_new(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A long-lived writer catches its cached run up with the events stored since, not the whole stream (issue
-    #14): the events read per record stay flat as the run grows, and another writer's events are still seen."""
-    from tests.conftest import open_lineage
-
-    url = f"sqlite:///{tmp_path / 'events.sqlite'}"
-    with open_lineage(url, tmp_path) as writer, open_lineage(url, tmp_path) as other:
-        app = writer.app
-        select = app.recorder.select_events
-        read: list[int] = []
-
-        def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-            found = select(*args, **kwargs)
-            read[-1] += len(found)
-            return found
-
-        app.recorder.select_events = counting  # type: ignore[method-assign]
-        writer.record([f.RunRegistered(run=RUN, task="task")])
-        parent = "root"
-        for i in range(1, 301):
-            read.append(0)
-            writer.record([f.NodeOpened(run=RUN, node=f"n{i}", parent=parent)])
-            parent = f"n{i}"
-        assert max(read[50:]) <= 1, (
-            read
-        )  # only the other writers' events since the last record (none here)
-        other.record([f.NodeOpened(run=RUN, node="from-elsewhere", parent="n300")])
-        read.append(0)
-        writer.record(
-            [f.NodeOpened(run=RUN, node="n301", parent="from-elsewhere")]
-        )  # sees the other's node
-        assert read[-1] == 1
-        with pytest.raises(InvariantViolated):
-            writer.record([f.NodeOpened(run=RUN, node="n302", parent="nowhere")])
-        writer.record(
-            [f.NodeOpened(run=RUN, node="n302", parent="n301")]
-        )  # the refused batch left no trace
-        assert app.run(RUN).version == 304
 
 
 class CountingRetry:

@@ -9,7 +9,7 @@ from rollout_lineage.adapters.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import ConflictingFact, InvariantViolated, UnknownSubject
-from tests.unit.test_domain import refused
+from tests.domain_refusals import refused
 
 RUN = "job/task__1"
 HISTORY = "sha256:" + "ab" * 32

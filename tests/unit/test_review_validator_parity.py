@@ -4,7 +4,7 @@ Inputs: run directories built by benchflow's writer functions (`tests/rollout_wr
 `_write_config`, `_write_llm_trajectory`, `_build_rollout_result`, `build_rollout_results_record`), with
 one `damage` step where a scenario needs one. Judge: `VALIDATOR_VERDICTS`, what
 `.agents/skills/benchflow-experiment-review/scripts/validate_run_artifacts.py` at benchflow 17a3573b
-printed for each directory (observed by running it; `tests/unit/test_rollout_writer.py` says how).
+printed for each directory (observed by running it; `tests/validator_scenarios.py` says how).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rollout_lineage.adapters.importers.artifact_contract import check_rollout
 from rollout_lineage.adapters.importers.review import read_rollout
 from rollout_lineage.adapters.importers.rundir import RunFolder
 from rollout_lineage.domain.review_facts import ArtifactIssue
-from tests.unit.test_rollout_writer import SCENARIOS, VALIDATOR_VERDICTS
+from tests.validator_scenarios import SCENARIOS, VALIDATOR_VERDICTS
 
 #: Checks the validator states of a whole file (no line), though we also record the first line concerned.
 WHOLE_FILE = (

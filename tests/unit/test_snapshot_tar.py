@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
-import io
 import json
 import lzma
 import tarfile
@@ -16,137 +14,16 @@ from hypothesis import strategies as st
 
 from rollout_lineage.adapters.snapshot_tar import TarReport, verify_tar
 from rollout_lineage.domain.errors import InvalidInput
-
-Entry = tuple[tarfile.TarInfo, bytes]
-PAYLOADS = [b"first layer payload\n" * 50, b"SECOND-LAYER-MARKER " * 800]
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def file_entry(name: str, data: bytes) -> Entry:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    return info, data
-
-
-def special_entry(name: str, kind: bytes, linkname: str = "") -> Entry:
-    info = tarfile.TarInfo(name)
-    info.type = kind
-    info.linkname = linkname
-    return info, b""
-
-
-def tar_bytes(entries: list[Entry]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        for info, data in entries:
-            archive.addfile(info, io.BytesIO(data) if info.isreg() else None)
-    return buffer.getvalue()
-
-
-def layer_tar(index: int, payload: bytes) -> bytes:
-    return tar_bytes([file_entry(f"layer{index}/data.txt", payload)])
-
-
-def config_json(diff_ids: list[str]) -> bytes:
-    return json.dumps(
-        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": diff_ids}}
-    ).encode()
-
-
-def legacy_entries(
-    *, gzip_layer: int | None = None, tags=("snap-x:latest",), diff_ids=None, store=None
-) -> tuple[list[Entry], dict]:
-    entries: list[Entry] = []
-    layer_names, real_diff_ids = [], []
-    for index, payload in enumerate(PAYLOADS):
-        plain = layer_tar(index, payload)
-        stored = gzip.compress(plain, mtime=0) if index == gzip_layer else plain
-        stored = store(index, stored) if store else stored
-        layer_dir = sha(f"layer-{index}".encode())
-        entries += [
-            special_entry(layer_dir, tarfile.DIRTYPE),
-            file_entry(f"{layer_dir}/VERSION", b"1.0"),
-            file_entry(f"{layer_dir}/json", b'{"id": "x"}'),
-            file_entry(f"{layer_dir}/layer.tar", stored),
-        ]
-        layer_names.append(f"{layer_dir}/layer.tar")
-        real_diff_ids.append("sha256:" + sha(plain))
-    config = config_json(diff_ids or real_diff_ids)
-    config_name = sha(config) + ".json"
-    manifest = [{"Config": config_name, "RepoTags": list(tags), "Layers": layer_names}]
-    entries += [
-        file_entry(config_name, config),
-        file_entry("manifest.json", json.dumps(manifest).encode()),
-        file_entry("repositories", b"{}"),
-    ]
-    return entries, {
-        "image_id": "sha256:" + sha(config),
-        "config": config_name,
-        "layers": layer_names,
-        "diff_ids": real_diff_ids,
-    }
-
-
-def oci_entries(*, gzip_layer: int | None = 1) -> tuple[list[Entry], dict]:
-    blobs: list[Entry] = []
-    descriptors, layer_names, diff_ids = [], [], []
-    for index, payload in enumerate(PAYLOADS):
-        plain = layer_tar(index, payload)
-        stored = gzip.compress(plain, mtime=0) if index == gzip_layer else plain
-        blobs.append(file_entry(f"blobs/sha256/{sha(stored)}", stored))
-        layer_names.append(f"blobs/sha256/{sha(stored)}")
-        diff_ids.append("sha256:" + sha(plain))
-        descriptors.append(
-            {
-                "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                "digest": "sha256:" + sha(stored),
-                "size": len(stored),
-            }
-        )
-    config = config_json(diff_ids)
-    oci_manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "config": {"digest": "sha256:" + sha(config), "size": len(config)},
-            "layers": descriptors,
-        }
-    ).encode()
-    index = {
-        "schemaVersion": 2,
-        "manifests": [{"digest": "sha256:" + sha(oci_manifest), "size": len(oci_manifest)}],
-    }
-    manifest = [
-        {
-            "Config": f"blobs/sha256/{sha(config)}",
-            "RepoTags": ["snap-oci:v1"],
-            "Layers": layer_names,
-        }
-    ]
-    entries = [
-        special_entry("blobs", tarfile.DIRTYPE),
-        special_entry("blobs/sha256", tarfile.DIRTYPE),
-        *blobs,
-        file_entry(f"blobs/sha256/{sha(config)}", config),
-        file_entry(f"blobs/sha256/{sha(oci_manifest)}", oci_manifest),
-        file_entry("index.json", json.dumps(index).encode()),
-        file_entry("manifest.json", json.dumps(manifest).encode()),
-        file_entry("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'),
-    ]
-    return entries, {
-        "image_id": "sha256:" + sha(config),
-        "config": f"blobs/sha256/{sha(config)}",
-        "layers": layer_names,
-        "diff_ids": diff_ids,
-    }
-
-
-def write(tmp_path: Path, data: bytes, name: str = "snap.tar") -> Path:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path
+from tests.snapshot_tars import (
+    Entry,
+    file_entry,
+    legacy_entries,
+    oci_entries,
+    sha,
+    special_entry,
+    tar_bytes,
+    write,
+)
 
 
 def verify_bytes(tmp_path: Path, data: bytes, **caps) -> TarReport:
@@ -495,6 +372,7 @@ def test_directory_raises_invalid_input(tmp_path):
 _VALID = tar_bytes(oci_entries(gzip_layer=0)[0])
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -564,24 +442,3 @@ def test_a_tar_of_two_images_is_a_problem_even_when_each_verifies(tmp_path):
     report = verify_bytes(tmp_path, tar_bytes(entries))
     assert_problem(report, "manifest.json lists 2 images; expected exactly one")
     assert report.image_id == expected["image_id"] and report.problems == (report.problems[0],)
-
-
-def test_the_most_important_problem_comes_first_whatever_the_order_found(tmp_path, run_cli):
-    """Bytes appended after the end-of-archive marker are found during the pass, the altered layer only after
-    it: the altered layer (content that is not what its digest says) is named first, then the damage, then
-    what is missing; the CLI's error leads with the same sentence."""
-    entries, _ = legacy_entries()
-    manifest_at = next(i for i, (info, _) in enumerate(entries) if info.name == "manifest.json")
-    manifest = json.loads(entries[manifest_at][1])
-    manifest[0]["Layers"].append("missing/layer.tar")
-    entries[manifest_at] = file_entry("manifest.json", json.dumps(manifest).encode())
-    data = bytearray(tar_bytes(entries))
-    data[data.index(b"SECOND-LAYER-MARKER") + 3] ^= 0x01
-    path = write(tmp_path, bytes(data) + b"appended")
-    problems = verify_tar(path).problems
-    assert problems[0].startswith("Layer 1 (")
-    assert problems[1].startswith("The tar has non-zero bytes after its end-of-archive marker")
-    assert any("missing/layer.tar" in p for p in problems[2:])
-    result = run_cli("snapshots", "verify", str(path), ok=False)
-    assert result.exit_code == 3
-    assert result.stderr.startswith(f"Error: {path}: Layer 1 (")

@@ -360,6 +360,7 @@ def check_import(
     return result.exit_code, new_rows
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), source=st.sampled_from(sorted(SOURCES)), count=st.integers(1, 3))
 def test_a_damaged_run_is_imported_whole_or_not_at_all(
@@ -399,6 +400,7 @@ def comparable(fact: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fact.items() if k != "path"} if fact["type"] == "run.located" else fact
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),

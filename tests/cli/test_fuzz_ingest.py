@@ -344,6 +344,7 @@ def mutated_line(draw: st.DrawFn, line: dict[str, Any]) -> tuple[bytes, bool]:
     return dumps(obj).encode(), sure
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(120), deadline=None)
 @given(
     data=st.data(),
@@ -449,6 +450,7 @@ follow_on = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(80), deadline=None)
 @given(
     objects=st.lists(
@@ -465,6 +467,7 @@ def test_random_fact_shaped_objects(objects: list[Any], via_stdin: bool) -> None
         check_ingest(home, body, cap=SMALL_LINE_CAP, via_stdin=via_stdin)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(80), deadline=None)
 @given(
     chunks=st.lists(
@@ -496,6 +499,7 @@ def test_random_bytes(chunks: list[bytes]) -> None:
 # -- valid input ----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(30), deadline=None)
 @given(
     first=st.integers(0, len(BASE)),

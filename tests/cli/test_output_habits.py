@@ -11,12 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import EXAMPLES, Cli
+from tests.interrupts import wait_until_inside_a_users_statement, wait_until_reading_stdin
 
 ABLATE_RUN = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 NIGHTLY_RUN = "nightly/csv-dedupe__7c1f2a90"
@@ -213,6 +213,8 @@ def test_shell_completion_offers_commands_and_run_ids(examples: Cli) -> None:
     assert runs.stdout.splitlines() == ["plain,nightly/csv-dedupe__d4e5f6a7"]
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> None:
     """`lineage ingest -` waiting on a terminal's stdin, interrupted: one line on stderr, no traceback."""
     env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "store")}
@@ -224,9 +226,7 @@ def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> N
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(
-        1.5
-    )  # let it import and block on stdin (not a timing assertion: any later moment works too)
+    wait_until_reading_stdin(process)  # interrupted while it waits for its input
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
@@ -242,6 +242,8 @@ def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> N
     assert position.stdout.startswith("0:")
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_during_a_long_query_exits_130_with_one_line(tmp_path: Path) -> None:
     """DuckDB stops a statement on SIGINT and raises its own "Query interrupted" (a RuntimeError), which was a
     traceback and exit 1."""
@@ -260,7 +262,7 @@ def test_ctrl_c_during_a_long_query_exits_130_with_one_line(tmp_path: Path) -> N
         stdout=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2)  # let it start the statement (any later moment works too)
+    wait_until_inside_a_users_statement(process)  # DuckDB runs it: its own interrupt is tested
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import TASK, VERIFY_REFS, prompt_delta, snap
+from tests.writer_stages import TASK, VERIFY_REFS, prompt_delta, snap
 
 OUT = "ablate-2026-11-02__10-15-00"
 KEY = f"{OUT}/ablation/{TASK}"

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from rollout_lineage.adapters.snapshot_tar import TarReport, verify_tar
 from rollout_lineage.domain.errors import InvalidInput
 from tests.fuzz_strategies import examples, invoke, log_rows, note
-from tests.unit.test_snapshot_tar import (
+from tests.snapshot_tars import (
     Entry,
     file_entry,
     legacy_entries,
@@ -166,6 +166,7 @@ def inflated(data: bytes) -> bytes | None:
 # -- byte-level damage ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(120), deadline=None)
 @given(
     data=st.binary(max_size=4096),
@@ -178,6 +179,7 @@ def test_random_bytes_yield_a_report_not_an_exception(data: bytes, prefix: bytes
         assert not check_report(folder, prefix + data).ok
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(150), deadline=None)
 @given(
     base=bases,
@@ -206,6 +208,7 @@ def test_flipped_bytes(base: Base, flips: list[tuple[int, int]], aim: bool) -> N
         assert report.ok
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(80), deadline=None)
 @given(base=bases, cut=st.integers(0, 10**9))
 def test_truncated_tars(base: Base, cut: int) -> None:
@@ -221,6 +224,7 @@ def member_boundaries(data: bytes) -> list[int]:
         return [member.offset for member in archive] + [archive.offset]
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(80), deadline=None)
 @given(
     first=bases,
@@ -337,6 +341,7 @@ def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[s
     return entries, "broken" if broken else "unknown" if unsure else "sound", steps
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(120), deadline=None)
 @given(base=bases, data=st.data())
 def test_members_dropped_duplicated_reordered_replaced_or_added(
@@ -396,6 +401,7 @@ def no_engine(folder: Path) -> Iterator[None]:
         yield
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(40), deadline=None)
 @given(tar=any_tar())
 def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: bytes) -> None:

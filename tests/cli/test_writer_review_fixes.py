@@ -15,7 +15,7 @@ from pathlib import Path
 from rollout_lineage.projections.attribution import short_test_name
 from tests.benchflow_writer import Child, ChildRaised, WriterRun
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import VERIFY_REFS, prompt_delta
+from tests.writer_stages import VERIFY_REFS, prompt_delta
 
 RUN = "nightly/t__1"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tests.unit.test_snapshot_tar import legacy_entries, special_entry, tar_bytes
+from tests.snapshot_tars import legacy_entries, special_entry, tar_bytes
 
 RUN = "jobs/t__1"
 REF = "bf-snap-t-1"

@@ -117,6 +117,8 @@ LAUNCH = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ctrl_c_delivered")
 @pytest.mark.parametrize("delay", [0.002, 0.01, 0.03, 0.06, 0.1, 0.2, 0.4])
 def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
     examples: Cli, delay: float

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.benchflow_writer import Child, WriterRun
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta, snap
+from tests.writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta, snap
 
 RUN = "nightly/t__1"
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -12,9 +11,8 @@ import pytest
 
 from rollout_lineage.adapters import ed25519
 from rollout_lineage.adapters.bundle_check import verify_bundle
-from rollout_lineage.bootstrap import open_store
-from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.errors import IntegrityFailure
+from tests.cli_helpers import source_store
 from tests.conftest import Cli
 
 
@@ -22,26 +20,6 @@ from tests.conftest import Cli
 def keys(tmp_path: Path) -> Path:
     Cli(tmp_path / "unused")("keys", "generate", "lab", "--dir", str(tmp_path))
     return tmp_path
-
-
-def source_store(store: str, home: Path, tmp_path: Path, key: Path) -> Path:
-    """Two runs, one with an exported (and verified-here imported) snapshot, written with a signing key."""
-    tar = tmp_path / "snap-1.tar"
-    tar.write_bytes(b"not really a docker save, but bytes with a digest" * 100)
-    digest = "sha256:" + hashlib.sha256(tar.read_bytes()).hexdigest()
-    with open_store(store, home=str(home), signing_key=str(key)) as lineage:
-        lineage.record(
-            [f.RunRegistered(run="jobs/a", task="t"), f.RunRegistered(run="jobs/b", task="t")]
-        )
-        lineage.record([f.StageMarked(run="jobs/a", stage="env-ready", sandbox_ref="snap-1")])
-        lineage.record([f.SnapshotExported(ref="snap-1", path=str(tar), sha256=digest)])
-        lineage.app.record(
-            [f.SnapshotImported(ref="snap-1", engine="docker", image_id=digest, tar_sha256=digest)],
-            verified_here=True,
-        )
-        lineage.record([f.RunScored(run="jobs/a", reward=1.0, tests={"t1": "passed"})])
-        lineage.record([f.RunScored(run="jobs/b", reward=0.0, tests={})])
-    return tar
 
 
 def facts_of(cli: Cli, run: str) -> list[tuple[str, dict]]:
@@ -95,6 +73,7 @@ def _origin(bundle: Path) -> str:
     return json.loads(bundle.read_text())["checkpoint"].split("\n")[0]
 
 
+@pytest.mark.slow
 def test_every_flipped_byte_of_a_bundle_is_refused(tmp_path: Path, keys: Path) -> None:
     a = Cli(tmp_path / "a")
     source_store(

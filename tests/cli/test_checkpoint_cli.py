@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.domain.integrity import GENESIS, link
+from tests.cli_helpers import relink
 from tests.conftest import Cli
 
 FACTS = [
@@ -102,24 +102,6 @@ def test_a_changed_checkpoint_or_the_wrong_key_fails_the_signature(
     assert code == 3 and "expected a signature by someone-else" in report["error"]
     code, report = verify(run_cli, take_checkpoint(run_cli, tmp_path / "unsigned"), keys[1])
     assert code == 3 and "found signatures by nobody" in report["error"]
-
-
-def relink(db: sqlite3.Connection, forget_tree: bool = True) -> None:
-    """What a careful forger does after editing events: re-link the whole chain and drop the tree, so both
-    are rebuilt over the edit and every check inside the store passes."""
-    previous = GENESIS
-    rows = db.execute(
-        "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events ORDER BY rowid"
-    ).fetchall()
-    db.execute("DELETE FROM lineage_chain")
-    last = 0
-    for position, originator, version, topic, state in rows:
-        previous = link(previous, position, originator, version, topic, state)
-        db.execute("INSERT INTO lineage_chain VALUES (?, ?, ?)", (position, last, previous))
-        last = position
-    if forget_tree:
-        db.execute("DELETE FROM lineage_merkle_leaves")
-        db.execute("DELETE FROM lineage_merkle_nodes")
 
 
 def edit_state(db: sqlite3.Connection, position: int) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.benchflow_writer import Child, WriterRun
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import VERIFY_REFS, prompt_delta, snap
+from tests.writer_stages import VERIFY_REFS, prompt_delta, snap
 
 
 def nightly_run(tmp_path: Path, stages: set[str], children: list[Child]) -> WriterRun:

@@ -12,8 +12,8 @@ import pytest
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.domain.integrity import link
+from tests.cli_helpers import relink
 from tests.conftest import Cli
-from tests.unit.test_checkpoint_cli import relink
 
 
 @pytest.fixture

@@ -10,19 +10,8 @@ import pytest
 
 from rollout_lineage.bootstrap import Lineage
 from tests import audit_scenarios as s
+from tests.cli_helpers import audit_json, matrix_file
 from tests.conftest import Cli
-
-
-def matrix_file(tmp_path: Path, document: object = s.MATRIX) -> Path:
-    path = tmp_path / "matrix.json"
-    path.write_text(json.dumps(document))
-    return path
-
-
-def audit_json(run_cli: Cli, *args: str, code: int) -> dict:
-    result = run_cli("audit", "--format", "json", *args, ok=False)
-    assert result.exit_code == code, result.output + result.stderr
-    return json.loads(result.stdout)
 
 
 def findings(report: dict, check: str | None = None) -> list[tuple[str, str, str]]:

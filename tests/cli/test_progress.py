@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rollout_lineage.adapters import progress
+from tests.cli_helpers import many_runs, write_lines
 from tests.conftest import EXAMPLES, Cli
-from tests.unit.test_log_cli import many_runs, write_lines
-from tests.unit.test_snapshot_tar import legacy_entries, tar_bytes
+from tests.snapshot_tars import legacy_entries, tar_bytes
 
 
 @pytest.fixture

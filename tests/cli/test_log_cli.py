@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import many_runs, write_lines
 from tests.conftest import Cli
 
 LINES = [
@@ -25,13 +26,6 @@ LINES = [
     },
     {"type": "run.scored", "run": "jobs/t__1", "reward": 1.0, "tests": {"test_a": "passed"}},
 ]
-
-
-def write_lines(path: Path, lines: list[object]) -> Path:
-    path.write_text(
-        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
-    )
-    return path
 
 
 def position(run_cli: Cli) -> str:
@@ -109,23 +103,6 @@ def test_a_conflicting_fact_in_a_file_appends_nothing_and_shows_both_values(
     )
     assert "reward: recorded 1.0, now 0.0" in result.stderr
     assert position(run_cli) == before
-
-
-def many_runs(n: int) -> list[dict]:
-    return [
-        line
-        for i in range(n)
-        for line in (
-            {"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"},
-            {
-                "type": "stage.marked",
-                "run": f"jobs/t__{i}",
-                "stage": "env-ready",
-                "sandbox_ref": f"bf-snap-{i}",
-            },
-            {"type": "run.scored", "run": f"jobs/t__{i}", "reward": float(i % 2)},
-        )
-    ]
 
 
 def log_facts(run_cli: Cli) -> list[tuple[str, dict]]:

@@ -21,6 +21,9 @@ from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.settings import Settings
 from tests.conftest import EXAMPLES, Cli
 
+#: Every test here reads or writes runs of 100k-200k test outcomes, or fills a memory cap on purpose.
+pytestmark = pytest.mark.slow
+
 TRIAL = (
     EXAMPLES / "public" / "benchflow-ai" / "skillsbench-trajectories" / "claude-opus-4-5-0126-wenbo"
 )

@@ -142,7 +142,7 @@ def test_every_file_and_name_architecture_points_to_exists() -> None:
     """ARCHITECTURE.md names files, and its "How to add" steps name what to edit in them (`NAME` in `path`):
     a file moved or a table renamed fails here, so the steps never send a newcomer to something gone."""
     assert "(modules.md)" in ARCHITECTURE, "ARCHITECTURE.md must link the module tables"
-    folders = (*ROOMS, "rollout_lineage", "tests/unit")
+    folders = (*ROOMS, "rollout_lineage", "tests/unit", "tests/cli")
 
     def found(path: str) -> Path | None:
         """A path from the repository's root, or a bare file name (`rundir.py`) in one of the folders."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta
+from tests.writer_stages import VERIFY_REFS, exports, on_disk, prompt_delta
 
 RUN = "nightly/t__1"
 

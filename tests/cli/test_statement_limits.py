@@ -85,6 +85,7 @@ def home_with_a_run(lineage: Lineage, run_cli: Cli) -> Path:
     return run_cli.home
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "statement",
     [
@@ -114,6 +115,7 @@ def test_one_huge_function_call_stops_at_a_limit_near_the_cap(
     assert "timeout (--timeout)" in err or "LINEAGE_DUCKDB_MEMORY" in err, err
 
 
+@pytest.mark.slow
 def test_the_same_bound_holds_for_sql_read_from_stdin(home_with_a_run: Path) -> None:
     code, err, seconds, peak_kb = run_sql_measured(
         home_with_a_run, "--timeout", "2", "-", stdin="SELECT length(repeat('a', 1500000000))"
@@ -133,6 +135,7 @@ def test_the_error_names_the_timeout_as_given(run_cli: Cli, lineage: Lineage) ->
     assert "ran past its 0.5 s timeout (--timeout)" in result.stderr, result.stderr
 
 
+@pytest.mark.slow
 def test_a_statement_within_the_cap_still_runs(home_with_a_run: Path) -> None:
     """The bound is the cap plus a margin: a hash aggregate that DuckDB keeps in its buffers still answers."""
     code, err, _, _ = run_sql_measured(
@@ -156,6 +159,7 @@ def test_the_read_api_is_bounded_and_leaves_the_process_limit_as_it_was(
     assert lineage.sql("SELECT 1 AS one") == [{"one": 1}]
 
 
+@pytest.mark.slow
 def test_a_call_duckdb_does_not_interrupt_ends_the_process_at_the_timeout(
     home_with_a_run: Path,
 ) -> None:
@@ -180,6 +184,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
     """A call that ignores the interrupt (a sleep here) ends a process that said it is ours (the CLI), and
     never the read API's caller: there the watchdog only interrupts, and the caller goes on."""
@@ -203,6 +208,7 @@ def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
     assert caller.returncode == 0 and caller.stdout == "went on True [1]\n", caller.stderr
 
 
+@pytest.mark.slow
 def test_calls_bounded_at_once_in_two_threads_leave_the_callers_limit_as_it_was() -> None:
     """Read API calls in two threads overlap: the first to finish must neither lift the other's bound nor,
     finishing last, put back the other's bound instead of the caller's limit."""
@@ -230,6 +236,7 @@ def test_a_cli_sql_run_inside_another_program_leaves_it_to_the_watchdog(run_cli:
     assert statement_limits._hard_stop is False
 
 
+@pytest.mark.slow
 def test_a_bad_allocation_under_the_bound_is_exit_4_every_time(home_with_a_run: Path) -> None:
     """With DuckDB's worker threads, the bad_alloc thrown in a worker that had never thrown needed thread-local
     memory glibc could not get under the bound, and glibc aborted the process (exit 127) in 2 runs of 6: users'

@@ -10,8 +10,8 @@ from pathlib import Path
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from tests import audit_scenarios as s
+from tests.cli_helpers import audit_json, matrix_file
 from tests.conftest import EXAMPLES, Cli
-from tests.unit.test_audit_cli import audit_json, matrix_file
 
 NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly"
 RUN = "audit/plain__9"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.benchflow_writer import Arm, Child, ChildRaised, WriterRun, ablation_report, dump
 from tests.conftest import Cli
-from tests.unit.test_writer_stages import TASK, VERIFY_REFS, snap
+from tests.writer_stages import TASK, VERIFY_REFS, snap
 
 SKILL = {"config_override_sha256": None, "environment_ref": None, "injected_prompt_sha256": None}
 ARMS = [

@@ -91,7 +91,7 @@ def test_an_edited_recording_time_breaks_the_chain(store_url: str, tmp_path: Pat
 @pytest.fixture
 def imported(store_url: str, tmp_path: Path) -> Cli:
     """A store (either backend) holding run jobs/b, imported from a bundle of a SQLite store signed by lab."""
-    from tests.unit.test_bundle_cli import source_store
+    from tests.cli_helpers import source_store
 
     Cli(tmp_path / "unused")("keys", "generate", "lab", "--dir", str(tmp_path))
     source = tmp_path / "a"
