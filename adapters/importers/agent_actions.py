@@ -40,8 +40,11 @@ PATH_KEYS = (
     "notebook_path",
 )
 LIST_PATH_KEYS = ("paths", "files")
-ADDED_KEYS = ("content", "file_text", "new_string", "new_str", "new_source", "insert_text", "text")
-REMOVED_KEYS = ("old_string", "old_str")
+ADDED_KEYS = (
+    *("content", "file_text", "new_string", "new_str", "new_source", "insert_text", "text"),
+    *("newText", "new_text"),  # pi-acp's edit
+)
+REMOVED_KEYS = ("old_string", "old_str", "oldText", "old_text")
 PATCH_KEYS = ("diff", "patch")
 URL = re.compile(r"https?://[^\s'\"<>`)]+", re.IGNORECASE)
 #: Editor tools whose `command` argument is a sub-command (`view`, `create`, ...), not a shell line.
@@ -66,7 +69,9 @@ CODE_RUNNERS = ("python", "python3", "node", "ruby", "perl")
 @dataclass(frozen=True)
 class FileWrite:
     """One file a call changes: what it puts in and takes out. `new_file` when it is known to create the file
-    (an editor `create`, an ACP diff from nothing); `script` when `added` is an edit script (`sed -i`)."""
+    (an editor `create`, a Codex `*** Add File`); `whole` when it writes the whole file without saying
+    whether one was there (Claude's Write, gemini's write_file, `cat > f`, an ACP diff from nothing);
+    `script` when `added` is an edit script (`sed -i`)."""
 
     path: str | None
     added: str = ""
@@ -74,6 +79,7 @@ class FileWrite:
     new_file: bool = False
     script: bool = False
     via: str = ""  # the shell command that wrote it, when a command did
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,7 +207,7 @@ def _acp_diffs(record: dict[str, Any]) -> list[FileWrite]:
             old, new = block.get("oldText"), block.get("newText")
             removed, added = _changed_lines(old if isinstance(old, str) else "", _str(new))
             path = _text_or_none(block.get("path"))
-            writes.append(FileWrite(path, added, removed, old is None))
+            writes.append(FileWrite(path, added, removed, whole=old is None and bool(added)))
     return writes
 
 
@@ -388,12 +394,14 @@ def _argument_writes(args: dict[str, Any], paths: list[str], sub: str) -> list[F
         if isinstance(edit, dict):
             added += "\n" + _str(edit.get("new_string") or edit.get("new_str"))
             removed += "\n" + _str(edit.get("old_string") or edit.get("old_str"))
+    replaces = any(isinstance(args.get(k), str) for k in REMOVED_KEYS) or _list(args.get("edits"))
+    whole = bool(added) and not replaces and sub != "create"
     if removed:
         removed, added = _changed_lines(removed, added)
     new_file = sub == "create"
     if not paths:  # a tool without a path (a todo list) writes nothing the scan can name
         return [FileWrite(None, added, removed, new_file)] if added or removed else []
-    return [FileWrite(p, added, removed, new_file) for p in paths]
+    return [FileWrite(p, added, removed, new_file, whole=whole) for p in paths]
 
 
 def _read_network(effects: _Effects, lowered: str, args: dict[str, Any]) -> None:
@@ -448,7 +456,10 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     code = _code_of(command) if program in CODE_RUNNERS else ""
     operands = [a for a in args if not a.startswith("-") and not (code and a == code)]
     content = command.body or (_printed(args) if program in ("echo", "printf") else "")
-    writes = [FileWrite(t, content) for t in command.redirects]
+    writes = [
+        FileWrite(t, content, whole=bool(content) and t not in command.appends)
+        for t in command.redirects
+    ]
     written, program_writes = _program_writes(command, args, operands)
     writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
@@ -471,7 +482,8 @@ def _program_writes(
     """The operands a program writes (so they are not reads), and the writes with what they hold."""
     program = command.program
     if program == "tee":
-        return operands, [FileWrite(p, command.body) for p in operands]
+        whole = bool(command.body) and not {"-a", "--append"} & set(args)
+        return operands, [FileWrite(p, command.body, whole=whole) for p in operands]
     if program in ("sed", "perl") and _in_place(args):
         writes = _in_place_writes(program, args)
         return [w.path for w in writes if w.path], writes

@@ -29,13 +29,15 @@ MAX_DEPTH = 4
 @dataclass(frozen=True)
 class SimpleCommand:
     """One command of a line: `text` as written (the evidence), `words` from the program on, what `>` writes,
-    and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are its `VAR=value`s."""
+    and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are its `VAR=value`s;
+    `appends` the redirect targets written with `>>` (the file keeps what it held)."""
 
     text: str
     words: tuple[str, ...]
     redirects: tuple[str, ...] = ()
     body: str = ""
     assignments: tuple[str, ...] = ()
+    appends: tuple[str, ...] = ()
 
     @property
     def program(self) -> str:
@@ -120,12 +122,15 @@ def _tokens(text: str) -> list[str]:
 def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCommand, ...]:
     words: list[str] = []
     redirects: list[str] = []
+    appends: list[str] = []
     body = ""
     pending = ""
     for token in tokens:
         if pending:
             if pending in WRITE_REDIRECTS and not token.isdigit() and token != "/dev/null":
                 redirects.append(token)
+                if pending in (">>", "&>>"):
+                    appends.append(token)
             if pending == "<<" and token.startswith("__heredoc") and token.endswith("__"):
                 body = _heredoc_body(token, bodies)
             pending = ""
@@ -140,7 +145,9 @@ def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCo
     inner = _inner_commands(program_words, depth)
     if inner is not None:
         return inner
-    command = SimpleCommand(text, tuple(program_words), tuple(redirects), body, tuple(assignments))
+    command = SimpleCommand(
+        text, tuple(program_words), tuple(redirects), body, tuple(assignments), tuple(appends)
+    )
     return (command,)
 
 
