@@ -229,7 +229,8 @@ def _strip_backticks(title: str) -> str:
 
 def _title_paths(title: str) -> list[str]:
     """Paths in a title such as `Read /app/x.py` or ``Edit `src/a.py` ``: words with a slash or a dot."""
-    words = [w.strip("`'\"(),:") for w in title.split()[1:]]
+    words = title.split()
+    words = [w.strip("`'\"(),:") for w in (words[1:] if len(words) > 1 else words)]
     return [w for w in words if w and ("/" in w or re.search(r"\.\w+$", w)) and "://" not in w]
 
 
