@@ -492,9 +492,25 @@ def _program_writes(
         return operands, patch_writes(command.body or (operands[0] if operands else ""), None)
     if program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
         return operands[-1:], [FileWrite(operands[-1])]
+    if program == "find" and _find_deletes(args):
+        return [], [FileWrite(p) for p in _found(args)]
     written = _removed_or_changed(program, args, operands)
     creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
     return written, [FileWrite(p, new_file=creates) for p in written]
+
+
+def _find_deletes(args: list[str]) -> bool:
+    """`find ... -delete` or `find ... -exec rm {} ;`: it removes what it finds."""
+    runs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-exec", "-execdir", "-ok")]
+    return "-delete" in args or any(r.rsplit("/", 1)[-1] in ("rm", "unlink", "shred") for r in runs)
+
+
+def _found(args: list[str]) -> list[str]:
+    """What a find names: each search root joined with each `-name` / `-path` pattern (`tests/*.py`)."""
+    first = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", "!")), len(args))
+    roots = args[:first] or ["."]
+    names = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname", "-path")]
+    return [f"{root.rstrip('/')}/{name}" for root in roots for name in names or ["*"]]
 
 
 def _applies_patch(program: str, operands: list[str]) -> bool:
