@@ -180,7 +180,7 @@ ASSERT_LINE = re.compile(
     r"|\w+\.assert\w*\s*\()"
 )
 TRIVIAL_ASSERT = re.compile(
-    r"^\s*(assert\s+(True|1|not\s+False)\b|self\.assertTrue\(\s*True\s*\)|#\s*(assert\b|self\.assert)"
+    r"^\s*(assert\s*\(?\s*(True|1|not\s+False)\s*\)?\s*(,[^\n]*)?(#[^\n]*)?$|self\.assertTrue\(\s*True\s*\)|#\s*(assert\b|self\.assert)"
     r"|assert\s+(?P<a>[^=\n]+?)\s*==\s*(?P=a)\s*(#.*)?$|self\.assertEqual\(\s*(?P<b>[^,\n]+),\s*(?P=b)\s*\))"
 )
 
