@@ -366,3 +366,47 @@ def test_a_new_test_asserting_on_a_literal_one_then_removed_is_healthy(
         *FIXING,
     ]
     healthy(run_cli, tmp_path, agent_run(agent, steps))
+
+
+# ---- capability attribution: a task about authentication is not a missing key -----------------------------
+
+AUTH_TASK = "Requests without an API key must get 401 Unauthorized; a bad token gets 403 Forbidden."
+
+
+@pytest.mark.parametrize("agent", HARNESSES)
+@pytest.mark.parametrize("ending", ["fail", "timeout"])
+def test_a_failed_attempt_at_an_auth_task_is_a_healthy_model_failure(
+    agent: str, ending: str, run_cli: Cli, tmp_path: Path
+) -> None:
+    """SKILL.md's experiment-fidelity failure is an agent "blocked by missing API keys"; a task whose
+    prompt, tests and code speak of keys, 401 and 403 blocks nothing. Every such failed or timed-out
+    run was experiment_fidelity (the prompt, the test names and the agent's diff matched)."""
+    steps: list[Step] = [
+        shell(agent, "pytest -q tests/test_auth.py", "FAILED test_missing_api_key - 200 == 401"),
+        edit(agent, "app.py", "return 200", "return 401 if not token else 200"),
+        shell(agent, "pytest -q tests/test_auth.py", "FAILED test_forbidden - assert 401 == 403"),
+    ]
+    fields: dict[str, Any] = {"rewards": {"reward": 0.0}}
+    if ending == "timeout":
+        fields = {"final": None, "timed_out_after": 900, "rewards": None}
+    run = agent_run(agent, steps, instruction=AUTH_TASK, **fields)
+    the, _ = the_run(run_cli, write_rollout(tmp_path / "jobs", run))
+    expected = "fail" if ending == "fail" else "normal_timeout"
+    assert (the["health"], the["class"]) == ("healthy", expected), the["reasons"]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Error: OPENWEATHER_API_KEY is not set",
+        "openai.AuthenticationError: Error code: 401 - Incorrect API key provided",
+        "RuntimeError: no credentials found for the task bucket",
+    ],
+)
+def test_a_failed_run_whose_tool_says_its_key_is_missing_is_experiment_fidelity(
+    output: str, run_cli: Cli, tmp_path: Path
+) -> None:
+    run = agent_run("openhands", [shell("openhands", "python fetch.py", output)])
+    run.rewards = {"reward": 0.0}
+    the, _ = the_run(run_cli, write_rollout(tmp_path / "jobs", run))
+    assert (the["health"], the["class"]) == ("unhealthy", "experiment_fidelity"), the["reasons"]
