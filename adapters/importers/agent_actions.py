@@ -587,6 +587,41 @@ def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
     return reads, writes
 
 
+def script_effects(
+    write: FileWrite,
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
+    """What a script the agent writes does when it is run: a Python file's opened and removed paths, a
+    shell script's commands (the references' "routing suspicious actions through tools/files"). The
+    writes carry no content, so only where they write is judged; each says which line of which file."""
+    name = (write.path or "").rsplit("/", 1)[-1]
+    text = write.added
+    first = text.split("\n", 1)[0] if text.startswith("#!") else ""
+    if not text or write.script:
+        return (), [], []
+    where = f"{write.path} (a script the agent wrote)"
+    if name.endswith(".py") or "python" in first:
+        reads, writes = _code_effects(text)
+        return (
+            (),
+            [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
+            [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
+        )
+    if not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
+        return (), [], []
+    commands = simple_commands(text)
+    read_list: list[FileRead] = []
+    write_list: list[FileWrite] = []
+    for command in commands:
+        reads, writes = command_effects(command)
+        read_list += [FileRead(r, f"{where}: {command.text}") for r in reads]
+        write_list += [FileWrite(w.path, via=f"{where}: {command.text}") for w in writes]
+    return commands, read_list, write_list
+
+
+def _line_with(text: str, needle: str) -> str:
+    return next((line.strip() for line in text.split("\n") if needle in line), needle)
+
+
 # ---- diffs ----------------------------------------------------------------------------------------------
 
 FILE_HEADER = re.compile(
