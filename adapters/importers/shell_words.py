@@ -50,14 +50,39 @@ def simple_commands(line: str, depth: int = 0) -> tuple[SimpleCommand, ...]:
     tokens = _tokens(_newlines_to_separators(skeleton))
     found: list[SimpleCommand] = []
     segment: list[str] = []
+    variables: dict[str, str] = {}
     for token in [*tokens, ";"]:
         if token in SEPARATORS:
             if segment:
-                found.extend(_segment(segment, bodies, depth))
+                commands = _segment([_expand(t, variables) for t in segment], bodies, depth)
+                found.extend(commands)
+                _remember(commands, variables)
             segment = []
         else:
             segment.append(token)
     return tuple(found)
+
+
+VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+def _expand(token: str, variables: dict[str, str]) -> str:
+    """`$D/solve.sh` after `D=/solution`: the line's own variables, as the shell would expand them (an
+    unknown one stays as written)."""
+    if "$" not in token or not variables:
+        return token
+    return VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), token)
+
+
+def _remember(commands: tuple[SimpleCommand, ...], variables: dict[str, str]) -> None:
+    """`VAR=value` on its own, or after `export`, sets a variable for the rest of the line."""
+    for command in commands:
+        if command.words and command.program not in ("export", "declare", "local", "readonly"):
+            continue
+        for word in (*command.assignments, *command.words[1:]):
+            name, equals, value = word.partition("=")
+            if equals and ASSIGNMENT.match(word):
+                variables[name] = value
 
 
 def _cut_heredocs(line: str) -> tuple[str, list[str]]:
