@@ -138,6 +138,43 @@ def agent_tool_calls(rollout: Rollout) -> tuple[ToolCall, ...]:
     return (*_acp_calls(rollout.acp), *_llm_calls(rollout.llm))
 
 
+def tool_outputs(jsonl: Jsonl) -> list[tuple[int, str]]:
+    """(line, text) of what tools answered, per line: ACP tool calls' output blocks (no diff), and the
+    tool results an LLM request carries (chat `tool` messages, Anthropic `tool_result` blocks, Responses
+    `function_call_output` items). The agent's words and commands are not in it."""
+    found = []
+    for line, row in jsonl.rows:
+        texts: list[str] = []
+        record = acp_update(row)
+        if record.get("type") in ("tool_call", "tool_call_update"):
+            for block in _list(record.get("content")):
+                if isinstance(block, dict) and block.get("type") != "diff":
+                    texts += _all_text(block.get("content"))
+        request = row.get("request")
+        body = request.get("body") if isinstance(request, dict) else None
+        for turn in _list((body or {}).get("messages") or (body or {}).get("input")):
+            if not isinstance(turn, dict):
+                continue
+            if turn.get("role") == "tool" or turn.get("type") == "function_call_output":
+                texts += _all_text(turn.get("content") or turn.get("output"))
+            for block in _list(turn.get("content")):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    texts += _all_text(block.get("content"))
+        if texts:
+            found.append((line, "\n".join(texts)))
+    return found
+
+
+def _all_text(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _all_text(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _all_text(v)]
+    return []
+
+
 # ---- ACP ----------------------------------------------------------------------------------------------
 
 
