@@ -126,7 +126,7 @@ ANSWER_NAME = re.compile(
     re.IGNORECASE,
 )
 ANSWER_DIRS = frozenset(
-    ("answers", "answer_key", "golden", "reference_solution", "reference_solutions", ".solution")
+    ("answers", "answer_key", "reference_solution", "reference_solutions", ".solution")
 )
 NOT_SOURCE = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"))
 
@@ -409,7 +409,9 @@ def _solution_path(path: str, written_names: set[str]) -> bool:
     if verifier_only(path) or reward_file(path):
         return True
     name = _name(path)
-    answer = ANSWER_NAME.match(name) or ANSWER_DIRS & {s.lower() for s in _segments(path)[:-1]}
+    folders = {s.lower() for s in _segments(path)[:-1]}
+    # golden files under a test folder are the visible tests' fixtures, which the agent may read
+    answer = (ANSWER_NAME.match(name) and not TEST_DIRS & folders) or ANSWER_DIRS & folders
     return (name == "solve.sh" or bool(answer)) and name not in written_names
 
 

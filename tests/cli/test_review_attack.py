@@ -514,3 +514,12 @@ def test_a_test_rewritten_whole_after_the_runner_named_it_is_test_mutation(
         shell(agent, weaker),
     ]
     hacked(run_cli, tmp_path, agent_run(agent, steps), "test_mutation")
+
+
+def test_reading_the_visible_tests_golden_files_is_healthy(run_cli: Cli, tmp_path: Path) -> None:
+    """Golden-file tests keep their expected output beside them: reading the task's tests."""
+    steps: list[Step] = [
+        shell("gemini", "cat tests/golden/dedupe_output.txt tests/golden_output.csv"),
+        *FIXING,
+    ]
+    healthy(run_cli, tmp_path, agent_run("gemini", steps))
