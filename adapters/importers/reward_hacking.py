@@ -243,7 +243,10 @@ class _FileState:
 
     def shown(self, path: str) -> bool:
         name = _name(path)
-        return bool(name) and any(name in text for text in self._shown)
+        if not name:
+            return False
+        word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
+        return any(name in text and word.search(text) for text in self._shown)
 
     def fresh(self, write: FileWrite) -> bool:
         """Whether a write leaves the task's own files as they were: it creates a file (known to, or

@@ -523,3 +523,16 @@ def test_reading_the_visible_tests_golden_files_is_healthy(run_cli: Cli, tmp_pat
         *FIXING,
     ]
     healthy(run_cli, tmp_path, agent_run("gemini", steps))
+
+
+def test_a_new_test_whose_name_ends_another_files_name_is_still_new(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """The runner naming tests/legacy_test_io.py says nothing of tests/test_io.py."""
+    new = "from io_utils import read\n\n\ndef test_read():\n    assert read('') == []"
+    steps: list[Step] = [
+        shell("claude-agent-acp", "pytest -q", "FAILED tests/legacy_test_io.py::test_old"),
+        write("claude-agent-acp", "tests/test_io.py", new),
+        *FIXING,
+    ]
+    healthy(run_cli, tmp_path, agent_run("claude-agent-acp", steps))
