@@ -40,8 +40,11 @@ PATH_KEYS = (
     "notebook_path",
 )
 LIST_PATH_KEYS = ("paths", "files")
-ADDED_KEYS = ("content", "file_text", "new_string", "new_str", "new_source", "insert_text", "text")
-REMOVED_KEYS = ("old_string", "old_str")
+ADDED_KEYS = (
+    *("content", "file_text", "new_string", "new_str", "new_source", "insert_text", "text"),
+    *("newText", "new_text"),  # pi-acp's edit
+)
+REMOVED_KEYS = ("old_string", "old_str", "oldText", "old_text")
 PATCH_KEYS = ("diff", "patch")
 URL = re.compile(r"https?://[^\s'\"<>`)]+", re.IGNORECASE)
 #: Editor tools whose `command` argument is a sub-command (`view`, `create`, ...), not a shell line.
@@ -66,7 +69,9 @@ CODE_RUNNERS = ("python", "python3", "node", "ruby", "perl")
 @dataclass(frozen=True)
 class FileWrite:
     """One file a call changes: what it puts in and takes out. `new_file` when it is known to create the file
-    (an editor `create`, an ACP diff from nothing); `script` when `added` is an edit script (`sed -i`)."""
+    (an editor `create`, a Codex `*** Add File`); `whole` when it writes the whole file without saying
+    whether one was there (Claude's Write, gemini's write_file, `cat > f`, an ACP diff from nothing);
+    `script` when `added` is an edit script (`sed -i`)."""
 
     path: str | None
     added: str = ""
@@ -74,6 +79,7 @@ class FileWrite:
     new_file: bool = False
     script: bool = False
     via: str = ""  # the shell command that wrote it, when a command did
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,43 @@ class _Effects:
 def agent_tool_calls(rollout: Rollout) -> tuple[ToolCall, ...]:
     """The agent's tool calls, ACP trajectory first, each in file order."""
     return (*_acp_calls(rollout.acp), *_llm_calls(rollout.llm))
+
+
+def tool_outputs(jsonl: Jsonl) -> list[tuple[int, str]]:
+    """(line, text) of what tools answered, per line: ACP tool calls' output blocks (no diff), and the
+    tool results an LLM request carries (chat `tool` messages, Anthropic `tool_result` blocks, Responses
+    `function_call_output` items). The agent's words and commands are not in it."""
+    found = []
+    for line, row in jsonl.rows:
+        texts: list[str] = []
+        record = acp_update(row)
+        if record.get("type") in ("tool_call", "tool_call_update"):
+            for block in _list(record.get("content")):
+                if isinstance(block, dict) and block.get("type") != "diff":
+                    texts += _all_text(block.get("content"))
+        request = row.get("request")
+        body = request.get("body") if isinstance(request, dict) else None
+        for turn in _list((body or {}).get("messages") or (body or {}).get("input")):
+            if not isinstance(turn, dict):
+                continue
+            if turn.get("role") == "tool" or turn.get("type") == "function_call_output":
+                texts += _all_text(turn.get("content") or turn.get("output"))
+            for block in _list(turn.get("content")):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    texts += _all_text(block.get("content"))
+        if texts:
+            found.append((line, "\n".join(texts)))
+    return found
+
+
+def _all_text(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _all_text(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _all_text(v)]
+    return []
 
 
 # ---- ACP ----------------------------------------------------------------------------------------------
@@ -201,7 +244,7 @@ def _acp_diffs(record: dict[str, Any]) -> list[FileWrite]:
             old, new = block.get("oldText"), block.get("newText")
             removed, added = _changed_lines(old if isinstance(old, str) else "", _str(new))
             path = _text_or_none(block.get("path"))
-            writes.append(FileWrite(path, added, removed, old is None))
+            writes.append(FileWrite(path, added, removed, whole=old is None and bool(added)))
     return writes
 
 
@@ -223,7 +266,8 @@ def _strip_backticks(title: str) -> str:
 
 def _title_paths(title: str) -> list[str]:
     """Paths in a title such as `Read /app/x.py` or ``Edit `src/a.py` ``: words with a slash or a dot."""
-    words = [w.strip("`'\"(),:") for w in title.split()[1:]]
+    words = title.split()
+    words = [w.strip("`'\"(),:") for w in (words[1:] if len(words) > 1 else words)]
     return [w for w in words if w and ("/" in w or re.search(r"\.\w+$", w)) and "://" not in w]
 
 
@@ -388,12 +432,14 @@ def _argument_writes(args: dict[str, Any], paths: list[str], sub: str) -> list[F
         if isinstance(edit, dict):
             added += "\n" + _str(edit.get("new_string") or edit.get("new_str"))
             removed += "\n" + _str(edit.get("old_string") or edit.get("old_str"))
+    replaces = any(isinstance(args.get(k), str) for k in REMOVED_KEYS) or _list(args.get("edits"))
+    whole = bool(added) and not replaces and sub != "create"
     if removed:
         removed, added = _changed_lines(removed, added)
     new_file = sub == "create"
     if not paths:  # a tool without a path (a todo list) writes nothing the scan can name
         return [FileWrite(None, added, removed, new_file)] if added or removed else []
-    return [FileWrite(p, added, removed, new_file) for p in paths]
+    return [FileWrite(p, added, removed, new_file, whole=whole) for p in paths]
 
 
 def _read_network(effects: _Effects, lowered: str, args: dict[str, Any]) -> None:
@@ -448,7 +494,10 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     code = _code_of(command) if program in CODE_RUNNERS else ""
     operands = [a for a in args if not a.startswith("-") and not (code and a == code)]
     content = command.body or (_printed(args) if program in ("echo", "printf") else "")
-    writes = [FileWrite(t, content) for t in command.redirects]
+    writes = [
+        FileWrite(t, content, whole=bool(content) and t not in command.appends)
+        for t in command.redirects
+    ]
     written, program_writes = _program_writes(command, args, operands)
     writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
@@ -471,7 +520,8 @@ def _program_writes(
     """The operands a program writes (so they are not reads), and the writes with what they hold."""
     program = command.program
     if program == "tee":
-        return operands, [FileWrite(p, command.body) for p in operands]
+        whole = bool(command.body) and not {"-a", "--append"} & set(args)
+        return operands, [FileWrite(p, command.body, whole=whole) for p in operands]
     if program in ("sed", "perl") and _in_place(args):
         writes = _in_place_writes(program, args)
         return [w.path for w in writes if w.path], writes
@@ -479,9 +529,25 @@ def _program_writes(
         return operands, patch_writes(command.body or (operands[0] if operands else ""), None)
     if program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
         return operands[-1:], [FileWrite(operands[-1])]
+    if program == "find" and _find_deletes(args):
+        return [], [FileWrite(p) for p in _found(args)]
     written = _removed_or_changed(program, args, operands)
     creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
     return written, [FileWrite(p, new_file=creates) for p in written]
+
+
+def _find_deletes(args: list[str]) -> bool:
+    """`find ... -delete` or `find ... -exec rm {} ;`: it removes what it finds."""
+    runs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-exec", "-execdir", "-ok")]
+    return "-delete" in args or any(r.rsplit("/", 1)[-1] in ("rm", "unlink", "shred") for r in runs)
+
+
+def _found(args: list[str]) -> list[str]:
+    """What a find names: each search root joined with each `-name` / `-path` pattern (`tests/*.py`)."""
+    first = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", "!")), len(args))
+    roots = args[:first] or ["."]
+    names = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname", "-path")]
+    return [f"{root.rstrip('/')}/{name}" for root in roots for name in names or ["*"]]
 
 
 def _applies_patch(program: str, operands: list[str]) -> bool:
@@ -556,6 +622,41 @@ def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
     quoted = [m.group(2) for m in QUOTED.finditer(code)]
     reads = [q for q in quoted if q not in written and ("/" in q or re.search(r"\.\w{1,5}$", q))]
     return reads, writes
+
+
+def script_effects(
+    write: FileWrite,
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
+    """What a script the agent writes does when it is run: a Python file's opened and removed paths, a
+    shell script's commands (the references' "routing suspicious actions through tools/files"). The
+    writes carry no content, so only where they write is judged; each says which line of which file."""
+    name = (write.path or "").rsplit("/", 1)[-1]
+    text = write.added
+    first = text.split("\n", 1)[0] if text.startswith("#!") else ""
+    if not text or write.script:
+        return (), [], []
+    where = f"{write.path} (a script the agent wrote)"
+    if name.endswith(".py") or "python" in first:
+        reads, writes = _code_effects(text)
+        return (
+            (),
+            [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
+            [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
+        )
+    if not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
+        return (), [], []
+    commands = simple_commands(text)
+    read_list: list[FileRead] = []
+    write_list: list[FileWrite] = []
+    for command in commands:
+        reads, writes = command_effects(command)
+        read_list += [FileRead(r, f"{where}: {command.text}") for r in reads]
+        write_list += [FileWrite(w.path, via=f"{where}: {command.text}") for w in writes]
+    return commands, read_list, write_list
+
+
+def _line_with(text: str, needle: str) -> str:
+    return next((line.strip() for line in text.split("\n") if needle in line), needle)
 
 
 # ---- diffs ----------------------------------------------------------------------------------------------

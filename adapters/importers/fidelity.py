@@ -4,7 +4,10 @@ A failed or timed-out run counts as the model's own failure only when the task's
 network and compute were there. The traces are read where the harness and the provider speak, not the
 agent's own tool output (an agent that tries a missing command and then installs it is working, not
 blocked): result.json's error fields, non-agent ACP records, and LLM error records. The one exception is a
-missing credential, which an agent's command output states plainly and no healthy attempt produces.
+missing credential, which an agent's command output states plainly and no healthy attempt produces; there
+only a statement that a key is missing, unset or refused counts (`CREDENTIAL_STATED`), and only in what
+the environment answered: not the task's prompt, the agent's prose, its commands or its diffs (a task about
+authentication says "401" and "API key" all along).
 """
 
 from __future__ import annotations
@@ -46,6 +49,17 @@ _SOURCES: tuple[tuple[FidelityKind, str], ...] = (
     ("sandbox", r"docker|daytona|sandbox|container|transport|pipe closed|connection"),
 )
 PATTERNS = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _SOURCES)
+CREDENTIAL_STATED = re.compile(
+    r"\b[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b.{0,40}(?:missing|not set|unset|required|not found)"
+    r"|(?:missing|not set|unset|required|no)\W{1,3}(?:\w+\W+){0,3}[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b"
+    r"|api[ -]?key.{0,30}(?:missing|not set|not found|not provided|required|invalid|expired|incorrect)"
+    r"|(?:missing|no|invalid|expired|incorrect) api[ -]?key|authenticationerror|invalid x-api-key"
+    r"|(?:credentials?|token).{0,20}(?:not found|not set|missing|not provided|expired)"
+    r"|(?:no|missing) credentials",
+    re.IGNORECASE,
+)
+#: ACP records that are the task's or the agent's words, not what the environment answered.
+WORDS = frozenset(("user_message", "agent_message", "agent_thought"))
 #: The agent's side only: a verifier that crashed says nothing about what the agent had (SKILL.md lists a
 #: verifier crash among infrastructure failures, which the run's health reports).
 ERROR_FIELDS = ("error", "error_category")
@@ -85,10 +99,28 @@ def _from_acp(rollout: Rollout) -> Iterator[FidelitySignal]:
         if phase == "verifier":
             continue
         text = " ".join(_texts({k: v for k, v in row.items() if k != "args"}))
-        kind = classify(text)
-        agent = phase in ("", "agent")
-        if kind is not None and (not agent or kind == "missing_credential"):
+        if phase not in ("", "agent"):
+            kind = classify(text)
+        else:
+            kind = "missing_credential" if CREDENTIAL_STATED.search(_answered(row)) else None
+        if kind is not None:
             yield _signal(kind, text, rollout.acp.name, line)
+
+
+def _answered(row: dict[str, Any]) -> str:
+    """What the environment said in an agent-phase record: a tool call's output blocks (no title, no
+    diff), a record such as `stderr` whole; nothing for the prompt and the agent's own words."""
+    if row.get("type") in WORDS:
+        return ""
+    if row.get("type") not in ("tool_call", "tool_call_update"):
+        return " ".join(_texts({k: v for k, v in row.items() if k != "args"}))
+    content = row.get("content")
+    blocks: list[Any] = content if isinstance(content, list) else []
+    return " ".join(
+        " ".join(_texts(block.get("content")))
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") != "diff"
+    )
 
 
 def _from_llm(rollout: Rollout) -> Iterator[FidelitySignal]:

@@ -29,13 +29,15 @@ MAX_DEPTH = 4
 @dataclass(frozen=True)
 class SimpleCommand:
     """One command of a line: `text` as written (the evidence), `words` from the program on, what `>` writes,
-    and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are its `VAR=value`s."""
+    and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are its `VAR=value`s;
+    `appends` the redirect targets written with `>>` (the file keeps what it held)."""
 
     text: str
     words: tuple[str, ...]
     redirects: tuple[str, ...] = ()
     body: str = ""
     assignments: tuple[str, ...] = ()
+    appends: tuple[str, ...] = ()
 
     @property
     def program(self) -> str:
@@ -48,14 +50,39 @@ def simple_commands(line: str, depth: int = 0) -> tuple[SimpleCommand, ...]:
     tokens = _tokens(_newlines_to_separators(skeleton))
     found: list[SimpleCommand] = []
     segment: list[str] = []
+    variables: dict[str, str] = {}
     for token in [*tokens, ";"]:
         if token in SEPARATORS:
             if segment:
-                found.extend(_segment(segment, bodies, depth))
+                commands = _segment([_expand(t, variables) for t in segment], bodies, depth)
+                found.extend(commands)
+                _remember(commands, variables)
             segment = []
         else:
             segment.append(token)
     return tuple(found)
+
+
+VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+def _expand(token: str, variables: dict[str, str]) -> str:
+    """`$D/solve.sh` after `D=/solution`: the line's own variables, as the shell would expand them (an
+    unknown one stays as written)."""
+    if "$" not in token or not variables:
+        return token
+    return VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), token)
+
+
+def _remember(commands: tuple[SimpleCommand, ...], variables: dict[str, str]) -> None:
+    """`VAR=value` on its own, or after `export`, sets a variable for the rest of the line."""
+    for command in commands:
+        if command.words and command.program not in ("export", "declare", "local", "readonly"):
+            continue
+        for word in (*command.assignments, *command.words[1:]):
+            name, equals, value = word.partition("=")
+            if equals and ASSIGNMENT.match(word):
+                variables[name] = value
 
 
 def _cut_heredocs(line: str) -> tuple[str, list[str]]:
@@ -120,12 +147,15 @@ def _tokens(text: str) -> list[str]:
 def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCommand, ...]:
     words: list[str] = []
     redirects: list[str] = []
+    appends: list[str] = []
     body = ""
     pending = ""
     for token in tokens:
         if pending:
             if pending in WRITE_REDIRECTS and not token.isdigit() and token != "/dev/null":
                 redirects.append(token)
+                if pending in (">>", "&>>"):
+                    appends.append(token)
             if pending == "<<" and token.startswith("__heredoc") and token.endswith("__"):
                 body = _heredoc_body(token, bodies)
             pending = ""
@@ -140,7 +170,9 @@ def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCo
     inner = _inner_commands(program_words, depth)
     if inner is not None:
         return inner
-    command = SimpleCommand(text, tuple(program_words), tuple(redirects), body, tuple(assignments))
+    command = SimpleCommand(
+        text, tuple(program_words), tuple(redirects), body, tuple(assignments), tuple(appends)
+    )
     return (command,)
 
 
