@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain.errors import InvalidInput
+from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
@@ -73,9 +73,29 @@ class BatchEvidence:
             cursor.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
 
         if self.signer is not None:
+            _refuse_signed_past(cursor, ids[0], schema)
             insert(SIGNATURES, [signature_row(self.signer, ids, rows)])
         if self.provenance is not None:
             insert(PROVENANCE, self.provenance(ids, rows))
+
+
+def _refuse_signed_past(cursor: Any, first: int, schema: str | None) -> None:
+    """A signed batch at or past the new batch's first position names events that were removed (signatures
+    are written with their events): appending there would reuse their positions. Said plainly, where the
+    insert's duplicate key would read as a lost race and be retried."""
+    name = f'"{schema}".{SIGNATURES}' if schema else SIGNATURES
+    cursor.execute(
+        f"SELECT first_position, last_position FROM {name} ORDER BY first_position DESC LIMIT 1"
+    )
+    last = cursor.fetchone()
+    found = None if last is None else tuple(last.values()) if isinstance(last, dict) else last
+    if found is not None and found[1] >= first:
+        raise IntegrityFailure(
+            f"refusing to append at position {first}: a signed batch covers positions "
+            f"{found[0]}-{found[1]}, which the log no longer holds (its tail was removed)",
+            hint="run `lineage verify --trusted-keys FILE`, which names the removed events; restore the "
+            "store from a backup; nothing of this batch was appended",
+        )
 
 
 def signature_row(
@@ -154,6 +174,19 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
         after = rows[-1][0]
     if pending and batch is not None:
         _judge(batch, pending, keys, report)
+        batch = next(batches, None)
+    # A signed batch is written in its events' transaction, so one that starts past the log's last event
+    # (read now, after every batch: a batch appended meanwhile has its events) names events that were there
+    # and are gone: a truncated tail whose chain and tree were made consistent again.
+    leftover = [] if batch is None else [batch, *batches]
+    end = recorder.max_notification_id() or 0
+    for first, last, signer, _ in (b for b in leftover if b[0] > end):
+        report.add(
+            first,
+            last,
+            f"a signature by {signer.split('+')[0]} covers positions {first}-{last}, but the log "
+            "holds no event there: events were removed",
+        )
     return report
 
 

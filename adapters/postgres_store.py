@@ -132,7 +132,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
                 [(*made, role) for made in next_links(previous, ids, rows, role)],
             )
             if self.batch_evidence is not None:
-                self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
+                try:
+                    self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
+                except IntegrityFailure:
+                    _abort(curs)
+                    raise
         return ids
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
