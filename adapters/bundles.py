@@ -155,7 +155,7 @@ def build(
     tree: MerkleStore, runs: list[str], signer: SignerKey | None, with_tars: bool
 ) -> dict[str, Any]:
     tree.catch_up()
-    checkpoint = make_checkpoint(tree)
+    checkpoint = make_checkpoint(tree, to_sign=signer is not None)
     note = Note(checkpoint.text())
     if signer is not None:
         note = ed25519.sign_note(note, signer)

@@ -78,7 +78,7 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     from ..domain.signed_note import Note
 
     signer = ed25519.load_signer(signer_file) if signer_file else None
-    made = make_checkpoint(lineage.tree())
+    made = make_checkpoint(lineage.tree(), to_sign=signer is not None)
     signed = Note(made.text())
     if signer is not None:
         signed = ed25519.sign_note(signed, signer)

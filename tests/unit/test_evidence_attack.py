@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rollout_lineage.bootstrap import open_store
+from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure
 from rollout_lineage.domain.facts import RunRegistered
 from tests.conftest import Cli
@@ -238,6 +239,88 @@ def test_a_signature_row_copied_under_another_batch_is_refused(
         )
     code, report = verified(cli, *trusted(keys))
     assert code == 3, report
+
+
+# --- the Merkle tree's tables -----------------------------------------------------------------------------
+
+
+def forge_tree(store_url: str, leaves: dict[int, bytes]) -> None:
+    """What a careful forger of the tree does: leaves replaced or added (position -> leaf hash), and every
+    inner node made again over them, so the tree is consistent in itself."""
+    with raw_store(store_url) as raw:
+        kept = dict(raw.execute("SELECT position, leaf_hash FROM lineage_merkle_leaves"))
+        kept = {int(p): bytes(h) for p, h in kept.items()} | leaves
+        raw.execute("DELETE FROM lineage_merkle_leaves")
+        raw.execute("DELETE FROM lineage_merkle_nodes")
+        built = merkle.RootBuilder()
+        for index, position in enumerate(sorted(kept)):
+            raw.execute(
+                "INSERT INTO lineage_merkle_leaves VALUES (?, ?, ?)",
+                (index, position, kept[position]),
+            )
+            for level, idx, h in built.add(kept[position]):
+                raw.execute("INSERT INTO lineage_merkle_nodes VALUES (?, ?, ?)", (level, idx, h))
+
+
+def test_a_node_planted_ahead_of_the_tree_is_named_before_it_is_used(
+    store_url: str, tmp_path: Path, keys: Path
+) -> None:
+    home = tmp_path / "home"
+    signed(store_url, home, keys, *(f"jobs/t__{i}" for i in range(1, 6)))
+    cli = Cli(home, store_url)
+    cli("head")
+    with raw_store(store_url) as raw:
+        raw.execute("INSERT INTO lineage_merkle_nodes VALUES (1, 2, ?)", (b"\x07" * 32,))
+    code, report = verified(cli)
+    assert code == 3 and "level 1, index 2" in report["problem"], report
+    signed(store_url, home, keys, "jobs/t__6")  # leaves 4-5 complete: catch-up makes node (1, 2)
+    made = cli("checkpoint", ok=False)
+    assert made.exit_code == 3 and made.stdout == "", made.stdout
+    assert "level 1, index 2" in made.stderr and "planted" in made.stderr
+
+
+def test_a_leaf_and_its_nodes_planted_ahead_of_the_log_are_never_signed(
+    store_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """A leaf for position 4 before event 4 exists, with the nodes over it: catch-up would start after it
+    and never store the real event's leaf, so every later checkpoint would be over the planted one."""
+    home = tmp_path / "home"
+    signed(store_url, home, keys, "jobs/t__1", "jobs/t__2", "jobs/t__3")
+    cli = Cli(home, store_url)
+    cli("head")
+    forge_tree(store_url, {4: b"\x07" * 32})
+    signed(store_url, home, keys, "jobs/t__4")
+    for command in (["checkpoint"], ["checkpoint", "--sign", str(keys / "writer.key")], ["verify"]):
+        result = cli(*command, ok=False)
+        assert result.exit_code == 3, (command, result.stdout)
+        assert "position 4" in result.stdout + result.stderr
+
+
+def test_a_tree_forged_over_the_events_is_never_signed_into_a_checkpoint(
+    store_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """A signed checkpoint over a forged tree would make forged entries provable to anyone holding only
+    the checkpoint (`prove --check` needs no store); `verify` names it, and signing must not go ahead."""
+    home = tmp_path / "home"
+    signed(store_url, home, keys, *(f"jobs/t__{i}" for i in range(1, 6)))
+    cli = Cli(home, store_url)
+    cli("head")
+    forge_tree(store_url, {2: b"\x07" * 32})
+    made = cli("checkpoint", "--sign", str(keys / "writer.key"), ok=False)
+    assert made.exit_code == 3 and made.stdout == "", made.stdout
+    assert "refusing to sign a checkpoint" in made.stderr and "position 2" in made.stderr
+    bundled = cli(
+        "bundle",
+        "jobs/t__1",
+        "--to",
+        str(tmp_path / "b.json"),
+        "--sign",
+        str(keys / "writer.key"),
+        ok=False,
+    )
+    assert bundled.exit_code == 3, bundled.stdout[:300]
+    code, report = verified(cli)
+    assert code == 3 and report["first_bad_position"] == 2, report
 
 
 # --- proof files and checkpoints --------------------------------------------------------------------------
