@@ -25,6 +25,8 @@ ED25519 = 0x01
 MAX_NOTE_BYTES = 64 * 1024
 MAX_SIGNATURES = 64
 DASH = "\u2014"
+#: A tree size is a uint64 (C2SP tlog-checkpoint): 20 decimal digits at most.
+MAX_SIZE_DIGITS = 20
 
 
 def key_id(name: str, public_key: bytes) -> bytes:
@@ -198,9 +200,16 @@ class Checkpoint:
                 hint="give a file `lineage checkpoint` printed",
             )
         size_text = lines[1]
-        if not size_text.isascii() or not size_text.isdigit() or size_text != str(int(size_text)):
+        if (
+            not size_text.isascii()
+            or not size_text.isdigit()
+            or len(size_text) > MAX_SIZE_DIGITS  # before int(): 5,000 digits raised a ValueError
+            or size_text != str(int(size_text))
+            or int(size_text) >= 2**64
+        ):
             raise InvalidInput(
-                f"{where}: expected a tree size without leading zeros, found {size_text!r}"
+                f"{where}: expected a tree size (a whole number below 2**64, without leading zeros), "
+                f"found {size_text[:40]!r}{'...' if len(size_text) > 40 else ''}"
             )
         root = _b64(lines[2], "the root hash")
         if len(root) != 32:

@@ -438,3 +438,25 @@ def test_a_checkpoint_signed_by_another_key_or_with_extra_lines_is_refused(
             "verify", "--checkpoint", str(signed_cp), "--key", str(keys / "writer.pub"), ok=False
         )
         assert result.exit_code in (1, 3), edited
+
+
+@pytest.mark.parametrize("size", ["9" * 5000, str(2**64), "+5", "5 ", "\u0665"])
+def test_a_checkpoint_with_a_size_no_log_has_is_refused_plainly(tmp_path: Path, size: str) -> None:
+    """5,000 digits raised Python's int-conversion ValueError: a traceback, not an answer."""
+    cli, checkpoint, _ = proved(tmp_path)
+    origin, _, root, _ = checkpoint.read_text().split("\n")
+    checkpoint.write_text(f"{origin}\n{size}\n{root}\n")
+    for command in (["verify", "--checkpoint"], ["prove", "1", "--checkpoint"]):
+        result = cli(*command, str(checkpoint), ok=False)
+        assert result.exit_code == 1, result.stdout
+        assert "expected a tree size (a whole number below 2**64" in result.stderr
+
+
+@pytest.mark.parametrize("position", ["9" * 23, str(2**63)])
+def test_prove_refuses_a_position_past_the_stores_integers_plainly(
+    tmp_path: Path, position: str
+) -> None:
+    """It reached SQLite as an OverflowError (a traceback)."""
+    cli, checkpoint, _ = proved(tmp_path)
+    result = cli("prove", position, "--checkpoint", str(checkpoint), ok=False)
+    assert result.exit_code == 1 and "expected a log position (below 2**63)" in result.stderr
