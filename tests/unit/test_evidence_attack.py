@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure
-from rollout_lineage.domain.facts import RunRegistered
+from rollout_lineage.domain.facts import RunRegistered, RunScored
 from tests.conftest import Cli
 from tests.raw_store import CHAINED_ROLE, raw_store
 
@@ -158,6 +159,47 @@ def test_a_moved_sequence_never_hides_or_gaps_an_event(
     assert positions == list(range(1, len(positions) + 1)), positions
     code, report = verified(cli, *trusted(keys))
     assert code == 0 and report["events"] == len(positions), report
+
+
+@pytest.mark.postgres
+def test_an_event_stored_without_a_position_is_named_by_verify_readers_and_writers(
+    postgres_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """With the column's NOT NULL dropped, an event at a NULL position: every read in position order missed
+    it (`verify --trusted-keys --head --read-models --saved-states` exit 0, "2 events signed", the run
+    pending) while the writer's aggregate saw it and refused the real score as contradicting it."""
+    home = tmp_path / "home"
+    signed(postgres_url, home, keys, "jobs/t__1", "jobs/t__2")
+    cli = Cli(home, postgres_url)
+    kept = cli("head").stdout.strip()
+    with open_store(f"sqlite:///{tmp_path / 'scratch' / 'e.sqlite'}", home=str(tmp_path)) as other:
+        other.record([RunRegistered(run="jobs/t__1", task="t")])
+        other.record([RunScored(run="jobs/t__1", reward=0.0, tests={})])
+    with raw_store(f"sqlite:///{tmp_path / 'scratch' / 'e.sqlite'}") as raw:
+        forged = raw.events()[1]
+    with raw_store(postgres_url) as raw:
+        raw.execute("ALTER TABLE lineage_events ALTER COLUMN notification_id DROP NOT NULL")
+        raw.execute(
+            "INSERT INTO lineage_events (originator_id, originator_version, topic, state, "
+            "notification_id) VALUES (?::uuid, ?, ?, ?, NULL)",
+            (str(UUID(forged[1])), forged[2], forged[3], forged[4]),
+        )
+    result = cli(
+        "verify",
+        "--trusted-keys",
+        str(keys / "writer.pub"),
+        "--head",
+        kept,
+        "--read-models",
+        "--saved-states",
+        ok=False,
+    )
+    assert result.exit_code == 3, result.stdout
+    assert "1 stored event(s) have no position" in result.stderr
+    shown = cli("sql", "SELECT run, outcome FROM runs", ok=False)
+    assert shown.exit_code == 3 and "have no position" in shown.stderr
+    with pytest.raises(IntegrityFailure, match="refusing to append: 1 stored event"):
+        signed(postgres_url, home, keys, "jobs/t__3")
 
 
 # --- chain side tables ------------------------------------------------------------------------------------
