@@ -6,17 +6,26 @@ first tests do not try, on SQLite and PostgreSQL, through the CLI.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 
-from rollout_lineage.bootstrap import open_store
+from rollout_lineage.bootstrap import Lineage, open_store
 from rollout_lineage.domain import merkle
-from rollout_lineage.domain.errors import IntegrityFailure
+from rollout_lineage.domain.errors import IntegrityFailure, ReadLimitExceeded
 from rollout_lineage.domain.facts import RunRegistered, RunScored
+from rollout_lineage.settings import Settings
 from tests.conftest import Cli
 from tests.raw_store import CHAINED_ROLE, raw_store
+from tests.scenarios import nightly_run_facts
+from tests.unit.test_statement_limits import (
+    ENDED_WITHIN_S,
+    PEAK_BOUND_KB,
+    home_with_a_run,  # noqa: F401 (a fixture)
+    run_sql_measured,
+)
 
 
 @pytest.fixture
@@ -502,3 +511,63 @@ def test_prove_refuses_a_position_past_the_stores_integers_plainly(
     cli, checkpoint, _ = proved(tmp_path)
     result = cli("prove", position, "--checkpoint", str(checkpoint), ok=False)
     assert result.exit_code == 1 and "expected a log position (below 2**63)" in result.stderr
+
+
+@pytest.mark.postgres
+def test_a_cached_position_sequence_keeps_two_writers_dense(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """`CACHE 20` hands each session its own block of positions; `setval` under the writers' lock must
+    still win over a block another session holds."""
+    with open_store(postgres_url, home=str(tmp_path / "a")) as first:
+        first.record([RunRegistered(run="jobs/a0", task="t")])
+        with raw_store(postgres_url) as raw:
+            raw.execute("ALTER SEQUENCE lineage_events_notification_id_seq CACHE 20")
+        with open_store(postgres_url, home=str(tmp_path / "b")) as second:
+            for i in range(1, 5):
+                first.record([RunRegistered(run=f"jobs/a{i}", task="t")])
+                second.record([RunRegistered(run=f"jobs/b{i}", task="t")])
+    with raw_store(postgres_url) as raw:
+        assert [row[0] for row in raw.events()] == list(range(1, 10))
+    assert Cli(tmp_path / "a", postgres_url)("verify", ok=False).exit_code == 0
+
+
+# --- long statements --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT len(list_transform(range(50000000), lambda x: x + 1))",
+        "SELECT len(flatten(list_transform(range(10000), lambda x: range(10000))))",
+        "SELECT max(x) FROM (SELECT unnest(range(3000000000)) AS x)",
+        "SELECT length(regexp_extract_all(repeat('ab', 200000000), 'a')::VARCHAR)",
+        "SELECT json_array_length(to_json(range(50000000)))",
+        "SELECT levenshtein(repeat('a', 200000), repeat('b', 200000))",  # CPU only, one call
+        "SELECT length(string_agg(x::VARCHAR, ',')) FROM range(400000000) t(x)",
+    ],
+)
+def test_new_long_statements_stop_at_a_limit(
+    home_with_a_run: Path,  # noqa: F811 (the fixture imported above)
+    statement: str,
+) -> None:
+    """The second attack's statements (none escaped): each ends at the timeout or the cap, exit 4."""
+    code, err, seconds, peak_kb = run_sql_measured(home_with_a_run, "--timeout", "1", statement)
+    assert code == 4 and "Traceback" not in err, err
+    assert seconds < ENDED_WITHIN_S and peak_kb < PEAK_BOUND_KB, (seconds, peak_kb, err)
+
+
+def test_the_read_api_under_a_small_cap_stops_long_statements(tmp_path: Path) -> None:
+    settings = Settings.from_env({"LINEAGE_DUCKDB_MEMORY": "64MB"}, home=tmp_path, actor="t@lab")
+    with Lineage(settings) as lineage:
+        lineage.record(nightly_run_facts())
+        for statement in (
+            "SELECT len(string_split(repeat('ab', 300000000), 'b')) AS n",
+            "SELECT levenshtein(repeat('a', 60000), repeat('b', 60000)) AS n",
+            "SELECT count(*) AS n FROM range(100000) a, range(100000) b",
+        ):
+            started = time.monotonic()
+            with pytest.raises(ReadLimitExceeded):
+                lineage.sql(statement, timeout=1)
+            assert time.monotonic() - started < 5, statement
+        assert lineage.sql("SELECT 1 AS one") == [{"one": 1}]
