@@ -61,9 +61,15 @@ class BatchEvidence:
     provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
 
     def write(
-        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], schema: str | None
+        self,
+        cursor: Any,
+        ids: Sequence[int],
+        rows: Sequence[Row],
+        schema: str | None,
+        recorded_by: str | None = None,
     ) -> None:
-        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None)."""
+        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None;
+        recorded_by: the role the store authenticated, hashed into the batch's links, or None)."""
 
         def insert(table: str, values: list[tuple[Any, ...]]) -> None:
             if not values:
@@ -74,7 +80,7 @@ class BatchEvidence:
 
         if self.signer is not None:
             _refuse_signed_past(cursor, ids[0], schema)
-            insert(SIGNATURES, [signature_row(self.signer, ids, rows)])
+            insert(SIGNATURES, [signature_row(self.signer, ids, rows, recorded_by)])
         if self.provenance is not None:
             insert(PROVENANCE, self.provenance(ids, rows))
 
@@ -99,11 +105,11 @@ def _refuse_signed_past(cursor: Any, first: int, schema: str | None) -> None:
 
 
 def signature_row(
-    key: SignerKey, ids: Sequence[int], rows: Sequence[Row]
+    key: SignerKey, ids: Sequence[int], rows: Sequence[Row], recorded_by: str | None = None
 ) -> tuple[int, int, str, bytes]:
     """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
     leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
-    message = batch_message(ids[0], ids[-1], leaves)
+    message = batch_message(ids[0], ids[-1], leaves, recorded_by)
     return ids[0], ids[-1], str(key.verifier), ed25519.sign(key, message)
 
 
@@ -152,7 +158,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
     report = SignatureReport()
     batches = signatures(recorder)
     batch = next(batches, None)
-    pending: list[tuple[int, bytes]] = []
+    pending: list[tuple[int, bytes, str | None]] = []
     after = 0
     while rows := recorder.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
@@ -167,7 +173,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
             if batch is None or position < batch[0]:
                 report.add(position, position, "no signature")
                 continue
-            pending.append((position, leaf_of(row) if row[4] is not None else b""))
+            pending.append((position, leaf_of(row) if row[4] is not None else b"", row[5]))
             if position == batch[1]:
                 _judge(batch, pending, keys, report)
                 pending, batch = [], next(batches, None)
@@ -192,7 +198,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
 
 def _judge(
     batch: tuple[int, int, str, bytes],
-    events: list[tuple[int, bytes]],
+    events: list[tuple[int, bytes, str | None]],
     keys: dict[tuple[str, bytes], VerifierKey],
     report: SignatureReport,
 ) -> None:
@@ -204,21 +210,23 @@ def _judge(
     key = keys.get((stored_key.name, stored_key.key_id)) if stored_key else None
     if key is None:
         why = f"signed by {signer.split('+')[0]}, not a trusted key"
-        for position, _ in events:
+        for position, _, _ in events:
             report.add(position, position, why)
         return
-    message = batch_message(first, last, [leaf for _, leaf in events])
+    roles = {role for _, _, role in events}  # one batch, one transaction, one role
+    message = batch_message(first, last, [leaf for _, leaf, _ in events], roles.pop())
     if (
         events[0][0] != first
         or events[-1][0] != last
+        or roles  # a second role within one batch
         or not ed25519.signature_valid(key, message, signature)
     ):
-        for position, _ in events:
+        for position, _, _ in events:
             report.add(
                 position,
                 position,
                 f"the signature by {key.name} over positions {first}-{last} does not verify: an event "
-                "of that batch was changed, removed or inserted",
+                "of that batch, or the role that recorded it, was changed, removed or inserted",
             )
         return
     report.signed += len(events)

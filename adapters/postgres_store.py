@@ -153,7 +153,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             if self.batch_evidence is not None:
                 try:
-                    self.batch_evidence.write(curs, ids, rows, self.datastore.schema)
+                    self.batch_evidence.write(curs, ids, rows, self.datastore.schema, role)
                 except IntegrityFailure:
                     _abort(curs)
                     raise

@@ -217,7 +217,17 @@ class Checkpoint:
         return cls(lines[0], int(size_text), root)
 
 
-def batch_message(first: int, last: int, leaves: list[bytes]) -> bytes:
+def batch_message(
+    first: int, last: int, leaves: list[bytes], recorded_by: str | None = None
+) -> bytes:
     """What a writer's key signs for one appended batch: its positions and its events' leaf hashes (each leaf
-    commits to one event's stored bytes and position, so the signature covers exactly those events)."""
-    return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)
+    commits to one event's stored bytes and position, so the signature covers exactly those events), and
+    where the store authenticated the writer (PostgreSQL) the role every event of the batch shows as
+    `recorded_by`, which no leaf holds: a role re-linked into the chain then fails the signature too."""
+    if recorded_by is None:
+        return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(
+            leaves
+        )
+    role = recorded_by.encode()  # length first: a role may hold a newline
+    head = f"rollout-lineage/batch-by\n{len(role)}\n".encode() + role
+    return head + f"\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import pytest
 
+from rollout_lineage.adapters.bundles import canonical
 from rollout_lineage.bootstrap import Lineage, open_store
 from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure, ReadLimitExceeded
@@ -233,11 +234,6 @@ def test_a_deleted_link_row_is_named(store_url: str, tmp_path: Path, keys: Path)
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(
-    strict=True,
-    reason="found, not fixed: batch signatures cover leaves, which hold no role; covering it changes "
-    "the signed message and the bundle format (issue #23, item 6 report)",
-)
 def test_a_role_forged_and_relinked_is_not_vouched_for_by_the_signatures(
     postgres_url: str, tmp_path: Path, keys: Path
 ) -> None:
@@ -571,3 +567,28 @@ def test_the_read_api_under_a_small_cap_stops_long_statements(tmp_path: Path) ->
                 lineage.sql(statement, timeout=1)
             assert time.monotonic() - started < 5, statement
         assert lineage.sql("SELECT 1 AS one") == [{"one": 1}]
+
+
+@pytest.mark.postgres
+def test_a_bundle_carries_the_signed_role_and_refuses_another(
+    postgres_url: str, tmp_path: Path, keys: Path
+) -> None:
+    """Batch signatures on PostgreSQL cover the role (`batch_message`), so a bundle carries it with each
+    batch, and a bundle with the role changed no longer verifies."""
+    cli = three(postgres_url, tmp_path, keys)
+    bundle = tmp_path / "b.json"
+    cli("bundle", "jobs/t__1", "--to", str(bundle), "--sign", str(keys / "writer.key"))
+    document = json.loads(bundle.read_text())
+    assert [batch["recorded_by"] for batch in document["batches"]] == ["lineage"]
+    checked = Cli(tmp_path / "nowhere")(
+        "bundle", "verify", str(bundle), "--key", str(keys / "writer.pub"), "--format", "json"
+    )
+    assert json.loads(checked.stdout)[0]["signed_events"] == "1 by writer (trusted: writer)"
+    for edit in ({"recorded_by": "auditor"}, {"recorded_by": None}, {}):
+        batch = {k: v for k, v in document["batches"][0].items() if k != "recorded_by"} | edit
+        bundle.write_bytes(canonical(document | {"batches": [batch]}))
+        refused = Cli(tmp_path / "nowhere")(
+            "bundle", "verify", str(bundle), "--key", str(keys / "writer.pub"), ok=False
+        )
+        assert refused.exit_code == 3, (edit, refused.stdout)
+        assert "batch 1" in refused.stderr, refused.stderr
