@@ -234,17 +234,20 @@ def test_a_deleted_link_row_is_named(store_url: str, tmp_path: Path, keys: Path)
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("forged", ["'auditor'", "NULL"])
 def test_a_role_forged_and_relinked_is_not_vouched_for_by_the_signatures(
-    postgres_url: str, tmp_path: Path, keys: Path
+    postgres_url: str, tmp_path: Path, keys: Path, forged: str
 ) -> None:
-    """The signatures cover each event's leaf; the role is hashed only into the (unkeyed) chain, which a
-    forger can re-link. `verify --trusted-keys` must not call such a log signed as printed."""
+    """Leaves hold no role, and the chain that hashes it is unkeyed: re-linked over a forged role (or none),
+    the log passed `verify --trusted-keys --read-models` with the forged role shown. The signature now
+    covers the role too."""
     cli = three(postgres_url, tmp_path, keys)
     with raw_store(postgres_url) as raw:
-        raw.execute(f"UPDATE lineage_chain SET {CHAINED_ROLE} = 'auditor' WHERE position = 2")
+        raw.execute(f"UPDATE lineage_chain SET {CHAINED_ROLE} = {forged} WHERE position = 2")
         raw.relink()
     code, report = verified(cli, *trusted(keys), "--read-models")
     assert code == 3 and report["first_bad_position"] == 2, report
+    assert "or the role that recorded it" in report["problem"]
 
 
 def test_a_signature_row_moved_to_cover_other_positions_is_refused(
