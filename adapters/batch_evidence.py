@@ -23,6 +23,7 @@ from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
+from .store_port import EvidenceTables, evidence_tables
 
 SIGNATURES = "lineage_signatures"
 PROVENANCE = "lineage_provenance"
@@ -65,36 +66,28 @@ class BatchEvidence:
         cursor: Any,
         ids: Sequence[int],
         rows: Sequence[Row],
-        schema: str | None,
+        store: EvidenceTables,
         recorded_by: str | None = None,
     ) -> None:
-        """Insert this batch's evidence with the cursor of its transaction (schema: PostgreSQL's, or None;
-        recorded_by: the role the store authenticated, hashed into the batch's links, or None)."""
-
-        def insert(table: str, values: list[tuple[Any, ...]]) -> None:
-            if not values:
-                return
-            marks = ", ".join(["%s" if schema else "?"] * len(values[0]))
-            name = f'"{schema}".{table}' if schema else table
-            cursor.executemany(f"INSERT INTO {name} VALUES ({marks})", values)
-
+        """Insert this batch's evidence into `store` with the cursor of its transaction (recorded_by: the
+        role the store authenticated, hashed into the batch's links, or None)."""
         if self.signer is not None:
-            _refuse_signed_past(cursor, ids[0], schema)
-            insert(SIGNATURES, [signature_row(self.signer, ids, rows, recorded_by)])
+            _refuse_signed_past(store, cursor, ids[0])
+            store.insert(cursor, SIGNATURES, [signature_row(self.signer, ids, rows, recorded_by)])
         if self.provenance is not None:
-            insert(PROVENANCE, self.provenance(ids, rows))
+            store.insert(cursor, PROVENANCE, self.provenance(ids, rows))
 
 
-def _refuse_signed_past(cursor: Any, first: int, schema: str | None) -> None:
+def _refuse_signed_past(store: EvidenceTables, cursor: Any, first: int) -> None:
     """A signed batch at or past the new batch's first position names events that were removed (signatures
     are written with their events): appending there would reuse their positions. Said plainly, where the
     insert's duplicate key would read as a lost race and be retried."""
-    name = f'"{schema}".{SIGNATURES}' if schema else SIGNATURES
-    cursor.execute(
-        f"SELECT first_position, last_position FROM {name} ORDER BY first_position DESC LIMIT 1"
+    last = store.fetch(
+        cursor,
+        f"SELECT first_position, last_position FROM {store.table(SIGNATURES)} "
+        "ORDER BY first_position DESC LIMIT 1",
     )
-    last = cursor.fetchone()
-    found = None if last is None else tuple(last.values()) if isinstance(last, dict) else last
+    found = last[0] if last else None
     if found is not None and found[1] >= first:
         raise IntegrityFailure(
             f"refusing to append at position {first}: a signed batch covers positions "
@@ -134,33 +127,32 @@ class SignatureReport:
         ) + (f"; and {len(self.uncovered) - 20} more runs" if len(self.uncovered) > 20 else "")
 
 
-def signatures(recorder: Any, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
+def signatures(recorder: object, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
     """(first position, last position, signer's verifier key, signature) of each signed batch, in order."""
-    postgres = hasattr(recorder, "chain_table")
-    table = f'"{recorder.datastore.schema}".{SIGNATURES}' if postgres else SIGNATURES
+    store = evidence_tables(recorder)
     sql = (
-        f"SELECT first_position, last_position, signer, signature FROM {table} "
+        f"SELECT first_position, last_position, signer, signature FROM {store.table(SIGNATURES)} "
         "WHERE first_position > ? ORDER BY first_position LIMIT ?"
     )
     while True:
-        with recorder.datastore.transaction(commit=False) as c:
-            c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
-            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
+        with store.transaction(commit=False) as c:
+            rows = store.fetch(c, sql, (after, PAGE))
         yield from ((a, b, signer, bytes(sig)) for a, b, signer, sig in rows)
         if len(rows) < PAGE:
             return
         after = rows[-1][0]
 
 
-def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureReport:
+def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> SignatureReport:
     """Every event of the log against the signed batches: which a trusted key covers, and why not the rest."""
+    store = evidence_tables(recorder)
     keys = {(k.name, k.key_id): k for k in trusted}
     report = SignatureReport()
-    batches = signatures(recorder)
+    batches = signatures(store)
     batch = next(batches, None)
     pending: list[tuple[int, bytes, str | None]] = []
     after = 0
-    while rows := recorder.log_rows(after, None, PAGE, PAGE_BYTES):
+    while rows := store.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
             position = row[0]
             while (
@@ -185,7 +177,7 @@ def check_coverage(recorder: Any, trusted: Sequence[VerifierKey]) -> SignatureRe
     # (read now, after every batch: a batch appended meanwhile has its events) names events that were there
     # and are gone: a truncated tail whose chain and tree were made consistent again.
     leftover = [] if batch is None else [batch, *batches]
-    end = recorder.max_notification_id() or 0
+    end = store.max_notification_id() or 0
     for first, last, signer, _ in (b for b in leftover if b[0] > end):
         report.add(
             first,

@@ -21,6 +21,7 @@ from ..domain.signed_note import Checkpoint, Note
 from .batch_evidence import PROVENANCE, BatchEvidence, Row
 from .bundle_check import BundleReport, entries
 from .merkle_store import PAGE
+from .store_port import EvidenceTables, evidence_tables
 
 
 def _key(fact: dict[str, Any]) -> str:
@@ -50,7 +51,7 @@ def import_bundle(app: Any, report: BundleReport) -> Any:
                 found.append(_provenance_row(position, source, report))
         return found
 
-    recorder = app.recorder
+    recorder = evidence_tables(app.recorder)
     before = recorder.batch_evidence
     signer = before.signer if before is not None else None
     recorder.batch_evidence = BatchEvidence(signer=signer, provenance=provenance)
@@ -79,30 +80,28 @@ def _provenance_row(position: int, source: dict[str, Any], report: BundleReport)
     )
 
 
-def sources(recorder: Any, trusted: Sequence[Any] = ()) -> list[dict[str, Any]]:
+def sources(recorder: object, trusted: Sequence[Any] = ()) -> list[dict[str, Any]]:
     """Every imported event with where it came from, each proof checked again against its checkpoint.
 
     The provenance table sits outside the chain: whoever may write to it can put there a checkpoint and a proof
     of a log of their own making. So every field shown is checked against the source entry and the checkpoint
     (origin, source position), and the checkpoint's signature against `trusted` keys (`VerifierKey`s), or the
     row says it was not checked."""
-    postgres = hasattr(recorder, "chain_table")
-    table = f'"{recorder.datastore.schema}".{PROVENANCE}' if postgres else PROVENANCE
-    sql = f"SELECT * FROM {table} WHERE position > ? ORDER BY position LIMIT ?"
+    store = evidence_tables(recorder)
+    sql = f"SELECT * FROM {store.table(PROVENANCE)} WHERE position > ? ORDER BY position LIMIT ?"
     found: list[dict[str, Any]] = []
     after = 0
     while True:
-        with recorder.datastore.transaction(commit=False) as c:
-            c.execute(sql.replace("?", "%s") if postgres else sql, (after, PAGE))
-            rows = [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in c.fetchall()]
-        found.extend(_checked(row, _fact_here(recorder, row[0]), trusted) for row in rows)
+        with store.transaction(commit=False) as c:
+            rows = store.fetch(c, sql, (after, PAGE))
+        found.extend(_checked(row, _fact_here(store, row[0]), trusted) for row in rows)
         if len(rows) < PAGE:
             return found
         after = rows[-1][0]
 
 
-def _fact_here(recorder: Any, position: int) -> dict[str, Any] | None:
-    rows = recorder.log_rows(position - 1, position, 1)
+def _fact_here(store: EvidenceTables, position: int) -> dict[str, Any] | None:
+    rows = store.log_rows(position - 1, position, 1)
     if not rows or rows[0][0] != position or rows[0][4] is None:
         return None
     fact: dict[str, Any] = json.loads(rows[0][4])["fact"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,18 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from ..domain.integrity import GENESIS, ChainRow, position_gap
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
+from .batch_evidence import BatchEvidence
 from .chained_log import merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
+from .store_port import EvidenceTables
 from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
 
 
-class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
+class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
-    batch_evidence: Any = None
+    batch_evidence: BatchEvidence | None = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
@@ -68,8 +71,37 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder):
             )
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         if self.batch_evidence is not None:
-            self.batch_evidence.write(c, ids, rows, None)
+            self.batch_evidence.write(c, ids, rows, self)
         return ids
+
+    # --- EvidenceTables: our tables in the store's own file, `?` marks, sqlite3 rows -----------------
+
+    def table(self, name: str) -> str:
+        return name
+
+    def transaction(self, *, commit: bool) -> AbstractContextManager[Any]:
+        return self.datastore.transaction(commit=commit)
+
+    def fetch(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor.execute(sql, params)
+        return [tuple(row) for row in cursor.fetchall()]
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._plain_reader().execute(sql, params).fetchall()
+        return rows
+
+    def insert(
+        self,
+        cursor: Any,
+        table: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        keep_existing: bool = False,
+    ) -> None:
+        if rows:
+            verb = "INSERT OR IGNORE" if keep_existing else "INSERT"
+            marks = ", ".join("?" * len(rows[0]))
+            cursor.executemany(f"{verb} INTO {self.table(table)} VALUES ({marks})", rows)
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
         # From below every position: a row someone inserted at a position <= 0 must reach the chain walk

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..domain import merkle
-from ..domain.errors import IntegrityFailure, InvalidInput
+from ..domain.errors import IntegrityFailure
 from ..domain.integrity import ChainRow, Head, check_window
 from .chained_log import merge_chain
+from .store_port import evidence_tables
 
 LEAVES = "lineage_merkle_leaves"
 NODES = "lineage_merkle_nodes"
@@ -58,34 +59,15 @@ def event_entry_of(row: tuple[Any, ...]) -> bytes:
 class MerkleStore:
     """The stored tree of one recorder (either backend), read in one transaction per question."""
 
-    def __init__(self, recorder: Any) -> None:
-        if not self.supports(recorder):
-            raise InvalidInput(
-                f"expected a SQLite or PostgreSQL store, found {type(recorder).__name__}: the in-memory "
-                "log keeps no Merkle tree",
-                hint="open a store by URL (sqlite:///PATH or postgresql://...)",
-            )
-        self.recorder = recorder
-        self.postgres = hasattr(recorder, "chain_table")
-        schema = f'"{recorder.datastore.schema}".' if self.postgres else ""
-        self.leaves, self.nodes = schema + LEAVES, schema + NODES
-
-    @staticmethod
-    def supports(recorder: Any) -> bool:
-        """Whether the recorder is one of the SQL recorders the tree is stored beside."""
-        return getattr(recorder, "datastore", None) is not None and hasattr(recorder, "log_rows")
-
-    # --- SQL in either dialect ------------------------------------------------------------------------
-
-    def _sql(self, text: str) -> str:
-        return text.replace("?", "%s") if self.postgres else text
+    def __init__(self, recorder: object) -> None:
+        self.recorder = evidence_tables(recorder)
+        self.leaves, self.nodes = self.recorder.table(LEAVES), self.recorder.table(NODES)
 
     def _rows(self, cursor: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        cursor.execute(self._sql(sql), params)
-        return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in cursor.fetchall()]
+        return self.recorder.fetch(cursor, sql, params)
 
     def _read(self) -> Any:
-        return self.recorder.datastore.transaction(commit=False)
+        return self.recorder.transaction(commit=False)
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -175,21 +157,18 @@ class MerkleStore:
         sql = (
             f"SELECT idx, position, leaf_hash FROM {self.leaves} WHERE idx > ? ORDER BY idx LIMIT ?"
         )
-        if (
-            not self.postgres
-        ):  # plain tuples over the recorder's read-only connection: a million rows
-            return self.recorder._plain_reader().execute(sql, (after_index, limit)).fetchall()
-        with self._read() as c:
-            rows = self._rows(c, sql, (after_index, limit))
-        return [(int(i), int(p), bytes(h)) for i, p, h in rows]
+        return self.recorder.read(sql, (after_index, limit))
 
     # --- catching up ----------------------------------------------------------------------------------
 
     def catch_up(self) -> int:
         """Extend the tree to the end of the log (checking each page against the chain); returns its size."""
         size, last_position, edge = self._edge()
-        start = Head(last_position, self.recorder.chain_hash_at(last_position)) if size else None
-        if size:
+        start = None
+        if (
+            size
+        ):  # a last leaf whose link was deleted: no link hashes from "", so the page is a break
+            start = Head(last_position, self.recorder.chain_hash_at(last_position) or "")
             self._check_last_leaf(size - 1, last_position)
         while True:
             rows = self.recorder.log_rows(last_position, None, PAGE, PAGE_BYTES)
@@ -243,18 +222,21 @@ class MerkleStore:
         leaves: list[bytes],
         made: list[tuple[int, int, bytes]],
     ) -> None:
-        ignore = ("", " ON CONFLICT DO NOTHING") if self.postgres else (" OR IGNORE", "")
-        with self.recorder.datastore.transaction(commit=True) as c:
-            c.executemany(
-                self._sql(f"INSERT{ignore[0]} INTO {self.leaves} VALUES (?, ?, ?){ignore[1]}"),
+        with self.recorder.transaction(commit=True) as c:
+            self.recorder.insert(
+                c,
+                LEAVES,
                 [
                     (size + i, row[0], leaf)
                     for i, (row, leaf) in enumerate(zip(rows, leaves, strict=True))
                 ],
+                keep_existing=True,
             )
-            c.executemany(
-                self._sql(f"INSERT{ignore[0]} INTO {self.nodes} VALUES (?, ?, ?){ignore[1]}"),
+            self.recorder.insert(
+                c,
+                NODES,
                 [(level, index, h) for level, index, h in made if level > 0],
+                keep_existing=True,
             )
             self._check_kept(c, size, rows, leaves, made)
 

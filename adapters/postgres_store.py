@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
@@ -18,8 +19,10 @@ from psycopg.sql import SQL, Identifier
 from ..domain.errors import IntegrityFailure
 from ..domain.integrity import ChainRow
 from . import batch_evidence, merkle_store
+from .batch_evidence import BatchEvidence
 from .chained_log import merge_chain, next_links, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
+from .store_port import EvidenceTables
 
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
 CHAINED_ROLE = "recorded_by_chained"
@@ -46,8 +49,8 @@ def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
     )
 
 
-class ChainedPostgresRecorder(PostgresApplicationRecorder):
-    batch_evidence: Any = None
+class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
+    batch_evidence: BatchEvidence | None = None
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
@@ -153,11 +156,41 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder):
             )
             if self.batch_evidence is not None:
                 try:
-                    self.batch_evidence.write(curs, ids, rows, self.datastore.schema, role)
-                except IntegrityFailure:
+                    self.batch_evidence.write(curs, ids, rows, self, role)
+                except Exception:  # a signer or provenance error: the batch fails whole
                     _abort(curs)
                     raise
         return ids
+
+    # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------
+
+    def table(self, name: str) -> str:
+        return f'"{self.datastore.schema}".{name}'
+
+    def transaction(self, *, commit: bool) -> AbstractContextManager[Any]:
+        return self.datastore.transaction(commit=commit)
+
+    def fetch(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        # The one place a `?` becomes psycopg's mark: the statements are ours and hold no `?` or `%`.
+        cursor.execute(sql.replace("?", "%s"), params)
+        return [tuple(row.values()) for row in cursor.fetchall()]  # the library's rows are dicts
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.transaction(commit=False) as curs:
+            return self.fetch(curs, sql, params)
+
+    def insert(
+        self,
+        cursor: Any,
+        table: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        keep_existing: bool = False,
+    ) -> None:
+        if rows:
+            marks = ", ".join(["%s"] * len(rows[0]))
+            keep = " ON CONFLICT DO NOTHING" if keep_existing else ""
+            cursor.executemany(f"INSERT INTO {self.table(table)} VALUES ({marks}){keep}", rows)
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         # From below every position: a row someone inserted at a position <= 0 must reach the chain walk

@@ -9,18 +9,18 @@ when every child was scored; a partial fork has no V.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import facts as f
 from .custody import Custody
-from .decisions import is_new_or_same
+from .decisions import Handlers, is_new_or_same
 from .errors import ConflictingFact, InvariantViolated
 from .vocabulary import FRESH_ONLY_DELTA_KEYS
 
 Outcome = f.ChildScored | f.ChildUnscored | f.ChildFailed
 MIN_COMPLETED_CHILDREN = 2
+CUSTODY_FACTS = (f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)
+FORK_HANDLERS: Handlers[Fork] = Handlers("Fork")
 
 
 def check_deltas(opened: f.ForkOpened) -> None:
@@ -62,8 +62,9 @@ class Fork:
         return math.fsum(rewards) / len(rewards)
 
     def decide(self, fact: f.Fact) -> bool:
-        return _DECIDERS[type(fact)](self, fact)
+        return FORK_HANDLERS.deciders[type(fact)](self, fact)
 
+    @FORK_HANDLERS.decides(*CUSTODY_FACTS)
     def _decide_custody(self, fact: f.Fact) -> bool:
         new = self.custody.decide(fact, self.n_children)
         # A hand-off only says where a child's mounted output was archived (before the fork closed); a store written
@@ -81,6 +82,7 @@ class Fork:
                 f"{self.where()}: expected a child index below {self.n_children}, found {index}"
             )
 
+    @FORK_HANDLERS.decides(f.ChildRestored)
     def _decide_restore(self, fact: f.ChildRestored) -> bool:
         self._require_child(fact.index)
         new = is_new_or_same(
@@ -93,6 +95,7 @@ class Fork:
             )
         return new
 
+    @FORK_HANDLERS.decides(f.ChildScored, f.ChildUnscored, f.ChildFailed)
     def _decide_outcome(self, fact: Outcome) -> bool:
         index = fact.index
         self._require_child(index)
@@ -124,6 +127,7 @@ class Fork:
             hint="a child has exactly one outcome",
         )
 
+    @FORK_HANDLERS.decides(f.ForkClosed)
     def _decide_close(self, fact: f.ForkClosed) -> bool:
         if not is_new_or_same(self.closed, fact, f"closing of {self.where()}"):
             return False
@@ -160,36 +164,20 @@ class Fork:
         return True
 
     def when(self, fact: f.Fact) -> None:
-        _EVOLVERS[type(fact)](self, fact)
+        FORK_HANDLERS.evolvers[type(fact)](self, fact)
 
+    @FORK_HANDLERS.evolves(f.ChildRestored)
     def _restored(self, fact: f.ChildRestored) -> None:
         self.restored[fact.index] = fact
 
+    @FORK_HANDLERS.evolves(f.ChildScored, f.ChildUnscored, f.ChildFailed)
     def _outcome_recorded(self, fact: Outcome) -> None:
         self.outcomes[fact.index] = fact
 
+    @FORK_HANDLERS.evolves(f.ForkClosed)
     def _closed(self, fact: f.ForkClosed) -> None:
         self.closed = fact
 
+    @FORK_HANDLERS.evolves(*CUSTODY_FACTS)
     def _custody_changed(self, fact: f.Fact) -> None:
         self.custody.when(fact)
-
-
-CUSTODY_FACTS = (f.CustodyHeld, f.CustodyHandedOff, f.CustodyReleased, f.CustodyFailed)
-# Type dispatch, as in the Run aggregate: these run once per recorded fact.
-_DECIDERS: dict[type, Callable[[Fork, Any], bool]] = {
-    f.ChildRestored: Fork._decide_restore,
-    f.ChildScored: Fork._decide_outcome,
-    f.ChildUnscored: Fork._decide_outcome,
-    f.ChildFailed: Fork._decide_outcome,
-    f.ForkClosed: Fork._decide_close,
-    **dict.fromkeys(CUSTODY_FACTS, Fork._decide_custody),
-}
-_EVOLVERS: dict[type, Callable[[Fork, Any], None]] = {
-    f.ChildRestored: Fork._restored,
-    f.ChildScored: Fork._outcome_recorded,
-    f.ChildUnscored: Fork._outcome_recorded,
-    f.ChildFailed: Fork._outcome_recorded,
-    f.ForkClosed: Fork._closed,
-    **dict.fromkeys(CUSTODY_FACTS, Fork._custody_changed),
-}

@@ -8,27 +8,21 @@ optimistic-concurrency conflict to retry on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.domain import BaseAggregate
 
 from . import facts as f
-from .decisions import is_new_or_same
+from .decisions import Handlers, is_new_or_same
 from .errors import InvariantViolated, StageNotRecorded, UnknownSubject
-from .fork import CUSTODY_FACTS, Fork, check_deltas
+from .fork import FORK_HANDLERS, Fork, check_deltas
 from .preservation import decide_drain, decide_receipt
 from .vocabulary import ROOT_NODE, STAGES, stage_rank
 
-FORK_FACTS = (
-    f.ChildRestored,
-    f.ChildScored,
-    f.ChildUnscored,
-    f.ChildFailed,
-    f.ForkClosed,
-    *CUSTODY_FACTS,
-)
+#: The facts a fork decides: the run finds the fork and hands them over.
+FORK_FACTS = tuple(FORK_HANDLERS.deciders)
+RUN_HANDLERS: Handlers[Run] = Handlers("Run")
 
 
 @dataclass
@@ -66,7 +60,7 @@ class Run(BaseAggregate[Any]):
     # --- deciding -------------------------------------------------------------------------------------
 
     def decide(self, fact: f.Fact) -> bool:
-        decider = _DECIDERS.get(type(fact))
+        decider = RUN_HANDLERS.deciders.get(type(fact))
         if decider is None:
             raise TypeError(f"not a run fact: {fact!r}")
         if self.registration is None and decider is not Run._decide_registration:
@@ -77,6 +71,7 @@ class Run(BaseAggregate[Any]):
             )
         return decider(self, fact)
 
+    @RUN_HANDLERS.decides(f.RunRegistered)
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
         recorded = self.registration
         if recorded is not None and fact.run_dir is None and recorded.run_dir is not None:
@@ -85,6 +80,7 @@ class Run(BaseAggregate[Any]):
             fact = fact.model_copy(update={"run_dir": recorded.run_dir})
         return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
 
+    @RUN_HANDLERS.decides(f.RunLocated)
     def _decide_location(self, fact: f.RunLocated) -> bool:
         if (
             fact.kind == "recorded"
@@ -102,6 +98,7 @@ class Run(BaseAggregate[Any]):
             fact not in self.locations
         )  # each place read once, so re-importing from a known place appends nothing
 
+    @RUN_HANDLERS.decides(f.NodeOpened)
     def _decide_node(self, fact: f.NodeOpened) -> bool:
         self._require_node(fact.parent)
         existing = self.nodes.get(fact.node)
@@ -111,6 +108,7 @@ class Run(BaseAggregate[Any]):
             )
         return existing is None
 
+    @RUN_HANDLERS.decides(f.RunScored, f.RunUnscored)
     def _decide_score(self, fact: f.RunScored | f.RunUnscored) -> bool:
         if self.scored is not None and type(self.scored) is not type(fact):
             raise InvariantViolated(
@@ -127,9 +125,11 @@ class Run(BaseAggregate[Any]):
             return False  # recorded before unscored runs kept their verifier error and values: the same statement
         return is_new_or_same(self.scored, fact, f"score of run {fact.run!r}")
 
+    @RUN_HANDLERS.decides(f.RunFailed)
     def _decide_failure(self, fact: f.RunFailed) -> bool:
         return is_new_or_same(self.failed, fact, f"failure of run {fact.run!r}")
 
+    @RUN_HANDLERS.decides(f.RunFinished)
     def _decide_finish(self, fact: f.RunFinished) -> bool:
         if self.finished is not None and fact.same_run_end_as(self.finished):
             return (
@@ -137,6 +137,7 @@ class Run(BaseAggregate[Any]):
             )
         return is_new_or_same(self.finished, fact, f"finish of run {fact.run!r}")
 
+    @RUN_HANDLERS.decides(f.EvidenceObserved)
     def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:
         # An observation of what the node's files held when read: benchflow writes results.jsonl after result.json,
         # so a run read between the two is observed again, differently, later. Each observation is kept (the audit
@@ -144,17 +145,21 @@ class Run(BaseAggregate[Any]):
         self._require_node(fact.node)
         return fact not in self.evidence.get(fact.node, [])
 
+    @RUN_HANDLERS.decides(f.ScorerDrained)
     def _decide_drain(self, fact: f.ScorerDrained) -> bool:
         return decide_drain(self.drained, fact)
 
+    @RUN_HANDLERS.decides(f.PreservationReceipted)
     def _decide_receipt(self, fact: f.PreservationReceipted) -> bool:
         return decide_receipt(self.drained, self.receipt, fact)
 
+    @RUN_HANDLERS.decides(f.AblationReported)
     def _decide_report(self, fact: f.AblationReported) -> bool:
         if fact.fork is not None:
             self._fork(fact.fork)
         return is_new_or_same(self.report, fact, f"ablation report of run {fact.run!r}")
 
+    @RUN_HANDLERS.decides(*FORK_FACTS)
     def _decide_in_fork(self, fact: f.Fact) -> bool:
         # Routed here only for fork facts, each of which declares `fork` (the base `Fact` does not).
         return self._fork(fact.fork).decide(fact)  # type: ignore[attr-defined]
@@ -175,6 +180,7 @@ class Run(BaseAggregate[Any]):
             )
         return self.forks[fork]
 
+    @RUN_HANDLERS.decides(f.StageMarked)
     def _decide_stage(self, fact: f.StageMarked) -> bool:
         self._require_node(fact.node)
         if self._replaces_root_fallback(fact):
@@ -207,6 +213,7 @@ class Run(BaseAggregate[Any]):
             and recorded.model_copy(update={"node": fact.node}) == fact
         )
 
+    @RUN_HANDLERS.decides(f.ForkOpened)
     def _decide_fork(self, fact: f.ForkOpened) -> bool:
         if not is_new_or_same(
             self.forks[fact.fork].opened if fact.fork in self.forks else None,
@@ -239,6 +246,7 @@ class Run(BaseAggregate[Any]):
         check_deltas(fact)
         return True
 
+    @RUN_HANDLERS.decides(f.CutPointServed)
     def _decide_cut_point(self, fact: f.CutPointServed) -> bool:
         assert self.registration is not None
         if self.registration.role != "continuation":
@@ -290,93 +298,69 @@ class Run(BaseAggregate[Any]):
     # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
 
     def when(self, fact: f.Fact) -> None:
-        _EVOLVERS[type(fact)](self, fact)
+        RUN_HANDLERS.evolvers[type(fact)](self, fact)
 
+    @RUN_HANDLERS.evolves(f.RunRegistered)
     def _registered(self, fact: f.RunRegistered) -> None:
         self.registration = fact
         self.nodes[ROOT_NODE] = Node(ROOT_NODE, None)
 
+    @RUN_HANDLERS.evolves(f.RunLocated)
     def _located(self, fact: f.RunLocated) -> None:
         self.locations.append(fact)
 
+    @RUN_HANDLERS.evolves(f.NodeOpened)
     def _node_opened(self, fact: f.NodeOpened) -> None:
         self.nodes[fact.node] = Node(fact.node, fact.parent)
 
+    @RUN_HANDLERS.evolves(f.StageMarked)
     def _stage_marked(self, fact: f.StageMarked) -> None:
         self.stages[fact.stage] = fact
         self.nodes[fact.node].stage = fact.stage
 
+    @RUN_HANDLERS.evolves(f.RunScored, f.RunUnscored)
     def _score_recorded(self, fact: f.RunScored | f.RunUnscored) -> None:
         self.scored = fact
 
+    @RUN_HANDLERS.evolves(f.RunFailed)
     def _run_failed(self, fact: f.RunFailed) -> None:
         self.failed = fact
 
+    @RUN_HANDLERS.evolves(f.RunFinished)
     def _run_finished(self, fact: f.RunFinished) -> None:
         self.finished = fact
 
+    @RUN_HANDLERS.evolves(f.ForkOpened)
     def _fork_opened(self, fact: f.ForkOpened) -> None:
         self.forks[fact.fork] = Fork(fact)
         for child in fact.children:
             self.nodes[child.node] = Node(child.node, fact.node, fork=fact.fork)
 
+    @RUN_HANDLERS.evolves(f.EvidenceObserved)
     def _evidence_observed(self, fact: f.EvidenceObserved) -> None:
         self.evidence.setdefault(fact.node, []).append(fact)
 
+    @RUN_HANDLERS.evolves(f.ScorerDrained)
     def _scorer_drained(self, fact: f.ScorerDrained) -> None:
         self.drained = fact
 
+    @RUN_HANDLERS.evolves(f.PreservationReceipted)
     def _preservation_receipted(self, fact: f.PreservationReceipted) -> None:
         self.receipt = fact
 
+    @RUN_HANDLERS.evolves(*FORK_FACTS)
     def _in_fork(self, fact: f.Fact) -> None:
         # Routed here only for fork facts, each of which declares `fork` (the base `Fact` does not).
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
 
+    @RUN_HANDLERS.evolves(f.AblationReported)
     def _reported(self, fact: f.AblationReported) -> None:
         self.report = fact
 
+    @RUN_HANDLERS.evolves(f.CutPointServed)
     def _cut_point_served(self, fact: f.CutPointServed) -> None:
         self.cut_points[fact.accounting] = fact
 
     @property
     def key(self) -> str:
         return self.registration.run if self.registration else "?"
-
-
-# Type dispatch (facts are final classes): recording decides and evolves tens of thousands of facts a second,
-# and a chain of isinstance checks was a tenth of that cost.
-_DECIDERS: dict[type, Callable[[Run, Any], bool]] = {
-    f.RunRegistered: Run._decide_registration,
-    f.RunLocated: Run._decide_location,
-    f.NodeOpened: Run._decide_node,
-    f.StageMarked: Run._decide_stage,
-    f.RunScored: Run._decide_score,
-    f.RunUnscored: Run._decide_score,
-    f.RunFailed: Run._decide_failure,
-    f.RunFinished: Run._decide_finish,
-    f.ForkOpened: Run._decide_fork,
-    f.CutPointServed: Run._decide_cut_point,
-    f.EvidenceObserved: Run._decide_evidence,
-    f.ScorerDrained: Run._decide_drain,
-    f.PreservationReceipted: Run._decide_receipt,
-    f.AblationReported: Run._decide_report,
-    **dict.fromkeys(FORK_FACTS, Run._decide_in_fork),
-}
-_EVOLVERS: dict[type, Callable[[Run, Any], None]] = {
-    f.RunRegistered: Run._registered,
-    f.RunLocated: Run._located,
-    f.NodeOpened: Run._node_opened,
-    f.StageMarked: Run._stage_marked,
-    f.RunScored: Run._score_recorded,
-    f.RunUnscored: Run._score_recorded,
-    f.RunFailed: Run._run_failed,
-    f.RunFinished: Run._run_finished,
-    f.ForkOpened: Run._fork_opened,
-    f.CutPointServed: Run._cut_point_served,
-    f.EvidenceObserved: Run._evidence_observed,
-    f.ScorerDrained: Run._scorer_drained,
-    f.PreservationReceipted: Run._preservation_receipted,
-    f.AblationReported: Run._reported,
-    **dict.fromkeys(FORK_FACTS, Run._in_fork),
-}

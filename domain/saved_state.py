@@ -26,11 +26,9 @@ from uuid import UUID
 
 from . import facts as f
 from .custody import Custody
-from .fork import _EVOLVERS as FORK_EVOLVERS
-from .fork import Fork
-from .run import _EVOLVERS as RUN_EVOLVERS
-from .run import Node, Run
-from .snapshot import Snapshot
+from .fork import FORK_HANDLERS, Fork
+from .run import RUN_HANDLERS, Node, Run
+from .snapshot import SNAPSHOT_HANDLERS, Snapshot
 
 FORMAT = 1
 #: Events between saved states: a new process reads at most this many events of a stream. Each save encodes the
@@ -109,8 +107,9 @@ def fingerprint() -> str:
     for cls in f.FACT_TYPES:
         digest.update(f"{f.fact_type(cls)}:{cls.class_version}:{sorted(cls.model_fields)}".encode())
     functions = [
-        *RUN_EVOLVERS.values(),
-        *FORK_EVOLVERS.values(),
+        *RUN_HANDLERS.evolvers.values(),
+        *FORK_HANDLERS.evolvers.values(),
+        *SNAPSHOT_HANDLERS.evolvers.values(),
         Run.__init__,
         Run.when,
         Fork.when,

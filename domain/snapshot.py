@@ -13,10 +13,11 @@ from typing import Any
 from eventsourcing.domain import BaseAggregate
 
 from . import facts as f
-from .decisions import is_new_or_same
+from .decisions import Handlers, is_new_or_same
 from .errors import InvariantViolated, UnknownSubject
 from .vocabulary import ROOT_NODE
 
+SNAPSHOT_HANDLERS: Handlers[Snapshot] = Handlers("Snapshot")
 LIFETIME_FACTS = (
     f.SnapshotExported,
     f.SnapshotExportFailed,
@@ -60,58 +61,100 @@ class Snapshot(BaseAggregate[Any]):
         return False, "never captured; only rejected import attempts are recorded"
 
     def decide(self, fact: f.Fact) -> bool:
+        decider = SNAPSHOT_HANDLERS.deciders.get(type(fact))
+        if decider is None:
+            raise TypeError(f"not a snapshot fact: {fact!r}")
+        return decider(self, fact)
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotCaptured)
+    def _decide_capture(self, fact: f.SnapshotCaptured) -> bool:
         ref = fact.subject_key()
-        if isinstance(fact, f.SnapshotCaptured):
-            if self.adopted is not None:
-                raise InvariantViolated(
-                    f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it"
-                )
-            recorded = self.captured
-            if (
-                recorded is not None
-                and recorded.node == ROOT_NODE != fact.node
-                and fact.stage not in (None, "env-ready")
-                and recorded.model_copy(update={"node": fact.node}) == fact
-            ):
-                return True  # a stage earlier importers put on root, placed on its node (see Run._replaces_root_fallback)
-            return is_new_or_same(recorded, fact, f"capture of snapshot {ref!r}")
-        if isinstance(fact, f.SnapshotAdopted):
-            if self.captured is not None:
-                raise InvariantViolated(
-                    f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "
-                    "expected an unknown ref to adopt",
-                    hint="import it against its recorded export instead",
-                )
-            return is_new_or_same(self.adopted, fact, f"adoption of snapshot {ref!r}")
-        if isinstance(fact, f.SnapshotImportRejected):
-            return fact not in self.rejections
+        if self.adopted is not None:
+            raise InvariantViolated(
+                f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it"
+            )
+        recorded = self.captured
+        if (
+            recorded is not None
+            and recorded.node == ROOT_NODE != fact.node
+            and fact.stage not in (None, "env-ready")
+            and recorded.model_copy(update={"node": fact.node}) == fact
+        ):
+            return True  # a stage earlier importers put on root, placed on its node (see Run._replaces_root_fallback)
+        return is_new_or_same(recorded, fact, f"capture of snapshot {ref!r}")
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotAdopted)
+    def _decide_adoption(self, fact: f.SnapshotAdopted) -> bool:
+        ref = fact.subject_key()
+        if self.captured is not None:
+            raise InvariantViolated(
+                f"snapshot {ref!r} is a recorded capture of run {self.captured.run!r}; "
+                "expected an unknown ref to adopt",
+                hint="import it against its recorded export instead",
+            )
+        return is_new_or_same(self.adopted, fact, f"adoption of snapshot {ref!r}")
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotImportRejected)
+    def _decide_rejection(self, fact: f.SnapshotImportRejected) -> bool:
+        return fact not in self.rejections
+
+    def _require_known(self, fact: f.Fact) -> None:
         if not self.known:
             raise UnknownSubject(
-                f"expected snapshot {ref!r} captured or adopted before {fact.type}, found nothing recorded for it",
+                f"expected snapshot {fact.subject_key()!r} captured or adopted before {fact.type}, found nothing "
+                "recorded for it",
                 hint="record stage.marked (or snapshot.captured) first",
             )
-        if isinstance(fact, f.SnapshotDiscarded):
-            return not self.discarded
-        if isinstance(fact, f.SnapshotExported):
-            return fact not in self.exports
-        if isinstance(fact, f.SnapshotExportFailed):
-            return fact not in self.export_failures
-        if isinstance(fact, f.SnapshotImported):
-            return fact not in self.imports
-        raise TypeError(f"not a snapshot fact: {fact!r}")
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotDiscarded)
+    def _decide_discard(self, fact: f.SnapshotDiscarded) -> bool:
+        self._require_known(fact)
+        return not self.discarded
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotExported)
+    def _decide_export(self, fact: f.SnapshotExported) -> bool:
+        self._require_known(fact)
+        return fact not in self.exports
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotExportFailed)
+    def _decide_export_failure(self, fact: f.SnapshotExportFailed) -> bool:
+        self._require_known(fact)
+        return fact not in self.export_failures
+
+    @SNAPSHOT_HANDLERS.decides(f.SnapshotImported)
+    def _decide_import(self, fact: f.SnapshotImported) -> bool:
+        self._require_known(fact)
+        return fact not in self.imports
+
+    # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
 
     def when(self, fact: f.Fact) -> None:
-        if isinstance(fact, f.SnapshotCaptured):
-            self.captured = fact
-        elif isinstance(fact, f.SnapshotAdopted):
-            self.adopted = fact
-        elif isinstance(fact, f.SnapshotExported):
-            self.exports.append(fact)
-        elif isinstance(fact, f.SnapshotExportFailed):
-            self.export_failures.append(fact)
-        elif isinstance(fact, f.SnapshotDiscarded):
-            self.discarded = True
-        elif isinstance(fact, f.SnapshotImported):
-            self.imports.append(fact)
-        elif isinstance(fact, f.SnapshotImportRejected):
-            self.rejections.append(fact)
+        SNAPSHOT_HANDLERS.evolvers[type(fact)](self, fact)
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotCaptured)
+    def _captured(self, fact: f.SnapshotCaptured) -> None:
+        self.captured = fact
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotAdopted)
+    def _adopted(self, fact: f.SnapshotAdopted) -> None:
+        self.adopted = fact
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotExported)
+    def _exported(self, fact: f.SnapshotExported) -> None:
+        self.exports.append(fact)
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotExportFailed)
+    def _export_failed(self, fact: f.SnapshotExportFailed) -> None:
+        self.export_failures.append(fact)
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotDiscarded)
+    def _discarded(self, fact: f.SnapshotDiscarded) -> None:
+        self.discarded = True
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotImported)
+    def _imported(self, fact: f.SnapshotImported) -> None:
+        self.imports.append(fact)
+
+    @SNAPSHOT_HANDLERS.evolves(f.SnapshotImportRejected)
+    def _rejected(self, fact: f.SnapshotImportRejected) -> None:
+        self.rejections.append(fact)

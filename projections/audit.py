@@ -1,55 +1,9 @@
 """`lineage audit`: a release gate for benchmark data, read from the log, ending in a verdict.
 
-Every check is a pure function over read-model rows (so checks the domain makes impossible to record can
-still be tested), and `audit_report.py` gathers the rows for the selected runs and runs them all.
-
-Policy. Each finding has a level:
-- **not-publishable**: the store as a whole cannot be trusted or would publish a false statement: the hash
-  chain is broken (`lineage verify`); custody is broken (a held artifact lost, changed or never released
-  on a closed fork, or a custody failure that preserved nothing), because evidence may have crossed arms; a
-  restorable lie (a fork opened on, or a child restored from, a snapshot discarded before then, by log
-  order and by `occurred_at` alike, and never exported or imported); an impossible state the domain refuses
-  (V while a child is unscored, V not
-  the mean of the rewards, served K above configured K, a preservation receipt sealing another history), which
-  means something bypassed the rules; or no model run matched the selection (an empty gate must not pass).
-- **quarantine**: one run (or matrix slot) is withheld, the rest can be published: an unhealthy run
-  (infrastructure error, verifier crash, missing reward, unscored, a branch aggregate V instead of a score of
-  its own, trajectory `none`, request-global
-  configuration error, or failing the experiment-review skill's evidence checks in `audit_gate`: trajectory gate,
-  token usage, timing); a fresh-rollout arm failing them; a with-skill run or arm without skill loading, a no-skill
-  one with skill leakage; a run preserved but unqualified, or whose one preservation attempt failed; a fork
-  with an unscored or failed arm, ended partial or still open; a custody failure that preserved its entries;
-  a snapshot adopted from a tar of unknown provenance used by a fork; a served cut point that diverged,
-  recorded no divergence list, or whose stage K disagrees with the
-  source's registry; a matrix slot that is missing, duplicate, stale or unhealthy.
-- **warning**: reported, no effect: an adopted snapshot nobody used, a presented ref with no recorded
-  capture, a discard that log order and recorded times place on different sides of a fork, a run outside the
-  matrix, an unhealthy run that a continuation superseded (the continuation is
-  what would be published, and is checked itself), evidence read more than once with different contents (the
-  latest is judged), an oracle run's problems (oracle lanes are reward-only evidence, reported apart: never
-  counted, quarantined or matched to slots with the model runs).
-
-Every finding about a node carries `address` (`RUN:NODE`), which `lineage history` resolves.
-
-Verdict and exit code: 0 **publishable** (no finding above warning); 10 **publishable with quarantines**
-(naming every quarantined run and slot); 11 **not publishable** (any not-publishable finding). Errors
-before a verdict keep the CLI's codes (1 bad input such as a malformed matrix file).
-
-Run health: healthy means scored with a reward and no verifier error, no run failure (a timeout, by
-`run.finished` status or a failure category containing "timeout", is normal), no trajectory `none`, and the
-skill's evidence checks passed; its result is pass (reward >= 1), fail, or timeout. A superseded run is one a
-continuation names as its `parent_run`: supersession is read from recorded lineage, never guessed from timing.
-
-Matrix file (`--matrix FILE`): the expected slots, each a (task, agent, model, skill_mode, trial). CSV with a
-header naming `task` and any of the other four columns, one slot per line; or JSON: a list of slot objects,
-`{"slots": [...]}`, or one object of lists (`{"task": [...], "agent": [...], ...}`) meaning their cross
-product. A missing or empty field matches runs that did not record it. A benchflow run's trial is its rollout name
-(from its recorded evidence when its registration has none). Slot statuses: healthy (one current
-run, healthy), missing (no run), duplicate (two or more current runs), stale (its runs were all superseded
-by later runs outside the slot), unhealthy (its one current run is unhealthy).
-
-`--since` keeps runs whose registration happened at or after the time. Integrity always walks the whole
-stored log, also with `--as-of`: a later tampering taints what was recorded before it.
+Every check is a pure function over read-model rows, so states the domain refuses to record can still be
+tested; `audit_report.py` asks the read models and runs them all. Each finding has a level (not-publishable,
+quarantine, warning) and the worst one decides the verdict and its exit code (`EXIT_CODES`). What each level
+covers, run health, the `--matrix` file's formats and slot statuses: docs/review-skill.md, "The verdict".
 """
 
 from __future__ import annotations

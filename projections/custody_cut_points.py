@@ -4,72 +4,78 @@ from __future__ import annotations
 
 import json
 
-from .base import Projection, facts_of
+from .base import (
+    ACTOR,
+    OCCURRED_AT,
+    POSITION,
+    Column,
+    Columns,
+    Projection,
+    derived,
+    fact,
+    facts,
+    through,
+)
 
-CUSTODY = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "index": "INTEGER",
-    "location": "VARCHAR",
-    "preserved_location": "VARCHAR",
-    "phase": "VARCHAR",
-    "error": "VARCHAR",
-    "entries": "JSON",
-}
-CUSTODY_TYPES = "'custody.held', 'custody.handed_off', 'custody.released', 'custody.failed'"
-CUT_POINT = dict.fromkeys(
-    (
-        "run",
-        "source_run",
-        "accounting",
-        "recorded_request_digest",
-        "served_request_digest",
-        "request_digest_basis",
-        "workspace_digest_reason",
-        "stage",
-        "cut_point_digest",
+CUSTODY = Columns.of(
+    "custody_events",
+    ["custody.held", "custody.handed_off", "custody.released", "custody.failed"],
+    POSITION,
+    facts("run", "fork"),
+    derived("kind", "VARCHAR", "replace(type, 'custody.', '')"),
+    fact("index", "INTEGER", name="idx"),
+    derived(
+        "location",
+        "VARCHAR",
+        "coalesce(j.location, j.preserved_location)",
+        location="VARCHAR",
+        preserved_location="VARCHAR",
     ),
-    "VARCHAR",
-) | {
-    "configured_k": "INTEGER",
-    "served_k": "INTEGER",
-    "divergences": "JSON",
-    "workspace_digest": "JSON",
-}
-DIVERGENCE = {
-    "exchange_index": "INTEGER",
-    "served_request_digest": "VARCHAR",
-    "recorded_request_digest": "VARCHAR",
-    "n_messages_served": "INTEGER",
-    "n_messages_recorded": "INTEGER",
-}
+    facts("phase", "error"),
+    fact("entries", "JSON"),
+    OCCURRED_AT,
+    ACTOR,
+)
+CUT_POINTS = Columns.of(
+    "cut_point_facts",
+    ["cut_point.served"],
+    POSITION,
+    facts("run", "source_run", "accounting"),
+    facts("configured_k", "served_k", type="INTEGER"),
+    facts("recorded_request_digest", "served_request_digest", "request_digest_basis"),
+    derived("n_divergences", "INTEGER", "json_array_length(j.divergences)", divergences="JSON"),
+    fact("divergences", "JSON"),
+    fact("workspace_digest", "JSON"),
+    facts("workspace_digest_reason", "stage"),
+    OCCURRED_AT,
+    fact("cut_point_digest"),
+)
+#: One divergence of a served cut point, as the `divergences` JSON list holds it.
+DIVERGENCE = [
+    Column(name, type, f"d.{name}", {"divergences": "JSON"})
+    for name, type in (
+        ("exchange_index", "INTEGER"),
+        ("served_request_digest", "VARCHAR"),
+        ("recorded_request_digest", "VARCHAR"),
+        ("n_messages_served", "INTEGER"),
+        ("n_messages_recorded", "INTEGER"),
+    )
+]
+_DIVERGENCE_SPEC = json.dumps([{c.name: c.type for c in DIVERGENCE}])
+DIVERGENCES = Columns.of(
+    "divergences",
+    ["cut_point.served"],
+    POSITION,
+    through("run"),
+    DIVERGENCE,
+    source=f"""(SELECT position, j.run AS run, unnest(from_json(j.divergences, '{_DIVERGENCE_SPEC}')) AS d
+                FROM {{facts}})""",
+)
 
-PROJECTION = Projection(
+PROJECTION = Projection.of(
     name="custody_and_cut_points",
     version=3,
-    tables={
-        "custody_events": "position BIGINT, run VARCHAR, fork VARCHAR, kind VARCHAR, idx INTEGER, location VARCHAR, "
-        "phase VARCHAR, error VARCHAR, entries JSON, occurred_at TIMESTAMPTZ, actor VARCHAR",
-        "cut_point_facts": "position BIGINT, run VARCHAR, source_run VARCHAR, accounting VARCHAR, configured_k INTEGER, "
-        "served_k INTEGER, recorded_request_digest VARCHAR, served_request_digest VARCHAR, "
-        "request_digest_basis VARCHAR, n_divergences INTEGER, divergences JSON, workspace_digest JSON, "
-        "workspace_digest_reason VARCHAR, stage VARCHAR, occurred_at TIMESTAMPTZ, cut_point_digest VARCHAR",
-        "divergences": "position BIGINT, run VARCHAR, exchange_index INTEGER, served_request_digest VARCHAR, "
-        "recorded_request_digest VARCHAR, n_messages_served INTEGER, n_messages_recorded INTEGER",
-    },
-    apply=(
-        f"""INSERT INTO custody_events SELECT position, j.run, j.fork, replace(type, 'custody.', ''), j."index",
-            coalesce(j.location, j.preserved_location), j.phase, j.error, j.entries, occurred_at, actor
-            FROM {facts_of(CUSTODY_TYPES, CUSTODY)}""",
-        f"""INSERT INTO cut_point_facts SELECT position, j.run, j.source_run, j.accounting, j.configured_k, j.served_k,
-            j.recorded_request_digest, j.served_request_digest, j.request_digest_basis, json_array_length(j.divergences),
-            j.divergences, j.workspace_digest, j.workspace_digest_reason, j.stage, occurred_at, j.cut_point_digest
-            FROM {facts_of("'cut_point.served'", CUT_POINT)}""",
-        f"""INSERT INTO divergences SELECT position, run, d.exchange_index, d.served_request_digest, d.recorded_request_digest,
-            d.n_messages_served, d.n_messages_recorded
-            FROM (SELECT position, j.run AS run, unnest(from_json(j.divergences, '[{json.dumps(DIVERGENCE)}]')) AS d
-                  FROM {facts_of("'cut_point.served'", CUT_POINT)})""",
-    ),
+    columns=(CUSTODY, CUT_POINTS, DIVERGENCES),
     views={
         # One per run: the served-basis block once benchflow reconciled it, else the configured-basis one.
         "cut_points": """

@@ -10,7 +10,7 @@ versions did not carry it, and evidence is additive.
 
 from __future__ import annotations
 
-from .base import Projection, facts_of
+from .base import OCCURRED_AT, POSITION, Column, Columns, Projection, fact, facts
 
 TRAJECTORY = {
     "present": "BOOLEAN",
@@ -22,79 +22,47 @@ TRAJECTORY = {
     "responses": "INTEGER",
     "responses_with_usage": "INTEGER",
 }
-SPEC = {
-    "run": "VARCHAR",
-    "node": "VARCHAR",
-    "trial": "VARCHAR",
-    "acp_trajectory": TRAJECTORY,
-    "llm_trajectory": TRAJECTORY,
-    "results": {
-        "present": "BOOLEAN",
-        "rows": "INTEGER",
-        "malformed": "INTEGER",
-        "training_ready": "BOOLEAN",
-        "training_ready_reason": "VARCHAR",
-        "rows_without_usage": "INTEGER",
-        "unlisted_tool_calls": "INTEGER",
-    },
-    "token_usage": {
-        "input_tokens": "BIGINT",
-        "output_tokens": "BIGINT",
-        "total_tokens": "BIGINT",
-        "source": "VARCHAR",
-    },
-    "started_at": "VARCHAR",
-    "finished_at": "VARCHAR",
-    "duration_sec": "DOUBLE",
-    "tool_calls": "INTEGER",
-    "partial_trajectory": "BOOLEAN",
-    "skills": {
-        "skill_mode": "VARCHAR",
-        "skills_dir": "VARCHAR",
-        "invocations": "INTEGER",
-        "marker_lines": "INTEGER",
-    },
-    "review": "JSON",
-}
 
 
-def _file(name: str, prefix: str) -> str:
-    columns = (
-        "present",
-        "size",
-        "records",
-        "malformed",
-        "agent_events",
-        "requests",
-        "responses",
-        "responses_with_usage",
-    )
-    return ", ".join(f"j.{name}.{c} AS {prefix}_{c}" for c in columns)
+def _file(name: str, prefix: str) -> list[Column]:
+    """A trajectory file's summary, one `<prefix>_<field>` column per field."""
+    return [fact(f"{name}.{c}", t, name=f"{prefix}_{c}") for c, t in TRAJECTORY.items()]
 
 
-PROJECTION = Projection(
+EVIDENCE = Columns.of(
+    "run_evidence",
+    ["run.evidence_observed"],
+    POSITION,
+    facts("run", "node", "trial"),
+    _file("acp_trajectory", "acp"),
+    _file("llm_trajectory", "llm"),
+    fact("results.present", "BOOLEAN", name="results_present"),
+    fact("results.rows", "INTEGER", name="results_rows"),
+    fact("results.malformed", "INTEGER", name="results_malformed"),
+    fact("results.training_ready", "BOOLEAN"),
+    fact("results.training_ready_reason"),
+    fact("results.rows_without_usage", "INTEGER", name="results_rows_without_usage"),
+    fact("results.unlisted_tool_calls", "INTEGER", name="results_unlisted_tool_calls"),
+    fact("token_usage.input_tokens", "BIGINT"),
+    fact("token_usage.output_tokens", "BIGINT"),
+    fact("token_usage.total_tokens", "BIGINT"),
+    fact("token_usage.source", name="usage_source"),
+    facts("started_at", "finished_at"),
+    fact("duration_sec", "DOUBLE"),
+    fact("tool_calls", "INTEGER"),
+    fact("partial_trajectory", "BOOLEAN"),
+    fact("skills.skill_mode"),
+    fact("skills.skills_dir"),
+    fact("skills.invocations", "INTEGER", name="skill_invocations"),
+    fact("skills.marker_lines", "INTEGER", name="skill_marker_lines"),
+    fact("review", "JSON"),
+    OCCURRED_AT,
+)
+
+PROJECTION = Projection.of(
     name="evidence",
     version=2,
-    tables={
-        "run_evidence": "position BIGINT, run VARCHAR, node VARCHAR, trial VARCHAR, "
-        + ", ".join(f"{p}_{c} {t}" for p in ("acp", "llm") for c, t in TRAJECTORY.items())
-        + ", results_present BOOLEAN, results_rows INTEGER, results_malformed INTEGER, training_ready BOOLEAN, "
-        "training_ready_reason VARCHAR, results_rows_without_usage INTEGER, results_unlisted_tool_calls INTEGER, "
-        "input_tokens BIGINT, output_tokens BIGINT, total_tokens BIGINT, "
-        "usage_source VARCHAR, started_at VARCHAR, finished_at VARCHAR, duration_sec DOUBLE, tool_calls INTEGER, "
-        "partial_trajectory BOOLEAN, skill_mode VARCHAR, skills_dir VARCHAR, skill_invocations INTEGER, "
-        "skill_marker_lines INTEGER, review JSON, occurred_at TIMESTAMPTZ",
-    },
-    apply=(
-        f"""INSERT INTO run_evidence SELECT position, j.run, j.node, j.trial, {_file("acp_trajectory", "acp")},
-            {_file("llm_trajectory", "llm")}, j.results.present, j.results.rows, j.results.malformed, j.results.training_ready,
-            j.results.training_ready_reason, j.results.rows_without_usage, j.results.unlisted_tool_calls,
-            j.token_usage.input_tokens, j.token_usage.output_tokens,
-            j.token_usage.total_tokens, j.token_usage.source, j.started_at, j.finished_at, j.duration_sec, j.tool_calls,
-            j.partial_trajectory, j.skills.skill_mode, j.skills.skills_dir, j.skills.invocations, j.skills.marker_lines,
-            j.review, occurred_at
-            FROM {facts_of("'run.evidence_observed'", SPEC)}""",
-    ),
+    columns=(EVIDENCE,),
     views={
         "evidence": """SELECT * EXCLUDE (occurred_at), occurred_at AS observed_at,
                                  count(*) OVER (PARTITION BY run, node) AS observations

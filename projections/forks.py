@@ -2,122 +2,133 @@
 
 from __future__ import annotations
 
-from .base import Projection, facts_of
+from .base import (
+    OCCURRED_AT,
+    POSITION,
+    Column,
+    Columns,
+    Projection,
+    derived,
+    fact,
+    facts,
+    through,
+)
 from .outcome_words import CHILD_STATUS
 
-REFS = {"sandbox": "VARCHAR", "environment": "VARCHAR"}
-OPENED = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "node": "VARCHAR",
-    "stage": "VARCHAR",
-    "layers": ["VARCHAR"],
-    "snapshot": REFS,
-    "ablation": "JSON",
-    "children": [
-        {
-            "index": "INTEGER",
-            "node": "VARCHAR",
-            "arm": "VARCHAR",
-            "kind": "VARCHAR",
-            "source": "VARCHAR",
-            "delta": "JSON",
-            "delta_execution": "VARCHAR",
-            "environment": "JSON",
-        }
-    ],
-}
-OUTCOME = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "index": "INTEGER",
-    "reward": "DOUBLE",
-    "reason": "VARCHAR",
-    "error": "VARCHAR",
-    "tests": "JSON",
-    "wall_clock_sec": "DOUBLE",
-}
-TEST_MAP = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "index": "INTEGER",
-    "tests": "MAP(VARCHAR, VARCHAR)",
-}
-OUTCOME_TYPES = "'fork.child_scored', 'fork.child_unscored', 'fork.child_failed'"
-REPORTED = {
-    "run": "VARCHAR",
-    "stage": "VARCHAR",
-    "fork": "VARCHAR",
-    "parent_reward": "DOUBLE",
-    "parent_error": "VARCHAR",
-    "error": "VARCHAR",
-    "report": "JSON",
-}
-CLOSED = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "outcome": "VARCHAR",
-    "value": "DOUBLE",
-    "error": "VARCHAR",
-}
-RESTORED = {
-    "run": "VARCHAR",
-    "fork": "VARCHAR",
-    "index": "INTEGER",
-    "layers": ["VARCHAR"],
-    "snapshot": REFS,
-}
+
+def _child(field: str, type: str = "VARCHAR", *, name: str | None = None) -> Column:
+    """A field of one child of `fork.opened`, unnested as `c`."""
+    sql = 'c."index"' if field == "index" else f"c.{field}"
+    return Column(name or field, type, sql, {"children": [{field: type}]})
 
 
-PROJECTION = Projection(
+def _delta(key: str, type: str = "VARCHAR") -> Column:
+    return derived(key, type, f"c.delta->>'{key}'")
+
+
+OPENINGS = Columns.of(
+    "fork_openings",
+    ["fork.opened"],
+    POSITION,
+    facts("run", "fork", "node", "stage"),
+    fact("layers", "VARCHAR[]", spec=["VARCHAR"]),
+    fact("snapshot.sandbox", name="sandbox_ref"),
+    fact("snapshot.environment", name="environment_ref"),
+    derived("n_children", "INTEGER", "len(j.children)", children=["JSON"]),
+    fact("ablation", "JSON"),
+    OCCURRED_AT,
+)
+CHILDREN = Columns.of(
+    "fork_children",
+    ["fork.opened"],
+    POSITION,
+    through("run"),
+    through("fork"),
+    _child("index", "INTEGER", name="idx"),
+    _child("node"),
+    _child("arm"),
+    _child("kind"),
+    _child("source"),
+    _child("delta", "JSON"),
+    _delta("skill_mode"),
+    _delta("environment_ref"),
+    _delta("config_override_sha256"),
+    _delta("injected_prompt_sha256"),
+    derived(
+        "config_override_keys",
+        "VARCHAR[]",
+        "CAST(json_or_null(c.delta->'config_override_keys') AS VARCHAR[])",
+    ),
+    _child("delta_execution"),
+    _child("environment", "JSON"),
+    source="(SELECT position, j.run AS run, j.fork AS fork, unnest(j.children) AS c FROM {facts})",
+)
+OUTCOME_TYPES = ("fork.child_scored", "fork.child_unscored", "fork.child_failed")
+OUTCOMES = Columns.of(
+    "child_outcomes",
+    OUTCOME_TYPES,
+    POSITION,
+    facts("run", "fork"),
+    fact("index", "INTEGER", name="idx"),
+    derived("kind", "VARCHAR", "replace(type, 'fork.child_', '')"),
+    fact("reward", "DOUBLE"),
+    derived("reason", "VARCHAR", "coalesce(j.reason, j.error)", reason="VARCHAR", error="VARCHAR"),
+    fact("tests", "JSON"),
+    fact("wall_clock_sec", "DOUBLE"),
+    OCCURRED_AT,
+)
+RESTORES = Columns.of(
+    "child_restores",
+    ["fork.child_restored"],
+    POSITION,
+    facts("run", "fork"),
+    fact("index", "INTEGER", name="idx"),
+    fact("layers", "VARCHAR[]", spec=["VARCHAR"]),
+    fact("snapshot.sandbox", name="sandbox_ref"),
+    fact("snapshot.environment", name="environment_ref"),
+    OCCURRED_AT,
+)
+CLOSURES = Columns.of(
+    "fork_closures",
+    ["fork.closed"],
+    POSITION,
+    facts("run", "fork", "outcome"),
+    fact("value", "DOUBLE"),
+    fact("error"),
+    OCCURRED_AT,
+)
+REPORTS = Columns.of(
+    "ablation_reports",
+    ["ablation.reported"],
+    POSITION,
+    facts("run", "stage", "fork"),
+    fact("parent_reward", "DOUBLE"),
+    facts("parent_error", "error"),
+    fact("report", "JSON"),
+    OCCURRED_AT,
+)
+# No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The
+# test map is parsed straight into a MAP and unnested: extracting each key from the JSON again
+# (`tests->>key`) costs O(tests) per key, and parsing to JSON then casting holds two copies (200,000 tests
+# with long names exhausted the memory cap either way).
+TESTS = Columns.of(
+    "test_outcomes",
+    (*OUTCOME_TYPES, "run.scored"),
+    POSITION,
+    through("run"),
+    through("fork"),
+    through("idx", "INTEGER", field="index"),
+    derived("test", "VARCHAR", "test.key"),
+    derived("status", "VARCHAR", "test.value", tests="MAP(VARCHAR, VARCHAR)"),
+    source="""(SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx,
+                      unnest(map_entries(j.tests)) AS test FROM {facts})""",
+    tail="ORDER BY position",
+)
+
+PROJECTION = Projection.of(
     name="forks",
     version=5,
-    tables={
-        "fork_openings": "position BIGINT, run VARCHAR, fork VARCHAR, node VARCHAR, stage VARCHAR, layers VARCHAR[], "
-        "sandbox_ref VARCHAR, environment_ref VARCHAR, n_children INTEGER, ablation JSON, occurred_at TIMESTAMPTZ",
-        "fork_children": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, node VARCHAR, arm VARCHAR, kind VARCHAR, "
-        "source VARCHAR, delta JSON, skill_mode VARCHAR, environment_ref VARCHAR, config_override_sha256 VARCHAR, "
-        "injected_prompt_sha256 VARCHAR, config_override_keys VARCHAR[], delta_execution VARCHAR, environment JSON",
-        "child_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, kind VARCHAR, reward DOUBLE, reason VARCHAR, "
-        "tests JSON, wall_clock_sec DOUBLE, occurred_at TIMESTAMPTZ",
-        "child_restores": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, layers VARCHAR[], sandbox_ref VARCHAR, "
-        "environment_ref VARCHAR, occurred_at TIMESTAMPTZ",
-        "fork_closures": "position BIGINT, run VARCHAR, fork VARCHAR, outcome VARCHAR, value DOUBLE, "
-        "error VARCHAR, occurred_at TIMESTAMPTZ",
-        "test_outcomes": "position BIGINT, run VARCHAR, fork VARCHAR, idx INTEGER, test VARCHAR, status VARCHAR",
-        "ablation_reports": "position BIGINT, run VARCHAR, stage VARCHAR, fork VARCHAR, parent_reward DOUBLE, "
-        "parent_error VARCHAR, error VARCHAR, report JSON, occurred_at TIMESTAMPTZ",
-    },
-    apply=(
-        f"""INSERT INTO fork_openings SELECT position, j.run, j.fork, j.node, j.stage, j.layers, j.snapshot.sandbox,
-            j.snapshot.environment, len(j.children), j.ablation, occurred_at
-            FROM {facts_of("'fork.opened'", OPENED)}""",
-        f"""INSERT INTO fork_children SELECT position, run, fork, c."index", c.node, c.arm, c.kind, c.source, c.delta,
-            c.delta->>'skill_mode', c.delta->>'environment_ref', c.delta->>'config_override_sha256',
-            c.delta->>'injected_prompt_sha256', CAST(json_or_null(c.delta->'config_override_keys') AS VARCHAR[]),
-            c.delta_execution, c.environment
-            FROM (SELECT position, j.run AS run, j.fork AS fork, unnest(j.children) AS c FROM {facts_of("'fork.opened'", OPENED)})""",
-        f"""INSERT INTO child_outcomes SELECT position, j.run, j.fork, j."index", replace(type, 'fork.child_', ''), j.reward,
-            coalesce(j.reason, j.error), j.tests, j.wall_clock_sec, occurred_at
-            FROM {facts_of(OUTCOME_TYPES, OUTCOME)}""",
-        f"""INSERT INTO child_restores SELECT position, j.run, j.fork, j."index", j.layers, j.snapshot.sandbox,
-            j.snapshot.environment, occurred_at
-            FROM {facts_of("'fork.child_restored'", RESTORED)}""",
-        f"""INSERT INTO fork_closures SELECT position, j.run, j.fork, j.outcome, j.value, j.error, occurred_at
-            FROM {facts_of("'fork.closed'", CLOSED)}""",
-        f"""INSERT INTO ablation_reports SELECT position, j.run, j.stage, j.fork, j.parent_reward, j.parent_error, j.error,
-            j.report, occurred_at
-            FROM {facts_of("'ablation.reported'", REPORTED)}""",
-        # No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The test
-        # map is parsed straight into a MAP and unnested: extracting each key from the JSON again (`tests->>key`)
-        # costs O(tests) per key, and parsing to JSON then casting holds two copies (200,000 tests with long names
-        # exhausted the memory cap either way).
-        f"""INSERT INTO test_outcomes
-            SELECT position, run, fork, idx, test.key, test.value FROM (
-                SELECT position, j.run AS run, j.fork AS fork, j."index" AS idx, unnest(map_entries(j.tests)) AS test
-                FROM {facts_of(OUTCOME_TYPES + ", 'run.scored'", TEST_MAP)})
-            ORDER BY position""",
-    ),
+    columns=(OPENINGS, CHILDREN, OUTCOMES, RESTORES, CLOSURES, TESTS, REPORTS),
     views={
         "tests": """SELECT t.position, t.run, t.fork, t.idx, coalesce(c.node, 'root') AS node, t.test, t.status
                     FROM test_outcomes t LEFT JOIN fork_children c USING (run, fork, idx)""",

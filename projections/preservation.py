@@ -4,34 +4,29 @@ for every receipt: nothing recorded can qualify one."""
 
 from __future__ import annotations
 
-from .base import Projection, facts_of
+from .base import ACTOR, OCCURRED_AT, POSITION, RECORDED_AT, Columns, Projection, facts
 
-RECEIPT = {
-    "run": "VARCHAR",
-    "history_run": "VARCHAR",
-    "history_digest": "VARCHAR",
-    "result": "VARCHAR",
-    "checkpoint": "VARCHAR",
-    "error": "VARCHAR",
-    "attempted_at": "VARCHAR",
-}
+DRAINS = Columns.of(
+    "scorer_drains",
+    ["scorer.drained"],
+    POSITION,
+    facts("run", "history_digest"),
+    OCCURRED_AT,
+)
+RECEIPTS = Columns.of(
+    "preservation_receipts",
+    ["scorer.preservation_receipted"],
+    POSITION,
+    facts("run", "history_run", "history_digest", "result", "checkpoint", "error", "attempted_at"),
+    OCCURRED_AT,
+    RECORDED_AT,
+    ACTOR,
+)
 
-PROJECTION = Projection(
+PROJECTION = Projection.of(
     name="preservation",
     version=1,
-    tables={
-        "scorer_drains": "position BIGINT, run VARCHAR, history_digest VARCHAR, occurred_at TIMESTAMPTZ",
-        "preservation_receipts": "position BIGINT, run VARCHAR, history_run VARCHAR, history_digest VARCHAR, result VARCHAR, "
-        "checkpoint VARCHAR, error VARCHAR, attempted_at VARCHAR, occurred_at TIMESTAMPTZ, "
-        "recorded_at TIMESTAMPTZ, actor VARCHAR",
-    },
-    apply=(
-        f"""INSERT INTO scorer_drains SELECT position, j.run, j.history_digest, occurred_at
-            FROM {facts_of("'scorer.drained'", {"run": "VARCHAR", "history_digest": "VARCHAR"})}""",
-        f"""INSERT INTO preservation_receipts SELECT position, j.run, j.history_run, j.history_digest, j.result, j.checkpoint,
-            j.error, j.attempted_at, occurred_at, recorded_at, actor
-            FROM {facts_of("'scorer.preservation_receipted'", RECEIPT)}""",
-    ),
+    columns=(DRAINS, RECEIPTS),
     views={
         "receipts": """
             SELECT p.run, p.result, p.history_digest, d.history_digest AS drained_digest, p.checkpoint, p.error,

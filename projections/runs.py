@@ -2,80 +2,78 @@
 
 from __future__ import annotations
 
-from .base import Projection, facts_of
+from .base import OCCURRED_AT, POSITION, RECORDED_AT, Columns, Projection, derived, fact, facts
 
-REGISTRATION = dict.fromkeys(
-    (
-        "run",
-        "task",
-        "task_path",
-        "agent",
-        "model",
-        "skill_mode",
-        "sandbox",
-        "trial",
-        "role",
-        "parent_run",
-        "parent_node",
-        "run_dir",
-        "config_sha256",
+REGISTRATIONS = Columns.of(
+    "run_registrations",
+    ["run.registered"],
+    POSITION,
+    facts(
+        *("run", "task", "task_path", "agent", "model", "skill_mode", "sandbox", "trial", "role"),
+        *("parent_run", "parent_node", "run_dir"),
     ),
-    "VARCHAR",
-) | {"source": "JSON"}
-OUTCOME = {
-    "run": "VARCHAR",
-    "reward": "DOUBLE",
-    "rewards": "JSON",
-    "tests": "JSON",
-    "verifier_error": "VARCHAR",
-    "reason": "VARCHAR",
-    "error": "VARCHAR",
-    "category": "VARCHAR",
-    "request_global": "BOOLEAN",
-    "status": "VARCHAR",
-    "started_at": "VARCHAR",
-    "finished_at": "VARCHAR",
-    "timing": "JSON",
-    "trajectory": "VARCHAR",
-    "basis": "VARCHAR",
-    "time_zone": "VARCHAR",
-    "exchanges_recorded": "INTEGER",
-}
+    fact("source", "JSON"),
+    fact("config_sha256"),
+    OCCURRED_AT,
+    RECORDED_AT,
+)
+# Facts stored by version 1 are read with today's meaning, as the domain's upcasters read them: a
+# `request_global` category is request-global, `rewards.source = branch_aggregate` is the branch's V,
+# and times rewritten as UTC say so.
+OUTCOMES = Columns.of(
+    "run_outcomes",
+    ["run.scored", "run.unscored", "run.failed", "run.finished"],
+    POSITION,
+    fact("run"),
+    derived("kind", "VARCHAR", "replace(type, 'run.', '')"),
+    fact("reward", "DOUBLE"),
+    fact("rewards", "JSON"),
+    fact("tests", "JSON"),
+    facts("verifier_error", "reason", "error", "category"),
+    derived(
+        "request_global",
+        "BOOLEAN",
+        "coalesce(j.request_global, false) OR coalesce(j.category = 'request_global', false)",
+        request_global="BOOLEAN",
+        category="VARCHAR",
+    ),
+    facts("status", "started_at", "finished_at"),
+    fact("timing", "JSON"),
+    fact("trajectory"),
+    OCCURRED_AT,
+    derived(
+        "basis",
+        "VARCHAR",
+        "CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis "
+        "WHEN j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END",
+        basis="VARCHAR",
+        rewards="JSON",
+    ),
+    derived(
+        "time_zone",
+        "VARCHAR",
+        "CASE WHEN type <> 'run.finished' THEN NULL WHEN j.time_zone IS NOT NULL THEN j.time_zone "
+        "WHEN j.started_at IS NOT NULL OR j.finished_at IS NOT NULL THEN 'utc-assumed' END",
+        time_zone="VARCHAR",
+        started_at="VARCHAR",
+        finished_at="VARCHAR",
+    ),
+    fact("exchanges_recorded", "INTEGER"),
+)
+LOCATIONS = Columns.of(
+    "run_locations",
+    ["run.located"],
+    POSITION,
+    fact("run"),
+    derived("kind", "VARCHAR", "coalesce(j.kind, 'read')", kind="VARCHAR"),
+    fact("path"),
+    RECORDED_AT,
+)
 
-PROJECTION = Projection(
+PROJECTION = Projection.of(
     name="runs",
     version=4,
-    tables={
-        "run_registrations": "position BIGINT, run VARCHAR, task VARCHAR, task_path VARCHAR, agent VARCHAR, model VARCHAR, "
-        "skill_mode VARCHAR, sandbox VARCHAR, trial VARCHAR, role VARCHAR, parent_run VARCHAR, "
-        "parent_node VARCHAR, run_dir VARCHAR, source JSON, config_sha256 VARCHAR, "
-        "occurred_at TIMESTAMPTZ, recorded_at TIMESTAMPTZ",
-        "run_outcomes": "position BIGINT, run VARCHAR, kind VARCHAR, reward DOUBLE, rewards JSON, tests JSON, "
-        "verifier_error VARCHAR, reason VARCHAR, error VARCHAR, category VARCHAR, request_global BOOLEAN, "
-        "status VARCHAR, started_at VARCHAR, finished_at VARCHAR, timing JSON, trajectory VARCHAR, "
-        "occurred_at TIMESTAMPTZ, basis VARCHAR, time_zone VARCHAR, exchanges_recorded INTEGER",
-        "run_locations": "position BIGINT, run VARCHAR, kind VARCHAR, path VARCHAR, recorded_at TIMESTAMPTZ",
-    },
-    apply=(
-        f"""INSERT INTO run_registrations SELECT position, j.run, j.task, j.task_path, j.agent, j.model, j.skill_mode,
-            j.sandbox, j.trial, j.role, j.parent_run, j.parent_node, j.run_dir, j.source, j.config_sha256, occurred_at,
-            recorded_at FROM {facts_of("'run.registered'", REGISTRATION)}""",
-        # Facts stored by version 1 are read with today's meaning, as the domain's upcasters read them: a
-        # `request_global` category is request-global, `rewards.source = branch_aggregate` is the branch's V,
-        # and times rewritten as UTC say so.
-        f"""INSERT INTO run_outcomes SELECT position, j.run, replace(type, 'run.', ''), j.reward, j.rewards, j.tests,
-            j.verifier_error, j.reason, j.error, j.category,
-            coalesce(j.request_global, false) OR coalesce(j.category = 'request_global', false), j.status,
-            j.started_at, j.finished_at, j.timing, j.trajectory, occurred_at,
-            CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis
-                 WHEN j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END,
-            CASE WHEN type <> 'run.finished' THEN NULL WHEN j.time_zone IS NOT NULL THEN j.time_zone
-                 WHEN j.started_at IS NOT NULL OR j.finished_at IS NOT NULL THEN 'utc-assumed' END,
-            j.exchanges_recorded
-            FROM {facts_of("'run.scored', 'run.unscored', 'run.failed', 'run.finished'", OUTCOME)}""",
-        f"""INSERT INTO run_locations SELECT position, j.run, coalesce(j.kind, 'read'), j.path, recorded_at
-            FROM {facts_of("'run.located'", {"run": "VARCHAR", "kind": "VARCHAR", "path": "VARCHAR"})}""",
-    ),
+    columns=(REGISTRATIONS, OUTCOMES, LOCATIONS),
     views={
         "runs": """
             SELECT r.run, r.task, r.task_path, r.agent, r.model, r.skill_mode, r.sandbox, r.trial, r.role, r.parent_run,

@@ -7,68 +7,47 @@ world can be restored from it now (the same rule as `domain/snapshot.py`, kept i
 
 from __future__ import annotations
 
-from .base import Projection, facts_of
+from .base import ACTOR, OCCURRED_AT, POSITION, Columns, Projection, derived, fact, facts
 
-STAGE = {
-    "run": "VARCHAR",
-    "stage": "VARCHAR",
-    "node": "VARCHAR",
-    "exchanges_completed": "INTEGER",
-    "layers": ["VARCHAR"],
-    "sandbox_ref": "VARCHAR",
-    "environment_ref": "VARCHAR",
-    "workspace_digest": "JSON",
-}
-SNAPSHOT = dict.fromkeys(
-    (
-        "ref",
-        "layer",
-        "run",
-        "stage",
-        "node",
-        "path",
-        "sha256",
-        "image_id",
-        "engine",
-        "tar_sha256",
-        "tar_path",
-        "reason",
-        "error",
-    ),
-    "VARCHAR",
+STAGE_MARKS = Columns.of(
+    "stage_marks",
+    ["stage.marked"],
+    POSITION,
+    facts("run", "stage", "node"),
+    fact("exchanges_completed", "INTEGER"),
+    fact("layers", "VARCHAR[]", spec=["VARCHAR"]),
+    facts("sandbox_ref", "environment_ref"),
+    fact("workspace_digest", "JSON"),
+    OCCURRED_AT,
 )
-SNAPSHOT_TYPES = ", ".join(
-    f"'snapshot.{kind}'"
-    for kind in (
-        "captured",
-        "exported",
-        "export_failed",
-        "discarded",
-        "imported",
-        "import_rejected",
-        "adopted",
-    )
+SNAPSHOT_EVENTS = Columns.of(
+    "snapshot_events",
+    [
+        f"snapshot.{kind}"
+        for kind in (
+            "captured",
+            "exported",
+            "export_failed",
+            "discarded",
+            "imported",
+            "import_rejected",
+            "adopted",
+        )
+    ],
+    POSITION,
+    fact("ref"),
+    derived("kind", "VARCHAR", "replace(type, 'snapshot.', '')"),
+    facts("layer", "run", "stage", "node", "path", "sha256", "image_id", "engine"),
+    facts("tar_sha256", "tar_path"),
+    derived("reason", "VARCHAR", "coalesce(j.reason, j.error)", reason="VARCHAR", error="VARCHAR"),
+    OCCURRED_AT,
+    ACTOR,
 )
 
-PROJECTION = Projection(
+PROJECTION = Projection.of(
     name="stages",
     version=1,
-    tables={
-        "stage_marks": "position BIGINT, run VARCHAR, stage VARCHAR, node VARCHAR, exchanges_completed INTEGER, "
-        "layers VARCHAR[], sandbox_ref VARCHAR, environment_ref VARCHAR, workspace_digest JSON, "
-        "occurred_at TIMESTAMPTZ",
-        "snapshot_events": "position BIGINT, ref VARCHAR, kind VARCHAR, layer VARCHAR, run VARCHAR, stage VARCHAR, node VARCHAR, "
-        "path VARCHAR, sha256 VARCHAR, image_id VARCHAR, engine VARCHAR, tar_sha256 VARCHAR, "
-        "tar_path VARCHAR, reason VARCHAR, occurred_at TIMESTAMPTZ, actor VARCHAR",
-    },
-    apply=(
-        f"""INSERT INTO stage_marks SELECT position, j.run, j.stage, j.node, j.exchanges_completed, j.layers, j.sandbox_ref,
-            j.environment_ref, j.workspace_digest, occurred_at
-            FROM {facts_of("'stage.marked'", STAGE)}""",
-        f"""INSERT INTO snapshot_events SELECT position, j.ref, replace(type, 'snapshot.', ''), j.layer, j.run, j.stage, j.node,
-            j.path, j.sha256, j.image_id, j.engine, j.tar_sha256, j.tar_path, coalesce(j.reason, j.error), occurred_at, actor
-            FROM {facts_of(SNAPSHOT_TYPES, SNAPSHOT)}""",
-    ),
+    columns=(STAGE_MARKS, SNAPSHOT_EVENTS),
     views={
         # The latest mark per stage: a later import may correct where an earlier one placed it (domain/run.py).
         "stages": """SELECT run, stage, node, exchanges_completed, layers, sandbox_ref, environment_ref, workspace_digest,

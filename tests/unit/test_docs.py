@@ -1,5 +1,5 @@
-"""Docs that cannot drift: the README tour names every command and only options that exist; ARCHITECTURE.md's
-module and read-model tables match the files and the projections."""
+"""Docs that cannot drift: the README tour names every command and only options that exist; docs/modules.md's
+module and read-model tables match the files and the projections; every file ARCHITECTURE.md names exists."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ NORMAL_TIMEOUT = (
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 ARCHITECTURE = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+MODULES = (ROOT / "docs" / "modules.md").read_text(encoding="utf-8")
 ROOMS = ("domain", "adapters", "adapters/importers", "projections", "cli")
 
 
@@ -113,7 +114,7 @@ def test_the_module_table_lists_every_module_once() -> None:
         for path in (ROOT / room).glob("*.py")
         if path.name not in ("__init__.py", "__main__.py")
     }
-    listed = table_column(ARCHITECTURE, "Modules")
+    listed = table_column(MODULES, "Modules")
     assert len(listed) == len(set(listed)), "a module is listed twice"
     assert set(listed) == on_disk, {
         "not listed": sorted(on_disk - set(listed)),
@@ -127,7 +128,7 @@ def test_the_read_model_table_matches_the_projections() -> None:
         for name in projection.docs:
             kind = "view" if name in projection.views else "macro" if "(" in name else "table"
             actual[name] = (kind, projection.name)
-    body = section(ARCHITECTURE, "Read models people query")
+    body = section(MODULES, "Read models people query")
     listed = {
         name: (kind, projection)
         for name, kind, projection in re.findall(
@@ -135,6 +136,37 @@ def test_the_read_model_table_matches_the_projections() -> None:
         )
     }
     assert listed == actual
+
+
+def test_every_file_and_name_architecture_points_to_exists() -> None:
+    """ARCHITECTURE.md names files, and its "How to add" steps name what to edit in them (`NAME` in `path`):
+    a file moved or a table renamed fails here, so the steps never send a newcomer to something gone."""
+    assert "(modules.md)" in ARCHITECTURE, "ARCHITECTURE.md must link the module tables"
+    folders = (*ROOMS, "rollout_lineage", "tests/unit")
+
+    def found(path: str) -> Path | None:
+        """A path from the repository's root, or a bare file name (`rundir.py`) in one of the folders."""
+        places = [ROOT / path] if "/" in path else [ROOT / folder / path for folder in folders]
+        return next((place for place in places if place.exists()), None)
+
+    named = re.findall(
+        r"`((?:domain|adapters|projections|cli|tests|docs|examples)/[\w./-]*)`", ARCHITECTURE
+    )
+    named += re.findall(r"`(\w+\.py)`", ARCHITECTURE)
+    missing = [path for path in named if "*" not in path and found(path) is None]
+    steps = section(ARCHITECTURE, "How to add")
+    pairs = re.findall(r"((?:`\w+`(?:, | and )?)+)\s+in\s+`([\w/]+\.py)`", steps)
+    pairs += re.findall(r"(`\w+`) \(`([\w/]+\.py)`\)", steps)
+    assert len(pairs) >= 8, pairs  # the steps still say where each name lives
+    for names, path in pairs:
+        place = found(path)
+        text = place.read_text(encoding="utf-8") if place else ""
+        missing += [
+            f"{name} in {path}"
+            for name in re.findall(r"`(\w+)`", names)
+            if not re.search(rf"\b{name}\b", text)
+        ]
+    assert not missing, f"ARCHITECTURE.md points to what is not there: {missing}"
 
 
 # --- the README's first lines, glossary, output habits and exit codes ---------------------------------

@@ -164,13 +164,13 @@ def test_the_fingerprint_changes_with_the_code_that_evolves_state() -> None:
     from rollout_lineage.domain import run
 
     before = saved_state.fingerprint()
-    evolver = run._EVOLVERS[f.NodeOpened]
+    evolver = run.RUN_HANDLERS.evolvers[f.NodeOpened]
     try:
-        run._EVOLVERS[f.NodeOpened] = run.Run._stage_marked
+        run.RUN_HANDLERS.evolvers[f.NodeOpened] = run.Run._stage_marked
         saved_state.fingerprint.cache_clear()
         assert saved_state.fingerprint() != before
     finally:
-        run._EVOLVERS[f.NodeOpened] = evolver
+        run.RUN_HANDLERS.evolvers[f.NodeOpened] = evolver
         saved_state.fingerprint.cache_clear()
     assert saved_state.fingerprint() == before
 

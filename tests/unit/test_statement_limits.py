@@ -9,6 +9,7 @@ peak RSS is its own (`os.wait4`) and one that escaped fails the test instead of 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -28,30 +29,51 @@ PEAK_BOUND_KB = 520 * 1024
 ENDED_WITHIN_S = 10.0
 
 
+#: Runs its arguments as a child and writes the child's own peak RSS (KB) to the file named by $PEAK_FILE.
+#: The measurement needs this small parent: a child forked from pytest itself starts with pytest's memory as
+#: its high-water mark (Linux keeps the larger of the two across exec), so in a long suite it read ~600 MB.
+MEASURE = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:])\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "open(os.environ['PEAK_FILE'], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def run_sql_measured(
     home: Path, *args: str, stdin: str | None = None
 ) -> tuple[int, str, float, int]:
-    """`lineage sql ARGS` in a subprocess reaped with `os.wait4`: exit code, stderr, seconds, peak RSS (KB)."""
-    command = [sys.executable, "-m", "rollout_lineage.cli", "--home", str(home), "sql", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LINEAGE_DUCKDB_MEMORY": "256MB"}
+    """`lineage sql ARGS` in a subprocess: exit code, stderr, seconds, the child's own peak RSS (KB)."""
+    sql = [sys.executable, "-m", "rollout_lineage.cli", "--home", str(home), "sql", *args]
+    peak_path = home.parent / "peak.txt"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "LINEAGE_DUCKDB_MEMORY": "256MB",
+        "PEAK_FILE": str(peak_path),
+    }
     err_path = home.parent / "stderr.txt"
     in_path = home.parent / "stdin.txt"
     in_path.write_text(stdin or "")
     started = time.monotonic()
     with err_path.open("w") as err, in_path.open() as given:
         child = subprocess.Popen(
-            command, stdin=given, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT
+            [sys.executable, "-c", MEASURE, *sql],
+            stdin=given,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
         )
-        deadline = started + 90  # a guard for the test itself: an escaped statement is killed
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                child.kill()
-            time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, err_path.read_text(), time.monotonic() - started, usage.ru_maxrss
+        try:
+            child.wait(timeout=90)  # a guard for the test itself: an escaped statement is killed
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    peak = int(peak_path.read_text()) if peak_path.exists() else 0
+    return child.returncode, err_path.read_text(), time.monotonic() - started, peak
 
 
 @pytest.fixture
