@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain.errors import InvalidInput
+from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import SignerKey, VerifierKey, batch_message
 from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
@@ -62,21 +62,47 @@ class BatchEvidence:
     provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
 
     def write(
-        self, cursor: Any, ids: Sequence[int], rows: Sequence[Row], store: EvidenceTables
+        self,
+        cursor: Any,
+        ids: Sequence[int],
+        rows: Sequence[Row],
+        store: EvidenceTables,
+        recorded_by: str | None = None,
     ) -> None:
-        """Insert this batch's evidence into `store` with the cursor of its transaction."""
+        """Insert this batch's evidence into `store` with the cursor of its transaction (recorded_by: the
+        role the store authenticated, hashed into the batch's links, or None)."""
         if self.signer is not None:
-            store.insert(cursor, SIGNATURES, [signature_row(self.signer, ids, rows)])
+            _refuse_signed_past(store, cursor, ids[0])
+            store.insert(cursor, SIGNATURES, [signature_row(self.signer, ids, rows, recorded_by)])
         if self.provenance is not None:
             store.insert(cursor, PROVENANCE, self.provenance(ids, rows))
 
 
+def _refuse_signed_past(store: EvidenceTables, cursor: Any, first: int) -> None:
+    """A signed batch at or past the new batch's first position names events that were removed (signatures
+    are written with their events): appending there would reuse their positions. Said plainly, where the
+    insert's duplicate key would read as a lost race and be retried."""
+    last = store.fetch(
+        cursor,
+        f"SELECT first_position, last_position FROM {store.table(SIGNATURES)} "
+        "ORDER BY first_position DESC LIMIT 1",
+    )
+    found = last[0] if last else None
+    if found is not None and found[1] >= first:
+        raise IntegrityFailure(
+            f"refusing to append at position {first}: a signed batch covers positions "
+            f"{found[0]}-{found[1]}, which the log no longer holds (its tail was removed)",
+            hint="run `lineage verify --trusted-keys FILE`, which names the removed events; restore the "
+            "store from a backup; nothing of this batch was appended",
+        )
+
+
 def signature_row(
-    key: SignerKey, ids: Sequence[int], rows: Sequence[Row]
+    key: SignerKey, ids: Sequence[int], rows: Sequence[Row], recorded_by: str | None = None
 ) -> tuple[int, int, str, bytes]:
     """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
     leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
-    message = batch_message(ids[0], ids[-1], leaves)
+    message = batch_message(ids[0], ids[-1], leaves, recorded_by)
     return ids[0], ids[-1], str(key.verifier), ed25519.sign(key, message)
 
 
@@ -124,7 +150,7 @@ def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> Signatur
     report = SignatureReport()
     batches = signatures(store)
     batch = next(batches, None)
-    pending: list[tuple[int, bytes]] = []
+    pending: list[tuple[int, bytes, str | None]] = []
     after = 0
     while rows := store.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
@@ -139,19 +165,32 @@ def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> Signatur
             if batch is None or position < batch[0]:
                 report.add(position, position, "no signature")
                 continue
-            pending.append((position, leaf_of(row) if row[4] is not None else b""))
+            pending.append((position, leaf_of(row) if row[4] is not None else b"", row[5]))
             if position == batch[1]:
                 _judge(batch, pending, keys, report)
                 pending, batch = [], next(batches, None)
         after = rows[-1][0]
     if pending and batch is not None:
         _judge(batch, pending, keys, report)
+        batch = next(batches, None)
+    # A signed batch is written in its events' transaction, so one that starts past the log's last event
+    # (read now, after every batch: a batch appended meanwhile has its events) names events that were there
+    # and are gone: a truncated tail whose chain and tree were made consistent again.
+    leftover = [] if batch is None else [batch, *batches]
+    end = store.max_notification_id() or 0
+    for first, last, signer, _ in (b for b in leftover if b[0] > end):
+        report.add(
+            first,
+            last,
+            f"a signature by {signer.split('+')[0]} covers positions {first}-{last}, but the log "
+            "holds no event there: events were removed",
+        )
     return report
 
 
 def _judge(
     batch: tuple[int, int, str, bytes],
-    events: list[tuple[int, bytes]],
+    events: list[tuple[int, bytes, str | None]],
     keys: dict[tuple[str, bytes], VerifierKey],
     report: SignatureReport,
 ) -> None:
@@ -163,21 +202,23 @@ def _judge(
     key = keys.get((stored_key.name, stored_key.key_id)) if stored_key else None
     if key is None:
         why = f"signed by {signer.split('+')[0]}, not a trusted key"
-        for position, _ in events:
+        for position, _, _ in events:
             report.add(position, position, why)
         return
-    message = batch_message(first, last, [leaf for _, leaf in events])
+    roles = {role for _, _, role in events}  # one batch, one transaction, one role
+    message = batch_message(first, last, [leaf for _, leaf, _ in events], roles.pop())
     if (
         events[0][0] != first
         or events[-1][0] != last
+        or roles  # a second role within one batch
         or not ed25519.signature_valid(key, message, signature)
     ):
-        for position, _ in events:
+        for position, _, _ in events:
             report.add(
                 position,
                 position,
                 f"the signature by {key.name} over positions {first}-{last} does not verify: an event "
-                "of that batch was changed, removed or inserted",
+                "of that batch, or the role that recorded it, was changed, removed or inserted",
             )
         return
     report.signed += len(events)

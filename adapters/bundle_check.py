@@ -27,6 +27,8 @@ from .bundles import FORMAT, belongs, canonical
 TOP = {"format", "runs", "checkpoint", "checkpoint_keys", "origin", "events", "batches", "tars"}
 EVENT = {"position", "leaf_index", "originator_id", "originator_version", "topic", "state", "proof"}
 BATCH = {"first", "last", "signer", "signature", "leaves"}
+#: ... and, from a store that authenticates writers (PostgreSQL), the role the batch's signature covers.
+ROLE = "recorded_by"
 
 
 class BundleBroken(IntegrityFailure):
@@ -184,15 +186,18 @@ def _batches(
     trusted_ids = {(k.name, k.key_id, k.public_key) for k in trusted}
     for number, raw in enumerate(document["batches"], 1):
         at = f"{where}, batch {number}"
-        batch = _need(raw, BATCH, at)
+        batch = _need(raw, BATCH | {ROLE} if isinstance(raw, dict) and ROLE in raw else BATCH, at)
         _exact(batch, at, int, "first", "last")
+        if ROLE in batch:
+            _exact(batch, at, str, ROLE)
         first, last = batch["first"], batch["last"]
         leaves = _hashes(batch["leaves"], at)
         key = VerifierKey.parse(str(batch["signer"]))
         (signature,) = _hashes([batch["signature"]], at)
         if len(leaves) != last - first + 1:
             raise _fail(at, f"{len(leaves)} leaves for positions {first}-{last}")
-        if not ed25519.signature_valid(key, batch_message(first, last, leaves), signature):
+        message = batch_message(first, last, leaves, batch.get(ROLE))
+        if not ed25519.signature_valid(key, message, signature):
             raise _fail(
                 at, f"the signature by {key.name} over positions {first}-{last} does not verify"
             )

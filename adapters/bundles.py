@@ -108,15 +108,25 @@ def _batches(tree: MerkleStore, positions: list[int]) -> list[dict[str, Any]]:
                 hint="run `lineage verify --trusted-keys FILE`",
             )
         leaves = tree.leaf_rows(first_index - 1, last_index - first_index + 1)
-        found.append(
-            {
-                "first": first,
-                "last": last,
-                "signer": signer,
-                "signature": b64(signature),
-                "leaves": [b64(h) for _, _, h in leaves],
-            }
-        )
+        batch = {
+            "first": first,
+            "last": last,
+            "signer": signer,
+            "signature": b64(signature),
+            "leaves": [b64(h) for _, _, h in leaves],
+        }
+        # The role the store authenticated is signed with the leaves (`batch_message`): only where one is.
+        roles = {row[5] for row in tree.recorder.log_rows(first - 1, last, last - first + 1)}
+        if len(roles) > 1:
+            raise IntegrityFailure(
+                f"the signed batch at positions {first}-{last} shows {len(roles)} roles as recorded_by, "
+                "where one transaction has one: the chain was edited",
+                hint="run `lineage verify --trusted-keys FILE`",
+            )
+        role = roles.pop() if roles else None
+        if role is not None:
+            batch["recorded_by"] = role
+        found.append(batch)
     return found
 
 
@@ -155,7 +165,7 @@ def build(
     tree: MerkleStore, runs: list[str], signer: SignerKey | None, with_tars: bool
 ) -> dict[str, Any]:
     tree.catch_up()
-    checkpoint = make_checkpoint(tree)
+    checkpoint = make_checkpoint(tree, to_sign=signer is not None)
     note = Note(checkpoint.text())
     if signer is not None:
         note = ed25519.sign_note(note, signer)

@@ -15,7 +15,7 @@ from typing import Any
 from ..domain import merkle
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.signed_note import Checkpoint, Note
-from .merkle_store import MerkleStore, event_entry_of
+from .merkle_store import MerkleStore, check_against_log, event_entry_of
 from .user_files import read_capped
 
 EMPTY_ORIGIN = "rollout-lineage/empty"
@@ -28,7 +28,19 @@ def origin_of(tree: MerkleStore) -> str:
     return f"rollout-lineage/{leaf.hex()[:16]}"
 
 
-def make_checkpoint(tree: MerkleStore) -> Checkpoint:
+def make_checkpoint(tree: MerkleStore, *, to_sign: bool = False) -> Checkpoint:
+    """The checkpoint of the stored tree. One `to_sign` is first checked against the log (every leaf and
+    node recomputed from the events, as `verify` does): a signature vouches for the root to people who never
+    see the store, so it must never be over a tree someone edited beside the events."""
+    if to_sign:
+        found = check_against_log(tree)
+        if found is not None:
+            raise IntegrityFailure(
+                f"refusing to sign a checkpoint: the stored Merkle tree is not the log's at position "
+                f"{found[0]}: {found[1]}",
+                hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and "
+                "the tree is rebuilt from the events",
+            )
     size = tree.size()
     return Checkpoint(origin_of(tree), size, tree.root(size))
 

@@ -132,19 +132,24 @@ class MerkleStore:
 
     def stored_nodes(self, wanted: list[tuple[int, int, bytes]]) -> dict[tuple[int, int], bytes]:
         """The stored hashes of these complete subtrees (level, index): one range query per level."""
+        with self._read() as c:
+            return self._stored_nodes(c, wanted)
+
+    def _stored_nodes(
+        self, cursor: Any, wanted: list[tuple[int, int, bytes]]
+    ) -> dict[tuple[int, int], bytes]:
         ranges: dict[int, tuple[int, int]] = {}
         for level, index, _ in wanted:
             low, high = ranges.get(level, (index, index))
             ranges[level] = (min(low, index), max(high, index))
         found: dict[tuple[int, int], bytes] = {}
-        with self._read() as c:
-            for level, (low, high) in ranges.items():
-                for idx, h in self._rows(
-                    c,
-                    f"SELECT idx, hash FROM {self.nodes} WHERE level = ? AND idx BETWEEN ? AND ?",
-                    (level, low, high),
-                ):
-                    found[(level, int(idx))] = bytes(h)
+        for level, (low, high) in ranges.items():
+            for idx, h in self._rows(
+                cursor,
+                f"SELECT idx, hash FROM {self.nodes} WHERE level = ? AND idx BETWEEN ? AND ?",
+                (level, low, high),
+            ):
+                found[(level, int(idx))] = bytes(h)
         return found
 
     def leaf_rows(self, after_index: int, limit: int) -> list[tuple[int, int, bytes]]:
@@ -164,6 +169,7 @@ class MerkleStore:
             size
         ):  # a last leaf whose link was deleted: no link hashes from "", so the page is a break
             start = Head(last_position, self.recorder.chain_hash_at(last_position) or "")
+            self._check_last_leaf(size - 1, last_position)
         while True:
             rows = self.recorder.log_rows(last_position, None, PAGE, PAGE_BYTES)
             if not rows:
@@ -177,6 +183,22 @@ class MerkleStore:
             last_position = rows[-1][0]
             known = {(level, index): h for level, index, h in made} | edge
             edge = {c: known[c] for c in merkle.frontier(size)}
+
+    def _check_last_leaf(self, index: int, position: int) -> None:
+        """The tree grows from its last leaf: one for an event not yet in the log (planted ahead of it) would
+        keep the real event's leaf out for good, and every later root would be over it. Two rows read."""
+        with self._read() as c:
+            stored = self.reader(c)(0, index)
+        rows = self.recorder.log_rows(position - 1, position, 1)
+        if not rows or rows[0][0] != position:
+            return  # a removed tail (or a hole): the chain check of the next page and `verify` name it
+        if rows[0][4] is None or leaf_of(rows[0]) != stored:
+            raise IntegrityFailure(
+                f"leaf {index} of the stored Merkle tree, its last, is for position {position}, but the "
+                "log holds another event there: the tree was edited",
+                hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and the "
+                "tree is rebuilt from the events",
+            )
 
     @staticmethod
     def _chain_rows(
@@ -217,6 +239,46 @@ class MerkleStore:
                 [(level, index, h) for level, index, h in made if level > 0],
                 keep_existing=True,
             )
+            self._check_kept(c, size, rows, leaves, made)
+
+    def _check_kept(
+        self,
+        cursor: Any,
+        size: int,
+        rows: list[tuple[Any, ...]],
+        leaves: list[bytes],
+        made: list[tuple[int, int, bytes]],
+    ) -> None:
+        """An insert that finds a row keeps it (another reader wrote the same one), so a row planted ahead of
+        the tree (a node for a subtree not complete yet) would be kept over the one made, and signed into the
+        next checkpoint: every row kept must be the one made. One range query per level."""
+        stored_leaves = self._rows(
+            cursor,
+            f"SELECT idx, position, leaf_hash FROM {self.leaves} WHERE idx BETWEEN ? AND ?",
+            (size, size + len(rows) - 1),
+        )
+        wanted = {
+            (size + i, row[0], leaf) for i, (row, leaf) in enumerate(zip(rows, leaves, strict=True))
+        }
+        found = {(int(i), int(p), bytes(h)) for i, p, h in stored_leaves}
+        different = sorted(i for i, _, _ in found - wanted)
+        if different:
+            raise _planted(0, different[0])
+        inner = [node for node in made if node[0] > 0]
+        stored = self._stored_nodes(cursor, inner)
+        for level, index, h in inner:
+            if stored.get((level, index)) != h:
+                raise _planted(level, index)
+
+
+def _planted(level: int, index: int) -> IntegrityFailure:
+    return IntegrityFailure(
+        f"the stored Merkle tree already held a node at level {level}, index {index} before the events it "
+        "hashes were added, and not their hash: it was planted, and proofs drawn through it would not be "
+        "the log's",
+        hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and the tree "
+        "is rebuilt from the events",
+    )
 
 
 def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
@@ -254,6 +316,20 @@ def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
         return after_position, (
             "the stored Merkle tree's inner nodes do not hash to its leaves; the tree was edited"
         )
+    return _node_ahead(tree, rebuilt.size, after_position)
+
+
+def _node_ahead(tree: MerkleStore, size: int, last_position: int) -> tuple[int, str] | None:
+    """A stored node for a subtree the tree does not complete yet was planted: the next catch-up would keep
+    it over the one it makes. One query (the highest index per level)."""
+    with tree._read() as c:
+        highest = tree._rows(c, f"SELECT level, max(idx) FROM {tree.nodes} GROUP BY level")
+    for level, index in sorted((int(a), int(b)) for a, b in highest):
+        if index >= size >> level:
+            return last_position + 1, (
+                f"the stored Merkle tree holds a node at level {level}, index {index}, for leaves the "
+                f"log does not hold yet (it has {size}): it was planted there"
+            )
     return None
 
 

@@ -38,6 +38,17 @@ def _abort(curs: Any) -> None:
         return
 
 
+def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
+    """Events stored with no position (the column's NOT NULL dropped): every read of the log in position
+    order misses them, while eventsourcing's reads of a stream by its id see them, so a writer would decide
+    on a fact no reader and no `verify` shows. The unique index on positions holds NULLs: asking is cheap."""
+    return IntegrityFailure(
+        f"{what}: {count} stored event(s) have no position (notification_id is NULL): inserted "
+        "outside rollout-lineage, they are missed by every reader of the log and seen by writers",
+        hint=hint,
+    )
+
+
 class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     batch_evidence: BatchEvidence | None = None
 
@@ -88,11 +99,14 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             SQL(
                 "SELECT l.position, l.previous, l.chain_hash, e.last_event, session_user AS role, "
                 "setval(pg_get_serial_sequence(%s, 'notification_id'), "
-                "greatest(coalesce(l.position, 0), 1), coalesce(l.position, 0) > 0) "
+                "greatest(coalesce(l.position, 0), 1), coalesce(l.position, 0) > 0), "
+                "(SELECT count(*) FROM {}.{} WHERE notification_id IS NULL) AS unplaced "
                 "FROM (SELECT max(notification_id) AS last_event FROM {}.{}) e LEFT JOIN LATERAL "
                 "(SELECT position, previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l "
                 "ON true"
             ).format(
+                Identifier(self.datastore.schema),
+                Identifier(self.events_table_name),
                 Identifier(self.datastore.schema),
                 Identifier(self.events_table_name),
                 *self.chain_table,
@@ -100,6 +114,12 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             (f'"{self.datastore.schema}"."{self.events_table_name}"',),
         )
         row = curs.fetchone()
+        if row["unplaced"]:
+            raise _unplaced(
+                row["unplaced"],
+                "refusing to append",
+                "run `lineage verify`; restore the store from a backup; nothing was appended",
+            )
         last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
         position = dense_tail(last, None)[0]
         found = row["last_event"]
@@ -136,7 +156,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             )
             if self.batch_evidence is not None:
                 try:
-                    self.batch_evidence.write(curs, ids, rows, self)
+                    self.batch_evidence.write(curs, ids, rows, self, role)
                 except Exception:  # a signer or provenance error: the batch fails whole
                     _abort(curs)
                     raise
@@ -187,6 +207,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
 
     def chain_rows(self) -> Iterator[ChainRow]:
         schema = Identifier(self.datastore.schema)
+        with self.datastore.transaction(commit=False) as curs:
+            self._refuse_unplaced(curs, "the log is not intact")
         events = self._paged(
             SQL(
                 "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, "
@@ -216,6 +238,16 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         )
         return merge_chain(events, links)
 
+    def _refuse_unplaced(self, curs: Any, what: str) -> None:
+        curs.execute(
+            SQL("SELECT count(*) AS n FROM {}.{} WHERE notification_id IS NULL").format(
+                Identifier(self.datastore.schema), Identifier(self.events_table_name)
+            )
+        )
+        unplaced = curs.fetchone()["n"]
+        if unplaced:
+            raise _unplaced(unplaced, what, "restore the store from a backup")
+
     def existing_originators(self, ids: set[Any]) -> set[Any]:
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
@@ -230,8 +262,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
     ) -> list[tuple[Any, ...]]:
         """`ChainedLog.log_rows`. The byte budget is applied by the server (a running sum of the states'
-        sizes, which PostgreSQL reads without detoasting them): the client receives a whole result at once."""
+        sizes, which PostgreSQL reads without detoasting them): the client receives a whole result at once.
+        Every page first asks for events without a position (one index probe), so no reader shows a log
+        that writers see more of."""
         with self.datastore.transaction(commit=False) as curs:
+            self._refuse_unplaced(curs, "the log cannot be read")
             curs.execute(
                 SQL(
                     "SELECT * FROM (SELECT *, sum(coalesce(octet_length(state), 0)) OVER (ORDER BY "

@@ -78,7 +78,7 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     from ..domain.signed_note import Note
 
     signer = ed25519.load_signer(signer_file) if signer_file else None
-    made = make_checkpoint(lineage.tree())
+    made = make_checkpoint(lineage.tree(), to_sign=signer is not None)
     signed = Note(made.text())
     if signer is not None:
         signed = ed25519.sign_note(signed, signer)
@@ -144,6 +144,13 @@ def _positions(lineage: Lineage, address: str) -> list[int]:
     """POSITION, or every event `lineage history ADDRESS` lists under that node (RUN, RUN:NODE,
     RUN:FORK/ARM or RUN:FORK/#INDEX: the addresses `history` and `diff` take)."""
     if address.isascii() and address.isdigit():
+        # Positions are the stores' 64-bit integers: a larger one would reach SQLite as an OverflowError.
+        if len(address) > 19 or int(address) >= 2**63:
+            raise InvalidInput(
+                f"expected a log position (below 2**63), found {address[:40]!r}"
+                f"{'...' if len(address) > 40 else ''}",
+                hint="`lineage log` lists the positions; `lineage head` shows the last one",
+            )
         return [int(address)]
     from ..projections import history as histories
     from ..projections.run_list import resolve_address

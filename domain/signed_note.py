@@ -25,6 +25,8 @@ ED25519 = 0x01
 MAX_NOTE_BYTES = 64 * 1024
 MAX_SIGNATURES = 64
 DASH = "\u2014"
+#: A tree size is a uint64 (C2SP tlog-checkpoint): 20 decimal digits at most.
+MAX_SIZE_DIGITS = 20
 
 
 def key_id(name: str, public_key: bytes) -> bytes:
@@ -198,9 +200,16 @@ class Checkpoint:
                 hint="give a file `lineage checkpoint` printed",
             )
         size_text = lines[1]
-        if not size_text.isascii() or not size_text.isdigit() or size_text != str(int(size_text)):
+        if (
+            not size_text.isascii()
+            or not size_text.isdigit()
+            or len(size_text) > MAX_SIZE_DIGITS  # before int(): 5,000 digits raised a ValueError
+            or size_text != str(int(size_text))
+            or int(size_text) >= 2**64
+        ):
             raise InvalidInput(
-                f"{where}: expected a tree size without leading zeros, found {size_text!r}"
+                f"{where}: expected a tree size (a whole number below 2**64, without leading zeros), "
+                f"found {size_text[:40]!r}{'...' if len(size_text) > 40 else ''}"
             )
         root = _b64(lines[2], "the root hash")
         if len(root) != 32:
@@ -208,7 +217,17 @@ class Checkpoint:
         return cls(lines[0], int(size_text), root)
 
 
-def batch_message(first: int, last: int, leaves: list[bytes]) -> bytes:
+def batch_message(
+    first: int, last: int, leaves: list[bytes], recorded_by: str | None = None
+) -> bytes:
     """What a writer's key signs for one appended batch: its positions and its events' leaf hashes (each leaf
-    commits to one event's stored bytes and position, so the signature covers exactly those events)."""
-    return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)
+    commits to one event's stored bytes and position, so the signature covers exactly those events), and
+    where the store authenticated the writer (PostgreSQL) the role every event of the batch shows as
+    `recorded_by`, which no leaf holds: a role re-linked into the chain then fails the signature too."""
+    if recorded_by is None:
+        return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(
+            leaves
+        )
+    role = recorded_by.encode()  # length first: a role may hold a newline
+    head = f"rollout-lineage/batch-by\n{len(role)}\n".encode() + role
+    return head + f"\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(leaves)
