@@ -18,15 +18,15 @@ from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure, ReadLimitExceeded
 from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.settings import Settings
-from tests.conftest import Cli
-from tests.raw_store import CHAINED_ROLE, raw_store
-from tests.scenarios import nightly_run_facts
-from tests.unit.test_statement_limits import (
+from tests.cli.test_statement_limits import (
     ENDED_WITHIN_S,
     PEAK_BOUND_KB,
     home_with_a_run,  # noqa: F401 (a fixture)
     run_sql_measured,
 )
+from tests.conftest import Cli
+from tests.raw_store import CHAINED_ROLE, raw_store
+from tests.scenarios import nightly_run_facts
 
 
 @pytest.fixture
