@@ -62,7 +62,7 @@ def _read_object(folder: RunFolder, name: str) -> tuple[dict[str, Any] | None, s
     try:
         value = folder.read_json(name)
     except InvalidInput as exc:
-        return None, f"{name}: {exc.expected if hasattr(exc, 'expected') else exc}"
+        return None, str(exc)  # the reader's own message names the file and what is wrong
     if not isinstance(value, dict):
         return None, f"{name}: expected a JSON object"
     return value, None

@@ -17,7 +17,7 @@ from ...domain.application import Entry
 from .fields import build
 from .keys import run_key
 from .plan import RunPlan
-from .review import SKILL_MODES, read_rollout, review_rollout
+from .review import read_rollout, review_rollout
 from .review_input import CONFIG_NAMES, Rollout
 from .rundir import RunFolder, parse_time
 
@@ -62,7 +62,7 @@ def _registration(key: str, rollout: Rollout, where: str) -> f.RunRegistered:
         task=rollout.task or Path(key).name,
         agent=rollout.harness,
         model=config.get("model") or (rollout.result or {}).get("model"),
-        skill_mode=SKILL_MODES.get(str(rollout.skill_mode)) if rollout.skill_mode else None,
+        skill_mode=rollout.skill_mode,  # read_rollout spelled it in our words already
         sandbox=config.get("sandbox") or config.get("environment"),
         trial=str(trial) if trial is not None else None,
     )
@@ -92,7 +92,8 @@ def import_rollout_folder(path: Path) -> RunPlan:
     status = STATUSES.get(str(result.get("status") or "").lower()) or (
         "failed" if result.get("error") else "completed"
     )
-    entries = [Entry(_registration(key, rollout, where), started)]
+    registration = _registration(key, rollout, where)
+    entries = [Entry(registration, started)]
     entries += [Entry(fact, finished or started) for fact in _outcome(key, result, where)]
     entries.append(
         Entry(
@@ -112,7 +113,7 @@ def import_rollout_folder(path: Path) -> RunPlan:
         f.EvidenceObserved,
         where,
         run=key,
-        trial=_registration(key, rollout, where).trial,
+        trial=registration.trial,
         review=review_rollout(rollout),
     )
     entries.append(Entry(evidence, finished or started))
