@@ -7,8 +7,15 @@ Harness API::
         position = lineage.record([facts.RunRegistered(run="job/task__1", task="task")]).position
 """
 
+from __future__ import annotations
+
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING
+
+if (
+    TYPE_CHECKING
+):  # not at run time: `typing`'s first import is the slowest part of `lineage` start-up
+    from typing import Any
 
 __all__ = ["Entry", "Lineage", "bootstrap", "facts", "in_memory", "open_store"]
 #: Loaded on first use, so `lineage --help` and other light imports of the package stay light.
