@@ -10,7 +10,7 @@ a hidden name, verified, and only then renamed into place: the final name only e
 
 What was exported, with which digests, is read from the domain's Snapshot aggregates (the log itself). The read
 models only answer what an aggregate cannot (which refs belong to a run, which refs recorded this tar's digest)
-through the `Catalog` port; its implementation (`projections/snapshot_queries.py`) opens them for one query at a
+through the `Catalog` port; its implementation (`projections/reports/snapshot_queries.py`) opens them for one query at a
 time, so a long `docker load` never holds the DuckDB lock.
 """
 
@@ -92,7 +92,7 @@ class RunExports:
 
 
 class Catalog(Protocol):
-    """The read-model questions imports ask (`projections/snapshot_queries.py` answers them)."""
+    """The read-model questions imports ask (`projections/reports/snapshot_queries.py` answers them)."""
 
     def run_exports(self, run: str, stages: Sequence[str] = ()) -> RunExports:
         """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""

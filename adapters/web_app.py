@@ -6,7 +6,7 @@ server's own style sheet (no script anywhere, no frames, forms post nowhere but 
 the page through Jinja2 with autoescape on; a bind other than loopback needs a token, checked in constant
 time on every request (a `?token=` visit leaves an HttpOnly cookie so links work), and the Host header must
 name the bind (a page elsewhere cannot rebind its name to 127.0.0.1 and read the answers). What is read
-comes through the `Reads` port (`projections/served_reads.py`), so this module knows HTTP, not SQL.
+comes through the `Reads` port (`projections/reports/served_reads.py`), so this module knows HTTP, not SQL.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from synthetic import EVENTS_PER_RUN, batches
 from rollout_lineage.adapters.jsonl import parse_lines
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections import exports
+from rollout_lineage.projections.reports import exports
 from rollout_lineage.settings import Settings
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -265,7 +265,7 @@ REBUILD_CHILD = (
 import os, sys, time
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
-from rollout_lineage.projections import runner
+from rollout_lineage.projections.engine import runner
 from rollout_lineage.settings import Settings
 lineage = Lineage(Settings.from_env({}, home=sys.argv[1], actor="bench@lab"))
 target = sys.argv[2]

@@ -3,7 +3,7 @@
 The store is built from examples/ (plus `--runs N` synthetic runs of `bench/synthetic.py`, 12 events each),
 the application is the one `lineage serve` runs, under uvicorn in a thread of this process, and one
 keep-alive client asks sequentially (bounded: `--requests` per figure, after a few warm-up requests).
-Answers are remembered per log position (`projections/served_reads.py`), so the `*_after_a_write` figures
+Answers are remembered per log position (`projections/reports/served_reads.py`), so the `*_after_a_write` figures
 append one event before each timed request: catch-up, reopening the file and the queries all count there.
 Goals (issue #25): p50 <= 20 ms for the API, a run page under 300 ms.
 
@@ -31,7 +31,7 @@ from rollout_lineage.adapters.web_app import build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.served_reads import ServedReads
+from rollout_lineage.projections.reports.served_reads import ServedReads
 from rollout_lineage.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

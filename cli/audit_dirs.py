@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..bootstrap import Lineage
-from ..projections.audit import BLOCKER, EXIT_CODES, NOT_PUBLISHABLE, PUBLISHABLE, Finding
-from ..projections.audit_parity import compare_batches
-from ..projections.audit_report import audit_report
-from ..projections.history_text import as_json
+from ..projections.reports.audit import BLOCKER, EXIT_CODES, NOT_PUBLISHABLE, PUBLISHABLE, Finding
+from ..projections.reports.audit_parity import compare_batches
+from ..projections.reports.audit_report import audit_report
+from ..projections.reports.history_text import as_json
 from .output import note
 
 
@@ -27,7 +27,7 @@ def _scratch(paths: list[Path]) -> Iterator[tuple[Any, Lineage, list[tuple[str, 
 
     from ..adapters.importers.service import import_runs
     from ..bootstrap import in_memory
-    from ..projections.runner import open_read_models
+    from ..projections.engine.runner import open_read_models
 
     with tempfile.TemporaryDirectory(prefix="lineage-audit-") as home:
         scratch = in_memory(home, actor="lineage audit")

@@ -140,10 +140,10 @@ def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
 def show(path: str, key_values: tuple[str, ...]) -> None:
     """Verify a bundle, then print its runs' trees and the audit verdict, built in a throwaway store."""
     from ..adapters.bundle_check import entries
-    from ..projections import tree_view
-    from ..projections.audit_report import audit_report
-    from ..projections.audit_text import render_audit
-    from ..projections.runner import open_read_models
+    from ..projections.engine.runner import open_read_models
+    from ..projections.reports import tree_view
+    from ..projections.reports.audit_report import audit_report
+    from ..projections.reports.audit_text import render_audit
     from ..settings import Settings
 
     report = _read(path, key_values)

@@ -14,7 +14,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from ..projections.runner import ReadModels
+    from ..projections.engine.runner import ReadModels
 
 AS_OF_HELP = (
     "What the log held at this log position or recording time (when the facts were recorded here, "
@@ -35,7 +35,7 @@ def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def occurred_moment(text: str | None) -> datetime | None:
-    from ..projections.timeparse import parse_moment
+    from ..projections.engine.timeparse import parse_moment
 
     return parse_moment(text, "--occurred-before") if text is not None else None
 
@@ -45,7 +45,7 @@ def read_models(
     lineage: Lineage, as_of: str | None = None, occurred_before: str | None = None
 ) -> Iterator[ReadModels]:
     # Here, not at the top: write commands share this module (`split_address`) and need no DuckDB.
-    from ..projections.runner import open_read_models, resolve_as_of
+    from ..projections.engine.runner import open_read_models, resolve_as_of
 
     moment = occurred_moment(occurred_before)
     position = resolve_as_of(lineage, as_of)
@@ -54,7 +54,7 @@ def read_models(
     models = open_read_models(lineage, as_of=position)
     try:
         if moment is not None:
-            from ..projections.occurred import keep_only_occurred_before
+            from ..projections.engine.occurred import keep_only_occurred_before
 
             keep_only_occurred_before(models.db, moment, models.position)
         yield models

@@ -152,8 +152,8 @@ def _positions(lineage: Lineage, address: str) -> list[int]:
                 hint="`lineage log` lists the positions; `lineage head` shows the last one",
             )
         return [int(address)]
-    from ..projections import history as histories
-    from ..projections.run_list import resolve_address
+    from ..projections.reports import history as histories
+    from ..projections.reports.run_list import resolve_address
     from .common import read_models
 
     with read_models(lineage) as models:

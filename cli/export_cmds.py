@@ -12,9 +12,9 @@ from ..adapters.duckdb_store import ReadModelDB
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..domain.vocabulary import canonical_json
-from ..projections import exports
-from ..projections.run_list import resolve_run
-from ..projections.runner import resolve_as_of
+from ..projections.engine.runner import resolve_as_of
+from ..projections.reports import exports
+from ..projections.reports.run_list import resolve_run
 from .common import (
     as_of_option,
     complete_runs,
@@ -168,7 +168,7 @@ def openlineage(
     """
     import json
 
-    from ..projections import openlineage as ol
+    from ..projections.reports import openlineage as ol
     from ..settings import tool_version
 
     emit = ol.Emitter(namespace, "urn:" + tool_version().replace(" ", ":"))
@@ -195,7 +195,7 @@ def parquet(
 
     Files of the same names are replaced, and only once all of them were written. Lists what it wrote.
     """
-    from ..projections.parquet import export_parquet
+    from ..projections.reports.parquet import export_parquet
 
     written = export_parquet(
         lineage, directory, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)

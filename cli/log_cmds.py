@@ -149,7 +149,7 @@ def _recorded_runs(lineage: Lineage, *given: str | None) -> list[str | None]:
     """Each RUN as other commands take it (an id, or a prefix of exactly one), refused when no run has it: an
     empty log listing for a mistyped run would read as "nothing happened"."""
     from ..domain.errors import UnknownSubject
-    from ..projections.run_list import LIST_RUNS_HINT, resolve_run
+    from ..projections.reports.run_list import LIST_RUNS_HINT, resolve_run
     from .common import read_models
 
     resolved: list[str | None] = []
@@ -279,7 +279,7 @@ def _read_models_differing(
     that end before the walk's last event break the report (they do not describe the same log)."""
     if not report.intact:
         return []
-    from ..projections.runner import differences_from_rebuild
+    from ..projections.engine.runner import differences_from_rebuild
 
     position, differing = differences_from_rebuild(lineage)
     chain_end = report.head.position if report.head else 0

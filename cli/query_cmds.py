@@ -9,9 +9,10 @@ import time
 import click
 
 from ..bootstrap import Lineage
-from ..projections.read_only import read_only_models
-from ..projections.runner import PROJECTIONS, rebuild, resolve_as_of
-from ..projections.user_sql import run_reads
+from ..projections.engine.read_only import read_only_models
+from ..projections.engine.runner import rebuild, resolve_as_of
+from ..projections.engine.user_sql import run_reads
+from ..projections.read_models.registry import PROJECTIONS
 from .common import as_of_option, occurred_moment, read_models
 from .output import POSITION, note, output_options, write_rows
 
@@ -179,8 +180,8 @@ def runs_command(
     fmt: str,
 ) -> None:
     """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
-    from ..projections.run_list import COLUMNS, list_runs
-    from ..projections.timeparse import parse_moment
+    from ..projections.engine.timeparse import parse_moment
+    from ..projections.reports.run_list import COLUMNS, list_runs
 
     moment = parse_moment(since, "--since") if since else None
     with read_models(lineage, as_of, occurred_before) as models:

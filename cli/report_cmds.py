@@ -58,8 +58,8 @@ def arms(
 
     Example: lineage arms ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root
     """
-    from ..projections import arms as arm_tables
-    from ..projections.run_list import resolve_address
+    from ..projections.reports import arms as arm_tables
+    from ..projections.reports.run_list import resolve_address
 
     if all_tasks and not stats:
         raise click.UsageError("--all-tasks pools arms for --stats; add --stats, or leave it out")
@@ -80,7 +80,7 @@ def arms(
 def _arm_stats(
     db: ReadModelDB, run: str, fork: str | None, baseline: str | None, every_task: bool, fmt: str
 ) -> None:
-    from ..projections import arm_stats
+    from ..projections.reports import arm_stats
 
     if fork is not None:
         raise click.UsageError(
@@ -123,9 +123,9 @@ def report(
 
     Example: lineage report ablate-2026-11-02__10-15-00/ablation/csv-dedupe --to report.html
     """
-    from ..projections import report as reports
-    from ..projections.report_html import render
-    from ..projections.run_list import resolve_run
+    from ..projections.reports import report as reports
+    from ..projections.reports.report_html import render
+    from ..projections.reports.run_list import resolve_run
 
     integrity = lineage.verify().summary()
     with read_models(lineage, as_of, occurred_before) as models:

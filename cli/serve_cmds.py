@@ -20,7 +20,7 @@ class ChainChecks:
     """The hash chain as the pages show it: walked in full when the server starts (as `lineage report`
     walks it), then, at each later log position, the head that walk ended at must still be in the log with
     the same hash (a rewritten or truncated log is caught) while the events after it were checked against
-    the chain as the read models caught up on them (`projections/paging.py`). A full walk per write took
+    the chain as the read models caught up on them (`projections/engine/paging.py`). A full walk per write took
     5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one."""
 
     def __init__(self, lineage: Lineage) -> None:
@@ -105,7 +105,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     import uvicorn
 
     from ..adapters.web_app import build_app
-    from ..projections.served_reads import ServedReads
+    from ..projections.reports.served_reads import ServedReads
 
     listening = listen(host, port)
     reads = ServedReads(lineage, ChainChecks(lineage))

@@ -20,7 +20,7 @@ from ..adapters.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
-from ..projections import snapshot_queries
+from ..projections.reports import snapshot_queries
 from .common import as_of_option, read_models
 from .output import note, output_options, write_document, write_line, write_rows
 

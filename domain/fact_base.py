@@ -28,18 +28,18 @@ def _text(value: str) -> str:
     return value
 
 
-def _plain_json(value: Any, depth: int = 0) -> Any:
+def plain_json(value: Any, depth: int = 0) -> Any:
     """Free-form values (provenance, rewards, timing) must be plain, finite, shallow JSON, or the log could not
     store them faithfully (NaN turns into null, deep nesting cannot be serialised)."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):
         return {
-            _text(str(k)) if isinstance(k, str) else k: _plain_json(v, depth + 1)
+            _text(str(k)) if isinstance(k, str) else k: plain_json(v, depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [_plain_json(item, depth + 1) for item in value]
+        return [plain_json(item, depth + 1) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"expected a finite number, found {value!r}")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
@@ -53,7 +53,7 @@ Text = Annotated[str, AfterValidator(_text)]
 Key = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_text)]
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(plain_json)]
 #: Strict: `true` is not a reward and "1" is not a number (lax pydantic would turn both into 1.0); 1 still is.
 Number = Annotated[float, Strict()]
 Seconds = Annotated[float, Strict(), Field(ge=0)]
@@ -109,7 +109,7 @@ __all__ = [
     "Key",
     "Model",
     "Text",
-    "_plain_json",
     "as_utc",
+    "plain_json",
     "time_zone_of",
 ]

@@ -20,8 +20,8 @@ from .fact_base import (
     Key,
     Number,
     Text,
-    _plain_json,
     as_utc,
+    plain_json,
     time_zone_of,
 )
 from .fact_base import Fact as Fact  # re-exported: `facts.Fact` is the API's name for the base
@@ -249,7 +249,7 @@ class RunFinished(Fact):
     finished_at: Text | None = None
     time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
     # Number, not Seconds: benchflow subtracts naive local times, so a run across a DST fall-back has a negative total.
-    timing: Annotated[dict[str, Number], AfterValidator(_plain_json)] = Field(default_factory=dict)
+    timing: Annotated[dict[str, Number], AfterValidator(plain_json)] = Field(default_factory=dict)
     trajectory: TrajectorySource | None = None
     #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it can serve.
     exchanges_recorded: Count | None = None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the write side loads on first write: read commands never ne
     from .adapters.store_url import StoreURL
     from .domain.application import Entry, LineageApp, Recorded
     from .domain.facts import Fact
-    from .projections.runner import ReadModels
+    from .projections.engine.runner import ReadModels
 
 
 class Lineage:
@@ -187,7 +187,7 @@ class Lineage:
         return tree
 
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> ReadModels:
-        from .projections.runner import open_read_models
+        from .projections.engine.runner import open_read_models
 
         return open_read_models(self, as_of=as_of, catch_up_now=catch_up)
 
@@ -201,7 +201,7 @@ class Lineage:
     ) -> list[dict[str, Any]]:
         """The read API: a read-only query over caught-up read models (or the log `as_of` a position), one dict per
         row; `$name` placeholders take `params`, never pasted into the SQL. Same rules as `lineage sql`."""
-        from .projections.user_sql import run_reads
+        from .projections.engine.user_sql import run_reads
 
         with self._reader(as_of) as db:
             columns, rows = run_reads(db, query, params, timeout=timeout)
@@ -237,13 +237,13 @@ class Lineage:
         how: str,
         timeout: float | None,
     ) -> Any:
-        from .projections.user_sql import fetch_reads
+        from .projections.engine.user_sql import fetch_reads
 
         with self._reader(as_of) as db:
             return fetch_reads(db, query, params, how, timeout=timeout)
 
     def _reader(self, as_of: int | None) -> Any:
-        from .projections.read_only import read_only_models
+        from .projections.engine.read_only import read_only_models
 
         return read_only_models(self, as_of)
 

@@ -435,7 +435,7 @@ def ablation_report(
     built here; the project's own attribution module computes them (it is tested against benchflow's rules in
     tests/unit/test_attribution.py), so a comparison with an export exercises everything else.
     """
-    from rollout_lineage.projections import attribution as attr
+    from rollout_lineage.projections.reports import attribution as attr
 
     children = [n for n in _preorder(run) if "delta" in run.nodes[n].state] if tree_written else []
     rows, outcomes = [], []

@@ -19,7 +19,7 @@ from hypothesis import settings
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage, in_memory
 from rollout_lineage.cli.main import cli
-from rollout_lineage.projections import runner
+from rollout_lineage.projections.read_models.registry import PROJECTIONS
 from rollout_lineage.settings import CEILING_ENV, Settings
 
 # CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss); a developer's
@@ -88,7 +88,7 @@ def open_lineage(store_url: str, home: Path | str) -> Lineage:
 
 def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
     """Every projection table's rows (positions aside), to compare a caught-up database with a fresh rebuild."""
-    names = sorted(name for p in runner.PROJECTIONS for name in p.tables)
+    names = sorted(name for p in PROJECTIONS for name in p.tables)
     return {
         name: db.connection.execute(
             f"SELECT * EXCLUDE (position) FROM {name} ORDER BY ALL"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...domain.errors import InvalidInput, LineageError
 from .benchflow_mainline import MAINLINE_KIND
-from .benchflow_staged import containment_for
+from .benchflow_staged.staged_import import containment_for
 from .continuation import CONTINUE_KIND
 from .harbor import looks_like_trial
 from .keys import run_key

@@ -28,8 +28,9 @@ from ...domain.errors import (
     MalformedJSON,
     StoreUnavailable,
 )
-from . import benchflow_mainline, benchflow_staged, harbor
+from . import benchflow_mainline, harbor
 from .benchflow_common import result_missing
+from .benchflow_staged import staged_import as benchflow_staged
 from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, Skipped, survey
 from .plan import RunPlan
 from .rollout_folder import import_rollout_folder

@@ -9,7 +9,7 @@ import pytest
 
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.cut_point import (
+from rollout_lineage.projections.reports.cut_point import (
     ReplayCutPointError,
     resolve_exchanges,
     resolve_stage,

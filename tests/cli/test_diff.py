@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rollout_lineage.bootstrap import Lineage
-from rollout_lineage.projections.diff import compare_tests
+from rollout_lineage.projections.reports.diff import compare_tests
 from tests import audit_scenarios as s
 from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, ablate_run_facts

@@ -15,23 +15,33 @@ from click.testing import CliRunner
 from rollout_lineage.cli.main import cli, interrupted
 from rollout_lineage.domain.errors import LineageError
 from rollout_lineage.domain.vocabulary import STAGES
-from rollout_lineage.projections import audit
-from rollout_lineage.projections.attribution import PASS_REWARD
-from rollout_lineage.projections.audit import EXIT_CODES, SLOT_FIELDS
-from rollout_lineage.projections.audit_gate import ORACLE
-from rollout_lineage.projections.outcome_words import STATUS_WORDS, V_MEANING
-from rollout_lineage.projections.runner import PROJECTIONS
+from rollout_lineage.projections.read_models.outcome_words import (
+    PASS_REWARD,
+    STATUS_WORDS,
+    V_MEANING,
+)
+from rollout_lineage.projections.read_models.registry import PROJECTIONS
+from rollout_lineage.projections.reports import audit
+from rollout_lineage.projections.reports.audit import EXIT_CODES, SLOT_FIELDS
+from rollout_lineage.projections.reports.audit_gate import ORACLE
 from tests.conftest import Cli
 
-NORMAL_TIMEOUT = (
-    '"normal_timeout"'  # the healthy timeout's result word, as `projections/audit.py` spells it
-)
+NORMAL_TIMEOUT = '"normal_timeout"'  # the healthy timeout's result word, as `projections/reports/audit.py` spells it
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 ARCHITECTURE = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
 MODULES = (ROOT / "docs" / "modules.md").read_text(encoding="utf-8")
-ROOMS = ("domain", "adapters", "adapters/importers", "projections", "cli")
+ROOMS = (
+    "domain",
+    "adapters",
+    "adapters/importers",
+    "adapters/importers/benchflow_staged",
+    "projections/read_models",
+    "projections/engine",
+    "projections/reports",
+    "cli",
+)
 
 
 def command_tree() -> dict[tuple[str, ...], click.Command]:

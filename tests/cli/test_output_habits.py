@@ -294,7 +294,7 @@ def test_list_commands_stream_from_the_read_models(examples: Cli) -> None:
     import types
 
     from rollout_lineage.bootstrap import Lineage
-    from rollout_lineage.projections import run_list, snapshot_queries
+    from rollout_lineage.projections.reports import run_list, snapshot_queries
     from rollout_lineage.settings import Settings
 
     lineage = Lineage(Settings.from_env({}, home=examples.home), may_create=False)

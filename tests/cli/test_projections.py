@@ -18,8 +18,9 @@ from rollout_lineage.adapters.importers.ctrf import parse_ctrf
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections import runner
-from rollout_lineage.projections.base import Projection
+from rollout_lineage.projections.engine import runner
+from rollout_lineage.projections.read_models.base import Projection
+from rollout_lineage.projections.read_models.registry import PROJECTIONS
 from rollout_lineage.settings import Settings
 from tests.conftest import Cli
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
@@ -88,7 +89,7 @@ def test_a_projection_whose_version_changed_rebuilds_itself(
         models.db.execute("DELETE FROM fork_children")  # damage that only a rebuild repairs
     bumped = tuple(
         Projection(**{**p.__dict__, "version": p.version + 1}) if p.name == "forks" else p
-        for p in runner.PROJECTIONS
+        for p in PROJECTIONS
     )
     monkeypatch.setattr(runner, "PROJECTIONS", bumped)
     with lineage.read_models() as models:

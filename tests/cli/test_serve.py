@@ -22,7 +22,7 @@ from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.served_reads import ServedReads
+from rollout_lineage.projections.reports.served_reads import ServedReads
 from rollout_lineage.settings import Settings
 from tests.conftest import EXAMPLES, Cli
 from tests.scenarios import ABLATE_RUN
@@ -206,7 +206,7 @@ def test_sql_csv_download_and_row_limit(client: TestClient) -> None:
 
 
 def test_sql_timeout_is_enforced(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rollout_lineage.projections import served_reads
+    from rollout_lineage.projections.reports import served_reads
 
     monkeypatch.setattr(served_reads, "SQL_TIMEOUT_S", 0.2)
     slow = client.get("/api/sql", params={"q": "SELECT count(*) FROM range(10000000000)"})

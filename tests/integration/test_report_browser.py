@@ -123,7 +123,7 @@ def test_in_chromium_at_1280_px_the_page_fits_and_draws_what_the_read_models_hol
     than the window; each box's colour in a screenshot is its status's colour, and its drawn text the reward
     the `runs`/`children` views hold (a step draws none); the hover title holds the whole label; a
     continuation links to the run it continues."""
-    from rollout_lineage.projections.tree_view import OUTCOME_COLOURS
+    from rollout_lineage.projections.reports.tree_view import OUTCOME_COLOURS
     from tests.browser_cdp import Chromium, chromium_binary, png_pixels
 
     binary = chromium_binary()

@@ -23,7 +23,7 @@ from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.errors import ConflictingFact
-from rollout_lineage.projections import runner
+from rollout_lineage.projections.engine import runner
 from tests.conftest import EXAMPLES, Cli, open_lineage, table_contents
 
 RUN = "shared/run"
@@ -320,7 +320,7 @@ def test_kill_9_during_catch_up_resumes_to_a_fresh_rebuild(tmp_path: Path) -> No
             "-c",
             (
                 "import sys; from rollout_lineage.bootstrap import Lineage; from rollout_lineage.settings import Settings; "
-                "from rollout_lineage.projections import runner; from rollout_lineage.adapters.duckdb_store import ReadModelDB; "
+                "from rollout_lineage.projections.engine import runner; from rollout_lineage.adapters.duckdb_store import ReadModelDB; "
                 f"l = Lineage(Settings.from_env({{}}, home={str(home)!r})); db = ReadModelDB.open(l.settings.projections_path); "
                 "runner.ensure_schema(db, l.store_url.redacted()); "
                 "runner.catch_up(db, l.app.recorder, page=500, inside_page=lambda high: print(high, flush=True))"

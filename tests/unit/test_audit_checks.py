@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_lineage.projections import audit
-from rollout_lineage.projections.audit import BLOCKER, QUARANTINE, WARNING, Finding
-from rollout_lineage.projections.cut_point import cut_point_problems
+from rollout_lineage.projections.reports import audit
+from rollout_lineage.projections.reports.audit import BLOCKER, QUARANTINE, WARNING, Finding
+from rollout_lineage.projections.reports.cut_point import cut_point_problems
 
 
 def run_row(**overrides: object) -> dict:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_lineage.projections import audit_gate as gate
-from rollout_lineage.projections.audit import Finding
+from rollout_lineage.projections.reports import audit_gate as gate
+from rollout_lineage.projections.reports.audit import Finding
 
 
 def evidence_row(**overrides: object) -> dict:

@@ -12,7 +12,7 @@ import pytest
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections import paging, runner
+from rollout_lineage.projections.engine import paging, runner
 from tests.conftest import table_contents
 from tests.interrupts import when_main_thread_inside
 from tests.scenarios import ablate_run_facts, nightly_run_facts

@@ -21,9 +21,9 @@ from pydantic import BaseModel
 
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.gate_facts import TokenUsage
-from rollout_lineage.projections import events as events_table
-from rollout_lineage.projections import runs
-from rollout_lineage.projections.base import (
+from rollout_lineage.projections.read_models import event_rows as events_table
+from rollout_lineage.projections.read_models import runs
+from rollout_lineage.projections.read_models.base import (
     POSITION,
     Columns,
     Projection,
@@ -32,7 +32,7 @@ from rollout_lineage.projections.base import (
     facts,
     through,
 )
-from rollout_lineage.projections.runner import PROJECTIONS
+from rollout_lineage.projections.read_models.registry import PROJECTIONS
 
 #: Fact fields (`Fact.field` or `Fact.field.nested`) no read model projects, each with why.
 #: Empty today: every field is projected. An entry must name a field no read model reads (checked below).

@@ -1,0 +1,131 @@
+"""Custody of a fork's mounted artifacts, as benchflow's `MountedArtifacts` (branch_artifacts.py) leaves it on disk.
+
+Three phases, three different facts:
+- **hold**: before the first child, the parent's `agent/ artifacts/ verifier/` entries move to
+  `branches/<node>/parent/`. A hold that fails raises before any child runs (no fork in tree.json), so it is
+  seen only as a left-over hold at a node without a fork, which the run importer reports and leaves unrecorded.
+- **hand-off**: after each child (in the child loop's `finally`), what it wrote through the shared mounts moves to
+  `branches/<node>/children/<child>/mounted/`: each such directory is a `custody.handed_off` for that child with
+  its files. A failed move is recorded on the guard (`custody_failures`, never raised there) and raised by
+  `raise_pending()` once the child's outcome is recorded, which ends the fork; its message, "branch could not
+  capture a child's <dir> output under <child>/mounted (...)", reaches disk only in `ablation.json`'s `error`, and
+  is a `custody.failed` in phase `hand-off` for that child (what did move is preserved in its `mounted/`).
+- **release**: after the last child, the held entries move back; the hold directory is removed only when every
+  entry came back. A hold still on disk is a `custody.failed` in phase `release`, preserved where it lies, with
+  benchflow's message when the report carries one ("branch could not restore the parent's ..." or "unexpected
+  entries remain after release ...").
+A hand-off failure and a release failure of the same fork are two facts, never one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from ....domain import facts as f
+from ..fields import build
+from ..rundir import RunFolder, file_size, sha256_file
+from .tree import ForkGroup
+
+MOUNTED = "mounted"
+HAND_OFF = re.compile(r"branch could not capture a child's (\S+) output under (\S+) \(")
+RELEASE = re.compile(
+    r"branch could not restore the parent's |unexpected entries remain after release"
+)
+
+
+def child_dir(node: str, child: str) -> str:
+    return f"branches/{node}/children/{child}"
+
+
+def entries(folder: RunFolder, relative: str, warnings: list[str]) -> tuple[f.CustodyEntry, ...]:
+    """Every regular file under `relative`, with its digest and size (links and special files are named, not kept)."""
+    files, left_out = folder.regular_files(relative)
+    if left_out:
+        warnings.append(
+            f"{folder.root / relative}: custody entries hold regular files only, so {', '.join(left_out)} "
+            f"{'is' if len(left_out) == 1 else 'are'} not recorded; recover "
+            f"{'it' if len(left_out) == 1 else 'them'} from there by hand if needed"
+        )
+    return tuple(
+        build(f.CustodyEntry, str(path), path=name, sha256=sha256_file(path), size=file_size(path))
+        for name, path in files
+    )
+
+
+def hand_off(
+    folder: RunFolder, run: str, group: ForkGroup, index: int, warnings: list[str]
+) -> f.CustodyHandedOff | None:
+    """The child's `mounted/` archive as a hand-off, or None when the child has none (a fresh-rollout child that
+    wrote nothing through the parent's mounts, or a run whose directory benchflow did not know)."""
+    location = f"{child_dir(group.node, group.children[index].id)}/{MOUNTED}"
+    if not folder.is_dir(location):
+        return None
+    return build(
+        f.CustodyHandedOff,
+        str(folder.root / location),
+        run=run,
+        fork=group.fork_id,
+        index=index,
+        location=location,
+        entries=entries(folder, location, warnings),
+    )
+
+
+def reported_messages(*errors: str | None) -> list[str]:
+    """benchflow joins the guard's failures with "; "; each starts with "branch could not" or "unexpected"."""
+    text = "; ".join(e for e in errors if e)
+    starts = [
+        m.start()
+        for m in re.finditer(r"branch could not |unexpected entries remain after release", text)
+    ]
+    return [
+        text[a:b].rstrip("; ").strip()
+        for a, b in zip(starts, [*starts[1:], len(text)], strict=False)
+    ]
+
+
+def hand_off_failures(
+    folder: RunFolder, run: str, group: ForkGroup, messages: list[str]
+) -> list[f.CustodyFailed]:
+    """One `custody.failed` in phase hand-off per reported capture failure of a child of this fork."""
+    children = {child.id: index for index, child in enumerate(group.children)}
+    out = []
+    for message in messages:
+        found = HAND_OFF.search(message)
+        if found is None:
+            continue
+        target = PurePosixPath(found.group(2))
+        if (
+            target.name != MOUNTED
+            or target.parent.parent.name != "children"
+            or target.parent.parent.parent.name != group.node
+            or target.parent.name not in children
+        ):
+            continue  # another fork's hand-off
+        index = children[target.parent.name]
+        location = f"{child_dir(group.node, target.parent.name)}/{MOUNTED}"
+        out.append(
+            build(
+                f.CustodyFailed,
+                message,
+                run=run,
+                fork=group.fork_id,
+                phase="hand-off",
+                index=index,
+                preserved_location=location if folder.is_dir(location) else None,
+                error=message,
+            )
+        )
+    return out
+
+
+def release_error(messages: list[str], hold: str, held: int) -> str:
+    """benchflow's own release message when the report carries it, else what the files show."""
+    reported = [m for m in messages if RELEASE.match(m)]
+    if reported:
+        return "; ".join(reported)
+    return (
+        f"the custody hold {hold} was left behind: the parent's mounted artifacts moved there before the children "
+        f"ran were never moved back ({held} files remain there)"
+    )

@@ -1,0 +1,179 @@
+"""`lineage arms RUN[:FORK]`: one row per arm, one column per test, flips marked (dvc `exp show` style).
+
+The baseline is the run itself (its own reward and CTRF tests, row `parent`) unless another arm is named; a
+cell whose outcome differs from the baseline's is a flip, listed in the row's `flips`. Tests whose outcome is
+not the same in every arm that reported tests are the fork's `differing` tests (what `ablation.json` calls
+`differing_tests`). Test names are shortened per arm as benchflow shortens them (only when that stays
+unambiguous within that arm's report), so the parent's and the arms' columns line up. An arm not reporting a
+test has no value in that column: "not reported", never a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...adapters.duckdb_store import ReadModelDB
+from ...domain.errors import UnknownSubject
+from ..read_models.outcome_words import run_status
+from .attribution import short_test_name
+from .exports import require_run
+
+PARENT = "parent"
+FIXED_COLUMNS = ("fork", "arm", "node", "status", "reward")
+FLIP_MARK = "(flip)"
+
+
+@dataclass
+class ArmsTable:
+    """The rows (baseline first), the test columns in order, and per fork the tests that differ between arms."""
+
+    run: str
+    baseline: str
+    tests: list[str]
+    rows: list[dict[str, Any]]
+    differing: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (*FIXED_COLUMNS, *self.tests, "flips")
+
+
+def short_names(tests: dict[str, str]) -> dict[str, str]:
+    """One report's tests under short names when shortening keeps them apart, else as written."""
+    short = {name: short_test_name(name) for name in tests}
+    if len(set(short.values())) != len(short):
+        return dict(tests)
+    return {short[name]: status for name, status in tests.items()}
+
+
+def _tests_by_owner(
+    db: ReadModelDB, run: str
+) -> dict[tuple[str | None, int | None], dict[str, str]]:
+    found: dict[tuple[str | None, int | None], dict[str, str]] = {}
+    for row in db.rows(
+        "SELECT fork, idx, test, status FROM tests WHERE run = ? ORDER BY position", [run]
+    ):
+        found.setdefault((row["fork"], row["idx"]), {}).setdefault(row["test"], row["status"])
+    return {owner: short_names(tests) for owner, tests in found.items()}
+
+
+def _forks(db: ReadModelDB, run: str, fork: str | None) -> list[str]:
+    known = [
+        r["fork"] for r in db.rows("SELECT fork FROM forks WHERE run = ? ORDER BY position", [run])
+    ]
+    if fork is None:
+        return known
+    if fork not in known:
+        raise UnknownSubject(
+            f"expected fork {fork!r} of run {run!r}, found forks {known}",
+            hint=f"`lineage tree {run}` shows the run's forks",
+        )
+    return [fork]
+
+
+def split_run_fork(db: ReadModelDB, address: str) -> tuple[str, str | None]:
+    """RUN or RUN:FORK; a recorded run whose key itself holds a colon is taken whole."""
+    run, sep, fork = address.rpartition(":")
+    if not sep or db.scalar("SELECT count(*) FROM runs WHERE run = ?", [address]):
+        return address, None
+    return run, fork
+
+
+def arms_table(
+    db: ReadModelDB, run: str, fork: str | None = None, baseline: str = PARENT
+) -> ArmsTable:
+    """RUN's arms (every fork, or FORK's) against `baseline`: `parent` or the name of an arm in each fork."""
+    run_row = require_run(db, run)
+    tests = _tests_by_owner(db, run)
+    rows: list[dict[str, Any]] = []
+    if baseline == PARENT:
+        rows.append(
+            {
+                "fork": None,
+                "arm": PARENT,
+                "node": "root",
+                "status": run_status(run_row),
+                "reward": run_row["reward"],
+                "tests": tests.get((None, None)),
+            }
+        )
+    differing: dict[str, list[str]] = {}
+    for fork_id in _forks(db, run, fork):
+        arms = [
+            {
+                "fork": fork_id,
+                "arm": child["arm"],
+                "node": child["node"],
+                "status": child["status"],
+                "reward": child["reward"],
+                "tests": tests.get((fork_id, child["child_index"])),
+            }
+            for child in db.rows(
+                "SELECT arm, node, status, reward, child_index FROM children "
+                "WHERE run = ? AND fork = ? ORDER BY child_index",
+                [run, fork_id],
+            )
+        ]
+        if baseline != PARENT and baseline not in {arm["arm"] for arm in arms}:
+            raise UnknownSubject(
+                f"expected an arm {baseline!r} in fork {fork_id!r} to compare against, "
+                f"found arms {[arm['arm'] for arm in arms]}",
+                hint="name one of those arms with --baseline, or leave it out to compare with the parent run",
+            )
+        differing[fork_id] = _differing([arm["tests"] for arm in arms])
+        rows.extend(arms)
+    return _flatten(run, baseline, rows, differing)
+
+
+def _differing(reported: list[dict[str, str] | None]) -> list[str]:
+    tested = [tests for tests in reported if tests is not None]
+    if len(tested) < 2:
+        return []
+    names = sorted({name for tests in tested for name in tests})
+    return [name for name in names if len({tests.get(name) for tests in tested}) > 1]
+
+
+def _flips(own: dict[str, str], base: dict[str, str]) -> list[str]:
+    """Tests both reported whose outcomes differ (a test one side did not report is no flip)."""
+    return sorted(name for name in own.keys() & base.keys() if own[name] != base[name])
+
+
+def _is_baseline(row: dict[str, Any], baseline: str) -> bool:
+    """The parent row (no fork: an arm may be named "parent" too), or the arm of that name in its fork."""
+    return row["arm"] == baseline and (row["fork"] is None) == (baseline == PARENT)
+
+
+def _flatten(
+    run: str, baseline: str, rows: list[dict[str, Any]], differing: dict[str, list[str]]
+) -> ArmsTable:
+    """One column per test; each row's `flips`: the tests where it differs from its baseline."""
+    names = sorted({name for row in rows for name in (row["tests"] or {})})
+    # the parent is one baseline for every fork; a named arm is each fork's own
+    reference = {row["fork"]: row["tests"] or {} for row in rows if _is_baseline(row, baseline)}
+    flat = []
+    for row in rows:
+        own = row.pop("tests") or {}
+        base = reference.get(None if baseline == PARENT else row["fork"], {})
+        row["flips"] = [] if _is_baseline(row, baseline) else _flips(own, base)
+        flat.append({**row, **{name: own.get(name) for name in names}})
+    return ArmsTable(run, baseline, names, flat, differing)
+
+
+def marked_rows(table: ArmsTable) -> list[dict[str, Any]]:
+    """The rows for people: a flipped cell says so (machine formats keep the bare outcome and `flips`)."""
+    return [
+        {
+            **row,
+            **{name: f"{row[name]} {FLIP_MARK}" for name in row["flips"]},
+            "flips": len(row["flips"]),
+        }
+        for row in table.rows
+    ]
+
+
+def legend(table: ArmsTable) -> str:
+    between = "; ".join(
+        f"fork {fork}: {', '.join(names) or 'none'}" for fork, names in table.differing.items()
+    )
+    return f"{FLIP_MARK}: differs from {table.baseline}; tests differing between arms: {between or 'no forks'}"

@@ -1,0 +1,174 @@
+"""What `lineage serve` reads: the store's read models held open read-only, caught up when the log moved.
+
+One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole answer should), checked
+against the log's last position before each request (one cheap query): when a writer appended, the file is
+caught up on a writable connection and reopened read-only, as `lineage sql` does. Every query is one of the
+commands' own (`run_list`, `report`, `diff`, `audit_report`, `user_sql`); requests take turns on the connection.
+
+A view of these read models costs ~10 ms to plan and run even on a few runs (the `runs` view joins six
+tables), and a run page asks ~30 of them, so answers are remembered for the log position they were read at
+(the read models are a function of the log prefix): a repeated page costs a lookup, and the first request
+after the log moved empties the memory. Users' SQL is never remembered (`now()`, `random()`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+from ...adapters.duckdb_store import ReadModelDB
+from ...domain.errors import InvalidInput
+from ..engine.paging import tracked_position
+from ..engine.read_only import held_read_only_models
+from ..engine.runner import OpenedStore
+from ..engine.timeparse import parse_moment
+from ..engine.user_sql import run_reads
+from .audit_report import audit_report
+from .diff import diff_document
+from .report import RunReport, built_from, run_report
+from .report_html import STYLE, esc, node_id, tree_svg
+from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, resolve_run
+
+#: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was cut.
+SQL_ROW_LIMIT = 10_000
+#: Seconds a statement may run, as `lineage sql`'s default --timeout.
+SQL_TIMEOUT_S = 30.0
+#: How many distinct values a filter offers to choose from.
+FACET_LIMIT = 200
+FACETS = ("task", "agent", "model", "outcome", "skill_mode")
+#: How many answers are remembered for the current log position.
+REMEMBERED = 512
+T = TypeVar("T")
+
+
+class ServedReads:
+    """The read side of `lineage serve` (the web adapter's `Reads` port)."""
+
+    filters: tuple[str, ...] = PAGE_FILTERS
+    sorts: tuple[str, ...] = tuple(SORTS)
+    sql_row_limit: int = SQL_ROW_LIMIT
+    tree_style: str = STYLE
+
+    def __init__(self, lineage: OpenedStore, integrity: Any) -> None:
+        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked only when an answer shows
+        it (a run page, the audit), once per log position."""
+        self._lineage = lineage
+        self._integrity_of = integrity
+        self._lock = threading.Lock()
+        self._db: ReadModelDB | None = None
+        self._position = -1
+        self._integrity: tuple[int, dict[str, Any]] | None = None
+        self._memo: OrderedDict[Hashable, Any] = OrderedDict()
+
+    @contextmanager
+    def _current(self) -> Iterator[ReadModelDB]:
+        """The held connection, caught up first if a writer appended since the last request."""
+        with self._lock:
+            head = self._lineage.log.max_notification_id() or 0
+            if self._db is None or head != self._position:
+                self.close_unlocked()
+                self._memo.clear()
+                self._db = held_read_only_models(self._lineage)
+                self._position = tracked_position(self._db)
+            yield self._db
+
+    def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
+        """`read`'s answer at the current log position: read once, then remembered until the log moves."""
+        with self._current() as db:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+            answer = read(db)
+            self._memo[key] = answer
+            if len(self._memo) > REMEMBERED:
+                self._memo.popitem(last=False)
+            return answer
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    def _chain(self) -> dict[str, Any]:
+        if self._integrity is None or self._integrity[0] != self._position:
+            self._integrity = (self._position, self._integrity_of())
+        return self._integrity[1]
+
+    def close_unlocked(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_unlocked()
+
+    def runs(
+        self, filters: dict[str, str | None], since: str | None, sort: str, page: int, size: int
+    ) -> RunPage:
+        moment: datetime | None = parse_moment(since, "since") if since else None
+        return self._remembered(
+            ("runs", tuple(sorted(filters.items())), moment, sort, page, size),
+            lambda db: page_runs(db, filters, since=moment, sort=sort, page=page, size=size),
+        )
+
+    def facets(self) -> dict[str, list[str]]:
+        """The values each exact-match filter can take, for the runs page's choices."""
+        lists = ", ".join(
+            f"list(DISTINCT {_facet(name)} ORDER BY {_facet(name)}) "
+            f"FILTER (WHERE {_facet(name)} IS NOT NULL)[:{FACET_LIMIT}] AS {name}"
+            for name in FACETS
+        )
+
+        def read(db: ReadModelDB) -> dict[str, list[str]]:
+            row = db.rows(f"SELECT {lists} FROM runs")[
+                0
+            ]  # one pass over the view, not one per filter
+            return {name: row[name] or [] for name in FACETS}
+
+        return self._remembered("facets", read)
+
+    def run(self, given: str) -> tuple[RunReport, str, dict[str, str]]:
+        """One run's report, its tree drawn as `lineage report` draws it, and our element id of each node."""
+        report = self._remembered(
+            ("run", given),
+            lambda db: run_report(db, resolve_run(db, given), self._chain(), self._position),
+        )
+        ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
+        return report, tree_svg(report, 0), ids
+
+    def compare(self, a: str, b: str) -> dict[str, Any]:
+        with self._current() as db:
+            return diff_document(db, resolve_address(db, a), resolve_address(db, b), self._position)
+
+    def audit(self) -> dict[str, Any]:
+        return self._remembered(
+            "audit", lambda db: audit_report(db, self._chain(), position=self._position)
+        )
+
+    def head(self) -> str | None:
+        return self._remembered("head", built_from)
+
+    def escape(self, value: Any) -> str:
+        return esc(value)
+
+    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]:
+        """`lineage sql`'s check and limits (reads only, the memory cap, the timeout), at most
+        `SQL_ROW_LIMIT` rows; the flag says whether there were more."""
+        if not query.strip():
+            raise InvalidInput("expected an SQL query (q=SELECT ...), found none")
+        with self._current() as db:
+            columns, stream = run_reads(db, query, timeout=SQL_TIMEOUT_S)
+            rows: list[tuple[Any, ...]] = []
+            for row in stream:
+                if len(rows) == SQL_ROW_LIMIT:
+                    return columns, rows, True
+                rows.append(row)
+            return columns, rows, False
+
+
+def _facet(name: str) -> str:
+    return "coalesce(outcome, 'pending')" if name == "outcome" else name
