@@ -1,7 +1,8 @@
 """Each fact is decided and evolved by methods registered next to it (`domain/decisions.Handlers`).
 
 A new fact is its class in `facts.FACT_TYPES` and two decorated methods on its aggregate; these tests fail
-when a fact has no decider or no evolver, or when two methods claim one fact.
+when a fact has no decider or no evolver, or when two methods claim one fact. They also fail when a fact
+has no line of history (`SUMMARIES`), where it would show as its bare type.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rollout_lineage.domain.decisions import Handlers
 from rollout_lineage.domain.fork import FORK_HANDLERS
 from rollout_lineage.domain.run import FORK_FACTS, RUN_HANDLERS
 from rollout_lineage.domain.snapshot import SNAPSHOT_HANDLERS
+from rollout_lineage.projections.reports.history_text import SUMMARIES
 
 AGGREGATES = (RUN_HANDLERS, SNAPSHOT_HANDLERS)
 
@@ -24,6 +26,16 @@ def test_every_fact_is_decided_and_evolved_by_exactly_one_aggregate() -> None:
         assert len(deciding) == 1 and deciding == evolving, (cls.__name__, deciding, evolving)
     registered = {cls for h in AGGREGATES for cls in h.deciders}
     assert registered == set(f.FACT_TYPES)
+
+
+def test_every_fact_reads_as_a_line_of_history() -> None:
+    types = [f.fact_type(cls) for cls in f.FACT_TYPES]
+    missing = [name for name in types if name not in SUMMARIES]
+    assert not missing, (
+        f"expected a line in SUMMARIES (projections/reports/history_text.py) for every fact type, "
+        f"found none for {missing}: `lineage history` would print the bare type"
+    )
+    assert set(SUMMARIES) <= set(types), set(SUMMARIES) - set(types)
 
 
 @pytest.mark.parametrize("handlers", [RUN_HANDLERS, FORK_HANDLERS, SNAPSHOT_HANDLERS])

@@ -96,7 +96,11 @@ def unprojected(
 
 
 def test_every_fact_field_is_projected_or_ignored_with_a_reason() -> None:
-    assert unprojected(f.FACT_TYPES, PROJECTIONS, IGNORED) == []
+    missing = unprojected(f.FACT_TYPES, PROJECTIONS, IGNORED)
+    assert not missing, (
+        f"expected every fact field in a read model's column list or in IGNORED with a reason, "
+        f"found neither for {missing}"
+    )
 
 
 def test_each_ignored_field_exists_is_unprojected_and_says_why() -> None:
