@@ -166,7 +166,8 @@ def test_an_event_and_its_column_added_the_way_architecture_says(tmp_path: Path)
     assert "'RunLabelled', [], []" in output  # no aggregate decides or evolves it
     assert "'RunLabelled.run', 'RunLabelled.label'" in output  # its fields reach no read model
 
-    # 3. Decide and evolve it: two decorated methods on Run, its state started in Run.__init__.
+    # 3. Decide and evolve it: two decorated methods on Run (the decider with is_new_or_same), its
+    # state set up in Run.__init__.
     code.edit(
         "domain/run.py",
         "        self.report: f.AblationReported | None = None",
