@@ -73,11 +73,11 @@ def memory_bounded(budget: int) -> Iterator[None]:
     Why: a list, a string or a hash set built inside one DuckDB function call
     (`list_distinct(range(20000000))`, `repeat('a', 1500000000)`, `list_sort`) is allocated beside
     the buffer manager, so such a call ran 20-45 s to a 4 GB peak under a 256 MB `memory_limit` and
-    a 2 s timeout (DuckDB 2.0.1). RLIMIT_DATA counts every private writable mapping (malloc, jemalloc's arenas, mmap): an
-    allocation past it fails inside DuckDB as `OutOfMemoryException` ("bad allocation"), so the
-    statement ends at the bound (peak RSS ~350 MB at a 256 MB cap). Only the soft limit moves, so
-    putting it back needs no privilege. It bounds the whole process meanwhile: the read API's caller
-    shares it."""
+    a 2 s timeout (DuckDB 2.0.1). RLIMIT_DATA counts every private writable mapping (malloc,
+    jemalloc's arenas, mmap): an allocation past it fails inside DuckDB as `OutOfMemoryException`
+    ("bad allocation"), so the statement ends at the bound (peak RSS ~350 MB at a 256 MB cap). Only
+    the soft limit moves, so putting it back needs no privilege. It bounds the whole process
+    meanwhile: the read API's caller shares it."""
     mapped = mapped_bytes() if resource is not None else None
     if mapped is None:
         yield  # no /proc (not Linux): only DuckDB's own cap and the watchdog hold
