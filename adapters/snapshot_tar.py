@@ -1,9 +1,8 @@
 """Offline, streaming verification of `docker save` tars: what the members' digests must match.
 
-Snapshot tars are gigabytes, `manifest.json` usually comes after the layers, and an untrusted file
-must not be trusted to hold still between two reads, so the tar is read once, front to back, and
-never extracted (`tar_stream` reads and hashes, `tar_members` walks). Hostile input never raises:
-every finding is a sentence in `TarReport.problems`.
+A snapshot tar is gigabytes, `manifest.json` usually follows the layers, and an untrusted file may
+not hold still between two reads, so it is read once, front to back, never extracted (`tar_stream`,
+`tar_members`). Hostile input never raises: each finding is a sentence in `TarReport.problems`.
 """
 
 from __future__ import annotations
