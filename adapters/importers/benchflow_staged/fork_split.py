@@ -50,10 +50,10 @@ class NodeForks:
 
     def fork(self, start: int, end: int) -> bool:
         """Whether children[start:end] can be one fork's children: each `branch()` attaches `n >= 2`
-        children, but a child that raised (neither `reward` nor `unscored`) ends its fork at once,
-        so it is the last of its fork and a fork of one is a child that raised; ablation.json's arms
-        name the children of the one fork `bench eval ablate` made, so a fork holds all of them or
-        none."""
+        children, but a child that raised (neither `reward` nor `unscored`) ends its fork at once
+        (the arms after it have no node), so it is the last of its fork, and a fork of one is a
+        child that raised (or the only child in its run); ablation.json's arms name the children of
+        the one fork `bench eval ablate` made, so a fork holds all of them or none."""
         if self.run_of[start] != self.run_of[end - 1] or self._next_raised[start] < end - 1:
             return False
         if (
