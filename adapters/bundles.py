@@ -1,19 +1,8 @@
-"""Run bundles: the events of some runs, exactly as stored, with everything needed to check them elsewhere.
+"""Run bundles: some runs' events exactly as stored, with everything needed to check them elsewhere.
 
-A bundle is one canonical JSON document (sorted keys, no spaces, ASCII, one trailing newline), so that every
-byte of the file is either checked against a proof or a signature, or re-derived from what is and compared:
-
-- `checkpoint`: the signed note of the tree they are proven against; `checkpoint_keys` the verifier keys that
-  signed it (trust comes from the reader's `--key`, the embedded key only lets a flipped byte be found);
-- `origin`: leaf 0 with its inclusion proof, so the checkpoint's origin line is checked too;
-- `events`: each event's stored fields (its `state` is the stored JSON text) and its inclusion proof;
-- `batches`: the signed batches those events came from, with every leaf of the batch (other runs' events
-  appear only as leaf hashes), the signer's verifier key and the signature;
-- `tars`: the snapshot tars the events record as exported (ref, sha256) and, with --with-tars, their bytes;
-- `runs`: the run keys bundled, which must be exactly the runs the events are about.
-
-What it does not prove: that the bundle holds *every* event of those runs (a tree proves membership, not
-absence); the reader sees which positions are bundled.
+Every byte of a bundle is either checked against a proof or a signature, or re-derived from what is
+and compared (`canonical`, `build`). It does not prove that it holds *every* event of those runs (a
+tree proves membership, not absence); the reader sees which positions are bundled.
 """
 
 from __future__ import annotations
@@ -40,6 +29,8 @@ def b64(data: bytes) -> str:
 
 
 def canonical(document: dict[str, Any]) -> bytes:
+    """A bundle's one canonical JSON form (sorted keys, no spaces, ASCII, one trailing newline), so
+    the reader can re-derive the file's bytes from what it checked."""
     return (
         json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
         + b"\n"
@@ -164,6 +155,18 @@ def _read_tar(path: Path, digest: str, ref: str) -> bytes:
 def build(
     tree: MerkleStore, runs: list[str], signer: SignerKey | None, with_tars: bool
 ) -> dict[str, Any]:
+    """The bundle of `runs`:
+    - `checkpoint`: the signed note of the tree they are proven against; `checkpoint_keys` the
+      verifier keys that signed it (trust comes from the reader's `--key`, the embedded key only
+      lets a flipped byte be found);
+    - `origin`: leaf 0 with its inclusion proof, so the checkpoint's origin line is checked too;
+    - `events`: each event's stored fields (its `state` is the stored JSON text) and its inclusion
+      proof;
+    - `batches`: the signed batches those events came from, with every leaf of the batch (other
+      runs' events appear only as leaf hashes), the signer's verifier key and the signature;
+    - `tars`: the snapshot tars the events record as exported (ref, sha256) and, with `with_tars`,
+      their bytes;
+    - `runs`: the run keys bundled, which must be exactly the runs the events are about."""
     tree.catch_up()
     checkpoint = make_checkpoint(tree, to_sign=signer is not None)
     note = Note(checkpoint.text())

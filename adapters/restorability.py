@@ -1,19 +1,9 @@
-"""Whether a snapshot can be restored now, checked where it can be: its tars on disk and its image in an engine.
+"""Whether a snapshot can be restored now, checked where it can be: tars on disk, images in an
+engine.
 
-The read models say what the log believes (`snapshots.restorable`): an import, an export or an adoption was
-recorded, or a capture with no discard. Nothing records a `docker rmi` or a deleted tar, so a check looks:
-
-- without `--check`, an exported snapshot's tar must still be where `snapshots import` would look (as before),
-  and the engine is not asked (`image_check` says so);
-- with `--check`, a snapshot whose restorability rests on recorded evidence (an import, an export or an
-  adoption) is restorable only while one of its recorded tars (exported, imported from, adopted) still has its
-  recorded sha256, or the engine reached holds one of its recorded image ids (asked by id, never by ref: a
-  retagged ref proves nothing, a renamed image still restores). Without an engine that answers, the tars decide
-  as before and the reason says the image was not checked, and why.
-
-A bare capture of a sandbox records no image id: the engine is asked for its ref (the image the harness
-committed under it), and a capture whose ref names no image there is not restorable, the reason naming the
-engine asked. An environment layer is not an image: it stays as the log says.
+The read models say what the log believes (`snapshots.restorable`: an import, an export or an
+adoption was recorded, or a capture with no discard); nothing records a `docker rmi` or a deleted
+tar, so a check looks (`check_restorable`).
 """
 
 from __future__ import annotations
@@ -66,8 +56,15 @@ def check_restorable(
     check: bool,
     engine: DockerEngine | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each `snapshots` row, its `restorable`, `restorable_because` and `image_check` updated by what the
-    disk (and, with `check`, the engine) shows. The engine is asked once, on the first row that needs it."""
+    """Each `snapshots` row, its `restorable`, `restorable_because` and `image_check` updated by
+    what the disk (and, with `check`, the engine) shows. The engine is asked once, on the first row
+    that needs it.
+
+    Without `check`, an exported snapshot's tar must still be where `snapshots import` would look,
+    and the engine is not asked (`image_check` says so). With `check`, a snapshot whose
+    restorability rests on recorded evidence (an import, an export or an adoption) goes to
+    `_check_against`, a bare sandbox capture to `_check_capture`; an environment layer is not an
+    image, and stays as the log says."""
     view: EngineView | None = None
     for row in rows:
         run_dirs_of = run_dirs.get(row["run"] or "", [])
@@ -90,7 +87,9 @@ def _bare_sandbox_capture(row: dict[str, Any]) -> bool:
 
 
 def _check_capture(row: dict[str, Any], view: EngineView) -> None:
-    """A capture records its ref, not an id: the engine is asked which image the ref names."""
+    """A capture records its ref, not an id: the engine is asked which image the ref names (the one
+    the harness committed under it); a ref that names no image there is not restorable, the reason
+    naming the engine asked."""
     if view.unreachable is not None:
         row["image_check"] = f"not checked: {view.unreachable}"
         row["restorable_because"] += f"; the image was not checked ({view.unreachable})"
@@ -170,6 +169,11 @@ def _lose_the_tar(row: dict[str, Any], problem: str) -> None:
 
 
 def _check_against(row: dict[str, Any], run_dirs: list[str], view: EngineView) -> None:
+    """Restorable only while one of its recorded tars (exported, imported from, adopted) still has
+    its recorded sha256, or the engine holds one of its recorded image ids: asked by id, never by
+    ref (a retagged ref proves nothing, a renamed image still restores). Without an engine that
+    answers, the tars decide as without `--check`, and the reason says the image was not checked,
+    and why."""
     tars = _recorded_tars(row)
     problems = []
     backing_tar = None

@@ -1,18 +1,8 @@
-"""Offline, streaming verification of `docker save` tars.
+"""Offline, streaming verification of `docker save` tars: what the members' digests must match.
 
-Design decision: the tar is read exactly once, front to back, in large chunks, and never extracted. The reading
-and hashing live in `tar_stream`: each chunk feeds both the whole-file digest (the `sha256` benchflow records for
-an export, on a second thread) and the digest of the member it belongs to, so verification costs about one plain
-`sha256sum` of the file. `tar_members` walks the members; this module decides what their digests must match.
-
-Why one pass: snapshot tars are gigabytes, `manifest.json` usually comes *after* the layers, and an untrusted file
-must not be trusted to hold still between two reads. So every regular member is hashed on the way past (and, if
-it is a gzip stream, also hashed decompressed, because a diff_id names the uncompressed layer), only small
-JSON-looking members are kept in memory (under `json_cap_bytes` in total), and the cross-checks (config digest,
-layers against `rootfs.diff_ids`, OCI blob names) run at the end on the digests collected.
-
-Hostile input never raises: every finding is a sentence in `TarReport.problems`. Only a path that cannot be read
-at all raises `InvalidInput`.
+A snapshot tar is gigabytes, `manifest.json` usually follows the layers, and an untrusted file may
+not hold still between two reads, so it is read once, front to back, never extracted (`tar_stream`,
+`tar_members`). Hostile input never raises: each finding is a sentence in `TarReport.problems`.
 """
 
 from __future__ import annotations
@@ -83,7 +73,12 @@ class TarReport:
 
 
 class _Scan(MemberWalk):
-    """The walk over the members (`MemberWalk`), then the cross-checks on what it collected."""
+    """The walk over the members (`MemberWalk`), then the cross-checks on what it collected.
+
+    Every regular member is hashed on the way past (a gzip stream also decompressed, because a
+    diff_id names the uncompressed layer) and only small JSON-looking members are kept, so the
+    cross-checks (config digest, layers against `rootfs.diff_ids`, OCI blob names) run at the end on
+    digests."""
 
     def report(self, path: str, tar_sha256: str, size: int) -> TarReport:
         layout = (
@@ -345,9 +340,11 @@ def verify_tar(
 ) -> TarReport:
     """Verify a `docker save` tar in one streaming pass; problems are reported, never raised.
 
-    `member_cap_bytes` bounds the size of any member (and of a decompressed gzip layer) that is hashed;
-    `json_cap_bytes` bounds the total bytes of JSON members (manifest, index, configs) held in memory.
-    Raises `InvalidInput` only when `path` cannot be opened or read as a regular file.
+    `member_cap_bytes` bounds the size of any member (and of a decompressed gzip layer) that is
+    hashed; `json_cap_bytes` bounds the total bytes of JSON members (manifest, index, configs) held
+    in memory. Each chunk feeds both the whole-file digest (the `sha256` benchflow records for an
+    export) and the member's, so verification costs about one plain `sha256sum` of the file. Raises
+    `InvalidInput` only when `path` cannot be opened or read as a regular file.
     """
     shown = os.fspath(path)
     try:

@@ -1,19 +1,7 @@
-"""The limits a statement we did not write runs under: a deadline it cannot outlast, memory it cannot outgrow.
+"""Limits for a statement we did not write: a deadline it cannot outlast, memory it cannot outgrow.
 
-DuckDB's `memory_limit` bounds its buffer manager only: a list, a string or a hash set built inside one
-function call (`list_distinct(range(20000000))`, `repeat('a', 1500000000)`, `list_sort`) is allocated beside
-it, and the interrupt is only looked at between vectors, so such a call ran 20-45 s to a 4 GB peak under a
-256 MB cap and a 2 s timeout. Two bounds close that, measured on DuckDB 2.0.1:
-
-- memory: while DuckDB works on the statement, the process's soft `RLIMIT_DATA` (every private writable
-  mapping: malloc, jemalloc's arenas, mmap) is held at what the process maps now plus the cap and a margin
-  (`headroom`). An allocation past it fails inside DuckDB as `OutOfMemoryException` ("bad allocation"), so the
-  statement ends at the bound (peak RSS ~350 MB at a 256 MB cap). The soft limit is put back after each call;
-  only the soft one moves, so putting it back needs no privilege. It bounds the whole process for that time:
-  the read API's caller shares it while the statement runs.
-- time: a watchdog interrupts the connection at the deadline; a call still running a `GRACE_S` later is one
-  DuckDB does not interrupt. A process of our own (`lineage sql`) then ends with exit 4 naming the timeout
-  (`owning_the_process`); a caller's process is never ended, and there the memory bound is what holds.
+DuckDB's `memory_limit` bounds its buffer manager only, and its interrupt is looked at only between
+vectors, so one huge function call escapes both; `memory_bounded` and `Watchdog` close that.
 """
 
 from __future__ import annotations
@@ -78,9 +66,18 @@ _limit_before: tuple[int, int] | None = None
 
 @contextmanager
 def memory_bounded(budget: int) -> Iterator[None]:
-    """Hold the process's soft RLIMIT_DATA at what it maps now plus `budget` for the duration (with calls
-    running at once in other threads, the highest of their bounds), then put back the limit found before the
-    first of them (a lower one already set is kept)."""
+    """Hold the process's soft RLIMIT_DATA at what it maps now plus `budget` for the duration (with
+    calls running at once in other threads, the highest of their bounds), then put back the limit
+    found before the first of them (a lower one already set is kept).
+
+    Why: a list, a string or a hash set built inside one DuckDB function call
+    (`list_distinct(range(20000000))`, `repeat('a', 1500000000)`, `list_sort`) is allocated beside
+    the buffer manager, so such a call ran 20-45 s to a 4 GB peak under a 256 MB `memory_limit` and
+    a 2 s timeout (DuckDB 2.0.1). RLIMIT_DATA counts every private writable mapping (malloc,
+    jemalloc's arenas, mmap): an allocation past it fails inside DuckDB as `OutOfMemoryException`
+    ("bad allocation"), so the statement ends at the bound (peak RSS ~350 MB at a 256 MB cap). Only
+    the soft limit moves, so putting it back needs no privilege. It bounds the whole process
+    meanwhile: the read API's caller shares it."""
     mapped = mapped_bytes() if resource is not None else None
     if mapped is None:
         yield  # no /proc (not Linux): only DuckDB's own cap and the watchdog hold
@@ -121,8 +118,12 @@ def _leave_bound() -> None:
 class Watchdog:
     """Interrupts a connection `timeout` seconds after it starts, unless `finish` came first.
 
-    `fired` says the deadline was reached, so whatever DuckDB raised after it (an interrupt, or an allocation
-    that failed while it unwound) is told as the timeout."""
+    A call still running `GRACE_S` later is one DuckDB does not interrupt: a process of our own
+    (`lineage sql`, `owning_the_process`) then ends with exit 4 naming the timeout; a caller's
+    process is never ended, and there the memory bound is what holds.
+
+    `fired` says the deadline was reached, so whatever DuckDB raised after it (an interrupt, or an
+    allocation that failed while it unwound) is told as the timeout."""
 
     timeout: float
     interrupt: Callable[[], None]

@@ -1,14 +1,8 @@
-"""Tamper evidence: every stored event is chained to its predecessor by a hash.
+"""Tamper evidence: every stored event is chained to its predecessor by a hash (`link`).
 
-link(n) = sha256(link(n-1) | position | originator id | version | topic | sha256(state)), with link(0) the
-genesis constant; where the store authenticates writers (PostgreSQL) the role that appended the event is
-hashed in too (`| by: role` after the state's digest), so editing who recorded an event breaks the chain like
-editing the event. The links live in their own table, written in the same transaction as the events (see
-`adapters/event_store.py`), so an edited byte, a deleted, inserted or reordered event all break the walk
-at the first bad position. Positions are dense: the first event is at 1 and each one at the previous one's
-position + 1 (the writers' rule, `adapters/event_store.py`), so a gap, a jump or a position at or below 0 is
-named as such. A truncated tail leaves a shorter but valid chain, which is why `head()` exists: a (position,
-hash) pair kept outside the store proves the tail is still there.
+The links live in their own table, written in the same transaction as the events
+(`adapters/event_store.py`), so an edited byte or a deleted, inserted or reordered event breaks the
+walk at the first bad position; a kept `Head` proves the tail is still there.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from typing import Any
 
 from .errors import IntegrityFailure
 
-GENESIS = "sha256:" + "0" * 64
+GENESIS = "sha256:" + "0" * 64  # link(0): the link the first event's is made from
 
 
 def link(
@@ -32,8 +26,12 @@ def link(
     state: bytes,
     recorded_by: str | None = None,
 ) -> str:
-    """The link; `recorded_by` (the authenticated role, None where the store has none or the link was made
-    before roles were chained) follows the state's digest, so the two forms never hash the same input."""
+    """link(n) = sha256(link(n-1) | position | originator id | version | topic | sha256(state)),
+    with link(0) = `GENESIS`. Where the store authenticates writers (PostgreSQL) the role that
+    appended the event is hashed in too (`|by:role` after the state's digest), so editing who
+    recorded an event breaks the chain like editing the event; `recorded_by` is None where the store
+    has none or the link was made before roles were chained, and the two forms never hash the same
+    input."""
     digest = hashlib.sha256()
     digest.update(
         f"{previous_hash}|{position}|{originator_id}|{originator_version}|{topic}|".encode()
@@ -45,7 +43,11 @@ def link(
 
 
 def position_gap(previous_position: int, position: int) -> str | None:
-    """What breaks the dense rule when `position` follows `previous_position` (None when it holds)."""
+    """What breaks the dense rule when `position` follows `previous_position` (None when it holds).
+
+    Positions are dense: the first event is at 1 and each one at the previous one's position + 1
+    (the writers' rule, `adapters/event_store.py`), so a gap, a jump or a position at or below 0 is
+    named as such."""
     if position == previous_position + 1:
         return None
     if position <= previous_position:
@@ -80,6 +82,9 @@ class ChainRow:
 
 @dataclass(frozen=True)
 class Head:
+    """A (position, link) pair, as `lineage head` prints it. A truncated tail leaves a shorter but
+    valid chain, so a head kept outside the store proves the tail is still there (`check_head`)."""
+
     position: int
     chain_hash: str
 

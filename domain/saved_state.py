@@ -1,14 +1,9 @@
-"""Aggregate snapshots: a run's (or a snapshot's) decided state as JSON, so a new process need not replay it.
+"""Aggregate snapshots: a run's (or a snapshot's) decided state as JSON, so a new process need not
+replay its stream.
 
-Deciding a fact needs the aggregate as the log holds it; a process that has not seen the aggregate would
-otherwise replay its whole stream, so recording into a run of 10,000 events would read 10,000 events. Every
-`SAVE_EVERY` events the application keeps the state here (outside the log: never projected, never chained), and
-a new process reads the newest one and only the events after it.
-
-A saved state is a cache, never evidence: it is used only when it was written by code that builds state exactly
-as this code does (`fingerprint`, over the format, the facts' shapes and the bytecode of every method that
-evolves state), and anything that does not decode into the whitelisted types is ignored and the stream replayed.
-`LineageApp.saved_states_differing` replays each one and says where a stored state is not what the log gives.
+Deciding a fact needs the aggregate as the log holds it: without a saved state, recording into a run
+of 10,000 events would read 10,000 events. A saved state is a cache, never evidence: used only when
+this code would build the same state (`usable`), else the stream is replayed.
 """
 
 from __future__ import annotations
@@ -51,8 +46,12 @@ class Saved(NamedTuple):
 
 
 class SavedStates(Protocol):
-    """Where saved states are kept: one per aggregate, the newest (`adapters/saved_states.py` for SQLite and
-    PostgreSQL). Errors are eventsourcing's `PersistenceError`s."""
+    """Where saved states are kept: one per aggregate, the newest (`adapters/saved_states.py` for
+    SQLite and PostgreSQL). Errors are eventsourcing's `PersistenceError`s.
+
+    Every `SAVE_EVERY` events the application keeps the state here, outside the log (never
+    projected, never chained), and a new process reads the newest one and only the events after
+    it."""
 
     def newest(self, originator_id: UUID) -> Saved | None: ...
 
@@ -60,7 +59,9 @@ class SavedStates(Protocol):
         """Replace the aggregate's saved state with this one (unless a newer one of the same topic is kept)."""
 
     def all(self) -> Iterator[tuple[UUID, Saved]]:
-        """Every kept state (for `lineage verify --saved-states`)."""
+        """Every kept state (for `lineage verify --saved-states`:
+        `LineageApp.saved_states_differing` replays each one and says where a stored state is not
+        what the log gives)."""
 
 
 class InMemorySavedStates:
@@ -224,8 +225,10 @@ def decode(stored: bytes, originator_id: UUID, version: int) -> Run | Snapshot:
 
 
 def usable(found: Saved | None, originator_id: UUID) -> Run | Snapshot | None:
-    """The aggregate in a kept state, or None when there is none, it was written by code that evolves state
-    differently, or it is not what `encode` wrote for this stream (then the stream is replayed)."""
+    """The aggregate in a kept state, or None when there is none, it was written by code that
+    evolves state differently (its topic holds another `fingerprint`), or it is not what `encode`
+    wrote for this stream: anything that does not decode into the whitelisted types (`_PARTS`,
+    facts, plain JSON) is ignored, and the stream is replayed."""
     if found is None or found.topic != topic():
         return None
     try:

@@ -1,17 +1,9 @@
-"""benchflow main-line branched trials (`tree.json` with `"kind": "benchflow-branch-tree"`) -> facts.
+"""benchflow main-line branched trials (`tree.json` with `"kind": "benchflow-branch-tree"`) ->
+facts.
 
-A different schema from the PR layout (`docs/benchflow-formats.md` §12): nodes carry only
-`id`/`parent`/`step_id`, and each entry of `forks[]` is a cursor fork with its own 32-hex id, its snapshot
-(`snapshot.sandbox.ref`, `snapshot.environment`), its children's statuses and V. Mapping:
-- nodes that are not fork children -> `run.node_opened`; fork children come with `fork.opened`;
-- each fork -> `snapshot.captured` (stage null, on the fork node) per ref, `snapshot.discarded` when its
-  retention is "deleted", then `fork.opened` (arm = `intervention.label`, zero delta);
-- child `status`: scored -> `fork.child_scored`, unscored -> `fork.child_unscored`, failed ->
-  `fork.child_failed`; cancelled / not_started record no outcome and close the fork as partial;
-- `fork.closed`: completed with the fork's `value` when its status is "completed" and every child has an
-  outcome, else partial with the fork's `error`.
-A child's `observation.json` reward must agree with the tree. `step_id`, usage, timing and intervention
-evidence have no place in the facts and are not recorded (main-line trees are not exported back).
+A different schema from the PR layout (docs/benchflow-formats.md §12): every fork is a cursor fork
+listed in `forks[]` with its snapshot, its children's statuses and V. Main-line trees are not
+exported back, so what has no place in the facts is not recorded.
 """
 
 from __future__ import annotations
@@ -35,6 +27,9 @@ STATUSES = ("scored", "unscored", "failed", "cancelled", "not_started")
 
 
 def import_mainline_run(path: Path) -> RunPlan:
+    """Registration, `run.node_opened` for every node that is not a fork child (those come with
+    `fork.opened`), each fork's facts, then the run's outcome and evidence. `step_id`, usage, timing
+    and intervention evidence have no place in the facts and are not recorded."""
     path = Path(os.path.abspath(path))
     folder = RunFolder(path)
     key = run_key(path)
@@ -108,6 +103,9 @@ def fork_facts(
     position: dict[str, int],
     t0: datetime | None,
 ) -> None:
+    """`fork.opened` and its children's outcomes, then `fork.closed`: completed with the fork's
+    `value` when its status is "completed" and every child has an outcome, else partial with the
+    fork's `error`."""
     fork_id, node = fork.text("id"), fork.text("parent_node")
     children = _fork_children(fork, node, position)
     order = min(position[c.text("node_id")] for c in children) if children else position[node] + 1
@@ -158,7 +156,8 @@ def _fork_children(fork: Fields, node: str, position: dict[str, int]) -> list[Fi
 def _snapshot_facts(
     add: Callable[[int, f.Fact], None], fork: Fields, refs: f.SnapshotRefs, key: str, node: str
 ) -> None:
-    """Each layer the fork snapshotted is captured before it; a deleted one is discarded after it closed."""
+    """Each layer the fork snapshotted is captured before it (`snapshot.captured`, stage null, on
+    the fork node); with retention "deleted" it is discarded after the fork closed."""
     snapshot = fork.obj("snapshot")
     for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)):
         if ref:
@@ -181,6 +180,8 @@ def _snapshot_facts(
 def _fork_opened(
     fork: Fields, key: str, node: str, refs: f.SnapshotRefs, children: list[Fields]
 ) -> f.ForkOpened:
+    """The fork with its children in index order, each arm named by `intervention.label`, zero
+    delta."""
     layers = tuple(
         sorted(
             layer
@@ -219,7 +220,8 @@ def _fork_opened(
 def _child_outcome(
     folder: RunFolder, key: str, fork_id: str, index: int, child: Fields
 ) -> f.Fact | None:
-    """The child's scored, unscored or failed fact; None for a child still pending."""
+    """The child's scored, unscored or failed fact from its `status`; None for `cancelled` and
+    `not_started`, which record no outcome and so close the fork as partial."""
     status = child.string("status")
     if status not in STATUSES:
         raise invalid(child.where("status"), f"one of {list(STATUSES)}", status)
@@ -252,6 +254,7 @@ def _child_outcome(
 
 
 def check_observation(folder: RunFolder, directory: str, child: Fields) -> None:
+    """A child's `observation.json` reward must agree with the tree."""
     relative = f"{directory}/observation.json"
     document = folder.read_json(relative)
     if document is None:

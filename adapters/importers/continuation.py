@@ -1,22 +1,7 @@
 """Continue-run directories (`bench eval continue`): a run that replayed another up to a cut point.
 
-Recognised by `source.kind == "benchflow-continue"` in `config.json` or `result.json`. The run it continues is
-named by `source.continued_from`, an absolute path of the machine that ran it, mapped to a run key by the
-same rule as directories (`keys.py`). The cut point is read from `result.json` only: in host proxy mode the
-config-time block is replaced by the served accounting when the run ends, so a run still in progress has no
-final cut point yet, and recording the provisional one would contradict the final one later.
-
-`configured_k` is `configured_max_exchanges` when present (benchflow's `resolve_cut_point` turns a `--cut-stage`
-into that K too, so a stage cut writes it as well), else `n_replayed_exchanges` for the configured basis (there
-the two are the same number), else unknown; `served_k` is `n_replayed_exchanges`. benchflow validates every cut
-as `0 < K <= n_recorded` (`validate_max_exchanges`) against the source's recording, whose size the block's
-provenance carries as `source.n_recorded_exchanges`: a block outside that range is refused.
-
-Two block layouts exist. The PR-head one (`cut_point_provenance` / `served_cut_point` at benchflow PR #1046's
-head) has `cut_point_digest`, the digest of the whole recorded request body at the last replayed exchange; the
-later one has `recorded_request_digest` / `served_request_digest` over `{messages, tools}`, divergences and a
-workspace digest. Each is recorded as what it is: the PR-head digest as `cut_point_digest`, never as either of
-the later digests, and a block mixing the two layouts is refused.
+The run it continues and the cut point come from the run's `source` block (docs/benchflow-formats.md
+§10 and §15, "Continue-run `source.cut_point`"); each block layout is recorded as what it is.
 """
 
 from __future__ import annotations
@@ -56,6 +41,9 @@ class Continuation:
 
 
 def continuation(files: RunFiles) -> Continuation | None:
+    """A continue-run, recognised by `source.kind == "benchflow-continue"` in `config.json` or
+    `result.json`. The run it continues is `source.continued_from`, an absolute path of the machine
+    that ran it, mapped to a run key by the same rule as directories (`keys.py`)."""
     for doc in (files.config, files.result):
         source = (
             doc.obj("source") if doc is not None and isinstance(doc.raw("source"), dict) else None
@@ -66,6 +54,18 @@ def continuation(files: RunFiles) -> Continuation | None:
 
 
 def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
+    """The `cut_point.served` fact, from `result.json` only: in host proxy mode the config-time
+    block is replaced by the served accounting when the run ends, so a run still in progress has no
+    final cut point yet, and recording the provisional one would contradict the final one later.
+
+    `configured_k` is `configured_max_exchanges` when present (benchflow's `resolve_cut_point` turns
+    a `--cut-stage` into that K too, so a stage cut writes it as well), else `n_replayed_exchanges`
+    for the configured basis (there the two are the same number), else unknown; `served_k` is
+    `n_replayed_exchanges`. Two layouts exist: the PR-head one (`cut_point_provenance` /
+    `served_cut_point` at benchflow PR #1046's head) has `cut_point_digest`, the digest of the whole
+    recorded request body at the last replayed exchange, recorded as `cut_point_digest` and never as
+    either later digest; the later one has `recorded_request_digest` / `served_request_digest` over
+    `{messages, tools}`, divergences and a workspace digest. A block mixing the two is refused."""
     result_source = (
         files.result.obj("source")
         if files.result is not None and files.result.raw("source") is not None
@@ -118,7 +118,10 @@ def cut_point(files: RunFiles, key: str, found: Continuation) -> list[Entry]:
 def check_within_recording(
     block: Fields, found: Continuation, configured: int | None, served: int
 ) -> None:
-    """`0 < K <= n_recorded` (benchflow's `validate_max_exchanges`), n_recorded from the provenance block."""
+    """`0 < K <= n_recorded` (benchflow's `validate_max_exchanges`) for the configured K, and the
+    served count at most n_recorded: the source's recording size, which the provenance block carries
+    as `source.n_recorded_exchanges` (unknown: only `K > 0` is checked). Outside that range is
+    refused."""
     recorded = found.source.integer("n_recorded_exchanges")
     where = block.where(
         "configured_max_exchanges"

@@ -1,15 +1,7 @@
-"""Per-test outcomes from a verifier's `ctrf.json` (pytest-json-ctrf), read the way benchflow reads them.
+"""Per-test outcomes from a verifier's `ctrf.json` (pytest-json-ctrf), read as benchflow reads them.
 
-Only `results.tests[]` entries that are objects with a non-empty string `name` and `status` count; the first
-entry wins when a name repeats; names are kept raw (benchflow's pytest node-id shortening is decided per CTRF
-report, one arm at a time, and is applied at export). A status outside CTRF's vocabulary is refused rather than
-guessed at, because the fact type only admits the five CTRF statuses.
-
-A branch child's outcomes follow benchflow's `artifact_test_outcomes` (docs/benchflow-formats.md §8): a report
-that is missing, empty, unparsable, larger than 64 KiB, not a CTRF object, or lists no test means "not observed"
-(None), never a refused run; the child's own directory is tried before its `mounted/` hand-off, and the first
-that yields outcomes wins. Links out of the run and special files are still refused: they are not a verifier's
-output.
+Names are kept raw: benchflow's pytest node-id shortening is decided per CTRF report, one arm at a
+time, and is applied at export (docs/benchflow-formats.md §8).
 """
 
 from __future__ import annotations
@@ -21,6 +13,7 @@ from ...domain.vocabulary import CtrfStatus
 from .fields import invalid
 from .rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 
+# A status outside these is refused rather than guessed at: the fact type admits only CTRF's five.
 STATUSES = frozenset(get_args(CtrfStatus))
 ARTIFACT_READ_BYTES = (
     64 * 1024
@@ -40,8 +33,9 @@ def parse_ctrf(document: object, where: str) -> dict[str, str]:
 
 
 def _outcomes(tests: list[Any], where: str, *, blank_counts: bool) -> dict[str, str]:
-    """Name -> status of the entries with both (the first entry wins); `blank_counts=False` also skips names and
-    statuses of only white space, as benchflow's `ctrf_test_outcomes` does."""
+    """Name -> status of the `results.tests[]` entries that are objects with a non-empty string
+    `name` and `status` (the first entry wins when a name repeats); `blank_counts=False` also skips
+    names and statuses of only white space, as benchflow's `ctrf_test_outcomes` does."""
 
     def given(text: object) -> TypeGuard[str]:
         return isinstance(text, str) and bool(text if blank_counts else text.strip())
@@ -82,7 +76,10 @@ def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
 
 
 def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | None:
-    """benchflow's `artifact_test_outcomes(root)`: `root/verifier/ctrf.json`, or None when it says nothing."""
+    """benchflow's `artifact_test_outcomes(root)`: `root/verifier/ctrf.json`, or None when it says
+    nothing: a report that is missing, empty, unparsable, larger than 64 KiB, not a CTRF object, or
+    lists no test is "not observed", never a refused run. A link out of the run is not followed and
+    counts as missing; a special file is refused: it is not a verifier's output."""
     path = folder.root / root / "verifier" / "ctrf.json"
     if not path.exists() or not folder.contains(path):
         return None  # missing, dangling, or a link out of the run (never followed): not observed, as benchflow's is_file()
@@ -99,7 +96,8 @@ def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | Non
 
 
 def child_test_outcomes(folder: RunFolder, child_dir: str) -> dict[str, str] | None:
-    """benchflow's `_child_test_outcomes`: the child's own directory, then its `mounted/` hand-off."""
+    """benchflow's `_child_test_outcomes`: the child's own directory, then its `mounted/` hand-off;
+    the first that yields outcomes wins."""
     for root in (child_dir, f"{child_dir}/mounted"):
         outcomes = artifact_test_outcomes(folder, root)
         if outcomes is not None:

@@ -1,15 +1,7 @@
 """Finding run directories under the paths a user names, by the files they hold.
 
-- benchflow main-line: `tree.json` whose `kind` is "benchflow-branch-tree";
-- benchflow PR-#1046 layout: `tree.json` without that kind, or `stage_snapshots.json`, or `result.json` plus
-  `config.json` where `result.json` has benchflow's shape (`rollout_name`, or `task_name` with `rewards`);
-- Harbor trial: `result.json` with `trial_name` and `verifier_result`;
-- a rollout folder as the experiment-review skill's validator reads one: `result.json` with a run
-  configuration (`run_config.json`, `config.json`, `metadata.json`) or `trajectory/` beside it.
-A recognised run directory is not descended into: its `branches/` hold its children (not runs of their own)
-and its `agent/`/`artifacts/` hold whatever the agent wrote, which may well contain a `result.json`. Links
-to directories are never followed and hidden directories are skipped. A directory that looks like a run but
-whose files cannot be read is still returned, with the problem, so the import can report it as rejected.
+Each directory is classified by its own files (`classify`); a run is never descended into, and every
+folder left out is named with the reason (`survey`): a run missing from an import is never silent.
 """
 
 from __future__ import annotations
@@ -63,6 +55,16 @@ def _continues(folder: RunFolder) -> str | None:
 
 
 def classify(path: Path, names: set[str]) -> RunDir | None:
+    """The kind of run `path` is, from the file `names` it holds, in this order:
+    - benchflow main-line: `tree.json` whose `kind` is "benchflow-branch-tree";
+    - benchflow PR-#1046 layout: `tree.json` without that kind, or `stage_snapshots.json`, or
+      `result.json` plus `config.json` where `result.json` has benchflow's shape (`rollout_name`, or
+      `task_name` with `rewards`);
+    - Harbor trial: `result.json` with `trial_name` and `verifier_result`;
+    - a rollout folder as the experiment-review skill's validator reads one: `result.json` with
+      `trajectory/` or a run configuration (`run_config.json`, `config.json`, `metadata.json`).
+    A directory that looks like a run but whose files cannot be read is still returned (UNREADABLE),
+    with the problem, so the import can report it as rejected."""
     if not names & {"tree.json", "stage_snapshots.json", "result.json"}:
         return None
     folder = RunFolder(path, containment_for(path))
@@ -133,6 +135,8 @@ def survey(paths: list[str | Path]) -> Survey:
             here = Path(dirpath)
             run = classify(here, set(filenames))
             if run is not None:
+                # never descended into: `branches/` holds its children (not runs of their own),
+                # `agent/` and `artifacts/` what the agent wrote, which may well hold a result.json
                 found.setdefault(here, run)
                 dirnames[:] = []
                 continue

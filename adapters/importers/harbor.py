@@ -1,20 +1,7 @@
-"""Harbor trial directories (`result.json` with `trial_name` and `verifier_result`) -> a plain run's facts.
+"""Harbor trial directories (`result.json` with `trial_name` and `verifier_result`) -> run facts.
 
-A trial is a run with no tree: `run.registered` (task, agent, model, trial; the directory Harbor recorded in
-`trial_uri`, when it is a `file://` URI, is a `run.located` of kind `recorded`), then its outcome.
-- Rewards: Harbor's `VerifierResult.rewards` is a dict of any keys (a task's verifier names them). Its reward is
-  the `reward` key when there is one, else the only value of a one-key dict (Harbor's own `Mean` metric reads a
-  one-key dict that way) -> `run.scored` with per-test outcomes from `verifier/ctrf.json`; several keys and none
-  named `reward` -> `run.unscored` keeping the values.
-- An `exception_info` -> `run.failed` (message, category = exception type). When the exception is the verifier's
-  (`VerifierTimeoutError`, `RewardFileNotFoundError`, ... : `VERIFIER_EXCEPTIONS`), the verifier failed, which is
-  also `run.unscored` with `verifier_error`, never a reward merely missing.
-`run.finished` carries the per-phase durations (`environment_setup`, `agent_setup`, `agent_execution`, `verifier`,
-and `total`) computed from Harbor's started/finished pairs; `run.evidence_observed` the token usage (`agent_result`)
-and timing the release gate checks. Harbor writes naive local times (`datetime.now()`):
-they are kept as written with `time_zone: unknown` (durations come from naive subtraction, so a run across a
-DST change may have a negative or an hour-off one, recorded as written).
-A directory with only `verifier/ctrf.json` is not a trial and is never imported.
+A trial is a run with no tree: its registration, its outcome, and how long it took. How Harbor's
+rewards, verifier exceptions and times are read: docs/benchflow-formats.md §15 ("Times", "Harbor").
 """
 
 from __future__ import annotations
@@ -50,7 +37,9 @@ VERIFIER_EXCEPTIONS = frozenset(
 
 
 def harbor_reward(rewards: Fields) -> float | None:
-    """The trial's reward: the `reward` key, else the only value of a one-key dict, else none."""
+    """The trial's reward: the `reward` key, else the only value of a one-key dict (Harbor's own
+    `Mean` metric reads a one-key dict that way), else none. `VerifierResult.rewards` is a dict of
+    any keys: a task's verifier names them."""
     if rewards.raw("reward") is not None:
         return rewards.number("reward", required=True)
     if len(rewards.data) == 1:
@@ -59,6 +48,10 @@ def harbor_reward(rewards: Fields) -> float | None:
 
 
 def outcome(key: str, folder: RunFolder, result: Fields) -> list[f.Fact]:
+    """A reward -> `run.scored` with per-test outcomes from `verifier/ctrf.json`; a verifier
+    exception (`VERIFIER_EXCEPTIONS`) -> `run.unscored` with `verifier_error` (the verifier failed,
+    never a reward merely missing); several keys and none named `reward` -> `run.unscored` keeping
+    the values. Any `exception_info` is also a `run.failed` (message, category = exception type)."""
     verifier = result.obj("verifier_result")
     rewards = verifier.obj("rewards") if verifier is not None else None
     exception = result.obj("exception_info")
@@ -127,10 +120,13 @@ def outcome(key: str, folder: RunFolder, result: Fields) -> list[f.Fact]:
 
 
 def looks_like_trial(document: object) -> bool:
+    """A directory with only `verifier/ctrf.json` is not a trial and is never imported."""
     return isinstance(document, dict) and "trial_name" in document and "verifier_result" in document
 
 
 def import_harbor_trial(path: Path) -> RunPlan:
+    """`run.registered` (task, agent, model, trial), its outcome and `_finish`; the directory Harbor
+    recorded in `trial_uri`, when it is a `file://` URI, is a `run.located` of kind `recorded`."""
     path = Path(os.path.abspath(path))
     folder = RunFolder(path)
     key = run_key(path)
@@ -194,7 +190,10 @@ def _timing(result: Fields, started: datetime | None, finished: datetime) -> dic
 
 
 def _finish(key: str, result: Fields, started: datetime | None, finished: datetime) -> list[Entry]:
-    """The finished trial: its run.finished with timing, and its release-gate evidence."""
+    """The finished trial: its run.finished with timing, and its release-gate evidence (the token
+    usage from `agent_result`, and the timing). Harbor writes naive local times (`datetime.now()`):
+    they are kept as written (`time_zone: unknown`), and durations come from naive subtraction, so a
+    run across a DST change may have a negative or an hour-off one, recorded as written."""
     timing = _timing(result, started, finished)
     finished_fact = build(
         f.RunFinished,

@@ -1,14 +1,7 @@
 """Reading a run directory as untrusted input: bounded, contained, and precise about what is wrong.
 
-Every file an importer reads goes through a `RunFolder`, which enforces three rules from the product brief:
-a JSON file larger than `MAX_JSON_BYTES` is refused before it is read (a harness never writes lineage files
-that big, and reading one would put an attacker in charge of our memory); a path that resolves outside the
-folder's containment root (through a symbolic link, or `..`) is refused rather than followed; and malformed
-JSON is reported with its file, line and column. Errors are `InvalidInput` naming the file, so the CLI can
-print them as they are. Files are hashed in 1 MiB chunks, never loaded whole.
-
-The containment root is normally the run directory itself; for `bench eval ablate` runs it is the ablate
-output directory, because benchflow writes `ablation.json` one level above the job folder.
+Every file an importer reads goes through a `RunFolder`; its errors are `InvalidInput` naming the
+file, so the CLI can print them as they are.
 """
 
 from __future__ import annotations
@@ -24,16 +17,24 @@ from typing import Any
 from ...domain.errors import InvalidInput, MalformedJSON
 from .. import strict_json
 
-#: Largest JSON file an importer reads into memory (read at call time, so tests can lower it).
+#: Largest JSON file an importer reads into memory (read at call time, so tests can lower it): a
+#: harness never writes lineage files that big, and reading one would put an attacker in charge of
+#: our memory, so a larger file is refused before it is read.
 MAX_JSON_BYTES = 16 * 1024 * 1024
 #: A CTRF report lists every test with its timings (200,000 tests are about 50 MB), so it may be this much larger.
 CTRF_CAP_FACTOR = 16
-CHUNK = 1 << 20
+CHUNK = 1 << 20  # files are hashed in 1 MiB chunks, never loaded whole
 NOTHING_APPENDED = "nothing was appended for this run; fix or remove the file and import again"
 
 
 class RunFolder:
-    """A directory whose files are read safely; `relpath` names used in messages are relative to `root`."""
+    """A directory whose files are read safely; `relpath` names used in messages are relative to
+    `root`.
+
+    A path that resolves outside `containment` (through a symbolic link, or `..`) is refused rather
+    than followed. The containment root is normally the run directory itself; for `bench eval
+    ablate` runs it is the ablate output directory, because benchflow writes `ablation.json` one
+    level above the job folder."""
 
     def __init__(self, root: Path, containment: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root))
@@ -140,6 +141,8 @@ def require_regular(path: Path) -> None:
 
 
 def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
+    """The parsed JSON of a regular file of at most `MAX_JSON_BYTES * cap_factor` bytes; malformed
+    JSON is reported with its file, line and column."""
     cap = MAX_JSON_BYTES * cap_factor
     require_regular(path)
     try:

@@ -1,20 +1,8 @@
-"""`lineage cut-point RUN`: resolve a replay cut point from the log, and list the cut points actually served.
+"""`lineage cut-point RUN`: resolve a replay cut point from the log, and list the cut points served.
 
-Resolution follows benchflow's `bench eval continue --cut-stage` (`docs/benchflow-formats.md` §10),
-reading the stage registry from the log instead of `stage_snapshots.json`, and fails closed exactly where it
-does: the run recorded no stages, the stage was not recorded (the error lists the recorded ones), its
-`exchanges_completed` is unknown (null: never guessed), or it is 0 (nothing to replay). Like benchflow's
-`validate_max_exchanges`, every K must satisfy `0 < K <= n_recorded`, the exchanges the run's recording holds
-(`run.finished.exchanges_recorded`, else `n_recorded_exchanges` in a continuation's provenance): `--exchanges K`
-beyond them is refused, and so is `--exchanges` when the count is unknown (a cut is never guessed); a stage's
-K comes from the run's own registry and is refused only when a known count says it lies beyond the recording.
-`--exchanges K` names the recorded stage with the most exchanges at or below K, for orientation.
-
-Served cut points are those recorded by the run's continuations (`cut_point.served`): accounting basis,
-configured and served K, and every divergence. `cut_point_problems` is the audit's cut-point consistency
-check as a pure function over those rows: served K above configured K is impossible for honest facts (the
-domain refuses it), so it is severe; a divergence, a served block with no divergence list, or a stage cut
-whose configured K disagrees with the source's registry makes the continuation's replay untrustworthy.
+Resolution follows benchflow's `bench eval continue --cut-stage` (docs/benchflow-formats.md §10 and
+§15), reading the stage registry from the log instead of `stage_snapshots.json`, and fails closed
+exactly where benchflow does: a cut point is never guessed.
 """
 
 from __future__ import annotations
@@ -44,6 +32,7 @@ def registry(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
 
 
 def _usable(row: dict[str, Any]) -> str | None:
+    """Why a registry stage cannot be cut at (its K unknown, or 0: nothing to replay), else None."""
     if row["exchanges_completed"] is None:
         return "its exchanges_completed is unknown (null), and a cut point is never guessed"
     if row["exchanges_completed"] == 0:
@@ -52,7 +41,8 @@ def _usable(row: dict[str, Any]) -> str | None:
 
 
 def recorded_exchanges(db: ReadModelDB, run: str) -> int | None:
-    """The run's recorded exchange count: its own, else the one its continuations' provenance carries."""
+    """The run's recorded exchange count, n_recorded: its own (`run.finished.exchanges_recorded`),
+    else the `n_recorded_exchanges` its continuations' provenance carries."""
     own = db.scalar("SELECT exchanges_recorded FROM runs WHERE run = ?", [run])
     if own is not None:
         return int(own)
@@ -65,6 +55,8 @@ def recorded_exchanges(db: ReadModelDB, run: str) -> int | None:
 
 
 def _within_recording(run: str, k: int, recorded: int | None, what: str) -> None:
+    """`K <= n_recorded`, as benchflow's `validate_max_exchanges` requires (`0 < K` is checked by
+    the callers); an unknown count passes here."""
     if recorded is not None and k > recorded:
         raise ReplayCutPointError(
             f"run {run!r}: expected a cut K in 1..{recorded} (the exchanges its recording holds), found {what} K = {k}",
@@ -75,6 +67,9 @@ def _within_recording(run: str, k: int, recorded: int | None, what: str) -> None
 def resolve_stage(
     run: str, stages: list[dict[str, Any]], stage: str, recorded: int | None = None
 ) -> dict[str, Any]:
+    """`--stage S`: refused when the run recorded no stages, did not record S (the error lists the
+    recorded ones), or S's `exchanges_completed` is unknown or 0. The K comes from the run's own
+    registry and is refused only when a known count says it lies beyond the recording."""
     if not stages:
         raise ReplayCutPointError(
             f"run {run!r} recorded no stages, so there is no stage registry to cut at",
@@ -105,6 +100,8 @@ def resolve_stage(
 def resolve_exchanges(
     run: str, stages: list[dict[str, Any]], k: int, recorded: int | None
 ) -> dict[str, Any]:
+    """`--exchanges K`: `0 < K <= n_recorded`, refused beyond the recording and when the count is
+    unknown. Names the recorded stage with the most exchanges at or below K, for orientation."""
     if k < 1:
         raise ReplayCutPointError(f"run {run!r}: expected K >= 1 exchanges to replay, found {k}")
     if recorded is None:
@@ -139,7 +136,9 @@ def resolve_exchanges(
 
 
 def served_cut_points(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
-    """One row per continuation of `run` (with or without a served cut point), registry K of the cut stage."""
+    """One row per continuation of `run` (with or without a served cut point, `cut_point.served`):
+    its accounting basis, configured and served K, every divergence, and the registry K of the cut
+    stage."""
     rows = db.rows(
         "SELECT r.run, c.accounting, c.stage, c.configured_k, c.served_k, c.divergences, c.recorded_request_digest, "
         "c.served_request_digest, c.source_run, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded "
@@ -155,7 +154,13 @@ def served_cut_points(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
 
 
 def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]]:
-    """(severe, continuation run, message) for each inconsistency of served cut points."""
+    """(severe, continuation run, message) for each inconsistency of served cut points: the audit's
+    cut-point consistency check, as a pure function over `served_cut_points` rows.
+
+    Served K above configured K is impossible for honest facts (the domain refuses it), so it is
+    severe. A served block with no divergence list, a divergence, a cut at a stage the source never
+    recorded, or a stage cut whose configured K disagrees with the source's registry makes the
+    continuation's replay untrustworthy."""
     problems: list[tuple[bool, str, str]] = []
     for row in rows:
         run, served, configured = row["run"], row["served_k"], row["configured_k"]

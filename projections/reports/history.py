@@ -1,16 +1,7 @@
-"""`lineage history NODE`: the ancestry of a node from the root run down, with the events that shaped each step.
+"""`lineage history NODE`: a node's ancestry from the root run down, with what shaped each step.
 
-Addresses (shared with `lineage diff`): `RUN` (the run's root node), `RUN:NODE` (a node of RUN's tree) and
-`RUN:FORK/ARM` (the child of fork FORK whose arm label is ARM, or `RUN:FORK/#I` for child index I). Run keys
-may hold `/` and arm labels may hold `:` and `/`, so an address is resolved against what the log holds, not
-split blindly: the run is the longest recorded run key followed by `:`.
-
-A run registered with a `parent_run` (a continuation, or a fork child recorded as its own run) continues its
-parent's ancestry at `parent_node`, else at the node of the cut point's stage, else at the parent's root. Each
-event is placed on the step it shaped: run-level facts on the run's root, stage marks and their snapshot
-lifetimes on the node they were captured on, a fork's opening, closing and custody on the fork node (only
-when the path goes through that fork, or the node is the one asked about), and the child's delta, restore,
-outcome and custody hand-off on the child. Everything is read from the read models, so `--as-of` works.
+Ancestry crosses runs (a continuation continues its parent's), and each event is shown on the step
+it shaped. Everything is read from the read models, so `--as-of` works.
 """
 
 from __future__ import annotations
@@ -61,6 +52,11 @@ def utc(moment: datetime | None) -> str | None:
 
 
 def resolve_node(db: ReadModelDB, address: str) -> NodeRef:
+    """The node an address names (shared with `lineage diff`): `RUN` (the run's root node),
+    `RUN:NODE` (a node of RUN's tree) or `RUN:FORK/ARM` (the child of fork FORK whose arm label is
+    ARM, or `RUN:FORK/#I` for child index I). Run keys may hold `/` and arm labels `:` and `/`, so
+    an address is resolved against what the log holds, not split blindly: the run is the longest
+    recorded run key followed by `:`."""
     if db.scalar("SELECT count(*) FROM runs WHERE run = ?", [address]):
         return NodeRef(address, "root")
     runs = [
@@ -125,7 +121,11 @@ def _child_ref(
 
 
 def ancestry(db: ReadModelDB, target: NodeRef, seen: frozenset[str] = frozenset()) -> list[Step]:
-    """Steps from the root of the oldest ancestor run down to `target`."""
+    """Steps from the root of the oldest ancestor run down to `target`.
+
+    A run registered with a `parent_run` (a continuation, or a fork child recorded as its own run)
+    continues its parent's ancestry at `parent_node`, else at the node of the cut point's stage,
+    else at the parent's root."""
     rows = db.rows(
         "SELECT a.node, n.kind, n.fork, n.child_index, c.arm FROM ancestors(?, ?) a "
         "JOIN nodes n ON n.run = ? AND n.node = a.node "
@@ -166,6 +166,12 @@ def _placements(
     child_nodes: dict[tuple[str, str, int], str],
     ref_home: dict[str, tuple[str, str]],
 ) -> list[tuple[str, str]]:
+    """The steps an event shaped: a capture on its node, a snapshot's other events (its lifetime) on
+    the node it was captured on, else where a fork on the path opened at it or a child restored it;
+    node openings, stage marks and evidence on their node; a fork's opening, closing and custody on
+    the fork node (kept there by `_shapes` only when the path goes through that fork, or the node
+    is the one asked about), and its opening on each child too (the child's delta); a child's
+    restore, outcome and custody hand-off on the child; every other run-level fact on the root."""
     kind = event["type"]
     if kind.startswith("snapshot."):
         home = (

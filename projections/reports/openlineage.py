@@ -1,19 +1,9 @@
-"""`lineage export openlineage`: the rollout trees as OpenLineage RunEvents, for tools that read that format.
+"""`lineage export openlineage`: the rollout trees as OpenLineage RunEvents, for tools that read
+them.
 
-Mapping. A task is a job (`namespace`, task name); every node of a run's tree is an OpenLineage run, its id a
-uuid5 of (run, node), so exporting twice names the same runs. Each node gets a START event (when the run was
-registered, the node opened or its fork opened) and, once it has an outcome, one terminal event: COMPLETE
-(pass, fail), FAIL (error: unscored or raised), ABORT (skipped: an arm its fork ended before, a run scored only
-by its fork's aggregate); a node still without an outcome stays started (`pending`); a linear step ends with the
-outcome of the fork child above it, or of the run when none is (status words: `outcome_words`). A fork child's
-parent run is its fork node, a linear step's its previous
-node, a continuation's root the node of the run it continues (standard `parent` facet, with the tree's root as
-`root`). Three custom run facets carry what OpenLineage has no words for: `rolloutLineage_delta` (a fork child's
-arm and delta), `rolloutLineage_outcome` (status, reward or reason, per-test outcomes) and
-`rolloutLineage_snapshots` (the stages captured on the node, their refs and lifetimes). Snapshot refs are also
-datasets (namespace `NAMESPACE.snapshots`): outputs of the node they were captured on, inputs of the fork children
-restored from them, so a lineage tool joins each fork's children to its branch point. Nulls are left out, as the
-OpenLineage client leaves them out.
+Every node of a run's tree is an OpenLineage run of the task's job, with stable ids, so exporting
+twice names the same runs; what OpenLineage has no words for travels in three custom run facets
+(`run_events`).
 """
 
 from __future__ import annotations
@@ -30,9 +20,11 @@ from .exports import require_run
 
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
-#: Our facets' schemas are described in docs/ARCHITECTURE.md; the URNs name them without pretending to host them.
+#: Our facets (see `run_events`) are named by URNs, without pretending to host their schemas.
 FACET_SCHEMA = "urn:rollout-lineage:facet:{name}:1"
 RUN_IDS = uuid.UUID("6f1c3a52-8d0e-5b7a-9c4e-2a1d7b3e5f60")  # the uuid5 namespace of node run ids
+# A node's status (`outcome_words`) -> its terminal event: FAIL for an error (unscored or raised),
+# ABORT for skipped (an arm its fork ended before, a run scored only by its fork's aggregate).
 TERMINAL = {
     "pass": "COMPLETE",
     "fail": "COMPLETE",
@@ -42,6 +34,7 @@ TERMINAL = {
 
 
 def run_id(run: str, node: str) -> str:
+    """A node's OpenLineage run id: a uuid5 of (run, node), the same on every export."""
     return str(uuid.uuid5(RUN_IDS, f"{run}\x00{node}"))
 
 
@@ -51,7 +44,7 @@ def _json(value: Any) -> Any:
 
 
 def _clean(value: Any) -> Any:
-    """Nulls dropped: the shape the OpenLineage client serialises."""
+    """Nulls dropped, as the OpenLineage client leaves them out."""
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
@@ -64,7 +57,8 @@ def _time(moment: datetime) -> str:
 
 
 class Emitter:
-    """Builds events for one export: one namespace, one producer."""
+    """Builds events for one export: one namespace and one producer; a task is a job (namespace,
+    task name)."""
 
     def __init__(self, namespace: str, producer: str) -> None:
         self.namespace = namespace
@@ -89,7 +83,8 @@ class Emitter:
         }
 
     def snapshots(self, refs: list[str], side: str) -> list[dict[str, Any]]:
-        """Snapshot refs as datasets, so lineage tools join a fork's children to the snapshot they restored."""
+        """Snapshot refs as datasets (namespace `<namespace>.snapshots`), so lineage tools join a
+        fork's children to the snapshot they restored."""
         return [
             {"namespace": f"{self.namespace}.snapshots", "name": ref, "facets": {}, side: {}}
             for ref in refs
@@ -170,7 +165,9 @@ def _run_outcome(db: ReadModelDB, run_row: dict[str, Any]) -> tuple[str, datetim
 
 
 def _start_facets(row: dict[str, Any], run_row: dict[str, Any], emit: Emitter) -> dict[str, Any]:
-    """The parent facet (previous node, fork node, or the node a continuation continues) and a child's delta."""
+    """The standard `parent` facet (a linear step's previous node, a fork child's fork node, or for
+    a continuation's root the node of the run it continues; the tree's root as `root`) and a fork
+    child's arm and delta (`rolloutLineage_delta`)."""
     run, task = run_row["run"], run_row["task"]
     facets: dict[str, Any] = {}
     if row["parent"] is not None:
@@ -204,7 +201,15 @@ def _child_outcome(row: dict[str, Any]) -> tuple[str, datetime | None, dict[str,
 
 
 def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, Any]]:
-    """START and terminal events for every node of RUN, in tree order."""
+    """START and terminal events for every node of RUN, in tree order.
+
+    START is when the run was registered, the node opened or its fork opened; it names the snapshots
+    a fork child restored as inputs. Once the node has an outcome, one terminal event (`TERMINAL`)
+    carries `rolloutLineage_outcome` (status, reward or reason, per-test outcomes) and, when stages
+    were captured on the node, `rolloutLineage_snapshots` (their refs and lifetimes), with those
+    refs as outputs. A node still without an outcome (`pending`) gets a RUNNING event with the same
+    facets instead. A linear step ends with the outcome of the fork child above it, or of the run
+    when none is."""
     run_row = require_run(db, run)
     task = run_row["task"]
     own = _run_outcome(db, run_row)  # the root, and a step the run's own trajectory ends in

@@ -1,15 +1,7 @@
 """`ablation.json` from `bench eval ablate`: the parts that are facts, not derivations.
 
-`bench eval ablate` writes the report to `<out-dir>/ablation.json` beside the job folder `ablation/`, so it
-belongs to the run `<out-dir>/ablation/<task>/`. What the report measured is recorded on the fork it
-describes: arm name, kind, source and environment per child, wall clock per child outcome, and the
-request-level metadata (`task`, `agent`, `model`, `sandbox`, `environment`, `snapshot_layers`) verbatim in
-`fork.opened.ablation`. Everything else (`status`, `reference`, `verdict`, `test_attribution`, `value`,
-`artifacts`) is derived from those facts at export time, so it is checked, not stored.
-
-Arms that never ran (`node: null`, status `skipped`) have no tree node, and a fork child needs one; they are
-kept in `fork.opened.ablation["skipped_arms"]` (name, kind, source, delta, delta_execution, environment, in
-request order) so an export can list them after the arms that ran.
+What the report measured is recorded on the fork it describes; what it derived is derived again at
+export time, so it is not stored (docs/benchflow-formats.md §5).
 """
 
 from __future__ import annotations
@@ -54,6 +46,12 @@ ARM_FIELDS = (
     "verdict",
     "environment",
 )
+# The request-level metadata, kept verbatim in `fork.opened.ablation`. Per child, the arm's name,
+# kind, source and environment go on `fork.opened.children[]` and its wall clock on the child's
+# outcome; its reward, delta and unscored reason are checked against tree.json (`forks.check_arm`)
+# and the report's `value` against the fork's V (`forks.close`). `status`, `reference`, `verdict`,
+# `test_attribution` and `artifacts` are derived from those facts at export time: accepted here,
+# neither checked nor stored.
 COPIED = ("task", "agent", "model", "sandbox", "environment", "snapshot_layers")
 ARM_KINDS = frozenset(get_args(ArmKind))
 STATUSES = frozenset(get_args(CtrfStatus))
@@ -100,6 +98,9 @@ class Ablation:
         return task.string("id") if task is not None else None
 
     def skipped(self) -> list[dict[str, Any]]:
+        """Arms that never ran (`node: null`, status `skipped`): they have no tree node, and a fork
+        child needs one, so they are kept in `fork.opened.ablation["skipped_arms"]` (their
+        `definition`, in request order) for an export to list after the arms that ran."""
         return [arm.definition() for arm in self.arms if arm.node is None]
 
 

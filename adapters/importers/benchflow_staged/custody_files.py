@@ -1,20 +1,6 @@
-"""Custody of a fork's mounted artifacts, as benchflow's `MountedArtifacts` (branch_artifacts.py) leaves it on disk.
-
-Three phases, three different facts:
-- **hold**: before the first child, the parent's `agent/ artifacts/ verifier/` entries move to
-  `branches/<node>/parent/`. A hold that fails raises before any child runs (no fork in tree.json), so it is
-  seen only as a left-over hold at a node without a fork, which the run importer reports and leaves unrecorded.
-- **hand-off**: after each child (in the child loop's `finally`), what it wrote through the shared mounts moves to
-  `branches/<node>/children/<child>/mounted/`: each such directory is a `custody.handed_off` for that child with
-  its files. A failed move is recorded on the guard (`custody_failures`, never raised there) and raised by
-  `raise_pending()` once the child's outcome is recorded, which ends the fork; its message, "branch could not
-  capture a child's <dir> output under <child>/mounted (...)", reaches disk only in `ablation.json`'s `error`, and
-  is a `custody.failed` in phase `hand-off` for that child (what did move is preserved in its `mounted/`).
-- **release**: after the last child, the held entries move back; the hold directory is removed only when every
-  entry came back. A hold still on disk is a `custody.failed` in phase `release`, preserved where it lies, with
-  benchflow's message when the report carries one ("branch could not restore the parent's ..." or "unexpected
-  entries remain after release ...").
-A hand-off failure and a release failure of the same fork are two facts, never one.
+"""Custody of a fork's mounted artifacts, as benchflow's `MountedArtifacts` (branch_artifacts.py)
+leaves it on disk: hold, hand-off and release, each its own fact (docs/benchflow-formats.md §4 and
+§15, "Custody"). A hand-off failure and a release failure of the same fork are two facts, never one.
 """
 
 from __future__ import annotations
@@ -56,8 +42,12 @@ def entries(folder: RunFolder, relative: str, warnings: list[str]) -> tuple[f.Cu
 def hand_off(
     folder: RunFolder, run: str, group: ForkGroup, index: int, warnings: list[str]
 ) -> f.CustodyHandedOff | None:
-    """The child's `mounted/` archive as a hand-off, or None when the child has none (a fresh-rollout child that
-    wrote nothing through the parent's mounts, or a run whose directory benchflow did not know)."""
+    """The child's `mounted/` archive as a hand-off, or None when the child has none (a
+    fresh-rollout child that wrote nothing through the parent's mounts, or a run whose directory
+    benchflow did not know).
+
+    After each child (in the child loop's `finally`, so a child that raised has one too), what it
+    wrote through the shared mounts moves to `branches/<node>/children/<child>/mounted/`."""
     location = f"{child_dir(group.node, group.children[index].id)}/{MOUNTED}"
     if not folder.is_dir(location):
         return None
@@ -88,7 +78,12 @@ def reported_messages(*errors: str | None) -> list[str]:
 def hand_off_failures(
     folder: RunFolder, run: str, group: ForkGroup, messages: list[str]
 ) -> list[f.CustodyFailed]:
-    """One `custody.failed` in phase hand-off per reported capture failure of a child of this fork."""
+    """One `custody.failed` in phase hand-off per reported capture failure of a child of this fork.
+
+    benchflow records a failed move on the guard (`custody_failures`, never raised there) and
+    `raise_pending()` raises it once the child's outcome is recorded, which ends the fork; its
+    message, "branch could not capture a child's <dir> output under <child>/mounted (...)", reaches
+    disk only in ablation.json's `error`. What did move is preserved in the child's `mounted/`."""
     children = {child.id: index for index, child in enumerate(group.children)}
     out = []
     for message in messages:
@@ -121,7 +116,11 @@ def hand_off_failures(
 
 
 def release_error(messages: list[str], hold: str, held: int) -> str:
-    """benchflow's own release message when the report carries it, else what the files show."""
+    """benchflow's own release message when the report carries it ("branch could not restore the
+    parent's ..." or "unexpected entries remain after release ..."), else what the files show.
+
+    After the last child the held entries move back, and the hold directory is removed only when
+    every entry came back, so a hold still on disk is a release that failed."""
     reported = [m for m in messages if RELEASE.match(m)]
     if reported:
         return "; ".join(reported)

@@ -1,25 +1,8 @@
 """Repeated forks at one node told apart (docs/benchflow-formats.md §13.5).
 
-benchflow can fork the same node more than once: `_LinearState.restore_onto` puts `_stage_nodes` back after
-every child, so a second `branch_at_stage(S)` forks the node of the first, and both forks' children write the
-same `provenance.json` (`branch_stage`, `snapshot_ref`). tree.json lists the children of every fork at a node
-one after another in attachment order, so consecutive children with the same fork point may be one fork or
-several. What the files still say about the split:
-- each `branch()` attaches `n >= 2` children, except that a child that raised ends its fork at once (the
-  arms after it have no node), so a raised child (neither `reward` nor `unscored`) is the last of its fork;
-- `ablation.json` names the children of the one fork `bench eval ablate` made (its arms' nodes);
-- the V on the node is what the forks left, in order: a fork whose children all scored sets it to their
-  mean, one with an unscored child pops it, one that raised leaves it as it was; so does the last fork at
-  the node when its custody release failed (a hold left behind, or the report's error) or when every child
-  scored and the node has no V (a failure after the children, the partial fork §13.4 describes).
-The split is the one way of cutting the children into forks that agrees with all of that. Where several
-agree (two forks of two children whose second pair has the mean of all four look exactly like one fork of
-four), the files cannot say which `branch()` call forked which child, and the run is refused rather than
-recorded as forks benchflow may not have made; no agreeing split at all falls back to one fork per run of
-children, whose closing then names the V that does not fit.
-
-Counting is linear per candidate final fork: prefixes and suffixes are counted up to two (enough to tell
-one from many), so a fork of a thousand children costs milliseconds, not an enumeration.
+Children of several `branch()` calls at one node sit one after another in tree.json with the same
+fork point; the split is the cut into forks that agrees with what the files still say (child counts,
+raised children, ablation.json's arms, the node's V). Counting is capped and linear.
 """
 
 from __future__ import annotations
@@ -44,7 +27,9 @@ class NodeForks:
     children: list[TreeNode]
     run_of: list[int]  # index of the run each child belongs to
     known: frozenset[str]  # the children of the fork ablation.json describes, if at this node
-    release_may_fail: bool  # a hold is left at the node, or the report says the branch raised
+    # the last fork may have failed after its children: a hold is left at the node, the report says
+    # the branch raised, or the node has no V
+    release_may_fail: bool
 
     def __post_init__(self) -> None:
         total = len(self.children)
@@ -64,7 +49,11 @@ class NodeForks:
         return self._raised[index]
 
     def fork(self, start: int, end: int) -> bool:
-        """Whether children[start:end] can be one fork's children."""
+        """Whether children[start:end] can be one fork's children: each `branch()` attaches `n >= 2`
+        children, but a child that raised (neither `reward` nor `unscored`) ends its fork at once
+        (the arms after it have no node), so it is the last of its fork, and a fork of one is a
+        child that raised (or the only child in its run); ablation.json's arms name the children of
+        the one fork `bench eval ablate` made, so a fork holds all of them or none."""
         if self.run_of[start] != self.run_of[end - 1] or self._next_raised[start] < end - 1:
             return False
         if (
@@ -79,7 +68,10 @@ class NodeForks:
         return end <= low or start >= high or (start, end) == (low, high)
 
     def effect(self, start: int, end: int) -> tuple[str, float | None]:
-        """What the fork leaves on the node: ('keep', None), ('pop', None) or ('set', V)."""
+        """What the fork leaves on the node: ('keep', None), ('pop', None) or ('set', V).
+
+        A fork whose children all scored sets V to their mean, one with an unscored child pops it,
+        one whose child raised leaves it as it was."""
         if self._next_raised[start] < end:  # a child raised: benchflow left before aggregating
             return "keep", None
         if self._unscored[end] - self._unscored[start]:
@@ -92,7 +84,10 @@ class NodeForks:
 
 
 def _prefixes(forks: NodeForks) -> list[tuple[int, Split]]:
-    """For each i, how many ways (capped) children[:i] cut into forks, and one of them."""
+    """For each i, how many ways (capped) children[:i] cut into forks, and one of them.
+
+    Counts stop at `_MANY` (two is enough to tell one from many), so counting is linear per
+    candidate final fork: a fork of a thousand children costs milliseconds, not an enumeration."""
     total = len(forks.children)
     ways: list[tuple[int, Split]] = [(1, _NO_SPLIT)] + [(0, _NO_SPLIT)] * total
     for end in range(1, total + 1):
@@ -110,7 +105,12 @@ def _prefixes(forks: NodeForks) -> list[tuple[int, Split]]:
 
 
 def _kept_suffixes(forks: NodeForks) -> list[tuple[int, Split]]:
-    """For each j, how many ways (capped) children[j:] cut into forks that all leave V as it was."""
+    """For each j, how many ways (capped) children[j:] cut into forks that all leave V as it was.
+
+    The last fork at the node counts as leaving V too when `release_may_fail`: its custody release
+    failed (a hold left behind, or the report's error) or every child scored and the node has no V,
+    a failure after the children, before V was set (the partial fork of docs/benchflow-formats.md
+    §13.4)."""
     total = len(forks.children)
     ways: list[tuple[int, Split]] = [(0, _NO_SPLIT)] * total + [(1, _NO_SPLIT)]
     for start in range(total - 1, -1, -1):
@@ -142,7 +142,9 @@ def _matches(node: TreeNode, effect: tuple[str, float | None]) -> bool:
 
 
 def agreeing_splits(forks: NodeForks) -> list[Split]:
-    """Up to two cuts of the children into forks that leave the node's V as tree.json shows it."""
+    """Up to two cuts of the children into forks that leave the node's V as tree.json shows it: the
+    last fork that changed V matches it (a mean equal to V, or a pop where the node has none), every
+    fork after it leaves V as it was, or no fork changed V and the node has none."""
     prefixes, suffixes = _prefixes(forks), _kept_suffixes(forks)
     found: dict[Split, None] = {}
     if suffixes[0][0] and not forks.node.has_value:  # no fork ever changed V
@@ -171,7 +173,12 @@ def agreeing_splits(forks: NodeForks) -> list[Split]:
 def split_forks(
     forks: NodeForks, runs: Sequence[list[TreeNode]], file: str
 ) -> list[list[TreeNode]]:
-    """The node's forks, each a list of its children (see the module docstring)."""
+    """The node's forks, each a list of its children: the one split that agrees with the files.
+
+    No agreeing split (a V no fork explains) falls back to one fork per run of children, whose
+    closing then names the V that does not fit; several agreeing splits (two forks of two whose
+    second pair has the mean of all four look exactly like one fork of four) also give one fork per
+    run of siblings."""
     # nothing to split: a fork has two children unless one raised
     short = all(len(run) < 3 for run in runs)
     if short and not any(forks.raised(i) for i in range(len(forks.children))):

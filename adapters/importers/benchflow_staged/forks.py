@@ -1,15 +1,8 @@
-"""One fork of a PR-layout tree as facts: `fork.opened`, the children's outcomes, custody, `fork.closed`.
+"""One fork of a PR-layout tree as facts: `fork.opened`, child outcomes, custody, `fork.closed`.
 
-The fork point comes from the children's `provenance.json` (`branch_stage`: a stage name, or `cursor:<node>`
-for a cursor fork) and its snapshot from the stage registry (stage forks) or the provenance `snapshot_ref`
-(cursor forks). A child's outcome is the tree's: `reward` (cross-checked with its `reward.json`) gives
-`fork.child_scored`, `unscored` gives `fork.child_unscored`, neither gives `fork.child_failed` (benchflow's
-partial tree: that child raised). V is the tree node's `value`; the domain re-checks it is the mean.
-
-Custody (`benchflow_staged_custody.py`): a `branches/<node>/parent/` directory that is still there is a custody hold benchflow
-never released: `custody.held` (every regular file with its digest and size) and `custody.failed` in phase
-"release", preserved where it lies, on the last fork at that node; each child's `mounted/` archive is a
-`custody.handed_off`; a hand-off failure the report names is a `custody.failed` in phase "hand-off".
+The tree says what happened to each child, the children's `provenance.json` where the fork was, and
+the stage registry which snapshot it forked from; each is checked against the others before a fact
+is built.
 """
 
 from __future__ import annotations
@@ -108,6 +101,10 @@ class ForkContext:
 
 
 def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
+    """The fork point from the children's `provenance.json` `branch_stage`: a stage name, or None
+    for `cursor:<node>` (a cursor fork, which must name this node). Without provenance: the stage
+    ablation.json branched at, else `env-ready` when a child ran as a fresh rollout, else a cursor
+    fork."""
     found = [p for c in group.children if (p := ctx.provenance.get(c.id)) is not None]
     if not found:
         if ctx.ablation is not None:
@@ -132,6 +129,9 @@ def fork_stage(ctx: ForkContext, group: ForkGroup) -> str | None:
 
 
 def fork_snapshot(ctx: ForkContext, group: ForkGroup, stage: str | None) -> f.SnapshotRefs | None:
+    """The refs the fork started from: the stage registry's for a stage fork (a provenance
+    `snapshot_ref` must equal them), the provenance `snapshot_ref` (else the node's own) for a
+    cursor fork."""
     source = next((p for c in group.children if (p := ctx.provenance.get(c.id)) is not None), None)
     given = source.snapshot if source is not None else None
     if stage is None:
@@ -217,7 +217,13 @@ Timed = tuple[int, f.Fact, datetime | None]  # (order inside the fork, fact, whe
 
 
 def fork_facts(ctx: ForkContext, group: ForkGroup) -> list[Timed]:
-    """The fork's facts with their order inside the fork (opened, held, outcomes, failed custody, closed)."""
+    """The fork's facts with their order inside the fork (opened, held, outcomes, failed custody,
+    closed).
+
+    `ctx.hold` is a `branches/<node>/parent/` still on disk, a hold benchflow never released, given
+    to the last fork at its node: `custody.held` (every regular file with its digest and size) now,
+    and a `custody.failed` in phase "release", preserved where it lies, before the closing. Each
+    child's `mounted/` archive is a `custody.handed_off`."""
     where = f"{ctx.tree.file}: node {group.node}"
     stage = fork_stage(ctx, group)
     snapshot = fork_snapshot(ctx, group, stage)
@@ -358,6 +364,9 @@ def reported_errors(ctx: ForkContext, arms: list[Arm | None]) -> list[str | None
 def child_outcome(
     ctx: ForkContext, group: ForkGroup, index: int, node: TreeNode, arm: Arm | None
 ) -> f.Fact:
+    """The tree's outcome of the child: `reward` (checked against its `reward.json` by
+    `check_reward_file`) gives `fork.child_scored`, `unscored` gives `fork.child_unscored`, neither
+    gives `fork.child_failed` (benchflow's partial tree: that child raised)."""
     wall = arm.wall_clock_sec if arm else None
     base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
     # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a finally).
@@ -419,7 +428,8 @@ def closing(
 def scored_closing(
     group: ForkGroup, node: TreeNode, where: str, rewards: list[float], report_error: str | None
 ) -> Closing:
-    """Every child scored: V is their mean, which the node must hold if this fork was the last one there."""
+    """Every child scored: V is their mean, which the node's `value` must hold if this fork was the
+    last one there (the domain checks the mean again when `fork.closed` is decided)."""
     mean = sum(rewards) / len(rewards)  # benchflow's aggregate: plain sum, so the last digit agrees
     if not group.last_at_node:
         return "completed", mean, None

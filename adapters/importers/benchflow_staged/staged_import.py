@@ -1,24 +1,8 @@
-"""benchflow PR-#1046 run directories -> one batch of facts per run (the parent run with all its forks).
+"""benchflow PR-#1046 run directories -> one batch of facts per run (the parent with all its forks).
 
-Reads `config.json`/`result.json` (registration and outcome), `tree.json` (nodes, forks, child outcomes),
-`stage_snapshots.json` (stages and snapshot lifetimes), `branches/<node>/children/<child>/` (provenance,
-reward, CTRF), a left-over `branches/<node>/parent/` (unreleased custody), `<out-dir>/ablation.json` for
-`bench eval ablate` runs, and a continue-run's `source` block. Facts are ordered so the domain accepts them:
-registration first, then everything in node-creation order (a node before the stages marked on it, a stage
-before forks at it, a fork before its children's outcomes and its closing), snapshot lifetimes and the
-run's own outcome last. A run still being written (`still_running`) is imported only when asked
-(`--unfinished`), since benchflow rewrites its files as the run goes on.
-
-Where each tree.json field is kept, so an export can give the file back:
-- `id`, `parent`: `run.node_opened` for linear nodes, `fork.opened.children[].node` under `fork.opened.node`;
-- `stage`, `snapshot`: the last fork at the node (a stage fork re-tags it with its stage, a cursor fork leaves
-  its own checkpoint, `fork.opened.snapshot`), else tags and refs the registry does not explain (a child's own
-  verify() at the end of its chain, a bare checkpoint) as `snapshot.captured` with that `node` and `stage`,
-  else the `stage.marked` on that node (the last in lifecycle order; docs/benchflow-formats.md §13.1-13.2);
-- `reward`/`unscored`/neither: `fork.child_scored` / `fork.child_unscored` / `fork.child_failed`;
-- `value`: `fork.closed.value`; `delta`, `delta_execution`: `fork.opened.children[]`.
-The run's directory as benchflow recorded it (ablation.json `parent.run_dir`, or the children's
-`parent_rollout`) is a `run.located` fact of kind `recorded`; where it was read is one of kind `read`.
+Every file of the run is read and cross-checked before a fact is built (`read_staged_run`); facts
+are ordered the way benchflow created what they describe, so the domain accepts them. Where each
+field is kept, so an export gives the file back: docs/benchflow-formats.md §14.
 """
 
 from __future__ import annotations
@@ -54,6 +38,9 @@ def containment_for(path: Path) -> Path:
 
 
 def read_ablation(folder: RunFolder, path: Path) -> Ablation | None:
+    """The report of a `bench eval ablate` run: written to `<out-dir>/ablation.json` beside the job
+    folder `ablation/`, so it belongs to the run `<out-dir>/ablation/<task>/`
+    (docs/benchflow-formats.md §5)."""
     if path.parent.name != ABLATE_JOB_NAME:
         return None
     relative = "../../ablation.json"
@@ -94,6 +81,9 @@ def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
 def recorded_run_dir(
     ablation: Ablation | None, provenance: dict[str, Provenance | None]
 ) -> str | None:
+    """The run's directory as benchflow recorded it: ablation.json `parent.run_dir`, else the
+    children's `parent_rollout` (which must agree). `RunPlan` records it as a `run.located` of kind
+    `recorded`, beside the one of kind `read` for where it was read."""
     parent = ablation.doc.obj("parent") if ablation is not None else None
     if parent is not None and (run_dir := parent.string("run_dir")):
         return run_dir
@@ -129,6 +119,11 @@ class StagedRun:
 
 
 def import_staged_run(path: Path) -> RunPlan:
+    """The run's facts, ordered so the domain accepts them: registration, the continuation's cut
+    point, then everything in node-creation order (a node before the stages marked on it and the
+    captures on it, a stage before forks at it, a fork before its children's outcomes and its
+    closing), and last the snapshot lifetimes, the run's own outcome, its gate evidence and the
+    ablation report."""
     run = read_staged_run(Path(os.path.abspath(path)))
     plan = RunPlan(
         run.key, run.path, [], recorded_dir=recorded_run_dir(run.ablation, run.provenance)
@@ -153,6 +148,11 @@ def import_staged_run(path: Path) -> RunPlan:
 
 
 def read_staged_run(path: Path) -> StagedRun:
+    """Read `config.json`/`result.json` (registration and outcome), `tree.json` (nodes, forks, child
+    outcomes; absent when the run never branched), `stage_snapshots.json` (stages and snapshot
+    lifetimes), `branches/<node>/children/<child>/` (provenance, reward, CTRF), a left-over
+    `branches/<node>/parent/` (unreleased custody), `<out-dir>/ablation.json` for `bench eval
+    ablate` runs and a continue-run's `source` block, and check them against each other."""
     folder = RunFolder(path, containment_for(path))
     key = run_key(path)
     files = RunFiles.read(folder)
@@ -332,9 +332,11 @@ def ablation_stage(
 
 
 def still_running(path: Path) -> str | None:
-    """Why the harness may still be writing the run, from which files exist (nothing is parsed), or None once it is
-    over: benchflow writes result.json last; the arms of `bench eval ablate` run after the parent's own leg and are
-    over when the report beside the job folder is written."""
+    """Why the harness may still be writing the run, from which files exist (nothing is parsed), or
+    None once it is over: benchflow writes result.json last; the arms of `bench eval ablate` run
+    after the parent's own leg and are over when the report beside the job folder is written. Such a
+    run is imported only when asked (`--unfinished`), since benchflow rewrites its files as the run
+    goes on."""
     if why := result_missing(path):
         return why
     if is_ablate_run(path) and not (path.parent.parent / "ablation.json").exists():
@@ -383,6 +385,10 @@ def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
 def add_nodes_and_stages(
     timeline: Timeline, tree: Tree, stages: dict[str, StageEntry], key: str, t0: datetime | None
 ) -> None:
+    """`run.node_opened` for each linear node (branch children are `fork.opened.children[]`), the
+    `stage.marked` facts on their nodes, and a `snapshot.captured` for each ref no mark holds: with
+    the node's `stage` when no mark there explains the tag (a child's own verify() at the end of its
+    chain, an earlier mark of a stage marked twice), with `stage` null for a bare checkpoint."""
     marks = [entry.mark for entry in stages.values()]
     for node in tree.nodes:
         if node.parent is not None and node.delta is None:

@@ -1,32 +1,8 @@
-"""benchflow's stage registry (`stage_snapshots.json`) as `stage.marked` facts plus snapshot lifetimes.
+"""benchflow's stage registry (`stage_snapshots.json`): `stage.marked` facts and snapshot lifetimes.
 
-Which node a stage was captured on is not in the registry, and a node's tag is only its latest checkpoint's
-(`capture_stage` replaces it, `verify()` captures pre-verify then post-verify on one cursor, `branch_at_stage`
-re-tags the node it adopts; docs/benchflow-formats.md §13.1). So the node is read from the tree, in this order:
-1. the linear node (not a branch child or below one) whose `stage` tag is that stage and whose refs are the
-   entry's (the latest such node: `mark_stage` twice replaces the entry and moves `_stage_nodes` to the later
-   cursor, and the earlier node's tag, with the earlier refs, stays a bare `snapshot.captured`);
-2. else the linear node whose snapshot refs equal the entry's refs; else a node under a fork tagged with the
-   stage and holding its refs (a cursor `branch()` before the parent's own `verify()`: each in-place child's
-   `verify()` rewrote the registry, and `_write_lineage` writes the parent's back only when it has one);
-3. else the writer's order: `env-ready` is captured in `start()`, before any step, so on `root`; `pre-verify`
-   and `post-verify` share the verify node (where the other one is, else the run's last linear node);
-   `post-research` is wherever the cursor was, and only a later capture on the same node (the verify stages,
-   when the research-end mark came at quiescence) erases its tag, so it goes to the verify node, or is refused
-   with what to check when the run has none.
-A run without `tree.json` never branched and the files know only `root`, so its stages are all there.
-A tree node tagged with a stage the registry lacks is an inconsistency and is refused, unless the run has no
-registry at all, in which case the tree alone describes the stage (refs from the node; exchanges unknown).
-
-Lifetime annotations are about the whole stage entry, not one of its refs: benchflow's cleanup finalizes each
-recorded stage as a unit (`stop(delete=True)` destroys the sandbox and its environment plane together), so
-`ephemeral: true` gives `snapshot.discarded` for the sandbox and the environment snapshot alike, and
-`export_error` (the entry stays ephemeral) gives `snapshot.export_failed` for both: neither can be restored.
-`exported` is the `docker save` tar of the sandbox image, so it gives `snapshot.exported` for the sandbox ref
-(for the environment ref only when the entry has no sandbox layer); the environment snapshot of an exported
-entry keeps only its capture, since nothing records whether the tar holds it. An entry with no lifetime keys
-(externally owned sandbox) gives none. `ephemeral: false` with `exported: null` says nothing the facts can
-hold, so it is not recorded (an export of the registry then omits those two keys).
+The registry does not say which node a stage was captured on, and tags move
+(docs/benchflow-formats.md §13.1-13.2), so `place_stages` reads the node from the tree; `lifetime`
+turns the cleanup keys into facts about the whole entry (§15, "stage_snapshots.json lifetime keys").
 """
 
 from __future__ import annotations
@@ -75,7 +51,16 @@ VERIFY_STAGES = ("pre-verify", "post-verify")
 
 
 def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
-    """The node the registry entry names by its tag and refs (rules 1 and 2; the latest such node)."""
+    """The node the registry entry names by its tag and refs; the latest such node, in this order:
+    1. a linear node (not a branch child or below one) tagged with the stage and holding the entry's
+       refs (`mark_stage` twice replaces the entry and moves `_stage_nodes` to the later cursor; the
+       earlier node's tag, with the earlier refs, stays a bare `snapshot.captured`);
+    2. a linear node with the tag, when the entry records no refs at all;
+    3. a linear node holding the entry's refs, whatever its tag;
+    4. a node under a fork tagged with the stage and holding its refs (a cursor `branch()` before
+       the parent's own `verify()`: each in-place child's `verify()` rewrote the registry, and
+       `_write_lineage` writes the parent's back only when it has one).
+    None when no node matches; `place_stages` then falls back to the writer's order."""
     entry_refs = (doc.string("sandbox_ref"), doc.string("environment_ref"))
 
     def holds(node: TreeNode) -> bool:
@@ -106,7 +91,15 @@ def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
 
 
 def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
-    """The node each registry stage was captured on (see the module docstring)."""
+    """The node each registry stage was captured on: `matching_node`, else the writer's order.
+
+    A run without `tree.json` never branched and the files know only `root`, so its stages are all
+    there. Otherwise, for a stage no node matches: `env-ready` is captured in `start()`, before any
+    step, so on `root`; `pre-verify` and `post-verify` share the verify node (where the other one
+    is, else the run's last linear node); `post-research` is wherever the cursor was, and only a
+    later capture on the same node (the verify stages, when the research-end mark came at
+    quiescence) erases its tag, so it goes to the verify node, or is refused with what to check when
+    the run has none."""
     if tree.absent:
         return dict.fromkeys(docs, ROOT_NODE)
     placed = {
@@ -154,6 +147,17 @@ def stage_entry(run: str, stage: str, doc: Fields, node: str) -> StageEntry:
 
 
 def lifetime(doc: Fields, sandbox_ref: str | None, environment_ref: str | None) -> list[f.Fact]:
+    """The entry's lifetime keys as facts about the whole entry, not one of its refs.
+
+    benchflow's cleanup finalizes each stage as a unit (`stop(delete=True)` destroys the sandbox and
+    its environment plane together), so `ephemeral: true` gives `snapshot.discarded` for both refs,
+    and `export_error` (the entry stays ephemeral) gives `snapshot.export_failed` for both.
+    `exported` is the `docker save` tar of the sandbox image: `snapshot.exported` for the sandbox
+    ref (the environment ref only when the entry has no sandbox layer); an exported entry's
+    environment snapshot keeps only its capture, since nothing records whether the tar holds it. No
+    lifetime keys (an externally owned sandbox) give no facts, and so does `ephemeral: false` with
+    `exported: null`, which says nothing the facts can hold (an export of the registry then omits
+    those two keys)."""
     ephemeral, exported, export_error = (
         doc.boolean("ephemeral"),
         doc.obj("exported"),
@@ -219,7 +223,11 @@ def tree_stage(run: str, tree: Tree, stage: str) -> StageEntry:
 def stage_entries(
     run: str, tree: Tree, registry: dict[str, Fields] | None, extra: dict[str, Fields]
 ) -> list[StageEntry]:
-    """Every stage of the run in lifecycle order; `extra` are entries known only from ablation.json."""
+    """Every stage of the run in lifecycle order; `extra` are entries known only from ablation.json.
+
+    A linear tree node tagged with a stage the registry lacks is an inconsistency and is refused,
+    unless the run has no registry at all: then the tree alone describes the stage
+    (`tree_stage`)."""
     docs = dict(extra)
     docs.update(registry or {})
     for doc in docs.values():

@@ -1,13 +1,7 @@
-"""benchflow PR-#1046 `tree.json` (schema_version 1): its nodes, checked, and which of them form forks.
+"""benchflow PR-#1046 `tree.json` (schema_version 1): its nodes, checked, and which ones form forks.
 
-A node with a `delta` is a branch child; the other nodes are the run's own linear steps. Children of one
-fork are siblings with a `delta` listed one after another under their fork node; a fork ends at a sibling
-without a delta or where the children's provenance names a different fork point (stage or snapshot);
-forks with the same fork point at one node are told apart by `benchflow_staged_fork_split`. The first fork
-at a node takes the node id as its fork id, later ones `<node>.2`, `<node>.3`, ... so ids stay deterministic as a tree grows.
-
-Node ids are `root` and `n<k>` from one counter, so `n<k>` orders nodes by creation; that order (not the
-pre-order of the file) is the order facts are recorded in, which is also the order benchflow created them.
+A node with a `delta` is a branch child, the others are the run's own linear steps
+(docs/benchflow-formats.md §2). Nodes keep benchflow's creation order, in which facts are recorded.
 """
 
 from __future__ import annotations
@@ -80,7 +74,13 @@ class Tree:
     def _delta_runs(
         self, parent: TreeNode, fork_point: Callable[[TreeNode], Hashable]
     ) -> list[list[TreeNode]]:
-        """The parent's children with a delta, cut into runs of consecutive siblings with one fork point."""
+        """The parent's children with a delta, cut into runs of consecutive siblings with one fork
+        point.
+
+        Children of one fork are siblings with a `delta` listed one after another under their fork
+        node; a run ends at a sibling without a delta or where the children's provenance names a
+        different fork point (stage or snapshot). Runs with the same fork point are split further by
+        `fork_split`."""
         siblings = [n for n in self.nodes if n.parent == parent.id]
         runs: list[list[TreeNode]] = []
         run: list[TreeNode] = []
@@ -101,10 +101,13 @@ class Tree:
         known: frozenset[str] = frozenset(),
         unreleased: frozenset[str] = frozenset(),
     ) -> list[ForkGroup]:
-        """The forks of the tree in node order: runs of delta siblings with one fork point, each cut into the
-        forks benchflow made (`benchflow_staged_fork_split`); `known` are the children of the fork ablation.json describes,
-        `unreleased` the nodes whose last fork may have failed after its children (a custody hold left behind,
-        or the report's branch error)."""
+        """The forks of the tree in node order: runs of delta siblings with one fork point, each cut
+        into the forks benchflow made (`fork_split`); `known` are the children of the fork
+        ablation.json describes, `unreleased` the nodes whose last fork may have failed after its
+        children (a custody hold left behind, or the report's branch error).
+
+        The first fork at a node takes the node id as its fork id, later ones `<node>.2`,
+        `<node>.3`, ... in attachment order, so ids stay deterministic as a tree grows."""
         from .fork_split import NodeForks, split_forks
 
         groups: list[ForkGroup] = []
@@ -140,6 +143,9 @@ def refs(doc: Fields | None) -> f.SnapshotRefs | None:
 
 
 def parse_tree(document: object, file: str) -> Tree:
+    """The checked nodes, each with its creation `order`: ids are `root` and `n<k>` from one
+    counter, so `k` orders nodes as benchflow created them (not the file's pre-order); a tree with
+    other ids keeps the file's order."""
     top = Fields(document, file)
     top.schema_version()
     top.only(("schema_version", "cut_point", "nodes"))
