@@ -526,12 +526,7 @@ def test_the_names_and_their_source_are_read_from_the_log(tmp_path: Path) -> Non
     for jobs in roots.values():
         cli("import", str(jobs))
     rows = json.loads(cli("sql", "SELECT run, review FROM evidence", "--format", "json").stdout)
-    reviews = {
-        row["run"].split("/")[-2]: row["review"]
-        if isinstance(row["review"], dict)
-        else json.loads(row["review"])
-        for row in rows
-    }
+    reviews = {row["run"].split("/")[-2]: row["review"] for row in rows}
     for name in batches:
         source, origin = SOURCES[name.split("-")[0]]
         for job in classes[name]:
