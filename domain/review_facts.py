@@ -16,6 +16,10 @@ from .fact_base import Count, Digest, Model, Text
 HackPattern = Literal["solution_contamination", "grader_gaming", "alignment_risk"]
 #: How a startup skill catalog was recovered (the SOP's words).
 CatalogStatus = Literal["recovered", "catalog_not_serialized", "unknown", "manual_review_required"]
+#: Where the task's own skill names came from, in the order they are looked for (docs/review-skill.md):
+#: a manifest key of the run's files, the custom runtime skills folder, `source.file_hashes`, a skills
+#: folder the configuration names, or inference across the imported batch's arms.
+TaskSkillsSource = Literal["manifest", "runtime_folder", "file_hashes", "skills_folder", "inferred"]
 #: What kept the agent from a fair attempt (SKILL.md, "Capability Attribution").
 FidelityKind = Literal[
     "missing_credential",
@@ -72,6 +76,10 @@ class SkillCatalog(Model):
     skills: tuple[Text, ...] = ()
     catalog_sha256: Digest | None = None
     expected_task_skills: tuple[Text, ...] = ()
+    #: where `expected_task_skills` came from (None: nothing named them, or recorded before sources were)
+    task_skills_source: TaskSkillsSource | None = None
+    #: the file and key, the folder, or the arms they were inferred from
+    task_skills_from: Text | None = None
     task_skills_loading: Literal[0, 1] | None = None
     invocations: tuple[SkillTrace, ...] = ()
     task_skill_access: tuple[SkillTrace, ...] = ()

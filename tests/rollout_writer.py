@@ -148,6 +148,15 @@ class Rollout:
     duration: float | None = None  # started_at to finished_at; None = the phases + 2.83 s
     # what the task's verifier leaves in verifier/ (its own files, not benchflow's); None = reward.txt
     verifier_outputs: dict[str, str] | None = None
+    # the task's source provenance as artifact_source_provenance leaves it (no local_path); None = a
+    # task without provenance, so neither config.json nor result.json carries `source`
+    source: dict[str, Any] | None = None
+    # the host skills dir a with-skill run was given (Rollout(skills_dir=...)): skill_source
+    # custom_runtime; None = the task's bundled environment/skills
+    skills_dir: str | None = None
+    # effective_skills_dir of a task_bundled run: the temp copy of the task (rollout/__init__.py:988),
+    # removed at cleanup (:2031); None = the relative `tasks/<task>/environment/skills`
+    bundled_skills_dir: str | None = None
 
     @property
     def name(self) -> str:
@@ -204,7 +213,31 @@ def tool_def(name: str, wire: str = "chat") -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def skill_catalog_text(agent: str, catalog: list[tuple[str, str]]) -> str:
+#: Where each harness keeps its own (harness-global) skills, outside benchflow's /skills mount: the
+#: SOP's Codex sample lists `/home/agent/.codex/skills/.system/<name>/SKILL.md`; the others are ours.
+HARNESS_SKILL_ROOTS = {
+    "codex-acp": "/home/agent/.codex/skills/.system",
+    "claude-agent-acp": "/home/agent/.claude/skills",
+    "gemini": "/home/agent/.gemini/skills",
+    "openhands": "/home/agent/.openhands/skills",
+    "pi-acp": "/home/agent/.pi/skills",
+}
+
+
+def skill_path(agent: str, skill: str, harness_skills: tuple[str, ...] = ()) -> str:
+    """A skill's SKILL.md: under benchflow's `/skills` mount, or the harness's own root for a
+    harness-global skill (one named in `harness_skills`)."""
+    root = (
+        HARNESS_SKILL_ROOTS.get(agent, "/home/agent/.skills")
+        if skill in harness_skills
+        else "/skills"
+    )
+    return f"{root}/{skill}/SKILL.md"
+
+
+def skill_catalog_text(
+    agent: str, catalog: list[tuple[str, str]], harness_skills: tuple[str, ...] = ()
+) -> str:
     """The startup skill catalog as each harness renders it (the experiment-review skill's
     references/harness-skill-catalog-sop.md); pi-acp serialises none."""
     if not catalog or agent == "pi-acp":
@@ -224,11 +257,13 @@ def skill_catalog_text(agent: str, catalog: list[tuple[str, str]]) -> str:
             f"\n\n{bullets}\n</system-reminder>"
         )
     if agent == "codex-acp":
-        bullets = "\n".join(f"- {n}: {d} (file: /skills/{n}/SKILL.md)" for n, d in catalog)
+        bullets = "\n".join(
+            f"- {n}: {d} (file: {skill_path(agent, n, harness_skills)})" for n, d in catalog
+        )
         return f"<skills_instructions>\n## Skills\n### Available skills\n{bullets}\n</skills_instructions>"
     items = "".join(
         f"<skill><name>{n}</name><description>{d}</description>"
-        f"<location>/skills/{n}/SKILL.md</location></skill>"
+        f"<location>{skill_path(agent, n, harness_skills)}</location></skill>"
         for n, d in catalog
     )
     return f"# Available Agent Skills\n<available_skills>{items}</available_skills>"
@@ -243,10 +278,12 @@ SYSTEM_PROMPTS = {
 }
 
 
-def start_history(agent: str, prompt: str, catalog: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def start_history(
+    agent: str, prompt: str, catalog: list[tuple[str, str]], harness_skills: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """The first request's messages (or Responses `input`), catalog included where it shows."""
     system = SYSTEM_PROMPTS.get(agent, "You are a coding agent.")
-    shown = skill_catalog_text(agent, catalog)
+    shown = skill_catalog_text(agent, catalog, harness_skills)
     wire = wire_of(agent)
     if wire == "anthropic":  # `system` is dropped by _base_record; Claude Code's reminder is not
         blocks = [{"type": "text", "text": shown}] if shown else []
@@ -327,6 +364,7 @@ def conversation(
     tools: list[str],
     catalog: list[tuple[str, str]] | None = None,
     usage: list[dict[str, Any] | None] | None = None,
+    harness_skills: tuple[str, ...] = (),
 ) -> list[Exchange]:
     """Exchanges an agent harness sends: each request carries the whole history so far.
 
@@ -335,7 +373,7 @@ def conversation(
     `_training_success_exchange_indices` keys on for the chat and Responses wires).
     """
     wire = wire_of(agent)
-    history = start_history(agent, prompt, catalog or [])
+    history = start_history(agent, prompt, catalog or [], harness_skills)
     out: list[Exchange] = []
     for index, (reply, calls, outputs) in enumerate(turns):
         tokens = usage[index] if usage is not None else default_usage(wire, len(history))
@@ -344,11 +382,13 @@ def conversation(
     return out
 
 
-def skill_call(agent: str, skill: str, call_id: str) -> tuple[ToolCall, AcpEvent, str]:
+def skill_call(
+    agent: str, skill: str, call_id: str, harness_skills: tuple[str, ...] = ()
+) -> tuple[ToolCall, AcpEvent, str]:
     """How each harness loads a skill, as a provider tool call and the ACP event benchflow records
     (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:133). Codex and pi read
     the SKILL.md file, which benchflow does not count as an invocation."""
-    path = f"/skills/{skill}/SKILL.md"
+    path = skill_path(agent, skill, harness_skills)
     if agent == "openhands":
         text = f"Tool: invoke_skill\n[skill: {skill}] loaded"
         call = ToolCall(call_id, "invoke_skill", {"name": skill})
@@ -382,13 +422,24 @@ def _init_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
 
 
 def skill_metadata(rollout: Rollout) -> dict[str, Any]:
-    """with-skill mounts the task's bundled `environment/skills` at `/skills`; no-skill mounts none."""
+    """with-skill mounts the task's bundled `environment/skills` at `/skills`, or the runtime skills dir
+    it was given (custom_runtime, also at `/skills`, include_task_skills false); no-skill mounts none."""
+    if rollout.skill_mode == "with-skill" and rollout.skills_dir is not None:
+        return {
+            "skill_mode": "with-skill",
+            "skill_source": "custom_runtime",
+            "requested_skills_dir": rollout.skills_dir,
+            "effective_skills_dir": rollout.skills_dir,
+            "skills_sandbox_dir": "/skills",
+            "include_task_skills": False,
+        }
     if rollout.skill_mode == "with-skill":
         return {
             "skill_mode": "with-skill",
             "skill_source": "task_bundled",
             "requested_skills_dir": None,
-            "effective_skills_dir": f"tasks/{rollout.task}/environment/skills",
+            "effective_skills_dir": rollout.bundled_skills_dir
+            or f"tasks/{rollout.task}/environment/skills",
             "skills_sandbox_dir": "/skills",
             "include_task_skills": True,
         }
@@ -401,6 +452,59 @@ def skill_metadata(rollout: Rollout) -> dict[str, Any]:
         "effective_skills_dir": None,
         "skills_sandbox_dir": None,
         "include_task_skills": False,
+    }
+
+
+# The task's source provenance: src/benchflow/_utils/benchmark_repos.py task_file_hashes :281,
+# _source_provenance :301, task_source_provenance :373; artifact_source_provenance (source_provenance.py
+# :153) drops local_path before config.json and result.json carry it -------------------------------
+
+
+def write_task(root: Path, task: str, skills: dict[str, str]) -> Path:
+    """A benchflow task directory (task.toml, instruction.md, environment/, tests/, solution/) whose
+    bundled skills are `environment/skills/<name>/SKILL.md`, where `task_bundled_skills_dir` looks."""
+    task_dir = root / task
+    files = {
+        "task.toml": f'version = "1.0"\n\n[metadata]\nname = "{task}"\n',
+        "instruction.md": "Fix the failing tests.\n",
+        "environment/Dockerfile": "FROM python:3.12-slim\nCOPY . /app\n",
+        "tests/test.sh": "#!/bin/bash\npytest -q /tests\n",
+        "solution/solve.sh": "#!/bin/bash\ntrue\n",
+        **{f"environment/skills/{name}/SKILL.md": text for name, text in skills.items()},
+    }
+    for relative, text in files.items():
+        (task_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        (task_dir / relative).write_text(text)
+    return task_dir
+
+
+def task_file_hashes(task_path: Path) -> dict[str, str]:
+    """SHA-256 of every regular file under the task, by its posix path relative to the task."""
+    if task_path.is_symlink():
+        raise ValueError(f"Task path {task_path} must not be a symlink")
+    hashes: dict[str, str] = {}
+    for path in sorted(task_path.rglob("*")):
+        if path.is_symlink():
+            raise ValueError(f"Task path {task_path} contains symlink {path}")
+        if not path.is_file():
+            continue
+        parts = path.relative_to(task_path).parts
+        if parts == (".benchflow-source.json",) or ".git" in parts or "__pycache__" in parts:
+            continue
+        hashes[Path(*parts).as_posix()] = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def task_source(task_dir: Path, repo: str = "benchflow-ai/skillsbench", path: str = "") -> dict:
+    """The artifact form of a GitHub task's provenance: what config.json and result.json carry."""
+    return {
+        "type": "github",
+        "repo": repo,
+        "requested_ref": "main",
+        "resolved_sha": "4f1c2a9e" * 5,
+        "path": path or f"tasks/{task_dir.name}",
+        "dirty": False,
+        "file_hashes": task_file_hashes(task_dir),
     }
 
 
@@ -417,7 +521,8 @@ def _write_config(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
     """config.json: `json.dumps(indent=2)`, insertion order, no trailing newline; secrets dropped."""
     transport = {"docker": "docker-stdio", "daytona": "ssh" if rollout.agent == "gemini" else "pty"}
     config = {
-        "task_path": rollout.task,  # task_path.name
+        # artifact_source["path"] when the task has provenance, else task_path.name
+        "task_path": (rollout.source or {}).get("path") or rollout.task,
         "agent": rollout.agent,
         "model": rollout.model,
         "reasoning_effort": None,
@@ -441,6 +546,8 @@ def _write_config(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
         "loop": {"strategy": "single-shot"},  # loop_strategies.loop_block(None)
         "usage_tracking": {"requested": "auto"},  # UsageTrackingConfig.to_config_artifact
     }
+    if rollout.source is not None:  # artifact_source: the task's provenance without local_path
+        config["source"] = rollout.source
     (rollout_dir / "config.json").write_text(json.dumps(config, indent=2))
     return config
 
@@ -1054,6 +1161,7 @@ def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]
         "timing": times,
         "scenes": [],
         "loop": {"strategy": "single-shot"},
+        **({"source": rollout.source} if rollout.source is not None else {}),
         "sandbox_id": rollout.sandbox_id,
     }
     (rollout_dir / "result.json").write_text(json.dumps(result, indent=2))
@@ -2066,16 +2174,18 @@ def scripted_run(
     agent: str = "claude-agent-acp",
     catalog: list[tuple[str, str]] | None = None,
     load_skills: tuple[str, ...] = (),
+    harness_skills: tuple[str, ...] = (),
     **overrides: Any,
 ) -> Rollout:
     """A rollout whose agent takes `actions` in order, on its own wire, then answers `final`
     (None: it never answered, e.g. it ran out of time). Each skill in `load_skills` is loaded first,
     the harness's way (`skill_call`); `catalog` is the startup skill catalog the harness shows.
+    Skills named in `harness_skills` are the harness's own, kept outside `/skills` (`skill_path`).
     `overrides` set any other Rollout field."""
     turns: list[tuple[str, list[ToolCall], list[str]]] = []
     acp: list[AcpEvent] = []
     for n, skill in enumerate(load_skills):
-        call, event, output = skill_call(agent, skill, f"call_s{n}")
+        call, event, output = skill_call(agent, skill, f"call_s{n}", harness_skills)
         turns.append(("", [call], [output]))
         acp.append(event)
     for n, action in enumerate(actions, start=1):
@@ -2095,7 +2205,9 @@ def scripted_run(
     if agent in SKILL_TOOLS and (catalog or load_skills):
         tools.append(SKILL_TOOLS[agent])
     instruction = overrides.get("instruction", "Fix the failing tests.")
-    exchanges = conversation(agent, instruction, turns, tools=tools, catalog=catalog)
+    exchanges = conversation(
+        agent, instruction, turns, tools=tools, catalog=catalog, harness_skills=harness_skills
+    )
     description = Rollout(task, agent=agent, exchanges=exchanges, acp=acp, rewards={"reward": 1.0})
     for key, value in overrides.items():
         setattr(description, key, value)

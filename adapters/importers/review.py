@@ -21,6 +21,7 @@ from .review_input import ACP, CONFIG_NAMES, LLM, RESULTS, Jsonl, Rollout
 from .reward_hacking import find_reward_hacks
 from .rundir import NOTHING_APPENDED, RunFolder, require_regular
 from .skill_catalog import review_skills
+from .task_skills import find_task_skills
 
 #: A trajectory this much larger than a lineage JSON file is not reviewed: the run is unhealthy, and says so.
 TRAJECTORY_CAP_FACTOR = 16
@@ -76,44 +77,6 @@ def _first(documents: list[dict[str, Any] | None], *keys: str) -> Any:
     return None
 
 
-#: Where a run's files may name the task's own skills (the keys the skill's extract_harness_skills.py reads).
-TASK_SKILL_KEYS = frozenset(
-    (
-        "expected_task_skill_names",
-        "expected_task_skills",
-        "required_task_skills",
-        "task_bundled_skills",
-        "task_skill_names",
-        "task_skills",
-    )
-)
-
-
-def _skill_names(value: Any) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    names = [
-        i if isinstance(i, str) else i.get("name") if isinstance(i, dict) else None for i in items
-    ]
-    return [n.strip() for n in names if isinstance(n, str) and n.strip()]
-
-
-def _task_skills(*documents: dict[str, Any] | None) -> tuple[str, ...]:
-    """Every task skill the files name under one of `TASK_SKILL_KEYS`, at any depth, in order, once."""
-    found: list[str] = []
-    stack: list[Any] = [d for d in documents if d is not None]
-    while stack:
-        value = stack.pop(0)
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key in TASK_SKILL_KEYS:
-                    found += _skill_names(item)
-                elif isinstance(item, (dict, list)):
-                    stack.append(item)
-        elif isinstance(value, list):
-            stack += [item for item in value if isinstance(item, (dict, list))]
-    return tuple(dict.fromkeys(found))
-
-
 def read_rollout(folder: RunFolder) -> Rollout:
     """The review inputs of the rollout directory `folder`."""
     result, result_error = _read_object(folder, "result.json")
@@ -129,6 +92,7 @@ def read_rollout(folder: RunFolder) -> Rollout:
     if task is None and config is not None and isinstance(config.get("task_path"), str):
         task = PurePosixPath(config["task_path"]).name or None
     mode = _first([config, result], "skill_mode")
+    named = find_task_skills([(config_name or "config", config), ("result.json", result)])
     return Rollout(
         result=result,
         result_error=result_error,
@@ -140,7 +104,9 @@ def read_rollout(folder: RunFolder) -> Rollout:
         task=str(task) if task is not None else None,
         harness=_harness(config, result),
         skill_mode=SKILL_MODES.get(str(mode).strip().lower()) if mode is not None else None,
-        task_skills=_task_skills(config, result),
+        task_skills=named.names if named else (),
+        task_skills_source=named.source if named else None,
+        task_skills_from=named.origin if named else None,
     )
 
 

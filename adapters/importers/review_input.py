@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...domain.review_facts import TaskSkillsSource
+
 ACP, LLM, RESULTS = (
     "trajectory/acp_trajectory.jsonl",
     "trajectory/llm_trajectory.jsonl",
@@ -77,3 +79,5 @@ class Rollout:
     harness: str | None = None
     skill_mode: str | None = None
     task_skills: tuple[str, ...] = ()
+    task_skills_source: TaskSkillsSource | None = None  # which source named them (task_skills.py)
+    task_skills_from: str | None = None

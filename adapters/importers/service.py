@@ -1,14 +1,16 @@
 """`import_runs`: discover run directories, turn each into facts, record each run as one batch.
 
 A run is imported whole or not at all: its facts go to `LineageApp.record` in one call, which appends them in
-one transaction or raises before writing anything. Re-importing appends nothing (every fact is already
-known); a later state of a run appends only its new facts. Without `keep_going` the import stops at the first
-rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are reported and
-the others imported. A store that cannot be reached always stops the import, since no run could succeed.
-A run the harness may still be writing (`STILL_RUNNING`: no result.json yet; for bench eval ablate, no
-ablation.json; for Harbor, no finished_at) is left out, unread, unless `unfinished` asks for it: benchflow rewrites
-tree.json, the stage registry and the lineage files as the run goes on, so what they show before the end could
-contradict the finished run (or not parse at all), and importing it then would be refused.
+one transaction or raises before writing anything. Every run is read before any is recorded, so the runs of both
+skill arms can name a task's skills that no run's own files name (`batch_skills.infer_batch`). Re-importing
+appends nothing (every fact is already known); a later state of a run appends only its new facts. Without
+`keep_going` the import stops at the first rejected run (runs before it stay imported: each was its own batch);
+with it, rejected runs are reported and the others imported. A store that cannot be reached always stops the
+import, since no run could succeed. A run the harness may still be writing (`STILL_RUNNING`: no result.json yet;
+for bench eval ablate, no ablation.json; for Harbor, no finished_at) is left out, unread, unless `unfinished`
+asks for it: benchflow rewrites tree.json, the stage registry and the lineage files as the run goes on, so what
+they show before the end could contradict the finished run (or not parse at all), and importing it then would be
+refused.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ...domain.errors import (
     StoreUnavailable,
 )
 from . import benchflow_mainline, harbor
+from .batch_skills import infer_batch
 from .benchflow_common import result_missing
 from .benchflow_staged import staged_import as benchflow_staged
 from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, Skipped, survey
@@ -132,6 +135,84 @@ class Recording(Protocol):
     def app(self) -> LineageApp: ...
 
 
+def _rejection(exc: LineageError | OSError, run: RunDir) -> Rejection:
+    if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
+        exc = InvalidInput(f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})")
+    return Rejection(str(run.path), in_context(exc, run))
+
+
+Read = list[tuple[int, RunDir, RunPlan]]
+Rejected = list[tuple[int, Rejection]]
+
+
+def _read_plans(
+    runs: list[RunDir],
+    summary: ImportSummary,
+    keep_going: bool,
+    unfinished: bool,
+    progress: Progress | None,
+) -> tuple[Read, Rejected]:
+    """Each run's plan, in order (with its index); without keep_going, none after the first rejected."""
+    plans: Read = []
+    rejected: Rejected = []
+    for done, run in enumerate(runs):
+        if progress:
+            progress(done, len(runs), run.key)
+        why = None if unfinished else STILL_RUNNING[run.kind](run.path)
+        if why:
+            summary.runs_unfinished += 1
+            summary.warnings.append(
+                f"{run.path}: left out, the run may still be running ({why}); import it once it has "
+                "finished, or now with --unfinished"
+            )
+            continue
+        try:
+            if run.problem is not None:
+                raise run.problem
+            plans.append((done, run, IMPORTERS[run.kind](run.path)))
+        except (StoreUnavailable, IntegrityFailure):
+            raise
+        except (LineageError, OSError) as exc:
+            rejected.append((done, _rejection(exc, run)))
+            if not keep_going:
+                break
+    return plans, rejected
+
+
+def _record_plans(
+    lineage: Recording,
+    plans: Read,
+    rejected: Rejected,
+    summary: ImportSummary,
+    dry_run: bool,
+    keep_going: bool,
+) -> Rejected:
+    """Record each plan as one batch; without keep_going, stop at the first refused, as if no later
+    run had been read (a later run's read error is then not reported)."""
+    for done, run, plan in plans:
+        try:
+            batch = plan.batch()
+            recorded = lineage.app.record(batch, dry_run=dry_run)
+        except (StoreUnavailable, IntegrityFailure):
+            raise
+        except (LineageError, OSError) as exc:
+            rejected = [r for r in rejected if keep_going or r[0] < done]
+            rejected.append((done, _rejection(exc, run)))
+            if not keep_going:
+                break
+            continue
+        appended = len(recorded.new_facts) if dry_run else recorded.appended
+        summary.runs += 1
+        summary.forks += plan.forks
+        summary.children += plan.children
+        summary.events_appended += appended
+        summary.runs_skipped_known += appended == 0
+        summary.warnings.extend(plan.warnings)
+        if dry_run:
+            summary.facts.extend(_occurred(batch, recorded.new_facts))
+    return rejected
+
+
 def import_runs(
     lineage: Recording,
     paths: list[str | Path],
@@ -152,44 +233,14 @@ def import_runs(
             hint="name the jobs folder or a run directory",
         )
     summary = ImportSummary(skipped=found.skipped)
-    for done, run in enumerate(runs):
-        if progress:
-            progress(done, len(runs), run.key)
-        why = None if unfinished else STILL_RUNNING[run.kind](run.path)
-        if why:
-            summary.runs_unfinished += 1
-            summary.warnings.append(
-                f"{run.path}: left out, the run may still be running ({why}); import it once it has "
-                "finished, or now with --unfinished"
-            )
-            continue
-        try:
-            if run.problem is not None:
-                raise run.problem
-            plan = IMPORTERS[run.kind](run.path)
-            batch = plan.batch()
-            recorded = lineage.app.record(batch, dry_run=dry_run)
-        except (StoreUnavailable, IntegrityFailure):
-            raise
-        except (LineageError, OSError) as exc:
-            if isinstance(exc, OSError):  # a file vanished or is unreadable mid-import
-                exc = InvalidInput(
-                    f"{exc.filename or run.path}: cannot be read ({exc.strerror or exc})"
-                )
-            summary.runs_rejected += 1
-            summary.errors.append(Rejection(str(run.path), in_context(exc, run)))
-            if not keep_going:
-                break
-            continue
-        appended = len(recorded.new_facts) if dry_run else recorded.appended
-        summary.runs += 1
-        summary.forks += plan.forks
-        summary.children += plan.children
-        summary.events_appended += appended
-        summary.runs_skipped_known += appended == 0
-        summary.warnings.extend(plan.warnings)
-        if dry_run:
-            summary.facts.extend(_occurred(batch, recorded.new_facts))
+    # Every run is read before any is recorded, so the batch's arms can name the task skills that no
+    # run's own files name (batch_skills.py); each run is still recorded as one batch of its own.
+    plans, rejected = _read_plans(runs, summary, keep_going, unfinished, progress)
+    infer_batch([plan for _, _, plan in plans])
+    rejected = _record_plans(lineage, plans, rejected, summary, dry_run, keep_going)
+    for _, rejection in sorted(rejected, key=lambda r: r[0]):
+        summary.runs_rejected += 1
+        summary.errors.append(rejection)
     if progress:
         progress(len(runs), len(runs), "")
     return summary

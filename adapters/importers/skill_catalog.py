@@ -373,6 +373,8 @@ def review_skills(rollout: Rollout) -> SkillCatalog:
         skills=tuple(safe_text(name) or "" for name in skills),
         catalog_sha256=sha256(hashed) if hashed is not None else None,
         expected_task_skills=tuple(safe_text(name) or "" for name in expected),
+        task_skills_source=rollout.task_skills_source,
+        task_skills_from=safe_text(rollout.task_skills_from, 1000),
         task_skills_loading=_loading(expected, status, skills),
         invocations=invocations,
         task_skill_access=access,

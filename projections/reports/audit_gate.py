@@ -299,6 +299,25 @@ def _traces(traces: list[dict[str, Any]]) -> str:
     return shown + (f" and {len(traces) - 3} more" if len(traces) > 3 else "")
 
 
+#: How a finding says where the task's skill names came from (task_skills.py, batch_skills.py).
+SOURCE_WORDS = {
+    "manifest": "named by",
+    "runtime_folder": "read from the runtime skills folder",
+    "file_hashes": "named by",
+    "skills_folder": "read from the skills folder",
+}
+
+
+def _named_by(skills: dict[str, Any]) -> str:
+    """`; task skills <how> <where>`, or nothing for a review recorded before sources were."""
+    source, origin = skills.get("task_skills_source"), skills.get("task_skills_from")
+    if source is None:
+        return ""
+    if source == "inferred":
+        return f"; the task's skill names were {origin or 'inferred'}"
+    return f"; task skills {SOURCE_WORDS.get(source, source)} {origin or source}"
+
+
 def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
     expected = list(skills.get("expected_task_skills") or ())
     loading = skills.get("task_skills_loading")
@@ -310,7 +329,8 @@ def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
             "skill-loading",
             FIDELITY,
             f"with-skill, but task_skills_loading=0: task skill(s) {missing} are not in the startup "
-            f"catalog ({skills['status']}, {len(skills.get('skills') or ())} skill(s) recovered)",
+            f"catalog ({skills['status']}, {len(skills.get('skills') or ())} skill(s) recovered)"
+            + _named_by(skills),
         )
     if skills.get("invocations") or skills.get("task_skill_access"):
         return None
@@ -319,7 +339,8 @@ def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
         FIDELITY,
         f"with-skill, but skill loading cannot be shown: catalog {skills['status']}, "
         f"{'no expected task skills named' if not expected else 'expected ' + str(expected)}, "
-        "no skill invoked or read; review it by hand (harness-skill-catalog-sop.md)",
+        "no skill invoked or read; review it by hand (harness-skill-catalog-sop.md)"
+        + _named_by(skills),
     )
 
 
@@ -335,18 +356,22 @@ def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason
     access = list(skills.get("task_skill_access") or ())
     if skills.get("task_skills_loading") == 1:
         return [
-            ("skill-loading", LEAKAGE, "no-skill, but the task's skills are in the startup catalog")
+            (
+                "skill-loading",
+                LEAKAGE,
+                "no-skill, but the task's skills are in the startup catalog" + _named_by(skills),
+            )
         ]
     if access:
         return [
             (
                 "skill-loading",
                 LEAKAGE,
-                f"no-skill, but the task's skills were used: {_traces(access)}",
+                f"no-skill, but the task's skills were used: {_traces(access)}" + _named_by(skills),
             )
         ]
     invoked = list(skills.get("invocations") or ())
-    if invoked and not skills.get("expected_task_skills"):
+    if invoked and not skills.get("expected_task_skills") and not skills.get("task_skills_source"):
         # The SOP scans a no-skill run for skill invocations; with the task's skills unnamed, an invoked
         # skill may be one of them, and a gate does not pass what it cannot tell.
         return [

@@ -136,3 +136,42 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
     assert json.loads(run_cli("export", "ablation", f"{ABLATE}:root").stdout) == json.loads(
         written.read_text()
     )
+
+
+REVIEW_1 = Path(__file__).resolve().parents[1] / "stores" / "review-1-examples.sqlite"
+
+
+def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
+    tmp_path: Path,
+) -> None:
+    """Its reviews carry no `task_skills_source` (read as None: nothing recorded where names came from); the
+    same runs import again with where they were read as the only new facts, and the audit is unchanged."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REVIEW_1, home / "events.sqlite")
+    run_cli = Cli(home)
+    assert "match a rebuild" in run_cli("verify", "--read-models").stdout
+    before = log(run_cli)
+    assert len(before) == 106 and {e["actor"] for e in before} == {"review-1@lab"}
+    audited = run_cli("audit", ok=False)
+    reviews = run_cli(
+        "sql", "SELECT review FROM evidence WHERE review IS NOT NULL", "--format", "json"
+    )
+    skills = [r["review"]["skills"] for r in json.loads(reviews.stdout)]
+    assert skills and all(s is None or s.get("task_skills_source") is None for s in skills)
+
+    result = run_cli("import", str(EXAMPLES))
+    assert "0 runs rejected" in result.stderr
+    assert {e["type"] for e in log(run_cli)[len(before) :]} <= {"run.located"}
+    again = run_cli("audit", ok=False)
+    assert again.exit_code == audited.exit_code
+    body = [
+        line
+        for line in audited.stdout.splitlines()
+        if "log position" not in line and "head" not in line
+    ]
+    assert [
+        line
+        for line in again.stdout.splitlines()
+        if "log position" not in line and "head" not in line
+    ] == body
