@@ -106,17 +106,40 @@ def _trials(
 ) -> tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]:
     """Each arm's scored trials, its unscored count and the runs it was in, in order of first appearance."""
     where = "" if every_task else "AND r.task IS NOT DISTINCT FROM ?"
+    found = _pooled(db, "NULL", where, [] if every_task else [task])
+    return found.get(None, ({}, {}, {}))
+
+
+def grouped_trials(
+    db: ReadModelDB, column: str, values: list[Any] | None = None
+) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
+    """`_trials` pooled by a column of the `runs` view instead of the task (the charts' grouping): per value
+    of `column` (text; None for a run without one), each arm's trials, selected, ordered and counted as
+    `lineage arms --stats` selects them, so `column="task"` gives that command's numbers. `column` must be a
+    name the caller checked against the view's columns (it is quoted, never a value); `values`: only those."""
+    group = f'CAST(r."{column}" AS VARCHAR)'
+    where, params = "", []
+    if values is not None:
+        known = [v for v in values if v is not None]
+        where = f"AND ({group} IN (SELECT unnest(?::VARCHAR[]))"
+        where += f" OR {group} IS NULL)" if None in values else ")"
+        params = [known]
+    return _pooled(db, group, where, params)
+
+
+def _pooled(
+    db: ReadModelDB, group: str, where: str, params: list[Any]
+) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
     rows = db.rows(
-        "SELECT r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
+        f"SELECT {group} AS grp, r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
         f"JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "
         f"WHERE TRUE {where} ORDER BY r.position, f.position, c.child_index",
-        [] if every_task else [task],
+        params,
     )
-    scored: dict[str, list[Trial]] = {}
-    unscored: dict[str, int] = {}
-    runs: dict[str, set[str]] = {}
+    found: dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]] = {}
     seen: dict[tuple[str, str, str], int] = {}
     for row in rows:
+        scored, unscored, runs = found.setdefault(row["grp"], ({}, {}, {}))
         arm = row["arm"]
         scored.setdefault(arm, [])
         unscored.setdefault(arm, 0)
@@ -128,7 +151,7 @@ def _trials(
             continue
         key = (row["task"], row["run"], row["fork"], occurrence)
         scored[arm].append(Trial(key, row["status"] == "pass", float(row["reward"])))
-    return scored, unscored, runs
+    return found
 
 
 def _interval(
@@ -161,8 +184,11 @@ def _wilson(passes: int, trials: int) -> tuple[float, float]:
     return float(rate.low), float(rate.high)
 
 
-def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
-    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm."""
+def arm_summary(
+    arm: str, trials: list[Trial], unscored: int, reward_interval: bool = True
+) -> dict[str, Any]:
+    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm; without
+    `reward_interval` the bootstrap is left out (its bounds None), the one part whose cost grows with n."""
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(arm=arm, trials=len(trials), unscored=unscored, method=METHOD)
     if not trials:
@@ -177,7 +203,7 @@ def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
         pass_high=high,
         mean_reward=float(np.mean(rewards)),
     )
-    if len(trials) >= MIN_TRIALS:
+    if reward_interval and len(trials) >= MIN_TRIALS:
         row["reward_low"], row["reward_high"] = _interval([rewards], _mean, paired=False)
     return row
 
@@ -265,10 +291,12 @@ def arm_stats(
 def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:
     """The rows for people: rates, rewards and intervals to 3 decimals, p to 3 significant digits (a tiny p
     stays readable); machine formats keep every number whole."""
-    return [
-        {key: value if value is None else _rounded(key, value) for key, value in row.items()}
-        for row in table.rows
-    ]
+    return [rounded_row(row) for row in table.rows]
+
+
+def rounded_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row as `rounded_rows` gives it (the charts' rows too)."""
+    return {key: value if value is None else _rounded(key, value) for key, value in row.items()}
 
 
 def _rounded(key: str, value: Any) -> Any:
