@@ -70,7 +70,7 @@ def interval_chart(
         lines.append(shown)
         y += ROW_H
     return {
-        "width": LABEL_W + PLOT_W + 90,
+        "width": LABEL_W + PLOT_W + 130,
         "height": y + 30,
         "axis_y": y + 4,
         "lines": lines,
