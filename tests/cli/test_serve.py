@@ -232,6 +232,10 @@ def test_every_answer_carries_the_csp(client: TestClient) -> None:
         "/sql",
         "/static/style.css",
         "/nowhere",
+        "/charts",
+        "/api/charts",
+        f"/arms/{ABLATE_RUN}",
+        "/charts?group=nope",
     ):
         answer = client.get(path)
         assert answer.headers["content-security-policy"] == CSP, path
@@ -239,7 +243,16 @@ def test_every_answer_carries_the_csp(client: TestClient) -> None:
 
 
 def test_pages_fetch_nothing_from_elsewhere(client: TestClient) -> None:
-    for path in ("/runs", f"/runs/{ABLATE_RUN}", "/sql?q=SELECT+1", "/audit", "/api", "/compare"):
+    for path in (
+        "/runs",
+        f"/runs/{ABLATE_RUN}",
+        "/sql?q=SELECT+1",
+        "/audit",
+        "/api",
+        "/compare",
+        "/charts",
+        f"/arms/{ABLATE_RUN}",
+    ):
         html = client.get(path).text
         assert "<script" not in html.lower(), path
         for link in re.findall(r'(?:src|href)="([^"]+)"', html):
@@ -381,7 +394,8 @@ def test_audit_page_shows_the_verdict_of_the_cli(client: TestClient, store: Path
 
 def test_the_api_page_documents_every_route(client: TestClient) -> None:
     page = client.get("/api").text
-    for route in ("/api/runs?", "/api/runs/RUN", "/api/sql?q=", "/api/compare?", "/api/audit"):
+    routes = ("/api/runs?", "/api/runs/RUN", "/api/sql?q=", "/api/compare?", "/api/audit")
+    for route in (*routes, "/api/arms/RUN", "/api/charts?group="):
         assert route in page, route
 
 
