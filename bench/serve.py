@@ -7,6 +7,8 @@ a run whose tree has `--tree-nodes` nodes, `bench/run.py`'s binary fork tree), t
 `--requests` per figure, after a few warm-up requests). `--rounds R` measures every figure R times on the same
 store and prints each figure's median p50/p99 with the spread (min-max) over the rounds.
 
+The hash chain is walked (and the Merkle tree built) once, in the background from the start as `lineage
+serve` does, and waited for before any figure (`chain_walk_and_merkle_tree_at_start_s`).
 Answers are remembered per log position (`projections/served_reads.py`), so the `*_after_a_write` figures
 append one event before each timed request: catch-up, reopening the file and the queries all count there.
 `concurrent_*` runs `--clients` threads, each with its own connection, all asking at once; their
@@ -168,10 +170,14 @@ def run(
             for batch in binary_tree_facts(TREE_RUN, tree_nodes):
                 lineage.record(batch)
             built_s = time.perf_counter() - built
-            reads = ServedReads(lineage, ChainChecks(lineage))
+            checks = ChainChecks(lineage)
+            reads = ServedReads(lineage, checks)
             started = time.perf_counter()
             reads.head()
             open_ms = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            checks.start().join()  # as `lineage serve` starts it, waited for before any figure
+            walk_s = time.perf_counter() - started
             port = _free_port()
             app = build_app(reads, token=None, allowed_hosts=allowed_hosts("127.0.0.1"))
             server = uvicorn.Server(
@@ -210,6 +216,7 @@ def run(
                         "events_in_store": lineage.position(),
                         "store_built_s": round(built_s, 1),
                         "first_open_and_catch_up_ms": round(open_ms, 1),
+                        "chain_walk_and_merkle_tree_at_start_s": round(walk_s, 1),
                         **firsts,
                         "charts_groups_shown": f"{len(charts['groups'])} of "
                         f"{charts['groups_total']}",

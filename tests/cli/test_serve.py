@@ -460,3 +460,17 @@ def test_serves_a_server_store_live(store_url: str, tmp_path: Path) -> None:
         writer.record([f.RunRegistered(run="late/run", task="late-task")])
         assert client.get("/api/runs").json()["total"] == before + 1
         assert client.get("/api/runs/late/run").json()["run"]["task"] == "late-task"
+
+
+def test_the_chain_walk_started_at_start_is_the_one_pages_show(opened: Lineage) -> None:
+    """`lineage serve` walks the chain in the background from the start; a page asking meanwhile waits for
+    that walk (one at a time) and shows what `lineage verify` shows."""
+    checks = ChainChecks(opened)
+    walking = checks.start()
+    during = (
+        checks()
+    )  # waits for the background walk, or walks first and the background one finds it done
+    walking.join(timeout=120)
+    assert not walking.is_alive()
+    expected = opened.verify().summary()
+    assert during == expected and checks() == expected and expected["intact"] is True

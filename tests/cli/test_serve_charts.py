@@ -273,5 +273,11 @@ def test_a_new_run_reaches_the_next_charts_answer(tmp_path: Path) -> None:
                 assert client.get("/api/charts").json()["groups"] == ["t1"]
                 writer.record([f.RunRegistered(run="late", task="t2")])
                 assert client.get("/api/charts").json()["groups"] == ["t1", "t2"]
+                arms = client.get("/arms/late")
+                assert arms.status_code == 200
+                assert "No arm statistics: no fork child of this run was recorded" in arms.text
+                assert client.get("/api/arms/late").json()["stats"] is None
+                assert client.get("/api/arms/late", params={"all_tasks": "yes"}).status_code == 400
+                assert client.get("/api/arms/nope/nope").status_code == 404
         finally:
             reads.close()
