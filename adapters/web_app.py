@@ -57,6 +57,8 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows them all).
+ARMS_SHOWN = 200
 #: What a runs page takes besides its filters (`q`: a part of the run, task, agent or model).
 RUNS_PARAMS = ("q", "since", "sort", "page", "token")
 
@@ -322,6 +324,8 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             tree=Markup(svg),
             ids=ids,
             position=reads.position,
+            arms_rows=report.arms.rows[:ARMS_SHOWN],
+            arms_more=max(0, len(report.arms.rows) - ARMS_SHOWN),
             stats=report.arm_stats,
             stats_rows=reads.rounded(report.arm_stats.rows) if report.arm_stats else [],
             stats_columns=reads.stats_columns,

@@ -281,3 +281,33 @@ def test_a_new_run_reaches_the_next_charts_answer(tmp_path: Path) -> None:
                 assert client.get("/api/arms/nope/nope").status_code == 404
         finally:
             reads.close()
+
+
+def test_a_run_page_shows_the_first_arms_and_links_the_rest(tmp_path: Path) -> None:
+    from rollout_lineage.adapters.web_app import ARMS_SHOWN
+
+    home = tmp_path / "home"
+    children = tuple(f.ForkChild(index=i, node=f"n{i + 1}", arm=f"arm-{i:03}") for i in range(260))
+    with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer:
+        writer.record(
+            [
+                f.RunRegistered(run="wide", task="t"),
+                f.ForkOpened(run="wide", fork="root", node="root", children=children),
+            ]
+        )
+        reads = ServedReads(writer, ChainChecks(writer))
+        app = build_app(reads, token=None, allowed_hosts=allowed_hosts("127.0.0.1"))
+        try:
+            with TestClient(app, base_url="http://127.0.0.1:8321") as client:
+                html = client.get("/runs/wide").text
+                table = html.split('<table class="arms">', 1)[1].split("</table>", 1)[0]
+                body = table.split("<tbody>", 1)[1]
+                assert body.count("<tr>") == ARMS_SHOWN  # the parent row and the first 199 arms
+                assert ">arm-198<" in body and ">arm-199<" not in body
+                page = Page(html)
+                capped = [page.text_of(e) for e in page.find("p", "capped")]
+                assert capped == [f"The first {ARMS_SHOWN} rows; 61 more on the arms page."]
+                whole = client.get("/api/arms/wide").json()["arms"]["rows"]
+                assert len(whole) == 261
+        finally:
+            reads.close()
