@@ -61,10 +61,8 @@ class ServedCopy:
         self._scratch = Path(tempfile.mkdtemp(prefix="lineage-serve-"))
         self.read_models_path = self._scratch / "projections.duckdb"
         source = Path(lineage.read_models_path)
-        try:
-            held = held_read_only_models(
-                lineage
-            )  # the store's file, caught up (a brief write lock)
+        try:  # the store's file, caught up first (a brief write lock) and then held read-only
+            held = held_read_only_models(lineage)
         except BaseException:
             self.close()
             raise
@@ -109,8 +107,8 @@ class ServedReads:
     chart_columns: tuple[str, ...] = SUMMARY
 
     def __init__(self, lineage: Lineage, integrity: Any) -> None:
-        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked only when an answer shows
-        it (a run page, the audit), once per log position."""
+        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked when an answer shows it (a
+        run page, the audit), once per log position (`lineage serve` starts its first walk at start)."""
         self._lineage = lineage
         self._copy: ServedCopy | None = None
         self._integrity_of = integrity
