@@ -36,6 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..domain.errors import LineageError, UnknownSubject
+from . import web_charts
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "web_templates"
@@ -56,6 +57,8 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows them all).
+ARMS_SHOWN = 200
 #: What a runs page takes besides its filters (`q`: a part of the run, task, agent or model).
 RUNS_PARAMS = ("q", "since", "sort", "page", "token")
 
@@ -74,6 +77,8 @@ class Reads(Protocol):
     sorts: tuple[str, ...]
     sql_row_limit: int
     tree_style: str
+    stats_columns: tuple[str, ...]
+    chart_columns: tuple[str, ...]
 
     @property
     def position(self) -> int: ...
@@ -89,6 +94,14 @@ class Reads(Protocol):
     def compare(self, a: str, b: str) -> dict[str, Any]: ...
 
     def audit(self) -> dict[str, Any]: ...
+
+    def charts(self, group: str | None) -> Any: ...
+
+    def arms(self, given: str, baseline: str | None, every_task: bool) -> dict[str, Any]: ...
+
+    def compare_stats(self, document: dict[str, Any]) -> dict[str, Any]: ...
+
+    def rounded(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
     def head(self) -> str | None: ...
 
@@ -305,12 +318,123 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
 
     def run_page(request: Request) -> Response:
         report, svg, ids = reads.run(request.path_params["run"])
-        return page("run.html", report=report, tree=Markup(svg), ids=ids, position=reads.position)
+        return page(
+            "run.html",
+            report=report,
+            tree=Markup(svg),
+            ids=ids,
+            position=reads.position,
+            arms_rows=report.arms.rows[:ARMS_SHOWN],
+            arms_more=max(0, len(report.arms.rows) - ARMS_SHOWN),
+            stats=report.arm_stats,
+            stats_rows=reads.rounded(report.arm_stats.rows) if report.arm_stats else [],
+            stats_columns=reads.stats_columns,
+        )
 
     def compare_page(request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         document = reads.compare(a, b) if a and b else None
-        return page("compare.html", a=a, b=b, diff=document)
+        found = reads.compare_stats(document) if document else {"stats": None}
+        return page(
+            "compare.html",
+            a=a,
+            b=b,
+            diff=document,
+            stats=found["stats"],
+            stats_error=found.get("stats_error"),
+            stats_rows=reads.rounded(found["stats"].rows) if found["stats"] else [],
+            stats_columns=reads.stats_columns,
+        )
+
+    def arms_query(request: Request) -> tuple[str, str | None, bool]:
+        params = request.query_params
+        unknown = sorted(set(params) - {"baseline", "all_tasks", "token"})
+        if unknown:
+            raise BadParameter(
+                f"expected query parameters among all_tasks, baseline, found {', '.join(unknown)}"
+            )
+        every = params.get("all_tasks", "")
+        if every not in ("", "0", "1"):
+            raise BadParameter(f"expected all_tasks=1 or all_tasks=0, found {every!r}")
+        return request.path_params["run"], params.get("baseline") or None, every == "1"
+
+    def arms_page(request: Request) -> Response:
+        given, baseline, every = arms_query(request)
+        found = reads.arms(given, baseline, every)
+        return page(
+            "arms.html",
+            found=found,
+            table=found["table"],
+            stats=found["stats"],
+            stats_error=found.get("stats_error"),
+            stats_rows=reads.rounded(found["stats"].rows) if found["stats"] else [],
+            stats_columns=reads.stats_columns,
+            baseline=baseline or "",
+            every=every,
+            position=reads.position,
+        )
+
+    def api_arms(request: Request) -> Response:
+        given, baseline, every = arms_query(request)
+        found = reads.arms(given, baseline, every)
+        table, table_stats = found["table"], found["stats"]
+        return JSONResponse(
+            json_value(
+                {
+                    "position": reads.position,
+                    "run": found["run"],
+                    "fork": found["fork"],
+                    "arms": {
+                        "baseline": table.baseline,
+                        "columns": list(table.columns),
+                        "rows": table.rows,
+                        "differing": table.differing,
+                    },
+                    "stats": None
+                    if table_stats is None
+                    else {
+                        "title": table_stats.title,
+                        "baseline": table_stats.baseline,
+                        "task": table_stats.task,
+                        "runs": table_stats.runs,
+                        "rows": table_stats.rows,
+                    },
+                    "stats_error": found.get("stats_error"),
+                }
+            )
+        )
+
+    def charts_group(request: Request) -> str | None:
+        unknown = sorted(set(request.query_params) - {"group", "token"})
+        if unknown:
+            raise BadParameter(f"expected query parameters among group, found {', '.join(unknown)}")
+        return request.query_params.get("group") or None
+
+    def charts_page(request: Request) -> Response:
+        found = reads.charts(charts_group(request))
+        return page(
+            "charts.html",
+            charts=found,
+            pass_chart=web_charts.interval_chart(
+                found.arms, "pass_rate", "pass_low", "pass_high", (0.0, 1.0)
+            ),
+            reward_chart=web_charts.interval_chart(
+                found.arms,
+                "mean_reward",
+                "reward_low",
+                "reward_high",
+                web_charts.reward_axis(found.arms),
+            ),
+            grid=web_charts.grid_chart(found.grid),
+            time=web_charts.timeline_charts(found.timeline),
+            rounded=reads.rounded(found.arms),
+            summary=reads.chart_columns,
+            position=reads.position,
+        )
+
+    def api_charts(request: Request) -> Response:
+        found = reads.charts(charts_group(request))
+        return JSONResponse(json_value({"position": reads.position, **vars(found)}))
 
     def sql_page(request: Request) -> Response:
         query = request.query_params.get("q", "")
@@ -433,12 +557,16 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         Route("/", lambda request: RedirectResponse("/runs", status_code=303)),
         Route("/runs", html_errors(runs_page)),
         Route("/runs/{run:path}", html_errors(run_page)),
+        Route("/arms/{run:path}", html_errors(arms_page)),
         Route("/compare", html_errors(compare_page)),
+        Route("/charts", html_errors(charts_page)),
         Route("/sql", html_errors(sql_page)),
         Route("/audit", html_errors(audit_page)),
         Route("/api", api_page),
         Route("/api/runs", api_errors(api_runs)),
         Route("/api/runs/{run:path}", api_errors(api_run)),
+        Route("/api/arms/{run:path}", api_errors(api_arms)),
+        Route("/api/charts", api_errors(api_charts)),
         Route("/api/compare", api_errors(api_compare)),
         Route("/api/audit", api_errors(api_audit)),
         Route("/api/sql", api_errors(api_sql)),

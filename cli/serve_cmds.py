@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
+import sys
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,13 +26,27 @@ class ChainChecks:
     walks it), then, at each later log position, the head that walk ended at must still be in the log with
     the same hash (a rewritten or truncated log is caught) while the events after it were checked against
     the chain as the read models caught up on them (`projections/engine/paging.py`). A full walk per write took
-    5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one."""
+    5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one.
+
+    The first walk runs in the background from the start (`start`), not on the first run page, so the
+    runs list answers at once while a page that shows the chain waits only for what is left of it (at
+    1,200,000 events the walk and the Merkle tree take minutes on a busy machine)."""
 
     def __init__(self, lineage: Lineage) -> None:
         self._lineage = lineage
         self._walked: ChainReport | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> threading.Thread:
+        walking = threading.Thread(target=self, name="lineage-serve-chain-walk", daemon=True)
+        walking.start()
+        return walking
 
     def __call__(self) -> dict[str, Any]:
+        with self._lock:  # one walk at a time: a page asking during the first one waits for it
+            return self._check()
+
+    def _check(self) -> dict[str, Any]:
         from ..domain.integrity import ChainReport, ChainWalker, Head
 
         walked = self._walked
@@ -80,12 +99,15 @@ def allowed_hosts(host: str) -> list[str]:
 def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     """Serve the read models as a local, read-only web application and JSON API.
 
-    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, audit findings),
-    compare, SQL (CSV/JSON download) and the audit. Only GET exists (any other method is 405); users' SQL
+    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, arm statistics, audit
+    findings), arms, compare (with the arms' statistics), charts (per-arm pass rate and reward with 95%
+    intervals, a task x arm grid, runs and rewards over time, grouped by any column of `runs`), SQL (CSV/JSON
+    download) and the audit. Only GET exists (any other method is 405); users' SQL
     gets `lineage sql`'s read-only connection, limits and timeout; every page forbids scripts and fetching
     from anywhere else; every recorded value is shown as text. New events appear without a restart: each
-    request first catches the read models up when the log moved. The server holds the read-model file open
-    (read-only): writers are not held up, other read commands wait for it (`lineage sql` reads beside it).
+    request first catches the read models up when the log moved. The server reads its own copy of the read
+    models (in a scratch folder, removed when it stops), so no other command ever waits for it.
+    Ctrl-C stops it with exit 130, SIGTERM with 143.
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
@@ -108,17 +130,69 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     from ..projections.reports.served_reads import ServedReads
 
     listening = listen(host, port)
-    reads = ServedReads(lineage, ChainChecks(lineage))
+    # Until the server takes the signals over: a SIGTERM while the read models are built ends it as one.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main else None
+    checks = ChainChecks(lineage)
+    reads = ServedReads(lineage, checks)
     try:
         reads.head()  # build or catch up the read models before the first visitor waits for it
+        checks.start()
         app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
         config = uvicorn.Config(app, log_level="warning", server_header=False)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"lineage serve: http://{shown}:{port}/ (Ctrl-C stops)", err=True)
-        uvicorn.Server(config).run(sockets=[listening])
+        server = _stopping_server(config)
+        server.run(sockets=[listening])
     finally:
         reads.close()
         listening.close()
+        if main:
+            signal.signal(signal.SIGTERM, before)
+    if server.stopped_by == signal.SIGINT:
+        raise KeyboardInterrupt  # the CLI's one line and exit 130, as every command's Ctrl-C
+    if server.stopped_by == signal.SIGTERM:
+        _terminated()
+
+
+def _terminated(*_: Any) -> None:
+    """SIGTERM: one line and the shell's convention, 128 + 15."""
+    from .output import note
+
+    note("terminated")
+    sys.exit(143)
+
+
+def _stopping_server(config: Any) -> Any:
+    """uvicorn's server, except that it remembers which signal stopped it (`stopped_by`) instead of raising it
+    again after the shutdown (uvicorn's way), which left the exit code to whatever the signal's disposition
+    was: 0 for a Ctrl-C where SIGINT was inherited ignored, death by signal for SIGTERM. A second Ctrl-C
+    forces the exit. Made here so that uvicorn is imported only by a server that starts."""
+    import uvicorn
+
+    class StoppedBy(uvicorn.Server):
+        stopped_by: int | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+
+            def stop(number: int, _frame: Any) -> None:
+                if self.should_exit and number == signal.SIGINT:
+                    self.force_exit = True
+                self.should_exit = True
+                self.stopped_by = self.stopped_by or number
+
+            before = {n: signal.signal(n, stop) for n in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for number, handler in before.items():
+                    signal.signal(number, handler)
+
+    return StoppedBy(config)
 
 
 def listen(host: str, port: int) -> socket.socket:

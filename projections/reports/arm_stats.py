@@ -14,6 +14,8 @@ fixed seed, so the same store prints the same intervals) for a mean reward and f
 from __future__ import annotations
 
 import functools
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,17 +108,40 @@ def _trials(
 ) -> tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]:
     """Each arm's scored trials, its unscored count and the runs it was in, in order of first appearance."""
     where = "" if every_task else "AND r.task IS NOT DISTINCT FROM ?"
+    found = _pooled(db, "NULL", where, [] if every_task else [task])
+    return found.get(None, ({}, {}, {}))
+
+
+def grouped_trials(
+    db: ReadModelDB, column: str, values: list[Any] | None = None
+) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
+    """`_trials` pooled by a column of the `runs` view instead of the task (the charts' grouping): per value
+    of `column` (text; None for a run without one), each arm's trials, selected, ordered and counted as
+    `lineage arms --stats` selects them, so `column="task"` gives that command's numbers. `column` must be a
+    name the caller checked against the view's columns (it is quoted, never a value); `values`: only those."""
+    group = f'CAST(r."{column}" AS VARCHAR)'
+    where, params = "", []
+    if values is not None:
+        known = [v for v in values if v is not None]
+        where = f"AND ({group} IN (SELECT unnest(?::VARCHAR[]))"
+        where += f" OR {group} IS NULL)" if None in values else ")"
+        params = [known]
+    return _pooled(db, group, where, params)
+
+
+def _pooled(
+    db: ReadModelDB, group: str, where: str, params: list[Any]
+) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
     rows = db.rows(
-        "SELECT r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
+        f"SELECT {group} AS grp, r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
         f"JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "
         f"WHERE TRUE {where} ORDER BY r.position, f.position, c.child_index",
-        [] if every_task else [task],
+        params,
     )
-    scored: dict[str, list[Trial]] = {}
-    unscored: dict[str, int] = {}
-    runs: dict[str, set[str]] = {}
+    found: dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]] = {}
     seen: dict[tuple[str, str, str], int] = {}
     for row in rows:
+        scored, unscored, runs = found.setdefault(row["grp"], ({}, {}, {}))
         arm = row["arm"]
         scored.setdefault(arm, [])
         unscored.setdefault(arm, 0)
@@ -128,12 +153,26 @@ def _trials(
             continue
         key = (row["task"], row["run"], row["fork"], occurrence)
         scored[arm].append(Trial(key, row["status"] == "pass", float(row["reward"])))
-    return scored, unscored, runs
+    return found
 
 
 def _interval(
     samples: Sequence[np.ndarray], statistic: Callable[..., Any], paired: bool
 ) -> tuple[float, float]:
+    """The percentile bootstrap interval; remembered by the samples' bytes, as the seed is fixed and the
+    same samples give the same interval: a long-lived reader (`lineage serve`) pays ~0.5 s per 1,000 trials
+    once, not after every write that left an arm's trials as they were."""
+    key = hashlib.blake2b(
+        b"|".join(
+            [statistic.__name__.encode(), b"paired" if paired else b"apart"]
+            + [str(a.shape).encode() + a.tobytes() for a in samples]
+        ),
+        digest_size=16,
+    ).digest()
+    found = _INTERVALS.get(key)
+    if found is not None:
+        _INTERVALS.move_to_end(key)
+        return found
     result = stats.bootstrap(
         tuple(samples),
         statistic,
@@ -143,7 +182,16 @@ def _interval(
         method="percentile",
         rng=np.random.default_rng(SEED),
     )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    found = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    _INTERVALS[key] = found
+    if len(_INTERVALS) > REMEMBERED_INTERVALS:
+        _INTERVALS.popitem(last=False)
+    return found
+
+
+#: Bootstrap intervals remembered (a key and two floats each).
+REMEMBERED_INTERVALS = 4096
+_INTERVALS: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
 
 
 def _mean(x: np.ndarray, axis: int = -1) -> Any:
@@ -161,8 +209,11 @@ def _wilson(passes: int, trials: int) -> tuple[float, float]:
     return float(rate.low), float(rate.high)
 
 
-def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
-    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm."""
+def arm_summary(
+    arm: str, trials: list[Trial], unscored: int, reward_interval: bool = True
+) -> dict[str, Any]:
+    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm; without
+    `reward_interval` the bootstrap is left out (its bounds None), the one part whose cost grows with n."""
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(arm=arm, trials=len(trials), unscored=unscored, method=METHOD)
     if not trials:
@@ -177,7 +228,7 @@ def arm_summary(arm: str, trials: list[Trial], unscored: int) -> dict[str, Any]:
         pass_high=high,
         mean_reward=float(np.mean(rewards)),
     )
-    if len(trials) >= MIN_TRIALS:
+    if reward_interval and len(trials) >= MIN_TRIALS:
         row["reward_low"], row["reward_high"] = _interval([rewards], _mean, paired=False)
     return row
 
@@ -265,10 +316,12 @@ def arm_stats(
 def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:
     """The rows for people: rates, rewards and intervals to 3 decimals, p to 3 significant digits (a tiny p
     stays readable); machine formats keep every number whole."""
-    return [
-        {key: value if value is None else _rounded(key, value) for key, value in row.items()}
-        for row in table.rows
-    ]
+    return [rounded_row(row) for row in table.rows]
+
+
+def rounded_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row as `rounded_rows` gives it (the charts' rows too)."""
+    return {key: value if value is None else _rounded(key, value) for key, value in row.items()}
 
 
 def _rounded(key: str, value: Any) -> Any:

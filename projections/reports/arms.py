@@ -99,6 +99,15 @@ def arms_table(
             }
         )
     differing: dict[str, list[str]] = {}
+    # One query for every fork's children (the view is a join; one per fork cost ~9 ms each, 45 s for a
+    # 10,000-node tree), grouped here in the forks' order.
+    children: dict[str, list[dict[str, Any]]] = {}
+    for child in db.rows(
+        "SELECT fork, arm, node, status, reward, child_index FROM children "
+        "WHERE run = ? AND (? IS NULL OR fork = ?) ORDER BY child_index",
+        [run, fork, fork],
+    ):
+        children.setdefault(child["fork"], []).append(child)
     for fork_id in _forks(db, run, fork):
         arms = [
             {
@@ -109,11 +118,7 @@ def arms_table(
                 "reward": child["reward"],
                 "tests": tests.get((fork_id, child["child_index"])),
             }
-            for child in db.rows(
-                "SELECT arm, node, status, reward, child_index FROM children "
-                "WHERE run = ? AND fork = ? ORDER BY child_index",
-                [run, fork_id],
-            )
+            for child in children.get(fork_id, [])
         ]
         if baseline != PARENT and baseline not in {arm["arm"] for arm in arms}:
             raise UnknownSubject(

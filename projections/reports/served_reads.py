@@ -13,21 +13,27 @@ after the log moved empties the memory. Users' SQL is never remembered (`now()`,
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import InvalidInput
+from ...domain.errors import InvalidInput, LineageError
 from ..engine.paging import tracked_position
 from ..engine.read_only import held_read_only_models
-from ..engine.runner import OpenedStore
+from ..engine.runner import OpenedStore, ReadSettings
 from ..engine.timeparse import parse_moment
 from ..engine.user_sql import run_reads
+from . import arm_stats as stats
+from .arms import PARENT, arms_table, split_run_fork
 from .audit_report import audit_report
+from .charts import SUMMARY, Charts, charts
 from .diff import diff_document
 from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
@@ -45,6 +51,51 @@ REMEMBERED = 512
 T = TypeVar("T")
 
 
+class ServedCopy:
+    """An `OpenedStore` whose read models are a private copy in a scratch folder (removed by `close`): the store,
+    its log and settings are the store's own. Seeded from the store's file, caught up first and read under a
+    read-only connection, so no writer can change it while it is copied."""
+
+    def __init__(self, lineage: OpenedStore) -> None:
+        self._lineage = lineage
+        self._scratch = Path(tempfile.mkdtemp(prefix="lineage-serve-"))
+        self.read_models_path = self._scratch / "projections.duckdb"
+        source = Path(lineage.read_models_path)
+        try:  # the store's file, caught up first (a brief write lock) and then held read-only
+            held = held_read_only_models(lineage)
+        except BaseException:
+            self.close()
+            raise
+        try:
+            for suffix in ("", ".wal"):
+                if Path(f"{source}{suffix}").exists():
+                    shutil.copyfile(f"{source}{suffix}", f"{self.read_models_path}{suffix}")
+        finally:
+            held.close()
+
+    @property
+    def settings(self) -> ReadSettings:
+        return self._lineage.settings
+
+    @property
+    def store_url(self) -> Any:
+        return self._lineage.store_url
+
+    @property
+    def app(self) -> Any:
+        return self._lineage.app
+
+    @property
+    def log(self) -> Any:
+        return self._lineage.log
+
+    def position(self) -> int:
+        return self._lineage.position()
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
 class ServedReads:
     """The read side of `lineage serve` (the web adapter's `Reads` port)."""
 
@@ -52,11 +103,14 @@ class ServedReads:
     sorts: tuple[str, ...] = tuple(SORTS)
     sql_row_limit: int = SQL_ROW_LIMIT
     tree_style: str = STYLE
+    stats_columns: tuple[str, ...] = stats.COLUMNS
+    chart_columns: tuple[str, ...] = SUMMARY
 
     def __init__(self, lineage: OpenedStore, integrity: Any) -> None:
-        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked only when an answer shows
-        it (a run page, the audit), once per log position."""
+        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked when an answer shows it (a
+        run page, the audit), once per log position (`lineage serve` starts its first walk at start)."""
         self._lineage = lineage
+        self._copy: ServedCopy | None = None
         self._integrity_of = integrity
         self._lock = threading.Lock()
         self._db: ReadModelDB | None = None
@@ -72,7 +126,9 @@ class ServedReads:
             if self._db is None or head != self._position:
                 self.close_unlocked()
                 self._memo.clear()
-                self._db = held_read_only_models(self._lineage)
+                if self._copy is None:
+                    self._copy = ServedCopy(self._lineage)
+                self._db = held_read_only_models(self._copy)
                 self._position = tracked_position(self._db)
             yield self._db
 
@@ -105,6 +161,9 @@ class ServedReads:
     def close(self) -> None:
         with self._lock:
             self.close_unlocked()
+            if self._copy is not None:
+                self._copy.close()
+                self._copy = None
 
     def runs(
         self, filters: dict[str, str | None], since: str | None, sort: str, page: int, size: int
@@ -133,16 +192,88 @@ class ServedReads:
 
     def run(self, given: str) -> tuple[RunReport, str, dict[str, str]]:
         """One run's report, its tree drawn as `lineage report` draws it, and our element id of each node."""
-        report = self._remembered(
-            ("run", given),
-            lambda db: run_report(db, resolve_run(db, given), self._chain(), self._position),
-        )
-        ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
-        return report, tree_svg(report, 0), ids
+
+        def read(db: ReadModelDB) -> tuple[RunReport, str, dict[str, str]]:
+            report = run_report(db, resolve_run(db, given), self._chain(), self._position)
+            # drawn once per log position too: a 10,000-node tree takes ~0.5 s to lay out and draw
+            ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
+            return report, tree_svg(report, 0), ids
+
+        return self._remembered(("run", given), read)
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:
             return diff_document(db, resolve_address(db, a), resolve_address(db, b), self._position)
+
+    def charts(self, group: str | None) -> Charts:
+        """The charts page's numbers (`projections/reports/charts.py`), bounded however many runs there are."""
+        return self._remembered(("charts", group or None), lambda db: charts(db, group))
+
+    def arms(self, given: str, baseline: str | None, every_task: bool) -> dict[str, Any]:
+        """`lineage arms RUN[:FORK]` (the flip table) and `lineage arms RUN --stats` (None, with the reason,
+        when RUN has no named arms, a FORK is given or the baseline is no arm), as those commands read them."""
+
+        def read(db: ReadModelDB) -> dict[str, Any]:
+            run, fork = split_run_fork(db, resolve_address(db, given))
+            table = arms_table(db, run, fork, baseline or PARENT)
+            found: dict[str, Any] = {"run": run, "fork": fork, "table": table, "stats": None}
+            if fork is not None:
+                found["stats_error"] = (
+                    "the statistics pool every fork of the task: open the run alone"
+                )
+            else:
+                found.update(self._stats_or_reason(db, run, baseline, every_task))
+            return found
+
+        return self._remembered(("arms", given, baseline, every_task), read)
+
+    def _stats_or_reason(
+        self, db: ReadModelDB, run: str, baseline: str | None, every_task: bool
+    ) -> dict[str, Any]:
+        if not stats.has_named_arms(db, run):
+            return {"stats_error": "no fork child of this run was recorded with an arm name"}
+        try:
+            return {"stats": stats.arm_stats(db, run, baseline, every_task)}
+        except LineageError as exc:
+            return {"stats_error": exc.message}
+
+    def compare_stats(self, document: dict[str, Any]) -> dict[str, Any]:
+        """For a compare of two arms: A's run's arm statistics with A's arm as the baseline, the rows of A's
+        and B's arms (B against A: exact McNemar, paired bootstrap, the verdict), as `lineage arms A_RUN
+        --stats --baseline A_ARM` prints them; or why there are none."""
+        a, b = document["a"], document["b"]
+        if not a.get("arm") or not b.get("arm"):
+            return {
+                "stats": None,
+                "stats_error": "statistics compare arms: name two (RUN:FORK/ARM)",
+            }
+
+        def read(db: ReadModelDB) -> dict[str, Any]:
+            found = self._stats_or_reason(db, a["run"], a["arm"], False)
+            table = found.get("stats")
+            if table is not None and b["arm"] not in [row["arm"] for row in table.rows]:
+                return {
+                    "stats": None,
+                    "stats_error": f"B's arm {b['arm']!r} is no arm of A's run {a['run']!r}, "
+                    f"whose arms are pooled over its task: compare two arms of one experiment",
+                }
+            if table is not None:
+                keep = {a["arm"], b["arm"]}
+                table = stats.ArmStats(
+                    table.run,
+                    table.task,
+                    table.runs,
+                    table.baseline,
+                    [row for row in table.rows if row["arm"] in keep],
+                )
+            return {**found, "stats": table}
+
+        return self._remembered(("compare-stats", a["run"], a["arm"], b["arm"]), read)
+
+    def rounded(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows of arm statistics as `lineage arms --stats` prints them for people (3 decimals, p to 3
+        significant digits)."""
+        return [stats.rounded_row(row) for row in rows]
 
     def audit(self) -> dict[str, Any]:
         return self._remembered(

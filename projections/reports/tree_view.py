@@ -176,13 +176,16 @@ def _forks(
 ) -> list[dict[str, Any]]:
     """One line per fork on its node (where, how it closed, V), and the forks as rows for the document."""
     fork_rows = []
+    by_fork: dict[Any, list[dict[str, Any]]] = {}  # each fork's children, found once, not per fork
+    for child in children:
+        by_fork.setdefault(child["fork"], []).append(child)
     for fork in forks:
         at = (
             f"at {fork['stage']}"
             if fork["stage"]
             else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
         )
-        value = fork_value(fork, [c for c in children if c["fork"] == fork["fork"]])
+        value = fork_value(fork, by_fork.get(fork["fork"], []))
         nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {value}")
         fork_rows.append(
             {

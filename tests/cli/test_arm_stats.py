@@ -295,3 +295,20 @@ def test_children_without_an_arm_name_are_no_arms(
     run_cli("report", "search", "--to", str(target))
     page = Page(target.read_text(encoding="utf-8"))
     assert not page.find("table", "arm-stats") and "No named arms." in target.read_text()
+
+
+def test_a_remembered_interval_is_the_one_scipy_gives_for_those_very_samples() -> None:
+    """The bootstrap is remembered by the samples' bytes: the same samples in another order, or paired
+    differently, are other samples (the resamples pick by position), never an earlier answer."""
+    from rollout_lineage.projections.reports import arm_stats as module
+
+    module._INTERVALS.clear()
+    x = np.array(WITH)
+    y = np.array(WITHOUT)
+    for data, paired in (((x,), False), ((x[::-1],), False), ((x, y), True), ((y, x), True)):
+        statistic = module._mean if len(data) == 1 else module._mean_difference
+        for _ in range(2):  # computed, then remembered
+            assert module._interval(list(data), statistic, paired) == bootstrap(
+                data, statistic, paired=paired
+            )
+    assert len(module._INTERVALS) == 4

@@ -232,6 +232,10 @@ def test_every_answer_carries_the_csp(client: TestClient) -> None:
         "/sql",
         "/static/style.css",
         "/nowhere",
+        "/charts",
+        "/api/charts",
+        f"/arms/{ABLATE_RUN}",
+        "/charts?group=nope",
     ):
         answer = client.get(path)
         assert answer.headers["content-security-policy"] == CSP, path
@@ -239,7 +243,16 @@ def test_every_answer_carries_the_csp(client: TestClient) -> None:
 
 
 def test_pages_fetch_nothing_from_elsewhere(client: TestClient) -> None:
-    for path in ("/runs", f"/runs/{ABLATE_RUN}", "/sql?q=SELECT+1", "/audit", "/api", "/compare"):
+    for path in (
+        "/runs",
+        f"/runs/{ABLATE_RUN}",
+        "/sql?q=SELECT+1",
+        "/audit",
+        "/api",
+        "/compare",
+        "/charts",
+        f"/arms/{ABLATE_RUN}",
+    ):
         html = client.get(path).text
         assert "<script" not in html.lower(), path
         for link in re.findall(r'(?:src|href)="([^"]+)"', html):
@@ -381,7 +394,8 @@ def test_audit_page_shows_the_verdict_of_the_cli(client: TestClient, store: Path
 
 def test_the_api_page_documents_every_route(client: TestClient) -> None:
     page = client.get("/api").text
-    for route in ("/api/runs?", "/api/runs/RUN", "/api/sql?q=", "/api/compare?", "/api/audit"):
+    routes = ("/api/runs?", "/api/runs/RUN", "/api/sql?q=", "/api/compare?", "/api/audit")
+    for route in (*routes, "/api/arms/RUN", "/api/charts?group="):
         assert route in page, route
 
 
@@ -446,3 +460,17 @@ def test_serves_a_server_store_live(store_url: str, tmp_path: Path) -> None:
         writer.record([f.RunRegistered(run="late/run", task="late-task")])
         assert client.get("/api/runs").json()["total"] == before + 1
         assert client.get("/api/runs/late/run").json()["run"]["task"] == "late-task"
+
+
+def test_the_chain_walk_started_at_start_is_the_one_pages_show(opened: Lineage) -> None:
+    """`lineage serve` walks the chain in the background from the start; a page asking meanwhile waits for
+    that walk (one at a time) and shows what `lineage verify` shows."""
+    checks = ChainChecks(opened)
+    walking = checks.start()
+    during = (
+        checks()
+    )  # waits for the background walk, or walks first and the background one finds it done
+    walking.join(timeout=120)
+    assert not walking.is_alive()
+    expected = opened.verify().summary()
+    assert during == expected and checks() == expected and expected["intact"] is True

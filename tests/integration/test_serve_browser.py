@@ -173,3 +173,88 @@ def test_a_person_filters_runs_opens_one_and_queries(server: str, tmp_path: Path
         assert texts(browser, hostile, "h1.run-id") == [HOSTILE_RUN]
         assert browser.evaluate(hostile, "document.title") != "pwned"
         assert browser.evaluate(hostile, "document.scripts.length") == 0
+
+
+def test_a_person_reads_the_charts_and_regroups_them(tmp_path: Path) -> None:
+    """The charts page in Chromium: SVG drawn and styled under the CSP, the arms' numbers those of the API,
+    a hostile task and arm name shown as text, and the group changed through the page's own form."""
+    from tests.cli.test_arm_stats import record_trials
+    from tests.serve_process import serving
+
+    binary = chromium_binary()
+    if binary is None:
+        integration_unavailable("no headless Chromium on PATH (.ci/run installs `chromium`)")
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES))
+    hostile_task, hostile_arm = (
+        "<script>document.title='pwned'</script>",
+        "<img src=x onerror=alert(1)>",
+    )
+    with open_lineage(f"sqlite:///{home / 'events.sqlite'}", home) as lineage:
+        record_trials(
+            lineage,
+            "csv-dedupe",
+            {
+                "no-skill": [0.0, 1.0, 0.0, 1.0, 0.0, 0.0],
+                "with-skill": [1.0, 1.0, 0.0, 1.0, 1.0, 1.0],
+            },
+        )
+        record_trials(lineage, hostile_task, {hostile_arm: [1.0, 0.0], "plain": [0.0, 0.0]}, "h")
+    with (
+        serving(home, env={"TMPDIR": str(tmp_path)}) as (_process, server),
+        Chromium(binary, tmp_path / "chromium-profile") as browser,  # type: ignore[arg-type]
+    ):
+        page = browser.open(f"{server}/charts", 1280, 1800)
+        charts = browser.evaluate(
+            page, "[...document.querySelectorAll('svg.chart')].map(s => s.getAttribute('class'))"
+        )
+        for kind in ("pass-rate", "mean-reward", "grid", "runs-over-time", "rewards-over-time"):
+            assert f"chart {kind}" in charts, kind
+        arms = browser.evaluate(
+            page,
+            "[...document.querySelectorAll('svg.pass-rate g.arm-line')].map(g => g.dataset.arm)",
+        )
+        assert "csv-dedupe / with-skill" in arms and f"{hostile_task} / {hostile_arm}" in arms
+        with urllib.request.urlopen(f"{server}/api/charts", timeout=30) as answer:
+            api = json.load(answer)
+        drawn = browser.evaluate(
+            page,
+            "[...document.querySelectorAll('table.chart-arms tbody tr')]"
+            ".map(r => [...r.cells].map(c => c.textContent))",
+        )
+        assert [(row[0], row[1], row[2]) for row in drawn] == [
+            (r["group"], r["arm"], str(r["trials"])) for r in api["arms"]
+        ]
+        assert browser.evaluate(page, "document.scripts.length") == 0
+        assert browser.evaluate(page, "document.querySelectorAll('svg img, main img').length") == 0
+        assert browser.evaluate(page, "document.title") != "pwned"
+        assert hostile_task in texts(browser, page, "svg.pass-rate text.group-label")
+        fills = browser.evaluate(
+            page,
+            "[...document.querySelectorAll('svg.grid g.cell rect')].map(r => getComputedStyle(r).fill)",
+        )
+        assert (
+            fills and "rgb(255, 255, 255)" not in fills
+        )  # the style sheet's shades, under the CSP
+        interval = browser.evaluate(
+            page,
+            "getComputedStyle(document.querySelector('svg.pass-rate line.interval')).strokeWidth",
+        )
+        assert interval == "3px"
+        (tmp_path / "charts.png").write_bytes(browser.screenshot(page, 0, 0, 1280, 1800))
+        assert loaded_from_elsewhere(browser, page, server) == []
+
+        follow(
+            browser,
+            page,
+            "document.querySelector('select[name=group]').value = 'agent';"
+            "document.getElementById('group').submit()",
+        )
+        assert browser.evaluate(page, "location.search") == "?group=agent"
+        assert (
+            browser.evaluate(page, "document.querySelector('select[name=group]').value") == "agent"
+        )
+        legend = texts(browser, page, "ul.legend span.series")
+        assert "openhands" in legend or "agent" in legend
+        (tmp_path / "charts-by-agent.png").write_bytes(browser.screenshot(page, 0, 0, 1280, 1800))
+        assert Path(tmp_path / "charts.png").stat().st_size > 0
