@@ -7,14 +7,13 @@ psycopg: `store_url` names this class only for a PostgreSQL store.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 
 from ..domain.errors import IntegrityFailure
 from ..domain.integrity import ChainRow
@@ -28,13 +27,12 @@ from .store_port import EvidenceTables
 CHAINED_ROLE = "recorded_by_chained"
 
 
-def _abort(curs: Any) -> None:
-    """Fail the transaction in the server, so the library's commit of it rolls back (a Python exception alone
-    is caught by the library and the transaction committed, events without links)."""
+def _rollback(conn: Any) -> None:
+    """Roll the batch back; a connection that broke mid-batch has nothing left to roll back (the server ends
+    its transaction), and the pool discards it."""
     try:
-        curs.execute(SQL("DO $$BEGIN RAISE EXCEPTION 'rollout-lineage refused this batch'; END$$"))
-        curs.fetchall()
-    except Exception:  # the error asked for; the caller raises the real one
+        conn.rollback()
+    except Exception:  # the batch's own error is the one to raise
         return
 
 
@@ -49,12 +47,49 @@ def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
     )
 
 
+def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
+    """From the tail read under the lock: the (position, hash) the batch continues from and the role to chain,
+    or the refusal of a log whose positions are broken."""
+    if row["unplaced"]:
+        raise _unplaced(
+            row["unplaced"],
+            "refusing to append",
+            "run `lineage verify`; restore the store from a backup; nothing was appended",
+        )
+    last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
+    position = dense_tail(last, None)[0]
+    found = row["last_event"]
+    return dense_tail(last, None if found in (None, position) else found + 1), row["role"]
+
+
+def _refuse_other_positions(
+    returned: Sequence[Any], stored_events: Sequence[StoredEvent], ids: range
+) -> None:
+    """Every event of the batch at the position its link was made for, and every link written; else the
+    batch is refused before its commit."""
+    given = {(r["originator_id"], r["originator_version"]): r for r in returned}
+    wanted = [given.get((e.originator_id, e.originator_version)) for e in stored_events]
+    if all(
+        r is not None and r["notification_id"] == at and r["links"] == len(ids)
+        for r, at in zip(wanted, ids, strict=True)
+    ):
+        return
+    got = sorted(r["notification_id"] for r in returned)
+    raise IntegrityFailure(
+        f"refusing to append: expected the store to give this batch positions {ids[0]}..{ids[-1]}, "
+        f"found {got[0] if got else None}..{got[-1] if got else None}; positions must rise by 1 "
+        "from event to event",
+        hint="another process inserts events without taking the writers' lock; run `lineage verify`",
+    )
+
+
 class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     batch_evidence: BatchEvidence | None = None
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self._tail = threading.local()
+        self._statements: tuple[str, Any] | None = None
+        self._decision_statement: Any = None
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
             SQL(
@@ -87,80 +122,124 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             )
         )
 
-    def _lock_table(self, curs: Any) -> None:
-        """Holding the writers' lock, make the batch's positions follow the last link (the dense rule).
+    def _tail_statements(self) -> str:
+        """The first round trip of an append, sent as one simple query (no parameters, so never prepared: a
+        lock wait that times out leaves no half-prepared statement behind): BEGIN, the lock timeout, the
+        writers' EXCLUSIVE lock on the events table, and one read of what the links need.
 
-        The position sequence is not the log: a lost race rolls back positions it drew, and anyone allowed to
-        may `setval` it past 2**62. So, with every other writer waiting on the lock, a writer sets it back to
-        the last link, and refuses to append past a break (a link that jumps, an event without a link). One
-        statement (one round trip, measured: three cost a batch ~4 ms more) reads what the links need too."""
-        super()._lock_table(curs)
-        curs.execute(
+        Holding the lock, the writer makes the batch's positions follow the last link (the dense rule): the
+        position sequence is not the log (a lost race rolls back positions it drew, and anyone allowed to may
+        `setval` it past 2**62), so it is set back to the last link, and a break (a link that jumps, an event
+        without a link or without a position) is refused."""
+        schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        sequence = Literal(f'"{self.datastore.schema}"."{self.events_table_name}"')
+        return (
             SQL(
+                "BEGIN; SET LOCAL lock_timeout = '{}s'; LOCK TABLE {}.{} IN EXCLUSIVE MODE; "
                 "SELECT l.position, l.previous, l.chain_hash, e.last_event, session_user AS role, "
-                "setval(pg_get_serial_sequence(%s, 'notification_id'), "
+                "setval(pg_get_serial_sequence({}, 'notification_id'), "
                 "greatest(coalesce(l.position, 0), 1), coalesce(l.position, 0) > 0), "
                 "(SELECT count(*) FROM {}.{} WHERE notification_id IS NULL) AS unplaced "
                 "FROM (SELECT max(notification_id) AS last_event FROM {}.{}) e LEFT JOIN LATERAL "
                 "(SELECT position, previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l "
                 "ON true"
-            ).format(
-                Identifier(self.datastore.schema),
-                Identifier(self.events_table_name),
-                Identifier(self.datastore.schema),
-                Identifier(self.events_table_name),
+            )
+            .format(
+                self.datastore.lock_timeout,
+                schema,
+                events,
+                sequence,
+                schema,
+                events,
+                schema,
+                events,
                 *self.chain_table,
-            ),
-            (f'"{self.datastore.schema}"."{self.events_table_name}"',),
+            )
+            .as_string(None)
         )
-        row = curs.fetchone()
-        if row["unplaced"]:
-            raise _unplaced(
-                row["unplaced"],
-                "refusing to append",
-                "run `lineage verify`; restore the store from a backup; nothing was appended",
-            )
-        last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
-        position = dense_tail(last, None)[0]
-        found = row["last_event"]
-        dense_tail(last, None if found in (None, position) else found + 1)
-        # Read back after the insert, in the same thread and transaction (the library hands both hooks the
-        # same cursor, one batch at a time).
-        self._tail.value = (last, row["role"])
 
-    def _fetch_ids_after_insert_events(
-        self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+    def _append_statement(self) -> Any:
+        """The second round trip: the events and their links in one statement, the positions given back."""
+        return SQL(
+            "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[]) "
+            "RETURNING notification_id, originator_id, originator_version), "
+            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) "
+            "SELECT *, %s FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) RETURNING position) "
+            "SELECT e.notification_id, e.originator_id, e.originator_version, "
+            "(SELECT count(*) FROM c) AS links FROM e"
+        ).format(
+            Identifier(self.datastore.schema),
+            Identifier(self.events_table_name),
+            *self.chain_table,
+            Identifier(CHAINED_ROLE),
+        )
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        if ids:
-            # Still inside the transaction holding the EXCLUSIVE lock on the events table.
-            last, role = self._tail.value
+        """One transaction in three round trips: lock and tail (`_tail_statements`), the events with their
+        links (`_append_statement`), COMMIT. The links are computed between the first two, from the last link
+        and the positions the lock guarantees; the second checks the store gave exactly those positions
+        before anything is committed. A failure anywhere rolls the whole batch back."""
+        if not stored_events:
+            return []
+        if self._statements is None:
+            self._statements = (self._tail_statements(), self._append_statement())
+        tail, append = self._statements
+        with self.datastore.get_connection() as conn:
             try:
-                previous = dense_tail(last, ids[0])
-                if list(ids) != list(range(ids[0], ids[0] + len(ids))):
-                    raise IntegrityFailure(
-                        f"refusing to append: the store gave this batch positions {ids[0]}..{ids[-1]} "
-                        "with gaps; positions must rise by 1 from event to event",
-                        hint="another process inserts events without taking the writers' lock; "
-                        "run `lineage verify`",
-                    )
-            except IntegrityFailure:
-                _abort(curs)
+                with conn.cursor() as curs:
+                    curs.execute(tail)
+                    while curs.nextset():
+                        pass
+                    ids = self._append(curs, append, stored_events, curs.fetchone())
+                conn.commit()
+            except BaseException:
+                _rollback(conn)
                 raise
-            rows = stored_rows(stored_events)
-            curs.executemany(
-                SQL(
-                    "INSERT INTO {}.{} (position, previous, chain_hash, {}) VALUES (%s, %s, %s, %s)"
-                ).format(*self.chain_table, Identifier(CHAINED_ROLE)),
-                [(*made, role) for made in next_links(previous, ids, rows, role)],
-            )
-            if self.batch_evidence is not None:
-                try:
-                    self.batch_evidence.write(curs, ids, rows, self, role)
-                except Exception:  # a signer or provenance error: the batch fails whole
-                    _abort(curs)
-                    raise
         return ids
+
+    def _append(
+        self, curs: Any, append: Any, stored_events: Sequence[StoredEvent], row: Any
+    ) -> list[int]:
+        previous, role = _continued_from(row)
+        ids = range(previous[0] + 1, previous[0] + 1 + len(stored_events))
+        rows = stored_rows(stored_events)
+        links = next_links(previous, ids, rows, role)
+        curs.execute(
+            append,
+            (
+                [e.originator_id for e in stored_events],
+                [e.originator_version for e in stored_events],
+                [e.topic for e in stored_events],
+                [e.state for e in stored_events],
+                role,
+                [made[0] for made in links],
+                [made[1] for made in links],
+                [made[2] for made in links],
+            ),
+        )
+        _refuse_other_positions(curs.fetchall(), stored_events, ids)
+        if self.batch_evidence is not None:
+            self.batch_evidence.write(curs, ids, rows, self, role)
+        return list(ids)
+
+    def decision_reads(self, ids: set[Any]) -> tuple[set[Any], bytes | None]:
+        """`ReadsForDeciding`: which of these streams exist and how the last stored state begins, in one
+        statement outside any transaction (one round trip; prepared: it is never part of a pipeline)."""
+        if self._decision_statement is None:
+            schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+            self._decision_statement = SQL(
+                "SELECT array(SELECT originator_id FROM {}.{} WHERE originator_version = 1 "
+                "AND originator_id = ANY(%s::uuid[])) AS existing, (SELECT substring(state FROM 1 FOR 80) "
+                "FROM {}.{} WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail"
+            ).format(schema, events, schema, events)
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(self._decision_statement, (list(ids),), prepare=True)
+            row: Any = curs.fetchone()  # one row, always (two scalar subqueries)
+        tail = row["tail"]
+        return set(row["existing"]), bytes(tail) if tail is not None else None
 
     # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------
 

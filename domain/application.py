@@ -49,6 +49,14 @@ class KnowsOriginators(Protocol):
     def existing_originators(self, ids: set[UUID]) -> set[UUID]: ...
 
 
+@runtime_checkable
+class ReadsForDeciding(Protocol):
+    """A recorder that answers both of a decision's questions in one read (one statement, one round trip): which
+    of these streams have a first event, and how the log's last stored state begins (None for an empty log)."""
+
+    def decision_reads(self, ids: set[UUID]) -> tuple[set[UUID], bytes | None]: ...
+
+
 class Entry(NamedTuple):
     """A fact to record and, when known, when it happened (else: when it is recorded)."""
 
@@ -261,14 +269,15 @@ class LineageApp(Application[UUID]):
         stored nothing) if any fact is refused."""
         subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
         ids = {subject: aggregate_id(*subject) for subject in subjects}
-        # One query says which streams exist, so new runs and snapshots cost no read at all.
-        existing = self._existing(set(ids.values()))
+        # One query says which streams exist, so new runs and snapshots cost no read at all; on the chained
+        # stores the same statement reads the log's last recording time too.
+        existing, tail = self._decision_reads(set(ids.values()))
         aggregates: dict[tuple[str, str], Any] = {
             subject: self._load(agg_id) if agg_id in existing else None
             for subject, agg_id in ids.items()
         }
         events: list[Any] = []
-        now = self._recording_time()  # one transaction, one recording time
+        now = self._recording_time(tail)  # one transaction, one recording time
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
         for fact, occurred_at in batch:
             subject = (fact.subject_kind, fact.subject_key())
@@ -288,24 +297,29 @@ class LineageApp(Application[UUID]):
             events.append(event)
         return events, {ids[subject]: agg for subject, agg in aggregates.items() if agg is not None}
 
-    def _recording_time(self) -> datetime:
-        """Now, or the log's last recording time when this writer's clock is behind it: recorded time never goes
-        backwards along the log, so "what the log held at TIME" is always a prefix of it.
+    def _recording_time(self, tail: bytes | None) -> datetime:
+        """Now, or the log's last recording time (read from `tail`, how its last stored state begins) when this
+        writer's clock is behind it: recorded time never goes backwards along the log, so "what the log held at
+        TIME" is always a prefix of it.
 
         Two writers racing with skewed clocks can still leave an earlier time after a later one (the tail is read
         before the write lock is taken); readers resolve a time to the position before the first later one, so
         even then `--as-of TIME` is a prefix.
         """
         now = self.clock()
-        last = self.recorder.max_notification_id()
-        if last:
-            tail = self.recorder.select_notifications(start=last, limit=1)
-            match = _RECORDED_AT.match(tail[0].state[:80]) if tail else None
-            if match:
-                recorded = datetime.fromisoformat(match[1].decode())
-                if recorded > now:
-                    return recorded
+        match = _RECORDED_AT.match(tail[:80]) if tail else None
+        if match:
+            recorded = datetime.fromisoformat(match[1].decode())
+            if recorded > now:
+                return recorded
         return now
+
+    def _decision_reads(self, ids: set[UUID]) -> tuple[set[UUID], bytes | None]:
+        if isinstance(self.recorder, ReadsForDeciding):
+            return self.recorder.decision_reads(ids)
+        last = self.recorder.max_notification_id()
+        tail = self.recorder.select_notifications(start=last, limit=1) if last else []
+        return self._existing(ids), tail[0].state if tail else None
 
     def _require_restorable(
         self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]
