@@ -113,7 +113,7 @@ def measure(side: str, target: dict[str, str], writers: int, commits: int) -> di
     context = mp.get_context("spawn")
     barrier, out = context.Barrier(writers), context.Queue()
     processes = [
-        context.Process(target=writer, args=(side, target, i, commits, barrier, out))
+        context.Process(target=writer, args=(side, target, i, commits, barrier, out), daemon=True)
         for i in range(writers)
     ]
     for process in processes:
