@@ -23,6 +23,9 @@ from .chained_log import merge_chain, next_links, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
 
+#: Batches of up to this many events (and decisions about up to this many streams) pass their values one by
+#: one; larger ones as arrays (PostgreSQL takes at most 65,535 parameters a statement).
+ROWS_AS_VALUES = 32
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
 CHAINED_ROLE = "recorded_by_chained"
 
@@ -62,6 +65,31 @@ def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
     return dense_tail(last, None if found in (None, position) else found + 1), row["role"]
 
 
+def _append_parameters(
+    stored_events: Sequence[StoredEvent], links: Sequence[tuple[int, int, str]], role: str
+) -> list[Any]:
+    """`_append_statement`'s parameters: row by row, or as eight arrays past `ROWS_AS_VALUES`."""
+    if len(stored_events) <= ROWS_AS_VALUES:
+        return [
+            *(
+                value
+                for e in stored_events
+                for value in (e.originator_id, e.originator_version, e.topic, e.state)
+            ),
+            *(value for made in links for value in (*made, role)),
+        ]
+    return [
+        [e.originator_id for e in stored_events],
+        [e.originator_version for e in stored_events],
+        [e.topic for e in stored_events],
+        [e.state for e in stored_events],
+        role,
+        [made[0] for made in links],
+        [made[1] for made in links],
+        [made[2] for made in links],
+    ]
+
+
 def _refuse_other_positions(
     returned: Sequence[Any], stored_events: Sequence[StoredEvent], ids: range
 ) -> None:
@@ -88,8 +116,9 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self._statements: tuple[str, Any] | None = None
-        self._decision_statement: Any = None
+        self._tail: str | None = None
+        self._appends: dict[int, Any] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
+        self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
             SQL(
@@ -158,21 +187,29 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             .as_string(None)
         )
 
-    def _append_statement(self) -> Any:
-        """The second round trip: the events and their links in one statement, the positions given back."""
+    def _append_statement(self, size: int) -> Any:
+        """The second round trip: the events and their links in one statement, the positions given back. A
+        batch of up to `ROWS_AS_VALUES` events passes its values one by one (psycopg dumps eight arrays
+        slower than the statement runs: a live record's largest client cost); a larger one as arrays."""
+        if size <= ROWS_AS_VALUES:
+            events = SQL("VALUES " + ", ".join(["(%s::uuid, %s::bigint, %s, %s::bytea)"] * size))
+            links = SQL("VALUES " + ", ".join(["(%s::bigint, %s::bigint, %s, %s)"] * size))
+        else:
+            events = SQL("SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])")
+            links = SQL("SELECT *, %s FROM unnest(%s::bigint[], %s::bigint[], %s::text[])")
         return SQL(
-            "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) "
-            "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[]) "
+            "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) {} "
             "RETURNING notification_id, originator_id, originator_version), "
-            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) "
-            "SELECT *, %s FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) RETURNING position) "
+            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) {} RETURNING position) "
             "SELECT e.notification_id, e.originator_id, e.originator_version, "
             "(SELECT count(*) FROM c) AS links FROM e"
         ).format(
             Identifier(self.datastore.schema),
             Identifier(self.events_table_name),
+            events,
             *self.chain_table,
             Identifier(CHAINED_ROLE),
+            links,
         )
 
     def insert_events(
@@ -184,9 +221,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         before anything is committed. A failure anywhere rolls the whole batch back."""
         if not stored_events:
             return []
-        if self._statements is None:
-            self._statements = (self._tail_statements(), self._append_statement())
-        tail, append = self._statements
+        if self._tail is None:
+            self._tail = self._tail_statements()
+        size = min(len(stored_events), ROWS_AS_VALUES + 1)
+        append = self._appends.get(size)
+        if append is None:
+            append = self._appends[size] = self._append_statement(size)
+        tail = self._tail
         with self.datastore.get_connection() as conn:
             try:
                 with conn.cursor() as curs:
@@ -207,36 +248,32 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         ids = range(previous[0] + 1, previous[0] + 1 + len(stored_events))
         rows = stored_rows(stored_events)
         links = next_links(previous, ids, rows, role)
-        curs.execute(
-            append,
-            (
-                [e.originator_id for e in stored_events],
-                [e.originator_version for e in stored_events],
-                [e.topic for e in stored_events],
-                [e.state for e in stored_events],
-                role,
-                [made[0] for made in links],
-                [made[1] for made in links],
-                [made[2] for made in links],
-            ),
-        )
+        curs.execute(append, _append_parameters(stored_events, links, role))
         _refuse_other_positions(curs.fetchall(), stored_events, ids)
         if self.batch_evidence is not None:
             self.batch_evidence.write(curs, ids, rows, self, role)
         return list(ids)
 
+    def _decision_statement(self, size: int) -> Any:
+        marks = ", ".join(["%s::uuid"] * size) if size <= ROWS_AS_VALUES else "%s::uuid[]"
+        ask = f"ANY(ARRAY[{marks}])" if size <= ROWS_AS_VALUES else f"ANY({marks})"
+        schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        return SQL(
+            "SELECT array(SELECT originator_id FROM {}.{} WHERE originator_version = 1 "
+            "AND originator_id = " + ask + ") AS existing, (SELECT substring(state FROM 1 FOR 80) "
+            "FROM {}.{} WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail"
+        ).format(schema, events, schema, events)
+
     def decision_reads(self, ids: set[Any]) -> tuple[set[Any], bytes | None]:
         """`ReadsForDeciding`: which of these streams exist and how the last stored state begins, in one
         statement outside any transaction (one round trip; prepared: it is never part of a pipeline)."""
-        if self._decision_statement is None:
-            schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
-            self._decision_statement = SQL(
-                "SELECT array(SELECT originator_id FROM {}.{} WHERE originator_version = 1 "
-                "AND originator_id = ANY(%s::uuid[])) AS existing, (SELECT substring(state FROM 1 FOR 80) "
-                "FROM {}.{} WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail"
-            ).format(schema, events, schema, events)
+        size = len(ids) if 0 < len(ids) <= ROWS_AS_VALUES else ROWS_AS_VALUES + 1
+        statement = self._decisions.get(size)
+        if statement is None:
+            statement = self._decisions[size] = self._decision_statement(size)
+        asked = list(ids) if size <= ROWS_AS_VALUES else [list(ids)]
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(self._decision_statement, (list(ids),), prepare=True)
+            curs.execute(statement, asked, prepare=True)
             row: Any = curs.fetchone()  # one row, always (two scalar subqueries)
         tail = row["tail"]
         return set(row["existing"]), bytes(tail) if tail is not None else None

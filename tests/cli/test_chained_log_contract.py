@@ -190,6 +190,22 @@ def test_the_decision_reads_name_the_existing_streams_and_the_last_state(app: Li
     assert tail is not None and len(tail) == 80 and last[0].state.startswith(tail)
 
 
+@pytest.mark.parametrize("sizes", [(1, 40, 2, 33, 32)])
+def test_batches_of_every_size_get_dense_positions_and_their_links(
+    app: LineageApp, sizes: tuple[int, ...]
+) -> None:
+    """The PostgreSQL writer passes small batches value by value and large ones as arrays: both, and the
+    sizes on either side of the switch, are chained alike."""
+    last = 0
+    for b, size in enumerate(sizes):
+        recorded = app.record([f.RunRegistered(run=f"b{b}/r{k}", task="t") for k in range(size)])
+        assert (recorded.position, recorded.appended) == (last + size, size)
+        last += size
+    walker = ChainWalker()
+    walker.feed(_log(app).chain_rows())
+    assert walker.report.intact and walker.report.events == last, walker.report.problem
+
+
 def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> None:
     app.record([f.RunRegistered(run="r/1", task="t")])
     log = _log(app)
