@@ -315,8 +315,11 @@ class LineageApp(Application[UUID]):
         return now
 
     def _decision_reads(self, ids: set[UUID]) -> tuple[set[UUID], bytes | None]:
-        if isinstance(self.recorder, ReadsForDeciding):
-            return self.recorder.decision_reads(ids)
+        # Looked up, not `isinstance` against the protocol: that walks the protocol's attributes every call.
+        reads = getattr(self.recorder, "decision_reads", None)
+        if reads is not None:
+            found: tuple[set[UUID], bytes | None] = reads(ids)
+            return found
         last = self.recorder.max_notification_id()
         tail = self.recorder.select_notifications(start=last, limit=1) if last else []
         return self._existing(ids), tail[0].state if tail else None
