@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL, Identifier, Literal
@@ -68,7 +69,7 @@ def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
 def _append_parameters(
     stored_events: Sequence[StoredEvent], links: Sequence[tuple[int, int, str]], role: str
 ) -> list[Any]:
-    """`_append_statement`'s parameters: row by row, or as eight arrays past `ROWS_AS_VALUES`."""
+    """`_append_statement`'s parameters: row by row, or as arrays past `ROWS_AS_VALUES`."""
     if len(stored_events) <= ROWS_AS_VALUES:
         return [
             *(
@@ -76,7 +77,11 @@ def _append_parameters(
                 for e in stored_events
                 for value in (e.originator_id, e.originator_version, e.topic, e.state)
             ),
-            *(value for made in links for value in (*made, role)),
+            *(
+                value
+                for made, e in zip(links, stored_events, strict=True)
+                for value in (*made, role, e.originator_id, e.originator_version)
+            ),
         ]
     return [
         [e.originator_id for e in stored_events],
@@ -87,6 +92,8 @@ def _append_parameters(
         [made[0] for made in links],
         [made[1] for made in links],
         [made[2] for made in links],
+        [e.originator_id for e in stored_events],
+        [e.originator_version for e in stored_events],
     ]
 
 
@@ -188,19 +195,34 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         )
 
     def _append_statement(self, size: int) -> Any:
-        """The second round trip: the events and their links in one statement, the positions given back. A
-        batch of up to `ROWS_AS_VALUES` events passes its values one by one (psycopg dumps eight arrays
-        slower than the statement runs: a live record's largest client cost); a larger one as arrays."""
+        """The second round trip: the events and their links in one statement, the positions given back.
+
+        The server itself refuses a link made for a position its event did not get: each link's position is
+        kept only where it equals the position the insert gave its event (matched by stream and version),
+        else it is NULL, which the links' primary key refuses, and the whole transaction with it. So the
+        COMMIT can travel with this statement. A batch of up to `ROWS_AS_VALUES` events passes its values
+        one by one (psycopg dumps arrays slower than the server runs the statement); a larger one as arrays."""
         if size <= ROWS_AS_VALUES:
             events = SQL("VALUES " + ", ".join(["(%s::uuid, %s::bigint, %s, %s::bytea)"] * size))
-            links = SQL("VALUES " + ", ".join(["(%s::bigint, %s::bigint, %s, %s)"] * size))
+            links = SQL(
+                "(VALUES "
+                + ", ".join(["(%s::bigint, %s::bigint, %s, %s, %s::uuid, %s::bigint)"] * size)
+                + ")"
+            )
         else:
             events = SQL("SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])")
-            links = SQL("SELECT *, %s FROM unnest(%s::bigint[], %s::bigint[], %s::text[])")
+            links = SQL(
+                "(SELECT p, r, h, %s, i, v FROM unnest(%s::bigint[], %s::bigint[], %s::text[], "
+                "%s::uuid[], %s::bigint[]) AS u(p, r, h, i, v))"
+            )
         return SQL(
             "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) {} "
             "RETURNING notification_id, originator_id, originator_version), "
-            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) {} RETURNING position) "
+            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) "
+            "SELECT CASE WHEN e.notification_id = w.position THEN w.position END, w.previous, "
+            "w.chain_hash, w.role FROM {} AS w(position, previous, chain_hash, role, originator_id, "
+            "originator_version) LEFT JOIN e ON e.originator_id = w.originator_id "
+            "AND e.originator_version = w.originator_version RETURNING position) "
             "SELECT e.notification_id, e.originator_id, e.originator_version, "
             "(SELECT count(*) FROM c) AS links FROM e"
         ).format(
@@ -215,10 +237,11 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """One transaction in three round trips: lock and tail (`_tail_statements`), the events with their
-        links (`_append_statement`), COMMIT. The links are computed between the first two, from the last link
-        and the positions the lock guarantees; the second checks the store gave exactly those positions
-        before anything is committed. A failure anywhere rolls the whole batch back."""
+        """One transaction in two round trips: BEGIN, the lock and the tail (`_tail_statements`); then the
+        events with their links (`_append_statement`) and COMMIT, pipelined. The links are computed between
+        the two from the last link and the positions the lock guarantees, and the server refuses any link
+        whose event got another position. A failure anywhere rolls the whole batch back. A batch with
+        evidence to write (a signature, provenance) commits on its own round trip, after that evidence."""
         if not stored_events:
             return []
         if self._tail is None:
@@ -227,31 +250,46 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         append = self._appends.get(size)
         if append is None:
             append = self._appends[size] = self._append_statement(size)
-        tail = self._tail
         with self.datastore.get_connection() as conn:
             try:
                 with conn.cursor() as curs:
-                    curs.execute(tail)
+                    curs.execute(self._tail)
                     while curs.nextset():
                         pass
-                    ids = self._append(curs, append, stored_events, curs.fetchone())
-                conn.commit()
+                    ids = self._append(conn, curs, append, stored_events, curs.fetchone())
+            except psycopg.errors.NotNullViolation as exc:
+                _rollback(conn)
+                raise IntegrityFailure(
+                    "refusing to append: expected the store to give this batch's events the positions "
+                    "their links were made for, found another position for at least one; positions "
+                    f"must rise by 1 from event to event ({' '.join(str(exc).split())})",
+                    hint="another process inserts events without taking the writers' lock; run "
+                    "`lineage verify`; nothing of this batch was appended",
+                ) from None
             except BaseException:
                 _rollback(conn)
                 raise
         return ids
 
     def _append(
-        self, curs: Any, append: Any, stored_events: Sequence[StoredEvent], row: Any
+        self, conn: Any, curs: Any, append: Any, stored_events: Sequence[StoredEvent], row: Any
     ) -> list[int]:
         previous, role = _continued_from(row)
         ids = range(previous[0] + 1, previous[0] + 1 + len(stored_events))
         rows = stored_rows(stored_events)
         links = next_links(previous, ids, rows, role)
-        curs.execute(append, _append_parameters(stored_events, links, role))
+        parameters = _append_parameters(stored_events, links, role)
+        if self.batch_evidence is None:
+            # Not prepared: a statement queued in a pipeline behind one that fails is never parsed.
+            with conn.pipeline():
+                curs.execute(append, parameters, prepare=False)
+                conn.commit()
+            _refuse_other_positions(curs.fetchall(), stored_events, ids)  # the server did already
+            return list(ids)
+        curs.execute(append, parameters)
         _refuse_other_positions(curs.fetchall(), stored_events, ids)
-        if self.batch_evidence is not None:
-            self.batch_evidence.write(curs, ids, rows, self, role)
+        self.batch_evidence.write(curs, ids, rows, self, role)
+        conn.commit()
         return list(ids)
 
     def _decision_statement(self, size: int) -> Any:

@@ -206,6 +206,35 @@ def test_batches_of_every_size_get_dense_positions_and_their_links(
     assert walker.report.intact and walker.report.events == last, walker.report.problem
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("size", [1, 40])
+def test_the_server_refuses_links_made_for_other_positions(
+    postgres_url: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PostgreSQL writer sends its COMMIT with the events: a link whose position is not the one the
+    server gave its event must fail the transaction there (not in the client, after the commit)."""
+    from rollout_lineage.adapters import postgres_store
+    from rollout_lineage.domain.errors import IntegrityFailure
+
+    app = _app(StoreURL.parse(postgres_url).application_env())
+    try:
+        app.record([f.RunRegistered(run="r/0", task="t")])
+        before = (app.recorder.max_notification_id(), app.recorder.chain_links(0, None))
+        made_for = postgres_store.next_links
+
+        def shifted(previous: Any, ids: Any, *rest: Any) -> Any:
+            return made_for(previous, [i + 1 for i in ids], *rest)
+
+        monkeypatch.setattr(postgres_store, "next_links", shifted)
+        with pytest.raises(IntegrityFailure, match="positions their links were made for"):
+            app.record([f.RunRegistered(run=f"r/{k + 1}", task="t") for k in range(size)])
+        assert (app.recorder.max_notification_id(), app.recorder.chain_links(0, None)) == before
+        monkeypatch.setattr(postgres_store, "next_links", made_for)
+        assert app.record([f.RunRegistered(run="r/x", task="t")]).position == 2
+    finally:
+        app.close()
+
+
 def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> None:
     app.record([f.RunRegistered(run="r/1", task="t")])
     log = _log(app)
