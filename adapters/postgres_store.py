@@ -283,7 +283,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             # Not prepared: a statement queued in a pipeline behind one that fails is never parsed.
             with conn.pipeline():
                 curs.execute(append, parameters, prepare=False)
-                conn.commit()
+                # As a statement: `commit()` in a pipeline syncs once more, a round trip of its own.
+                conn.execute("COMMIT", prepare=False)
             _refuse_other_positions(curs.fetchall(), stored_events, ids)  # the server did already
             return list(ids)
         curs.execute(append, parameters)

@@ -4,8 +4,9 @@
 SQLite file or a fresh schema on the PostgreSQL server at LINEAGE_BENCH_POSTGRES_URL (else
 LINEAGE_TEST_POSTGRES_URL). Counted, not sampled: on SQLite every statement the library runs (sqlite3's trace
 callback on each connection the store opens); on PostgreSQL every message libpq exchanges (its protocol trace):
-statements are the server's CommandComplete messages, round trips its ReadyForQuery ones (each is the end of
-one exchange the client waited for). The profile's top functions by own time follow, per record.
+statements are the server's CommandComplete messages, round trips the times the client, having sent, reads
+the server's answer (a pipeline sends several statements and Syncs before it reads). Then the profile's top
+functions by own CPU time.
 
 Usage: python bench/live_profile.py {sqlite,postgresql} [--records 500] [--top 25]
 """
@@ -61,16 +62,22 @@ def trace_postgres(path: Path) -> Any:
 
 def postgres_counts(path: Path) -> Counter[str]:
     found: Counter[str] = Counter()
+    last = ""
     for line in path.read_text().splitlines():
         parts = line.split("\t")
         if len(parts) < 3:
             continue
         side, message = parts[0], parts[2]
+        if (
+            side == "B" and last == "F"
+        ):  # the client sent, then read the server's answer: one round trip
+            found["round trips"] += 1
+        last = side
         if side == "B" and message == "CommandComplete":
             found["statements"] += 1
             found[parts[3].strip().strip('"').split()[0]] += 1
         elif side == "B" and message == "ReadyForQuery":
-            found["round trips"] += 1
+            found["ReadyForQuery (one per Sync or simple query)"] += 1
     return found
 
 
