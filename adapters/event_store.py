@@ -104,24 +104,29 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             f"(SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
         )
 
-    def decision_reads(self, ids: set[Any]) -> tuple[set[Any], bytes | None]:
-        """`ReadsForDeciding`: which of these streams exist and how the last stored state begins, one statement
-        (no transaction around it: one read is its own snapshot)."""
+    def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
+        last stored state begins, one statement (no transaction around it: one read is its own snapshot)."""
         hexes = [i.hex for i in ids]
         head, rest = hexes[:500], hexes[500:]
         with self.datastore.get_connection(commit=False) as connection, _translated():
             c = connection.cursor()
             c.execute(
-                f"SELECT 0, originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
-                f"AND originator_id IN ({','.join('?' * len(head))}) UNION ALL SELECT 1, * FROM "
+                f"SELECT 0, originator_id, max(originator_version) FROM {self.events_table_name} "
+                f"WHERE originator_id IN ({','.join('?' * len(head))}) GROUP BY originator_id "
+                "HAVING min(originator_version) = 1 UNION ALL SELECT 1, *, NULL FROM "
                 f"(SELECT substr(state, 1, 80) FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1)",
                 head,
             )
             found = c.fetchall()
-        existing = {self.convert_originator_id(row[1]) for row in found if row[0] == 0}
+        existing = {self.convert_originator_id(row[1]): row[2] for row in found if row[0] == 0}
         tail = next((bytes(row[1]) for row in found if row[0] == 1 and row[1] is not None), None)
-        if rest:
-            existing |= self.existing_originators({self.convert_originator_id(h) for h in rest})
+        if rest:  # versions unknown: those streams are read as before
+            existing.update(
+                dict.fromkeys(
+                    self.existing_originators({self.convert_originator_id(h) for h in rest})
+                )
+            )
         return existing, tail
 
     # --- EvidenceTables: our tables in the store's own file, `?` marks, sqlite3 rows -----------------

@@ -298,14 +298,18 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         ask = f"ANY(ARRAY[{marks}])" if size <= ROWS_AS_VALUES else f"ANY({marks})"
         schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
         return SQL(
-            "SELECT array(SELECT originator_id FROM {}.{} WHERE originator_version = 1 "
-            "AND originator_id = " + ask + ") AS existing, (SELECT substring(state FROM 1 FOR 80) "
-            "FROM {}.{} WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail"
+            "SELECT s.ids, s.tops, (SELECT substring(state FROM 1 FOR 80) FROM {}.{} "
+            "WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail "
+            "FROM (SELECT array_agg(originator_id) AS ids, array_agg(top) AS tops FROM "
+            "(SELECT originator_id, max(originator_version) AS top FROM {}.{} WHERE originator_id = "
+            + ask
+            + " GROUP BY originator_id HAVING min(originator_version) = 1) g) s"
         ).format(schema, events, schema, events)
 
-    def decision_reads(self, ids: set[Any]) -> tuple[set[Any], bytes | None]:
-        """`ReadsForDeciding`: which of these streams exist and how the last stored state begins, in one
-        statement outside any transaction (one round trip; prepared: it is never part of a pipeline)."""
+    def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
+        last stored state begins, in one statement outside any transaction (one round trip; prepared: it is
+        never part of a pipeline)."""
         size = len(ids) if 0 < len(ids) <= ROWS_AS_VALUES else ROWS_AS_VALUES + 1
         statement = self._decisions.get(size)
         if statement is None:
@@ -313,9 +317,10 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         asked = list(ids) if size <= ROWS_AS_VALUES else [list(ids)]
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(statement, asked, prepare=True)
-            row: Any = curs.fetchone()  # one row, always (two scalar subqueries)
+            row: Any = curs.fetchone()  # one row, always (an aggregate and a scalar subquery)
         tail = row["tail"]
-        return set(row["existing"]), bytes(tail) if tail is not None else None
+        existing = dict(zip(row["ids"] or (), row["tops"] or (), strict=True))
+        return existing, bytes(tail) if tail is not None else None
 
     # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------
 

@@ -51,10 +51,11 @@ class KnowsOriginators(Protocol):
 
 @runtime_checkable
 class ReadsForDeciding(Protocol):
-    """A recorder that answers both of a decision's questions in one read (one statement, one round trip): which
-    of these streams have a first event, and how the log's last stored state begins (None for an empty log)."""
+    """A recorder that answers a decision's questions in one read (one statement, one round trip): which of these
+    streams have a first event, each with its last version, and how the log's last stored state begins (None
+    for an empty log). A stream this process holds at its last version needs no read of its events."""
 
-    def decision_reads(self, ids: set[UUID]) -> tuple[set[UUID], bytes | None]: ...
+    def decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int], bytes | None]: ...
 
 
 class Entry(NamedTuple):
@@ -273,7 +274,7 @@ class LineageApp(Application[UUID]):
         # stores the same statement reads the log's last recording time too.
         existing, tail = self._decision_reads(set(ids.values()))
         aggregates: dict[tuple[str, str], Any] = {
-            subject: self._load(agg_id) if agg_id in existing else None
+            subject: self._load(agg_id, existing[agg_id]) if agg_id in existing else None
             for subject, agg_id in ids.items()
         }
         events: list[Any] = []
@@ -314,15 +315,16 @@ class LineageApp(Application[UUID]):
                 return recorded
         return now
 
-    def _decision_reads(self, ids: set[UUID]) -> tuple[set[UUID], bytes | None]:
+    def _decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int | None], bytes | None]:
+        """The streams that exist (with their last version, None where unknown) and the log's tail state."""
         # Looked up, not `isinstance` against the protocol: that walks the protocol's attributes every call.
         reads = getattr(self.recorder, "decision_reads", None)
         if reads is not None:
-            found: tuple[set[UUID], bytes | None] = reads(ids)
+            found: tuple[dict[UUID, int | None], bytes | None] = reads(ids)
             return found
         last = self.recorder.max_notification_id()
         tail = self.recorder.select_notifications(start=last, limit=1) if last else []
-        return self._existing(ids), tail[0].state if tail else None
+        return dict.fromkeys(self._existing(ids)), tail[0].state if tail else None
 
     def _require_restorable(
         self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]
@@ -348,12 +350,16 @@ class LineageApp(Application[UUID]):
             return self.recorder.existing_originators(ids)
         return {i for i in ids if self._load(i) is not None}
 
-    def _load(self, agg_id: UUID) -> Any:
+    def _load(self, agg_id: UUID, last_version: int | None = None) -> Any:
         """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
-        query, however long the stream), or replayed from the store the first time."""
+        query, however long the stream; none when the store just said the stream's `last_version` and the
+        cache holds it), or replayed from the store the first time."""
         aggregate = self._aggregates.get(agg_id)
         if aggregate is not None:
-            stored_since = self.recorder.select_events(agg_id, gt=aggregate.version)
+            current = last_version is not None and aggregate.version == last_version
+            stored_since = (
+                () if current else self.recorder.select_events(agg_id, gt=aggregate.version)
+            )
         else:
             # Not seen by this process: from its newest saved state (if this code can use it) onwards.
             aggregate, stored_since = self._saved(agg_id)

@@ -26,7 +26,7 @@ from rollout_lineage.adapters.chained_log import ChainedLog, next_links
 from rollout_lineage.adapters.event_store import StoreURL
 from rollout_lineage.adapters.memory_log import MEMORY_ENV, ChainedMemoryRecorder
 from rollout_lineage.domain import facts as f
-from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import GENESIS, ChainWalker, link
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
@@ -181,12 +181,12 @@ def test_the_decision_reads_name_the_existing_streams_and_the_last_state(app: Li
     if not isinstance(app.recorder, ReadsForDeciding):
         pytest.skip("this log decides through the library's reads (one stream at a time)")
     unknown = aggregate_id("run", "never/recorded")
-    assert app.recorder.decision_reads({unknown}) == (set(), None)
+    assert app.recorder.decision_reads({unknown}) == ({}, None)
     _recorded(app)
     recorded = aggregate_id("run", ABLATE_RUN)
     existing, tail = app.recorder.decision_reads({recorded, unknown})
     last = app.recorder.select_notifications(start=app.recorder.max_notification_id(), limit=1)
-    assert existing == {recorded}
+    assert existing == {recorded: app.recorder.select_events(recorded)[-1].originator_version}
     assert tail is not None and len(tail) == 80 and last[0].state.startswith(tail)
 
 
@@ -233,6 +233,48 @@ def test_the_server_refuses_links_made_for_other_positions(
         assert app.record([f.RunRegistered(run="r/x", task="t")]).position == 2
     finally:
         app.close()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_a_writer_holding_a_stream_sees_what_another_appended_to_it(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The decision read says each stream's last version, so a writer holding the stream at that version reads
+    none of its events: one that another writer moved on must still be caught up before deciding."""
+    from rollout_lineage.domain.errors import ConflictingFact
+
+    url = (
+        f"sqlite:///{tmp_path / 'events.sqlite'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+
+    class CountingRaces(RetryAtOnce):
+        lost = 0
+
+        def after_lost_race(self, attempt: int) -> None:
+            CountingRaces.lost += 1
+
+    env = StoreURL.parse(url).application_env()
+    first = LineageApp(env=env, actor="tester@lab", tool_version="contract", retry=CountingRaces())
+    second = _app(env)
+    try:
+        first.record([f.RunRegistered(run="r/1", task="t")])
+        assert first.record([f.RunRegistered(run="r/1", task="t")]).appended == 0  # held, current
+        second.record([f.RunScored(run="r/1", reward=1.0)])
+        assert first.record([f.RunScored(run="r/1", reward=1.0)]).appended == 0
+        with pytest.raises(ConflictingFact):
+            first.record([f.RunScored(run="r/1", reward=0.0)])
+        assert (
+            first.record([f.RunLocated(run="r/1", path="/runs/1", kind="recorded")]).position == 3
+        )
+        # Caught up before deciding, never by losing a race to the other writer's event and deciding again.
+        assert CountingRaces.lost == 0
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> None:
