@@ -136,6 +136,9 @@ def main() -> None:
     stats.sort_stats("tottime").print_stats(args.top)
     print(text.getvalue())
     lineage.close()
+    if args.backend == "postgresql":  # the schema made above, and only it
+        with psycopg.connect(base, autocommit=True) as connection:
+            connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 if __name__ == "__main__":
