@@ -11,11 +11,17 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+    StoredEvent,
+)
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from ..domain.integrity import GENESIS, ChainRow, position_gap
@@ -42,37 +48,86 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             *batch_evidence.sqlite_ddl(),
         ]
 
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """One transaction holding the write lock from its first statement: BEGIN IMMEDIATE (waiting the busy
+        timeout for another writer), one read of the log's tail, the events, their links, COMMIT. Five
+        statements for a one-event batch; a reader of the log never sees events without their links."""
+        if not stored_events:
+            return []
+        with self.datastore.get_connection(commit=True) as connection, _translated():
+            c = connection.cursor()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                ids = self._insert_events(c, stored_events, **kwargs)
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+            return ids
+
     def _insert_events(
         self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
-        # The write comes first so SQLite takes its write lock (waiting its busy timeout) before anything is read:
-        # reading first would pin a snapshot that another writer can invalidate, and SQLite then fails at once.
-        # Holding the lock, the new rowids follow the previous maximum one by one; checked below.
-        rows = stored_rows(stored_events)
-        c.executemany(self.insert_events_statement, rows)
-        c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
-        last_id = c.fetchone()[0]
-        ids = list(range(last_id - len(stored_events) + 1, last_id + 1))
-        c.execute(
-            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1"
-        )
+        # Holding the write lock, the tail cannot move: the last event's rowid and the last link, in one read.
+        c.execute(self._tail_statement)
+        last_id, *last_link = c.fetchone()
         # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost race.
-        previous = dense_tail(c.fetchone(), ids[0])
-        c.execute(
-            f"SELECT originator_id, originator_version FROM {self.events_table_name} WHERE rowid = ?",
-            (ids[0],),
-        )
-        row = c.fetchone()
-        if row is None or (row[0], row[1]) != rows[0][:2]:
+        previous = dense_tail(last_link if last_link[0] is not None else None, (last_id or 0) + 1)
+        first = previous[0] + 1
+        rows = stored_rows(stored_events)
+        if len(rows) == 1:
+            c.execute(self.insert_events_statement, rows[0])
+            last = c.lastrowid
+        else:
+            c.executemany(self.insert_events_statement, rows)
+            c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
+            last = c.fetchone()[0]
+        # Each new rowid is the maximum + 1 (the lock held, none at 2**63-1): anything else is refused.
+        if last != first + len(rows) - 1:
             raise IntegrityError(
-                f"expected the batch at rowids {ids[0]}..{last_id}, found otherwise"
+                f"expected the batch at rowids {first}..{first + len(rows) - 1}, found the last at {last}"
             )
+        ids = range(first, first + len(rows))
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
         if self.batch_evidence is not None:
             self.batch_evidence.write(c, ids, rows, self)
-        return ids
+        return list(ids)
+
+    @property
+    def _tail_statement(self) -> str:
+        return (
+            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.* FROM (SELECT 1) LEFT JOIN "
+            f"(SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
+        )
+
+    def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
+        last stored state begins, one statement (no transaction around it: one read is its own snapshot)."""
+        hexes = [i.hex for i in ids]
+        head, rest = hexes[:500], hexes[500:]
+        with self.datastore.get_connection(commit=False) as connection, _translated():
+            c = connection.cursor()
+            c.execute(
+                f"SELECT 0, originator_id, max(originator_version) FROM {self.events_table_name} "
+                f"WHERE originator_id IN ({','.join('?' * len(head))}) GROUP BY originator_id "
+                "HAVING min(originator_version) = 1 UNION ALL SELECT 1, *, NULL FROM "
+                f"(SELECT substr(state, 1, 80) FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1)",
+                head,
+            )
+            found = c.fetchall()
+        existing = {self.convert_originator_id(row[1]): row[2] for row in found if row[0] == 0}
+        tail = next((bytes(row[1]) for row in found if row[0] == 1 and row[1] is not None), None)
+        if rest:  # versions unknown: those streams are read as before
+            existing.update(
+                dict.fromkeys(
+                    self.existing_originators({self.convert_originator_id(h) for h in rest})
+                )
+            )
+        return existing, tail
 
     # --- EvidenceTables: our tables in the store's own file, `?` marks, sqlite3 rows -----------------
 
@@ -181,6 +236,21 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
                 )
                 found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
         return found
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """sqlite3's errors as eventsourcing's, which the application tells apart (a lost race, a locked store)."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(exc) from exc
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(exc) from exc
+    except sqlite3.InterfaceError as exc:
+        raise InterfaceError(exc) from exc
+    except sqlite3.Error as exc:
+        raise PersistenceError(exc) from exc
 
 
 def dense_tail(last: Any, first_new: int | None) -> tuple[int, str]:

@@ -7,14 +7,14 @@ psycopg: `store_url` names this class only for a PostgreSQL store.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 
 from ..domain.errors import IntegrityFailure
 from ..domain.integrity import ChainRow
@@ -24,17 +24,19 @@ from .chained_log import merge_chain, next_links, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
 
+#: Batches of up to this many events (and decisions about up to this many streams) pass their values one by
+#: one; larger ones as arrays (PostgreSQL takes at most 65,535 parameters a statement).
+ROWS_AS_VALUES = 32
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
 CHAINED_ROLE = "recorded_by_chained"
 
 
-def _abort(curs: Any) -> None:
-    """Fail the transaction in the server, so the library's commit of it rolls back (a Python exception alone
-    is caught by the library and the transaction committed, events without links)."""
+def _rollback(conn: Any) -> None:
+    """Roll the batch back; a connection that broke mid-batch has nothing left to roll back (the server ends
+    its transaction), and the pool discards it."""
     try:
-        curs.execute(SQL("DO $$BEGIN RAISE EXCEPTION 'rollout-lineage refused this batch'; END$$"))
-        curs.fetchall()
-    except Exception:  # the error asked for; the caller raises the real one
+        conn.rollback()
+    except Exception:  # the batch's own error is the one to raise
         return
 
 
@@ -49,12 +51,81 @@ def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
     )
 
 
+def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
+    """From the tail read under the lock: the (position, hash) the batch continues from and the role to chain,
+    or the refusal of a log whose positions are broken."""
+    if row["unplaced"]:
+        raise _unplaced(
+            row["unplaced"],
+            "refusing to append",
+            "run `lineage verify`; restore the store from a backup; nothing was appended",
+        )
+    last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
+    position = dense_tail(last, None)[0]
+    found = row["last_event"]
+    return dense_tail(last, None if found in (None, position) else found + 1), row["role"]
+
+
+def _append_parameters(
+    stored_events: Sequence[StoredEvent], links: Sequence[tuple[int, int, str]], role: str
+) -> list[Any]:
+    """`_append_statement`'s parameters: row by row, or as arrays past `ROWS_AS_VALUES`."""
+    if len(stored_events) <= ROWS_AS_VALUES:
+        return [
+            *(
+                value
+                for e in stored_events
+                for value in (e.originator_id, e.originator_version, e.topic, e.state)
+            ),
+            *(
+                value
+                for made, e in zip(links, stored_events, strict=True)
+                for value in (*made, role, e.originator_id, e.originator_version)
+            ),
+        ]
+    return [
+        [e.originator_id for e in stored_events],
+        [e.originator_version for e in stored_events],
+        [e.topic for e in stored_events],
+        [e.state for e in stored_events],
+        role,
+        [made[0] for made in links],
+        [made[1] for made in links],
+        [made[2] for made in links],
+        [e.originator_id for e in stored_events],
+        [e.originator_version for e in stored_events],
+    ]
+
+
+def _refuse_other_positions(
+    returned: Sequence[Any], stored_events: Sequence[StoredEvent], ids: range
+) -> None:
+    """Every event of the batch at the position its link was made for, and every link written; else the
+    batch is refused before its commit."""
+    given = {(r["originator_id"], r["originator_version"]): r for r in returned}
+    wanted = [given.get((e.originator_id, e.originator_version)) for e in stored_events]
+    if all(
+        r is not None and r["notification_id"] == at and r["links"] == len(ids)
+        for r, at in zip(wanted, ids, strict=True)
+    ):
+        return
+    got = sorted(r["notification_id"] for r in returned)
+    raise IntegrityFailure(
+        f"refusing to append: expected the store to give this batch positions {ids[0]}..{ids[-1]}, "
+        f"found {got[0] if got else None}..{got[-1] if got else None}; positions must rise by 1 "
+        "from event to event",
+        hint="another process inserts events without taking the writers' lock; run `lineage verify`",
+    )
+
+
 class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     batch_evidence: BatchEvidence | None = None
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self._tail = threading.local()
+        self._tail: str | None = None
+        self._appends: dict[int, Any] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
+        self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
             SQL(
@@ -87,80 +158,169 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             )
         )
 
-    def _lock_table(self, curs: Any) -> None:
-        """Holding the writers' lock, make the batch's positions follow the last link (the dense rule).
+    def _tail_statements(self) -> str:
+        """The first round trip of an append, sent as one simple query (no parameters, so never prepared: a
+        lock wait that times out leaves no half-prepared statement behind): BEGIN, the lock timeout, the
+        writers' EXCLUSIVE lock on the events table, and one read of what the links need.
 
-        The position sequence is not the log: a lost race rolls back positions it drew, and anyone allowed to
-        may `setval` it past 2**62. So, with every other writer waiting on the lock, a writer sets it back to
-        the last link, and refuses to append past a break (a link that jumps, an event without a link). One
-        statement (one round trip, measured: three cost a batch ~4 ms more) reads what the links need too."""
-        super()._lock_table(curs)
-        curs.execute(
+        Holding the lock, the writer makes the batch's positions follow the last link (the dense rule): the
+        position sequence is not the log (a lost race rolls back positions it drew, and anyone allowed to may
+        `setval` it past 2**62), so it is set back to the last link, and a break (a link that jumps, an event
+        without a link or without a position) is refused."""
+        schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        sequence = Literal(f'"{self.datastore.schema}"."{self.events_table_name}"')
+        return (
             SQL(
+                "BEGIN; SET LOCAL lock_timeout = '{}s'; LOCK TABLE {}.{} IN EXCLUSIVE MODE; "
                 "SELECT l.position, l.previous, l.chain_hash, e.last_event, session_user AS role, "
-                "setval(pg_get_serial_sequence(%s, 'notification_id'), "
+                "setval(pg_get_serial_sequence({}, 'notification_id'), "
                 "greatest(coalesce(l.position, 0), 1), coalesce(l.position, 0) > 0), "
                 "(SELECT count(*) FROM {}.{} WHERE notification_id IS NULL) AS unplaced "
                 "FROM (SELECT max(notification_id) AS last_event FROM {}.{}) e LEFT JOIN LATERAL "
                 "(SELECT position, previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l "
                 "ON true"
-            ).format(
-                Identifier(self.datastore.schema),
-                Identifier(self.events_table_name),
-                Identifier(self.datastore.schema),
-                Identifier(self.events_table_name),
+            )
+            .format(
+                self.datastore.lock_timeout,
+                schema,
+                events,
+                sequence,
+                schema,
+                events,
+                schema,
+                events,
                 *self.chain_table,
-            ),
-            (f'"{self.datastore.schema}"."{self.events_table_name}"',),
+            )
+            .as_string(None)
         )
-        row = curs.fetchone()
-        if row["unplaced"]:
-            raise _unplaced(
-                row["unplaced"],
-                "refusing to append",
-                "run `lineage verify`; restore the store from a backup; nothing was appended",
-            )
-        last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
-        position = dense_tail(last, None)[0]
-        found = row["last_event"]
-        dense_tail(last, None if found in (None, position) else found + 1)
-        # Read back after the insert, in the same thread and transaction (the library hands both hooks the
-        # same cursor, one batch at a time).
-        self._tail.value = (last, row["role"])
 
-    def _fetch_ids_after_insert_events(
-        self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        ids = super()._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
-        if ids:
-            # Still inside the transaction holding the EXCLUSIVE lock on the events table.
-            last, role = self._tail.value
-            try:
-                previous = dense_tail(last, ids[0])
-                if list(ids) != list(range(ids[0], ids[0] + len(ids))):
-                    raise IntegrityFailure(
-                        f"refusing to append: the store gave this batch positions {ids[0]}..{ids[-1]} "
-                        "with gaps; positions must rise by 1 from event to event",
-                        hint="another process inserts events without taking the writers' lock; "
-                        "run `lineage verify`",
-                    )
-            except IntegrityFailure:
-                _abort(curs)
-                raise
-            rows = stored_rows(stored_events)
-            curs.executemany(
-                SQL(
-                    "INSERT INTO {}.{} (position, previous, chain_hash, {}) VALUES (%s, %s, %s, %s)"
-                ).format(*self.chain_table, Identifier(CHAINED_ROLE)),
-                [(*made, role) for made in next_links(previous, ids, rows, role)],
+    def _append_statement(self, size: int) -> Any:
+        """The second round trip: the events and their links in one statement, the positions given back.
+
+        The server itself refuses a link made for a position its event did not get: each link's position is
+        kept only where it equals the position the insert gave its event (matched by stream and version),
+        else it is NULL, which the links' primary key refuses, and the whole transaction with it. So the
+        COMMIT can travel with this statement. A batch of up to `ROWS_AS_VALUES` events passes its values
+        one by one (psycopg dumps arrays slower than the server runs the statement); a larger one as arrays."""
+        if size <= ROWS_AS_VALUES:
+            events = SQL("VALUES " + ", ".join(["(%s::uuid, %s::bigint, %s, %s::bytea)"] * size))
+            links = SQL(
+                "(VALUES "
+                + ", ".join(["(%s::bigint, %s::bigint, %s, %s, %s::uuid, %s::bigint)"] * size)
+                + ")"
             )
-            if self.batch_evidence is not None:
-                try:
-                    self.batch_evidence.write(curs, ids, rows, self, role)
-                except Exception:  # a signer or provenance error: the batch fails whole
-                    _abort(curs)
-                    raise
+        else:
+            events = SQL("SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])")
+            links = SQL(
+                "(SELECT p, r, h, %s, i, v FROM unnest(%s::bigint[], %s::bigint[], %s::text[], "
+                "%s::uuid[], %s::bigint[]) AS u(p, r, h, i, v))"
+            )
+        return SQL(
+            "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) {} "
+            "RETURNING notification_id, originator_id, originator_version), "
+            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) "
+            "SELECT CASE WHEN e.notification_id = w.position THEN w.position END, w.previous, "
+            "w.chain_hash, w.role FROM {} AS w(position, previous, chain_hash, role, originator_id, "
+            "originator_version) LEFT JOIN e ON e.originator_id = w.originator_id "
+            "AND e.originator_version = w.originator_version RETURNING position) "
+            "SELECT e.notification_id, e.originator_id, e.originator_version, "
+            "(SELECT count(*) FROM c) AS links FROM e"
+        ).format(
+            Identifier(self.datastore.schema),
+            Identifier(self.events_table_name),
+            events,
+            *self.chain_table,
+            Identifier(CHAINED_ROLE),
+            links,
+        )
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """One transaction in two round trips: BEGIN, the lock and the tail (`_tail_statements`); then the
+        events with their links (`_append_statement`) and COMMIT, pipelined. The links are computed between
+        the two from the last link and the positions the lock guarantees, and the server refuses any link
+        whose event got another position. A failure anywhere rolls the whole batch back. A batch with
+        evidence to write (a signature, provenance) commits on its own round trip, after that evidence."""
+        if not stored_events:
+            return []
+        if self._tail is None:
+            self._tail = self._tail_statements()
+        size = min(len(stored_events), ROWS_AS_VALUES + 1)
+        append = self._appends.get(size)
+        if append is None:
+            append = self._appends[size] = self._append_statement(size)
+        with self.datastore.get_connection() as conn:
+            try:
+                with conn.cursor() as curs:
+                    curs.execute(self._tail)
+                    while curs.nextset():
+                        pass
+                    ids = self._append(conn, curs, append, stored_events, curs.fetchone())
+            except psycopg.errors.NotNullViolation as exc:
+                _rollback(conn)
+                raise IntegrityFailure(
+                    "refusing to append: expected the store to give this batch's events the positions "
+                    "their links were made for, found another position for at least one; positions "
+                    f"must rise by 1 from event to event ({' '.join(str(exc).split())})",
+                    hint="another process inserts events without taking the writers' lock; run "
+                    "`lineage verify`; nothing of this batch was appended",
+                ) from None
+            except BaseException:
+                _rollback(conn)
+                raise
         return ids
+
+    def _append(
+        self, conn: Any, curs: Any, append: Any, stored_events: Sequence[StoredEvent], row: Any
+    ) -> list[int]:
+        previous, role = _continued_from(row)
+        ids = range(previous[0] + 1, previous[0] + 1 + len(stored_events))
+        rows = stored_rows(stored_events)
+        links = next_links(previous, ids, rows, role)
+        parameters = _append_parameters(stored_events, links, role)
+        if self.batch_evidence is None:
+            # Not prepared: a statement queued in a pipeline behind one that fails is never parsed.
+            with conn.pipeline():
+                curs.execute(append, parameters, prepare=False)
+                # As a statement: `commit()` in a pipeline syncs once more, a round trip of its own.
+                conn.execute("COMMIT", prepare=False)
+            _refuse_other_positions(curs.fetchall(), stored_events, ids)  # the server did already
+            return list(ids)
+        curs.execute(append, parameters)
+        _refuse_other_positions(curs.fetchall(), stored_events, ids)
+        self.batch_evidence.write(curs, ids, rows, self, role)
+        conn.commit()
+        return list(ids)
+
+    def _decision_statement(self, size: int) -> Any:
+        marks = ", ".join(["%s::uuid"] * size) if size <= ROWS_AS_VALUES else "%s::uuid[]"
+        ask = f"ANY(ARRAY[{marks}])" if size <= ROWS_AS_VALUES else f"ANY({marks})"
+        schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
+        return SQL(
+            "SELECT s.ids, s.tops, (SELECT substring(state FROM 1 FOR 80) FROM {}.{} "
+            "WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail "
+            "FROM (SELECT array_agg(originator_id) AS ids, array_agg(top) AS tops FROM "
+            "(SELECT originator_id, max(originator_version) AS top FROM {}.{} WHERE originator_id = "
+            + ask
+            + " GROUP BY originator_id HAVING min(originator_version) = 1) g) s"
+        ).format(schema, events, schema, events)
+
+    def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
+        last stored state begins, in one statement outside any transaction (one round trip; prepared: it is
+        never part of a pipeline)."""
+        size = len(ids) if 0 < len(ids) <= ROWS_AS_VALUES else ROWS_AS_VALUES + 1
+        statement = self._decisions.get(size)
+        if statement is None:
+            statement = self._decisions[size] = self._decision_statement(size)
+        asked = list(ids) if size <= ROWS_AS_VALUES else [list(ids)]
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(statement, asked, prepare=True)
+            row: Any = curs.fetchone()  # one row, always (an aggregate and a scalar subquery)
+        tail = row["tail"]
+        existing = dict(zip(row["ids"] or (), row["tops"] or (), strict=True))
+        return existing, bytes(tail) if tail is not None else None
 
     # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------
 

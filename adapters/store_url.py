@@ -97,7 +97,7 @@ class StoreURL:
             "POSTGRES_PASSWORD": unquote(parsed.password or ""),
             "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", ["10"])[0],
             "POSTGRES_LOCK_TIMEOUT": "30",
-            "POSTGRES_POOL_SIZE": "2",
+            "POSTGRES_POOL_SIZE": "1",
             "APPLICATION_RECORDER_TOPIC": f"{PACKAGE}.postgres_store:ChainedPostgresRecorder",
         }
         if "schema" in query:

@@ -1,4 +1,5 @@
-"""The peer benchmark: the same fork tree recorded and queried in MLflow (on SQLite) and in rollout-lineage.
+"""The peer benchmark: the same fork tree recorded and queried in MLflow and in rollout-lineage, on SQLite and,
+with a server (`--postgres`), on PostgreSQL (MLflow's SQLAlchemy store over psycopg 3, `postgresql+psycopg://`).
 
 The tree is a complete binary tree of N nodes (node k forks children 2k+1 and 2k+2); every node but the root
 has a reward, 1 for every third node and 0.5 otherwise. Each side records it and then answers one question:
@@ -16,7 +17,7 @@ which descendants of the root have reward >= 1 (both answers are checked against
 Every figure is measured `--repeats` times; the JSON gives each one's median, min and max, and the ratios
 (ours over MLflow's, per repeat) the same way. Needs the `peer` extra: `pip install -e '.[peer]'`.
 
-Usage: python bench/peers.py [--nodes 1000] [--repeats 3]
+Usage: python bench/peers.py [--nodes 1000] [--repeats 3] [--postgres URL]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse, urlunparse
 
 from installed import compile_package
 
@@ -120,11 +122,12 @@ def node_facts(n: int) -> list[list[f.Fact]]:
 # --- MLflow -----------------------------------------------------------------------------------------------
 
 
-def mlflow_record(n: int, home: Path) -> tuple[float, str, str, str]:
-    """Nodes per second recording the tree in MLflow, and (tracking URI, experiment id, root run id)."""
+def mlflow_record(n: int, home: Path, uri: str | None = None) -> tuple[float, str, str, str]:
+    """Nodes per second recording the tree in MLflow (in a SQLite file in `home`, or at the database `uri`),
+    and (tracking URI, experiment id, root run id)."""
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{home / 'mlflow.db'}"
+    uri = uri or f"sqlite:///{home / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment("peer")  # creates the schema: not part of the timing
     start = time.perf_counter()
@@ -166,25 +169,26 @@ def mlflow_queries(uri: str, experiment: str, root: str, n: int) -> tuple[float,
 # --- rollout-lineage --------------------------------------------------------------------------------------
 
 
-def ours_live(per_node: list[list[f.Fact]], home: Path) -> float:
+def ours_live(per_node: list[list[f.Fact]], home: Path, store: str | None = None) -> float:
     start = time.perf_counter()
-    with open_store(home=str(home), actor="bench@lab") as lineage:
+    with open_store(store, home=str(home), actor="bench@lab") as lineage:
         for facts in per_node:
             lineage.record(facts)
     return len(per_node) / (time.perf_counter() - start)
 
 
-def ours_import(per_node: list[list[f.Fact]], home: Path) -> float:
+def ours_import(per_node: list[list[f.Fact]], home: Path, store: str | None = None) -> float:
     facts = [fact for node in per_node for fact in node]
     start = time.perf_counter()
-    with open_store(home=str(home), actor="bench@lab") as lineage:
+    with open_store(store, home=str(home), actor="bench@lab") as lineage:
         lineage.record(facts)
     return len(per_node) / (time.perf_counter() - start)
 
 
-def lineage_cli(home: Path, *args: str) -> str:
+def lineage_cli(home: Path, *args: str, store: str | None = None) -> str:
+    where = ["--store", store] if store else []
     return subprocess.run(
-        [str(Path(sys.executable).parent / "lineage"), "--home", str(home), *args],
+        [str(Path(sys.executable).parent / "lineage"), "--home", str(home), *where, *args],
         check=True,
         capture_output=True,
         text=True,
@@ -203,14 +207,14 @@ def ours_ingest(per_node: list[list[f.Fact]], home: Path) -> float:
     return len(per_node) / (time.perf_counter() - start)
 
 
-def ours_queries(home: Path, n: int) -> tuple[float, float]:
+def ours_queries(home: Path, n: int, store: str | None = None) -> tuple[float, float]:
     """(first `lineage sql` in a fresh process, read models catching up with the whole log; the same query on
     a warm reader, which checks the log for new events first), in ms; both answers checked."""
     start = time.perf_counter()
-    out = lineage_cli(home, "sql", QUERY, "--format", "csv")
+    out = lineage_cli(home, "sql", QUERY, "--format", "csv", store=store)
     first = (time.perf_counter() - start) * 1000
     assert int(out.split()[-1]) == expected_answer(n), out
-    with open_store(home=str(home)) as lineage, lineage.read_models() as models:
+    with open_store(store, home=str(home)) as lineage, lineage.read_models() as models:
         assert models.db.scalar(QUERY) == expected_answer(n)
         start = time.perf_counter()
         models.refresh(lineage)
@@ -228,6 +232,46 @@ def fresh_home(label: str) -> Path:
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     return home
+
+
+def fresh_database(base: str, name: str) -> str:
+    """A new, empty database `name` on the server at `base` (dropped first if a run left one), as a URL."""
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        connection.execute(f"CREATE DATABASE {name}")
+    return urlunparse(urlparse(base)._replace(path="/" + name, query=""))
+
+
+def postgres_repeat(n: int, repeat: int, base: str) -> dict[str, float]:
+    """The same figures with both on PostgreSQL: MLflow's tracking store (SQLAlchemy over psycopg 3) and ours,
+    each in a database of its own made for this repeat."""
+    per_node = node_facts(n)
+    figures: dict[str, float] = {}
+    mlflow_db = fresh_database(base, f"lineage_peers_mlflow_{repeat}")
+    figures["pg_mlflow_record_nodes_per_s"], uri, experiment, root = mlflow_record(
+        n, OUT, mlflow_db.replace("postgresql://", "postgresql+psycopg://", 1)
+    )
+    first, warm = mlflow_queries(uri, experiment, root, n)
+    figures["pg_mlflow_first_query_ms"], figures["pg_mlflow_warm_query_ms"] = first, warm
+    live = fresh_database(base, "lineage_peers_live")
+    figures["pg_live_nodes_per_s"] = ours_live(per_node, fresh_home("pg-live"), live)
+    batch = fresh_database(base, "lineage_peers_batch")
+    figures["pg_import_batch_nodes_per_s"] = ours_import(per_node, fresh_home("pg-batch"), batch)
+    figures["pg_first_query_ms"], figures["pg_warm_query_ms"] = ours_queries(
+        fresh_home("pg-query"), n, batch
+    )
+    mlflow_rate = figures["pg_mlflow_record_nodes_per_s"]
+    figures["pg_live_ratio"] = figures["pg_live_nodes_per_s"] / mlflow_rate
+    figures["pg_import_batch_ratio"] = figures["pg_import_batch_nodes_per_s"] / mlflow_rate
+    figures["pg_first_query_ratio"] = (
+        figures["pg_mlflow_first_query_ms"] / figures["pg_first_query_ms"]
+    )
+    figures["pg_warm_query_ratio"] = (
+        figures["pg_mlflow_warm_query_ms"] / figures["pg_warm_query_ms"]
+    )
+    return figures
 
 
 def one_repeat(n: int, repeat: int) -> dict[str, float]:
@@ -256,6 +300,7 @@ def one_repeat(n: int, repeat: int) -> dict[str, float]:
 
 GOALS = {
     "live_ratio": 10,
+    "pg_live_ratio": 10,
     "import_batch_ratio": 100,
     "import_ingest_cli_ratio": 100,
     "first_query_ratio": 20,
@@ -285,6 +330,13 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000, help="nodes in the tree (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per figure (default 3)")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("LINEAGE_BENCH_POSTGRES_URL")
+        or os.environ.get("LINEAGE_TEST_POSTGRES_URL"),
+        help="a PostgreSQL server URL (default LINEAGE_BENCH_POSTGRES_URL, else LINEAGE_TEST_POSTGRES_URL): "
+        "both are also measured there, each in databases this makes; none: SQLite only",
+    )
     args = parser.parse_args(argv)
     if args.nodes < 2 or args.repeats < 1:
         parser.error(
@@ -301,7 +353,10 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     results = []
     for i in range(args.repeats):
         print(f"repeat {i + 1}/{args.repeats} ...", file=sys.stderr, flush=True)
-        results.append(one_repeat(args.nodes, i))
+        figures = one_repeat(args.nodes, i)
+        if args.postgres:
+            figures.update(postgres_repeat(args.nodes, i, args.postgres))
+        results.append(figures)
     import mlflow
 
     print(

@@ -49,6 +49,15 @@ class KnowsOriginators(Protocol):
     def existing_originators(self, ids: set[UUID]) -> set[UUID]: ...
 
 
+@runtime_checkable
+class ReadsForDeciding(Protocol):
+    """A recorder that answers a decision's questions in one read (one statement, one round trip): which of these
+    streams have a first event, each with its last version, and how the log's last stored state begins (None
+    for an empty log). A stream this process holds at its last version needs no read of its events."""
+
+    def decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int], bytes | None]: ...
+
+
 class Entry(NamedTuple):
     """A fact to record and, when known, when it happened (else: when it is recorded)."""
 
@@ -261,14 +270,15 @@ class LineageApp(Application[UUID]):
         stored nothing) if any fact is refused."""
         subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
         ids = {subject: aggregate_id(*subject) for subject in subjects}
-        # One query says which streams exist, so new runs and snapshots cost no read at all.
-        existing = self._existing(set(ids.values()))
+        # One query says which streams exist, so new runs and snapshots cost no read at all; on the chained
+        # stores the same statement reads the log's last recording time too.
+        existing, tail = self._decision_reads(set(ids.values()))
         aggregates: dict[tuple[str, str], Any] = {
-            subject: self._load(agg_id) if agg_id in existing else None
+            subject: self._load(agg_id, existing[agg_id]) if agg_id in existing else None
             for subject, agg_id in ids.items()
         }
         events: list[Any] = []
-        now = self._recording_time()  # one transaction, one recording time
+        now = self._recording_time(tail)  # one transaction, one recording time
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
         for fact, occurred_at in batch:
             subject = (fact.subject_kind, fact.subject_key())
@@ -288,24 +298,33 @@ class LineageApp(Application[UUID]):
             events.append(event)
         return events, {ids[subject]: agg for subject, agg in aggregates.items() if agg is not None}
 
-    def _recording_time(self) -> datetime:
-        """Now, or the log's last recording time when this writer's clock is behind it: recorded time never goes
-        backwards along the log, so "what the log held at TIME" is always a prefix of it.
+    def _recording_time(self, tail: bytes | None) -> datetime:
+        """Now, or the log's last recording time (read from `tail`, how its last stored state begins) when this
+        writer's clock is behind it: recorded time never goes backwards along the log, so "what the log held at
+        TIME" is always a prefix of it.
 
         Two writers racing with skewed clocks can still leave an earlier time after a later one (the tail is read
         before the write lock is taken); readers resolve a time to the position before the first later one, so
         even then `--as-of TIME` is a prefix.
         """
         now = self.clock()
-        last = self.recorder.max_notification_id()
-        if last:
-            tail = self.recorder.select_notifications(start=last, limit=1)
-            match = _RECORDED_AT.match(tail[0].state[:80]) if tail else None
-            if match:
-                recorded = datetime.fromisoformat(match[1].decode())
-                if recorded > now:
-                    return recorded
+        match = _RECORDED_AT.match(tail[:80]) if tail else None
+        if match:
+            recorded = datetime.fromisoformat(match[1].decode())
+            if recorded > now:
+                return recorded
         return now
+
+    def _decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int | None], bytes | None]:
+        """The streams that exist (with their last version, None where unknown) and the log's tail state."""
+        # Looked up, not `isinstance` against the protocol: that walks the protocol's attributes every call.
+        reads = getattr(self.recorder, "decision_reads", None)
+        if reads is not None:
+            found: tuple[dict[UUID, int | None], bytes | None] = reads(ids)
+            return found
+        last = self.recorder.max_notification_id()
+        tail = self.recorder.select_notifications(start=last, limit=1) if last else []
+        return dict.fromkeys(self._existing(ids)), tail[0].state if tail else None
 
     def _require_restorable(
         self, fact: f.ChildRestored, aggregates: dict[tuple[str, str], Any]
@@ -331,12 +350,16 @@ class LineageApp(Application[UUID]):
             return self.recorder.existing_originators(ids)
         return {i for i in ids if self._load(i) is not None}
 
-    def _load(self, agg_id: UUID) -> Any:
+    def _load(self, agg_id: UUID, last_version: int | None = None) -> Any:
         """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
-        query, however long the stream), or replayed from the store the first time."""
+        query, however long the stream; none when the store just said the stream's `last_version` and the
+        cache holds it), or replayed from the store the first time."""
         aggregate = self._aggregates.get(agg_id)
         if aggregate is not None:
-            stored_since = self.recorder.select_events(agg_id, gt=aggregate.version)
+            current = last_version is not None and aggregate.version == last_version
+            stored_since = (
+                () if current else self.recorder.select_events(agg_id, gt=aggregate.version)
+            )
         else:
             # Not seen by this process: from its newest saved state (if this code can use it) onwards.
             aggregate, stored_since = self._saved(agg_id)

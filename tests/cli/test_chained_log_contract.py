@@ -20,13 +20,13 @@ from eventsourcing.domain import BaseAggregate
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.popo import POPOAggregateRecorder, POPOApplicationRecorder
 from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteApplicationRecorder
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from rollout_lineage.adapters.chained_log import ChainedLog, next_links
 from rollout_lineage.adapters.event_store import StoreURL
 from rollout_lineage.adapters.memory_log import MEMORY_ENV, ChainedMemoryRecorder
 from rollout_lineage.domain import facts as f
-from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import GENESIS, ChainWalker, link
 from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
@@ -174,6 +174,109 @@ def test_existing_originators_names_the_streams_that_have_a_first_event(app: Lin
     assert _log(app).existing_originators({recorded, unknown}) == {recorded}
 
 
+def test_the_decision_reads_name_the_existing_streams_and_the_last_state(app: LineageApp) -> None:
+    """The one read a decision makes on the chained stores must say what the two reads it replaces said."""
+    from rollout_lineage.domain.application import ReadsForDeciding
+
+    if not isinstance(app.recorder, ReadsForDeciding):
+        pytest.skip("this log decides through the library's reads (one stream at a time)")
+    unknown = aggregate_id("run", "never/recorded")
+    assert app.recorder.decision_reads({unknown}) == ({}, None)
+    _recorded(app)
+    recorded = aggregate_id("run", ABLATE_RUN)
+    existing, tail = app.recorder.decision_reads({recorded, unknown})
+    last = app.recorder.select_notifications(start=app.recorder.max_notification_id(), limit=1)
+    assert existing == {recorded: app.recorder.select_events(recorded)[-1].originator_version}
+    assert tail is not None and len(tail) == 80 and last[0].state.startswith(tail)
+
+
+@pytest.mark.parametrize("sizes", [(1, 40, 2, 33, 32)])
+def test_batches_of_every_size_get_dense_positions_and_their_links(
+    app: LineageApp, sizes: tuple[int, ...]
+) -> None:
+    """The PostgreSQL writer passes small batches value by value and large ones as arrays: both, and the
+    sizes on either side of the switch, are chained alike."""
+    last = 0
+    for b, size in enumerate(sizes):
+        recorded = app.record([f.RunRegistered(run=f"b{b}/r{k}", task="t") for k in range(size)])
+        assert (recorded.position, recorded.appended) == (last + size, size)
+        last += size
+    walker = ChainWalker()
+    walker.feed(_log(app).chain_rows())
+    assert walker.report.intact and walker.report.events == last, walker.report.problem
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("size", [1, 40])
+def test_the_server_refuses_links_made_for_other_positions(
+    postgres_url: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PostgreSQL writer sends its COMMIT with the events: a link whose position is not the one the
+    server gave its event must fail the transaction there (not in the client, after the commit)."""
+    from rollout_lineage.adapters import postgres_store
+    from rollout_lineage.domain.errors import IntegrityFailure
+
+    app = _app(StoreURL.parse(postgres_url).application_env())
+    try:
+        app.record([f.RunRegistered(run="r/0", task="t")])
+        before = (app.recorder.max_notification_id(), app.recorder.chain_links(0, None))
+        made_for = postgres_store.next_links
+
+        def shifted(previous: Any, ids: Any, *rest: Any) -> Any:
+            return made_for(previous, [i + 1 for i in ids], *rest)
+
+        monkeypatch.setattr(postgres_store, "next_links", shifted)
+        with pytest.raises(IntegrityFailure, match="positions their links were made for"):
+            app.record([f.RunRegistered(run=f"r/{k + 1}", task="t") for k in range(size)])
+        assert (app.recorder.max_notification_id(), app.recorder.chain_links(0, None)) == before
+        monkeypatch.setattr(postgres_store, "next_links", made_for)
+        assert app.record([f.RunRegistered(run="r/x", task="t")]).position == 2
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_a_writer_holding_a_stream_sees_what_another_appended_to_it(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The decision read says each stream's last version, so a writer holding the stream at that version reads
+    none of its events: one that another writer moved on must still be caught up before deciding."""
+    from rollout_lineage.domain.errors import ConflictingFact
+
+    url = (
+        f"sqlite:///{tmp_path / 'events.sqlite'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+
+    class CountingRaces(RetryAtOnce):
+        lost = 0
+
+        def after_lost_race(self, attempt: int) -> None:
+            CountingRaces.lost += 1
+
+    env = StoreURL.parse(url).application_env()
+    first = LineageApp(env=env, actor="tester@lab", tool_version="contract", retry=CountingRaces())
+    second = _app(env)
+    try:
+        first.record([f.RunRegistered(run="r/1", task="t")])
+        assert first.record([f.RunRegistered(run="r/1", task="t")]).appended == 0  # held, current
+        second.record([f.RunScored(run="r/1", reward=1.0)])
+        assert first.record([f.RunScored(run="r/1", reward=1.0)]).appended == 0
+        with pytest.raises(ConflictingFact):
+            first.record([f.RunScored(run="r/1", reward=0.0)])
+        assert (
+            first.record([f.RunLocated(run="r/1", path="/runs/1", kind="recorded")]).position == 3
+        )
+        # Caught up before deciding, never by losing a race to the other writer's event and deciding again.
+        assert CountingRaces.lost == 0
+    finally:
+        first.close()
+        second.close()
+
+
 def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> None:
     app.record([f.RunRegistered(run="r/1", task="t")])
     log = _log(app)
@@ -200,22 +303,18 @@ RECHECK = (
 
 PINNED = [
     # (library class, method, parameters, our recorder that overrides it)
+    # The SQLite and PostgreSQL recorders replace the library's whole insert (their own transaction, chain
+    # included): what must hold is that the library still appends through this method, with these parameters.
     (
-        SQLiteApplicationRecorder,
-        "_insert_events",
-        ["self", "c", "stored_events"],
+        SQLiteAggregateRecorder,
+        "insert_events",
+        ["self", "stored_events"],
         "ChainedSQLiteRecorder",
     ),
     (
         PostgresApplicationRecorder,
-        "_fetch_ids_after_insert_events",
-        ["self", "curs", "stored_events"],
-        "ChainedPostgresRecorder",
-    ),
-    (
-        PostgresApplicationRecorder,
-        "_lock_table",
-        ["self", "curs"],
+        "insert_events",
+        ["self", "stored_events"],
         "ChainedPostgresRecorder",
     ),
     (POPOAggregateRecorder, "_insert_events", ["self", "stored_events"], "ChainedMemoryRecorder"),
@@ -248,18 +347,6 @@ def test_an_overridden_internal_keeps_its_name_and_parameters(
 
 CALLED_FROM = [
     # (the public method the library runs, the internal it must still call, our recorder)
-    (SQLiteAggregateRecorder.insert_events, "self._insert_events(", "ChainedSQLiteRecorder"),
-    (
-        PostgresApplicationRecorder.insert_events,
-        "self._fetch_ids_after_insert_events(",
-        "ChainedPostgresRecorder",
-    ),
-    (
-        # Holding the lock, our override sets the sequence back to the last link (the dense rule).
-        PostgresApplicationRecorder._insert_stored_events,
-        "self._lock_table(",
-        "ChainedPostgresRecorder",
-    ),
     (POPOApplicationRecorder.insert_events, "self._insert_events(", "ChainedMemoryRecorder"),
 ]
 

@@ -44,7 +44,7 @@ def test_as_of_a_time_is_the_prefix_before_the_first_later_recording(
     run_cli("ingest", "-", input=json.dumps(lines[0]) + "\n")
     original = LineageApp._recording_time
     try:  # an old writer: no clamp, and a clock in 2020
-        LineageApp._recording_time = lambda self: datetime(2020, 1, 1, tzinfo=UTC)  # type: ignore[method-assign]
+        LineageApp._recording_time = lambda self, tail: datetime(2020, 1, 1, tzinfo=UTC)  # type: ignore[method-assign]
         run_cli("ingest", "-", input=json.dumps(lines[1]) + "\n")
     finally:
         LineageApp._recording_time = original  # type: ignore[method-assign]
