@@ -1,16 +1,17 @@
-"""What a writer attaches to each batch it appends, in the batch's own transaction: a signature, and where
-imported events came from.
+"""What a writer attaches to each batch it appends, in the batch's own transaction: a signature, and
+where imported events came from.
 
-Signed writes: a writer holding a key signs each batch it appends.
-The row (`lineage_signatures`: first and last position, the signer's verifier key, signature) sits beside
-the chain links; the key is kept so a bundle can carry it, never trusted for what it is. Anyone can
-append a correctly linked event (the chain is a checksum, not an authentication), but only a holder of a
-trusted key can make it covered: `lineage verify --trusted-keys` recomputes each signed batch's
-leaves from the events and reports every event no trusted signature covers.
+Signed writes: a writer holding a key signs each batch it appends. The row (`lineage_signatures`:
+first and last position, the signer's verifier key, signature) sits beside the chain links; the key
+is kept so a bundle can carry it, never trusted for what it is. Anyone can append a correctly linked
+event (the chain is a checksum, not an authentication), but only a holder of a trusted key can make
+it covered: `lineage verify --trusted-keys` recomputes each signed batch's leaves from the events
+and reports every event no trusted signature covers.
 
-Provenance (`lineage_provenance`): an event appended by `lineage import --bundle` keeps the origin of the log it
-came from, its position there, that log's checkpoint, and its stored form and inclusion proof there, so a
-merged store can still prove each imported fact against the checkpoint it was handed with.
+Provenance (`lineage_provenance`): an event appended by `lineage import --bundle` keeps the origin
+of the log it came from, its position there, that log's checkpoint, and its stored form and
+inclusion proof there, so a merged store can still prove each imported fact against the checkpoint
+it was handed with.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ def sqlite_ddl() -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {SIGNATURES} (first_position INTEGER PRIMARY KEY, "
         "last_position INTEGER NOT NULL, signer TEXT NOT NULL, signature BLOB NOT NULL)",
-        f"CREATE TABLE IF NOT EXISTS {PROVENANCE} (position INTEGER PRIMARY KEY, origin TEXT NOT NULL, "
-        "source_position INTEGER NOT NULL, source_leaf_index INTEGER NOT NULL, checkpoint TEXT NOT NULL, "
-        "source_entry BLOB NOT NULL, proof TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {PROVENANCE} (position "
+        f"INTEGER PRIMARY KEY, origin TEXT NOT NULL, "
+        "source_position INTEGER NOT NULL, source_leaf_index INTEGER NOT NULL, "
+        "checkpoint TEXT NOT NULL, source_entry BLOB NOT NULL, proof TEXT NOT NULL)",
     ]
 
 
@@ -54,11 +56,13 @@ def postgres_ddl(schema: str) -> list[str]:
 
 @dataclass
 class BatchEvidence:
-    """Set on a recorder by the composition root (a signing key) or by a bundle import (provenance)."""
+    """Set on a recorder by the composition root (a signing key) or by a bundle import
+    (provenance)."""
 
     signer: SignerKey | None = None
-    #: (new positions, rows) -> provenance rows (position, origin, source position, source leaf index,
-    #: checkpoint, source entry, proof JSON) for the events of the batch that came from a bundle.
+    #: (new positions, rows) -> provenance rows (position, origin, source position, source leaf
+    #: index, checkpoint, source entry, proof JSON) for the events of the batch that came from a
+    #: bundle.
     provenance: Callable[[Sequence[int], Sequence[Row]], list[tuple[Any, ...]]] | None = None
 
     def write(
@@ -69,8 +73,8 @@ class BatchEvidence:
         store: EvidenceTables,
         recorded_by: str | None = None,
     ) -> None:
-        """Insert this batch's evidence into `store` with the cursor of its transaction (recorded_by: the
-        role the store authenticated, hashed into the batch's links, or None)."""
+        """Insert this batch's evidence into `store` with the cursor of its transaction
+        (recorded_by: the role the store authenticated, hashed into the batch's links, or None)."""
         if self.signer is not None:
             _refuse_signed_past(store, cursor, ids[0])
             store.insert(cursor, SIGNATURES, [signature_row(self.signer, ids, rows, recorded_by)])
@@ -79,9 +83,9 @@ class BatchEvidence:
 
 
 def _refuse_signed_past(store: EvidenceTables, cursor: Any, first: int) -> None:
-    """A signed batch at or past the new batch's first position names events that were removed (signatures
-    are written with their events): appending there would reuse their positions. Said plainly, where the
-    insert's duplicate key would read as a lost race and be retried."""
+    """A signed batch at or past the new batch's first position names events that were removed
+    (signatures are written with their events): appending there would reuse their positions. Said
+    plainly, where the insert's duplicate key would read as a lost race and be retried."""
     last = store.fetch(
         cursor,
         f"SELECT first_position, last_position FROM {store.table(SIGNATURES)} "
@@ -92,15 +96,16 @@ def _refuse_signed_past(store: EvidenceTables, cursor: Any, first: int) -> None:
         raise IntegrityFailure(
             f"refusing to append at position {first}: a signed batch covers positions "
             f"{found[0]}-{found[1]}, which the log no longer holds (its tail was removed)",
-            hint="run `lineage verify --trusted-keys FILE`, which names the removed events; restore the "
-            "store from a backup; nothing of this batch was appended",
+            hint="run `lineage verify --trusted-keys FILE`, which names the removed "
+            "events; restore the store from a backup; nothing of this batch was appended",
         )
 
 
 def signature_row(
     key: SignerKey, ids: Sequence[int], rows: Sequence[Row], recorded_by: str | None = None
 ) -> tuple[int, int, str, bytes]:
-    """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are `rows`."""
+    """The row to insert for a batch at `ids` whose (originator id hex, version, topic, state) are
+    `rows`."""
     leaves = [leaf_of((position, *row)) for position, row in zip(ids, rows, strict=True)]
     message = batch_message(ids[0], ids[-1], leaves, recorded_by)
     return ids[0], ids[-1], str(key.verifier), ed25519.sign(key, message)
@@ -128,7 +133,8 @@ class SignatureReport:
 
 
 def signatures(recorder: object, after: int = 0) -> Iterator[tuple[int, int, str, bytes]]:
-    """(first position, last position, signer's verifier key, signature) of each signed batch, in order."""
+    """(first position, last position, signer's verifier key, signature) of each signed batch, in
+    order."""
     store = evidence_tables(recorder)
     sql = (
         f"SELECT first_position, last_position, signer, signature FROM {store.table(SIGNATURES)} "
@@ -144,7 +150,8 @@ def signatures(recorder: object, after: int = 0) -> Iterator[tuple[int, int, str
 
 
 def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> SignatureReport:
-    """Every event of the log against the signed batches: which a trusted key covers, and why not the rest."""
+    """Every event of the log against the signed batches: which a trusted key covers, and why not
+    the rest."""
     store = evidence_tables(recorder)
     keys = {(k.name, k.key_id): k for k in trusted}
     report = SignatureReport()
@@ -173,9 +180,10 @@ def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> Signatur
     if pending and batch is not None:
         _judge(batch, pending, keys, report)
         batch = next(batches, None)
-    # A signed batch is written in its events' transaction, so one that starts past the log's last event
-    # (read now, after every batch: a batch appended meanwhile has its events) names events that were there
-    # and are gone: a truncated tail whose chain and tree were made consistent again.
+    # A signed batch is written in its events' transaction, so one that starts past the log's last
+    # event (read now, after every batch: a batch appended meanwhile has its events) names events
+    # that were there and are gone: a truncated tail whose chain and tree were made consistent
+    # again.
     leftover = [] if batch is None else [batch, *batches]
     end = store.max_notification_id() or 0
     for first, last, signer, _ in (b for b in leftover if b[0] > end):
@@ -217,7 +225,8 @@ def _judge(
             report.add(
                 position,
                 position,
-                f"the signature by {key.name} over positions {first}-{last} does not verify: an event "
+                f"the signature by {key.name} over positions "
+                f"{first}-{last} does not verify: an event "
                 "of that batch, or the role that recorded it, was changed, removed or inserted",
             )
         return

@@ -1,11 +1,12 @@
 """Checking a run bundle offline: no store, only the file, the reader's keys and the domain rules.
 
-In order: the bytes are the canonical form of the document (a changed space or escape is found at its byte);
-the document has exactly the fields of the format; every signature verifies with the key embedded beside it
-and, with `--key`, the checkpoint is signed by a key the reader trusts; the origin line is leaf 0's; every
-event hashes to a leaf proven in the checkpoint; every signed batch's signature covers the leaves of its
-events; the runs and tar digests are what the events say; and the events, replayed in log order into an empty
-in-memory store, pass the same decisions a live writer's facts do. The first failure is reported with where.
+In order: the bytes are the canonical form of the document (a changed space or escape is found at
+its byte); the document has exactly the fields of the format; every signature verifies with the key
+embedded beside it and, with `--key`, the checkpoint is signed by a key the reader trusts; the
+origin line is leaf 0's; every event hashes to a leaf proven in the checkpoint; every signed batch's
+signature covers the leaves of its events; the runs and tar digests are what the events say; and the
+events, replayed in log order into an empty in-memory store, pass the same decisions a live writer's
+facts do. The first failure is reported with where.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from .bundles import FORMAT, belongs, canonical
 TOP = {"format", "runs", "checkpoint", "checkpoint_keys", "origin", "events", "batches", "tars"}
 EVENT = {"position", "leaf_index", "originator_id", "originator_version", "topic", "state", "proof"}
 BATCH = {"first", "last", "signer", "signature", "leaves"}
-#: ... and, from a store that authenticates writers (PostgreSQL), the role the batch's signature covers.
+#: ... and, from a store that authenticates writers (PostgreSQL), the role the batch's signature
+#: covers.
 ROLE = "recorded_by"
 
 
 class BundleBroken(IntegrityFailure):
-    """A bundle that does not verify: a changed byte, a proof or signature that fails, a refused fact."""
+    """A bundle that does not verify: a changed byte, a proof or signature that fails, a refused
+    fact."""
 
 
 @dataclass
@@ -67,8 +70,8 @@ def _hashes(values: Any, where: str) -> list[bytes]:
         decoded = [base64.b64decode(v, validate=True) for v in values]
     except (binascii.Error, TypeError, ValueError):
         raise _fail(where, "expected base64, found something else") from None
-    # Base64's last character can carry bits the decoder drops: only the form we write is accepted, so
-    # that a changed character cannot decode to the same bytes.
+    # Base64's last character can carry bits the decoder drops: only the form we write is accepted,
+    # so that a changed character cannot decode to the same bytes.
     for value, raw in zip(values, decoded, strict=True):
         if base64.b64encode(raw).decode() != value:
             raise _fail(where, f"{value[:60]!r} is not the canonical base64 of its bytes")
@@ -147,7 +150,8 @@ def _events(document: dict[str, Any], report: BundleReport, where: str) -> None:
     for number, raw in enumerate(document["events"], 1):
         at = f"{where}, event {number}"
         event = _need(raw, EVENT, at)
-        # Exactly the JSON types written: `true` or "1" would hash as 1 and pass, then be stored as given.
+        # Exactly the JSON types written: `true` or "1" would hash as 1 and pass, then be stored as
+        # given.
         _exact(event, at, int, "position", "leaf_index", "originator_version")
         _exact(event, at, str, "originator_id", "topic", "state")
         try:
@@ -237,7 +241,8 @@ def _runs_and_tars(document: dict[str, Any], report: BundleReport, where: str) -
 
 
 def replay(report: BundleReport, where: str) -> None:
-    """Decide every event again, in log order, in an empty in-memory store: the domain rules must agree."""
+    """Decide every event again, in log order, in an empty in-memory store: the domain rules must
+    agree."""
     from ..domain.application import LineageApp
 
     app = LineageApp(env={"PERSISTENCE_MODULE": "eventsourcing.popo"}, actor="bundle-replay")
@@ -252,7 +257,8 @@ def replay(report: BundleReport, where: str) -> None:
 
 
 def entries(report: BundleReport, app: Any) -> list[Any]:
-    """The bundle's events as facts with the time each happened, decoded as the store decodes them."""
+    """The bundle's events as facts with the time each happened, decoded as the store decodes
+    them."""
     from eventsourcing.persistence import StoredEvent
 
     from ..domain.application import Entry

@@ -1,11 +1,12 @@
 """Appending a verified bundle to another store, keeping where each fact came from.
 
-The facts go through the same decisions as any writer's (`LineageApp.record`, one batch, whole or nothing), so a
-fact the store already holds appends nothing and importing the same bundle twice appends nothing the second
-time; a contradiction is refused with both values. Each event that is appended gets a `lineage_provenance` row in
-the same transaction: the origin and position it had, the checkpoint of that log, and its stored form and
-inclusion proof there (`lineage bundle sources` re-checks them). Facts that assert a verification this tool
-performs (`snapshot.imported`, ...) are taken only from a bundle whose checkpoint a key the reader trusts signed.
+The facts go through the same decisions as any writer's (`LineageApp.record`, one batch, whole or
+nothing), so a fact the store already holds appends nothing and importing the same bundle twice
+appends nothing the second time; a contradiction is refused with both values. Each event that is
+appended gets a `lineage_provenance` row in the same transaction: the origin and position it had,
+the checkpoint of that log, and its stored form and inclusion proof there (`lineage bundle sources`
+re-checks them). Facts that assert a verification this tool performs (`snapshot.imported`, ...) are
+taken only from a bundle whose checkpoint a key the reader trusts signed.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def import_bundle(app: Any, report: BundleReport) -> Any:
     claims = [entry.fact for entry in batch if entry.fact.verified_here]
     if claims and not report.trusted_signers:
         raise ClaimRefused(
-            f"the bundle holds {len(claims)} facts that assert a verification (first: {claims[0].type} for "
-            f"{claims[0].subject_key()!r}), but its checkpoint is not signed by a key you trust "
+            f"the bundle holds {len(claims)} facts that assert a verification "
+            f"(first: {claims[0].type} for {claims[0].subject_key()!r}), but "
+            f"its checkpoint is not signed by a key you trust "
             "(nothing was imported)",
             hint="pass --key with the verifier key of whoever signed the bundle's checkpoint",
         )
@@ -81,12 +83,13 @@ def _provenance_row(position: int, source: dict[str, Any], report: BundleReport)
 
 
 def sources(recorder: object, trusted: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    """Every imported event with where it came from, each proof checked again against its checkpoint.
+    """Every imported event with where it came from, each proof checked again against its
+    checkpoint.
 
-    The provenance table sits outside the chain: whoever may write to it can put there a checkpoint and a proof
-    of a log of their own making. So every field shown is checked against the source entry and the checkpoint
-    (origin, source position), and the checkpoint's signature against `trusted` keys (`VerifierKey`s), or the
-    row says it was not checked."""
+    The provenance table sits outside the chain: whoever may write to it can put there a checkpoint
+    and a proof of a log of their own making. So every field shown is checked against the source
+    entry and the checkpoint (origin, source position), and the checkpoint's signature against
+    `trusted` keys (`VerifierKey`s), or the row says it was not checked."""
     store = evidence_tables(recorder)
     sql = f"SELECT * FROM {store.table(PROVENANCE)} WHERE position > ? ORDER BY position LIMIT ?"
     found: list[dict[str, Any]] = []
@@ -117,8 +120,8 @@ def _source_fact(entry: bytes) -> dict[str, Any]:
 def _checked(
     row: tuple[Any, ...], here: dict[str, Any] | None, trusted: Sequence[Any]
 ) -> dict[str, Any]:
-    """The row as `bundle sources` shows it; a value of the wrong kind (the table is anyone's to edit) is a
-    row that does not prove, never a traceback."""
+    """The row as `bundle sources` shows it; a value of the wrong kind (the table is anyone's to
+    edit) is a row that does not prove, never a traceback."""
     try:
         return _judged(row, here, trusted)
     except (InvalidInput, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
@@ -168,7 +171,8 @@ def _judged(
 
 
 def _signature(note: Note, trusted: Sequence[Any], position: int) -> str:
-    """Who signed the source checkpoint, among the trusted keys; without keys, said to be unchecked."""
+    """Who signed the source checkpoint, among the trusted keys; without keys, said to be
+    unchecked."""
     from . import ed25519
 
     if not trusted:

@@ -38,8 +38,8 @@ def canonical(document: dict[str, Any]) -> bytes:
 
 
 def belongs(fact: dict[str, Any], runs: set[str], refs: set[str]) -> bool:
-    """Whether an event is about one of `runs`: it names the run, or it is about a snapshot the runs captured
-    (`refs`, which grows as captures are met in log order)."""
+    """Whether an event is about one of `runs`: it names the run, or it is about a snapshot the runs
+    captured (`refs`, which grows as captures are met in log order)."""
     if fact.get("run") in runs:
         if fact.get("type") == "snapshot.captured":
             refs.add(fact["ref"])
@@ -94,7 +94,8 @@ def _batches(tree: MerkleStore, positions: list[int]) -> list[dict[str, Any]]:
         first_index, last_index = tree.index_of(first), tree.index_of(last)
         if first_index is None or last_index is None:
             raise IntegrityFailure(
-                f"the signed batch at positions {first}-{last} has no leaves in the tree; its events "
+                f"the signed batch at positions {first}-{last} "
+                f"has no leaves in the tree; its events "
                 "were removed",
                 hint="run `lineage verify --trusted-keys FILE`",
             )
@@ -106,11 +107,13 @@ def _batches(tree: MerkleStore, positions: list[int]) -> list[dict[str, Any]]:
             "signature": b64(signature),
             "leaves": [b64(h) for _, _, h in leaves],
         }
-        # The role the store authenticated is signed with the leaves (`batch_message`): only where one is.
+        # The role the store authenticated is signed with the leaves (`batch_message`): only where
+        # one is.
         roles = {row[5] for row in tree.recorder.log_rows(first - 1, last, last - first + 1)}
         if len(roles) > 1:
             raise IntegrityFailure(
-                f"the signed batch at positions {first}-{last} shows {len(roles)} roles as recorded_by, "
+                f"the signed batch at positions {first}-{last} "
+                f"shows {len(roles)} roles as recorded_by, "
                 "where one transaction has one: the chain was edited",
                 hint="run `lineage verify --trusted-keys FILE`",
             )
@@ -172,7 +175,8 @@ def build(
     note = Note(checkpoint.text())
     if signer is not None:
         note = ed25519.sign_note(note, signer)
-    # Events appended after the checkpoint are left for the next bundle (they have no proof against it).
+    # Events appended after the checkpoint are left for the next bundle (they have no proof against
+    # it).
     last = tree.position_of(checkpoint.size - 1) if checkpoint.size else 0
     rows = [row for row in select_rows(tree.recorder, set(runs)) if row[0] <= (last or 0)]
     events = [_event(tree, checkpoint.size, row) for row in rows]

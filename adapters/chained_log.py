@@ -1,9 +1,11 @@
-"""The port through which readers see the log: rows in position order and the hash chain beside them.
+"""The port through which readers see the log: rows in position order and the hash chain beside
+them.
 
-The SQLite and PostgreSQL recorders in `event_store` and the in-memory one in `memory_log` implement it
-(`tests/cli/test_chained_log_contract.py` runs the same cases against all three); it lives apart from them so
-that readers (the projection runner, `lineage sql`, `lineage verify`) can name it without importing a database
-driver. The chain arithmetic every recorder shares (`stored_rows`, `next_links`) is here for the same reason.
+The SQLite and PostgreSQL recorders in `event_store` and the in-memory one in `memory_log` implement
+it (`tests/cli/test_chained_log_contract.py` runs the same cases against all three); it lives apart
+from them so that readers (the projection runner, `lineage sql`, `lineage verify`) can name it
+without importing a database driver. The chain arithmetic every recorder shares (`stored_rows`,
+`next_links`) is here for the same reason.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ class ChainedLog(Protocol):
     def log_rows(
         self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
     ) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state bytes as stored (None when not stored as bytes),
-        recorded_by) in position order; recorded_by is the identity the store authenticated (a PostgreSQL
-        role), None where it has none. At most `limit` rows, and with `max_bytes` they end with the first whose
-        state takes their states' total to `max_bytes` (`up_to_bytes`)."""
+        """(position, originator id hex, version, topic, state bytes as stored (None when not stored
+        as bytes), recorded_by) in position order; recorded_by is the identity the store
+        authenticated (a PostgreSQL role), None where it has none. At most `limit` rows, and with
+        `max_bytes` they end with the first whose state takes their states' total to `max_bytes`
+        (`up_to_bytes`)."""
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]: ...
 
@@ -43,8 +46,9 @@ class ChainedLog(Protocol):
 
 
 def up_to(stop: int | None, column: str = "rowid", mark: str = "?") -> str:
-    """The SQL bound of a read up to `stop`: none when there is no stop. No reader caps positions with a
-    sentinel: any event a writer can see (a position past 2**62 included), every reader sees."""
+    """The SQL bound of a read up to `stop`: none when there is no stop. No reader caps positions
+    with a sentinel: any event a writer can see (a position past 2**62 included), every reader
+    sees."""
     return "" if stop is None else f" AND {column} <= {mark}"
 
 
@@ -54,9 +58,9 @@ def until(stop: int | None) -> tuple[int, ...]:
 
 
 def up_to_bytes(rows: Iterable[tuple[Any, ...]], max_bytes: int | None) -> list[tuple[Any, ...]]:
-    """The rows (state at index 4) up to the one whose state takes their total to `max_bytes`, that one
-    included: at least one row however large, and one row past the budget at most. `rows` may be a cursor: the
-    rest is never fetched."""
+    """The rows (state at index 4) up to the one whose state takes their total to `max_bytes`, that
+    one included: at least one row however large, and one row past the budget at most. `rows` may be
+    a cursor: the rest is never fetched."""
     if max_bytes is None:
         return list(rows)
     kept, total = [], 0
@@ -69,7 +73,8 @@ def up_to_bytes(rows: Iterable[tuple[Any, ...]], max_bytes: int | None) -> list[
 
 
 def stored_rows(events: Sequence[StoredEvent]) -> list[tuple[str, int, str, bytes]]:
-    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the chain use."""
+    """(originator id as 32 hex, version, topic, state): the form both the SQLite insert and the
+    chain use."""
     return [
         (
             e.originator_id.hex if isinstance(e.originator_id, UUID) else str(e.originator_id),
@@ -87,8 +92,9 @@ def next_links(
     rows: Sequence[tuple[str, int, str, bytes]],
     recorded_by: str | None = None,
 ) -> list[tuple[int, int, str]]:
-    """(position, previous position, chain hash) for new events at `ids`, continuing from the last link;
-    `recorded_by` is the role the store authenticated for the batch (None on a store that has none)."""
+    """(position, previous position, chain hash) for new events at `ids`, continuing from the last
+    link; `recorded_by` is the role the store authenticated for the batch (None on a store that has
+    none)."""
     links = []
     previous_position, previous_hash = previous
     for position, (originator_id, version, topic, state) in zip(ids, rows, strict=True):
@@ -108,10 +114,11 @@ def _stored_bytes(state: Any) -> bytes | None:
 def merge_chain(
     events: Iterator[tuple[Any, ...]], links: Iterator[tuple[Any, ...]]
 ) -> Iterator[ChainRow]:
-    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on each side.
+    """Merge two position-ordered streams (events, links) into ChainRows, showing what is missing on
+    each side.
 
-    An event row is (position, originator id, version, topic, state[, recorded_by]): the role, where the store
-    keeps one, is read with the event (as readers show it) and hashed into its link."""
+    An event row is (position, originator id, version, topic, state[, recorded_by]): the role, where
+    the store keeps one, is read with the event (as readers show it) and hashed into its link."""
     event, chain = next(events, None), next(links, None)
     while event is not None or chain is not None:
         if event is not None and (chain is None or event[0] < chain[0]):

@@ -1,9 +1,10 @@
-"""Checkpoints of the stored tree, and proving the log against them: that it extends one (consistency) and
-that an event is in one (inclusion).
+"""Checkpoints of the stored tree, and proving the log against them: that it extends one
+(consistency) and that an event is in one (inclusion).
 
-The origin line names the log by its first event (`rollout-lineage/` and 16 hex digits of that event's leaf
-hash): a store has it from its first write on, another store cannot share it without sharing that event, and
-it needs no configuration. A checkpoint of an empty log names no origin worth checking (every log extends it).
+The origin line names the log by its first event (`rollout-lineage/` and 16 hex digits of that
+event's leaf hash): a store has it from its first write on, another store cannot share it without
+sharing that event, and it needs no configuration. A checkpoint of an empty log names no origin
+worth checking (every log extends it).
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ def origin_of(tree: MerkleStore) -> str:
 
 
 def make_checkpoint(tree: MerkleStore, *, to_sign: bool = False) -> Checkpoint:
-    """The checkpoint of the stored tree. One `to_sign` is first checked against the log (every leaf and
-    node recomputed from the events, as `verify` does): a signature vouches for the root to people who never
-    see the store, so it must never be over a tree someone edited beside the events."""
+    """The checkpoint of the stored tree. One `to_sign` is first checked against the log (every leaf
+    and node recomputed from the events, as `verify` does): a signature vouches for the root to
+    people who never see the store, so it must never be over a tree someone edited beside the
+    events."""
     if to_sign:
         found = check_against_log(tree)
         if found is not None:
             raise IntegrityFailure(
-                f"refusing to sign a checkpoint: the stored Merkle tree is not the log's at position "
-                f"{found[0]}: {found[1]}",
-                hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and "
-                "the tree is rebuilt from the events",
+                f"refusing to sign a checkpoint: the stored Merkle tree "
+                f"is not the log's at position {found[0]}: {found[1]}",
+                hint="run `lineage verify`; if the log is intact, delete the "
+                "lineage_merkle_* rows and the tree is rebuilt from the events",
             )
     size = tree.size()
     return Checkpoint(origin_of(tree), size, tree.root(size))
@@ -55,19 +57,20 @@ def read_checkpoint(path: str) -> tuple[Note, Checkpoint]:
 
 
 def check_extends(tree: MerkleStore, checkpoint: Checkpoint) -> tuple[int | None, str] | None:
-    """None when the log extends the checkpoint; else (the first differing position when it can be known,
-    what is wrong)."""
+    """None when the log extends the checkpoint; else (the first differing position when it can be
+    known, what is wrong)."""
     size = tree.size()
     if checkpoint.size > size:
         last = tree.position_of(size - 1) if size else 0
         return (last or 0) + 1, (
-            f"the checkpoint covers {checkpoint.size} events, but the log holds {size} (through position "
-            f"{last}): events after position {last} were removed"
+            f"the checkpoint covers {checkpoint.size} events, but the log holds {size} "
+            f"(through position {last}): events after position {last} were removed"
         )
     if checkpoint.size and checkpoint.origin != origin_of(tree):
         return tree.position_of(0), (
-            f"the checkpoint is of the log {checkpoint.origin}, this log is {origin_of(tree)}: its first "
-            f"event (position {tree.position_of(0)}) is not the one the checkpoint was taken over, or "
+            f"the checkpoint is of the log {checkpoint.origin}, this log is "
+            f"{origin_of(tree)}: its first event (position {tree.position_of(0)}) "
+            f"is not the one the checkpoint was taken over, or "
             "this is another store"
         )
     proof = tree.consistency(checkpoint.size, size)
@@ -76,9 +79,9 @@ def check_extends(tree: MerkleStore, checkpoint: Checkpoint) -> tuple[int | None
     except merkle.ProofFailed as exc:
         last = tree.position_of(checkpoint.size - 1)
         return None, (
-            f"the log's first {checkpoint.size} events (through position {last}) do not hash to the "
-            f"checkpoint's root: an event at or before position {last} was rewritten, removed, inserted "
-            f"or reordered, with the chain and the tree rebuilt over it ({exc})"
+            f"the log's first {checkpoint.size} events (through position {last}) do not hash to "
+            f"the checkpoint's root: an event at or before position {last} was rewritten, "
+            f"removed, inserted or reordered, with the chain and the tree rebuilt over it ({exc})"
         )
     return None
 
@@ -95,7 +98,8 @@ def require_extends(tree: MerkleStore, checkpoint: Checkpoint, where: str) -> No
 def inclusion(
     tree: MerkleStore, checkpoint: Checkpoint, position: int, row: tuple[Any, ...]
 ) -> dict[str, Any]:
-    """A self-contained inclusion proof of the event at `position` (its log row `row`) in the checkpoint."""
+    """A self-contained inclusion proof of the event at `position` (its log row `row`) in the
+    checkpoint."""
     index = tree.index_of(position)
     if index is None:
         raise InvalidInput(
@@ -103,7 +107,8 @@ def inclusion(
         )
     if index >= checkpoint.size:
         raise InvalidInput(
-            f"position {position} is leaf {index}, appended after the checkpoint ({checkpoint.size} "
+            f"position {position} is leaf {index}, appended "
+            f"after the checkpoint ({checkpoint.size} "
             "events)",
             hint="take a new checkpoint with `lineage checkpoint` and prove against that",
         )
@@ -115,8 +120,8 @@ def inclusion(
         merkle.verify_inclusion(index, checkpoint.size, leaf, proof, checkpoint.root)
     except merkle.ProofFailed as exc:  # the stored tree's inner nodes are not the log's
         raise IntegrityFailure(
-            f"position {position}: the proof drawn from the stored Merkle tree does not verify against the "
-            f"checkpoint ({exc}); the tree was edited",
+            f"position {position}: the proof drawn from the stored Merkle tree "
+            f"does not verify against the checkpoint ({exc}); the tree was edited",
             hint="run `lineage verify` for the whole report",
         ) from None
     return {
@@ -130,16 +135,17 @@ def inclusion(
     }
 
 
-#: The fields of one proof `inclusion` makes, each checked by `check_inclusion`: a field a reader sees and no
-#: one checks could say anything.
+#: The fields of one proof `inclusion` makes, each checked by `check_inclusion`: a field a reader
+#: sees and no one checks could say anything.
 PROOF_FIELDS = frozenset(
     ("position", "leaf_index", "tree_size", "root", "entry", "leaf_hash", "proof")
 )
 
 
 def check_inclusion(document: dict[str, Any], checkpoint: Checkpoint, where: str) -> None:
-    """Verify a proof `lineage prove` printed against a checkpoint, with no store at all: the proof itself,
-    and every other field against the entry and the checkpoint (position, leaf hash, root, tree size)."""
+    """Verify a proof `lineage prove` printed against a checkpoint, with no store at all: the proof
+    itself, and every other field against the entry and the checkpoint (position, leaf hash, root,
+    tree size)."""
     try:
         if not isinstance(document, dict) or set(document) != PROOF_FIELDS:
             found = sorted(document) if isinstance(document, dict) else type(document).__name__
@@ -198,7 +204,8 @@ def _integer(value: Any) -> int:
 
 
 def write_new(path: Path, text: str, mode: int) -> None:
-    """Create `path` with `mode` from the start (never a moment with wider permissions); refuse to replace."""
+    """Create `path` with `mode` from the start (never a moment with wider permissions); refuse to
+    replace."""
     import os
 
     try:

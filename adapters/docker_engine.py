@@ -1,11 +1,12 @@
 """The one module that talks to a Docker engine, through the docker SDK.
 
-Design decision: the SDK is imported and the client built on first use, never at import time, because importing
-`docker` alone costs a quarter of a second and most `lineage` commands never touch an engine. Every SDK and
-`requests`/`urllib3` exception is translated here: an engine that cannot be reached becomes `StoreUnavailable`, an engine
-that refuses a request becomes `DockerEngineError`, so no caller ever catches a docker type. Tars move as
-streams both ways (a `docker save` export is hashed while it is written, never held in memory), and an export
-is written to a temporary file and renamed into place, so a partial tar never carries the final name.
+Design decision: the SDK is imported and the client built on first use, never at import time,
+because importing `docker` alone costs a quarter of a second and most `lineage` commands never touch
+an engine. Every SDK and `requests`/`urllib3` exception is translated here: an engine that cannot be
+reached becomes `StoreUnavailable`, an engine that refuses a request becomes `DockerEngineError`, so
+no caller ever catches a docker type. Tars move as streams both ways (a `docker save` export is
+hashed while it is written, never held in memory), and an export is written to a temporary file and
+renamed into place, so a partial tar never carries the final name.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ _DEFAULT_TIMEOUT_S = (
 
 
 class DockerEngineError(LineageError):
-    """The engine was reached but refused or failed a request (unknown container, image in use, bad tar)."""
+    """The engine was reached but refused or failed a request (unknown container, image in use, bad
+    tar)."""
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,11 @@ class LoadedImage:
 
 
 class DockerEngine:
-    """A lazily connected Docker engine; `base_url=None` means the environment's (DOCKER_HOST or the socket).
+    """A lazily connected Docker engine; `base_url=None` means the environment's (DOCKER_HOST or the
+    socket).
 
-    `client` takes an already built SDK client (tests pass a fake); otherwise one is built on first use.
+    `client` takes an already built SDK client (tests pass a fake); otherwise one is built on first
+    use.
     """
 
     def __init__(
@@ -80,9 +84,11 @@ class DockerEngine:
                 exc.status_code is not None and exc.status_code >= 500
             ):  # the engine is failing, not refusing
                 raise StoreUnavailable(
-                    f"The Docker engine at {where} failed to {action} ({exc.status_code}: {exc.explanation or exc}); "
+                    f"The Docker engine at {where} failed to {action} "
+                    f"({exc.status_code}: {exc.explanation or exc}); "
                     "expected a working engine.",
-                    hint="check the engine (docker info, its logs), then retry; nothing was recorded",
+                    hint="check the engine (docker info, its "
+                    "logs), then retry; nothing was recorded",
                 ) from exc
             raise DockerEngineError(
                 f"The Docker engine at {where} refused to {action}: {exc.explanation or exc}.",
@@ -115,7 +121,8 @@ class DockerEngine:
             return bool(self._docker.ping())
 
     def identity(self) -> str:
-        """`docker info`'s name and id, as "<name> (<id>)": which engine an image was loaded into."""
+        """`docker info`'s name and id, as "<name> (<id>)": which engine an image was loaded
+        into."""
         with self._errors("describe itself (docker info)"):
             info = self._docker.info()
         return f"{info.get('Name') or 'docker'} ({info.get('ID') or 'no id'})"
@@ -154,10 +161,12 @@ class DockerEngine:
     def save_to(
         self, ref: str, dest_dir: str | os.PathLike[str], file_name: str
     ) -> tuple[Path, str, int]:
-        """`docker save` `ref` to `dest_dir/file_name` atomically; returns (path, "sha256:<hex>" of the tar, size)."""
+        """`docker save` `ref` to `dest_dir/file_name` atomically; returns (path, "sha256:<hex>" of
+        the tar, size)."""
         if not file_name or file_name in (".", "..") or "/" in file_name or os.sep in file_name:
             raise InvalidInput(
-                f"Snapshot file name {file_name!r} is not a plain file name; expected a name without "
+                f"Snapshot file name {file_name!r} is not a "
+                f"plain file name; expected a name without "
                 "directories, such as the one benchflow derives from the sandbox ref."
             )
         final = Path(dest_dir) / file_name
@@ -188,7 +197,8 @@ class DockerEngine:
             fsync_directory(final.parent)
         except OSError as exc:
             raise InvalidInput(
-                f"Cannot write snapshot tar {os.fspath(final)!r}: {exc.strerror or exc}; expected a "
+                f"Cannot write snapshot tar {os.fspath(final)!r}: "
+                f"{exc.strerror or exc}; expected a "
                 "writable directory with room for the image.",
                 hint="check dest_dir and free space",
             ) from exc
@@ -212,7 +222,8 @@ class DockerEngine:
 
 
 def fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable, so after a crash the tar is either absent or complete under its name."""
+    """Make the rename itself durable, so after a crash the tar is either absent or complete under
+    its name."""
     descriptor = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(descriptor)

@@ -1,8 +1,8 @@
 """Ed25519 keys and signatures (the `cryptography` package) for signed notes and signed batches.
 
-The text formats are `domain/signed_note.py`'s; this module only does the arithmetic, reads key files, and
-applies the signed-note rules for verifying: a signature from a key the verifier does not know is ignored, one
-from a known key must verify, and at least one known key must have signed.
+The text formats are `domain/signed_note.py`'s; this module only does the arithmetic, reads key
+files, and applies the signed-note rules for verifying: a signature from a key the verifier does not
+know is ignored, one from a known key must verify, and at least one known key must have signed.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def load_verifier(value: str) -> VerifierKey:
 
 
 def load_verifiers(path: str) -> list[VerifierKey]:
-    """A trusted-keys file: one verifier key per line; blank lines and lines starting with # are skipped."""
+    """A trusted-keys file: one verifier key per line; blank lines and lines starting with # are
+    skipped."""
     try:
         text = read_capped(path, MAX_TRUSTED_KEYS_FILE, "trusted keys").decode("ascii")
     except UnicodeDecodeError as exc:
@@ -103,7 +104,8 @@ def verify_note(note: Note, keys: Sequence[VerifierKey], where: str) -> list[str
     for signature in note.signatures:
         key = known.get((signature.name, signature.key_id))
         if key is None:
-            continue  # the signed-note rule: unknown keys are ignored, so co-signers can be added freely
+            # the signed-note rule: unknown keys are ignored, so co-signers can be added freely
+            continue
         if not signature_valid(key, note.text.encode(), signature.signature):
             raise IntegrityFailure(
                 f"{where}: the signature by {key.name} does not verify; the note was changed after "
@@ -114,8 +116,8 @@ def verify_note(note: Note, keys: Sequence[VerifierKey], where: str) -> list[str
     if not verified:
         names = ", ".join(s.name for s in note.signatures) or "nobody"
         raise IntegrityFailure(
-            f"{where}: expected a signature by {', '.join(k.name for k in keys)}, found signatures by "
-            f"{names}",
+            f"{where}: expected a signature by "
+            f"{', '.join(k.name for k in keys)}, found signatures by {names}",
             hint="check that you were given the right key and the right file",
         )
     return verified

@@ -1,9 +1,10 @@
-"""Event store configuration: which eventsourcing backend, and the hash chain written beside the events.
+"""Event store configuration: which eventsourcing backend, and the hash chain written beside the
+events.
 
 The store is chosen by URL (`sqlite:///path` or `postgresql://user@host/db`), never by import. Both
-backends get a recorder subclass that writes each event's chain link in the same transaction as the event.
-That is safe because both backends already serialise writers at that point (SQLite's write lock, the
-PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defined.
+backends get a recorder subclass that writes each event's chain link in the same transaction as the
+event. That is safe because both backends already serialise writers at that point (SQLite's write
+lock, the PostgreSQL recorder's EXCLUSIVE table lock), so "the previous link" is well defined.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ PAGE = 5000
 
 
 class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
-    #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when set.
+    #: What each appended batch carries beside its chain links (`adapters/batch_evidence.py`), when
+    #: set.
     batch_evidence: BatchEvidence | None = None
 
     def construct_create_table_statements(self) -> list[str]:
         return [
             *super().construct_create_table_statements(),
-            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS {CHAIN_TABLE} (position INTEGER "
+            f"PRIMARY KEY, previous INTEGER NOT NULL, chain_hash TEXT NOT NULL)",
             *merkle_store.sqlite_ddl(),
             *batch_evidence.sqlite_ddl(),
         ]
@@ -51,9 +54,10 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """One transaction holding the write lock from its first statement: BEGIN IMMEDIATE (waiting the busy
-        timeout for another writer), one read of the log's tail, the events, their links, COMMIT. Five
-        statements for a one-event batch; a reader of the log never sees events without their links."""
+        """One transaction holding the write lock from its first statement: BEGIN IMMEDIATE (waiting
+        the busy timeout for another writer), one read of the log's tail, the events, their links,
+        COMMIT. Five statements for a one-event batch; a reader of the log never sees events without
+        their links."""
         if not stored_events:
             return []
         with self.datastore.get_connection(commit=True) as connection, _translated():
@@ -72,10 +76,12 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
-        # Holding the write lock, the tail cannot move: the last event's rowid and the last link, in one read.
+        # Holding the write lock, the tail cannot move: the last event's rowid and the last link, in
+        # one read.
         c.execute(self._tail_statement)
         last_id, *last_link = c.fetchone()
-        # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost race.
+        # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost
+        # race.
         previous = dense_tail(last_link if last_link[0] is not None else None, (last_id or 0) + 1)
         first = previous[0] + 1
         rows = stored_rows(stored_events)
@@ -86,10 +92,12 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             c.executemany(self.insert_events_statement, rows)
             c.execute(f"SELECT max(rowid) FROM {self.events_table_name}")
             last = c.fetchone()[0]
-        # Each new rowid is the maximum + 1 (the lock held, none at 2**63-1): anything else is refused.
+        # Each new rowid is the maximum + 1 (the lock held, none at 2**63-1): anything else is
+        # refused.
         if last != first + len(rows) - 1:
             raise IntegrityError(
-                f"expected the batch at rowids {first}..{first + len(rows) - 1}, found the last at {last}"
+                f"expected the batch at rowids "
+                f"{first}..{first + len(rows) - 1}, found the last at {last}"
             )
         ids = range(first, first + len(rows))
         c.executemany(f"INSERT INTO {CHAIN_TABLE} VALUES (?,?,?)", next_links(previous, ids, rows))
@@ -100,13 +108,15 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     @property
     def _tail_statement(self) -> str:
         return (
-            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.* FROM (SELECT 1) LEFT JOIN "
-            f"(SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
+            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.* "
+            f"FROM (SELECT 1) LEFT JOIN (SELECT position, previous, "
+            f"chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
         )
 
     def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
-        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
-        last stored state begins, one statement (no transaction around it: one read is its own snapshot)."""
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version,
+        and how the last stored state begins, one statement (no transaction around it: one read is
+        its own snapshot)."""
         hexes = [i.hex for i in ids]
         head, rest = hexes[:500], hexes[500:]
         with self.datastore.get_connection(commit=False) as connection, _translated():
@@ -115,7 +125,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
                 f"SELECT 0, originator_id, max(originator_version) FROM {self.events_table_name} "
                 f"WHERE originator_id IN ({','.join('?' * len(head))}) GROUP BY originator_id "
                 "HAVING min(originator_version) = 1 UNION ALL SELECT 1, *, NULL FROM "
-                f"(SELECT substr(state, 1, 80) FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1)",
+                f"(SELECT substr(state, 1, 80) FROM "
+                f"{self.events_table_name} ORDER BY rowid DESC LIMIT 1)",
                 head,
             )
             found = c.fetchall()
@@ -129,7 +140,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             )
         return existing, tail
 
-    # --- EvidenceTables: our tables in the store's own file, `?` marks, sqlite3 rows -----------------
+    # --- EvidenceTables: our tables in the store's own file, `?` marks, sqlite3 rows --------------
 
     def table(self, name: str) -> str:
         return name
@@ -159,8 +170,9 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             cursor.executemany(f"{verb} INTO {self.table(table)} VALUES ({marks})", rows)
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
-        # From below every position: a row someone inserted at a position <= 0 must reach the chain walk
-        # too (eventsourcing's aggregate reads would see it; `verify` names it as an event with no link).
+        # From below every position: a row someone inserted at a position <= 0 must reach the chain
+        # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
+        # no link).
         after: float | int = float("-inf")
         while True:
             with self.datastore.transaction(commit=False) as c:
@@ -173,11 +185,13 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
 
     def chain_rows(self) -> Iterator[ChainRow]:
         events = self._paged(
-            f"SELECT rowid, originator_id, originator_version, topic, state FROM {self.events_table_name} "
+            f"SELECT rowid, originator_id, originator_version, "
+            f"topic, state FROM {self.events_table_name} "
             "WHERE rowid > ? ORDER BY rowid LIMIT ?"
         )
         links = self._paged(
-            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ? ORDER BY position LIMIT ?"
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
+            f"WHERE position > ? ORDER BY position LIMIT ?"
         )
         return merge_chain(events, links)
 
@@ -193,13 +207,17 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     def log_rows(
         self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
     ) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state bytes, recorded_by) rows: the projection runner's
-        input, read over a plain read-only connection (tuples, no row objects, no Notification or UUID per
-        event), and no further than `max_bytes` of state (`ChainedLog.log_rows`)."""
+        """(position, originator id hex, version, topic, state bytes, recorded_by) rows: the
+        projection runner's input, read over a plain read-only connection (tuples, no row objects,
+        no Notification or UUID per event), and no further than `max_bytes` of state
+        (`ChainedLog.log_rows`)."""
         cursor = self._plain_reader().execute(
-            # State that is not a BLOB was put there by hand: NULL here, so the chain check names it.
-            f"SELECT rowid, originator_id, originator_version, topic, CASE typeof(state) WHEN 'blob' THEN state END "
-            f", NULL FROM {self.events_table_name} "  # recorded_by: a SQLite file authenticates nobody
+            # State that is not a BLOB was put there by hand: NULL here, so the chain check names
+            # it.
+            f"SELECT rowid, originator_id, originator_version, "
+            f"topic, CASE typeof(state) WHEN 'blob' THEN state END "
+            # recorded_by: a SQLite file authenticates nobody
+            f", NULL FROM {self.events_table_name} "
             f"WHERE rowid > ?{up_to(stop)} ORDER BY rowid LIMIT ?",
             (after, *until(stop), limit),
         )
@@ -209,7 +227,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             cursor.close()
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
-        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
+        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a
+        page against."""
         cursor = self._plain_reader().execute(
             f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} WHERE position > ?"
             f"{up_to(stop, 'position')} ORDER BY position",
@@ -230,8 +249,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             for start in range(0, len(hexes), 500):
                 chunk = hexes[start : start + 500]
                 c.execute(
-                    f"SELECT DISTINCT originator_id FROM {self.events_table_name} WHERE originator_version = 1 "
-                    f"AND originator_id IN ({','.join('?' * len(chunk))})",
+                    f"SELECT DISTINCT originator_id FROM {self.events_table_name} WHERE "
+                    f"originator_version = 1 AND originator_id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
                 found.update(self.convert_originator_id(row[0]) for row in c.fetchall())
@@ -240,7 +259,8 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
 
 @contextmanager
 def _translated() -> Iterator[None]:
-    """sqlite3's errors as eventsourcing's, which the application tells apart (a lost race, a locked store)."""
+    """sqlite3's errors as eventsourcing's, which the application tells apart (a lost race, a locked
+    store)."""
     try:
         yield
     except sqlite3.IntegrityError as exc:
@@ -254,12 +274,14 @@ def _translated() -> Iterator[None]:
 
 
 def dense_tail(last: Any, first_new: int | None) -> tuple[int, str]:
-    """The (position, hash) a batch continues from, given the last link (position, previous, hash; None in
-    an empty log) and the position the store gives the batch's first event (None: not known yet).
+    """The (position, hash) a batch continues from, given the last link (position, previous, hash;
+    None in an empty log) and the position the store gives the batch's first event (None: not known
+    yet).
 
-    The writers' rule is that positions are dense (the first event at 1, each one at the previous one's + 1;
-    `domain/integrity.py` checks it). A writer refuses to append past a break of it: a last link that jumps,
-    or a first position that does not follow the last link (an event without a link, or a sequence moved).
+    The writers' rule is that positions are dense (the first event at 1, each one at the previous
+    one's + 1; `domain/integrity.py` checks it). A writer refuses to append past a break of it: a
+    last link that jumps, or a first position that does not follow the last link (an event without a
+    link, or a sequence moved).
     """
     from ..domain.errors import IntegrityFailure
 
@@ -267,7 +289,8 @@ def dense_tail(last: Any, first_new: int | None) -> tuple[int, str]:
     found = position_gap(previous, position) if last else None
     if found is None and first_new is not None and first_new != position + 1:
         found = (
-            f"the next free position is {first_new}, not {position + 1} after the last link (an event "
+            f"the next free position is {first_new}, not "
+            f"{position + 1} after the last link (an event "
             "without a link, a deleted event, or a moved position sequence)"
         )
     if found is not None:
@@ -283,17 +306,19 @@ PROBE_TIMEOUT_S = 2
 
 
 def _opening_race(url: StoreURL, exc: Exception) -> bool:
-    """Whether opening lost a race with another process creating the same store: PostgreSQL's DDL races, or
-    SQLite refusing `PRAGMA journal_mode=WAL` while another connection is switching a new file to WAL (that pragma
-    does not wait on the busy timeout). Either way the loser tries again and finds everything in place."""
+    """Whether opening lost a race with another process creating the same store: PostgreSQL's DDL
+    races, or SQLite refusing `PRAGMA journal_mode=WAL` while another connection is switching a new
+    file to WAL (that pragma does not wait on the busy timeout). Either way the loser tries again
+    and finds everything in place."""
     if url.kind == "postgresql":
         return any(sign in str(exc) for sign in _DDL_RACE)
     return url.kind == "sqlite" and "database is locked" in str(exc)
 
 
 def _probe_server(url: StoreURL) -> None:
-    """One plain connection first, so a wrong password, a missing database or a refused connection is said at once
-    and in the server's words (the library's pool would wait its full timeout and then only say it got none)."""
+    """One plain connection first, so a wrong password, a missing database or a refused connection
+    is said at once and in the server's words (the library's pool would wait its full timeout and
+    then only say it got none)."""
     import psycopg
 
     from ..domain.errors import StoreUnavailable
@@ -320,9 +345,10 @@ def _probe_server(url: StoreURL) -> None:
 def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     """Build the application over the store, translating connection failures into our error family.
 
-    Several machines starting at once may race on PostgreSQL's `CREATE TABLE IF NOT EXISTS` (PostgreSQL answers
-    "tuple concurrently updated", a duplicate-key error from its catalogue, or "type ... already exists" for the
-    table's row type); the loser simply tries again, and then finds everything in place.
+    Several machines starting at once may race on PostgreSQL's `CREATE TABLE IF NOT EXISTS`
+    (PostgreSQL answers "tuple concurrently updated", a duplicate-key error from its catalogue, or
+    "type ... already exists" for the table's row type); the loser simply tries again, and then
+    finds everything in place.
     """
     from ..domain.application import LineageApp
     from ..domain.errors import StoreUnavailable
@@ -353,8 +379,8 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
 
                 # Someone dropped the index on positions and stored two events (or links) at one.
                 raise IntegrityFailure(
-                    f"the event store {url.redacted()} holds two rows at one position, so its unique "
-                    f"index could not be made again: {' '.join(str(exc).split())}",
+                    f"the event store {url.redacted()} holds two rows at one position, so "
+                    f"its unique index could not be made again: {' '.join(str(exc).split())}",
                     hint="positions are the log's order: restore the store from a backup",
                 ) from exc
             raise StoreUnavailable(

@@ -1,9 +1,10 @@
 """JSON lines in, facts out: the `lineage ingest` format and its published JSON Schema.
 
-One line is one fact: `{"type": "stage.marked", "run": ..., ..., "occurred_at": "2026-11-02T10:15:00Z"}`.
-`occurred_at` is optional (default: when it is recorded). The whole input is validated before anything is
-appended, so one bad line rejects the file with its line number, field and reason. `iter_entries` validates
-line by line without keeping anything, so a file of any size can be checked in constant memory.
+One line is one fact: `{"type": "stage.marked", "run": ..., ..., "occurred_at":
+"2026-11-02T10:15:00Z"}`. `occurred_at` is optional (default: when it is recorded). The whole input
+is validated before anything is appended, so one bad line rejects the file with its line number,
+field and reason. `iter_entries` validates line by line without keeping anything, so a file of any
+size can be checked in constant memory.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from . import progress, strict_json
 
 MAX_LINE_BYTES = 1 << 20
 RUN_AGAIN = "run the same command again: facts already recorded append nothing"
-# One fact of any type, told apart by `type`. The union is built from FACT_TYPES at run time, which a static
-# checker cannot follow, so it is held as Any.
+# One fact of any type, told apart by `type`. The union is built from FACT_TYPES at run time, which
+# a static checker cannot follow, so it is held as Any.
 AnyFact: Any = Annotated[Union[tuple(f.FACT_TYPES)], Field(discriminator="type")]  # noqa: UP007
 _FACT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyFact)
 _TIME_ADAPTER: TypeAdapter[datetime] = TypeAdapter(datetime)
@@ -75,7 +76,8 @@ def parse_fact(obj: Any) -> Entry:
 
 
 def bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Lines of a binary stream, never reading more than one byte past the cap into memory for any line."""
+    """Lines of a binary stream, never reading more than one byte past the cap into memory for any
+    line."""
     return iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b"")
 
 
@@ -84,7 +86,8 @@ def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
     for number, raw in enumerate(lines, start=1):
         if len(raw) > MAX_LINE_BYTES:
             raise InvalidInput(
-                f"{source}, line {number}: expected at most {MAX_LINE_BYTES} bytes per line, found more",
+                f"{source}, line {number}: expected at most "
+                f"{MAX_LINE_BYTES} bytes per line, found more",
                 hint="nothing was appended; split the fact or drop bulky free-form fields",
             )
         text = (
@@ -121,10 +124,11 @@ class ChunkedIngest:
 
 
 def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIngest:
-    """Validate the whole file, then record it `chunk_size` facts per transaction, so memory does not follow the
-    file's length. Malformed input still appends nothing (the first pass reads every line); a fact the log
-    refuses stops the ingest after the chunks before it, and running it again appends only what is missing.
-    Only the lines the first pass checked are recorded, so a file that grows meanwhile is cut where it was."""
+    """Validate the whole file, then record it `chunk_size` facts per transaction, so memory does
+    not follow the file's length. Malformed input still appends nothing (the first pass reads every
+    line); a fact the log refuses stops the ingest after the chunks before it, and running it again
+    appends only what is missing. Only the lines the first pass checked are recorded, so a file that
+    grows meanwhile is cut where it was."""
     checked = 0
 
     def counted(stream: BinaryIO) -> Iterator[bytes]:
@@ -147,8 +151,8 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 InvalidInput,
             ) as exc:  # the file was rewritten between the two passes
                 raise type(exc)(
-                    f"{path} changed while it was ingested: {exc.message}; the {facts} facts before it are "
-                    f"recorded ({appended} events appended)",
+                    f"{path} changed while it was ingested: {exc.message}; the {facts} "
+                    f"facts before it are recorded ({appended} events appended)",
                     hint=f"let its writer finish, then {RUN_AGAIN}",
                 ) from exc
             if not chunk:
@@ -157,8 +161,9 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 recorded = app.record(chunk)
             except InvariantViolated as exc:
                 refused = type(exc)(
-                    f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} (chunk {chunks + 1}) were "
-                    f"refused: {exc.message}; the {facts} facts before them are recorded ({appended} events "
+                    f"{path}: facts {facts + 1} to {facts + len(chunk)} of {total} "
+                    f"(chunk {chunks + 1}) were refused: {exc.message}; the "
+                    f"{facts} facts before them are recorded ({appended} events "
                     "appended)",
                     hint=f"fix the file and {RUN_AGAIN}",
                 )
@@ -168,8 +173,8 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
             progress.advance("ingesting facts", facts, total)
     if facts != total:
         raise InvalidInput(
-            f"{path} changed while it was ingested: {total} facts validated, {facts} found when recording; "
-            f"those {facts} are recorded ({appended} events appended)",
+            f"{path} changed while it was ingested: {total} facts validated, {facts} found "
+            f"when recording; those {facts} are recorded ({appended} events appended)",
             hint=f"let its writer finish, then {RUN_AGAIN}",
         )
     return ChunkedIngest(facts, appended, chunks, position)

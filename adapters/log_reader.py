@@ -1,7 +1,8 @@
 """Reading the raw log in position order, page by page, without building domain objects.
 
 Used by `lineage log`, the projection runner and the benchmarks: the stored state is canonical JSON
-(see `domain/events.py`), so a page decodes with `json.loads` alone, several times faster than the mapper.
+(see `domain/events.py`), so a page decodes with `json.loads` alone, several times faster than the
+mapper.
 """
 
 from __future__ import annotations
@@ -58,15 +59,18 @@ def raw_pages(
 def iter_events(
     recorder: ApplicationRecorder, *, after: int = 0, stop: int | None = None
 ) -> Iterator[LoggedEvent]:
-    """The events as stored (`lineage log` prints them so; `lineage verify` checks them against the chain)."""
+    """The events as stored (`lineage log` prints them so; `lineage verify` checks them against the
+    chain)."""
     for notifications in raw_pages(recorder, after=after, stop=stop):
         for n in notifications:
             try:
                 state = json.loads(n.state)
             except (ValueError, RecursionError):  # invalid UTF-8 or JSON: nothing this tool wrote
                 raise IntegrityFailure(
-                    f"the stored event at position {n.id} is not the JSON rollout-lineage writes; it was edited",
-                    hint="run `lineage verify` for the whole report, and restore the store from a backup",
+                    f"the stored event at position {n.id} is not "
+                    f"the JSON rollout-lineage writes; it was edited",
+                    hint="run `lineage verify` for the whole "
+                    "report, and restore the store from a backup",
                 ) from None
             yield LoggedEvent(
                 n.id,

@@ -1,10 +1,11 @@
-"""The chained log in memory: eventsourcing's plain-Python recorder with the hash chain kept beside it.
+"""The chained log in memory: eventsourcing's plain-Python recorder with the hash chain kept beside
+it.
 
-Design decision: the same `ChainedLog` port as the SQLite and PostgreSQL recorders, so tests that need neither a
-file nor a server (the domain, projections over a log, the composition root) run on a log that behaves like a
-real one, chain included; `tests/cli/test_chained_log_contract.py` holds all three to the same cases. It is
-chosen by configuration, as the others are: `MEMORY_ENV` names the factory below as eventsourcing's
-PERSISTENCE_MODULE. Nothing survives the process.
+Design decision: the same `ChainedLog` port as the SQLite and PostgreSQL recorders, so tests that
+need neither a file nor a server (the domain, projections over a log, the composition root) run on a
+log that behaves like a real one, chain included; `tests/cli/test_chained_log_contract.py` holds all
+three to the same cases. It is chosen by configuration, as the others are: `MEMORY_ENV` names the
+factory below as eventsourcing's PERSISTENCE_MODULE. Nothing survives the process.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ _ALL = sys.maxsize
 
 
 class ChainedMemoryRecorder(POPOApplicationRecorder):
-    """Events in a list (eventsourcing's), and one chain link per event appended under the same lock."""
+    """Events in a list (eventsourcing's), and one chain link per event appended under the same
+    lock."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,8 +39,9 @@ class ChainedMemoryRecorder(POPOApplicationRecorder):
     def _insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        # The library's lock is re-entrant: events and links are appended together or (on a uniqueness
-        # error, raised before anything is appended) not at all, as in one database transaction.
+        # The library's lock is re-entrant: events and links are appended together or (on a
+        # uniqueness error, raised before anything is appended) not at all, as in one database
+        # transaction.
         with self._database_lock:
             ids = super()._insert_events(stored_events, **kwargs)
             if ids:

@@ -1,12 +1,14 @@
-"""The Merkle tree over the log, stored beside the events (SQLite or PostgreSQL), caught up on demand.
+"""The Merkle tree over the log, stored beside the events (SQLite or PostgreSQL), caught up on
+demand.
 
-Every complete subtree is a row (`lineage_merkle_nodes`; level 0, the leaves, in `lineage_merkle_leaves` with
-the position of their event), so a root, an inclusion or a consistency proof at any size reads a few dozen rows
-however long the log is (`domain/merkle.py` says which). The tree is derived from the events, like the chain's
-links: it is extended from the last leaf whenever someone asks for it (`catch_up`), each page of events checked
-against the hash chain first, so a store written before the tree existed gains one on first use and nothing
-past a break in the chain is ever put into the tree. Writers do not wait for it; two readers catching up at
-once write the same rows (inserts that find a row keep it).
+Every complete subtree is a row (`lineage_merkle_nodes`; level 0, the leaves, in
+`lineage_merkle_leaves` with the position of their event), so a root, an inclusion or a consistency
+proof at any size reads a few dozen rows however long the log is (`domain/merkle.py` says which).
+The tree is derived from the events, like the chain's links: it is extended from the last leaf
+whenever someone asks for it (`catch_up`), each page of events checked against the hash chain first,
+so a store written before the tree existed gains one on first use and nothing past a break in the
+chain is ever put into the tree. Writers do not wait for it; two readers catching up at once write
+the same rows (inserts that find a row keep it).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from .store_port import evidence_tables
 LEAVES = "lineage_merkle_leaves"
 NODES = "lineage_merkle_nodes"
 PAGE = 5000
-#: ... and no more than this in states at a time, wherever a page need not match another read row for row: five
-#: thousand test reports of a few MB each would otherwise be read at once.
+#: ... and no more than this in states at a time, wherever a page need not match another read row
+#: for row: five thousand test reports of a few MB each would otherwise be read at once.
 PAGE_BYTES = 64 * 2**20
 
 
@@ -41,7 +43,8 @@ def postgres_ddl(schema: str) -> list[str]:
     return [
         f'CREATE TABLE IF NOT EXISTS "{schema}".{LEAVES} (idx bigint PRIMARY KEY, '
         "position bigint NOT NULL UNIQUE, leaf_hash bytea NOT NULL)",
-        f'CREATE TABLE IF NOT EXISTS "{schema}".{NODES} (level smallint NOT NULL, idx bigint NOT NULL, '
+        f'CREATE TABLE IF NOT EXISTS "{schema}".{NODES} '
+        f"(level smallint NOT NULL, idx bigint NOT NULL, "
         "hash bytea NOT NULL, PRIMARY KEY (level, idx))",
     ]
 
@@ -69,20 +72,21 @@ class MerkleStore:
     def _read(self) -> Any:
         return self.recorder.transaction(commit=False)
 
-    # --- reading --------------------------------------------------------------------------------------
+    # --- reading ----------------------------------------------------------------------------------
 
     def size(self) -> int:
         with self._read() as c:
             return self._size(c)
 
     def _size(self, cursor: Any) -> int:
-        # Leaves are numbered from 0 without gaps (each page is written whole), so the last index says the
-        # size from the primary key alone, where count(*) would scan a million rows.
+        # Leaves are numbered from 0 without gaps (each page is written whole), so the last index
+        # says the size from the primary key alone, where count(*) would scan a million rows.
         found = self._rows(cursor, f"SELECT max(idx) FROM {self.leaves}")[0][0]
         return 0 if found is None else int(found) + 1
 
     def reader(self, cursor: Any) -> merkle.NodeSource:
-        """A NodeSource over one open transaction; a missing node is a store that lost part of its tree."""
+        """A NodeSource over one open transaction; a missing node is a store that lost part of its
+        tree."""
 
         def node(level: int, index: int) -> bytes:
             if level == 0:
@@ -97,10 +101,11 @@ class MerkleStore:
                 )
             if not rows:
                 raise IntegrityFailure(
-                    f"the stored Merkle tree has no node at level {level}, index {index}: part of it "
+                    f"the stored Merkle tree has no node at "
+                    f"level {level}, index {index}: part of it "
                     "was deleted",
-                    hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows "
-                    "and the tree is rebuilt from the events",
+                    hint="run `lineage verify`; if the log is intact, delete the "
+                    "lineage_merkle_* rows and the tree is rebuilt from the events",
                 )
             return bytes(rows[0][0])
 
@@ -131,7 +136,8 @@ class MerkleStore:
         return int(rows[0][0]) if rows else None
 
     def stored_nodes(self, wanted: list[tuple[int, int, bytes]]) -> dict[tuple[int, int], bytes]:
-        """The stored hashes of these complete subtrees (level, index): one range query per level."""
+        """The stored hashes of these complete subtrees (level, index): one range query per
+        level."""
         with self._read() as c:
             return self._stored_nodes(c, wanted)
 
@@ -153,16 +159,18 @@ class MerkleStore:
         return found
 
     def leaf_rows(self, after_index: int, limit: int) -> list[tuple[int, int, bytes]]:
-        """(index, position, leaf hash) after `after_index` in order: what `verify` compares with the events."""
+        """(index, position, leaf hash) after `after_index` in order: what `verify` compares with
+        the events."""
         sql = (
             f"SELECT idx, position, leaf_hash FROM {self.leaves} WHERE idx > ? ORDER BY idx LIMIT ?"
         )
         return self.recorder.read(sql, (after_index, limit))
 
-    # --- catching up ----------------------------------------------------------------------------------
+    # --- catching up ------------------------------------------------------------------------------
 
     def catch_up(self) -> int:
-        """Extend the tree to the end of the log (checking each page against the chain); returns its size."""
+        """Extend the tree to the end of the log (checking each page against the chain); returns its
+        size."""
         size, last_position, edge = self._edge()
         start = None
         if (
@@ -185,19 +193,22 @@ class MerkleStore:
             edge = {c: known[c] for c in merkle.frontier(size)}
 
     def _check_last_leaf(self, index: int, position: int) -> None:
-        """The tree grows from its last leaf: one for an event not yet in the log (planted ahead of it) would
-        keep the real event's leaf out for good, and every later root would be over it. Two rows read."""
+        """The tree grows from its last leaf: one for an event not yet in the log (planted ahead of
+        it) would keep the real event's leaf out for good, and every later root would be over it.
+        Two rows read."""
         with self._read() as c:
             stored = self.reader(c)(0, index)
         rows = self.recorder.log_rows(position - 1, position, 1)
         if not rows or rows[0][0] != position:
-            return  # a removed tail (or a hole): the chain check of the next page and `verify` name it
+            # a removed tail (or a hole): the chain check of the next page and `verify` name it
+            return
         if rows[0][4] is None or leaf_of(rows[0]) != stored:
             raise IntegrityFailure(
-                f"leaf {index} of the stored Merkle tree, its last, is for position {position}, but the "
+                f"leaf {index} of the stored Merkle tree, its "
+                f"last, is for position {position}, but the "
                 "log holds another event there: the tree was edited",
-                hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and the "
-                "tree is rebuilt from the events",
+                hint="run `lineage verify`; if the log is intact, delete the "
+                "lineage_merkle_* rows and the tree is rebuilt from the events",
             )
 
     @staticmethod
@@ -249,9 +260,10 @@ class MerkleStore:
         leaves: list[bytes],
         made: list[tuple[int, int, bytes]],
     ) -> None:
-        """An insert that finds a row keeps it (another reader wrote the same one), so a row planted ahead of
-        the tree (a node for a subtree not complete yet) would be kept over the one made, and signed into the
-        next checkpoint: every row kept must be the one made. One range query per level."""
+        """An insert that finds a row keeps it (another reader wrote the same one), so a row planted
+        ahead of the tree (a node for a subtree not complete yet) would be kept over the one made,
+        and signed into the next checkpoint: every row kept must be the one made. One range query
+        per level."""
         stored_leaves = self._rows(
             cursor,
             f"SELECT idx, position, leaf_hash FROM {self.leaves} WHERE idx BETWEEN ? AND ?",
@@ -273,19 +285,21 @@ class MerkleStore:
 
 def _planted(level: int, index: int) -> IntegrityFailure:
     return IntegrityFailure(
-        f"the stored Merkle tree already held a node at level {level}, index {index} before the events it "
-        "hashes were added, and not their hash: it was planted, and proofs drawn through it would not be "
-        "the log's",
-        hint="run `lineage verify`; if the log is intact, delete the lineage_merkle_* rows and the tree "
-        "is rebuilt from the events",
+        f"the stored Merkle tree already held a node at "
+        f"level {level}, index {index} before the events it "
+        "hashes were added, and not their hash: it was planted, "
+        "and proofs drawn through it would not be the log's",
+        hint="run `lineage verify`; if the log is intact, delete the "
+        "lineage_merkle_* rows and the tree is rebuilt from the events",
     )
 
 
 def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
-    """Recompute every leaf from the events and the root from the leaves, and compare them with the stored
-    tree: (first bad position, what is wrong), or None when the tree is exactly the log's.
+    """Recompute every leaf from the events and the root from the leaves, and compare them with the
+    stored tree: (first bad position, what is wrong), or None when the tree is exactly the log's.
 
-    The chain walk proves the events are linked; this proves the tree proofs are drawn from is theirs.
+    The chain walk proves the events are linked; this proves the tree proofs are drawn from is
+    theirs.
     """
     recorder, after_index, after_position = tree.recorder, -1, 0
     rebuilt = merkle.RootBuilder()
@@ -299,8 +313,8 @@ def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
             if event is None or event[0] != position:
                 found = f"the event at position {event[0]}" if event else "no event"
                 return position, (
-                    f"leaf {index} of the Merkle tree is for position {position}, but the log holds "
-                    f"{found} there; events were deleted, inserted or reordered"
+                    f"leaf {index} of the Merkle tree is for position {position}, but the "
+                    f"log holds {found} there; events were deleted, inserted or reordered"
                 )
             if event[4] is None or leaf_of(event) != stored:
                 return position, (
@@ -320,27 +334,29 @@ def check_against_log(tree: MerkleStore) -> tuple[int, str] | None:
 
 
 def _node_ahead(tree: MerkleStore, size: int, last_position: int) -> tuple[int, str] | None:
-    """A stored node for a subtree the tree does not complete yet was planted: the next catch-up would keep
-    it over the one it makes. One query (the highest index per level)."""
+    """A stored node for a subtree the tree does not complete yet was planted: the next catch-up
+    would keep it over the one it makes. One query (the highest index per level)."""
     with tree._read() as c:
         highest = tree._rows(c, f"SELECT level, max(idx) FROM {tree.nodes} GROUP BY level")
     for level, index in sorted((int(a), int(b)) for a, b in highest):
         if index >= size >> level:
             return last_position + 1, (
-                f"the stored Merkle tree holds a node at level {level}, index {index}, for leaves the "
-                f"log does not hold yet (it has {size}): it was planted there"
+                f"the stored Merkle tree holds a node at level {level}, index {index}, for "
+                f"leaves the log does not hold yet (it has {size}): it was planted there"
             )
     return None
 
 
 def _first_different_node(tree: MerkleStore, made: list[tuple[int, int, bytes]]) -> str | None:
-    """Every stored inner node, not only those on the right edge: a proof is drawn from any of them."""
+    """Every stored inner node, not only those on the right edge: a proof is drawn from any of
+    them."""
     stored = tree.stored_nodes(made)
     for level, index, h in made:
         if stored.get((level, index)) != h:
             what = "missing" if (level, index) not in stored else "not the hash of its two children"
             return (
-                f"the stored Merkle tree's node at level {level}, index {index} is {what}; the tree was "
+                f"the stored Merkle tree's node at level "
+                f"{level}, index {index} is {what}; the tree was "
                 "edited, and proofs drawn through that node would not verify"
             )
     return None

@@ -1,8 +1,9 @@
-"""The chained recorder for PostgreSQL (many machines writing): eventsourcing's recorder with the hash chain, the
-Merkle tree's tables and the batch evidence written in the insert's transaction, and the `ChainedLog` reads.
+"""The chained recorder for PostgreSQL (many machines writing): eventsourcing's recorder with the
+hash chain, the Merkle tree's tables and the batch evidence written in the insert's transaction, and
+the `ChainedLog` reads.
 
-A module of its own so that a SQLite writer (`lineage ingest`, a harness on the embedded store) never imports
-psycopg: `store_url` names this class only for a PostgreSQL store.
+A module of its own so that a SQLite writer (`lineage ingest`, a harness on the embedded store)
+never imports psycopg: `store_url` names this class only for a PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from .chained_log import merge_chain, next_links, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
 
-#: Batches of up to this many events (and decisions about up to this many streams) pass their values one by
-#: one; larger ones as arrays (PostgreSQL takes at most 65,535 parameters a statement).
+#: Batches of up to this many events (and decisions about up to this many streams) pass their values
+#: one by one; larger ones as arrays (PostgreSQL takes at most 65,535 parameters a statement).
 ROWS_AS_VALUES = 32
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
 CHAINED_ROLE = "recorded_by_chained"
 
 
 def _rollback(conn: Any) -> None:
-    """Roll the batch back; a connection that broke mid-batch has nothing left to roll back (the server ends
-    its transaction), and the pool discards it."""
+    """Roll the batch back; a connection that broke mid-batch has nothing left to roll back (the
+    server ends its transaction), and the pool discards it."""
     try:
         conn.rollback()
     except Exception:  # the batch's own error is the one to raise
@@ -41,9 +42,10 @@ def _rollback(conn: Any) -> None:
 
 
 def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
-    """Events stored with no position (the column's NOT NULL dropped): every read of the log in position
-    order misses them, while eventsourcing's reads of a stream by its id see them, so a writer would decide
-    on a fact no reader and no `verify` shows. The unique index on positions holds NULLs: asking is cheap."""
+    """Events stored with no position (the column's NOT NULL dropped): every read of the log in
+    position order misses them, while eventsourcing's reads of a stream by its id see them, so a
+    writer would decide on a fact no reader and no `verify` shows. The unique index on positions
+    holds NULLs: asking is cheap."""
     return IntegrityFailure(
         f"{what}: {count} stored event(s) have no position (notification_id is NULL): inserted "
         "outside rollout-lineage, they are missed by every reader of the log and seen by writers",
@@ -52,8 +54,8 @@ def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
 
 
 def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
-    """From the tail read under the lock: the (position, hash) the batch continues from and the role to chain,
-    or the refusal of a log whose positions are broken."""
+    """From the tail read under the lock: the (position, hash) the batch continues from and the role
+    to chain, or the refusal of a log whose positions are broken."""
     if row["unplaced"]:
         raise _unplaced(
             row["unplaced"],
@@ -100,8 +102,8 @@ def _append_parameters(
 def _refuse_other_positions(
     returned: Sequence[Any], stored_events: Sequence[StoredEvent], ids: range
 ) -> None:
-    """Every event of the batch at the position its link was made for, and every link written; else the
-    batch is refused before its commit."""
+    """Every event of the batch at the position its link was made for, and every link written; else
+    the batch is refused before its commit."""
     given = {(r["originator_id"], r["originator_version"]): r for r in returned}
     wanted = [given.get((e.originator_id, e.originator_version)) for e in stored_events]
     if all(
@@ -114,7 +116,8 @@ def _refuse_other_positions(
         f"refusing to append: expected the store to give this batch positions {ids[0]}..{ids[-1]}, "
         f"found {got[0] if got else None}..{got[-1] if got else None}; positions must rise by 1 "
         "from event to event",
-        hint="another process inserts events without taking the writers' lock; run `lineage verify`",
+        hint="another process inserts events without "
+        "taking the writers' lock; run `lineage verify`",
     )
 
 
@@ -129,7 +132,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
             SQL(
-                "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS {}.{} (position bigint PRIMARY "
+                "KEY, previous bigint NOT NULL, chain_hash text NOT NULL)"
             ).format(*self.chain_table)
         )
         evidence = [
@@ -137,8 +141,9 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             *batch_evidence.postgres_ddl(self.datastore.schema),
         ]
         self.sql_create_statements.extend(SQL(s).format() for s in evidence)
-        # Who appended each event, as the server authenticated them: the writer cannot choose it (unlike `actor`,
-        # which it asserts). Rows from before this column are NULL: unknown, never the role that migrated them.
+        # Who appended each event, as the server authenticated them: the writer cannot choose it
+        # (unlike `actor`, which it asserts). Rows from before this column are NULL: unknown, never
+        # the role that migrated them.
         self.sql_create_statements.append(
             SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS recorded_by text").format(
                 *self.chain_table
@@ -149,9 +154,10 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
                 *self.chain_table
             )
         )
-        # ... but that column sits outside the chain (anyone who may update the table could rewrite it), so
-        # readers show only this one, which each link hashes (`integrity.link`): NULL (unknown) for links made
-        # before it, whose `recorded_by` is never shown since nothing vouches for it.
+        # ... but that column sits outside the chain (anyone who may update the table could rewrite
+        # it), so readers show only this one, which each link hashes (`integrity.link`): NULL
+        # (unknown) for links made before it, whose `recorded_by` is never shown since nothing
+        # vouches for it.
         self.sql_create_statements.append(
             SQL("ALTER TABLE {}.{} ADD COLUMN IF NOT EXISTS {} text").format(
                 *self.chain_table, Identifier(CHAINED_ROLE)
@@ -159,26 +165,27 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         )
 
     def _tail_statements(self) -> str:
-        """The first round trip of an append, sent as one simple query (no parameters, so never prepared: a
-        lock wait that times out leaves no half-prepared statement behind): BEGIN, the lock timeout, the
-        writers' EXCLUSIVE lock on the events table, and one read of what the links need.
+        """The first round trip of an append, sent as one simple query (no parameters, so never
+        prepared: a lock wait that times out leaves no half-prepared statement behind): BEGIN, the
+        lock timeout, the writers' EXCLUSIVE lock on the events table, and one read of what the
+        links need.
 
-        Holding the lock, the writer makes the batch's positions follow the last link (the dense rule): the
-        position sequence is not the log (a lost race rolls back positions it drew, and anyone allowed to may
-        `setval` it past 2**62), so it is set back to the last link, and a break (a link that jumps, an event
-        without a link or without a position) is refused."""
+        Holding the lock, the writer makes the batch's positions follow the last link (the dense
+        rule): the position sequence is not the log (a lost race rolls back positions it drew, and
+        anyone allowed to may `setval` it past 2**62), so it is set back to the last link, and a
+        break (a link that jumps, an event without a link or without a position) is refused."""
         schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
         sequence = Literal(f'"{self.datastore.schema}"."{self.events_table_name}"')
         return (
             SQL(
-                "BEGIN; SET LOCAL lock_timeout = '{}s'; LOCK TABLE {}.{} IN EXCLUSIVE MODE; "
-                "SELECT l.position, l.previous, l.chain_hash, e.last_event, session_user AS role, "
-                "setval(pg_get_serial_sequence({}, 'notification_id'), "
-                "greatest(coalesce(l.position, 0), 1), coalesce(l.position, 0) > 0), "
-                "(SELECT count(*) FROM {}.{} WHERE notification_id IS NULL) AS unplaced "
-                "FROM (SELECT max(notification_id) AS last_event FROM {}.{}) e LEFT JOIN LATERAL "
-                "(SELECT position, previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l "
-                "ON true"
+                "BEGIN; SET LOCAL lock_timeout = '{}s'; LOCK TABLE {}.{} IN EXCLUSIVE "
+                "MODE; SELECT l.position, l.previous, l.chain_hash, e.last_event, "
+                "session_user AS role, setval(pg_get_serial_sequence({}, "
+                "'notification_id'), greatest(coalesce(l.position, 0), 1), "
+                "coalesce(l.position, 0) > 0), (SELECT count(*) FROM {}.{} WHERE "
+                "notification_id IS NULL) AS unplaced FROM (SELECT max(notification_id) "
+                "AS last_event FROM {}.{}) e LEFT JOIN LATERAL (SELECT position, "
+                "previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l ON true"
             )
             .format(
                 self.datastore.lock_timeout,
@@ -195,13 +202,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         )
 
     def _append_statement(self, size: int) -> Any:
-        """The second round trip: the events and their links in one statement, the positions given back.
+        """The second round trip: the events and their links in one statement, the positions given
+        back.
 
-        The server itself refuses a link made for a position its event did not get: each link's position is
-        kept only where it equals the position the insert gave its event (matched by stream and version),
-        else it is NULL, which the links' primary key refuses, and the whole transaction with it. So the
-        COMMIT can travel with this statement. A batch of up to `ROWS_AS_VALUES` events passes its values
-        one by one (psycopg dumps arrays slower than the server runs the statement); a larger one as arrays."""
+        The server itself refuses a link made for a position its event did not get: each link's
+        position is kept only where it equals the position the insert gave its event (matched by
+        stream and version), else it is NULL, which the links' primary key refuses, and the whole
+        transaction with it. So the COMMIT can travel with this statement. A batch of up to
+        `ROWS_AS_VALUES` events passes its values one by one (psycopg dumps arrays slower than the
+        server runs the statement); a larger one as arrays."""
         if size <= ROWS_AS_VALUES:
             events = SQL("VALUES " + ", ".join(["(%s::uuid, %s::bigint, %s, %s::bytea)"] * size))
             links = SQL(
@@ -217,14 +226,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             )
         return SQL(
             "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) {} "
-            "RETURNING notification_id, originator_id, originator_version), "
-            "c AS (INSERT INTO {}.{} (position, previous, chain_hash, {}) "
-            "SELECT CASE WHEN e.notification_id = w.position THEN w.position END, w.previous, "
-            "w.chain_hash, w.role FROM {} AS w(position, previous, chain_hash, role, originator_id, "
-            "originator_version) LEFT JOIN e ON e.originator_id = w.originator_id "
-            "AND e.originator_version = w.originator_version RETURNING position) "
-            "SELECT e.notification_id, e.originator_id, e.originator_version, "
-            "(SELECT count(*) FROM c) AS links FROM e"
+            "RETURNING notification_id, originator_id, originator_version), c AS (INSERT INTO "
+            "{}.{} (position, previous, chain_hash, {}) SELECT CASE WHEN e.notification_id = "
+            "w.position THEN w.position END, w.previous, w.chain_hash, w.role FROM {} AS "
+            "w(position, previous, chain_hash, role, originator_id, originator_version) LEFT "
+            "JOIN e ON e.originator_id = w.originator_id AND e.originator_version = "
+            "w.originator_version RETURNING position) SELECT e.notification_id, "
+            "e.originator_id, e.originator_version, (SELECT count(*) FROM c) AS links FROM e"
         ).format(
             Identifier(self.datastore.schema),
             Identifier(self.events_table_name),
@@ -237,11 +245,12 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """One transaction in two round trips: BEGIN, the lock and the tail (`_tail_statements`); then the
-        events with their links (`_append_statement`) and COMMIT, pipelined. The links are computed between
-        the two from the last link and the positions the lock guarantees, and the server refuses any link
-        whose event got another position. A failure anywhere rolls the whole batch back. A batch with
-        evidence to write (a signature, provenance) commits on its own round trip, after that evidence."""
+        """One transaction in two round trips: BEGIN, the lock and the tail (`_tail_statements`);
+        then the events with their links (`_append_statement`) and COMMIT, pipelined. The links are
+        computed between the two from the last link and the positions the lock guarantees, and the
+        server refuses any link whose event got another position. A failure anywhere rolls the whole
+        batch back. A batch with evidence to write (a signature, provenance) commits on its own
+        round trip, after that evidence."""
         if not stored_events:
             return []
         if self._tail is None:
@@ -260,8 +269,9 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             except psycopg.errors.NotNullViolation as exc:
                 _rollback(conn)
                 raise IntegrityFailure(
-                    "refusing to append: expected the store to give this batch's events the positions "
-                    "their links were made for, found another position for at least one; positions "
+                    "refusing to append: expected the store to give this "
+                    "batch's events the positions their links were made for, "
+                    "found another position for at least one; positions "
                     f"must rise by 1 from event to event ({' '.join(str(exc).split())})",
                     hint="another process inserts events without taking the writers' lock; run "
                     "`lineage verify`; nothing of this batch was appended",
@@ -298,18 +308,18 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         ask = f"ANY(ARRAY[{marks}])" if size <= ROWS_AS_VALUES else f"ANY({marks})"
         schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
         return SQL(
-            "SELECT s.ids, s.tops, (SELECT substring(state FROM 1 FOR 80) FROM {}.{} "
-            "WHERE notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail "
-            "FROM (SELECT array_agg(originator_id) AS ids, array_agg(top) AS tops FROM "
-            "(SELECT originator_id, max(originator_version) AS top FROM {}.{} WHERE originator_id = "
+            "SELECT s.ids, s.tops, (SELECT substring(state FROM 1 FOR 80) FROM {}.{} WHERE "
+            "notification_id IS NOT NULL ORDER BY notification_id DESC LIMIT 1) AS tail FROM "
+            "(SELECT array_agg(originator_id) AS ids, array_agg(top) AS tops FROM (SELECT "
+            "originator_id, max(originator_version) AS top FROM {}.{} WHERE originator_id = "
             + ask
             + " GROUP BY originator_id HAVING min(originator_version) = 1) g) s"
         ).format(schema, events, schema, events)
 
     def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:
-        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version, and how the
-        last stored state begins, in one statement outside any transaction (one round trip; prepared: it is
-        never part of a pipeline)."""
+        """`ReadsForDeciding`: which of these streams exist (a first event) with their last version,
+        and how the last stored state begins, in one statement outside any transaction (one round
+        trip; prepared: it is never part of a pipeline)."""
         size = len(ids) if 0 < len(ids) <= ROWS_AS_VALUES else ROWS_AS_VALUES + 1
         statement = self._decisions.get(size)
         if statement is None:
@@ -322,7 +332,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         existing = dict(zip(row["ids"] or (), row["tops"] or (), strict=True))
         return existing, bytes(tail) if tail is not None else None
 
-    # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows ------------
+    # --- EvidenceTables: our tables in the store's schema, psycopg's `%s` marks, dict rows --------
 
     def table(self, name: str) -> str:
         return f'"{self.datastore.schema}".{name}'
@@ -331,7 +341,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         return self.datastore.transaction(commit=commit)
 
     def fetch(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # The one place a `?` becomes psycopg's mark: the statements are ours and hold no `?` or `%`.
+        # The one place a `?` becomes psycopg's mark: the statements are ours and hold no `?` or
+        # `%`.
         cursor.execute(sql.replace("?", "%s"), params)
         return [tuple(row.values()) for row in cursor.fetchall()]  # the library's rows are dicts
 
@@ -353,8 +364,9 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             cursor.executemany(f"INSERT INTO {self.table(table)} VALUES ({marks}){keep}", rows)
 
     def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        # From below every position: a row someone inserted at a position <= 0 must reach the chain walk
-        # too (eventsourcing's aggregate reads would see it; `verify` names it as an event with no link).
+        # From below every position: a row someone inserted at a position <= 0 must reach the chain
+        # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
+        # no link).
         after: float | int = float("-inf")
         while True:
             with self.datastore.transaction(commit=False) as curs:
@@ -371,10 +383,10 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             self._refuse_unplaced(curs, "the log is not intact")
         events = self._paged(
             SQL(
-                "SELECT notification_id, replace(originator_id::text, '-', '') AS originator_id, "
-                "originator_version, topic, state, c.{} AS recorded_by FROM {}.{} LEFT JOIN {}.{} c "
-                "ON c.position = notification_id WHERE notification_id > %s "
-                "ORDER BY notification_id LIMIT %s"
+                "SELECT notification_id, replace(originator_id::text, '-', '') AS "
+                "originator_id, originator_version, topic, state, c.{} AS recorded_by "
+                "FROM {}.{} LEFT JOIN {}.{} c ON c.position = notification_id WHERE "
+                "notification_id > %s ORDER BY notification_id LIMIT %s"
             ).format(
                 Identifier(CHAINED_ROLE),
                 schema,
@@ -392,7 +404,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         )
         links = self._paged(
             SQL(
-                "SELECT position, previous, chain_hash FROM {}.{} WHERE position > %s ORDER BY position LIMIT %s"
+                "SELECT position, previous, chain_hash FROM {}.{} "
+                "WHERE position > %s ORDER BY position LIMIT %s"
             ).format(*self.chain_table),
             ("position", "previous", "chain_hash"),
         )
@@ -412,7 +425,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL(
-                    "SELECT originator_id FROM {}.{} WHERE originator_version = 1 AND originator_id = ANY(%s)"
+                    "SELECT originator_id FROM {}.{} WHERE "
+                    "originator_version = 1 AND originator_id = ANY(%s)"
                 ).format(Identifier(self.datastore.schema), Identifier(self.events_table_name)),
                 (list(ids),),
             )
@@ -421,19 +435,19 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
     def log_rows(
         self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
     ) -> list[tuple[Any, ...]]:
-        """`ChainedLog.log_rows`. The byte budget is applied by the server (a running sum of the states'
-        sizes, which PostgreSQL reads without detoasting them): the client receives a whole result at once.
-        Every page first asks for events without a position (one index probe), so no reader shows a log
-        that writers see more of."""
+        """`ChainedLog.log_rows`. The byte budget is applied by the server (a running sum of the
+        states' sizes, which PostgreSQL reads without detoasting them): the client receives a whole
+        result at once. Every page first asks for events without a position (one index probe), so no
+        reader shows a log that writers see more of."""
         with self.datastore.transaction(commit=False) as curs:
             self._refuse_unplaced(curs, "the log cannot be read")
             curs.execute(
                 SQL(
                     "SELECT * FROM (SELECT *, sum(coalesce(octet_length(state), 0)) OVER (ORDER BY "
-                    "notification_id) - coalesce(octet_length(state), 0) AS before FROM (SELECT notification_id, "
-                    "replace(originator_id::text, '-', '') AS originator_id, originator_version, "
-                    "topic, state, c.{} AS recorded_by FROM {}.{} LEFT JOIN {}.{} c "
-                    "ON c.position = notification_id WHERE notification_id > %s"
+                    "notification_id) - coalesce(octet_length(state), 0) AS before FROM (SELECT "
+                    "notification_id, replace(originator_id::text, '-', '') AS originator_id, "
+                    "originator_version, topic, state, c.{} AS recorded_by FROM {}.{} LEFT JOIN "
+                    "{}.{} c ON c.position = notification_id WHERE notification_id > %s"
                     + up_to(stop, "notification_id", "%s")
                     + " ORDER BY notification_id LIMIT %s) page) page"
                     + ("" if max_bytes is None else " WHERE before < %s")
@@ -465,7 +479,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             ]
 
     def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
-        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a page against."""
+        """(position, previous, chain hash) of every link in (after, stop]: what catch-up checks a
+        page against."""
         with self.datastore.transaction(commit=False) as curs:
             curs.execute(
                 SQL(

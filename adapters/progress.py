@@ -1,9 +1,11 @@
-"""How far a long operation has got (catch-up and rebuild, verify, chunked ingest, tar verify), for whoever listens.
+"""How far a long operation has got (catch-up and rebuild, verify, chunked ingest, tar verify), for
+whoever listens.
 
-The code doing the work calls `advance(task, done, total)` as it goes; nothing listens unless a caller said
-`listening(...)` (the CLI does, drawing a bar on stderr when stderr is a terminal), so a harness pays one
-context-variable lookup per page and prints nothing. A context variable, not a parameter threaded through every
-layer, because progress is a concern of whoever started the operation, not of the functions in between.
+The code doing the work calls `advance(task, done, total)` as it goes; nothing listens unless a
+caller said `listening(...)` (the CLI does, drawing a bar on stderr when stderr is a terminal), so a
+harness pays one context-variable lookup per page and prints nothing. A context variable, not a
+parameter threaded through every layer, because progress is a concern of whoever started the
+operation, not of the functions in between.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from .docker_engine import DockerEngine
 from .importers.rundir import sha256_file
 from .snapshot_files import resolve_tar
 
-#: How long `--check` waits for an engine that does not answer (its calls are a listing and `docker info`).
+#: How long `--check` waits for an engine that does not answer (its calls are a listing and `docker
+#: info`).
 ENGINE_CHECK_TIMEOUT_S = 10
 NOT_ASKED = "not checked (--check asks the Docker engine)"
 NOT_AN_IMAGE = "not checked: an environment layer is not an image"
@@ -41,7 +42,8 @@ class EngineView:
             return cls(None, frozenset(), unreachable=exc.message)
 
     def named(self, ref: str) -> tuple[str | None, str | None]:
-        """The id of the image `ref` names in this engine (None: none), or why the engine could not say."""
+        """The id of the image `ref` names in this engine (None: none), or why the engine could not
+        say."""
         assert self.engine is not None  # a reachable view
         try:
             return self.engine.image_id(ref), None
@@ -113,7 +115,8 @@ def _rests_on_evidence(row: dict[str, Any]) -> bool:
 
 
 def _recorded_tars(row: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, path, sha256) of every tar recorded for the snapshot, newest kind first, each path once."""
+    """(what, path, sha256) of every tar recorded for the snapshot, newest kind first, each path
+    once."""
     tars = [
         ("exported tar", row.get("export_path"), row.get("export_sha256")),
         ("tar it was imported from", row.get("import_tar_path"), row.get("import_tar_sha256")),
@@ -136,7 +139,8 @@ def _recorded_image_ids(row: dict[str, Any]) -> list[str]:
 def _tar_problem(
     what: str, path: str, digest: str, run_dirs: list[str], rehash: bool
 ) -> str | None:
-    """None when the tar is where `snapshots import` would look (and, with `rehash`, has its sha256)."""
+    """None when the tar is where `snapshots import` would look (and, with `rehash`, has its
+    sha256)."""
     found, tried = resolve_tar(path, run_dirs, [])
     if found is None:
         return f"its {what} is gone (looked at {', '.join(tried)})"
@@ -151,7 +155,8 @@ def _tar_problem(
 
 
 def _check_export_tar(row: dict[str, Any], run_dirs: list[str], *, rehash: bool) -> None:
-    """Without --check: a snapshot restorable through its exported tar stays so while the tar is there."""
+    """Without --check: a snapshot restorable through its exported tar stays so while the tar is
+    there."""
     if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
         return
     problem = _tar_problem(

@@ -1,9 +1,11 @@
-"""Saved aggregate states (`domain/saved_state.py`) in the event store's database, one row per aggregate.
+"""Saved aggregate states (`domain/saved_state.py`) in the event store's database, one row per
+aggregate.
 
-A table of our own beside the log rather than eventsourcing's snapshot store, because that store keeps every
-snapshot ever taken (a run saved every few hundred events would hold its whole state again and again) and has no way to
-drop older ones; here a new state replaces the old one in a single upsert. The table is a cache: readers never
-project it, the hash chain never covers it, and dropping it only makes the next new process replay.
+A table of our own beside the log rather than eventsourcing's snapshot store, because that store
+keeps every snapshot ever taken (a run saved every few hundred events would hold its whole state
+again and again) and has no way to drop older ones; here a new state replaces the old one in a
+single upsert. The table is a cache: readers never project it, the hash chain never covers it, and
+dropping it only makes the next new process replay.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from eventsourcing.persistence import PersistenceError
 from ..domain.saved_state import Saved
 
 TABLE = "lineage_saved_states"
-_COLUMNS = "originator_id {id_type} PRIMARY KEY, originator_version {int_type} NOT NULL, topic TEXT NOT NULL, state {blob_type} NOT NULL"
-# A newer state replaces the kept one; so does any state of another topic (code that evolves state differently),
-# so two tool versions writing one store each still find theirs often enough.
+_COLUMNS = (
+    "originator_id {id_type} PRIMARY KEY, originator_version "
+    "{int_type} NOT NULL, topic TEXT NOT NULL, state {blob_type} NOT NULL"
+)
+# A newer state replaces the kept one; so does any state of another topic (code that evolves state
+# differently), so two tool versions writing one store each still find theirs often enough.
 _UPSERT = (
     "INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES ({marks}) "
-    "ON CONFLICT (originator_id) DO UPDATE SET originator_version = excluded.originator_version, "
-    "topic = excluded.topic, state = excluded.state "
-    "WHERE excluded.originator_version > {kept}.originator_version OR excluded.topic <> {kept}.topic"
+    "ON CONFLICT (originator_id) DO UPDATE SET originator_version = "
+    "excluded.originator_version, topic = excluded.topic, state = excluded.state WHERE "
+    "excluded.originator_version > {kept}.originator_version OR excluded.topic <> {kept}.topic"
 )
 
 

@@ -1,17 +1,19 @@
 """Moving snapshot tars between disk, a Docker engine and the log, with every move recorded.
 
-Design decision: a tar is evidence, so nothing reaches the engine until the tar has been verified offline
-(`verify_tar`, one pass) and matched to what the log recorded for its ref: the tar's sha256 proves it is the
-file that was exported, the image id (the config digest, which covers every layer's diff_id) proves it is the
-world the stage captured. Only then is it streamed into the engine, and afterwards the ref must resolve to that
-image id. Every outcome is a fact: `imported` (with `adopted` first for a tar nobody recorded, taken in on
-purpose) or `import_rejected` with the reason, so an audit sees failed attempts too. An export is written under
-a hidden name, verified, and only then renamed into place: the final name only ever holds a verified tar.
+Design decision: a tar is evidence, so nothing reaches the engine until the tar has been verified
+offline (`verify_tar`, one pass) and matched to what the log recorded for its ref: the tar's sha256
+proves it is the file that was exported, the image id (the config digest, which covers every layer's
+diff_id) proves it is the world the stage captured. Only then is it streamed into the engine, and
+afterwards the ref must resolve to that image id. Every outcome is a fact: `imported` (with
+`adopted` first for a tar nobody recorded, taken in on purpose) or `import_rejected` with the
+reason, so an audit sees failed attempts too. An export is written under a hidden name, verified,
+and only then renamed into place: the final name only ever holds a verified tar.
 
-What was exported, with which digests, is read from the domain's Snapshot aggregates (the log itself). The read
-models only answer what an aggregate cannot (which refs belong to a run, which refs recorded this tar's digest)
-through the `Catalog` port; its implementation (`projections/reports/snapshot_queries.py`) opens them for one query at a
-time, so a long `docker load` never holds the DuckDB lock.
+What was exported, with which digests, is read from the domain's Snapshot aggregates (the log
+itself). The read models only answer what an aggregate cannot (which refs belong to a run, which
+refs recorded this tar's digest) through the `Catalog` port; its implementation
+(`projections/reports/snapshot_queries.py`) opens them for one query at a time, so a long `docker
+load` never holds the DuckDB lock.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class Outcome:
 
 
 def worst_error(errors: Sequence[LineageError], what: str) -> LineageError:
-    """One error for many failures: evidence mismatches first (exit 3), then an unreachable engine (4), else 1."""
+    """One error for many failures: evidence mismatches first (exit 3), then an unreachable engine
+    (4), else 1."""
     if len(errors) == 1:
         return errors[0]
     worst = (
@@ -92,21 +95,24 @@ class RunExports:
 
 
 class Catalog(Protocol):
-    """The read-model questions imports ask (`projections/reports/snapshot_queries.py` answers them)."""
+    """The read-model questions imports ask (`projections/reports/snapshot_queries.py` answers
+    them)."""
 
     def run_exports(self, run: str, stages: Sequence[str] = ()) -> RunExports:
-        """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
+        """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be
+        imported."""
 
     def refs_with_tar(self, tar_sha256: str) -> list[str]:
         """Refs whose recorded export (or adopted tar) has exactly this sha256."""
 
     def refs_claimed(self, report: TarReport) -> list[str]:
-        """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
+        """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has
+        its image id."""
 
 
 class Recording(Protocol):
-    """The store as the service uses it (`rollout_lineage.bootstrap.Lineage` is one): the application, for
-    aggregates and verified facts, and `record` for the rest."""
+    """The store as the service uses it (`rollout_lineage.bootstrap.Lineage` is one): the
+    application, for aggregates and verified facts, and `record` for the rest."""
 
     @property
     def app(self) -> LineageApp: ...
@@ -123,7 +129,7 @@ class SnapshotService:
         self.engine = engine or DockerEngine()  # connects on first use only
         self._engine_name: str | None = None
 
-    # --- import ---------------------------------------------------------------------------------------
+    # --- import -----------------------------------------------------------------------------------
 
     def import_run(
         self, run: str, stages: Sequence[str] = (), search_dirs: Sequence[str] = ()
@@ -154,7 +160,8 @@ class SnapshotService:
                 break
         else:
             error = InvalidInput(
-                f"No tar found for snapshot {ref!r}: looked at {', '.join(dict.fromkeys(tried))}; expected "
+                f"No tar found for snapshot {ref!r}: looked at "
+                f"{', '.join(dict.fromkeys(tried))}; expected "
                 "the exported file.",
                 hint="pass the folder holding it with --search",
             )
@@ -177,8 +184,9 @@ class SnapshotService:
         error: LineageError
         if claimed:
             error = SnapshotDigestMismatch(
-                f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) claims to be recorded snapshot "
-                f"{', '.join(map(repr, claimed))} but matches none of its recorded exports; expected the exported file.",
+                f"Tar {str(path)!r} (sha256 {report.tar_sha256}, image {report.image_id}) "
+                f"claims to be recorded snapshot {', '.join(map(repr, claimed))} but "
+                f"matches none of its recorded exports; expected the exported file.",
                 hint="find the exported tar (`lineage snapshots show REF`) or re-export the image",
             )
             return [self._reject(ref, report.tar_sha256, path, error) for ref in claimed]
@@ -187,9 +195,10 @@ class SnapshotService:
                 f" It also does not verify: {' '.join(report.problems)}" if report.problems else ""
             )
             error = InvalidInput(
-                f"Tar {str(path)!r} (sha256 {report.tar_sha256}) matches no recorded export or adopted "
-                f"tar; expected a tar the log knows.{broken}",
-                hint="use --adopt to record it as a snapshot of unknown provenance, or import --run RUN",
+                f"Tar {str(path)!r} (sha256 {report.tar_sha256}) matches no recorded "
+                f"export or adopted tar; expected a tar the log knows.{broken}",
+                hint="use --adopt to record it as a snapshot "
+                "of unknown provenance, or import --run RUN",
             )
             return [
                 Outcome(
@@ -239,11 +248,14 @@ class SnapshotService:
 
     @staticmethod
     def _not_in_log(ref: str, what: str) -> IntegrityFailure:
-        # The refs come from the read models; the log disagreeing means the read-model file was not built from it.
+        # The refs come from the read models; the log disagreeing means the read-model file was not
+        # built from it.
         return IntegrityFailure(
-            f"the read models name {what} for snapshot {ref!r}, but the log does not record it; expected "
+            f"the read models name {what} for snapshot {ref!r}, "
+            f"but the log does not record it; expected "
             "read models built from this log. Nothing was loaded or recorded.",
-            hint="`lineage verify --read-models` compares them with a rebuild; `lineage rebuild` rebuilds them",
+            hint="`lineage verify --read-models` compares them "
+            "with a rebuild; `lineage rebuild` rebuilds them",
         )
 
     def _admit(
@@ -257,7 +269,8 @@ class SnapshotService:
         *,
         adopt: bool = False,
     ) -> Outcome:
-        """Verify against the record, then load, then check the ref; any failure is recorded as a rejection."""
+        """Verify against the record, then load, then check the ref; any failure is recorded as a
+        rejection."""
         expected_id = (
             image_id or report.image_id
         )  # a null recorded id (benchflow allows it) trusts the verified tar
@@ -309,22 +322,25 @@ class SnapshotService:
         found = []
         if report.tar_sha256 != tar_sha256:
             found.append(
-                f"its sha256 is {report.tar_sha256}, but {against} has {tar_sha256} (the file is not "
+                f"its sha256 is {report.tar_sha256}, but "
+                f"{against} has {tar_sha256} (the file is not "
                 "the one exported)."
             )
         if image_id is not None and report.image_id != image_id:
             found.append(
-                f"it holds image {report.image_id}, but {against} has image {image_id} (a different world)."
+                f"it holds image {report.image_id}, but {against} "
+                f"has image {image_id} (a different world)."
             )
         if report.image_id is not None and not tar_names(ref, report):
             found.append(
-                f"it tags {list(report.repo_tags)}, none of which is {ref!r}, so the ref would not resolve."
+                f"it tags {list(report.repo_tags)}, none of "
+                f"which is {ref!r}, so the ref would not resolve."
             )
         others = [tag for tag in report.repo_tags if canonical_tag(tag) != canonical_tag(ref)]
         if others:
             found.append(
-                f"it also tags {others}; loading it would re-point those names in the engine, and only "
-                f"{ref!r} may be loaded."
+                f"it also tags {others}; loading it would re-point those "
+                f"names in the engine, and only {ref!r} may be loaded."
             )
         found += (
             report.problems
@@ -361,19 +377,22 @@ class SnapshotService:
         )
 
     def _engine_identity(self) -> str:
-        """Which engine an import went into, for the `imported` fact (asked of the engine once per service)."""
+        """Which engine an import went into, for the `imported` fact (asked of the engine once per
+        service)."""
         if self._engine_name is None:
             self._engine_name = self.engine.identity()
         return self._engine_name
 
     def _load(self, ref: str, path: Path, expected_id: str | None) -> str:
-        """Load the tar and return the id `ref` now resolves to, which is `expected_id` or an error."""
+        """Load the tar and return the id `ref` now resolves to, which is `expected_id` or an
+        error."""
         before = self.engine.list_image_ids()
         try:
             self.engine.load_tar(path)
             resolved = self.engine.image_id(ref)
             if resolved is None or resolved != expected_id:
-                # The tar was verified first, so this means the file changed between verification and load.
+                # The tar was verified first, so this means the file changed between verification
+                # and load.
                 raise SnapshotDigestMismatch(
                     f"After loading {str(path)!r}, {ref!r} resolves to {resolved or 'nothing'}; "
                     f"expected image {expected_id}; what the load added was removed again.",
@@ -385,31 +404,35 @@ class SnapshotService:
         return resolved
 
     def _unload(self, before: set[str]) -> None:
-        """Best effort: remove the images a failed load added, so a rejected tar leaves the engine as it was."""
+        """Best effort: remove the images a failed load added, so a rejected tar leaves the engine
+        as it was."""
         try:
             for image_id in self.engine.list_image_ids() - before:
                 self.engine.remove_image(image_id, force=True)
         except LineageError:
             pass  # the engine went away; the rejection below says why the load failed
 
-    # --- export ---------------------------------------------------------------------------------------
+    # --- export -----------------------------------------------------------------------------------
 
     def export(self, ref: str, dest_dir: str | os.PathLike[str]) -> Outcome:
         snapshot = self.lineage.app.snapshot(ref)
         if snapshot is None or not snapshot.known:
             raise UnknownSubject(
-                f"Snapshot {ref!r} is not recorded (never captured or adopted); expected the ref of a "
+                f"Snapshot {ref!r} is not recorded (never "
+                f"captured or adopted); expected the ref of a "
                 "recorded snapshot. Nothing was asked of the engine.",
                 hint="`lineage snapshots list` shows the recorded refs",
             )
         final = Path(os.path.abspath(Path(dest_dir) / export_file_name(ref)))
         if final.exists() and str(final) not in {export.path for export in snapshot.exports}:
-            # benchflow's file names fold characters ('a/b' and 'a-b' are both a-b.tar): never replace another
-            # snapshot's evidence, whose recorded digest would then point at this one.
+            # benchflow's file names fold characters ('a/b' and 'a-b' are both a-b.tar): never
+            # replace another snapshot's evidence, whose recorded digest would then point at this
+            # one.
             raise InvalidInput(
-                f"Exporting snapshot {ref!r} would replace {str(final)!r}, which this snapshot did not "
-                "export (another ref maps to the same file name); expected a free file name. Nothing "
-                "was asked of the engine.",
+                f"Exporting snapshot {ref!r} would replace "
+                f"{str(final)!r}, which this snapshot did not "
+                "export (another ref maps to the same file name); expected "
+                "a free file name. Nothing was asked of the engine.",
                 hint="export it into another folder with --to",
             )
         try:
@@ -446,7 +469,8 @@ class SnapshotService:
             found = list(report.problems)
             if report.tar_sha256 != tar_sha256:
                 found.append(
-                    f"the file's sha256 is {report.tar_sha256}, but {tar_sha256} was written (it changed on disk)."
+                    f"the file's sha256 is {report.tar_sha256}, but "
+                    f"{tar_sha256} was written (it changed on disk)."
                 )
             if report.image_id != engine_id:
                 found.append(

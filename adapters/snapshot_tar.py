@@ -24,9 +24,10 @@ from .user_files import require_regular
 _DEFAULT_MEMBER_CAP = 64 << 30
 _DEFAULT_JSON_CAP = 64 << 20
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-# Docker's reference grammar for a tagged name (distribution/reference): optional registry host[:port], then
-# lowercase path components, then a tag. `docker save` writes every RepoTag in this form.
-_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+# Docker's reference grammar for a tagged name (distribution/reference): optional registry
+# host[:port], then lowercase path components, then a tag. `docker save` writes every RepoTag in
+# this form.
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"  # noqa: E501
 _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
 _REPO_TAG = re.compile(
     rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*:[\w][\w.-]{{0,127}}", re.ASCII
@@ -44,8 +45,8 @@ class LayerCheck:
 
 @dataclass(frozen=True)
 class TarReport:
-    """What one pass over a tar found: its one image (a tar listing several is reported as a problem, and
-    describes the first)."""
+    """What one pass over a tar found: its one image (a tar listing several is reported as a
+    problem, and describes the first)."""
 
     path: str
     tar_sha256: str
@@ -90,10 +91,12 @@ class _Scan(MemberWalk):
         tags: list[str] = []
         entries = self._manifest_entries()
         if len(entries) > 1:
-            # A tag on a second image would make the snapshot's ref resolve to a world nobody verified as it.
+            # A tag on a second image would make the snapshot's ref resolve to a world nobody
+            # verified as it.
             self._flag(
                 UNSAFE,
-                f"manifest.json lists {len(entries)} images; expected exactly one, since a snapshot "
+                f"manifest.json lists {len(entries)} images; "
+                f"expected exactly one, since a snapshot "
                 "tar holds one image and loading it would add the others to the engine too; export "
                 "the snapshot alone (`docker save REF`).",
             )
@@ -111,8 +114,8 @@ class _Scan(MemberWalk):
             config_member,
             tuple(dict.fromkeys(tags)),
             layers,
-            # Most important first: what loading would do to the engine, then altered content, then damage;
-            # in the order found within each (sorted() is stable).
+            # Most important first: what loading would do to the engine, then altered content, then
+            # damage; in the order found within each (sorted() is stable).
             tuple(text for _, text in sorted(self.problems, key=lambda problem: problem[0])),
         )
 
@@ -127,8 +130,9 @@ class _Scan(MemberWalk):
         if key not in self.kept:
             self._flag(
                 INCOMPLETE,
-                f"{key!r} ({seen.size} bytes) was not kept for parsing: it does not start like JSON "
-                f"or would pass the JSON cap ({self.json_cap} bytes in all); expected {what}; if it "
+                f"{key!r} ({seen.size} bytes) was not kept for parsing: "
+                f"it does not start like JSON or would pass the JSON cap "
+                f"({self.json_cap} bytes in all); expected {what}; if it "
                 "is genuine JSON, raise the JSON cap.",
             )
             return None
@@ -176,8 +180,9 @@ class _Scan(MemberWalk):
         if malformed:
             self._flag(
                 ALTERED,
-                f"manifest.json entry {number} has RepoTags {malformed}, which are not image references; "
-                f"expected NAME:TAG as `docker save` writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}.",
+                f"manifest.json entry {number} has RepoTags {malformed}, which "
+                f"are not image references; expected NAME:TAG as `docker save` "
+                f"writes (e.g. 'bf-snap-abc:latest'); {REEXPORT}.",
             )
         tags.extend(tag for tag in repo_tags if tag not in malformed)
         config_key = posixpath.normpath(config)
@@ -185,8 +190,8 @@ class _Scan(MemberWalk):
         if seen is None or seen.kind != "file" or seen.sha256 is None:
             self._flag(
                 INCOMPLETE,
-                f"manifest.json entry {number} names config {config!r}, which the tar does not hold "
-                f"as a readable regular file; expected the image's config JSON; {REEXPORT}.",
+                f"manifest.json entry {number} names config {config!r}, which the tar does not "
+                f"hold as a readable regular file; expected the image's config JSON; {REEXPORT}.",
             )
             return config, None, self._check_layers(number, layers, None)
         named = _digest_in_name(config_key)
@@ -194,8 +199,8 @@ class _Scan(MemberWalk):
             self._flag(
                 ALTERED,
                 f"Config {config!r} has sha256 {seen.sha256}, but its name carries "
-                f"{named or 'no digest'}; expected the name to be the digest of the bytes; the config "
-                f"was altered or renamed, so {REEXPORT}.",
+                f"{named or 'no digest'}; expected the name to be the digest of "
+                f"the bytes; the config was altered or renamed, so {REEXPORT}.",
             )
         return (
             config,
@@ -241,9 +246,9 @@ class _Scan(MemberWalk):
             elif expected is not None and actual != expected:
                 self._flag(
                     ALTERED,
-                    f"Layer {index} ({layer!r}) has diff_id {actual}, but the config's "
-                    f"rootfs.diff_ids[{index}] is {expected}; the layer bytes were altered or belong "
-                    f"to another image; {REEXPORT}.",
+                    f"Layer {index} ({layer!r}) has diff_id {actual}, but the "
+                    f"config's rootfs.diff_ids[{index}] is {expected}; the layer "
+                    f"bytes were altered or belong to another image; {REEXPORT}.",
                 )
             checks.append(
                 LayerCheck(
@@ -284,7 +289,8 @@ class _Scan(MemberWalk):
             )
 
     def _check_oci_index(self) -> None:
-        """An OCI layout has its marker file, and every manifest its index names is a blob in the tar."""
+        """An OCI layout has its marker file, and every manifest its index names is a blob in the
+        tar."""
         if "oci-layout" not in self.seen:
             self._flag(
                 INCOMPLETE,
@@ -298,7 +304,8 @@ class _Scan(MemberWalk):
         ):
             self._flag(
                 INCOMPLETE,
-                f"'index.json' has no 'manifests' list of objects; expected an OCI index; {REEXPORT}.",
+                f"'index.json' has no 'manifests' list of "
+                f"objects; expected an OCI index; {REEXPORT}.",
             )
             return
         for descriptor in manifests or ():
@@ -307,8 +314,8 @@ class _Scan(MemberWalk):
             if not _is_digest(digest) or blob not in self.seen:
                 self._flag(
                     INCOMPLETE,
-                    f"'index.json' names manifest {digest!r}, which the tar does not hold as a blob; "
-                    f"expected every indexed manifest present; {REEXPORT}.",
+                    f"'index.json' names manifest {digest!r}, which the tar does not hold "
+                    f"as a blob; expected every indexed manifest present; {REEXPORT}.",
                 )
 
 
@@ -359,7 +366,8 @@ def verify_tar(
     with raw:
         if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
             raise InvalidInput(
-                f"Snapshot tar {shown!r} is not a regular file; expected the file `docker save` wrote.",
+                f"Snapshot tar {shown!r} is not a regular "
+                f"file; expected the file `docker save` wrote.",
                 hint="pass the path of the .tar file itself",
             )
         reader = TeeReader(raw, os.fstat(raw.fileno()).st_size)

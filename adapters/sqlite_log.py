@@ -1,9 +1,10 @@
 """The SQLite store as readers see it (`ChainedLog`), over a plain read-only connection.
 
-Read commands (`lineage sql`, `tables`, `tree`, ...) only need the log's rows and chain to catch the read models
-up, never the write side: opening this instead of the application spares a fresh process the import of
-eventsourcing, the PostgreSQL driver and the fact models (most of its start-up), and can never write to the
-file. The tables are eventsourcing's `stored_events` and our `lineage_chain`, as `event_store` creates them.
+Read commands (`lineage sql`, `tables`, `tree`, ...) only need the log's rows and chain to catch the
+read models up, never the write side: opening this instead of the application spares a fresh process
+the import of eventsourcing, the PostgreSQL driver and the fact models (most of its start-up), and
+can never write to the file. The tables are eventsourcing's `stored_events` and our `lineage_chain`,
+as `event_store` creates them.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ PAGE = 5000
 
 
 def read_only_uri(path: Path) -> str:
-    """The URI a reader opens `path` with. A WAL-mode file can be opened read-only only with its `-shm` beside
-    it, or with leave to create one; in a folder no one may write (a read-only mount or copy) whose last writer
-    left no `-wal` to replay, the file holds the whole log, and SQLite is told it cannot change (`immutable`)."""
+    """The URI a reader opens `path` with. A WAL-mode file can be opened read-only only with its
+    `-shm` beside it, or with leave to create one; in a folder no one may write (a read-only mount
+    or copy) whose last writer left no `-wal` to replay, the file holds the whole log, and SQLite is
+    told it cannot change (`immutable`)."""
     uri = path.resolve().as_uri() + "?mode=ro"
     shm, wal = (path.with_name(path.name + suffix) for suffix in ("-shm", "-wal"))
     unwritten = not wal.exists() or wal.stat().st_size == 0
@@ -59,7 +61,8 @@ class SQLiteLog:
                 cursor.close()
         except sqlite3.Error as exc:
             raise StoreUnavailable(
-                f"could not read the event store {self.path}: expected a lineage SQLite store, found {exc}",
+                f"could not read the event store {self.path}: "
+                f"expected a lineage SQLite store, found {exc}",
                 hint="check the path and that this file is a lineage store (`lineage verify`)",
             ) from None
 
@@ -69,9 +72,9 @@ class SQLiteLog:
     def log_rows(
         self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
     ) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state bytes, recorded_by): state that is not a BLOB was
-        put there by hand, so it reads as NULL and the chain check names it; a SQLite file authenticates nobody,
-        so recorded_by is NULL."""
+        """(position, originator id hex, version, topic, state bytes, recorded_by): state that is
+        not a BLOB was put there by hand, so it reads as NULL and the chain check names it; a SQLite
+        file authenticates nobody, so recorded_by is NULL."""
         return self._query(
             "SELECT rowid, originator_id, originator_version, topic, "
             f"CASE typeof(state) WHEN 'blob' THEN state END, NULL FROM {EVENTS_TABLE} "
@@ -106,8 +109,9 @@ class SQLiteLog:
         return found[0][0] if found else None
 
     def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
-        # From below every position: a row someone inserted at a position <= 0 must reach the chain walk
-        # too (eventsourcing's aggregate reads would see it; `verify` names it as an event with no link).
+        # From below every position: a row someone inserted at a position <= 0 must reach the chain
+        # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
+        # no link).
         after: float | int = float("-inf")
         while rows := self._query(sql, (after, PAGE)):
             yield from rows

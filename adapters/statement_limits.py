@@ -17,21 +17,23 @@ try:
 except ImportError:  # pragma: no cover - not on Windows; the watchdog still holds there
     resource = None  # type: ignore[assignment]
 
-#: How long past its deadline a statement may take to notice the interrupt before it counts as one DuckDB
-#: cannot interrupt.
+#: How long past its deadline a statement may take to notice the interrupt before it counts as one
+#: DuckDB cannot interrupt.
 GRACE_S = 1.0
-#: What a statement may map beyond the memory cap: DuckDB's own vectors and result chunks, and Python's.
+#: What a statement may map beyond the memory cap: DuckDB's own vectors and result chunks, and
+#: Python's.
 MARGIN_BYTES = 64 * 2**20
-#: Exit code of a process that ends a statement DuckDB would not stop (`ReadLimitExceeded.exit_code`).
+#: Exit code of a process that ends a statement DuckDB would not stop
+#: (`ReadLimitExceeded.exit_code`).
 EXIT_LIMIT = 4
 _hard_stop = False
 
 
 @contextmanager
 def owning_the_process() -> Iterator[None]:
-    """While it lasts, the process is ours (the CLI's `sql`): a statement that outlasts its deadline and the
-    grace ends it, exit 4. Scoped, so a CLI command run inside another program (a test's CliRunner) leaves
-    that program's later read API calls to the watchdog alone."""
+    """While it lasts, the process is ours (the CLI's `sql`): a statement that outlasts its deadline
+    and the grace ends it, exit 4. Scoped, so a CLI command run inside another program (a test's
+    CliRunner) leaves that program's later read API calls to the watchdog alone."""
     global _hard_stop
     was, _hard_stop = _hard_stop, True
     try:
@@ -41,12 +43,14 @@ def owning_the_process() -> Iterator[None]:
 
 
 def headroom(memory_cap_bytes: int) -> int:
-    """What the process may map beyond what it maps when a statement starts: the cap and a margin."""
+    """What the process may map beyond what it maps when a statement starts: the cap and a
+    margin."""
     return memory_cap_bytes + MARGIN_BYTES
 
 
 def mapped_bytes() -> int | None:
-    """Private writable memory the process maps now (Linux's VmData, what RLIMIT_DATA counts), if known."""
+    """Private writable memory the process maps now (Linux's VmData, what RLIMIT_DATA counts), if
+    known."""
     try:
         with open("/proc/self/status", "rb") as status:
             for line in status:
@@ -57,8 +61,9 @@ def mapped_bytes() -> int | None:
     return None
 
 
-#: Statements under the bound now, in every thread, and the limit found before the first: the last one out puts
-#: that back, so two read API calls in two threads never leave the process with one's bound.
+#: Statements under the bound now, in every thread, and the limit found before the first: the last
+#: one out puts that back, so two read API calls in two threads never leave the process with one's
+#: bound.
 _bound_lock = threading.Lock()
 _bound_holders = 0
 _limit_before: tuple[int, int] | None = None
@@ -151,7 +156,8 @@ class Watchdog:
         self.interrupt()
         if self._done.wait(GRACE_S) or not hard_stop:
             return
-        # DuckDB did not stop at the interrupt (one function call over one huge value): nothing in this
-        # process can end that call, and the read-only connection has nothing to lose, so the process ends.
+        # DuckDB did not stop at the interrupt (one function call over one huge value): nothing in
+        # this process can end that call, and the read-only connection has nothing to lose, so the
+        # process ends.
         os.write(2, f"Error: {self.stuck_message}\n".encode())
         os._exit(EXIT_LIMIT)

@@ -1,7 +1,8 @@
-"""Where the event store is: a URL (`sqlite:///path` or `postgresql://user@host/db`) and the eventsourcing
-settings it stands for.
+"""Where the event store is: a URL (`sqlite:///path` or `postgresql://user@host/db`) and the
+eventsourcing settings it stands for.
 
-Apart from the recorders in `event_store`, so that naming a store (every command does) loads no database driver.
+Apart from the recorders in `event_store`, so that naming a store (every command does) loads no
+database driver.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ RECORDERS = PACKAGE + ".event_store"
 
 
 def _redact(url: str) -> str:
-    """A URL for a message, its passwords masked even when it is malformed: whatever stands between `//user:` and
-    the last `@` (a password may hold `/`, `#`, `?` or `@`), and any `password=` option."""
+    """A URL for a message, its passwords masked even when it is malformed: whatever stands between
+    `//user:` and the last `@` (a password may hold `/`, `#`, `?` or `@`), and any `password=`
+    option."""
     masked = re.sub(r"(//[^/@:]*:).*@", r"\1***@", url)
     return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", masked)
 
 
 def may_write(path: Path) -> bool:
-    """Whether this process may write `path` and a new file beside it (a WAL, a journal), in the nearest folder
-    that exists if `path`'s does not yet: false on a read-only mount even for root."""
+    """Whether this process may write `path` and a new file beside it (a WAL, a journal), in the
+    nearest folder that exists if `path`'s does not yet: false on a read-only mount even for
+    root."""
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -50,7 +53,8 @@ class StoreURL:
             ValueError
         ):  # the parser's own words may quote the password (a '#' in it ends the host)
             raise InvalidInput(
-                f"expected a store URL such as postgresql://USER@HOST:5432/DB, found {_redact(url)!r}: its "
+                f"expected a store URL such as "
+                f"postgresql://USER@HOST:5432/DB, found {_redact(url)!r}: its "
                 "host or port does not parse",
                 hint="check the host and port; percent-encode a password holding : / ? # [ ] @",
             ) from None
@@ -65,7 +69,8 @@ class StoreURL:
         if parsed.scheme in ("postgresql", "postgres"):
             if not parsed.hostname or not parsed.path.strip("/"):
                 raise InvalidInput(
-                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, found {_redact(url)!r}"
+                    f"expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, "
+                    f"found {_redact(url)!r}"
                 )
             return cls("postgresql", url)
         raise InvalidInput(

@@ -1,8 +1,9 @@
-"""The walk over a `docker save` tar's members, in one pass: each member checked for what loading it would do
-(links, absolute or `..` names, repeats) and hashed on the way past (`tar_stream`), small JSON members kept.
+"""The walk over a `docker save` tar's members, in one pass: each member checked for what loading it
+would do (links, absolute or `..` names, repeats) and hashed on the way past (`tar_stream`), small
+JSON members kept.
 
-`snapshot_tar` runs the cross-checks on what this walk collected; both record problems with a severity, so the
-report can name the most important one first.
+`snapshot_tar` runs the cross-checks on what this walk collected; both record problems with a
+severity, so the report can name the most important one first.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ _MAX_MEMBERS = (
 _TAR_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE}
 
 
-#: How much a problem matters, most first: a member that would escape or replace files on load, or a second
-#: image; bytes that are not what their digests say; a damaged file; something missing or unreadable.
+#: How much a problem matters, most first: a member that would escape or replace files on load, or a
+#: second image; bytes that are not what their digests say; a damaged file; something missing or
+#: unreadable.
 UNSAFE, ALTERED, DAMAGED, INCOMPLETE = range(4)
 
 
 class _Abort(Exception):
-    """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already recorded)."""
+    """Stops the walk: the rest of the archive cannot be trusted to parse (the problem is already
+    recorded)."""
 
 
 @dataclass
@@ -40,7 +43,8 @@ class Seen:
 
 
 class MemberWalk:
-    """The walk over the members; what it saw (`seen`), kept (`kept`) and found wrong (`problems`)."""
+    """The walk over the members; what it saw (`seen`), kept (`kept`) and found wrong
+    (`problems`)."""
 
     def __init__(self, member_cap: int, json_cap: int) -> None:
         self.member_cap = member_cap
@@ -62,8 +66,8 @@ class MemberWalk:
                 member = archive.next()
                 if member is None:
                     return self._check_end(reader, archive.offset, last_name)
-                # TarFile keeps every TarInfo in `members`; `self.seen` is our own bounded index. The
-                # attribute is CPython's (every version since 2.x) but not in the typing stubs.
+                # TarFile keeps every TarInfo in `members`; `self.seen` is our own bounded index.
+                # The attribute is CPython's (every version since 2.x) but not in the typing stubs.
                 archive.members.clear()  # type: ignore[attr-defined]
                 if count == _MAX_MEMBERS:
                     self._flag(
@@ -103,7 +107,8 @@ class MemberWalk:
             self._flag(
                 DAMAGED,
                 f"The tar has an unreadable header at byte {offset} ({where}); expected a tar "
-                "header or the end-of-archive marker; the file is corrupt, so copy or export it again.",
+                "header or the end-of-archive marker; the "
+                "file is corrupt, so copy or export it again.",
             )
 
     def _visit(self, member: tarfile.TarInfo, reader: TeeReader) -> None:
@@ -141,7 +146,8 @@ class MemberWalk:
                 "file",
                 member.size,
                 note=(
-                    f"Member {name!r} is {member.size} bytes, over the member cap of {self.member_cap}; expected "
+                    f"Member {name!r} is {member.size} bytes, over "
+                    f"the member cap of {self.member_cap}; expected "
                     "smaller members; raise the cap to verify it."
                 ),
             )
@@ -172,7 +178,8 @@ class MemberWalk:
         if got < member.size:
             self._flag(
                 DAMAGED,
-                f"The tar ends inside member {member.name!r} ({got} of {member.size} bytes present); "
+                f"The tar ends inside member {member.name!r} "
+                f"({got} of {member.size} bytes present); "
                 "expected a complete archive; the file is truncated, so copy or export it again.",
             )
             raise _Abort
@@ -183,12 +190,13 @@ class MemberWalk:
         note = digest.problem
         if digest.compression not in (None, "gzip"):
             note = (
-                f"Member {member.name!r} is {digest.compression}-compressed; expected an uncompressed or gzip "
-                f"layer, the only kinds whose diff_id can be checked offline; {REEXPORT}."
+                f"Member {member.name!r} is {digest.compression}-compressed; "
+                f"expected an uncompressed or gzip layer, the only kinds "
+                f"whose diff_id can be checked offline; {REEXPORT}."
             )
         return Seen("file", member.size, digest.raw.hexdigest(), diff_id, note)
 
-    # -- cross-checks on what the walk collected ------------------------------------------------------------------
+    # -- cross-checks on what the walk collected ---------------------------------------------------
 
 
 def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
@@ -206,21 +214,23 @@ def _unsafe_kind(member: tarfile.TarInfo) -> str | None:
 def _parse_failure(reader: TeeReader, exc: Exception, last_name: str | None) -> str:
     if last_name is None and reader.head.startswith(b"\x1f\x8b"):
         return (
-            "The file is gzip-compressed; expected the uncompressed tar `docker save` writes; decompress it "
-            "(gunzip) and verify the result."
+            "The file is gzip-compressed; expected the uncompressed tar `docker "
+            "save` writes; decompress it (gunzip) and verify the result."
         )
     if isinstance(exc, OversizedRead):
         return (
-            f"The tar has a header at or after byte {reader.tell()} that asks for {exc} bytes of extended (pax or "
-            f"GNU long-name) data; expected at most {HEADER_READ_CAP}; the file is corrupt or hostile, so "
-            f"{REEXPORT}."
+            f"The tar has a header at or after byte {reader.tell()} that asks for "
+            f"{exc} bytes of extended (pax or GNU long-name) data; expected at most "
+            f"{HEADER_READ_CAP}; the file is corrupt or hostile, so {REEXPORT}."
         )
     if last_name is None:
         return (
-            f"The file is not a tar archive ({exc or type(exc).__name__}); expected the output of `docker save`; "
+            f"The file is not a tar archive ({exc or type(exc).__name__}); "
+            f"expected the output of `docker save`; "
             "check that the path names the snapshot tar, and export it again if it does."
         )
     return (
-        f"The tar is {'truncated' if reader.exhausted else 'corrupt'} after member {last_name!r} "
-        f"({type(exc).__name__}: {exc}); expected a complete, well-formed archive; copy or export the file again."
+        f"The tar is {'truncated' if reader.exhausted else 'corrupt'} after "
+        f"member {last_name!r} ({type(exc).__name__}: {exc}); expected a "
+        f"complete, well-formed archive; copy or export the file again."
     )

@@ -1,14 +1,16 @@
-"""The single pass under `snapshot_tar.verify_tar`: a tar read once, in large chunks, each member hashed on the way past.
+"""The single pass under `snapshot_tar.verify_tar`: a tar read once, in large chunks, each member
+hashed on the way past.
 
-Design decision: every chunk read from disk feeds two consumers. A second thread hashes the whole file (the
-`sha256` benchflow records for an export); the main thread walks the tar headers with `tarfile` over
-`TeeReader`, a forward-only file object, and `MemberDigest` hashes each member's bytes as zero-copy views of the
-same chunk. hashlib releases the GIL for large updates, so the two digests run on two cores and verification
-costs about one plain `sha256sum` of the file. A gzip member is also hashed decompressed, fed in small slices,
-because a diff_id names the uncompressed layer.
+Design decision: every chunk read from disk feeds two consumers. A second thread hashes the whole
+file (the `sha256` benchflow records for an export); the main thread walks the tar headers with
+`tarfile` over `TeeReader`, a forward-only file object, and `MemberDigest` hashes each member's
+bytes as zero-copy views of the same chunk. hashlib releases the GIL for large updates, so the two
+digests run on two cores and verification costs about one plain `sha256sum` of the file. A gzip
+member is also hashed decompressed, fed in small slices, because a diff_id names the uncompressed
+layer.
 
-Kept apart from `snapshot_tar` because this part is about bytes, threads and compression; what the digests
-must match (manifest, configs, diff_ids, blob names) is decided there.
+Kept apart from `snapshot_tar` because this part is about bytes, threads and compression; what the
+digests must match (manifest, configs, diff_ids, blob names) is decided there.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class OversizedRead(Exception):
 
 
 class TeeReader:
-    """Forward-only file object: each chunk read from disk goes to the whole-file hasher thread and to the walk."""
+    """Forward-only file object: each chunk read from disk goes to the whole-file hasher thread and
+    to the walk."""
 
     def __init__(self, raw: Any, size: int | None = None) -> None:
         self._raw = raw
@@ -111,7 +114,8 @@ class TeeReader:
         return None
 
     def drain(self) -> bool:
-        """Read to end of file (so the whole-file digest is complete); True if every byte read was zero."""
+        """Read to end of file (so the whole-file digest is complete); True if every byte read was
+        zero."""
         all_zero = True
         while True:
             if self._pos < self._chunk_end:
@@ -122,7 +126,8 @@ class TeeReader:
                 return all_zero
 
     def finish(self) -> tuple[str, int]:
-        """Hash whatever the walk left unread (it may have stopped early) and return the whole-file digest."""
+        """Hash whatever the walk left unread (it may have stopped early) and return the whole-file
+        digest."""
         while self._fill():
             pass
         self.stop()
@@ -135,7 +140,8 @@ class TeeReader:
 
 
 class MemberDigest:
-    """sha256 of a member's bytes and, when it is a gzip stream, of its decompressed bytes (the diff_id)."""
+    """sha256 of a member's bytes and, when it is a gzip stream, of its decompressed bytes (the
+    diff_id)."""
 
     def __init__(self, name: str, head: bytes, decompressed_cap: int) -> None:
         self.name = name
@@ -185,8 +191,8 @@ class MemberDigest:
     def _fail(self, found: str, action: str) -> None:
         self.plain = None
         self.problem = (
-            f"Member {self.name!r} starts like a gzip-compressed layer but {found}; expected a layer "
-            f"whose uncompressed digest can be computed; {action}."
+            f"Member {self.name!r} starts like a gzip-compressed layer but {found}; "
+            f"expected a layer whose uncompressed digest can be computed; {action}."
         )
 
     def diff_id(self) -> str | None:
@@ -201,7 +207,8 @@ class MemberDigest:
 
 
 def sniff_compression(head: bytes) -> str | None:
-    """Name the compression by its magic bytes (bzip2's block magic too: "BZh" alone could begin a file name)."""
+    """Name the compression by its magic bytes (bzip2's block magic too: "BZh" alone could begin a
+    file name)."""
     if head[:3] == b"BZh" and head[4:10] == b"1AY&SY":
         return "bzip2"
     for magic, name in (

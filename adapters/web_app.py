@@ -1,12 +1,13 @@
 """`lineage serve`'s HTTP adapter: a Starlette application over the read side, with no way to write.
 
-Safe by default, since a page of the log holds names anyone could have recorded: only GET (and HEAD) exist,
-every other method is 405 before any route runs; a Content-Security-Policy lets a page load only this
-server's own style sheet (no script anywhere, no frames, forms post nowhere but here); every value reaches
-the page through Jinja2 with autoescape on; a bind other than loopback needs a token, checked in constant
-time on every request (a `?token=` visit leaves an HttpOnly cookie so links work), and the Host header must
-name the bind (a page elsewhere cannot rebind its name to 127.0.0.1 and read the answers). What is read
-comes through the `Reads` port (`projections/reports/served_reads.py`), so this module knows HTTP, not SQL.
+Safe by default, since a page of the log holds names anyone could have recorded: only GET (and HEAD)
+exist, every other method is 405 before any route runs; a Content-Security-Policy lets a page load
+only this server's own style sheet (no script anywhere, no frames, forms post nowhere but here);
+every value reaches the page through Jinja2 with autoescape on; a bind other than loopback needs a
+token, checked in constant time on every request (a `?token=` visit leaves an HttpOnly cookie so
+links work), and the Host header must name the bind (a page elsewhere cannot rebind its name to
+127.0.0.1 and read the answers). What is read comes through the `Reads` port
+(`projections/reports/served_reads.py`), so this module knows HTTP, not SQL.
 """
 
 from __future__ import annotations
@@ -57,21 +58,23 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
-#: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows them all).
+#: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows
+#: them all).
 ARMS_SHOWN = 200
 #: What a runs page takes besides its filters (`q`: a part of the run, task, agent or model).
 RUNS_PARAMS = ("q", "since", "sort", "page", "token")
 
 
 def run_path(run: str) -> str:
-    """A run id as the rest of a `/runs/...` URL: its slashes kept, unless a part of it is `.` or `..`,
-    which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
+    """A run id as the rest of a `/runs/...` URL: its slashes kept, unless a part of it is `.` or
+    `..`, which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
     parts = run.split("/")
     return quote(run, safe="" if any(p in (".", "..") for p in parts) else "/")
 
 
 class Reads(Protocol):
-    """What the web pages and the API read (implemented by `projections.served_reads.ServedReads`)."""
+    """What the web pages and the API read (implemented by
+    `projections.served_reads.ServedReads`)."""
 
     filters: tuple[str, ...]
     sorts: tuple[str, ...]
@@ -108,8 +111,8 @@ class Reads(Protocol):
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
 
     def escape(self, value: Any) -> str:
-        """A value as page text: HTML-escaped, quotes too, and invisible control or format characters
-        (a right-to-left override) shown as escapes, as `lineage report` shows them."""
+        """A value as page text: HTML-escaped, quotes too, and invisible control or format
+        characters (a right-to-left override) shown as escapes, as `lineage report` shows them."""
         ...
 
 
@@ -118,8 +121,8 @@ def is_loopback(host: str) -> bool:
 
 
 def json_value(value: Any) -> Any:
-    """A read-model value as JSON: times in ISO 8601 (UTC with `Z`), exact numbers as numbers, bytes as hex;
-    a float that JSON cannot hold (NaN, infinity) as text, never as invalid JSON."""
+    """A read-model value as JSON: times in ISO 8601 (UTC with `Z`), exact numbers as numbers, bytes
+    as hex; a float that JSON cannot hold (NaN, infinity) as text, never as invalid JSON."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -153,8 +156,8 @@ def _text(value: Any) -> str:
 
 
 def _templates(escape: Callable[[Any], str]) -> Environment:
-    """Every `{{ value }}` passes through `escape` (autoescape stays on beneath it): only our own markup, the
-    tree drawn by `lineage report`'s renderer, is passed as `Markup`."""
+    """Every `{{ value }}` passes through `escape` (autoescape stays on beneath it): only our own
+    markup, the tree drawn by `lineage report`'s renderer, is passed as `Markup`."""
 
     def finalize(value: Any) -> Any:
         return value if isinstance(value, Markup) else Markup(escape(value))
@@ -172,7 +175,8 @@ def _templates(escape: Callable[[Any], str]) -> Environment:
 
 
 class Guard(BaseHTTPMiddleware):
-    """Every request: a read method, the token where one is required, and the security headers on the answer."""
+    """Every request: a read method, the token where one is required, and the security headers on
+    the answer."""
 
     def __init__(self, app: Any, token: str | None) -> None:
         super().__init__(app)
@@ -209,14 +213,15 @@ class Guard(BaseHTTPMiddleware):
             response = JSONResponse(
                 {
                     "error": "expected the server's token, found none or another",
-                    "hint": "send `Authorization: Bearer TOKEN`, or open a page once with ?token=TOKEN",
+                    "hint": "send `Authorization: Bearer TOKEN`, "
+                    "or open a page once with ?token=TOKEN",
                 },
                 status_code=401,
                 headers={"www-authenticate": "Bearer"},
             )
         elif self.token is not None and given[1] and not request.url.path.startswith("/api"):
-            # A page visited with ?token=: the cookie from now on, and the address without the token (it
-            # would stay in the history and the address bar).
+            # A page visited with ?token=: the cookie from now on, and the address without the token
+            # (it would stay in the history and the address bar).
             kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             response = RedirectResponse(
                 request.url.path + ("?" + urlencode(kept) if kept else ""), status_code=303
@@ -233,7 +238,8 @@ class Guard(BaseHTTPMiddleware):
 def _status(exc: LineageError) -> int:
     if isinstance(exc, UnknownSubject):
         return 404
-    # 3: the log fails its evidence (a broken chain), 4: a read limit or the store: nothing to show now.
+    # 3: the log fails its evidence (a broken chain), 4: a read limit or the store: nothing to show
+    # now.
     return 503 if exc.exit_code in (3, 4) else 400
 
 
@@ -256,7 +262,8 @@ class BadParameter(LineageError):
 
 
 def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> Starlette:
-    """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the style."""
+    """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the
+    style."""
     env = _templates(reads.escape)
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -268,7 +275,8 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         unknown = sorted(set(params) - known)
         if unknown:  # a misspelt filter would otherwise show every run as if it matched
             raise BadParameter(
-                f"expected query parameters among {', '.join(sorted(known))}, found {', '.join(unknown)}"
+                f"expected query parameters among "
+                f"{', '.join(sorted(known))}, found {', '.join(unknown)}"
             )
         filters = {name: params.get(name) or None for name in reads.filters}
         if params.get("q"):

@@ -1,10 +1,11 @@
-"""The charts page's drawings as plain shapes (rectangles, lines, points, labels with their numbers), which
-`web_templates/charts.html` writes out as inline SVG: no script, nothing fetched, every label and title a
-template value (escaped there). Only geometry is computed here; what is drawn is `projections/reports/charts.py`'s.
+"""The charts page's drawings as plain shapes (rectangles, lines, points, labels with their
+numbers), which `web_templates/charts.html` writes out as inline SVG: no script, nothing fetched,
+every label and title a template value (escaped there). Only geometry is computed here; what is
+drawn is `projections/reports/charts.py`'s.
 
-Colours are classes of the style sheet (`web_static/style.css`: `series-N` by a series' place, `shade-N` by
-a pass rate in tenths), never from recorded text; the report's tree style would otherwise win over an SVG
-presentation attribute, and the CSP allows no inline style.
+Colours are classes of the style sheet (`web_static/style.css`: `series-N` by a series' place,
+`shade-N` by a pass rate in tenths), never from recorded text; the report's tree style would
+otherwise win over an SVG presentation attribute, and the CSP allows no inline style.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def _ticks(low: float, high: float, count: int = 5) -> list[dict[str, Any]]:
 def interval_chart(
     rows: Sequence[dict[str, Any]], value: str, low: str, high: str, axis: tuple[float, float]
 ) -> dict[str, Any]:
-    """One line per arm, under a heading line per group: its value as a point and its 95% interval as a bar
-    (none drawn where there is none), on a shared axis."""
+    """One line per arm, under a heading line per group: its value as a point and its 95% interval
+    as a bar (none drawn where there is none), on a shared axis."""
     lines: list[dict[str, Any]] = []
     y = ROW_H
     previous: Any = object()
@@ -89,7 +90,8 @@ def reward_axis(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
 
 
 def grid_chart(grid: dict[str, Any]) -> dict[str, Any]:
-    """Tasks down, arms across; a cell's shade is its pass rate (red 0, green 1), grey with no scored trial."""
+    """Tasks down, arms across; a cell's shade is its pass rate (red 0, green 1), grey with no
+    scored trial."""
     cell_w, cell_h, left, top = 96, 22, 260, 150
     cols = {arm: i for i, arm in enumerate(grid["arms"])}
     rows = {task: i for i, task in enumerate(grid["tasks"])}
@@ -162,7 +164,8 @@ def timeline_charts(timeline: dict[str, Any]) -> dict[str, Any]:
                     "w": round(max(1.0, step - 2), 1),
                     "h": round(h, 1),
                     "css": line["colour"],
-                    "title": f"{line['label']}, {_when(buckets[i], timeline['unit'])}: {runs} run(s)",
+                    "title": f"{line['label']}, "
+                    f"{_when(buckets[i], timeline['unit'])}: {runs} run(s)",
                 }
             )
             stacked[i] += runs
@@ -173,7 +176,8 @@ def timeline_charts(timeline: dict[str, Any]) -> dict[str, Any]:
             {
                 "x": round(left + i * step + step / 2, 1),
                 "y": round(top + height - (r - low) / (high - low) * height, 1),
-                "title": f"{line['label']}, {_when(buckets[i], timeline['unit'])}: mean reward {r:.3f}",
+                "title": f"{line['label']}, "
+                f"{_when(buckets[i], timeline['unit'])}: mean reward {r:.3f}",
             }
             for i, r in enumerate(line["mean_reward"])
             if r is not None

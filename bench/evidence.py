@@ -1,10 +1,10 @@
 """Figures for the evidence commands at scale: prints one JSON object.
 
-The log is run.py's synthetic store (built once under bench/out/, reused). The tree is dropped and built from
-it again (`tree_first_build_s`: what an existing store pays once, on first use); after that a checkpoint,
-a consistency check against an older checkpoint and an inclusion proof read only the stored subtrees, which is
-what the `_ms` figures measure.
-`verify_full_events_per_s` is the whole `lineage verify` walk (chain and tree against every event).
+The log is run.py's synthetic store (built once under bench/out/, reused). The tree is dropped and
+built from it again (`tree_first_build_s`: what an existing store pays once, on first use); after
+that a checkpoint, a consistency check against an older checkpoint and an inclusion proof read only
+the stored subtrees, which is what the `_ms` figures measure. `verify_full_events_per_s` is the
+whole `lineage verify` walk (chain and tree against every event).
 
 Usage: python bench/evidence.py [--events N]
 """

@@ -2,24 +2,26 @@
 
 Each case is measured both ways in the same minute, alternated, `--repeats` times:
 
-- the database alone: one INSERT of a 300-byte row per commit, through `sqlite3` (WAL, `synchronous=FULL`) or
-  `psycopg` (autocommit: one round trip per commit; the server's fsync and synchronous_commit as configured,
-  both on by default and checked below);
-- rollout-lineage: `open_store(url).record([fact])` in a loop, one new run per fact (one event, its chain link
-  and Merkle leaf kept as usual), on the same database with the same durability.
+- the database alone: one INSERT of a 300-byte row per commit, through `sqlite3` (WAL,
+  `synchronous=FULL`) or `psycopg` (autocommit: one round trip per commit; the server's fsync and
+  synchronous_commit as configured, both on by default and checked below);
+- rollout-lineage: `open_store(url).record([fact])` in a loop, one new run per fact (one event, its
+  chain link and Merkle leaf kept as usual), on the same database with the same durability.
 
-Cases: SQLite with one writer, PostgreSQL with one writer, PostgreSQL with `--writers` (8) writers. Every writer
-is its own process (a `spawn`ed one: as separate machines would, each has its own interpreter, connection and
-store object), started and warmed up (connected, one commit) before a barrier lets all of them go; the aggregate
-rate is every commit over the time from the barrier to the last writer's end. Each writer also reports its
-process's CPU time per commit (the client's share of the cost). A share is rollout-lineage's rate over the
-database's in the same repeat; the JSON gives every figure's median, min and max over the repeats.
+Cases: SQLite with one writer, PostgreSQL with one writer, PostgreSQL with `--writers` (8) writers.
+Every writer is its own process (a `spawn`ed one: as separate machines would, each has its own
+interpreter, connection and store object), started and warmed up (connected, one commit) before a
+barrier lets all of them go; the aggregate rate is every commit over the time from the barrier to
+the last writer's end. Each writer also reports its process's CPU time per commit (the client's
+share of the cost). A share is rollout-lineage's rate over the database's in the same repeat; the
+JSON gives every figure's median, min and max over the repeats.
 
-PostgreSQL: the server at LINEAGE_BENCH_POSTGRES_URL (else LINEAGE_TEST_POSTGRES_URL); the bench makes its own
-database there (`lineage_live_bench`, dropped and made again on each start) and a fresh schema per measurement.
+PostgreSQL: the server at LINEAGE_BENCH_POSTGRES_URL (else LINEAGE_TEST_POSTGRES_URL); the bench
+makes its own database there (`lineage_live_bench`, dropped and made again on each start) and a
+fresh schema per measurement.
 
 Usage: python bench/live.py [--commits 2000] [--repeats 5] [--writers 8] [--only sqlite pg1 pgN]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ BENCH_DB = "lineage_live_bench"
 PAYLOAD = b"x" * 300
 
 
-# --- one writer (a process of its own) --------------------------------------------------------------------
+# --- one writer (a process of its own) ------------------------------------------------------------
 
 
 def _bare_sqlite(path: str) -> Any:
@@ -106,7 +108,7 @@ def writer(
     close()
 
 
-# --- the coordinator --------------------------------------------------------------------------------------
+# --- the coordinator ------------------------------------------------------------------------------
 
 
 def measure(side: str, target: dict[str, str], writers: int, commits: int) -> dict[str, float]:

@@ -1,15 +1,15 @@
 """Where a live `record` spends its time: statements and round trips per record, and a cProfile of the loop.
 
-`open_store(url).record([fact])`, one new run per fact, `--records` times after one warm-up record, on a fresh
-SQLite file or a fresh schema on the PostgreSQL server at LINEAGE_BENCH_POSTGRES_URL (else
-LINEAGE_TEST_POSTGRES_URL). Counted, not sampled: on SQLite every statement the library runs (sqlite3's trace
-callback on each connection the store opens); on PostgreSQL every message libpq exchanges (its protocol trace):
-statements are the server's CommandComplete messages, round trips the times the client, having sent, reads
-the server's answer (a pipeline sends several statements and Syncs before it reads). Then the profile's top
-functions by own CPU time.
+`open_store(url).record([fact])`, one new run per fact, `--records` times after one warm-up record,
+on a fresh SQLite file or a fresh schema on the PostgreSQL server at LINEAGE_BENCH_POSTGRES_URL
+(else LINEAGE_TEST_POSTGRES_URL). Counted, not sampled: on SQLite every statement the library runs
+(sqlite3's trace callback on each connection the store opens); on PostgreSQL every message libpq
+exchanges (its protocol trace): statements are the server's CommandComplete messages, round trips
+the times the client, having sent, reads the server's answer (a pipeline sends several statements
+and Syncs before it reads). Then the profile's top functions by own CPU time.
 
 Usage: python bench/live_profile.py {sqlite,postgresql} [--records 500] [--top 25]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def main() -> None:
 
     lineage = open_store(url, actor="bench@lab")
     lineage.record([f.RunRegistered(run="profile/warm-up", task="t")])
-    # Counting starts on connections opened from here: the warm-up's are counted by closing the pools first.
+    # Counting starts on connections opened from here: the warm-up's are counted by closing the
+    # pools first.
     lineage.close()
     out = trace_postgres(trace) if args.backend == "postgresql" else None
     if args.backend == "sqlite":

@@ -1,15 +1,16 @@
 """Each second code path that exists for speed, measured on the command a user runs: with it and without it.
 
-Every figure is a whole `lineage` command in a fresh process, run with the path as it is ("with") and with the
-path turned off by a patch applied in the child before the command starts ("without"); both children import
-the same modules first, so only the patch differs. The two are alternated within each repeat (ABBA order), so
-load from other work on the machine hits both alike; each figure is the median of the repeats with its spread,
-and `saved_ms` is the median of the paired differences (without minus with). Wall and CPU time (user + system,
-the child's threads included) are both given: on a machine shared with other work the wall clock moves by
-more than the differences measured, the CPU time much less. Prints one JSON object.
+Every figure is a whole `lineage` command in a fresh process, run with the path as it is ("with")
+and with the path turned off by a patch applied in the child before the command starts ("without");
+both children import the same modules first, so only the patch differs. The two are alternated
+within each repeat (ABBA order), so load from other work on the machine hits both alike; each figure
+is the median of the repeats with its spread, and `saved_ms` is the median of the paired differences
+(without minus with). Wall and CPU time (user + system, the child's threads included) are both
+given: on a machine shared with other work the wall clock moves by more than the differences
+measured, the CPU time much less. Prints one JSON object.
 
 Usage: python bench/micro.py [--repeats 15] [--only NAME ...]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ PATHS: dict[str, tuple[str, str]] = {
         "from rollout_lineage.projections.engine import read_only\n",
         "read_only._log_written_since = lambda lineage: False\n",
     ),
-    # A current file opened read-only once, instead of a catch-up open, its close and a read-only open.
+    # A current file opened read-only once, instead of a catch-up open, its close and a read-only
+    # open.
     "read_only_current_opened_once": (
         "from rollout_lineage.projections.engine import read_only\n",
         "read_only._current_read_only = lambda lineage, writable_directory=None: None\n",
@@ -70,7 +72,8 @@ PATHS: dict[str, tuple[str, str]] = {
 }
 
 
-#: name -> (the patch that turns the path off) for the bulk path: `record` of synthetic batches in one process.
+#: name -> (the patch that turns the path off) for the bulk path: `record` of synthetic batches in
+#: one process.
 BULK_PATHS: dict[str, str] = {
     # Cyclic garbage collection left on while a batch is built.
     "collector_paused_in_a_batch": (
@@ -101,7 +104,8 @@ with tempfile.TemporaryDirectory() as home:
 
 
 def compare_bulk(path: str, repeats: int, n_events: int = 24_000) -> dict[str, object]:
-    """Batch append (events/s, `record` of 100-run batches into a new store) with the path and without it."""
+    """Batch append (events/s, `record` of 100-run batches into a new store) with the path and
+    without it."""
     variants = {"with": BULK_CHILD, "without": BULK_PATHS[path] + BULK_CHILD}
     rates: dict[str, list[float]] = {"with": [], "without": []}
     here = str(Path(__file__).resolve().parent)
@@ -138,8 +142,8 @@ def store(name: str, n_runs: int) -> str:
 
 
 def _child_ms(code: str, args: list[str]) -> tuple[float, float]:
-    """(wall, CPU) milliseconds of one child: CPU is user + system time of the child and its threads, which
-    other work on the machine moves far less than the wall clock."""
+    """(wall, CPU) milliseconds of one child: CPU is user + system time of the child and its
+    threads, which other work on the machine moves far less than the wall clock."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True)
@@ -159,7 +163,8 @@ def _summary(values: list[float]) -> dict[str, object]:
 def compare(
     path: str, args: list[str], repeats: int, *, home: str | None = None, behind: bool = False
 ) -> dict[str, object]:
-    """`lineage ARGS` with the path and without it, alternated; `behind`: one new event before each run."""
+    """`lineage ARGS` with the path and without it, alternated; `behind`: one new event before each
+    run."""
     prelude, patch = PATHS[path]
     variants = {"with": prelude + RUN_CLI, "without": prelude + patch + RUN_CLI}
     wall: dict[str, list[float]] = {"with": [], "without": []}

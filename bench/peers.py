@@ -1,24 +1,27 @@
 """The peer benchmark: the same fork tree recorded and queried in MLflow and in rollout-lineage, on SQLite and,
 with a server (`--postgres`), on PostgreSQL (MLflow's SQLAlchemy store over psycopg 3, `postgresql+psycopg://`).
 
-The tree is a complete binary tree of N nodes (node k forks children 2k+1 and 2k+2); every node but the root
-has a reward, 1 for every third node and 0.5 otherwise. Each side records it and then answers one question:
-which descendants of the root have reward >= 1 (both answers are checked against the tree).
+The tree is a complete binary tree of N nodes (node k forks children 2k+1 and 2k+2); every node but
+the root has a reward, 1 for every third node and 0.5 otherwise. Each side records it and then
+answers one question: which descendants of the root have reward >= 1 (both answers are checked
+against the tree).
 
-- MLflow: one run per node (nested: tag `mlflow.parentRunId`), its reward as a metric, then ended; MLflow's
-  search syntax has no recursion and no `IN` over tags, so the descendants are found level by level with one
-  nested `search_runs` per parent, as its documentation does for nested runs.
-- rollout-lineage, live: `open_store().record([...])` once per node, with that node's facts (its score and, if
-  it has children, its fork), as a harness records while the rollout happens. Import: the whole tree as one
-  batch (`record`), and as `lineage ingest` of a JSON-lines file in a fresh process.
-- The query: first in a fresh process (interpreter start and, for us, the read models catching up with the
-  whole log included: `lineage sql`), then again on a warm reader in this process.
+- MLflow: one run per node (nested: tag `mlflow.parentRunId`), its reward as a metric, then ended;
+  MLflow's search syntax has no recursion and no `IN` over tags, so the descendants are found level
+  by level with one nested `search_runs` per parent, as its documentation does for nested runs.
+- rollout-lineage, live: `open_store().record([...])` once per node, with that node's facts (its
+  score and, if it has children, its fork), as a harness records while the rollout happens. Import:
+  the whole tree as one batch (`record`), and as `lineage ingest` of a JSON-lines file in a fresh
+  process.
+- The query: first in a fresh process (interpreter start and, for us, the read models catching up
+  with the whole log included: `lineage sql`), then again on a warm reader in this process.
 
-Every figure is measured `--repeats` times; the JSON gives each one's median, min and max, and the ratios
-(ours over MLflow's, per repeat) the same way. Needs the `peer` extra: `pip install -e '.[peer]'`.
+Every figure is measured `--repeats` times; the JSON gives each one's median, min and max, and the
+ratios (ours over MLflow's, per repeat) the same way. Needs the `peer` extra: `pip install -e
+'.[peer]'`.
 
 Usage: python bench/peers.py [--nodes 1000] [--repeats 3] [--postgres URL]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -47,7 +50,8 @@ QUERY = (
     f"SELECT count(*) AS n FROM descendants('{RUN}', 'root') d "
     f"JOIN children c ON c.run = '{RUN}' AND c.node = d.node WHERE c.reward >= 1"
 )
-#: The same question asked of MLflow in a fresh process: one nested search per parent, level by level.
+#: The same question asked of MLflow in a fresh process: one nested search per parent, level by
+#: level.
 MLFLOW_QUERY = """
 import sys
 from mlflow.tracking import MlflowClient
@@ -91,8 +95,8 @@ def expected_answer(n: int) -> int:
 
 
 def node_facts(n: int) -> list[list[f.Fact]]:
-    """One list per node, in the order a harness learns them: its own score (it is child `(k-1) % 2` of its
-    parent's fork), then the fork that starts its children."""
+    """One list per node, in the order a harness learns them: its own score (it is child `(k-1) % 2`
+    of its parent's fork), then the fork that starts its children."""
     per_node: list[list[f.Fact]] = []
     for k in range(n):
         facts: list[f.Fact] = []
@@ -119,12 +123,12 @@ def node_facts(n: int) -> list[list[f.Fact]]:
     return per_node
 
 
-# --- MLflow -----------------------------------------------------------------------------------------------
+# --- MLflow ---------------------------------------------------------------------------------------
 
 
 def mlflow_record(n: int, home: Path, uri: str | None = None) -> tuple[float, str, str, str]:
-    """Nodes per second recording the tree in MLflow (in a SQLite file in `home`, or at the database `uri`),
-    and (tracking URI, experiment id, root run id)."""
+    """Nodes per second recording the tree in MLflow (in a SQLite file in `home`, or at the database
+    `uri`), and (tracking URI, experiment id, root run id)."""
     from mlflow.tracking import MlflowClient
 
     uri = uri or f"sqlite:///{home / 'mlflow.db'}"
@@ -166,7 +170,7 @@ def mlflow_queries(uri: str, experiment: str, root: str, n: int) -> tuple[float,
     return first, (time.perf_counter() - start) * 1000
 
 
-# --- rollout-lineage --------------------------------------------------------------------------------------
+# --- rollout-lineage ------------------------------------------------------------------------------
 
 
 def ours_live(per_node: list[list[f.Fact]], home: Path, store: str | None = None) -> float:
@@ -196,7 +200,8 @@ def lineage_cli(home: Path, *args: str, store: str | None = None) -> str:
 
 
 def ours_ingest(per_node: list[list[f.Fact]], home: Path) -> float:
-    """`lineage ingest` of the tree as JSON lines, timed as a fresh process (interpreter start included)."""
+    """`lineage ingest` of the tree as JSON lines, timed as a fresh process (interpreter start
+    included)."""
     source = home.parent / "tree.jsonl"
     with source.open("w") as out:
         out.writelines(
@@ -208,8 +213,9 @@ def ours_ingest(per_node: list[list[f.Fact]], home: Path) -> float:
 
 
 def ours_queries(home: Path, n: int, store: str | None = None) -> tuple[float, float]:
-    """(first `lineage sql` in a fresh process, read models catching up with the whole log; the same query on
-    a warm reader, which checks the log for new events first), in ms; both answers checked."""
+    """(first `lineage sql` in a fresh process, read models catching up with the whole log; the same
+    query on a warm reader, which checks the log for new events first), in ms; both answers
+    checked."""
     start = time.perf_counter()
     out = lineage_cli(home, "sql", QUERY, "--format", "csv", store=store)
     first = (time.perf_counter() - start) * 1000
@@ -224,7 +230,7 @@ def ours_queries(home: Path, n: int, store: str | None = None) -> tuple[float, f
     return first, warm
 
 
-# --- one repeat, and the summary --------------------------------------------------------------------------
+# --- one repeat, and the summary ------------------------------------------------------------------
 
 
 def fresh_home(label: str) -> Path:
@@ -235,7 +241,8 @@ def fresh_home(label: str) -> Path:
 
 
 def fresh_database(base: str, name: str) -> str:
-    """A new, empty database `name` on the server at `base` (dropped first if a run left one), as a URL."""
+    """A new, empty database `name` on the server at `base` (dropped first if a run left one), as a
+    URL."""
     import psycopg
 
     with psycopg.connect(base, autocommit=True) as connection:
@@ -245,8 +252,8 @@ def fresh_database(base: str, name: str) -> str:
 
 
 def postgres_repeat(n: int, repeat: int, base: str) -> dict[str, float]:
-    """The same figures with both on PostgreSQL: MLflow's tracking store (SQLAlchemy over psycopg 3) and ours,
-    each in a database of its own made for this repeat."""
+    """The same figures with both on PostgreSQL: MLflow's tracking store (SQLAlchemy over psycopg 3)
+    and ours, each in a database of its own made for this repeat."""
     per_node = node_facts(n)
     figures: dict[str, float] = {}
     mlflow_db = fresh_database(base, f"lineage_peers_mlflow_{repeat}")
@@ -277,7 +284,8 @@ def postgres_repeat(n: int, repeat: int, base: str) -> dict[str, float]:
 def one_repeat(n: int, repeat: int) -> dict[str, float]:
     per_node = node_facts(n)
     figures: dict[str, float] = {}
-    # A new file per repeat: MLflow keeps one database engine per tracking URI for the whole process.
+    # A new file per repeat: MLflow keeps one database engine per tracking URI for the whole
+    # process.
     home = fresh_home(f"mlflow-{repeat}")
     figures["mlflow_record_nodes_per_s"], uri, experiment, root = mlflow_record(n, home)
     first, warm = mlflow_queries(uri, experiment, root, n)
@@ -334,8 +342,9 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
         "--postgres",
         default=os.environ.get("LINEAGE_BENCH_POSTGRES_URL")
         or os.environ.get("LINEAGE_TEST_POSTGRES_URL"),
-        help="a PostgreSQL server URL (default LINEAGE_BENCH_POSTGRES_URL, else LINEAGE_TEST_POSTGRES_URL): "
-        "both are also measured there, each in databases this makes; none: SQLite only",
+        help="a PostgreSQL server URL (default LINEAGE_BENCH_POSTGRES_URL, "
+        "else LINEAGE_TEST_POSTGRES_URL): both are also measured there, "
+        "each in databases this makes; none: SQLite only",
     )
     args = parser.parse_args(argv)
     if args.nodes < 2 or args.repeats < 1:

@@ -1,10 +1,11 @@
 """Run `bench/run.py` several times, each in its own process, and print every figure's median, min and max (JSON).
 
-One run on a shared two-core machine moves by 10-20%; the README's table gives the median of several with their
-spread, and this is how those are made. Options after `--` go to `bench/run.py` (`--quick`, `--only PREFIX...`).
+One run on a shared two-core machine moves by 10-20%; the README's table gives the median of several
+with their spread, and this is how those are made. Options after `--` go to `bench/run.py`
+(`--quick`, `--only PREFIX...`).
 
 Usage: python bench/repeat.py [--runs 3] [-- --only rebuild catch_up]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ RUN = Path(__file__).resolve().parent / "run.py"
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each numeric figure as {median, min, max}; anything else (the machine, `quick`) as the first run gave it."""
+    """Each numeric figure as {median, min, max}; anything else (the machine, `quick`) as the first
+    run gave it."""
     out: dict[str, Any] = {}
     for name, first in runs[0].items():
         values = [run[name] for run in runs if name in run]

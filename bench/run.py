@@ -1,11 +1,12 @@
 """The benchmark suite: prints one JSON object with every figure the README's performance table shows.
 
-Each figure is the median of several runs. `--quick` shrinks every workload so the whole suite finishes in
-under a minute; the full run uses the sizes the targets name (1,000,000 events for rebuilds, 100,000 nodes
-for the descendants query, a 1 GiB tar). Stores are built under bench/out/ (gitignored).
+Each figure is the median of several runs. `--quick` shrinks every workload so the whole suite
+finishes in under a minute; the full run uses the sizes the targets name (1,000,000 events for
+rebuilds, 100,000 nodes for the descendants query, a 1 GiB tar). Stores are built under bench/out/
+(gitignored).
 
 Usage: python bench/run.py [--quick] [--only NAME ...]
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def append_single(store: str | None = None, n: int = 1000) -> float:
 
 
 def deep_run(lineage: Lineage, deep: int) -> str:
-    """A registered run already holding `deep` nodes (recorded in batches of 1,000); returns its key."""
+    """A registered run already holding `deep` nodes (recorded in batches of 1,000); returns its
+    key."""
     run = "live/run__1"
     lineage.record([f.RunRegistered(run=run, task="t")])
     for start in range(0, deep, 1000):
@@ -94,8 +96,9 @@ def deep_run(lineage: Lineage, deep: int) -> str:
 
 
 def append_live(n: int = 1000, *, deep: int = 0) -> float:
-    """A harness recording one run live, one fact per transaction as it happens: nodes/s over `n` nodes, after
-    `deep` nodes already in the run (recorded in batches). Constant cost means the two figures agree."""
+    """A harness recording one run live, one fact per transaction as it happens: nodes/s over `n`
+    nodes, after `deep` nodes already in the run (recorded in batches). Constant cost means the two
+    figures agree."""
 
     def once() -> float:
         with fresh("live") as lineage:
@@ -109,8 +112,9 @@ def append_live(n: int = 1000, *, deep: int = 0) -> float:
 
 
 def record_in_new_process_ms(deep: int) -> float:
-    """One fact recorded by a process that has not seen the run (a new `Lineage`, nothing cached), into a run of
-    `deep` events: the saved aggregate state keeps this flat (issue #14). Opening the store is not timed."""
+    """One fact recorded by a process that has not seen the run (a new `Lineage`, nothing cached),
+    into a run of `deep` events: the saved aggregate state keeps this flat (issue #14). Opening the
+    store is not timed."""
     with fresh("new-process") as lineage:
         run = deep_run(lineage, deep)
         settings = lineage.settings
@@ -131,12 +135,13 @@ def _wall_ms(command: list[str]) -> float:
 
 
 def cli_start_up(repeats: int = 9) -> dict[str, float]:
-    """`lineage --help` and `lineage sql "select 1"` on an up-to-date store, against `python -c "import click"`,
-    each a fresh process; measured in turn within each repeat, so load on the machine hits all three alike.
-    Then `lineage runs` and the same `lineage sql`, each up to date and right after one new event: the whole
-    extra cost of a one-event catch-up in a fresh process (the event is recorded by this process, outside the
-    timing). `runs` reads with this code's own statements on the connection that caught up; `sql` reopens the
-    file read-only for the user's statement, so it opens it twice."""
+    """`lineage --help` and `lineage sql "select 1"` on an up-to-date store, against `python -c
+    "import click"`, each a fresh process; measured in turn within each repeat, so load on the
+    machine hits all three alike. Then `lineage runs` and the same `lineage sql`, each up to date
+    and right after one new event: the whole extra cost of a one-event catch-up in a fresh process
+    (the event is recorded by this process, outside the timing). `runs` reads with this code's own
+    statements on the connection that caught up; `sql` reopens the file read-only for the user's
+    statement, so it opens it twice."""
     lineage_cli = str(Path(sys.executable).parent / "lineage")
     with fresh("cli") as lineage:
         for batch in batches(2_000):
@@ -203,8 +208,8 @@ def ingest_jsonl(n: int = 60_000) -> float:
     return median(once)
 
 
-# A child's own peak: VmHWM, not ru_maxrss, which Linux carries over from the parent through fork and exec (so a
-# child of this big benchmark process would report the parent's peak).
+# A child's own peak: VmHWM, not ru_maxrss, which Linux carries over from the parent through fork
+# and exec (so a child of this big benchmark process would report the parent's peak).
 PEAK_RSS_MB = """
 import re
 from pathlib import Path
@@ -224,7 +229,8 @@ main()
 
 
 def ingest_peak_rss_mb(chunk_size: int | None) -> float:
-    """Peak RSS of `lineage ingest` of the ingest benchmark's file, in a fresh process: whole, or chunked."""
+    """Peak RSS of `lineage ingest` of the ingest benchmark's file, in a fresh process: whole, or
+    chunked."""
     home = OUT / "ingest-rss"
     shutil.rmtree(home, ignore_errors=True)
     chunk = ["--chunk-size", str(chunk_size)] if chunk_size else []
@@ -279,7 +285,8 @@ print(position / seconds, peak_rss_mb())
 
 
 def rebuild(n_events: int, memory_cap: str = "256MB") -> tuple[float, float]:
-    """Events per second and peak RSS of a whole rebuild, each in a fresh process with this DuckDB memory cap."""
+    """Events per second and peak RSS of a whole rebuild, each in a fresh process with this DuckDB
+    memory cap."""
     lineage = big_store(n_events)
     home = lineage.settings.home
     lineage.close()
@@ -300,7 +307,8 @@ def rebuild(n_events: int, memory_cap: str = "256MB") -> tuple[float, float]:
 
 
 def catch_up_one_event_ms() -> tuple[float, float]:
-    """Latency of a read right after one new event: a long-lived reader, and a fresh process-like open."""
+    """Latency of a read right after one new event: a long-lived reader, and a fresh process-like
+    open."""
     with fresh("catchup") as lineage:
         for batch in batches(12_000):
             lineage.record(batch)
@@ -415,8 +423,9 @@ def _rebuild_figures(figures: dict[str, Any], value: Any, big: int) -> None:
         round(value[0]),
         round(value[1], 1),
     )
-    # The same rebuild over a log a tenth as long, and both under a smaller cap: what grows with the log is
-    # DuckDB's buffer pool filling up to its cap (LINEAGE_DUCKDB_MEMORY), not anything unbounded.
+    # The same rebuild over a log a tenth as long, and both under a smaller cap: what grows with the
+    # log is DuckDB's buffer pool filling up to its cap (LINEAGE_DUCKDB_MEMORY), not anything
+    # unbounded.
     figures[f"rebuild_peak_rss_mb_at_{big // 10}_events"] = round(rebuild(big // 10)[1], 1)
     figures["rebuild_peak_rss_mb_cap_64mb"] = round(rebuild(big, "64MB")[1], 1)
     figures[f"rebuild_peak_rss_mb_cap_64mb_at_{big // 10}_events"] = round(

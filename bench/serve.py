@@ -1,24 +1,25 @@
 """Latency of `lineage serve`: p50/p99 of `/api/runs`, run pages, a 10,000-node tree page and the charts, over
 real HTTP on loopback, sequential and from concurrent clients.
 
-The store is built from examples/ (plus `--runs N` synthetic runs of `bench/synthetic.py`, 12 events each, and
-a run whose tree has `--tree-nodes` nodes, `bench/run.py`'s binary fork tree), the application is the one
-`lineage serve` runs, under uvicorn in a thread of this process, and keep-alive clients ask (bounded:
-`--requests` per figure, after a few warm-up requests). `--rounds R` measures every figure R times on the same
-store and prints each figure's median p50/p99 with the spread (min-max) over the rounds.
+The store is built from examples/ (plus `--runs N` synthetic runs of `bench/synthetic.py`, 12 events
+each, and a run whose tree has `--tree-nodes` nodes, `bench/run.py`'s binary fork tree), the
+application is the one `lineage serve` runs, under uvicorn in a thread of this process, and
+keep-alive clients ask (bounded: `--requests` per figure, after a few warm-up requests). `--rounds
+R` measures every figure R times on the same store and prints each figure's median p50/p99 with the
+spread (min-max) over the rounds.
 
-The hash chain is walked (and the Merkle tree built) once, in the background from the start as `lineage
-serve` does, and waited for before any figure (`chain_walk_and_merkle_tree_at_start_s`).
-Answers are remembered per log position (`projections/reports/served_reads.py`), so the `*_after_a_write` figures
-append one event before each timed request: catch-up, reopening the file and the queries all count there.
-`concurrent_*` runs `--clients` threads, each with its own connection, all asking at once; their
-latencies are pooled. The synthetic run's page carries its arm statistics over its task's ~N/97 trials
-per arm (a bootstrap each): `first` is its first request, then remembered.
-Goals (issue #25): p50 <= 20 ms for the API, a run page under 300 ms.
+The hash chain is walked (and the Merkle tree built) once, in the background from the start as
+`lineage serve` does, and waited for before any figure (`chain_walk_and_merkle_tree_at_start_s`).
+Answers are remembered per log position (`projections/reports/served_reads.py`), so the
+`*_after_a_write` figures append one event before each timed request: catch-up, reopening the file
+and the queries all count there. `concurrent_*` runs `--clients` threads, each with its own
+connection, all asking at once; their latencies are pooled. The synthetic run's page carries its arm
+statistics over its task's ~N/97 trials per arm (a bootstrap each): `first` is its first request,
+then remembered. Goals (issue #25): p50 <= 20 ms for the API, a run page under 300 ms.
 
-Usage: python bench/serve.py [--runs N] [--tree-nodes 10001] [--requests 200] [--clients 8] [--rounds 3]
-(prints one JSON object)
-"""
+Usage: python bench/serve.py [--runs N] [--tree-nodes 10001] [--requests 200] [--clients 8]
+[--rounds 3] (prints one JSON object)
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def _percentiles(
 
 
 def _concurrent(base: str, paths: list[str], clients: int, requests: int) -> dict[str, float]:
-    """`clients` threads with a connection each, every one asking `requests` times, round the paths."""
+    """`clients` threads with a connection each, every one asking `requests` times, round the
+    paths."""
 
     def one(k: int) -> list[float]:
         with httpx.Client(base_url=base, timeout=120) as client:

@@ -1,7 +1,9 @@
-"""Synthetic but realistic facts for the benchmarks: runs with stages, an ablation-like fork and outcomes.
+"""Synthetic but realistic facts for the benchmarks: runs with stages, an ablation-like fork and
+outcomes.
 
-Each run yields 12 events (registration, two stages and their two snapshot captures, a node, a fork with
-three children, three child outcomes, the closing, and the run's score), so N events means N/12 runs.
+Each run yields 12 events (registration, two stages and their two snapshot captures, a node, a fork
+with three children, three child outcomes, the closing, and the run's score), so N events means N/12
+runs.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Throughput of `verify_tar` against a plain hashlib.sha256 pass over the same `docker save`-shaped tar.
 
-The ratio is the figure that matters: verification does two digests over the layer bytes (whole file and per
-member), so it is only as cheap as `sha256sum` if the second digest really runs on the other core. Both timings
-are the median of three runs after one warm-up read, so the page cache serves every run alike. The tar is built
-once under bench/out/ (gitignored) and reused.
+The ratio is the figure that matters: verification does two digests over the layer bytes (whole file
+and per member), so it is only as cheap as `sha256sum` if the second digest really runs on the other
+core. Both timings are the median of three runs after one warm-up read, so the page cache serves
+every run alike. The tar is built once under bench/out/ (gitignored) and reused.
 
 Usage: python bench/tar_verify.py [--quick | --size-mib N]    (prints one JSON object)
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ READ_BYTES = 4 << 20
 
 
 class _RandomBytes(io.RawIOBase):
-    """`size` pseudo-random bytes, generated as read, so building a 1 GiB layer never holds it in memory."""
+    """`size` pseudo-random bytes, generated as read, so building a 1 GiB layer never holds it in
+    memory."""
 
     def __init__(self, size: int, seed: int) -> None:
         self._left = size
@@ -63,7 +64,8 @@ def _add_file(archive: tarfile.TarFile, name: str, source: Path | bytes) -> None
 
 
 def build_tar(size_mib: int) -> Path:
-    """A legacy-layout `docker save` tar whose layers hold `size_mib` MiB of random file content in total."""
+    """A legacy-layout `docker save` tar whose layers hold `size_mib` MiB of random file content in
+    total."""
     path = OUT_DIR / f"bench-{size_mib}mib.tar"
     if path.exists():
         return path

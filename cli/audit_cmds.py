@@ -1,9 +1,10 @@
 """Auditing from the log: history, tree, diff, cut-point, audit.
 
-Every command reads the read models (caught up, or rebuilt `--as-of` a position or time), calls one query in
-`projections/` and writes the answer. Readable text is the default; `--format json` gives the full document
-and the row formats (`table`, `jsonl`, `csv`, `markdown`) give its main rows. `lineage audit` exits with its
-verdict: 0 publishable, 10 publishable with quarantines, 11 not publishable (see `projections/reports/audit.py`).
+Every command reads the read models (caught up, or rebuilt `--as-of` a position or time), calls one
+query in `projections/` and writes the answer. Readable text is the default; `--format json` gives
+the full document and the row formats (`table`, `jsonl`, `csv`, `markdown`) give its main rows.
+`lineage audit` exits with its verdict: 0 publishable, 10 publishable with quarantines, 11 not
+publishable (see `projections/reports/audit.py`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ text_format_option = output_options(
     "text",
     *FORMATS,
     default="text",
-    help="text for people; json for the full document; table, tsv, csv, jsonl or markdown for its rows.",
+    help="text for people; json for the full document; "
+    "table, tsv, csv, jsonl or markdown for its rows.",
 )
 
 
@@ -66,10 +68,11 @@ def _emit(
 def history(
     lineage: Lineage, node: str, as_of: str | None, occurred_before: str | None, fmt: str
 ) -> None:
-    """The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).
+    """The ancestry of NODE from the root run down, with the events that shaped each step (when and
+    by whom).
 
-    NODE is RUN, RUN:NODE or a fork child RUN:FORK/ARM (or RUN:FORK/#INDEX). A continuation's history starts
-    in the run it continues.
+    NODE is RUN, RUN:NODE or a fork child RUN:FORK/ARM (or RUN:FORK/#INDEX). A continuation's
+    history starts in the run it continues.
     """
     with read_models(lineage, as_of, occurred_before) as models:
         node = resolve_address(models.db, node)
@@ -100,18 +103,19 @@ def history(
     *tree_view.RENDERERS,
     "json",
     default="text",
-    help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz digraph; json: the run, its forks "
-    "and every node's status, reward and text.",
+    help="text: an indented tree; mermaid: a flowchart TD; dot: a Graphviz "
+    "digraph; json: the run, its forks and every node's status, reward and text.",
 )
 @click.pass_obj
 def tree(
     lineage: Lineage, run: str, as_of: str | None, occurred_before: str | None, fmt: str
 ) -> None:
-    """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork.
+    """RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V
+    per fork.
 
-    Status words (benchflow's): pass and fail (scored, reward at least 1.0 or below), error (no reward, with a
-    reason), skipped (no reward, no reason), pending (no outcome yet). V: a fork's value, the mean reward of its
-    children, undefined unless every child was scored.
+    Status words (benchflow's): pass and fail (scored, reward at least 1.0 or below), error (no
+    reward, with a reason), skipped (no reward, no reason), pending (no outcome yet). V: a fork's
+    value, the mean reward of its children, undefined unless every child was scored.
     """
     with read_models(lineage, as_of, occurred_before) as models:
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
@@ -129,7 +133,8 @@ def tree(
 @click.option(
     "--exit-code",
     is_flag=True,
-    help="Exit 1 when A and B differ (reward, outcome or any test), 0 when they agree, as git diff does.",
+    help="Exit 1 when A and B differ (reward, outcome or "
+    "any test), 0 when they agree, as git diff does.",
 )
 @click.pass_obj
 def diff(
@@ -141,10 +146,12 @@ def diff(
     fmt: str,
     exit_code: bool,
 ) -> None:
-    """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.
+    """Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test
+    outcomes.
 
-    A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill). Flipped tests
-    come first; a test one side did not report is "not reported", never a failure. Row formats list the tests.
+    A and B are RUN, RUN:NODE or RUN:FORK/ARM (e.g. jobs/x:root/with-skill jobs/x:root/no-skill).
+    Flipped tests come first; a test one side did not report is "not reported", never a failure. Row
+    formats list the tests.
     """
     with read_models(lineage, as_of, occurred_before) as models:
         a, b = resolve_address(models.db, a), resolve_address(models.db, b)
@@ -184,11 +191,12 @@ def cut_point(
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.
+    """Resolve RUN's replay cut point from its stage registry and list the cut points its
+    continuations served.
 
-    Fails closed (exit 1) when RUN recorded no stages, the stage was not recorded, its exchange count is
-    unknown, or zero. Without --stage or --exchanges, lists the stages a replay can cut at. Row formats list
-    the served cut points.
+    Fails closed (exit 1) when RUN recorded no stages, the stage was not recorded, its exchange
+    count is unknown, or zero. Without --stage or --exchanges, lists the stages a replay can cut at.
+    Row formats list the served cut points.
     """
     if stage is not None and exchanges is not None:
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
@@ -227,7 +235,8 @@ def cut_point(
     nargs=2,
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     metavar="A B",
-    help="Compare two batches of the same matrix (e.g. Daytona and Docker) slot by slot; exit 11 on a blocker.",
+    help="Compare two batches of the same matrix (e.g. Daytona "
+    "and Docker) slot by slot; exit 11 on a blocker.",
 )
 @click.option(
     "--matrix",
@@ -252,15 +261,17 @@ def audit(
 ) -> None:
     """Review the store (or the run directories PATHS) like a release gate and end with a verdict.
 
-    With PATHS, the run directories under them are audited directly, as the experiment-review skill's
-    validator does: read into a log held in memory, nothing written to any store. Every layout `lineage
-    import` reads is accepted, and rollout folders with run_config.json + result.json + trajectory/.
+    With PATHS, the run directories under them are audited directly, as the experiment-review
+    skill's validator does: read into a log held in memory, nothing written to any store. Every
+    layout `lineage import` reads is accepted, and rollout folders with run_config.json +
+    result.json + trajectory/.
 
-    Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a training-ready
-    results.jsonl row), token usage and timing, skill loading, matrix slots (oracle lanes apart), preservation
-    receipts, custody conservation, snapshot truthfulness, fork and cut-point consistency and the log's hash
-    chain. Exit codes: 0 publishable; 10 publishable with quarantines (named);
-    11 not publishable; 1 bad input. --format json gives the full report; row formats list the findings.
+    Checks run health, the experiment-review skill's trajectory gate (ACP and LLM trajectories, a
+    training-ready results.jsonl row), token usage and timing, skill loading, matrix slots (oracle
+    lanes apart), preservation receipts, custody conservation, snapshot truthfulness, fork and
+    cut-point consistency and the log's hash chain. Exit codes: 0 publishable; 10 publishable with
+    quarantines (named); 11 not publishable; 1 bad input. --format json gives the full report; row
+    formats list the findings.
 
     \b
     --matrix FILE lists the slots you expect, each a task, agent, model, skill_mode and trial:
@@ -271,7 +282,7 @@ def audit(
              (an object of lists: their cross product, here 6 slots)
     A field left out or empty matches runs that did not record it. Each slot ends healthy, missing,
     duplicate, stale (superseded by runs outside it) or unhealthy; runs matching no slot are warned about.
-    """
+    """  # noqa: E501
     lineage: Lineage = ctx.obj
     if parity:
         if paths or matrix_file or run_key or task or since or as_of or occurred_before:
@@ -293,8 +304,8 @@ def audit(
     if paths:
         if as_of is not None or occurred_before is not None:
             raise click.UsageError(
-                "--as-of and --occurred-before read a store's history; found them with PATHS, which are "
-                "audited as they are now (import them to audit their history)"
+                "--as-of and --occurred-before read a store's history; found them with PATHS, "
+                "which are audited as they are now (import them to audit their history)"
             )
         report = audit_directories(list(paths), selection)
     else:

@@ -1,8 +1,9 @@
 """`lineage audit PATH...` and `lineage audit --parity A B`: run directories audited where they are.
 
-Both import the directories into a log held in memory, with read models in a temporary folder that is
-removed afterwards, so nothing is written to any store, as the experiment-review skill's validator reads a
-folder without recording it. A directory that cannot be read is an unhealthy run of its own, never skipped.
+Both import the directories into a log held in memory, with read models in a temporary folder that
+is removed afterwards, so nothing is written to any store, as the experiment-review skill's
+validator reads a folder without recording it. A directory that cannot be read is an unhealthy run
+of its own, never skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from .output import note
 
 @contextmanager
 def _scratch(paths: list[Path]) -> Iterator[tuple[Any, Lineage, list[tuple[str, str]]]]:
-    """PATHS imported into a log held in memory (read models in a temporary folder), thrown away after."""
+    """PATHS imported into a log held in memory (read models in a temporary folder), thrown away
+    after."""
     import tempfile
 
     from ..adapters.importers.service import import_runs
@@ -54,7 +56,8 @@ def audit_directories(paths: list[Path], selection: dict[str, Any]) -> dict[str,
 
 
 def _parity_side(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """Each run of one batch as the parity check compares it: its audit row, evidence and file schema."""
+    """Each run of one batch as the parity check compares it: its audit row, evidence and file
+    schema."""
     from ..adapters.importers.rundir import RunFolder
 
     with _scratch([path]) as (models, scratch, unreadable):
@@ -123,7 +126,8 @@ def parity_report(a: Path, b: Path) -> dict[str, Any]:
 def render_parity(report: dict[str, Any]) -> str:
     lines = [f"parity: A {report['a']}  B {report['b']}", f"slots ({len(report['slots'])}):"]
     lines += [
-        f"  {'same   ' if not s['differs'] else 'differs'}  {s['slot']}  A {s['a'] or '-'}  B {s['b'] or '-'}"
+        f"  {'same   ' if not s['differs'] else 'differs'}  "
+        f"{s['slot']}  A {s['a'] or '-'}  B {s['b'] or '-'}"
         for s in report["slots"]
     ]
     lines.append("blockers:" if report["findings"] else "blockers: none")

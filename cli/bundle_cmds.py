@@ -1,5 +1,5 @@
-"""Run bundles: write one file an auditor can check without the store, check it, show it, and list the
-sources of imported facts. `lineage import --bundle` (in import_cmds) appends one to a store."""
+"""Run bundles: write one file an auditor can check without the store, check it, show it, and list
+the sources of imported facts. `lineage import --bundle` (in import_cmds) appends one to a store."""
 
 from __future__ import annotations
 
@@ -29,9 +29,10 @@ class BundleGroup(click.Group):
 def bundle() -> None:
     """One file holding runs' events with their proofs, checkable without the store.
 
-    `lineage bundle RUN... --to FILE [--sign KEYFILE] [--with-tars]` writes one; `bundle verify FILE`
-    checks it offline; `bundle show FILE` prints its runs' trees and audit verdict; `import --bundle FILE`
-    appends it to another store; `bundle sources` lists imported facts with their proofs re-checked.
+    `lineage bundle RUN... --to FILE [--sign KEYFILE] [--with-tars]` writes one; `bundle verify
+    FILE` checks it offline; `bundle show FILE` prints its runs' trees and audit verdict; `import
+    --bundle FILE` appends it to another store; `bundle sources` lists imported facts with their
+    proofs re-checked.
     """
 
 
@@ -120,7 +121,8 @@ key_option = click.option(
     "key_values",
     multiple=True,
     metavar="VKEY",
-    help="Verifier key (file or text) the checkpoint must be signed by; also marks trusted batch signers.",
+    help="Verifier key (file or text) the checkpoint must "
+    "be signed by; also marks trusted batch signers.",
 )
 
 
@@ -129,7 +131,8 @@ key_option = click.option(
 @key_option
 @output_options()
 def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
-    """Check a bundle offline: bytes, proofs, signatures, tar digests, and a replay through the domain rules."""
+    """Check a bundle offline: bytes, proofs, signatures, tar digests, and a replay through the
+    domain rules."""
     document = summary(_read(path, key_values))
     write_rows([document], list(document), fmt)
 
@@ -138,7 +141,8 @@ def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @key_option
 def show(path: str, key_values: tuple[str, ...]) -> None:
-    """Verify a bundle, then print its runs' trees and the audit verdict, built in a throwaway store."""
+    """Verify a bundle, then print its runs' trees and the audit verdict, built in a throwaway
+    store."""
     from ..adapters.bundle_check import entries
     from ..projections.engine.runner import open_read_models
     from ..projections.reports import tree_view
@@ -174,7 +178,8 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
 @output_options()
 @click.pass_obj
 def sources_command(lineage: Lineage, key_values: tuple[str, ...], fmt: str) -> None:
-    """Imported events with the origin, position and checkpoint they came from, each proof re-checked."""
+    """Imported events with the origin, position and checkpoint they came from, each proof
+    re-checked."""
     from ..adapters import ed25519
     from ..adapters.bundle_import import require_proven, sources
 

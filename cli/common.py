@@ -1,5 +1,5 @@
-"""Small pieces every read command shares: the two times (`--as-of`, `--occurred-before`), opening caught-up read
-models, RUN:NAME addresses."""
+"""Small pieces every read command shares: the two times (`--as-of`, `--occurred-before`), opening
+caught-up read models, RUN:NAME addresses."""
 
 from __future__ import annotations
 
@@ -21,13 +21,15 @@ AS_OF_HELP = (
     "e.g. 2026-11-02T10:00:00Z), not when they happened: see --occurred-before."
 )
 OCCURRED_BEFORE_HELP = (
-    "What had happened before this ISO-8601 time by the harness's own clocks (each fact's occurred_at, "
-    "e.g. a run's own date), however late it was recorded. An arm without an outcome then is pending."
+    "What had happened before this ISO-8601 time by the harness's own "
+    "clocks (each fact's occurred_at, e.g. a run's own date), however "
+    "late it was recorded. An arm without an outcome then is pending."
 )
 
 
 def as_of_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`--as-of` and `--occurred-before`: the two times a read can be asked at, each named for what it means."""
+    """`--as-of` and `--occurred-before`: the two times a read can be asked at, each named for what
+    it means."""
     func = click.option(
         "--occurred-before", "occurred_before", metavar="TIME", help=OCCURRED_BEFORE_HELP
     )(func)
@@ -66,14 +68,15 @@ def split_address(address: str, what: str = "RUN:NAME") -> tuple[str, str]:
     run, sep, rest = address.rpartition(":")
     if not sep or not run or not rest:
         raise InvalidInput(
-            f"expected {what} (e.g. ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}"
+            f"expected {what} (e.g. "
+            f"ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root), found {address!r}"
         )
     return run, rest
 
 
 def complete_runs(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
-    """Shell completion of run ids (and RUN: addresses) from the store the command line names, if there is one.
-    Completion must never fail loudly in a shell, so any problem completes nothing."""
+    """Shell completion of run ids (and RUN: addresses) from the store the command line names, if
+    there is one. Completion must never fail loudly in a shell, so any problem completes nothing."""
     from click.shell_completion import CompletionItem
 
     from ..settings import Settings
@@ -99,5 +102,6 @@ def complete_runs(ctx: click.Context, _param: click.Parameter, incomplete: str) 
 
 
 def run_argument(name: str = "run", metavar: str | None = None) -> Callable[..., Any]:
-    """A RUN (or RUN:... address) argument: completed from the store, resolved by unique prefix by the command."""
+    """A RUN (or RUN:... address) argument: completed from the store, resolved by unique prefix by
+    the command."""
     return click.argument(name, metavar=metavar, shell_complete=complete_runs)

@@ -41,7 +41,8 @@ def generate(name: str, folder: str) -> None:
 
     if not KEY_FILE_NAME.match(name):
         raise InvalidInput(
-            f"expected a key name of letters, digits, '.', '_', '@' or '-' (up to 64), found {name!r}",
+            f"expected a key name of letters, digits, '.', "
+            f"'_', '@' or '-' (up to 64), found {name!r}",
             hint="e.g. lab-writer or ci.example.org",
         )
     private, public = Path(folder) / f"{name}.key", Path(folder) / f"{name}.pub"
@@ -68,10 +69,11 @@ def generate(name: str, folder: str) -> None:
 )
 @click.pass_obj
 def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
-    """Print a checkpoint of the log (origin, tree size, root hash) in the C2SP tlog-checkpoint format.
+    """Print a checkpoint of the log (origin, tree size, root hash) in the C2SP tlog-checkpoint
+    format.
 
-    Keep it somewhere the store's writers cannot reach; `lineage verify --checkpoint` later proves the
-    log still extends it, and `lineage prove` proves single events against it.
+    Keep it somewhere the store's writers cannot reach; `lineage verify --checkpoint` later proves
+    the log still extends it, and `lineage prove` proves single events against it.
     """
     from ..adapters import ed25519
     from ..adapters.checkpoints import make_checkpoint
@@ -89,7 +91,8 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
 def checked_checkpoint(
     checkpoint_file: str, key_values: tuple[str, ...]
 ) -> tuple[Checkpoint, list[str]]:
-    """The checkpoint in the file, its signatures verified when keys are given: (checkpoint, signers)."""
+    """The checkpoint in the file, its signatures verified when keys are given: (checkpoint,
+    signers)."""
     from ..adapters import ed25519
     from ..adapters.checkpoints import read_checkpoint
 
@@ -104,7 +107,8 @@ def checked_checkpoint(
 def check_checkpoint(
     lineage: Lineage, report: ChainReport, checkpoint_file: str, key_values: tuple[str, ...]
 ) -> str:
-    """What `verify --checkpoint` says about it; a log that does not extend it marks the report broken."""
+    """What `verify --checkpoint` says about it; a log that does not extend it marks the report
+    broken."""
     from ..adapters.checkpoints import check_extends
 
     parsed, signers = checked_checkpoint(checkpoint_file, key_values)
@@ -117,7 +121,8 @@ def check_checkpoint(
 
 
 def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> str:
-    """What `verify --trusted-keys` says; an event no trusted signature covers marks the report broken."""
+    """What `verify --trusted-keys` says; an event no trusted signature covers marks the report
+    broken."""
     from ..adapters import ed25519
     from ..adapters.batch_evidence import check_coverage
 
@@ -144,7 +149,8 @@ def _positions(lineage: Lineage, address: str) -> list[int]:
     """POSITION, or every event `lineage history ADDRESS` lists under that node (RUN, RUN:NODE,
     RUN:FORK/ARM or RUN:FORK/#INDEX: the addresses `history` and `diff` take)."""
     if address.isascii() and address.isdigit():
-        # Positions are the stores' 64-bit integers: a larger one would reach SQLite as an OverflowError.
+        # Positions are the stores' 64-bit integers: a larger one would reach SQLite as an
+        # OverflowError.
         if len(address) > 19 or int(address) >= 2**63:
             raise InvalidInput(
                 f"expected a log position (below 2**63), found {address[:40]!r}"
@@ -169,7 +175,8 @@ def _positions(lineage: Lineage, address: str) -> list[int]:
     if not found:
         raise InvalidInput(
             f"expected RUN:NODE naming events of the log, found none for {address!r}",
-            hint="`lineage history ADDRESS` lists a node's events; a position from `lineage log` works too",
+            hint="`lineage history ADDRESS` lists a node's "
+            "events; a position from `lineage log` works too",
         )
     return found
 
@@ -188,7 +195,8 @@ def _positions(lineage: Lineage, address: str) -> list[int]:
     "--check",
     "proof_file",
     type=click.Path(dir_okay=False),
-    help="Instead of proving: verify proofs printed earlier against the checkpoint (no store needed).",
+    help="Instead of proving: verify proofs printed "
+    "earlier against the checkpoint (no store needed).",
 )
 @click.pass_obj
 def prove(
@@ -198,13 +206,15 @@ def prove(
     key_values: tuple[str, ...],
     proof_file: str | None,
 ) -> None:
-    """Print RFC 9162 inclusion proofs that the events at RUN:NODE (or POSITION) are in a checkpoint.
+    """Print RFC 9162 inclusion proofs that the events at RUN:NODE (or POSITION) are in a
+    checkpoint.
 
-    A node's events are those `lineage history` lists under it (its reward and custody included); a fork
-    child is RUN:FORK/ARM or RUN:FORK/#INDEX, as `history` and `diff` take it.
+    A node's events are those `lineage history` lists under it (its reward and custody included); a
+    fork child is RUN:FORK/ARM or RUN:FORK/#INDEX, as `history` and `diff` take it.
 
-    Each proof carries the event's exact stored bytes (`entry`); anyone can check it with any RFC 9162
-    verifier (leaf = SHA-256(0x00 || entry)), or with `lineage prove --check FILE --checkpoint CP`.
+    Each proof carries the event's exact stored bytes (`entry`); anyone can check it with any RFC
+    9162 verifier (leaf = SHA-256(0x00 || entry)), or with `lineage prove --check FILE --checkpoint
+    CP`.
     """
     from ..adapters.checkpoints import check_inclusion, inclusion, require_extends
 

@@ -1,4 +1,5 @@
-"""`lineage export tree|stages|ablation|openlineage|parquet`: benchflow's own files, and formats other tools read."""
+"""`lineage export tree|stages|ablation|openlineage|parquet`: benchflow's own files, and formats
+other tools read."""
 
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ def _write(document: dict[str, Any], output: str | None) -> None:
 
 
 def write_out(text: str, output: str | Path | None) -> None:
-    """To stdout (None or -), or to a file replaced whole: never a half-written export under the final name.
+    """To stdout (None or -), or to a file replaced whole: never a half-written export under the
+    final name.
 
-    The text goes to a new temp file of its own in the target's folder (never a fixed name someone could have
-    put a link at), then replaces the target, which must be a regular file or a new name: a link, a device
-    (`/dev/null`) or a FIFO would be replaced by a file, not written through.
+    The text goes to a new temp file of its own in the target's folder (never a fixed name someone
+    could have put a link at), then replaces the target, which must be a regular file or a new name:
+    a link, a device (`/dev/null`) or a FIFO would be replaced by a file, not written through.
     """
     if output is None or str(output) == "-":  # `report --to -` hands a Path
         write_text(text, escape=False)
@@ -65,7 +67,8 @@ def _replace_whole(target: Path, text: str) -> None:
         descriptor, tmp = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
         )
-        # mkstemp makes it private (0600); an export is an ordinary file, with the mode any new file gets here.
+        # mkstemp makes it private (0600); an export is an ordinary file, with the mode any new file
+        # gets here.
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(descriptor, 0o666 & ~umask)
@@ -88,7 +91,8 @@ output_option = click.option(
 
 @click.group()
 def export() -> None:
-    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events or Parquet files from the log."""
+    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage
+    events or Parquet files from the log."""
 
 
 def _run_document_command(
@@ -134,7 +138,8 @@ def ablation(
 ) -> None:
     """The ablation.json of fork RUN:FORK (arms, verdicts, test attribution).
 
-    A report whose arms never ran has no fork: name the node its stage was captured on (root for env-ready).
+    A report whose arms never ran has no fork: name the node its stage was captured on (root for
+    env-ready).
     """
     run, fork_id = split_address(fork, "RUN:FORK")
     with read_models(lineage, as_of, occurred_before) as models:
@@ -162,9 +167,10 @@ def openlineage(
 ) -> None:
     """OpenLineage RunEvents as JSON lines for RUN... (default: every run).
 
-    A job per task, a run per tree node (START, then COMPLETE / FAIL / ABORT once it has an outcome, RUNNING
-    while pending), the standard parent facet for fork children, linear steps and continuations, and custom
-    facets rolloutLineage_delta, rolloutLineage_outcome and rolloutLineage_snapshots.
+    A job per task, a run per tree node (START, then COMPLETE / FAIL / ABORT once it has an outcome,
+    RUNNING while pending), the standard parent facet for fork children, linear steps and
+    continuations, and custom facets rolloutLineage_delta, rolloutLineage_outcome and
+    rolloutLineage_snapshots.
     """
     import json
 
@@ -193,7 +199,8 @@ def parquet(
 ) -> None:
     """Every read model (views and the tables under them) as DIR/NAME.parquet, written by DuckDB.
 
-    Files of the same names are replaced, and only once all of them were written. Lists what it wrote.
+    Files of the same names are replaced, and only once all of them were written. Lists what it
+    wrote.
     """
     from ..projections.reports.parquet import export_parquet
 

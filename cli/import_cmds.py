@@ -57,9 +57,10 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
         note(f"rejected: {rejection.error}")
     appended = "events that would be appended" if dry_run else "events appended"
     note(
-        f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, {summary.children} children, "
-        f"{summary.events_appended} {appended}, {summary.runs_skipped_known} runs skipped as already known, "
-        f"{summary.runs_rejected} runs rejected"
+        f"{'dry run: ' if dry_run else ''}{summary.runs} runs, "
+        f"{summary.forks} forks, {summary.children} children, "
+        f"{summary.events_appended} {appended}, {summary.runs_skipped_known} "
+        f"runs skipped as already known, {summary.runs_rejected} runs rejected"
         + (
             f", {summary.runs_unfinished} runs left out as still running"
             if summary.runs_unfinished
@@ -70,7 +71,8 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
 
 
 def summary_document(summary: ImportSummary) -> dict[str, Any]:
-    """`--format json`: the counts, and by name what was left out or refused, for a script to check."""
+    """`--format json`: the counts, and by name what was left out or refused, for a script to
+    check."""
     return {
         **summary.as_dict(),
         "skipped": [{"path": str(s.path), "reason": s.reason} for s in summary.skipped],
@@ -94,15 +96,16 @@ def summary_document(summary: ImportSummary) -> dict[str, Any]:
 @click.option(
     "--unfinished",
     is_flag=True,
-    help="Also import runs the harness may still be writing (no result.json yet; for bench eval ablate, no "
-    "ablation.json), as they are now. Importing them again once finished may then be refused as a "
-    "conflict where their files changed.",
+    help="Also import runs the harness may still be writing (no result.json yet; for "
+    "bench eval ablate, no ablation.json), as they are now. Importing them again "
+    "once finished may then be refused as a conflict where their files changed.",
 )
 @click.option(
     "--bundle",
     "bundle_file",
     type=click.Path(dir_okay=False),
-    help="Instead of run directories: a file from `lineage bundle`, verified first (see `bundle verify`).",
+    help="Instead of run directories: a file from `lineage "
+    "bundle`, verified first (see `bundle verify`).",
 )
 @click.option(
     "--key",
@@ -117,7 +120,8 @@ def summary_document(summary: ImportSummary) -> dict[str, Any]:
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="json: print the summary as one JSON document on stdout, with every folder skipped and why.",
+    help="json: print the summary as one JSON document "
+    "on stdout, with every folder skipped and why.",
 )
 @click.pass_obj
 def import_command(
@@ -132,20 +136,20 @@ def import_command(
 ) -> None:
     """Import benchflow and Harbor run directories found under PATHS.
 
-    Recognises benchflow PR-#1046 run directories (tree.json, stage_snapshots.json, branches/, ablation.json,
-    continue-runs), benchflow main-line branched trials (tree.json kind benchflow-branch-tree) and Harbor trial
-    directories. Each run is appended whole or not at all; importing again appends nothing. A run still being
-    written is left out (with a warning) until it has finished. With --dry-run the facts are printed as
-    `lineage ingest` lines.
-    Progress and the summary go to stderr. Exit status: 0 when every run was imported (or already known),
-    1 when a run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
-    With --bundle FILE: the bundle's facts, after verifying it (exit 3 if it does not), each appended
-    fact keeping its origin, position and checkpoint (`lineage bundle sources`).
+    Recognises benchflow PR-#1046 run directories (tree.json, stage_snapshots.json, branches/,
+    ablation.json, continue-runs), benchflow main-line branched trials (tree.json kind
+    benchflow-branch-tree) and Harbor trial directories. Each run is appended whole or not at all;
+    importing again appends nothing. A run still being written is left out (with a warning) until it
+    has finished. With --dry-run the facts are printed as `lineage ingest` lines. Progress and the
+    summary go to stderr. Exit status: 0 when every run was imported (or already known), 1 when a
+    run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
+    With --bundle FILE: the bundle's facts, after verifying it (exit 3 if it does not), each
+    appended fact keeping its origin, position and checkpoint (`lineage bundle sources`).
     """
     if fmt == "json" and (dry_run or bundle_file is not None):
         raise click.UsageError(
-            "--format json prints the import's summary on stdout, where --dry-run prints its facts and "
-            "--bundle has no folders to list; found them together: drop one"
+            "--format json prints the import's summary on stdout, where --dry-run prints "
+            "its facts and --bundle has no folders to list; found them together: drop one"
         )
     if bundle_file is not None or not paths:
         from .bundle_cmds import import_bundle_file

@@ -37,8 +37,9 @@ LOG_COLUMNS = ("position", "recorded_at", "occurred_at", "type", "subject", "act
 def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None) -> None:
     """Append facts from a JSON-lines FILE (or - for stdin), whole or not at all.
 
-    One fact per line, e.g. {"type": "stage.marked", "run": "job/task__1", "stage": "env-ready", ...}.
-    `lineage schema` prints the JSON Schema of a line. Re-ingesting the same file appends nothing.
+    One fact per line, e.g. {"type": "stage.marked", "run": "job/task__1", "stage": "env-ready",
+    ...}. `lineage schema` prints the JSON Schema of a line. Re-ingesting the same file appends
+    nothing.
     """
     if chunk_size is not None:
         if source == "-":
@@ -48,15 +49,16 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
             )
         if dry_run:
             raise click.UsageError(
-                "--dry-run decides the whole input at once, --chunk-size chunk by chunk; found both: "
-                "drop one of them"
+                "--dry-run decides the whole input at once, --chunk-size "
+                "chunk by chunk; found both: drop one of them"
             )
         try:
             done = ingest_in_chunks(lineage.app, Path(source), chunk_size)
         except OSError as exc:
             raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
         note(
-            f"appended {done.appended} events from {done.facts} facts in {done.chunks} chunks; log position {done.position}"
+            f"appended {done.appended} events from {done.facts} facts "
+            f"in {done.chunks} chunks; log position {done.position}"
         )
         return
     try:
@@ -74,7 +76,8 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
         note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
     else:
         note(
-            f"appended {result.appended} events from {len(entries)} facts; log position {result.position}"
+            f"appended {result.appended} events from "
+            f"{len(entries)} facts; log position {result.position}"
         )
 
 
@@ -82,7 +85,8 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
 @click.option(
     "--run",
     "run_key",
-    help="Only events about this run (and its forks and snapshots); a unique prefix of its id will do.",
+    help="Only events about this run (and its forks and "
+    "snapshots); a unique prefix of its id will do.",
 )
 @click.option("--fork", "fork_address", metavar="RUN:FORK", help="Only events about this fork.")
 @click.option(
@@ -146,8 +150,8 @@ def log_command(
 
 
 def _recorded_runs(lineage: Lineage, *given: str | None) -> list[str | None]:
-    """Each RUN as other commands take it (an id, or a prefix of exactly one), refused when no run has it: an
-    empty log listing for a mistyped run would read as "nothing happened"."""
+    """Each RUN as other commands take it (an id, or a prefix of exactly one), refused when no run
+    has it: an empty log listing for a mistyped run would read as "nothing happened"."""
     from ..domain.errors import UnknownSubject
     from ..projections.reports.run_list import LIST_RUNS_HINT, resolve_run
     from .common import read_models
@@ -176,13 +180,15 @@ def _recorded_runs(lineage: Lineage, *given: str | None) -> list[str | None]:
     "--read-models",
     "check_read_models",
     is_flag=True,
-    help="Also compare every read-model table with a fresh rebuild from the log (exit 3 if one differs).",
+    help="Also compare every read-model table with a fresh "
+    "rebuild from the log (exit 3 if one differs).",
 )
 @click.option(
     "--saved-states",
     "check_saved_states",
     is_flag=True,
-    help="Also replay the log behind every saved aggregate state writers would use (exit 3 if one differs).",
+    help="Also replay the log behind every saved aggregate "
+    "state writers would use (exit 3 if one differs).",
 )
 @click.option(
     "--checkpoint",
@@ -201,7 +207,8 @@ def _recorded_runs(lineage: Lineage, *given: str | None) -> list[str | None]:
     "--trusted-keys",
     "trusted_file",
     type=click.Path(dir_okay=False),
-    help="Verifier keys, one per line: report every event no signature by one of them covers (exit 3).",
+    help="Verifier keys, one per line: report every event "
+    "no signature by one of them covers (exit 3).",
 )
 @output_options()
 @click.pass_obj
@@ -217,8 +224,8 @@ def verify(
 ) -> None:
     """Check the hash chain of the whole log; exit 0 only if it is intact (3 if not).
 
-    With --read-models, also show that the read-model file (a cache others may be able to write) holds exactly
-    what a rebuild from the log would.
+    With --read-models, also show that the read-model file (a cache others may be able to write)
+    holds exactly what a rebuild from the log would.
     """
     head = None
     if kept_head:
@@ -267,16 +274,17 @@ def verify(
         raise IntegrityFailure(
             f"saved aggregate states were changed outside rollout-lineage: {', '.join(unlike)} "
             "(aggregate id@version) differ from a replay of the log",
-            hint="they are a cache: drop the table lineage_saved_states from the store (writers replay "
-            "and save again); the log itself is intact",
+            hint="they are a cache: drop the table lineage_saved_states from "
+            "the store (writers replay and save again); the log itself is intact",
         )
 
 
 def _read_models_differing(
     lineage: Lineage, report: ChainReport, document: dict[str, Any]
 ) -> list[str]:
-    """`verify --read-models`: the tables that differ from a rebuild, said in the document too; read models
-    that end before the walk's last event break the report (they do not describe the same log)."""
+    """`verify --read-models`: the tables that differ from a rebuild, said in the document too; read
+    models that end before the walk's last event break the report (they do not describe the same
+    log)."""
     if not report.intact:
         return []
     from ..projections.engine.runner import differences_from_rebuild
@@ -298,7 +306,8 @@ def _read_models_differing(
 
 
 def _saved_states_unlike(lineage: Lineage, document: dict[str, Any]) -> list[str]:
-    """`verify --saved-states`: the states that differ from a replay of the log, said in the document too."""
+    """`verify --saved-states`: the states that differ from a replay of the log, said in the
+    document too."""
     checked, unlike = lineage.app.saved_states_differing()
     document["saved_states"] = (
         f"{len(unlike)} of {checked} differ from the log: {', '.join(unlike)}"
@@ -316,7 +325,8 @@ def _saved_states_unlike(lineage: Lineage, document: dict[str, Any]) -> list[str
 def head(lineage: Lineage, as_json: bool) -> None:
     """Print POSITION:HASH of the last event; keep it elsewhere and pass it to `verify --head`.
 
-    The size and root of the log's Merkle tree follow on stderr (`lineage checkpoint` prints them signed).
+    The size and root of the log's Merkle tree follow on stderr (`lineage checkpoint` prints them
+    signed).
     """
     report = lineage.verify()
     if not report.intact:
@@ -337,7 +347,8 @@ def head(lineage: Lineage, as_json: bool) -> None:
 @click.command()
 @click.pass_obj
 def init(lineage: Lineage) -> None:
-    """Create an empty lineage store here (./.lineage, or where --home or --store say); an existing one is kept."""
+    """Create an empty lineage store here (./.lineage, or where --home or --store say); an existing
+    one is kept."""
     existed = lineage.settings.store_exists
     lineage.position()  # opening the store creates it
     lineage.created = False  # said here, not again on the way out

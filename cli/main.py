@@ -1,8 +1,9 @@
 """The `lineage` command: global options, the error contract, and the command groups.
 
-Exit codes (documented in the README): 0 success; 1 rejected input or a refused fact (`LineageError`);
-2 usage error (click); 3 evidence does not match (tampered log, snapshot digest mismatch); 4 a store or
-engine could not be reached or locked. `lineage audit` adds its verdict codes (see `cli/audit_cmds.py`).
+Exit codes (documented in the README): 0 success; 1 rejected input or a refused fact
+(`LineageError`); 2 usage error (click); 3 evidence does not match (tampered log, snapshot digest
+mismatch); 4 a store or engine could not be reached or locked. `lineage audit` adds its verdict
+codes (see `cli/audit_cmds.py`).
 """
 
 from __future__ import annotations
@@ -20,19 +21,22 @@ import click
 
 from ..domain.errors import LineageError, StoreUnavailable
 
-#: Every subcommand: its module, its name there, and the first paragraph of its help. `lineage --help` lists them
-#: from here without importing them (pydantic, eventsourcing and DuckDB load only for the command that runs);
-#: `tests/unit/test_architecture.py` keeps this table equal to the commands themselves.
+#: Every subcommand: its module, its name there, and the first paragraph of its help. `lineage
+#: --help` lists them from here without importing them (pydantic, eventsourcing and DuckDB load only
+#: for the command that runs); `tests/unit/test_architecture.py` keeps this table equal to the
+#: commands themselves.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "arms": (
         "report_cmds",
         "arms",
-        "RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.",
+        "RUN's arms x tests: one row per arm (every fork, "
+        "or FORK's), one column per test, flips marked.",
     ),
     "audit": (
         "audit_cmds",
         "audit",
-        "Review the store (or the run directories PATHS) like a release gate and end with a verdict.",
+        "Review the store (or the run directories PATHS) "
+        "like a release gate and end with a verdict.",
     ),
     "bundle": (
         "bundle_cmds",
@@ -42,23 +46,26 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint": (
         "evidence_cmds",
         "checkpoint",
-        "Print a checkpoint of the log (origin, tree size, root hash) in the C2SP tlog-checkpoint format.",
+        "Print a checkpoint of the log (origin, tree size, "
+        "root hash) in the C2SP tlog-checkpoint format.",
     ),
     "cut-point": (
         "audit_cmds",
         "cut-point",
-        "Resolve RUN's replay cut point from its stage registry and list the cut points its continuations served.",
+        "Resolve RUN's replay cut point from its stage registry "
+        "and list the cut points its continuations served.",
     ),
     "diff": (
         "audit_cmds",
         "diff",
-        "Compare two nodes or arms: delta chains from their common ancestor, rewards, per-test outcomes.",
+        "Compare two nodes or arms: delta chains from "
+        "their common ancestor, rewards, per-test outcomes.",
     ),
     "export": (
         "export_cmds",
         "export",
-        "Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage events "
-        "or Parquet files from the log.",
+        "Write benchflow artifacts (tree.json, stage_snapshots.json, "
+        "ablation.json), OpenLineage events or Parquet files from the log.",
     ),
     "head": (
         "log_cmds",
@@ -68,7 +75,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "history": (
         "audit_cmds",
         "history",
-        "The ancestry of NODE from the root run down, with the events that shaped each step (when and by whom).",
+        "The ancestry of NODE from the root run down, with "
+        "the events that shaped each step (when and by whom).",
     ),
     "import": (
         "import_cmds",
@@ -94,7 +102,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "log": (
         "log_cmds",
         "log",
-        "The events in log order: position, when recorded, when it happened, type, subject and who.",
+        "The events in log order: position, when recorded, "
+        "when it happened, type, subject and who.",
     ),
     "project": (
         "query_cmds",
@@ -104,7 +113,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "prove": (
         "evidence_cmds",
         "prove",
-        "Print RFC 9162 inclusion proofs that the events at RUN:NODE (or POSITION) are in a checkpoint.",
+        "Print RFC 9162 inclusion proofs that the events "
+        "at RUN:NODE (or POSITION) are in a checkpoint.",
     ),
     "rebuild": (
         "query_cmds",
@@ -114,7 +124,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": (
         "report_cmds",
         "report",
-        "One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.",
+        "One self-contained HTML page (no script, no "
+        "network) for RUN...: an auditor's view of each run.",
     ),
     "runs": (
         "query_cmds",
@@ -146,7 +157,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tree": (
         "audit_cmds",
         "tree",
-        "RUN's fork tree: stages and snapshots per node, each arm's delta and reward (or why none), V per fork.",
+        "RUN's fork tree: stages and snapshots per node, each "
+        "arm's delta and reward (or why none), V per fork.",
     ),
     "verify": (
         "log_cmds",
@@ -156,17 +168,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-#: Commands that write and so may create the store where there is none (they say so); the rest never invent one.
+#: Commands that write and so may create the store where there is none (they say so); the rest never
+#: invent one.
 CREATES_A_STORE = frozenset({"init", "import", "ingest"})
 
 
-#: The group's options that take a value, accepted after the subcommand too (`lineage sql Q --store URL`).
+#: The group's options that take a value, accepted after the subcommand too (`lineage sql Q --store
+#: URL`).
 GLOBAL_OPTIONS = ("--store", "--home", "--actor")
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
-    """Move `--store`/`--home`/`--actor` (and their values) written after the subcommand in front of it, as git
-    does not but people type anyway. Stops at `--`, so a value after it is never taken for an option."""
+    """Move `--store`/`--home`/`--actor` (and their values) written after the subcommand in front of
+    it, as git does not but people type anyway. Stops at `--`, so a value after it is never taken
+    for an option."""
     hoisted: list[str] = []
     rest: list[str] = []
     i = 0
@@ -193,7 +208,8 @@ def hoist_global_options(args: list[str]) -> list[str]:
 
 
 class LineageGroup(click.Group):
-    """Loads each subcommand on demand, and turns our error family into `Error: ...` with its exit code."""
+    """Loads each subcommand on demand, and turns our error family into `Error: ...` with its exit
+    code."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
@@ -206,8 +222,8 @@ class LineageGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        """click's own main, except that Ctrl-C outside a command (parsing, closing the store) is our exit 130,
-        not click's "Aborted!" and exit 1."""
+        """click's own main, except that Ctrl-C outside a command (parsing, closing the store) is
+        our exit 130, not click's "Aborted!" and exit 1."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -220,7 +236,8 @@ class LineageGroup(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
-        # Not standalone, click returns the code a command exited with (ctx.exit) or its return value.
+        # Not standalone, click returns the code a command exited with (ctx.exit) or its return
+        # value.
         sys.exit(code if isinstance(code, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -235,8 +252,9 @@ class LineageGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        # A bare Command shortens the help as the loaded one would (click.utils.make_default_short_help is
-        # deprecated), without importing the command's module.
+        # A bare Command shortens the help as the loaded one would
+        # (click.utils.make_default_short_help is deprecated), without importing the command's
+        # module.
         rows = [
             (name, click.Command(name, help=text).get_short_help_str(limit))
             for name, (_, _, text) in sorted(COMMANDS.items())
@@ -269,9 +287,10 @@ class LineageGroup(click.Group):
 
             if "readonly database" in str(exc):  # SQLite's words for a file it may not write
                 note(
-                    f"Error: expected to write the event store, found it read-only ({exc}): this command "
-                    "keeps the log's Merkle tree or opens the write side (`runs`, `tree`, `sql` and other "
-                    "reads do not; run it where the store can be written)"
+                    f"Error: expected to write the event store, "
+                    f"found it read-only ({exc}): this command "
+                    "keeps the log's Merkle tree or opens the write side (`runs`, `tree`, "
+                    "`sql` and other reads do not; run it where the store can be written)"
                 )
             else:
                 note(
@@ -367,7 +386,8 @@ def show_progress(ctx: click.Context) -> None:
 
 
 def with_suggestion(exc: click.UsageError) -> click.UsageError:
-    """click's "No such command 'tre'." with the commands it may have meant, as click does for options."""
+    """click's "No such command 'tre'." with the commands it may have meant, as click does for
+    options."""
     import ast
     import difflib
     import re
@@ -387,8 +407,8 @@ def with_suggestion(exc: click.UsageError) -> click.UsageError:
 
 
 def interrupted() -> NoReturn:
-    """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is one
-    transaction, so an interrupted command has appended whole batches or nothing."""
+    """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is
+    one transaction, so an interrupted command has appended whole batches or nothing."""
     from .output import note  # it ends a progress line first
 
     note("interrupted")
@@ -400,7 +420,8 @@ def main() -> None:
         cli.main(prog_name="lineage")
     except KeyboardInterrupt:
         interrupted()
-    finally:  # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, quietly
+    finally:
+        # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, quietly
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

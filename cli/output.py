@@ -1,9 +1,11 @@
-"""One way to print rows, shared by every read command (`--format table|tsv|csv|json|jsonl|markdown`).
+"""One way to print rows, shared by every read command (`--format
+table|tsv|csv|json|jsonl|markdown`).
 
-stdout carries data only; progress and diagnostics go to stderr. Every format but the table streams row by row,
-so a long answer starts printing at once and never has to fit in memory. A table is for a terminal: piped, a
-command prints TSV unless told otherwise. One value prints the same way everywhere: floats in their shortest
-exact form, times in UTC ISO 8601 with a `Z`, nothing at all for a missing value.
+stdout carries data only; progress and diagnostics go to stderr. Every format but the table streams
+row by row, so a long answer starts printing at once and never has to fit in memory. A table is for
+a terminal: piped, a command prints TSV unless told otherwise. One value prints the same way
+everywhere: floats in their shortest exact form, times in UTC ISO 8601 with a `Z`, nothing at all
+for a missing value.
 """
 
 from __future__ import annotations
@@ -25,17 +27,18 @@ FORMATS = ("table", "tsv", "csv", "json", "jsonl", "markdown")
 #: Formats with a header row that `--no-headers` leaves out.
 HEADED = frozenset({"table", "tsv", "csv", "markdown"})
 MAX_POSITION = 2**62  # both stores keep positions in 64-bit integers
-#: A log position (or a count) as an option takes it: a 20-digit number is a usage error, not an overflow deep inside.
+#: A log position (or a count) as an option takes it: a 20-digit number is a usage error, not an
+#: overflow deep inside.
 POSITION = click.IntRange(min=0, max=MAX_POSITION)
 
 
 def output_options(
     *choices: str, default: str = "table", help: str = ""
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """`--format` and `--no-headers`, the same for every command. `choices` are the command's formats (the row
-    formats unless it says otherwise); the default `table` becomes `tsv` when stdout is not a terminal, so
-    `lineage runs | cut -f1` works. The format arrives as the command's `fmt`; `--no-headers` is kept on the
-    context for `write_rows`."""
+    """`--format` and `--no-headers`, the same for every command. `choices` are the command's
+    formats (the row formats unless it says otherwise); the default `table` becomes `tsv` when
+    stdout is not a terminal, so `lineage runs | cut -f1` works. The format arrives as the command's
+    `fmt`; `--no-headers` is kept on the context for `write_rows`."""
     formats = choices or FORMATS
     piped = " (tsv when stdout is not a terminal)" if default == "table" else ""
 
@@ -75,7 +78,8 @@ def _headers_wanted() -> bool:
 
 
 def iso_time(value: datetime | date) -> str:
-    """The one form times print in: ISO 8601, in UTC with `Z` when the time has a zone (as the log stores it)."""
+    """The one form times print in: ISO 8601, in UTC with `Z` when the time has a zone (as the log
+    stores it)."""
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     return value.isoformat()
@@ -126,8 +130,8 @@ def _cell(value: Any) -> str:
 
 
 def _tsv_field(text: str) -> str:
-    """A TSV field as PostgreSQL's COPY text format writes one: a tab or newline inside a value is escaped, so
-    every line is one row and every tab a column boundary."""
+    """A TSV field as PostgreSQL's COPY text format writes one: a tab or newline inside a value is
+    escaped, so every line is one row and every tab a column boundary."""
     escaped = (
         text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
     )
@@ -140,10 +144,10 @@ _CONTROL = {
 
 
 def terminal_safe(text: str) -> str:
-    """Control characters from recorded ids and values (escape sequences, carriage returns) shown, not obeyed:
-    a run named with ESC[2J must not clear an auditor's screen or hide the rows above it. Invisible format
-    characters (a right-to-left override that shows `evil\u202egnp.exe` as `evilexe.png`) and Unicode line and
-    paragraph separators are shown as escapes too."""
+    """Control characters from recorded ids and values (escape sequences, carriage returns) shown,
+    not obeyed: a run named with ESC[2J must not clear an auditor's screen or hide the rows above
+    it. Invisible format characters (a right-to-left override that shows `evil\u202egnp.exe` as
+    `evilexe.png`) and Unicode line and paragraph separators are shown as escapes too."""
     text = text.translate(_CONTROL)
     if text.isascii():
         return text
@@ -228,13 +232,14 @@ WRITERS: dict[str, Writer] = {
 #: The width a table written to a pipe or file may take: enough that no value is cut or folded.
 UNBOUNDED_WIDTH = 1_000_000
 
-#: A table is drawn whole, so it shows this many rows and says how many more there were (the other formats stream).
+#: A table is drawn whole, so it shows this many rows and says how many more there were (the other
+#: formats stream).
 TABLE_ROWS = 1000
 
 
 def column_widths(natural: Sequence[int], available: int) -> list[int]:
-    """Each column's width on a terminal: its natural width when all fit, else a fair share (narrow columns
-    keep theirs, what they leave goes to the wide ones), never below one character."""
+    """Each column's width on a terminal: its natural width when all fit, else a fair share (narrow
+    columns keep theirs, what they leave goes to the wide ones), never below one character."""
     widths = list(natural)
     remaining = available
     order = sorted(range(len(natural)), key=lambda i: natural[i])
@@ -261,8 +266,8 @@ def _write_table(
             continue
         # a newline in a value would draw a row of its own
         cells.append([terminal_safe(_cell(row.get(c))).replace("\n", "\\n") for c in columns])
-    # On a terminal a row is one line: a cell too long for its share of the width ends in `…`. A table written
-    # to a pipe or a file keeps every value whole (so do the other formats).
+    # On a terminal a row is one line: a cell too long for its share of the width ends in `…`. A
+    # table written to a pipe or a file keeps every value whole (so do the other formats).
     terminal = sys.stdout.isatty()
     width = shutil.get_terminal_size().columns if terminal else UNBOUNDED_WIDTH
     natural = [
@@ -294,8 +299,9 @@ def write_document(document: Any, fmt: str) -> None:
 
 
 def write_text(text: str, *, escape: bool = True) -> None:
-    """Text on stdout as it is (add the newline you want): escaped for a terminal unless it is a file format
-    that must stay byte-exact (an export), whose JSON already escapes what a terminal would obey."""
+    """Text on stdout as it is (add the newline you want): escaped for a terminal unless it is a
+    file format that must stay byte-exact (an export), whose JSON already escapes what a terminal
+    would obey."""
     click.echo(terminal_safe(text) if escape else text, nl=False)
 
 
@@ -310,9 +316,9 @@ def note(message: str) -> None:
 
 
 class ProgressLine:
-    """One line on stderr that redraws itself (`\\r`) as long operations advance: at most ten times a second,
-    each task on its own line. Drawn only where a person watches (stderr is a terminal) or when
-    LINEAGE_PROGRESS=1 asks for it; never on stdout, which carries data only."""
+    """One line on stderr that redraws itself (`\\r`) as long operations advance: at most ten times
+    a second, each task on its own line. Drawn only where a person watches (stderr is a terminal) or
+    when LINEAGE_PROGRESS=1 asks for it; never on stdout, which carries data only."""
 
     #: The line being drawn in this process, so `note` can end it first.
     current: ProgressLine | None = None

@@ -54,11 +54,13 @@ def sql(
     timeout: float,
     fmt: str,
 ) -> None:
-    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them); QUERY `-` reads it from stdin.
+    """Run a read-only SQL QUERY over the read models (`lineage tables` lists them); QUERY `-` reads
+    it from stdin.
 
-    The query runs on a read-only connection with file access, extensions and configuration changes off, under
-    the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout. Values come in as parameters, never
-    pasted into the SQL: `-p run nightly/x "SELECT * FROM children WHERE run = $run"`.
+    The query runs on a read-only connection with file access, extensions and configuration changes
+    off, under the read models' memory cap (LINEAGE_DUCKDB_MEMORY) and --timeout. Values come in as
+    parameters, never pasted into the SQL: `-p run nightly/x "SELECT * FROM children WHERE run =
+    $run"`.
 
     Example: lineage sql "SELECT arm, status, reward FROM children ORDER BY reward DESC"
     """
@@ -86,12 +88,13 @@ def tables(lineage: Lineage, fmt: str) -> None:
     """List the read models (tables, views, SQL macros) with their columns and what a row is."""
     with read_models(lineage) as models:
         columns = {}
-        # The temp catalog holds this code's own views (`projections.shadows`); tables live in the file.
+        # The temp catalog holds this code's own views (`projections.shadows`); tables live in the
+        # file.
         for row in models.db.rows(
-            "SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) "
-            "AS cols FROM information_schema.columns WHERE table_catalog = 'temp' OR table_name NOT IN "
-            "(SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp') "
-            "GROUP BY table_name"
+            "SELECT table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER "
+            "BY ordinal_position) AS cols FROM information_schema.columns WHERE "
+            "table_catalog = 'temp' OR table_name NOT IN (SELECT table_name FROM "
+            "information_schema.tables WHERE table_catalog = 'temp') GROUP BY table_name"
         ):
             columns[row["table_name"]] = row["cols"]
         rows = []
@@ -134,8 +137,8 @@ def tables(lineage: Lineage, fmt: str) -> None:
 def project(lineage: Lineage, follow: bool, interval: float, until: int | None) -> None:
     """Catch the read models up with the log now (every read command also does this first).
 
-    With --follow, keep catching up as other writers append. The read-model file is opened only while there is
-    something new to apply, so other commands can still read in between.
+    With --follow, keep catching up as other writers append. The read-model file is opened only
+    while there is something new to apply, so other commands can still read in between.
     """
     with read_models(lineage) as models:
         position = models.position

@@ -1,4 +1,5 @@
-"""Pictures and tables for people: `lineage arms` (the arms x tests flip table) and `lineage report` (one HTML)."""
+"""Pictures and tables for people: `lineage arms` (the arms x tests flip table) and `lineage report`
+(one HTML)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,21 @@ from .output import output_options, write_rows
 @click.option(
     "--baseline",
     default=None,
-    help="What a flip is measured against: the parent run (default), or the name of an arm in each fork; "
-    "with --stats, the arm the others are compared with (default: RUN's first arm).",
+    help="What a flip is measured against: the parent run (default), or the name of an arm in "
+    "each fork; with --stats, the arm the others are compared with (default: RUN's first arm).",
 )
 @click.option(
     "--stats",
     is_flag=True,
-    help="RUN's arms pooled over every run of its task: per arm n, pass rate and mean reward with 95% "
-    "intervals, and each arm paired with the baseline (exact McNemar, paired bootstrap) with a verdict.",
+    help="RUN's arms pooled over every run of its task: per arm n, pass "
+    "rate and mean reward with 95% intervals, and each arm paired with "
+    "the baseline (exact McNemar, paired bootstrap) with a verdict.",
 )
 @click.option(
     "--all-tasks",
     is_flag=True,
-    help="With --stats: pool the arms of every task's runs (pairs stay within one fork, so one task).",
+    help="With --stats: pool the arms of every task's "
+    "runs (pairs stay within one fork, so one task).",
 )
 @as_of_option
 @output_options()
@@ -45,16 +48,19 @@ def arms(
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips marked.
+    """RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips
+    marked.
 
-    The first row is the baseline (the parent run itself unless --baseline names an arm). In table and markdown
-    a flipped cell ends in `(flip)` and the title lists, per fork, the tests that differ between arms; the other
-    formats keep the bare outcomes and list each row's flipped tests in `flips`. An empty cell: not reported.
+    The first row is the baseline (the parent run itself unless --baseline names an arm). In table
+    and markdown a flipped cell ends in `(flip)` and the title lists, per fork, the tests that
+    differ between arms; the other formats keep the bare outcomes and list each row's flipped tests
+    in `flips`. An empty cell: not reported.
 
-    With --stats: one row per arm of RUN, pooled over the forks of every run of its task (--all-tasks: of every
-    task), its pass rate and mean reward with 95% intervals, and against the baseline arm, paired child by
-    child within each fork, the exact McNemar p, the paired bootstrap interval of the reward difference and a
-    verdict ("within noise" when it is). The bootstrap's seed is fixed, so a store prints the same numbers.
+    With --stats: one row per arm of RUN, pooled over the forks of every run of its task
+    (--all-tasks: of every task), its pass rate and mean reward with 95% intervals, and against the
+    baseline arm, paired child by child within each fork, the exact McNemar p, the paired bootstrap
+    interval of the reward difference and a verdict ("within noise" when it is). The bootstrap's
+    seed is fixed, so a store prints the same numbers.
 
     Example: lineage arms ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root
     """
@@ -84,8 +90,8 @@ def _arm_stats(
 
     if fork is not None:
         raise click.UsageError(
-            f"--stats pools every fork of every run of the task, so it takes a run, found {run}:{fork}; "
-            f"name the run alone: lineage arms {run} --stats"
+            f"--stats pools every fork of every run of the task, so it takes a run, "
+            f"found {run}:{fork}; name the run alone: lineage arms {run} --stats"
         )
     table = arm_stats.arm_stats(db, run, baseline, every_task)
     if fmt == "table":
@@ -114,12 +120,14 @@ def report(
     as_of: str | None,
     occurred_before: str | None,
 ) -> None:
-    """One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each run.
+    """One self-contained HTML page (no script, no network) for RUN...: an auditor's view of each
+    run.
 
-    Each run's fork tree drawn in SVG and coloured by outcome (pass, fail, unscored, error, pending, skipped),
-    the arms x tests table with flips highlighted, stage snapshots with their lifetimes, forks and custody, its
-    cut point and divergences (and its continuations'), and the run's audit verdict with each finding linked to
-    its node; at the top, the log head the page was built from and whether the hash chain is intact.
+    Each run's fork tree drawn in SVG and coloured by outcome (pass, fail, unscored, error, pending,
+    skipped), the arms x tests table with flips highlighted, stage snapshots with their lifetimes,
+    forks and custody, its cut point and divergences (and its continuations'), and the run's audit
+    verdict with each finding linked to its node; at the top, the log head the page was built from
+    and whether the hash chain is intact.
 
     Example: lineage report ablate-2026-11-02__10-15-00/ablation/csv-dedupe --to report.html
     """

@@ -22,15 +22,16 @@ DEFAULT_PORT = 8321
 
 
 class ChainChecks:
-    """The hash chain as the pages show it: walked in full when the server starts (as `lineage report`
-    walks it), then, at each later log position, the head that walk ended at must still be in the log with
-    the same hash (a rewritten or truncated log is caught) while the events after it were checked against
-    the chain as the read models caught up on them (`projections/engine/paging.py`). A full walk per write took
-    5.5 s at 120,000 events (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one.
+    """The hash chain as the pages show it: walked in full when the server starts (as `lineage
+    report` walks it), then, at each later log position, the head that walk ended at must still be
+    in the log with the same hash (a rewritten or truncated log is caught) while the events after it
+    were checked against the chain as the read models caught up on them
+    (`projections/engine/paging.py`). A full walk per write took 5.5 s at 120,000 events
+    (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one.
 
-    The first walk runs in the background from the start (`start`), not on the first run page, so the
-    runs list answers at once while a page that shows the chain waits only for what is left of it (at
-    1,200,000 events the walk and the Merkle tree take minutes on a busy machine)."""
+    The first walk runs in the background from the start (`start`), not on the first run page, so
+    the runs list answers at once while a page that shows the chain waits only for what is left of
+    it (at 1,200,000 events the walk and the Merkle tree take minutes on a busy machine)."""
 
     def __init__(self, lineage: Lineage) -> None:
         self._lineage = lineage
@@ -66,8 +67,9 @@ class ChainChecks:
 
 
 def allowed_hosts(host: str) -> list[str]:
-    """The names a request's Host header may give: loopback's on a loopback bind (so a page elsewhere cannot
-    rebind its own name to 127.0.0.1), any on a wider bind, where the token guards."""
+    """The names a request's Host header may give: loopback's on a loopback bind (so a page
+    elsewhere cannot rebind its own name to 127.0.0.1), any on a wider bind, where the token
+    guards."""
     from ..adapters.web_app import LOOPBACK, is_loopback
 
     if not is_loopback(host):
@@ -92,22 +94,22 @@ def allowed_hosts(host: str) -> list[str]:
 @click.option(
     "--token",
     envvar="LINEAGE_SERVE_TOKEN",
-    help="Secret every request must carry (Authorization: Bearer TOKEN, or ?token= once in a browser); "
-    "required off loopback. Also read from LINEAGE_SERVE_TOKEN.",
+    help="Secret every request must carry (Authorization: Bearer TOKEN, or ?token= "
+    "once in a browser); required off loopback. Also read from LINEAGE_SERVE_TOKEN.",
 )
 @click.pass_obj
 def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     """Serve the read models as a local, read-only web application and JSON API.
 
-    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, arm statistics, audit
-    findings), arms, compare (with the arms' statistics), charts (per-arm pass rate and reward with 95%
-    intervals, a task x arm grid, runs and rewards over time, grouped by any column of `runs`), SQL (CSV/JSON
-    download) and the audit. Only GET exists (any other method is 405); users' SQL
-    gets `lineage sql`'s read-only connection, limits and timeout; every page forbids scripts and fetching
-    from anywhere else; every recorded value is shown as text. New events appear without a restart: each
-    request first catches the read models up when the log moved. The server reads its own copy of the read
-    models (in a scratch folder, removed when it stops), so no other command ever waits for it.
-    Ctrl-C stops it with exit 130, SIGTERM with 143.
+    Pages for runs (search, filters, sorting, paging), a run (its tree, arms x tests, arm
+    statistics, audit findings), arms, compare (with the arms' statistics), charts (per-arm pass
+    rate and reward with 95% intervals, a task x arm grid, runs and rewards over time, grouped by
+    any column of `runs`), SQL (CSV/JSON download) and the audit. Only GET exists (any other method
+    is 405); users' SQL gets `lineage sql`'s read-only connection, limits and timeout; every page
+    forbids scripts and fetching from anywhere else; every recorded value is shown as text. New
+    events appear without a restart: each request first catches the read models up when the log
+    moved. The server reads its own copy of the read models (in a scratch folder, removed when it
+    stops), so no other command ever waits for it. Ctrl-C stops it with exit 130, SIGTERM with 143.
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
@@ -130,7 +132,8 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     from ..projections.reports.served_reads import ServedReads
 
     listening = listen(host, port)
-    # Until the server takes the signals over: a SIGTERM while the read models are built ends it as one.
+    # Until the server takes the signals over: a SIGTERM while the read models are built ends it as
+    # one.
     main = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, _terminated) if main else None
     checks = ChainChecks(lineage)
@@ -164,10 +167,11 @@ def _terminated(*_: Any) -> None:
 
 
 def _stopping_server(config: Any) -> Any:
-    """uvicorn's server, except that it remembers which signal stopped it (`stopped_by`) instead of raising it
-    again after the shutdown (uvicorn's way), which left the exit code to whatever the signal's disposition
-    was: 0 for a Ctrl-C where SIGINT was inherited ignored, death by signal for SIGTERM. A second Ctrl-C
-    forces the exit. Made here so that uvicorn is imported only by a server that starts."""
+    """uvicorn's server, except that it remembers which signal stopped it (`stopped_by`) instead of
+    raising it again after the shutdown (uvicorn's way), which left the exit code to whatever the
+    signal's disposition was: 0 for a Ctrl-C where SIGINT was inherited ignored, death by signal for
+    SIGTERM. A second Ctrl-C forces the exit. Made here so that uvicorn is imported only by a server
+    that starts."""
     import uvicorn
 
     class StoppedBy(uvicorn.Server):
@@ -196,8 +200,8 @@ def _stopping_server(config: Any) -> Any:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound here so a taken port or a bad address is a usage error naming it (uvicorn
-    would exit 3, which is this tool's code for evidence that does not match)."""
+    """The listening socket, bound here so a taken port or a bad address is a usage error naming it
+    (uvicorn would exit 3, which is this tool's code for evidence that does not match)."""
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         listening = socket.socket(family, socket.SOCK_STREAM)

@@ -1,9 +1,11 @@
-"""`lineage snapshots verify|import|export|list|show`: docker-save tars as evidence, and snapshot lifetimes.
+"""`lineage snapshots verify|import|export|list|show`: docker-save tars as evidence, and snapshot
+lifetimes.
 
-Exit codes: 0 when every tar verified, imported or exported; 3 when evidence does not match (a digest, an image
-id, a tar that does not verify); 4 when the Docker engine cannot be reached; 1 for anything else (an unknown
-ref, a tar no record vouches for, a missing file). With several tars, every one is processed and reported on
-stdout, and the exit code is the gravest failure's (3 before 4 before 1).
+Exit codes: 0 when every tar verified, imported or exported; 3 when evidence does not match (a
+digest, an image id, a tar that does not verify); 4 when the Docker engine cannot be reached; 1 for
+anything else (an unknown ref, a tar no record vouches for, a missing file). With several tars,
+every one is processed and reported on stdout, and the exit code is the gravest failure's (3 before
+4 before 1).
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def _service(lineage: Lineage) -> SnapshotService:
 
 
 def _engine_for_check(check: bool) -> DockerEngine | None:
-    """The engine `--check` asks (the environment's, with a short timeout), closed with the command."""
+    """The engine `--check` asks (the environment's, with a short timeout), closed with the
+    command."""
     if not check:
         return None
     engine = DockerEngine(timeout_s=ENGINE_CHECK_TIMEOUT_S)
@@ -123,8 +126,9 @@ def snapshots() -> None:
 @output_options()
 @click.pass_obj
 def verify(lineage: Lineage, tars: tuple[str, ...], fmt: str) -> None:
-    """Check each TAR offline in one pass: sha256, layout, image id, repo tags, every layer against the config's
-    diff_ids, and unsafe members. Needs no engine and records nothing; exit 0 only if every tar is sound (else 3)."""
+    """Check each TAR offline in one pass: sha256, layout, image id, repo tags, every layer against
+    the config's diff_ids, and unsafe members. Needs no engine and records nothing; exit 0 only if
+    every tar is sound (else 3)."""
     rows: list[dict[str, Any]] = []
     errors: list[LineageError] = []
     for tar in tars:
@@ -156,7 +160,8 @@ def verify(lineage: Lineage, tars: tuple[str, ...], fmt: str) -> None:
 
 def _layer_summary(layers: list[dict[str, Any]]) -> list[str]:
     return [
-        f"{layer['index']}: {'ok' if layer['ok'] else 'MISMATCH'} {layer['actual_diff_id'] or '(not hashed)'}"
+        f"{layer['index']}: {'ok' if layer['ok'] else 'MISMATCH'} "
+        f"{layer['actual_diff_id'] or '(not hashed)'}"
         for layer in layers
     ]
 
@@ -182,7 +187,8 @@ def _layer_summary(layers: list[dict[str, Any]]) -> list[str]:
     multiple=True,
     type=click.Path(file_okay=False),
     metavar="DIR",
-    help="With --run: folders to look in when a recorded tar is not at its path or in <run dir>/snapshots.",
+    help="With --run: folders to look in when a recorded "
+    "tar is not at its path or in <run dir>/snapshots.",
 )
 @click.option(
     "--adopt",
@@ -203,8 +209,9 @@ def import_command(
 ) -> None:
     """Load snapshot tars into the Docker engine, each verified against its recorded export first.
 
-    A tar is checked (sha256 and image id against the record, every layer against its config) before the engine
-    sees it; after loading, the ref must resolve to the recorded image id. Each import or rejection is recorded.
+    A tar is checked (sha256 and image id against the record, every layer against its config) before
+    the engine sees it; after loading, the ref must resolve to the recorded image id. Each import or
+    rejection is recorded.
     """
     if bool(tars) == bool(run_key):
         raise click.UsageError("give either TAR... or --run RUN")
@@ -231,14 +238,17 @@ def import_command(
     required=True,
     type=click.Path(file_okay=False),
     metavar="DIR",
-    help="Folder for the tar (created if missing); the file is named from the ref as benchflow does.",
+    help="Folder for the tar (created if missing); the "
+    "file is named from the ref as benchflow does.",
 )
 @output_options()
 @click.pass_obj
 def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
-    """`docker save` the recorded snapshot REF to DIR/<safe ref>.tar, verified before it takes its name.
+    """`docker save` the recorded snapshot REF to DIR/<safe ref>.tar, verified before it takes its
+    name.
 
-    The tar's image id must equal the engine's; `exported` (path, sha256, image id) or `export failed` is recorded.
+    The tar's image id must equal the engine's; `exported` (path, sha256, image id) or `export
+    failed` is recorded.
     """
     outcome = _service(lineage).export(ref, dest_dir)
     write_rows([outcome.row()], ("ref", "status", "image_id", "tar_path", "tar_sha256"), fmt)
@@ -249,8 +259,8 @@ def export(lineage: Lineage, ref: str, dest_dir: str, fmt: str) -> None:
 @click.option(
     "--check",
     is_flag=True,
-    help="Re-hash each tar a snapshot's restorability rests on and ask the Docker engine for its recorded "
-    "image id (without it, only that the exported tar is still there is checked).",
+    help="Re-hash each tar a snapshot's restorability rests on and ask the Docker engine for "
+    "its recorded image id (without it, only that the exported tar is still there is checked).",
 )
 @as_of_option
 @output_options()
@@ -263,13 +273,13 @@ def list_command(
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports, adopted) and whether
-    a world can be restored from it now, and why. A snapshot restorable only through its exported tar is not
-    restorable once that tar is gone. With --check, one resting on an import, export or adoption is restorable
-    only while a tar with its recorded sha256 or an image with its recorded id (in the engine) backs it; without
-    an engine that answers, the reason says the image was not checked. table and markdown
-    show the main columns; csv, json and jsonl every column (export path and image id, imported image id, last
-    rejection)."""
+    """Every snapshot's lifetime (captured, exported, discarded, imported, rejected imports,
+    adopted) and whether a world can be restored from it now, and why. A snapshot restorable only
+    through its exported tar is not restorable once that tar is gone. With --check, one resting on
+    an import, export or adoption is restorable only while a tar with its recorded sha256 or an
+    image with its recorded id (in the engine) backs it; without an engine that answers, the reason
+    says the image was not checked. table and markdown show the main columns; csv, json and jsonl
+    every column (export path and image id, imported image id, last rejection)."""
     with read_models(lineage, as_of, occurred_before) as models:
         run_dirs = snapshot_queries.run_directories(models.db)
         rows = snapshot_queries.lifetimes(models.db, run_key)
@@ -285,7 +295,8 @@ def list_command(
 @click.option(
     "--check",
     is_flag=True,
-    help="Re-hash the tars its restorability rests on and ask the Docker engine for its recorded image id.",
+    help="Re-hash the tars its restorability rests on and "
+    "ask the Docker engine for its recorded image id.",
 )
 @as_of_option
 @output_options()
@@ -298,8 +309,8 @@ def show(
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """One snapshot's lifetime and restorability (as `list` judges it), then its events in log order (csv: the
-    events only)."""
+    """One snapshot's lifetime and restorability (as `list` judges it), then its events in log order
+    (csv: the events only)."""
     with read_models(lineage, as_of, occurred_before) as models:
         lifetime, events = snapshot_queries.lifetime_with_events(models.db, ref)
         run_dirs = snapshot_queries.run_directories(models.db)
@@ -333,7 +344,8 @@ def show(
     )
     if fmt == "table":
         note(
-            f"{ref}: {'restorable' if summary['restorable'] else 'NOT restorable'} ({summary['restorable_because']})"
+            f"{ref}: {'restorable' if summary['restorable'] else 'NOT restorable'} "
+            f"({summary['restorable_because']})"
         )
 
 

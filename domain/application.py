@@ -1,10 +1,11 @@
 """The application service: every write goes through `LineageApp.record`.
 
-A call takes a batch of facts and appends them whole or not at all (one `save()`, one transaction). Each
-fact is decided by its aggregate first, so re-sent facts append nothing and contradictions raise before
-anything is written. Concurrent writers to the same run meet as optimistic-concurrency conflicts; the batch
-is then decided again from the fresh state, which turns a lost race into a no-op, a conflict error, or a
-clean append. The call returns the log position, so readers can catch projections up to it.
+A call takes a batch of facts and appends them whole or not at all (one `save()`, one transaction).
+Each fact is decided by its aggregate first, so re-sent facts append nothing and contradictions
+raise before anything is written. Concurrent writers to the same run meet as optimistic-concurrency
+conflicts; the batch is then decided again from the fresh state, which turns a lost race into a
+no-op, a conflict error, or a clean append. The call returns the log position, so readers can catch
+projections up to it.
 """
 
 from __future__ import annotations
@@ -43,17 +44,18 @@ _RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
 
 @runtime_checkable
 class KnowsOriginators(Protocol):
-    """A recorder that answers "which of these streams exist?" in one query (the adapters' `ChainedLog` does);
-    the domain asks through this, without knowing the adapter."""
+    """A recorder that answers "which of these streams exist?" in one query (the adapters'
+    `ChainedLog` does); the domain asks through this, without knowing the adapter."""
 
     def existing_originators(self, ids: set[UUID]) -> set[UUID]: ...
 
 
 @runtime_checkable
 class ReadsForDeciding(Protocol):
-    """A recorder that answers a decision's questions in one read (one statement, one round trip): which of these
-    streams have a first event, each with its last version, and how the log's last stored state begins (None
-    for an empty log). A stream this process holds at its last version needs no read of its events."""
+    """A recorder that answers a decision's questions in one read (one statement, one round trip):
+    which of these streams have a first event, each with its last version, and how the log's last
+    stored state begins (None for an empty log). A stream this process holds at its last version
+    needs no read of its events."""
 
     def decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int], bytes | None]: ...
 
@@ -73,8 +75,9 @@ class Recorded:
 
 
 class RetryPolicy(Protocol):
-    """How often a batch is tried and how long to wait in between: the store's adapter decides (waiting is I/O
-    policy, `adapters/backoff.py`); the application decides what a retry means (decide again, or insert again)."""
+    """How often a batch is tried and how long to wait in between: the store's adapter decides
+    (waiting is I/O policy, `adapters/backoff.py`); the application decides what a retry means
+    (decide again, or insert again)."""
 
     @property
     def attempts(self) -> int: ...
@@ -87,7 +90,8 @@ class RetryPolicy(Protocol):
 
 
 class RetryAtOnce:
-    """The default: try again without waiting (a log in this process has no other writer to wait for)."""
+    """The default: try again without waiting (a log in this process has no other writer to wait
+    for)."""
 
     attempts = MAX_ATTEMPTS
 
@@ -100,8 +104,9 @@ class RetryAtOnce:
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
-    """A batch allocates many objects that live until it is stored (facts, events, aggregates, rows); cyclic GC
-    passes over them, triggered again and again while the batch grows, cost a fifth of recording time."""
+    """A batch allocates many objects that live until it is stored (facts, events, aggregates,
+    rows); cyclic GC passes over them, triggered again and again while the batch grows, cost a fifth
+    of recording time."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -116,9 +121,9 @@ def _layer_refs(fact: f.StageMarked) -> tuple[tuple[Layer, str | None], ...]:
 
 
 def expand(entry: Entry) -> list[Entry]:
-    """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref; a registration's
-    run_dir is where the harness keeps the run, recorded as a run.located of kind recorded (so a registration
-    sent with it and one sent without are the same, in either order)."""
+    """Facts that imply others: marking a stage with refs captures a snapshot per non-null ref; a
+    registration's run_dir is where the harness keeps the run, recorded as a run.located of kind
+    recorded (so a registration sent with it and one sent without are the same, in either order)."""
     fact = entry.fact
     if isinstance(fact, f.RunRegistered) and fact.run_dir is not None:
         return [
@@ -142,7 +147,8 @@ def expand(entry: Entry) -> list[Entry]:
     return [entry, *captures]
 
 
-#: Times outside these years are typos or sentinels (0001-01-01, 9999-12-31), never when a rollout happened.
+#: Times outside these years are typos or sentinels (0001-01-01, 9999-12-31), never when a rollout
+#: happened.
 PLAUSIBLE_YEARS = range(1970, 2201)
 
 
@@ -150,8 +156,9 @@ def refuse_implausible_times(batch: Sequence[Entry]) -> None:
     for entry in batch:
         if entry.occurred_at is not None and entry.occurred_at.year not in PLAUSIBLE_YEARS:
             raise InvalidFact(
-                f"{entry.fact.type} for {entry.fact.subject_key()!r}: expected occurred_at between "
-                f"{PLAUSIBLE_YEARS.start} and {PLAUSIBLE_YEARS.stop - 1}, found {entry.occurred_at.isoformat()} "
+                f"{entry.fact.type} for {entry.fact.subject_key()!r}: expected "
+                f"occurred_at between {PLAUSIBLE_YEARS.start} and "
+                f"{PLAUSIBLE_YEARS.stop - 1}, found {entry.occurred_at.isoformat()} "
                 "(nothing was recorded)",
                 hint="check the artifact's time field",
             )
@@ -162,8 +169,9 @@ def _refuse_claims(batch: Sequence[Entry]) -> None:
     if claimed:
         fact = claimed[0]
         raise ClaimRefused(
-            f"expected facts a harness or importer observed, found {fact.type!r} for {fact.subject_key()!r}, "
-            f"which asserts a verification only {fact.verified_here} performs (nothing was recorded)",
+            f"expected facts a harness or importer observed, found {fact.type!r} "
+            f"for {fact.subject_key()!r}, which asserts a verification only "
+            f"{fact.verified_here} performs (nothing was recorded)",
             hint="record what you observed (e.g. snapshot.exported with the tar's digest) and let "
             "`lineage snapshots import` verify and load the tar",
         )
@@ -186,10 +194,12 @@ class LineageApp(Application[UUID]):
         self.tool_version = tool_version
         self.clock = clock
         self.retry: RetryPolicy = retry or RetryAtOnce()
-        # Aggregates this process has seen, caught up on each use with only the events stored since (another
-        # writer's included), so recording into a long run does not replay its whole history every time.
+        # Aggregates this process has seen, caught up on each use with only the events stored since
+        # (another writer's included), so recording into a long run does not replay its whole
+        # history every time.
         self._aggregates: OrderedDict[UUID, Any] = OrderedDict()
-        # The version of each cached aggregate's newest saved state (`saved_state`), to know when to save again.
+        # The version of each cached aggregate's newest saved state (`saved_state`), to know when to
+        # save again.
         self._saved_at: dict[UUID, int] = {}
         # Replaced by the composition root with the store's own table (SQLite or PostgreSQL).
         self.saved_states: saved_state.SavedStates = saved_state.InMemorySavedStates()
@@ -197,7 +207,7 @@ class LineageApp(Application[UUID]):
     def construct_mapper(self) -> FactMapper:
         return FactMapper(transcoder=self.construct_transcoder())
 
-    # --- writing --------------------------------------------------------------------------------------
+    # --- writing ----------------------------------------------------------------------------------
 
     def record(
         self,
@@ -206,11 +216,12 @@ class LineageApp(Application[UUID]):
         dry_run: bool = False,
         verified_here: bool = False,
     ) -> Recorded:
-        """Append the facts that are new, all in one transaction; with dry_run, only say which they are.
+        """Append the facts that are new, all in one transaction; with dry_run, only say which they
+        are.
 
-        Facts that assert a verification this tool performs (`Fact.verified_here`) are refused unless the caller is
-        the code that performed it and says so; everyone else (ingest, importers, harnesses) may only state what
-        they saw.
+        Facts that assert a verification this tool performs (`Fact.verified_here`) are refused
+        unless the caller is the code that performed it and says so; everyone else (ingest,
+        importers, harnesses) may only state what they saw.
         """
         with _collector_paused():
             batch = [
@@ -233,29 +244,33 @@ class LineageApp(Application[UUID]):
                     if events:  # decided, not stored: those aggregates no longer match the log
                         self._forget(decided)
                     return Recorded(self.position(), 0, new_facts)
-                # Storing the events themselves (not the aggregates) keeps the log in the order facts were given.
+                # Storing the events themselves (not the aggregates) keeps the log in the order
+                # facts were given.
                 positions = self.recorder.insert_events(
                     [self.mapper.to_stored_event(event) for event in events]
                 )
             except BaseException as exc:
-                # Whatever was decided in memory was not stored: the next use reads these aggregates afresh.
+                # Whatever was decided in memory was not stored: the next use reads these aggregates
+                # afresh.
                 self._forget(
                     {aggregate_id(e.fact.subject_kind, e.fact.subject_key()) for e in batch}
                 )
                 if not isinstance(exc, (IntegrityError, OperationalError, InterfaceError)):
                     raise
                 if isinstance(exc, IntegrityError):
-                    # Another writer appended to one of these streams first: decide again from its result.
+                    # Another writer appended to one of these streams first: decide again from its
+                    # result.
                     if attempt == attempts:
                         raise
                     self.retry.after_lost_race(attempt)
                 else:
-                    # The server went away (a restart, a failover): nothing of this batch was committed; retry.
+                    # The server went away (a restart, a failover): nothing of this batch was
+                    # committed; retry.
                     if attempt == attempts:
                         raise StoreUnavailable(
                             f"the event store stayed unavailable after {attempt} attempts: {exc}",
-                            hint="check that the store is reachable and not locked by a stuck process; "
-                            "the batch was not recorded, so sending it again is safe",
+                            hint="check that the store is reachable and not locked by a stuck "
+                            "process; the batch was not recorded, so sending it again is safe",
                         ) from exc
                     self.retry.after_store_away(attempt)
             else:
@@ -266,12 +281,12 @@ class LineageApp(Application[UUID]):
         raise AssertionError("unreachable")
 
     def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any]]:
-        """The new events of the batch in order, and the aggregates as they stand after them; raises (having
-        stored nothing) if any fact is refused."""
+        """The new events of the batch in order, and the aggregates as they stand after them; raises
+        (having stored nothing) if any fact is refused."""
         subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
         ids = {subject: aggregate_id(*subject) for subject in subjects}
-        # One query says which streams exist, so new runs and snapshots cost no read at all; on the chained
-        # stores the same statement reads the log's last recording time too.
+        # One query says which streams exist, so new runs and snapshots cost no read at all; on the
+        # chained stores the same statement reads the log's last recording time too.
         existing, tail = self._decision_reads(set(ids.values()))
         aggregates: dict[tuple[str, str], Any] = {
             subject: self._load(agg_id, existing[agg_id]) if agg_id in existing else None
@@ -299,13 +314,13 @@ class LineageApp(Application[UUID]):
         return events, {ids[subject]: agg for subject, agg in aggregates.items() if agg is not None}
 
     def _recording_time(self, tail: bytes | None) -> datetime:
-        """Now, or the log's last recording time (read from `tail`, how its last stored state begins) when this
-        writer's clock is behind it: recorded time never goes backwards along the log, so "what the log held at
-        TIME" is always a prefix of it.
+        """Now, or the log's last recording time (read from `tail`, how its last stored state
+        begins) when this writer's clock is behind it: recorded time never goes backwards along the
+        log, so "what the log held at TIME" is always a prefix of it.
 
-        Two writers racing with skewed clocks can still leave an earlier time after a later one (the tail is read
-        before the write lock is taken); readers resolve a time to the position before the first later one, so
-        even then `--as-of TIME` is a prefix.
+        Two writers racing with skewed clocks can still leave an earlier time after a later one (the
+        tail is read before the write lock is taken); readers resolve a time to the position before
+        the first later one, so even then `--as-of TIME` is a prefix.
         """
         now = self.clock()
         match = _RECORDED_AT.match(tail[:80]) if tail else None
@@ -316,8 +331,10 @@ class LineageApp(Application[UUID]):
         return now
 
     def _decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int | None], bytes | None]:
-        """The streams that exist (with their last version, None where unknown) and the log's tail state."""
-        # Looked up, not `isinstance` against the protocol: that walks the protocol's attributes every call.
+        """The streams that exist (with their last version, None where unknown) and the log's tail
+        state."""
+        # Looked up, not `isinstance` against the protocol: that walks the protocol's attributes
+        # every call.
         reads = getattr(self.recorder, "decision_reads", None)
         if reads is not None:
             found: tuple[dict[UUID, int | None], bytes | None] = reads(ids)
@@ -339,21 +356,22 @@ class LineageApp(Application[UUID]):
                 restorable, why = snapshot.restorable()
                 if not restorable:
                     raise SnapshotNotRestorable(
-                        f"fork {fact.fork!r} of run {fact.run!r}: child {fact.index} restores snapshot {ref!r}, "
-                        f"which cannot be restored: {why}",
+                        f"fork {fact.fork!r} of run {fact.run!r}: child {fact.index} "
+                        f"restores snapshot {ref!r}, which cannot be restored: {why}",
                         hint="export snapshots before cleanup (keep-snapshots)",
                     )
 
     def _existing(self, ids: set[UUID]) -> set[UUID]:
-        # Every chained log answers in one query per batch; a bare recorder is asked stream by stream.
+        # Every chained log answers in one query per batch; a bare recorder is asked stream by
+        # stream.
         if isinstance(self.recorder, KnowsOriginators):
             return self.recorder.existing_originators(ids)
         return {i for i in ids if self._load(i) is not None}
 
     def _load(self, agg_id: UUID, last_version: int | None = None) -> Any:
-        """The aggregate as the log holds it now: from this process's cache plus the events stored since (one
-        query, however long the stream; none when the store just said the stream's `last_version` and the
-        cache holds it), or replayed from the store the first time."""
+        """The aggregate as the log holds it now: from this process's cache plus the events stored
+        since (one query, however long the stream; none when the store just said the stream's
+        `last_version` and the cache holds it), or replayed from the store the first time."""
         aggregate = self._aggregates.get(agg_id)
         if aggregate is not None:
             current = last_version is not None and aggregate.version == last_version
@@ -361,7 +379,8 @@ class LineageApp(Application[UUID]):
                 () if current else self.recorder.select_events(agg_id, gt=aggregate.version)
             )
         else:
-            # Not seen by this process: from its newest saved state (if this code can use it) onwards.
+            # Not seen by this process: from its newest saved state (if this code can use it)
+            # onwards.
             aggregate, stored_since = self._saved(agg_id)
         for stored in stored_since:
             event: Any = self.mapper.to_domain_event(stored)  # a LineageEvent (FactMapper)
@@ -383,16 +402,16 @@ class LineageApp(Application[UUID]):
             self._aggregates.pop(agg_id, None)
             self._saved_at.pop(agg_id, None)
 
-    # --- saved states (aggregate snapshots, outside the log) ------------------------------------------
+    # --- saved states (aggregate snapshots, outside the log) --------------------------------------
 
     def _saved(self, agg_id: UUID) -> tuple[Any, Sequence[Any]]:
-        """The aggregate as its newest usable saved state holds it and the stored events after it; or None and
-        the whole stream."""
+        """The aggregate as its newest usable saved state holds it and the stored events after it;
+        or None and the whole stream."""
         found = self.saved_states.newest(agg_id)
         aggregate = saved_state.usable(found, agg_id)
         if found is not None and aggregate is not None:
-            # From the saved version itself: a state whose event the log does not hold (a log restored from an
-            # older copy) describes another history, and is not used.
+            # From the saved version itself: a state whose event the log does not hold (a log
+            # restored from an older copy) describes another history, and is not used.
             stored = self.recorder.select_events(agg_id, gt=found.version - 1)
             if stored and stored[0].originator_version == found.version:
                 self._saved_at[agg_id] = found.version
@@ -400,10 +419,12 @@ class LineageApp(Application[UUID]):
         return None, self.recorder.select_events(agg_id)
 
     def _save_states(self, aggregates: dict[UUID, Any]) -> None:
-        """Save the state of each aggregate that moved `SAVE_EVERY` events past its last saved state.
+        """Save the state of each aggregate that moved `SAVE_EVERY` events past its last saved
+        state.
 
-        Its events are committed already; a state that cannot be saved (another writer saved that version
-        first, the store went away) only means the next new process reads more events, so it is skipped.
+        Its events are committed already; a state that cannot be saved (another writer saved that
+        version first, the store went away) only means the next new process reads more events, so it
+        is skipped.
         """
         for agg_id, aggregate in aggregates.items():
             if aggregate.version - self._saved_at.get(agg_id, 0) < saved_state.SAVE_EVERY:
@@ -418,8 +439,9 @@ class LineageApp(Application[UUID]):
                 continue
 
     def saved_states_differing(self) -> tuple[int, list[str]]:
-        """Replay the stream behind every saved state this code would use and compare: (states checked, the
-        ones that are not what the log gives). States written by other code are never used here, so skipped."""
+        """Replay the stream behind every saved state this code would use and compare: (states
+        checked, the ones that are not what the log gives). States written by other code are never
+        used here, so skipped."""
         checked, differing = 0, []
         for agg_id, saved in self.saved_states.all():
             if saved.topic != saved_state.topic():
@@ -437,7 +459,7 @@ class LineageApp(Application[UUID]):
                 differing.append(f"{agg_id.hex}@{saved.version}")
         return checked, differing
 
-    # --- reading --------------------------------------------------------------------------------------
+    # --- reading ----------------------------------------------------------------------------------
 
     def position(self) -> int:
         return self.recorder.max_notification_id() or 0

@@ -1,7 +1,9 @@
-"""Custody of a fork's mounted artifacts: held before the children run, handed to each child, released after.
+"""Custody of a fork's mounted artifacts: held before the children run, handed to each child,
+released after.
 
-Conservation is the invariant: every entry that was held comes back with the same digest, or a failure
-that preserved it (and where) is on record. A release that would silently lose or change an entry is refused.
+Conservation is the invariant: every entry that was held comes back with the same digest, or a
+failure that preserved it (and where) is on record. A release that would silently lose or change an
+entry is refused.
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ class Custody:
     failures: list[f.CustodyFailed] = field(default_factory=list)
 
     def decide(self, fact: f.Fact, n_children: int) -> bool:
-        # Only custody facts come here (Run routes them), and each declares `run` and `fork`; `Fact` does not.
+        # Only custody facts come here (Run routes them), and each declares `run` and `fork`; `Fact`
+        # does not.
         where = f"custody of fork {fact.fork!r} of run {fact.run!r}"  # type: ignore[attr-defined]
         if isinstance(fact, f.CustodyHeld):
             return is_new_or_same(self.held, fact, where)
         if isinstance(fact, f.CustodyFailed):
             return fact not in self.failures
         if isinstance(fact, f.CustodyHandedOff):
-            # benchflow hands each child's mounts off whether or not the hold is still on record: a released hold
-            # leaves no directory behind to say what it held.
+            # benchflow hands each child's mounts off whether or not the hold is still on record: a
+            # released hold leaves no directory behind to say what it held.
             if fact.index >= n_children:
                 raise InvariantViolated(
                     f"{where}: expected a child index below {n_children}, found {fact.index}"

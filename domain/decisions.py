@@ -1,8 +1,9 @@
-"""How every aggregate decides on a fact: new (append), already known (append nothing), or contradictory.
+"""How every aggregate decides on a fact: new (append), already known (append nothing), or
+contradictory.
 
 Re-sending a fact must be harmless (importers re-read the same artifacts; harnesses retry), while a
-different value for the same key is a real disagreement that an auditor must see, so it is refused with both
-values side by side.
+different value for the same key is a real disagreement that an auditor must see, so it is refused
+with both values side by side.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ E = TypeVar("E", bound=Callable[..., None])
 
 
 class Handlers(Generic[A]):
-    """One aggregate's deciders and evolvers, each registered by a decorator on the method that handles a
-    fact, so a new fact is its two methods and nothing else. Dispatch is by the fact's exact type (facts
-    are final classes): recording decides and evolves tens of thousands of facts a second, and a chain of
-    isinstance checks was a tenth of that cost."""
+    """One aggregate's deciders and evolvers, each registered by a decorator on the method that
+    handles a fact, so a new fact is its two methods and nothing else. Dispatch is by the fact's
+    exact type (facts are final classes): recording decides and evolves tens of thousands of facts a
+    second, and a chain of isinstance checks was a tenth of that cost."""
 
     def __init__(self, aggregate: str) -> None:
         self.aggregate = aggregate
@@ -65,7 +66,8 @@ def differing_fields(existing: Fact, incoming: Fact) -> dict[str, tuple[Any, Any
 
 
 def is_new_or_same(existing: Fact | None, incoming: Fact, what: str) -> bool:
-    """True when nothing is recorded yet; False when the same fact is; raise when a different one is."""
+    """True when nothing is recorded yet; False when the same fact is; raise when a different one
+    is."""
     if existing is None:
         return True
     if existing == incoming:
@@ -76,5 +78,6 @@ def is_new_or_same(existing: Fact | None, incoming: Fact, what: str) -> bool:
     )
     raise ConflictingFact(
         f"{what} is already recorded with different values ({diffs})",
-        hint="facts are immutable: if the recorded value is wrong, record a correcting fact under a new key",
+        hint="facts are immutable: if the recorded value is "
+        "wrong, record a correcting fact under a new key",
     )

@@ -1,8 +1,8 @@
 """The project's one error family.
 
-Every error says what was expected, what was found, and what to do, because the people reading them are
-auditors and operators who cannot read our source. Each class carries the process exit code the CLI uses
-for it, so the exit-code contract lives next to the errors and nowhere else.
+Every error says what was expected, what was found, and what to do, because the people reading them
+are auditors and operators who cannot read our source. Each class carries the process exit code the
+CLI uses for it, so the exit-code contract lives next to the errors and nowhere else.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ class LineageError(Exception):
 
 
 class InvalidFact(LineageError):
-    """A fact failed validation: a field is missing, of the wrong type, or outside the vocabulary."""
+    """A fact failed validation: a field is missing, of the wrong type, or outside the
+    vocabulary."""
 
 
 class ClaimRefused(InvalidFact):
@@ -47,7 +48,8 @@ class StageNotRecorded(InvariantViolated):
 
 
 class SnapshotNotRestorable(InvariantViolated):
-    """A snapshot was discarded without being exported or imported, so no world can be restored from it."""
+    """A snapshot was discarded without being exported or imported, so no world can be restored from
+    it."""
 
 
 class CustodyBroken(InvariantViolated):
@@ -79,7 +81,8 @@ class ReadLimitExceeded(LineageError):
 
 
 class IntegrityFailure(LineageError):
-    """Evidence does not match: a tampered log, a snapshot tar whose digests differ, a head that moved."""
+    """Evidence does not match: a tampered log, a snapshot tar whose digests differ, a head that
+    moved."""
 
     exit_code = 3
 

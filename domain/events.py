@@ -1,10 +1,11 @@
 """Events: a fact inside an envelope, stored in the eventsourcing log under a stable topic.
 
-The envelope says when the fact happened (`occurred_at`, which an importer takes from the artifacts and may
-be long before it was recorded), when it was recorded (`timestamp`, set by the library), who recorded it
-(`actor`) and with which tool version. One event class per fact type is generated here so that every topic
-is `lineage:<fact type>`, a string that never depends on where a class lives. Any event may start its
-aggregate's stream (see `LineageEvent.mutate`); whether it is allowed to is the aggregate's decision.
+The envelope says when the fact happened (`occurred_at`, which an importer takes from the artifacts
+and may be long before it was recorded), when it was recorded (`timestamp`, set by the library), who
+recorded it (`actor`) and with which tool version. One event class per fact type is generated here
+so that every topic is `lineage:<fact type>`, a string that never depends on where a class lives.
+Any event may start its aggregate's stream (see `LineageEvent.mutate`); whether it is allowed to is
+the aggregate's decision.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def aggregate_id(subject_kind: str, key: str) -> UUID:
 class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
     model_config = ConfigDict(frozen=True, extra="forbid")
     TOPIC: ClassVar[str]
-    #: eventsourcing's upcasting convention: a stored event without `class_version` is version 1, and
-    #: `upcast_v<n>_v<n+1>(state)` brings a stored state one version forward before it is validated.
+    #: eventsourcing's upcasting convention: a stored event without `class_version` is version 1,
+    #: and `upcast_v<n>_v<n+1>(state)` brings a stored state one version forward before it is
+    #: validated.
     class_version: ClassVar[int] = 1
 
     originator_id: UUID
@@ -51,11 +53,12 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
 
     @classmethod
     def envelope(cls, **values: Any) -> LineageEvent:
-        """Build an event from already-validated parts (the fact) and our own (the envelope), without revalidating.
+        """Build an event from already-validated parts (the fact) and our own (the envelope),
+        without revalidating.
 
-        Recording is the hot path (tens of thousands of events a second); reading back validates fully. This is
-        what pydantic's `model_construct` does, minus its per-call field introspection (a third of the cost of
-        recording an event in pydantic 2.13).
+        Recording is the hot path (tens of thousands of events a second); reading back validates
+        fully. This is what pydantic's `model_construct` does, minus its per-call field
+        introspection (a third of the cost of recording an event in pydantic 2.13).
         """
         event = cls.__new__(cls)
         object.__setattr__(event, "__dict__", values)
@@ -68,7 +71,8 @@ class LineageEvent(BaseModel, CanMutateAggregate[UUID]):
         aggregate.when(self.fact)
 
     def mutate(self, aggregate: Any) -> Any:
-        """Evolve (or, for a stream's first event, build) the aggregate; the same checks as the library's."""
+        """Evolve (or, for a stream's first event, build) the aggregate; the same checks as the
+        library's."""
         if aggregate is None:
             cls = AGGREGATE_FOR_SUBJECT[self.fact.subject_kind]
             aggregate = cls.__new__(cls)
@@ -91,7 +95,8 @@ _ALL_FIELDS = set(LineageEvent.model_fields)
 
 
 def _fact_upcast(upcast: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    """A fact's upcaster (over the fact's own JSON object) as the event's (over the whole stored state)."""
+    """A fact's upcaster (over the fact's own JSON object) as the event's (over the whole stored
+    state)."""
 
     def upcast_state(state: dict[str, Any]) -> None:
         upcast(state["fact"])
@@ -144,10 +149,11 @@ def _envelope_prefix(
 
 
 def encode_state(event: LineageEvent) -> bytes:
-    """Compact JSON in a fixed field order: deterministic for the hash chain, and plain JSON for DuckDB.
+    """Compact JSON in a fixed field order: deterministic for the hash chain, and plain JSON for
+    DuckDB.
 
-    The envelope is the same for every event of a batch (one recording time, one actor), so its JSON is built
-    once and only the fact is serialised per event.
+    The envelope is the same for every event of a batch (one recording time, one actor), so its JSON
+    is built once and only the fact is serialised per event.
     """
     fact = event.fact
     return (
@@ -164,7 +170,8 @@ def encode_state(event: LineageEvent) -> bytes:
 
 
 class FactMapper(Mapper[UUID]):
-    """Stores events as plain canonical JSON (no transcoder type tags) so DuckDB can read them as they are."""
+    """Stores events as plain canonical JSON (no transcoder type tags) so DuckDB can read them as
+    they are."""
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         return StoredEvent(

@@ -1,8 +1,8 @@
 """What every fact is made of: the base classes and the field types, with the validation they carry.
 
-Split from `facts.py` so the list of facts reads on its own. Strings must survive UTF-8, free-form JSON must be
-plain, finite and shallow, counts fit the read models' 32-bit columns; times are ISO-8601 text, read here only
-to say whether they carry a UTC offset.
+Split from `facts.py` so the list of facts reads on its own. Strings must survive UTF-8, free-form
+JSON must be plain, finite and shallow, counts fit the read models' 32-bit columns; times are
+ISO-8601 text, read here only to say whether they carry a UTC offset.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def _text(value: str) -> str:
 
 
 def plain_json(value: Any, depth: int = 0) -> Any:
-    """Free-form values (provenance, rewards, timing) must be plain, finite, shallow JSON, or the log could not
-    store them faithfully (NaN turns into null, deep nesting cannot be serialised)."""
+    """Free-form values (provenance, rewards, timing) must be plain, finite, shallow JSON, or the
+    log could not store them faithfully (NaN turns into null, deep nesting cannot be serialised)."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"expected JSON nested at most {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, dict):
@@ -54,7 +54,8 @@ Key = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_text)]
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(plain_json)]
-#: Strict: `true` is not a reward and "1" is not a number (lax pydantic would turn both into 1.0); 1 still is.
+#: Strict: `true` is not a reward and "1" is not a number (lax pydantic would turn both into 1.0); 1
+#: still is.
 Number = Annotated[float, Strict()]
 Seconds = Annotated[float, Strict(), Field(ge=0)]
 
@@ -68,21 +69,25 @@ class Fact(Model):
     """Base of every fact. `type` is the stable name used in JSON lines and event topics."""
 
     subject_kind: ClassVar[str] = "run"
-    #: Set on facts that assert a check rollout-lineage performed itself (a tar verified, an image loaded): only
-    #: the code that performed it may record them; `ingest` and the Python API refuse them (see `LineageApp.record`).
+    #: Set on facts that assert a check rollout-lineage performed itself (a tar verified, an image
+    #: loaded): only the code that performed it may record them; `ingest` and the Python API refuse
+    #: them (see `LineageApp.record`).
     verified_here: ClassVar[str | None] = None
-    #: Bumped when what a stored fact means changes; `upcast_v<n>_v<n+1>(fact_json)` reads an older one forward.
+    #: Bumped when what a stored fact means changes; `upcast_v<n>_v<n+1>(fact_json)` reads an older
+    #: one forward.
     class_version: ClassVar[int] = 1
 
     type: str  # each fact narrows it to its own Literal
 
     def subject_key(self) -> str:
-        # Every fact but a snapshot's (SnapshotFact overrides this) declares `run`; the base declares no fields.
+        # Every fact but a snapshot's (SnapshotFact overrides this) declares `run`; the base
+        # declares no fields.
         return str(self.run)  # type: ignore[attr-defined]
 
 
 def time_zone_of(text: str) -> str:
-    """`recorded` when an ISO-8601 time carries its own UTC offset, `unknown` when it is a naive wall-clock time."""
+    """`recorded` when an ISO-8601 time carries its own UTC offset, `unknown` when it is a naive
+    wall-clock time."""
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:

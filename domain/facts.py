@@ -1,10 +1,11 @@
 """Facts: the vocabulary of things that happen to a branched rollout.
 
-A fact is what a harness (or an importer) says happened; the log stores each one inside an event envelope
-(`events.py`) that adds when it happened, when it was recorded and by whom. Facts are frozen pydantic models
-with `extra="forbid"`, so the same classes validate the Python API, `lineage ingest` lines and the JSON
-Schema that `lineage schema` publishes. Each fact names its subject: the run (whose aggregate also holds the
-run's forks, custody and cut points, because their invariants span the whole rollout tree) or the snapshot.
+A fact is what a harness (or an importer) says happened; the log stores each one inside an event
+envelope (`events.py`) that adds when it happened, when it was recorded and by whom. Facts are
+frozen pydantic models with `extra="forbid"`, so the same classes validate the Python API, `lineage
+ingest` lines and the JSON Schema that `lineage schema` publishes. Each fact names its subject: the
+run (whose aggregate also holds the run's forks, custody and cut points, because their invariants
+span the whole rollout tree) or the snapshot.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from .vocabulary import (
     TrajectorySource,
 )
 
-# --- runs ---------------------------------------------------------------------------------------------
+# --- runs -----------------------------------------------------------------------------------------
 
 
 class RunRegistered(Fact):
@@ -102,10 +103,11 @@ class RunRegistered(Fact):
 
 
 class RunLocated(Fact):
-    """A place the run's directory is known by. `read`: an importer read the run's files at `path` (a run can
-    move, archived or copied to another machine; each place is recorded once). `recorded`: the harness wrote
-    `path` as the run's directory in its own artifacts (benchflow's `parent_rollout` or ablation `parent.run_dir`,
-    Harbor's `trial_uri`), which exports give back."""
+    """A place the run's directory is known by. `read`: an importer read the run's files at `path`
+    (a run can move, archived or copied to another machine; each place is recorded once).
+    `recorded`: the harness wrote `path` as the run's directory in its own artifacts (benchflow's
+    `parent_rollout` or ablation `parent.run_dir`, Harbor's `trial_uri`), which exports give
+    back."""
 
     type: Literal["run.located"] = "run.located"
     run: Key
@@ -114,7 +116,8 @@ class RunLocated(Fact):
 
 
 class NodeOpened(Fact):
-    """The run's own cursor moved onto a new node of its rollout tree (benchflow's RolloutTree step)."""
+    """The run's own cursor moved onto a new node of its rollout tree (benchflow's RolloutTree
+    step)."""
 
     type: Literal["run.node_opened"] = "run.node_opened"
     run: Key
@@ -136,7 +139,8 @@ class StageMarked(Fact):
     @model_validator(mode="before")
     @classmethod
     def _layers_match_refs(cls, data: Any) -> Any:
-        """`layers` is derived from the non-null refs (benchflow's rule); a given list must agree."""
+        """`layers` is derived from the non-null refs (benchflow's rule); a given list must
+        agree."""
         if not isinstance(data, dict):
             return data
         captured = sorted(
@@ -161,8 +165,9 @@ def _reward_source(rewards: Any) -> Any:
 
 
 class RunScored(Fact):
-    """A reward in the run's result. `basis` says whose: `verified` (the run's own verifier) or `branch_aggregate`
-    (benchflow's `rewards.source`: a branched parent that never verified itself reports its fork's V)."""
+    """A reward in the run's result. `basis` says whose: `verified` (the run's own verifier) or
+    `branch_aggregate` (benchflow's `rewards.source`: a branched parent that never verified itself
+    reports its fork's V)."""
 
     type: Literal["run.scored"] = "run.scored"
     class_version: ClassVar[int] = 2
@@ -179,15 +184,16 @@ class RunScored(Fact):
         if isinstance(data, dict) and _reward_source(data.get("rewards")) == BRANCH_AGGREGATE:
             if data.get("basis", BRANCH_AGGREGATE) != BRANCH_AGGREGATE:
                 raise ValueError(
-                    f"expected basis {BRANCH_AGGREGATE!r} (the rewards say source {BRANCH_AGGREGATE!r}), "
-                    f"found {data['basis']!r}"
+                    f"expected basis {BRANCH_AGGREGATE!r} (the rewards say "
+                    f"source {BRANCH_AGGREGATE!r}), found {data['basis']!r}"
                 )
             return {**data, "basis": BRANCH_AGGREGATE}
         return data
 
     @staticmethod
     def upcast_v1_v2(fact: dict[str, Any]) -> None:
-        """Version 1 took a branch aggregate for the run's own score; its rewards still say which it was."""
+        """Version 1 took a branch aggregate for the run's own score; its rewards still say which it
+        was."""
         fact["basis"] = (
             BRANCH_AGGREGATE
             if _reward_source(fact.get("rewards")) == BRANCH_AGGREGATE
@@ -196,8 +202,9 @@ class RunScored(Fact):
 
 
 class RunUnscored(Fact):
-    """The run produced no reward. `verifier_error` when its verifier failed (crashed, timed out) rather than
-    scoring nothing; `rewards` when the verifier wrote values none of which is the run's reward."""
+    """The run produced no reward. `verifier_error` when its verifier failed (crashed, timed out)
+    rather than scoring nothing; `rewards` when the verifier wrote values none of which is the run's
+    reward."""
 
     type: Literal["run.unscored"] = "run.unscored"
     run: Key
@@ -207,8 +214,8 @@ class RunUnscored(Fact):
 
 
 class RunFailed(Fact):
-    """The run raised. `request_global`: a configuration error of the whole request (benchflow's error_category
-    `request_global`), which every arm and retry would repeat."""
+    """The run raised. `request_global`: a configuration error of the whole request (benchflow's
+    error_category `request_global`), which every arm and retry would repeat."""
 
     type: Literal["run.failed"] = "run.failed"
     class_version: ClassVar[int] = 2
@@ -237,9 +244,10 @@ class RunFailed(Fact):
 
 
 class RunFinished(Fact):
-    """How and when the run ended. Times are kept as the harness wrote them: benchflow and Harbor write naive
-    local times (`datetime.now()`), whose zone nobody recorded, so `time_zone` says `unknown`; `recorded` when the
-    text carries an offset; `utc-assumed` on a fact stored by version 1, which read naive times as UTC."""
+    """How and when the run ended. Times are kept as the harness wrote them: benchflow and Harbor
+    write naive local times (`datetime.now()`), whose zone nobody recorded, so `time_zone` says
+    `unknown`; `recorded` when the text carries an offset; `utc-assumed` on a fact stored by version
+    1, which read naive times as UTC."""
 
     type: Literal["run.finished"] = "run.finished"
     class_version: ClassVar[int] = 2
@@ -248,10 +256,12 @@ class RunFinished(Fact):
     started_at: Text | None = None
     finished_at: Text | None = None
     time_zone: Literal["unknown", "recorded", "utc-assumed"] | None = None
-    # Number, not Seconds: benchflow subtracts naive local times, so a run across a DST fall-back has a negative total.
+    # Number, not Seconds: benchflow subtracts naive local times, so a run across a DST fall-back
+    # has a negative total.
     timing: Annotated[dict[str, Number], AfterValidator(plain_json)] = Field(default_factory=dict)
     trajectory: TrajectorySource | None = None
-    #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it can serve.
+    #: LLM exchanges in the run's recording (`trajectory/llm_trajectory.jsonl`): what a replay of it
+    #: can serve.
     exchanges_recorded: Count | None = None
 
     @model_validator(mode="after")
@@ -262,7 +272,8 @@ class RunFinished(Fact):
         zones = {time_zone_of(t) for t in written}
         if len(zones) > 1:
             raise ValueError(
-                f"expected started_at and finished_at both with or both without a UTC offset, found {written}"
+                f"expected started_at and finished_at both with "
+                f"or both without a UTC offset, found {written}"
             )
         zone = zones.pop()
         if self.time_zone not in (None, zone):
@@ -276,14 +287,15 @@ class RunFinished(Fact):
 
     @staticmethod
     def upcast_v1_v2(fact: dict[str, Any]) -> None:
-        """Version 1 rewrote naive times as UTC (`+00:00`): it says so instead of passing them as recorded."""
+        """Version 1 rewrote naive times as UTC (`+00:00`): it says so instead of passing them as
+        recorded."""
         fact["time_zone"] = (
             "utc-assumed" if fact.get("started_at") or fact.get("finished_at") else None
         )
 
     def same_run_end_as(self, legacy: RunFinished) -> bool:
-        """Whether `legacy`, stored by version 1, records this same end: the same times read as UTC, and no
-        trajectory where version 1 had no word for this one."""
+        """Whether `legacy`, stored by version 1, records this same end: the same times read as UTC,
+        and no trajectory where version 1 had no word for this one."""
         if legacy.time_zone != "utc-assumed" or self.time_zone == "utc-assumed":
             return False
         same_times = all(
@@ -309,7 +321,7 @@ class RunFinished(Fact):
         )
 
 
-# --- replay cut points --------------------------------------------------------------------------------
+# --- replay cut points ----------------------------------------------------------------------------
 
 
 class Divergence(Model):
@@ -323,11 +335,12 @@ class Divergence(Model):
 class CutPointServed(Fact):
     """A continuation run replayed its source run up to a cut point (benchflow's `cut_point` block).
 
-    `configured_k`, when given, is the K the replay was configured with, which benchflow validates as
-    `0 < K <= n_recorded` (`validate_max_exchanges`), so it is at least 1; `served_k` may be 0 (the agent asked
-    nothing). `cut_point_digest` is the PR-head block's digest: sha256 over the canonical JSON of the whole
-    recorded request body at the last replayed exchange (`request_body_digest`), not comparable with the later
-    `recorded_request_digest` / `served_request_digest`, which digest only `{messages, tools}`.
+    `configured_k`, when given, is the K the replay was configured with, which benchflow validates
+    as `0 < K <= n_recorded` (`validate_max_exchanges`), so it is at least 1; `served_k` may be 0
+    (the agent asked nothing). `cut_point_digest` is the PR-head block's digest: sha256 over the
+    canonical JSON of the whole recorded request body at the last replayed exchange
+    (`request_body_digest`), not comparable with the later `recorded_request_digest` /
+    `served_request_digest`, which digest only `{messages, tools}`.
     """
 
     type: Literal["cut_point.served"] = "cut_point.served"

@@ -1,9 +1,10 @@
-"""A fork: children branched from one node of a rollout tree, each with a delta, each with one outcome.
+"""A fork: children branched from one node of a rollout tree, each with a delta, each with one
+outcome.
 
 Rules follow benchflow's branching lifecycle (`docs/benchflow-formats.md` §11.2, §13): deltas that
-need a fresh rollout (skill mode, config override, environment swap) exist only at `env-ready`; a child has
-at most one outcome (scored, unscored or failed); V is the mean of the children's rewards and exists only
-when every child was scored; a partial fork has no V.
+need a fresh rollout (skill mode, config override, environment swap) exist only at `env-ready`; a
+child has at most one outcome (scored, unscored or failed); V is the mean of the children's rewards
+and exists only when every child was scored; a partial fork has no V.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def check_deltas(opened: f.ForkOpened) -> None:
         fresh_keys = [key for key in FRESH_ONLY_DELTA_KEYS if getattr(child.delta, key) is not None]
         if fresh_keys or child.delta_execution is not None:
             raise InvariantViolated(
-                f"{where}: child {child.index} carries {fresh_keys or ['delta_execution']}, which need a fresh "
+                f"{where}: child {child.index} carries "
+                f"{fresh_keys or ['delta_execution']}, which need a fresh "
                 "rollout; expected them only at stage env-ready",
                 hint="fork at env-ready, or keep only injected_prompt for in-place children",
             )
@@ -67,11 +69,13 @@ class Fork:
     @FORK_HANDLERS.decides(*CUSTODY_FACTS)
     def _decide_custody(self, fact: f.Fact) -> bool:
         new = self.custody.decide(fact, self.n_children)
-        # A hand-off only says where a child's mounted output was archived (before the fork closed); a store written
-        # before hand-offs were imported learns of them after the close, which changes nothing the close decided.
+        # A hand-off only says where a child's mounted output was archived (before the fork closed);
+        # a store written before hand-offs were imported learns of them after the close, which
+        # changes nothing the close decided.
         if new and self.closed is not None and not isinstance(fact, f.CustodyHandedOff):
             raise InvariantViolated(
-                f"{self.where()} is closed ({self.closed.outcome}); found new custody ({fact.type})",
+                f"{self.where()} is closed ({self.closed.outcome}); "
+                f"found new custody ({fact.type})",
                 hint="custody is held, handed off and released (or fails) before fork.closed",
             )
         return new
@@ -90,7 +94,8 @@ class Fork:
         )
         if new and self.closed is not None:
             raise InvariantViolated(
-                f"{self.where()} is closed ({self.closed.outcome}); found a restore of child {fact.index}",
+                f"{self.where()} is closed ({self.closed.outcome}); "
+                f"found a restore of child {fact.index}",
                 hint="record child restores before fork.closed",
             )
         return new
@@ -108,13 +113,15 @@ class Fork:
             and existing.model_copy(update={"tests": None})
             == fact.model_copy(update={"tests": None})
         ):
-            # The same outcome read by an earlier importer: before a failed child carried tests, or before a CTRF
-            # report that is empty or over benchflow's 64 KiB read limit meant "not observed". What is recorded stands.
+            # The same outcome read by an earlier importer: before a failed child carried tests, or
+            # before a CTRF report that is empty or over benchflow's 64 KiB read limit meant "not
+            # observed". What is recorded stands.
             return False
         new = is_new_or_same(existing, fact, f"{self.where()}, outcome of child {index}")
         if new and self.closed is not None:
             raise InvariantViolated(
-                f"{self.where()} is closed ({self.closed.outcome}); found a new outcome for child {index}",
+                f"{self.where()} is closed ({self.closed.outcome}); "
+                f"found a new outcome for child {index}",
                 hint="record child outcomes before fork.closed",
             )
         return new
@@ -122,7 +129,8 @@ class Fork:
     def _refuse_second_outcome(self, existing: Outcome, incoming: Outcome) -> None:
         raise ConflictingFact(
             f"{self.where()}, child {incoming.index}: already recorded as {existing.type} "
-            f"({existing.model_dump(mode='json', exclude={'type', 'run', 'fork', 'index'})}), now {incoming.type} "
+            f"({existing.model_dump(mode='json', exclude={'type', 'run', 'fork', 'index'})}), "
+            f"now {incoming.type} "
             f"({incoming.model_dump(mode='json', exclude={'type', 'run', 'fork', 'index'})})",
             hint="a child has exactly one outcome",
         )
@@ -135,8 +143,9 @@ class Fork:
         if fact.outcome == "completed":
             if self.n_children < MIN_COMPLETED_CHILDREN:
                 raise InvariantViolated(
-                    f"{self.where()}: expected at least {MIN_COMPLETED_CHILDREN} children to close it completed (a fork "
-                    f"compares arms, benchflow asks for n >= 2), found {self.n_children}; the others never started",
+                    f"{self.where()}: expected at least {MIN_COMPLETED_CHILDREN} "
+                    f"children to close it completed (a fork compares arms, benchflow "
+                    f"asks for n >= 2), found {self.n_children}; the others never started",
                     hint="close it as partial",
                 )
             pending = [
@@ -146,8 +155,8 @@ class Fork:
             ]
             if pending:
                 raise InvariantViolated(
-                    f"{self.where()}: expected every child scored or unscored to close it completed, "
-                    f"found children {pending} without such an outcome",
+                    f"{self.where()}: expected every child scored or unscored to close "
+                    f"it completed, found children {pending} without such an outcome",
                     hint="close it as partial",
                 )
         else:
@@ -158,8 +167,9 @@ class Fork:
             and not math.isclose(fact.value, expected, abs_tol=1e-9)
         ):
             raise InvariantViolated(
-                f"{self.where()}: expected value {expected!r} (V is the mean of the children's rewards, only when "
-                f"every child was scored and the fork completed), found {fact.value!r}"
+                f"{self.where()}: expected value {expected!r} (V is the "
+                f"mean of the children's rewards, only when every child "
+                f"was scored and the fork completed), found {fact.value!r}"
             )
         return True
 

@@ -1,6 +1,6 @@
-"""Fork facts: a fork opened with its children's deltas, each child's restore and outcome, the fork's close and
-ablation report, and the custody of the parent's mounted artifacts. Part of the vocabulary in `facts.py`, which
-re-exports them."""
+"""Fork facts: a fork opened with its children's deltas, each child's restore and outcome, the
+fork's close and ablation report, and the custody of the parent's mounted artifacts. Part of the
+vocabulary in `facts.py`, which re-exports them."""
 
 from __future__ import annotations
 
@@ -21,11 +21,12 @@ from .fact_base import (
 )
 from .vocabulary import ArmKind, BranchSkillMode, CtrfStatus, Layer, Stage
 
-# --- forks --------------------------------------------------------------------------------------------
+# --- forks ----------------------------------------------------------------------------------------
 
 
 class Delta(Model):
-    """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only digests."""
+    """benchflow's BranchDelta provenance dict (§1.4): raw prompt text never appears, only
+    digests."""
 
     environment_ref: Text | None = None
     skill_mode: BranchSkillMode | None = None
@@ -69,8 +70,9 @@ class ForkOpened(Fact):
 
     @model_validator(mode="after")
     def _children_are_a_vector(self) -> ForkOpened:
-        # benchflow asks for n >= 2 children, but attaches them one by one: when the first one raises, the tree
-        # holds that one only. Such a fork is on record as it happened; it can never close completed.
+        # benchflow asks for n >= 2 children, but attaches them one by one: when the first one
+        # raises, the tree holds that one only. Such a fork is on record as it happened; it can
+        # never close completed.
         if not self.children:
             raise ValueError(
                 "a fork needs at least 1 child (the children that were started), found none"
@@ -118,8 +120,9 @@ class ChildUnscored(Fact):
 
 
 class ChildFailed(Fact):
-    """A child that raised. Its verifier may still have written a CTRF report (benchflow hands a child's mounted
-    output off in a `finally`), and benchflow mines it like any other child's, so `tests` is recorded here too."""
+    """A child that raised. Its verifier may still have written a CTRF report (benchflow hands a
+    child's mounted output off in a `finally`), and benchflow mines it like any other child's, so
+    `tests` is recorded here too."""
 
     type: Literal["fork.child_failed"] = "fork.child_failed"
     run: Key
@@ -140,12 +143,14 @@ class ForkClosed(Fact):
 
 
 class AblationReported(Fact):
-    """What a `bench eval ablate` report says that the fork facts cannot hold (docs/benchflow-formats.md §13.3).
+    """What a `bench eval ablate` report says that the fork facts cannot hold
+    (docs/benchflow-formats.md §13.3).
 
-    `parent_reward`/`parent_error` are the parent block as `_run_parent` saw `verify()`, kept when result.json says
-    otherwise (`_maybe_classify_api_error` rewrites it later). A report whose fork never happened (a request-global
-    parent failure skips every arm, and no tree.json is written) has `fork` null and keeps its request-level fields
-    and arm definitions in `report`. `error` is the report's own error as written.
+    `parent_reward`/`parent_error` are the parent block as `_run_parent` saw `verify()`, kept when
+    result.json says otherwise (`_maybe_classify_api_error` rewrites it later). A report whose fork
+    never happened (a request-global parent failure skips every arm, and no tree.json is written)
+    has `fork` null and keeps its request-level fields and arm definitions in `report`. `error` is
+    the report's own error as written.
     """
 
     type: Literal["ablation.reported"] = "ablation.reported"
@@ -158,7 +163,7 @@ class AblationReported(Fact):
     report: JsonObject | None = None
 
 
-# --- custody ------------------------------------------------------------------------------------------
+# --- custody --------------------------------------------------------------------------------------
 
 
 class CustodyEntry(Model):
@@ -192,8 +197,8 @@ class CustodyReleased(Fact):
 
 
 class CustodyFailed(Fact):
-    """A custody step failed. `index`: the child whose hand-off failed (phase hand-off); a hand-off failure and a
-    release failure of one fork are separate facts."""
+    """A custody step failed. `index`: the child whose hand-off failed (phase hand-off); a hand-off
+    failure and a release failure of one fork are separate facts."""
 
     type: Literal["custody.failed"] = "custody.failed"
     run: Key
@@ -208,6 +213,7 @@ class CustodyFailed(Fact):
     def _index_names_a_hand_off(self) -> CustodyFailed:
         if self.index is not None and self.phase != "hand-off":
             raise ValueError(
-                f"expected index only on a hand-off failure (it names the child), found it on phase {self.phase!r}"
+                f"expected index only on a hand-off failure (it "
+                f"names the child), found it on phase {self.phase!r}"
             )
         return self

@@ -1,5 +1,6 @@
-"""Facts the release gate judges: what a run's files held when imported (the experiment-review skill), and
-terminal preservation receipts (EdgeBench #8593). Part of the vocabulary in `facts.py`, which re-exports them."""
+"""Facts the release gate judges: what a run's files held when imported (the experiment-review
+skill), and terminal preservation receipts (EdgeBench #8593). Part of the vocabulary in `facts.py`,
+which re-exports them."""
 
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ from .vocabulary import (
     SkillMode,
 )
 
-# --- release-gate evidence (the experiment-review skill) ----------------------------------------------
+# --- release-gate evidence (the experiment-review skill) ------------------------------------------
 
 
 Size = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 class TrajectoryFile(Model):
-    """One JSONL trajectory file as it was read: present or not, its size, and what its lines held."""
+    """One JSONL trajectory file as it was read: present or not, its size, and what its lines
+    held."""
 
     present: bool
     size: Size = 0
@@ -41,7 +43,8 @@ class TrajectoryFile(Model):
 
 
 class ResultsRow(Model):
-    """The rollout's trainer-facing `results.jsonl`: how many rows, and whether its row is training-ready."""
+    """The rollout's trainer-facing `results.jsonl`: how many rows, and whether its row is
+    training-ready."""
 
     present: bool
     rows: Count = 0
@@ -62,8 +65,9 @@ class TokenUsage(Model):
 
 
 class SkillLoading(Model):
-    """What the run's files say about skills: the mode they ran in, where skills were put in the sandbox, how
-    often the agent invoked one, and how many trajectory lines name skill resources (SKILL.md, skill roots)."""
+    """What the run's files say about skills: the mode they ran in, where skills were put in the
+    sandbox, how often the agent invoked one, and how many trajectory lines name skill resources
+    (SKILL.md, skill roots)."""
 
     skill_mode: SkillMode | None = None
     skills_dir: Text | None = None
@@ -72,10 +76,12 @@ class SkillLoading(Model):
 
 
 class EvidenceObserved(Fact):
-    """What a run's (or a fresh-rollout arm's) directory held as release-gate evidence when it was imported.
+    """What a run's (or a fresh-rollout arm's) directory held as release-gate evidence when it was
+    imported.
 
-    A field left None is evidence the layout does not write (Harbor writes no ACP trajectory), never a file
-    that is missing: a missing file is `present: false`. `trial` is the trial the run fills, from its own files."""
+    A field left None is evidence the layout does not write (Harbor writes no ACP trajectory), never
+    a file that is missing: a missing file is `present: false`. `trial` is the trial the run fills,
+    from its own files."""
 
     type: Literal["run.evidence_observed"] = "run.evidence_observed"
     run: Key
@@ -96,11 +102,12 @@ class EvidenceObserved(Fact):
     )
 
 
-# --- terminal preservation receipts (EdgeBench #8593) -------------------------------------------------
+# --- terminal preservation receipts (EdgeBench #8593) ---------------------------------------------
 
 
 class ScorerDrained(Fact):
-    """The run's native scorer finished grading (its drain receipt): the digest of its final scorer history."""
+    """The run's native scorer finished grading (its drain receipt): the digest of its final scorer
+    history."""
 
     type: Literal["scorer.drained"] = "scorer.drained"
     run: Key
@@ -108,10 +115,12 @@ class ScorerDrained(Fact):
 
 
 class PreservationReceipted(Fact):
-    """The one attempt made to seal a run's scorer on its own after the worker failed, and its result.
+    """The one attempt made to seal a run's scorer on its own after the worker failed, and its
+    result.
 
-    `history_run` and `history_digest` name the scorer history the attempt sealed; both must be the run's own
-    (its `scorer.drained`). A sealed scorer is evidence for a receiver, not a qualified recovery."""
+    `history_run` and `history_digest` name the scorer history the attempt sealed; both must be the
+    run's own (its `scorer.drained`). A sealed scorer is evidence for a receiver, not a qualified
+    recovery."""
 
     type: Literal["scorer.preservation_receipted"] = "scorer.preservation_receipted"
     run: Key

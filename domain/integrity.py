@@ -130,10 +130,12 @@ class ChainReport:
 
 
 class ChainWalker:
-    """Walks rows in position order, stopping at the first break (later links depend on it anyway)."""
+    """Walks rows in position order, stopping at the first break (later links depend on it
+    anyway)."""
 
     def __init__(self, start: Head | None = None) -> None:
-        """Walk from the log's beginning, or from a head already checked (a reader resuming where it stopped)."""
+        """Walk from the log's beginning, or from a head already checked (a reader resuming where it
+        stopped)."""
         self.report = ChainReport(head=start)
         self._previous_position = start.position if start else 0
         self._previous_hash = start.chain_hash if start else GENESIS
@@ -162,13 +164,15 @@ class ChainWalker:
         if row.chain_hash is None:
             return self._fail(
                 p,
-                f"position {p}: the event has no chain link, so it was inserted outside rollout-lineage",
+                f"position {p}: the event has no chain link, "
+                f"so it was inserted outside rollout-lineage",
             )
         if row.previous != self._previous_position:
             return self._fail(
                 p,
-                f"position {p}: its link points back to position {row.previous}, but the event before it "
-                f"is at position {self._previous_position}; events were deleted, inserted or reordered",
+                f"position {p}: its link points back to position {row.previous}, "
+                f"but the event before it is at position {self._previous_position}; "
+                f"events were deleted, inserted or reordered",
             )
         expected = link(
             self._previous_hash,
@@ -210,7 +214,8 @@ class ChainWalker:
 
 
 def check_window(start: Head | None, rows: Iterable[ChainRow]) -> Head | None:
-    """Check one window of the log against its chain, continuing from `start`; returns the window's last head.
+    """Check one window of the log against its chain, continuing from `start`; returns the window's
+    last head.
 
     Readers call this on every page they project, so nothing broken ever reaches a read model.
     """
@@ -230,11 +235,13 @@ def aligned_head(
     events: Sequence[tuple[Any, ...]],
     links: Sequence[tuple[int, int, str]],
 ) -> Head | None:
-    """The window's last head when its events and links pair up one to one and every link holds (the normal
-    case), computed without a `ChainRow` or `Head` per event (a third of a rebuild's time); None otherwise, and
-    the caller then walks the window with `check_window`, which names the first break.
+    """The window's last head when its events and links pair up one to one and every link holds (the
+    normal case), computed without a `ChainRow` or `Head` per event (a third of a rebuild's time);
+    None otherwise, and the caller then walks the window with `check_window`, which names the first
+    break.
 
-    `events` are (position, originator id, version, topic, state bytes, recorded_by) in position order.
+    `events` are (position, originator id, version, topic, state bytes, recorded_by) in position
+    order.
     """
     if not events or len(events) != len(links):
         return None

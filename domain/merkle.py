@@ -1,13 +1,16 @@
-"""The Merkle tree over the log (RFC 9162 §2.1): hashes, roots of prefixes, inclusion and consistency proofs.
+"""The Merkle tree over the log (RFC 9162 §2.1): hashes, roots of prefixes, inclusion and
+consistency proofs.
 
-Pure tree math, no storage: every function reads complete subtrees through a `NodeSource`, so the same code
-proves from the store's node table (`adapters/merkle_store.py`), from a bundle's leaves held in memory, or from
-test vectors. A complete subtree is named (level, index): it covers leaves [index·2^level, (index+1)·2^level).
-Every node an RFC proof needs is either such a subtree or the tree's ragged right edge, which folds from at
-most log2(n) complete subtrees, so a proof at a million events reads a few dozen stored hashes.
+Pure tree math, no storage: every function reads complete subtrees through a `NodeSource`, so the
+same code proves from the store's node table (`adapters/merkle_store.py`), from a bundle's leaves
+held in memory, or from test vectors. A complete subtree is named (level, index): it covers leaves
+[index·2^level, (index+1)·2^level). Every node an RFC proof needs is either such a subtree or the
+tree's ragged right edge, which folds from at most log2(n) complete subtrees, so a proof at a
+million events reads a few dozen stored hashes.
 
-A leaf's entry is the event as stored, with its position (`event_entry`): a proof of a leaf therefore proves the
-exact bytes of one event at one place in the log, not merely that some fact was recorded somewhere.
+A leaf's entry is the event as stored, with its position (`event_entry`): a proof of a leaf
+therefore proves the exact bytes of one event at one place in the log, not merely that some fact was
+recorded somewhere.
 """
 
 from __future__ import annotations
@@ -159,7 +162,8 @@ def verify_consistency(
             raise ProofFailed(f"expected an empty proof between sizes {old_size} and {new_size}")
         if old_size == new_size and old_root != new_root:
             raise ProofFailed(
-                f"at the same size {old_size} the roots differ: {old_root.hex()} and {new_root.hex()}"
+                f"at the same size {old_size} the roots "
+                f"differ: {old_root.hex()} and {new_root.hex()}"
             )
         return
     if not proof:
@@ -203,7 +207,8 @@ def from_mapping(nodes: dict[tuple[int, int], bytes]) -> NodeSource:
 
 
 def frontier(size: int) -> list[tuple[int, int]]:
-    """The complete subtrees (level, index) a tree of `size` leaves folds from, largest first: its right edge."""
+    """The complete subtrees (level, index) a tree of `size` leaves folds from, largest first: its
+    right edge."""
     return [
         (level, (size >> level) - 1)
         for level in range(size.bit_length() - 1, -1, -1)
@@ -214,7 +219,8 @@ def frontier(size: int) -> list[tuple[int, int]]:
 def new_nodes(
     size: int, leaves: Sequence[bytes], source: NodeSource
 ) -> list[tuple[int, int, bytes]]:
-    """The complete subtrees (level, index, hash) that appending `leaves` to a tree of `size` completes.
+    """The complete subtrees (level, index, hash) that appending `leaves` to a tree of `size`
+    completes.
 
     `source` needs to answer only for the complete subtrees of the current right edge.
     """
@@ -234,14 +240,16 @@ def new_nodes(
 
 
 class RootBuilder:
-    """The root of leaves given one at a time, keeping only the right edge (at most log2(n) hashes)."""
+    """The root of leaves given one at a time, keeping only the right edge (at most log2(n)
+    hashes)."""
 
     def __init__(self) -> None:
         self.size = 0
         self._edge: list[bytes] = []  # complete subtrees, largest first
 
     def add(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
-        """Append a leaf; returns the complete subtrees (level, index, hash) above level 0 it completes."""
+        """Append a leaf; returns the complete subtrees (level, index, hash) above level 0 it
+        completes."""
         h, below, level, completed = leaf, self.size, 0, []
         while below & 1:  # each trailing 1 bit of the old size is a subtree this leaf completes
             h = node_hash(self._edge.pop(), h)
@@ -263,7 +271,8 @@ class RootBuilder:
 
 @dataclass
 class MemoryTree:
-    """A whole tree held in memory (a bundle's leaves, test vectors): every complete subtree kept."""
+    """A whole tree held in memory (a bundle's leaves, test vectors): every complete subtree
+    kept."""
 
     nodes: dict[tuple[int, int], bytes] = field(default_factory=dict)
     size: int = 0

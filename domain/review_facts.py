@@ -1,9 +1,11 @@
-"""What the experiment-review skill's review of one rollout found in its files, as recorded at import.
+"""What the experiment-review skill's review of one rollout found in its files, as recorded at
+import.
 
-The skill has three judges: its validator (the artifact contract), its reward-hacking patterns with the
-verifier-hardening checklist, and its harness skill-catalog SOP. Each leaves observations here, every one
-naming the file and line it rests on, so `lineage audit` (and `--as-of`, and a bundle) judges from the log
-alone. Nothing here is a verdict: the audit decides what each observation means for publishing.
+The skill has three judges: its validator (the artifact contract), its reward-hacking patterns with
+the verifier-hardening checklist, and its harness skill-catalog SOP. Each leaves observations here,
+every one naming the file and line it rests on, so `lineage audit` (and `--as-of`, and a bundle)
+judges from the log alone. Nothing here is a verdict: the audit decides what each observation means
+for publishing.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from .fact_base import Count, Digest, Model, Text
 HackPattern = Literal["solution_contamination", "grader_gaming", "alignment_risk"]
 #: How a startup skill catalog was recovered (the SOP's words).
 CatalogStatus = Literal["recovered", "catalog_not_serialized", "unknown", "manual_review_required"]
-#: Where the task's own skill names came from, in the order they are looked for (docs/review-skill.md):
-#: a manifest key of the run's files, the custom runtime skills folder, `source.file_hashes`, a skills
-#: folder the configuration names, or inference across the imported batch's arms.
+#: Where the task's own skill names came from, in the order they are looked for
+#: (docs/review-skill.md): a manifest key of the run's files, the custom runtime skills folder,
+#: `source.file_hashes`, a skills folder the configuration names, or inference across the imported
+#: batch's arms.
 TaskSkillsSource = Literal["manifest", "runtime_folder", "file_hashes", "skills_folder", "inferred"]
 #: What kept the agent from a fair attempt (SKILL.md, "Capability Attribution").
 FidelityKind = Literal[
@@ -34,7 +37,8 @@ FidelityKind = Literal[
 
 
 class ArtifactIssue(Model):
-    """One violation of the validator's artifact contract. `check` is a rule id of docs/review-skill.md."""
+    """One violation of the validator's artifact contract. `check` is a rule id of
+    docs/review-skill.md."""
 
     check: Text
     detail: Text
@@ -43,10 +47,12 @@ class ArtifactIssue(Model):
 
 
 class HackSignal(Model):
-    """One trace of reward hacking or broken verifier isolation: the tool call (or record) that shows it."""
+    """One trace of reward hacking or broken verifier isolation: the tool call (or record) that
+    shows it."""
 
     pattern: HackPattern
-    kind: Text  # e.g. test_mutation, reward_file_write, git_other_refs, solution_read, verifier_isolation
+    # e.g. test_mutation, reward_file_write, git_other_refs, solution_read, verifier_isolation
+    kind: Text
     file: Text
     line: Count | None = None
     tool: Text | None = None
@@ -63,10 +69,12 @@ class SkillTrace(Model):
 
 
 class SkillCatalog(Model):
-    """The startup skill catalog recovered per the SOP, and whether the task's own skills were in it.
+    """The startup skill catalog recovered per the SOP, and whether the task's own skills were in
+    it.
 
-    `skills` is the whole catalog (harness-global skills included); `task_skills_loading` is 1 when every
-    expected task skill was recovered in it, 0 when none or not all were, None when it cannot be told."""
+    `skills` is the whole catalog (harness-global skills included); `task_skills_loading` is 1 when
+    every expected task skill was recovered in it, 0 when none or not all were, None when it cannot
+    be told."""
 
     status: CatalogStatus
     harness: Text | None = None
@@ -76,7 +84,8 @@ class SkillCatalog(Model):
     skills: tuple[Text, ...] = ()
     catalog_sha256: Digest | None = None
     expected_task_skills: tuple[Text, ...] = ()
-    #: where `expected_task_skills` came from (None: nothing named them, or recorded before sources were)
+    #: where `expected_task_skills` came from (None: nothing named them, or recorded before sources
+    #: were)
     task_skills_source: TaskSkillsSource | None = None
     #: the file and key, the folder, or the arms they were inferred from
     task_skills_from: Text | None = None
@@ -86,7 +95,8 @@ class SkillCatalog(Model):
 
 
 class FidelitySignal(Model):
-    """A trace that the agent lacked what a fair attempt needs (a key, an asset, a package, memory)."""
+    """A trace that the agent lacked what a fair attempt needs (a key, an asset, a package,
+    memory)."""
 
     kind: FidelityKind
     evidence: Text
@@ -95,7 +105,8 @@ class FidelitySignal(Model):
 
 
 class ReviewObservation(Model):
-    """The whole review of one rollout directory. `rules` names the skill revision the checks follow."""
+    """The whole review of one rollout directory. `rules` names the skill revision the checks
+    follow."""
 
     rules: Text
     oracle: bool = False

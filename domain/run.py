@@ -1,9 +1,10 @@
-"""The Run aggregate: one rollout and its whole tree (nodes, stage registry, outcome, forks, cut point).
+"""The Run aggregate: one rollout and its whole tree (nodes, stage registry, outcome, forks, cut
+point).
 
-Forks and custody live inside the run rather than in aggregates of their own because their invariants span
-the tree: a fork's node must exist, its children's node ids must be new in the tree, a stage fork needs the
-stage recorded on that node. One stream per run also gives concurrent writers to one fork a clean
-optimistic-concurrency conflict to retry on.
+Forks and custody live inside the run rather than in aggregates of their own because their
+invariants span the tree: a fork's node must exist, its children's node ids must be new in the tree,
+a stage fork needs the stage recorded on that node. One stream per run also gives concurrent writers
+to one fork a clean optimistic-concurrency conflict to retry on.
 """
 
 from __future__ import annotations
@@ -57,16 +58,17 @@ class Run(BaseAggregate[Any]):
         cls.__init__(run)
         return run
 
-    # --- deciding -------------------------------------------------------------------------------------
+    # --- deciding ---------------------------------------------------------------------------------
 
     def decide(self, fact: f.Fact) -> bool:
         decider = RUN_HANDLERS.deciders.get(type(fact))
         if decider is None:
             raise TypeError(f"not a run fact: {fact!r}")
         if self.registration is None and decider is not Run._decide_registration:
-            # Every fact with a decider here declares `run`; their base `Fact` does not, hence the ignore.
+            # Every fact with a decider here declares `run`; their base `Fact` does not, hence the
+            # ignore.
             raise UnknownSubject(
-                f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]
+                f"expected run {fact.run!r} to be registered before {fact.type}, found no registration",  # type: ignore[attr-defined]  # noqa: E501
                 hint="record run.registered for it first",
             )
         return decider(self, fact)
@@ -75,8 +77,8 @@ class Run(BaseAggregate[Any]):
     def _decide_registration(self, fact: f.RunRegistered) -> bool:
         recorded = self.registration
         if recorded is not None and fact.run_dir is None and recorded.run_dir is not None:
-            # run_dir now arrives as run.located (see `expand`); a registration without it does not contradict
-            # one recorded with it by an earlier version.
+            # run_dir now arrives as run.located (see `expand`); a registration without it does not
+            # contradict one recorded with it by an earlier version.
             fact = fact.model_copy(update={"run_dir": recorded.run_dir})
         return is_new_or_same(recorded, fact, f"registration of run {fact.run!r}")
 
@@ -104,7 +106,8 @@ class Run(BaseAggregate[Any]):
         existing = self.nodes.get(fact.node)
         if existing is not None and (existing.parent, existing.fork) != (fact.parent, None):
             raise InvariantViolated(
-                f"run {fact.run!r}: node {fact.node!r} already exists under {existing.parent!r}; found it opened under {fact.parent!r}"
+                f"run {fact.run!r}: node {fact.node!r} already exists under "
+                f"{existing.parent!r}; found it opened under {fact.parent!r}"
             )
         return existing is None
 
@@ -122,7 +125,8 @@ class Run(BaseAggregate[Any]):
             and self.scored.rewards is None
             and self.scored.reason == fact.reason
         ):
-            return False  # recorded before unscored runs kept their verifier error and values: the same statement
+            # recorded before unscored runs kept their verifier error and values: the same statement
+            return False
         return is_new_or_same(self.scored, fact, f"score of run {fact.run!r}")
 
     @RUN_HANDLERS.decides(f.RunFailed)
@@ -139,9 +143,10 @@ class Run(BaseAggregate[Any]):
 
     @RUN_HANDLERS.decides(f.EvidenceObserved)
     def _decide_evidence(self, fact: f.EvidenceObserved) -> bool:
-        # An observation of what the node's files held when read: benchflow writes results.jsonl after result.json,
-        # so a run read between the two is observed again, differently, later. Each observation is kept (the audit
-        # judges the latest and warns that the files changed), so re-reading appends nothing and never conflicts.
+        # An observation of what the node's files held when read: benchflow writes results.jsonl
+        # after result.json, so a run read between the two is observed again, differently, later.
+        # Each observation is kept (the audit judges the latest and warns that the files changed),
+        # so re-reading appends nothing and never conflicts.
         self._require_node(fact.node)
         return fact not in self.evidence.get(fact.node, [])
 
@@ -167,7 +172,8 @@ class Run(BaseAggregate[Any]):
     def _require_node(self, node: str) -> Node:
         if node not in self.nodes:
             raise UnknownSubject(
-                f"run {self.key!r}: expected node {node!r} in its tree, found nodes {sorted(self.nodes)}",
+                f"run {self.key!r}: expected node {node!r} in "
+                f"its tree, found nodes {sorted(self.nodes)}",
                 hint="record run.node_opened (or the fork that creates it) first",
             )
         return self.nodes[node]
@@ -192,18 +198,20 @@ class Run(BaseAggregate[Any]):
         later = [stage for stage in self.stages if stage_rank(stage) > stage_rank(fact.stage)]
         if later:
             raise InvariantViolated(
-                f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; stages are marked in lifecycle order "
-                f"{' < '.join(STAGES)}"
+                f"run {fact.run!r}: stage {fact.stage!r} arrives after {later}; "
+                f"stages are marked in lifecycle order {' < '.join(STAGES)}"
             )
         return True
 
     def _replaces_root_fallback(self, fact: f.StageMarked) -> bool:
-        """Whether `fact` places a stage that earlier importers put on root for want of a tree node explaining it.
+        """Whether `fact` places a stage that earlier importers put on root for want of a tree node
+        explaining it.
 
-        benchflow moves stage tags (verify() captures two stages on one node, branch_at_stage re-tags the node it
-        adopts), and importers before the writer-order placement fell back to root for the stage left untagged.
-        The same mark on its node is a correction, not a conflict: recorded, and readers take the latest mark per
-        stage (the `stages` view). `env-ready` is never corrected, because benchflow captures it on root.
+        benchflow moves stage tags (verify() captures two stages on one node, branch_at_stage
+        re-tags the node it adopts), and importers before the writer-order placement fell back to
+        root for the stage left untagged. The same mark on its node is a correction, not a conflict:
+        recorded, and readers take the latest mark per stage (the `stages` view). `env-ready` is
+        never corrected, because benchflow captures it on root.
         """
         recorded = self.stages.get(fact.stage)
         return (
@@ -225,14 +233,15 @@ class Run(BaseAggregate[Any]):
         taken = sorted(child.node for child in fact.children if child.node in self.nodes)
         if taken:
             raise InvariantViolated(
-                f"run {fact.run!r}: fork {fact.fork!r} would create nodes {taken}, which already exist"
+                f"run {fact.run!r}: fork {fact.fork!r} would "
+                f"create nodes {taken}, which already exist"
             )
         if fact.stage is not None:
             entry = self.stages.get(fact.stage)
             if entry is None:
                 raise StageNotRecorded(
-                    f"run {fact.run!r}: expected stage {fact.stage!r} recorded before forking at it, "
-                    f"found recorded stages {[s for s in STAGES if s in self.stages]}"
+                    f"run {fact.run!r}: expected stage {fact.stage!r} recorded before forking "
+                    f"at it, found recorded stages {[s for s in STAGES if s in self.stages]}"
                 )
             if entry.node != fact.node:
                 raise InvariantViolated(
@@ -241,7 +250,8 @@ class Run(BaseAggregate[Any]):
                 )
             if not entry.layers:
                 raise InvariantViolated(
-                    f"run {fact.run!r}: stage {fact.stage!r} captured no layers, so nothing can be restored"
+                    f"run {fact.run!r}: stage {fact.stage!r} "
+                    f"captured no layers, so nothing can be restored"
                 )
         check_deltas(fact)
         return True
@@ -251,18 +261,22 @@ class Run(BaseAggregate[Any]):
         assert self.registration is not None
         if self.registration.role != "continuation":
             raise InvariantViolated(
-                f"run {fact.run!r}: expected a continuation run to serve a cut point, found role {self.registration.role!r}"
+                f"run {fact.run!r}: expected a continuation run to serve "
+                f"a cut point, found role {self.registration.role!r}"
             )
         if fact.source_run != self.registration.parent_run:
             raise InvariantViolated(
-                f"run {fact.run!r} continues {self.registration.parent_run!r}; found a cut point from {fact.source_run!r}"
+                f"run {fact.run!r} continues {self.registration.parent_run!r}; "
+                f"found a cut point from {fact.source_run!r}"
             )
         if fact.configured_k is not None and fact.served_k > fact.configured_k:
             raise InvariantViolated(
-                f"run {fact.run!r}: served K {fact.served_k} is above configured K {fact.configured_k}"
+                f"run {fact.run!r}: served K {fact.served_k} "
+                f"is above configured K {fact.configured_k}"
             )
-        # benchflow writes the configured-basis block first and, in host proxy mode, reconciles it into a
-        # served-basis one after the run: one of each basis, the served one final, both about the same cut.
+        # benchflow writes the configured-basis block first and, in host proxy mode, reconciles it
+        # into a served-basis one after the run: one of each basis, the served one final, both about
+        # the same cut.
         if not is_new_or_same(
             self.cut_points.get(fact.accounting),
             fact,
@@ -295,7 +309,7 @@ class Run(BaseAggregate[Any]):
                 f"block's K, found {configured.served_k}"
             )
 
-    # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
+    # --- evolving (replayed: deterministic, never raises) -----------------------------------------
 
     def when(self, fact: f.Fact) -> None:
         RUN_HANDLERS.evolvers[type(fact)](self, fact)

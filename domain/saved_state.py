@@ -26,9 +26,10 @@ from .run import RUN_HANDLERS, Node, Run
 from .snapshot import SNAPSHOT_HANDLERS, Snapshot
 
 FORMAT = 1
-#: Events between saved states: a new process reads at most this many events of a stream. Each save encodes the
-#: whole state (20 ms for a 10,000-node run), so saving every 100 events made a long-lived writer a quarter slower
-#: in such a run; at 300 that is lost in the noise, and replaying 300 events costs about what decoding does.
+#: Events between saved states: a new process reads at most this many events of a stream. Each save
+#: encodes the whole state (20 ms for a 10,000-node run), so saving every 100 events made a
+#: long-lived writer a quarter slower in such a run; at 300 that is lost in the noise, and replaying
+#: 300 events costs about what decoding does.
 SAVE_EVERY = 300
 TOPIC_PREFIX = "lineage-state:"
 _AGGREGATES: dict[str, type[Run] | type[Snapshot]] = {"Run": Run, "Snapshot": Snapshot}
@@ -56,7 +57,8 @@ class SavedStates(Protocol):
     def newest(self, originator_id: UUID) -> Saved | None: ...
 
     def keep(self, originator_id: UUID, saved: Saved) -> None:
-        """Replace the aggregate's saved state with this one (unless a newer one of the same topic is kept)."""
+        """Replace the aggregate's saved state with this one (unless a newer one of the same topic
+        is kept)."""
 
     def all(self) -> Iterator[tuple[UUID, Saved]]:
         """Every kept state (for `lineage verify --saved-states`:
@@ -83,7 +85,8 @@ class InMemorySavedStates:
 
 
 class UnusableState(ValueError):
-    """A stored state this code cannot use (another format, or not what it claims to be): replay instead."""
+    """A stored state this code cannot use (another format, or not what it claims to be): replay
+    instead."""
 
 
 def _code_digest(code: CodeType, into: Any) -> None:
@@ -102,8 +105,9 @@ def _code_digest(code: CodeType, into: Any) -> None:
 
 @cache
 def fingerprint() -> str:
-    """Changes whenever the state a stream evolves into could change: the format, the Python version (bytecode),
-    each fact's type, version and fields, and the code of every `__init__` and evolver."""
+    """Changes whenever the state a stream evolves into could change: the format, the Python version
+    (bytecode), each fact's type, version and fields, and the code of every `__init__` and
+    evolver."""
     digest = hashlib.sha256(f"{FORMAT}|{sys.version_info[:2]}".encode())
     for cls in f.FACT_TYPES:
         digest.update(f"{f.fact_type(cls)}:{cls.class_version}:{sorted(cls.model_fields)}".encode())
@@ -129,12 +133,13 @@ def topic() -> str:
     return TOPIC_PREFIX + fingerprint()
 
 
-# --- encoding -----------------------------------------------------------------------------------------------
+# --- encoding -------------------------------------------------------------------------------------
 
 
 def _encode(value: Any) -> Any:
-    """Plain JSON values stay as they are; a JSON array is always a part (`["Node", id, parent, ...]`, the
-    most common value, kept compact); anything else is an object tagged with what it holds."""
+    """Plain JSON values stay as they are; a JSON array is always a part (`["Node", id, parent,
+    ...]`, the most common value, kept compact); anything else is an object tagged with what it
+    holds."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, f.Fact):
@@ -165,7 +170,7 @@ def encode(aggregate: Run | Snapshot) -> bytes:
     return json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
 
 
-# --- decoding -----------------------------------------------------------------------------------------------
+# --- decoding -------------------------------------------------------------------------------------
 
 
 def _decode(value: Any) -> Any:
@@ -197,8 +202,8 @@ def _decode(value: Any) -> Any:
 
 
 def decode(stored: bytes, originator_id: UUID, version: int) -> Run | Snapshot:
-    """The aggregate a saved state holds; raises `UnusableState` for anything but what `encode` wrote for
-    this stream at this version."""
+    """The aggregate a saved state holds; raises `UnusableState` for anything but what `encode`
+    wrote for this stream at this version."""
     try:
         document = json.loads(stored)
         cls = _AGGREGATES[document["aggregate"]]

@@ -1,9 +1,10 @@
-"""Checkpoints and the keys that sign them, in the C2SP text formats (c2sp.org/signed-note, tlog-checkpoint).
+"""Checkpoints and the keys that sign them, in the C2SP text formats (c2sp.org/signed-note,
+tlog-checkpoint).
 
-Only text here: parsing and printing notes, keys and checkpoints, and the key ID rule. The Ed25519 arithmetic
-lives in `adapters/ed25519.py` (the `cryptography` package). The formats are the ones Go's checksum database,
-Sigstore and the transparency-dev witnesses use, so a checkpoint this tool prints can be checked by their
-tools, and a key they generate can verify ours.
+Only text here: parsing and printing notes, keys and checkpoints, and the key ID rule. The Ed25519
+arithmetic lives in `adapters/ed25519.py` (the `cryptography` package). The formats are the ones
+Go's checksum database, Sigstore and the transparency-dev witnesses use, so a checkpoint this tool
+prints can be checked by their tools, and a key they generate can verify ours.
 
 - verifier key: `NAME+KEYID+BASE64(0x01 || 32-byte public key)`, KEYID 8 hex digits;
 - signer key: `PRIVATE+KEY+NAME+KEYID+BASE64(0x01 || 32-byte seed)`;
@@ -113,7 +114,8 @@ class SignerKey:
 
     @staticmethod
     def parse_parts(text: str) -> tuple[str, str, bytes]:
-        """(name, key ID hex, seed) of PRIVATE+KEY+NAME+KEYID+BASE64; the caller derives the public key."""
+        """(name, key ID hex, seed) of PRIVATE+KEY+NAME+KEYID+BASE64; the caller derives the public
+        key."""
         parts = text.strip().split("+", 4)
         if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
             raise InvalidInput(
@@ -208,8 +210,8 @@ class Checkpoint:
             or int(size_text) >= 2**64
         ):
             raise InvalidInput(
-                f"{where}: expected a tree size (a whole number below 2**64, without leading zeros), "
-                f"found {size_text[:40]!r}{'...' if len(size_text) > 40 else ''}"
+                f"{where}: expected a tree size (a whole number below 2**64, without leading "
+                f"zeros), found {size_text[:40]!r}{'...' if len(size_text) > 40 else ''}"
             )
         root = _b64(lines[2], "the root hash")
         if len(root) != 32:
@@ -220,10 +222,11 @@ class Checkpoint:
 def batch_message(
     first: int, last: int, leaves: list[bytes], recorded_by: str | None = None
 ) -> bytes:
-    """What a writer's key signs for one appended batch: its positions and its events' leaf hashes (each leaf
-    commits to one event's stored bytes and position, so the signature covers exactly those events), and
-    where the store authenticated the writer (PostgreSQL) the role every event of the batch shows as
-    `recorded_by`, which no leaf holds: a role re-linked into the chain then fails the signature too."""
+    """What a writer's key signs for one appended batch: its positions and its events' leaf hashes
+    (each leaf commits to one event's stored bytes and position, so the signature covers exactly
+    those events), and where the store authenticated the writer (PostgreSQL) the role every event of
+    the batch shows as `recorded_by`, which no leaf holds: a role re-linked into the chain then
+    fails the signature too."""
     if recorded_by is None:
         return f"rollout-lineage/batch\n{first}\n{last}\n{len(leaves)}\n".encode() + b"".join(
             leaves

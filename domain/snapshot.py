@@ -1,9 +1,10 @@
-"""The Snapshot aggregate: one captured layer (a container image ref or an environment state id) and its lifetime.
+"""The Snapshot aggregate: one captured layer (a container image ref or an environment state id) and
+its lifetime.
 
-A snapshot is restorable while its image lives (captured, not yet discarded) or once a verified copy exists
-(exported to a tar, or imported back into an engine). A snapshot discarded without either is gone, and the
-domain refuses to let a fork pretend to restore it. Adopted snapshots came in as tars nobody recorded: they
-are usable but their provenance is unknown, which audits flag.
+A snapshot is restorable while its image lives (captured, not yet discarded) or once a verified copy
+exists (exported to a tar, or imported back into an engine). A snapshot discarded without either is
+gone, and the domain refuses to let a fork pretend to restore it. Adopted snapshots came in as tars
+nobody recorded: they are usable but their provenance is unknown, which audits flag.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Snapshot(BaseAggregate[Any]):
         ref = fact.subject_key()
         if self.adopted is not None:
             raise InvariantViolated(
-                f"snapshot {ref!r} was adopted from a tar of unknown provenance; found a capture for it"
+                f"snapshot {ref!r} was adopted from a tar of "
+                f"unknown provenance; found a capture for it"
             )
         recorded = self.captured
         if (
@@ -80,7 +82,9 @@ class Snapshot(BaseAggregate[Any]):
             and fact.stage not in (None, "env-ready")
             and recorded.model_copy(update={"node": fact.node}) == fact
         ):
-            return True  # a stage earlier importers put on root, placed on its node (see Run._replaces_root_fallback)
+            # a stage earlier importers put on root, placed on its node (see
+            # Run._replaces_root_fallback)
+            return True
         return is_new_or_same(recorded, fact, f"capture of snapshot {ref!r}")
 
     @SNAPSHOT_HANDLERS.decides(f.SnapshotAdopted)
@@ -101,7 +105,8 @@ class Snapshot(BaseAggregate[Any]):
     def _require_known(self, fact: f.Fact) -> None:
         if not self.known:
             raise UnknownSubject(
-                f"expected snapshot {fact.subject_key()!r} captured or adopted before {fact.type}, found nothing "
+                f"expected snapshot {fact.subject_key()!r} captured "
+                f"or adopted before {fact.type}, found nothing "
                 "recorded for it",
                 hint="record stage.marked (or snapshot.captured) first",
             )
@@ -126,7 +131,7 @@ class Snapshot(BaseAggregate[Any]):
         self._require_known(fact)
         return fact not in self.imports
 
-    # --- evolving (replayed: deterministic, never raises) ---------------------------------------------
+    # --- evolving (replayed: deterministic, never raises) -----------------------------------------
 
     def when(self, fact: f.Fact) -> None:
         SNAPSHOT_HANDLERS.evolvers[type(fact)](self, fact)

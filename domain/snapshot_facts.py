@@ -1,5 +1,5 @@
-"""Snapshot facts: one captured layer's lifetime (captured, exported, discarded, imported, rejected, adopted).
-Part of the vocabulary in `facts.py`, which re-exports them."""
+"""Snapshot facts: one captured layer's lifetime (captured, exported, discarded, imported, rejected,
+adopted). Part of the vocabulary in `facts.py`, which re-exports them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .vocabulary import (
     Stage,
 )
 
-# --- snapshots ----------------------------------------------------------------------------------------
+# --- snapshots ------------------------------------------------------------------------------------
 
 
 class SnapshotFact(Fact):

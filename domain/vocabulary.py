@@ -10,24 +10,29 @@ import hashlib
 import json
 from typing import Any, Literal
 
-#: Every event's topic is this prefix and its fact type (`events.py`); readers strip it without loading the facts.
+#: Every event's topic is this prefix and its fact type (`events.py`); readers strip it without
+#: loading the facts.
 TOPIC_PREFIX = "lineage:"
 #: Stage boundaries in lifecycle order.
 STAGES: tuple[str, ...] = ("env-ready", "post-research", "pre-verify", "post-verify")
 Stage = Literal["env-ready", "post-research", "pre-verify", "post-verify"]
 Layer = Literal["environment", "sandbox"]
-#: A run's skill mode (benchflow `skill_policy`: `self-gen` has a creator agent write the skills first).
+#: A run's skill mode (benchflow `skill_policy`: `self-gen` has a creator agent write the skills
+#: first).
 SkillMode = Literal["no-skill", "with-skill", "self-gen"]
 #: The skill modes a branch delta may set (benchflow's BranchDelta accepts only these two).
 BranchSkillMode = Literal["no-skill", "with-skill"]
-#: benchflow's `result.json` `trajectory_source` (`acp`, `partial_acp` when the ACP capture was cut short,
-#: `scraped` from the agent's own logs, `hosted_env` for hosted-environment evidence); `llm`, `both` and
-#: `none` are this project's earlier words, still accepted from `lineage ingest` and stored facts.
+#: benchflow's `result.json` `trajectory_source` (`acp`, `partial_acp` when the ACP capture was cut
+#: short, `scraped` from the agent's own logs, `hosted_env` for hosted-environment evidence); `llm`,
+#: `both` and `none` are this project's earlier words, still accepted from `lineage ingest` and
+#: stored facts.
 TrajectorySource = Literal["acp", "scraped", "partial_acp", "hosted_env", "llm", "both", "none"]
 BENCHFLOW_TRAJECTORY_SOURCES = ("acp", "scraped", "partial_acp", "hosted_env")
-#: The `error_category` benchflow gives a request-global configuration error (one every arm would repeat).
+#: The `error_category` benchflow gives a request-global configuration error (one every arm would
+#: repeat).
 REQUEST_GLOBAL = "request_global"
-#: `rewards.source` on a branched parent that never ran its own verifier: the reward is the branch V.
+#: `rewards.source` on a branched parent that never ran its own verifier: the reward is the branch
+#: V.
 BRANCH_AGGREGATE = "branch_aggregate"
 RewardBasis = Literal["verified", "branch_aggregate"]
 RunRole = Literal["root", "branch-child", "continuation"]
@@ -54,5 +59,6 @@ def overlay_hash(obj: Any) -> str:
 
 
 def canonical_json(obj: Any) -> str:
-    """The byte form every lineage JSON export uses: sorted keys, 2-space indent, trailing newline."""
+    """The byte form every lineage JSON export uses: sorted keys, 2-space indent, trailing
+    newline."""
     return json.dumps(obj, sort_keys=True, indent=2) + "\n"

@@ -1,8 +1,9 @@
 """The composition root: the only place that wires the domain to its adapters.
 
-Everything is built lazily, so constructing a `Lineage` touches no file, socket or engine until a command
-needs it. Each part can be handed in instead (`bootstrap(app=..., store_url=..., read_models_path=...)`);
-`in_memory()` wires a log that lives in the process, for tests and notebooks.
+Everything is built lazily, so constructing a `Lineage` touches no file, socket or engine until a
+command needs it. Each part can be handed in instead (`bootstrap(app=..., store_url=...,
+read_models_path=...)`); `in_memory()` wires a log that lives in the process, for tests and
+notebooks.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ class Lineage:
         read_models_path: Path | None = None,
     ) -> None:
         self.settings = settings
-        # Writers (the harness API, import, ingest, init) create a store where none is; readers never invent one.
+        # Writers (the harness API, import, ingest, init) create a store where none is; readers
+        # never invent one.
         self.may_create = may_create
         self.created = False
-        # Parts handed in take the place of the ones built from the settings (cached_property reads __dict__).
+        # Parts handed in take the place of the ones built from the settings (cached_property reads
+        # __dict__).
         if app is not None:
             self.__dict__["app"] = app
         if store_url is not None:
@@ -78,14 +81,16 @@ class Lineage:
             from .adapters.batch_evidence import BatchEvidence
 
             app.recorder.batch_evidence = BatchEvidence(signer=signer)
-        # Only now: an open that failed (a file where the folder should be) created nothing to announce.
+        # Only now: an open that failed (a file where the folder should be) created nothing to
+        # announce.
         self.created = creating
         return app
 
     @cached_property
     def log(self) -> ChainedLog:
-        """The log as readers see it: for a SQLite file that exists, a plain read-only connection (no write
-        side to load); otherwise the application's recorder, which must keep the hash chain."""
+        """The log as readers see it: for a SQLite file that exists, a plain read-only connection
+        (no write side to load); otherwise the application's recorder, which must keep the hash
+        chain."""
         from .adapters.chained_log import ChainedLog
 
         path = self.store_url.sqlite_path
@@ -93,8 +98,9 @@ class Lineage:
             recorder = self.app.recorder
             if not isinstance(recorder, ChainedLog):
                 raise TypeError(
-                    f"expected the application's recorder to keep the hash chain (a ChainedLog), found "
-                    f"{type(recorder).__name__}; open the application with open_application(StoreURL) or "
+                    f"expected the application's recorder to keep the hash "
+                    f"chain (a ChainedLog), found {type(recorder).__name__}; "
+                    f"open the application with open_application(StoreURL) or "
                     "adapters.memory_log.MEMORY_ENV"
                 )
             return recorder
@@ -103,7 +109,8 @@ class Lineage:
         return SQLiteLog(path)
 
     def _require_store(self) -> bool:
-        """Whether opening will create the store (it may: `init`, `import`, `ingest`); refuse otherwise."""
+        """Whether opening will create the store (it may: `init`, `import`, `ingest`); refuse
+        otherwise."""
         from .domain.errors import NoStoreHere
 
         if not self.settings.store_exists:
@@ -115,32 +122,35 @@ class Lineage:
                     else f"looked at {where}"
                 )
                 raise NoStoreHere(
-                    f"no lineage store here ({searched}; expected a .lineage/ folder with events.sqlite)",
-                    hint="run `lineage init` or `lineage import PATH`, or name one with --home, --store, "
-                    "LINEAGE_HOME or LINEAGE_STORE",
+                    f"no lineage store here ({searched}; expected "
+                    f"a .lineage/ folder with events.sqlite)",
+                    hint="run `lineage init` or `lineage import PATH`, or name "
+                    "one with --home, --store, LINEAGE_HOME or LINEAGE_STORE",
                 )
             return True
         return False
 
     def _refuse_if_read_only(self) -> None:
-        """The write side of an SQLite store that cannot be written fails in SQLite's words ("unable to open
-        database file"); say what it is and which commands still work."""
+        """The write side of an SQLite store that cannot be written fails in SQLite's words ("unable
+        to open database file"); say what it is and which commands still work."""
         from .adapters.store_url import may_write
         from .domain.errors import StoreUnavailable
 
         path = self.store_url.sqlite_path
         if path is not None and path.exists() and not may_write(path):
             raise StoreUnavailable(
-                f"expected to write the event store {self.location}, found it read-only (a read-only "
-                "mount, or no write permission): this command appends to it or keeps the log's Merkle "
-                "tree beside it",
-                hint="run it where the store can be written; reads (`runs`, `tree`, `sql`, ...) work "
-                "while the read models are current",
+                f"expected to write the event store "
+                f"{self.location}, found it read-only (a read-only "
+                "mount, or no write permission): this command appends "
+                "to it or keeps the log's Merkle tree beside it",
+                hint="run it where the store can be written; reads (`runs`, "
+                "`tree`, `sql`, ...) work while the read models are current",
             ) from None
 
     @property
     def location(self) -> str:
-        """Where the store is, for people: the SQLite file's path, or the server URL without its password."""
+        """Where the store is, for people: the SQLite file's path, or the server URL without its
+        password."""
         path = self.store_url.sqlite_path
         return (
             "/" + str(path).lstrip("/")
@@ -199,8 +209,9 @@ class Lineage:
         as_of: int | None = None,
         timeout: float | None = 30.0,
     ) -> list[dict[str, Any]]:
-        """The read API: a read-only query over caught-up read models (or the log `as_of` a position), one dict per
-        row; `$name` placeholders take `params`, never pasted into the SQL. Same rules as `lineage sql`."""
+        """The read API: a read-only query over caught-up read models (or the log `as_of` a
+        position), one dict per row; `$name` placeholders take `params`, never pasted into the SQL.
+        Same rules as `lineage sql`."""
         from .projections.engine.user_sql import run_reads
 
         with self._reader(as_of) as db:
@@ -215,7 +226,8 @@ class Lineage:
         as_of: int | None = None,
         timeout: float | None = 30.0,
     ) -> Any:
-        """The answer as a `pyarrow.Table` (needs pyarrow: `pip install 'rollout-lineage[dataframes]'`)."""
+        """The answer as a `pyarrow.Table` (needs pyarrow: `pip install
+        'rollout-lineage[dataframes]'`)."""
         return self._fetch_whole(query, params, as_of, "to_arrow_table", timeout)
 
     def df(
@@ -226,7 +238,8 @@ class Lineage:
         as_of: int | None = None,
         timeout: float | None = 30.0,
     ) -> Any:
-        """The answer as a `pandas.DataFrame` (needs pandas: `pip install 'rollout-lineage[dataframes]'`)."""
+        """The answer as a `pandas.DataFrame` (needs pandas: `pip install
+        'rollout-lineage[dataframes]'`)."""
         return self._fetch_whole(query, params, as_of, "df", timeout)
 
     def _fetch_whole(
@@ -280,10 +293,11 @@ def bootstrap(
 def in_memory(
     home: str | Path, *, actor: str = "unknown", clock: Callable[[], datetime] | None = None
 ) -> Lineage:
-    """A store whose log lives in this process (chain included) and whose read models are a file under `home`.
+    """A store whose log lives in this process (chain included) and whose read models are a file
+    under `home`.
 
-    `clock` (a callable returning an aware datetime) fixes recording times, so two logs fed the same facts hold
-    the same bytes."""
+    `clock` (a callable returning an aware datetime) fixes recording times, so two logs fed the same
+    facts hold the same bytes."""
     from .adapters.memory_log import MEMORY_ENV, MEMORY_URL
     from .adapters.store_url import StoreURL
     from .domain.application import LineageApp
@@ -307,23 +321,27 @@ def open_store(
     actor: str | None = None,
     signing_key: str | None = None,
 ) -> Lineage:
-    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log position.
+    """The harness API: `with open_store() as lineage: lineage.record([...])` returns the log
+    position.
 
-    With `signing_key` (a .key file; else LINEAGE_SIGNING_KEY), every batch is signed and its actor is the key's name.
+    With `signing_key` (a .key file; else LINEAGE_SIGNING_KEY), every batch is signed and its actor
+    is the key's name.
     """
     return Lineage(Settings.from_env(store=store, home=home, actor=actor, signing_key=signing_key))
 
 
 def _same_events(report: ChainReport, tree: MerkleStore) -> tuple[int, str] | None:
-    """The Merkle tree must hold the events the chain walk counted: its leaf for the walk's last event is
-    the walk's count (more leaves are events appended since the walk, each checked by `check_against_log`)."""
+    """The Merkle tree must hold the events the chain walk counted: its leaf for the walk's last
+    event is the walk's count (more leaves are events appended since the walk, each checked by
+    `check_against_log`)."""
     if report.problem is not None or report.head is None:
         return None
     index = tree.index_of(report.head.position)
     if index == report.events - 1:
         return None
     return report.head.position, (
-        f"the chain walk counts {report.events} events through position {report.head.position}, the "
-        f"Merkle tree {'has no leaf for it' if index is None else f'makes it leaf {index}'}: they do not "
+        f"the chain walk counts {report.events} events through position "
+        f"{report.head.position}, the Merkle tree "
+        f"{'has no leaf for it' if index is None else f'makes it leaf {index}'}: they do not "
         "describe the same log"
     )

@@ -1,6 +1,8 @@
-"""Settings: where the store and the read models live and who is recording, read once from the environment.
+"""Settings: where the store and the read models live and who is recording, read once from the
+environment.
 
-Read only when `Settings.from_env()` is called (never at import), so tests and harnesses can pass their own.
+Read only when `Settings.from_env()` is called (never at import), so tests and harnesses can pass
+their own.
 """
 
 from __future__ import annotations
@@ -39,17 +41,18 @@ class Settings:
     actor: str
     lock_timeout_s: float = 30.0
     duckdb_memory: str = "256MB"
-    #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when one did,
-    #: or when the search found one), so "no store here" can say where it looked.
+    #: Folders searched for a `.lineage/` when neither --home nor LINEAGE_HOME named one (empty when
+    #: one did, or when the search found one), so "no store here" can say where it looked.
     searched: tuple[str, ...] = ()
     #: The store is the `.lineage/` the search found in a parent folder, not here: writers say so.
     found_in_parent: bool = False
     #: A home was named (--home, LINEAGE_HOME): the read models of any store live there.
     home_named: bool = False
-    #: Where read models of a server store are cached when no home was named (LINEAGE_CACHE, else the XDG cache).
+    #: Where read models of a server store are cached when no home was named (LINEAGE_CACHE, else
+    #: the XDG cache).
     cache: Path | None = None
-    #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it, and its
-    #: name is the actor recorded (a name the signature vouches for, unlike LINEAGE_ACTOR).
+    #: A signer key file (LINEAGE_SIGNING_KEY): every batch this process appends is signed with it,
+    #: and its name is the actor recorded (a name the signature vouches for, unlike LINEAGE_ACTOR).
     signing_key: str | None = None
 
     @classmethod
@@ -97,7 +100,8 @@ class Settings:
 
     @property
     def store_exists(self) -> bool:
-        """Whether there is a store to read: the SQLite file is there (a server store is taken to exist)."""
+        """Whether there is a store to read: the SQLite file is there (a server store is taken to
+        exist)."""
         if not self.store_url.startswith("sqlite:"):
             return True
         from urllib.parse import unquote, urlparse
@@ -109,9 +113,10 @@ class Settings:
 
     @property
     def projections_path(self) -> Path:
-        """One DuckDB file of read models per store identity (`store_identity`): in the home when one was named,
-        else beside an SQLite store (whatever folder we stand in: never ./.lineage), else in the user's cache,
-        so `postgres://` and `postgresql://` spellings of one database, from any folder, share one."""
+        """One DuckDB file of read models per store identity (`store_identity`): in the home when
+        one was named, else beside an SQLite store (whatever folder we stand in: never ./.lineage),
+        else in the user's cache, so `postgres://` and `postgresql://` spellings of one database,
+        from any folder, share one."""
         if self.store_url == f"sqlite:///{self.home / 'events.sqlite'}":
             return self.home / "projections.duckdb"
         identity = store_identity(self.store_url)
@@ -120,7 +125,8 @@ class Settings:
             return self.home / name
         if identity.startswith("sqlite:"):
             store_file = Path(identity.removeprefix("sqlite:"))
-            # A store file named as a home holds it (`--store D/events.sqlite` and `--home D` share one).
+            # A store file named as a home holds it (`--store D/events.sqlite` and `--home D` share
+            # one).
             if store_file.name == "events.sqlite":
                 return store_file.parent / "projections.duckdb"
             return store_file.parent / name
@@ -128,9 +134,9 @@ class Settings:
 
 
 def store_identity(url: str) -> str:
-    """The store a URL names, whatever its spelling: scheme `postgres` or `postgresql` (with a driver suffix),
-    host case, default port, password and connection options do not make another store; a schema does. An
-    SQLite store is its file's absolute path."""
+    """The store a URL names, whatever its spelling: scheme `postgres` or `postgresql` (with a
+    driver suffix), host case, default port, password and connection options do not make another
+    store; a schema does. An SQLite store is its file's absolute path."""
     from urllib.parse import parse_qs, unquote, urlparse
 
     try:
@@ -168,13 +174,15 @@ def _seconds(text: str, name: str) -> float:
     return value
 
 
-#: Colon-separated absolute folders the search for a `.lineage/` does not go up into (as GIT_CEILING_DIRECTORIES).
+#: Colon-separated absolute folders the search for a `.lineage/` does not go up into (as
+#: GIT_CEILING_DIRECTORIES).
 CEILING_ENV = "LINEAGE_CEILING_DIRECTORIES"
 
 
 def ceiling_directories(text: str) -> frozenset[Path]:
-    """The folders of LINEAGE_CEILING_DIRECTORIES, symbolic links resolved as the working folder's are. A relative
-    entry is refused, not skipped as git does: a search that silently crossed it could open another's store."""
+    """The folders of LINEAGE_CEILING_DIRECTORIES, symbolic links resolved as the working folder's
+    are. A relative entry is refused, not skipped as git does: a search that silently crossed it
+    could open another's store."""
     from .domain.errors import InvalidInput
 
     folders = set()
@@ -183,7 +191,8 @@ def ceiling_directories(text: str) -> frozenset[Path]:
             continue
         if not os.path.isabs(entry):
             raise InvalidInput(
-                f"{CEILING_ENV}: expected absolute folders separated by {os.pathsep!r}, found {entry!r}",
+                f"{CEILING_ENV}: expected absolute folders "
+                f"separated by {os.pathsep!r}, found {entry!r}",
                 hint="write the folder as an absolute path, e.g. /home/me",
             )
         folders.add(Path(os.path.realpath(entry)))
@@ -191,9 +200,11 @@ def ceiling_directories(text: str) -> frozenset[Path]:
 
 
 def find_home(start: Path, ceilings: frozenset[Path] = frozenset()) -> tuple[Path, tuple[str, ...]]:
-    """The nearest `.lineage/` from `start` up (and the folders searched), else `start/.lineage` (not there yet).
+    """The nearest `.lineage/` from `start` up (and the folders searched), else `start/.lineage`
+    (not there yet).
 
-    As git does: `start` itself is always looked at, and the search does not go up into a ceiling folder."""
+    As git does: `start` itself is always looked at, and the search does not go up into a ceiling
+    folder."""
     searched = []
     for folder in (start, *start.parents):
         if folder != start and folder in ceilings:

@@ -1,8 +1,10 @@
-"""Hand-written facts for the audit commands: one run per situation an auditor must see, all of them valid.
+"""Hand-written facts for the audit commands: one run per situation an auditor must see, all of them
+valid.
 
-Every run here is accepted by the domain; situations the domain refuses outright (V not the mean, served K
-above configured K, restoring a discarded snapshot) are tested on rows in `tests/unit/test_audit_checks.py`.
-Runs share task, agent, model and skill mode and differ by trial, so one matrix covers them all.
+Every run here is accepted by the domain; situations the domain refuses outright (V not the mean,
+served K above configured K, restoring a discarded snapshot) are tested on rows in
+`tests/unit/test_audit_checks.py`. Runs share task, agent, model and skill mode and differ by trial,
+so one matrix covers them all.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ ARMS = (
 
 
 def ablation_start(run: str, trial: str) -> list[f.Fact]:
-    """Registration, an env-ready capture and a two-arm skill ablation forked from it, custody held."""
+    """Registration, an env-ready capture and a two-arm skill ablation forked from it, custody
+    held."""
     snap = ref(run, "env-ready")
     return [
         register(run, trial),
@@ -121,7 +124,8 @@ RESULTS_OK = f.ResultsRow(present=True, rows=1, training_ready=True)
 def evidence(
     run: str, node: str = "root", *, trial: str | None = None, **overrides: object
 ) -> f.EvidenceObserved:
-    """What a healthy benchflow rollout directory holds for the release gate (with-skill arms: their skills loaded)."""
+    """What a healthy benchflow rollout directory holds for the release gate (with-skill arms: their
+    skills loaded)."""
     values: dict[str, object] = {
         "run": run,
         "node": node,
@@ -179,7 +183,8 @@ def healthy_ablation(run: str = HEALTHY, trial: str = "1", *, scored: bool = Tru
 
 
 def late_no_skill_score(run: str = HEALTHY) -> list[Entry]:
-    """The rest of `healthy_ablation(scored=False)`: the no-skill arm's reward and everything after it."""
+    """The rest of `healthy_ablation(scored=False)`: the no-skill arm's reward and everything after
+    it."""
     return at(
         [
             *arm(
@@ -266,7 +271,8 @@ def custody_failure_preserved() -> list[Entry]:
 
 
 def served_cut_point_with_divergence() -> list[Entry]:
-    """A source run with a post-research stage at K=12 and its continuation, whose replay diverged at exchange 7."""
+    """A source run with a post-research stage at K=12 and its continuation, whose replay diverged
+    at exchange 7."""
     source, run = SOURCE, CONTINUED
     return at(
         [
@@ -318,7 +324,8 @@ def run_end_plain(run: str) -> list[f.Fact]:
 
 
 def ephemeral_snapshot_restored() -> list[Entry]:
-    """The pre-verify snapshot is discarded without an export, then a fork opens on it: a restorable lie."""
+    """The pre-verify snapshot is discarded without an export, then a fork opens on it: a restorable
+    lie."""
     run, snap = LIE, ref(LIE, "pre-verify")
     prompt = ("sha256:" + "e5" * 32, "sha256:" + "f6" * 32)
     return at(
@@ -361,7 +368,8 @@ def quarantine_store() -> list[Entry]:
     )
 
 
-#: Trials 1-7: 1 healthy, 2-4 quarantined by their forks, 5 filled by the continuation, 6 duplicate, 7 missing.
+#: Trials 1-7: 1 healthy, 2-4 quarantined by their forks, 5 filled by the continuation, 6 duplicate,
+#: 7 missing.
 MATRIX = {
     "task": TASK,
     "agent": AGENT,

@@ -1,21 +1,27 @@
 """Run directories built the way benchflow's writer code builds them (docs/benchflow-formats.md).
 
-Each method mirrors one writer function of benchflow PR #1046 and is named after it; the steps and their order
-are the writer's, the code is ours. Tests drive a `WriterRun` through the same calls a real run makes
-(`start`, `execute`, `verify`, `branch_at_stage`, ...) and then compare `lineage export` with the files it left.
+Each method mirrors one writer function of benchflow PR #1046 and is named after it; the steps and
+their order are the writer's, the code is ours. Tests drive a `WriterRun` through the same calls a
+real run makes (`start`, `execute`, `verify`, `branch_at_stage`, ...) and then compare `lineage
+export` with the files it left.
 
 What is mirrored, by benchflow function:
-- `RolloutTree.advance`/`attach`/`populate`: one counter for `n<k>` ids, pending children filled in place;
-- `Rollout._commit_acp_execution` + `_build_step_batch`: one node per ACP event, at least one per execute;
-- `branch_policy.capture_stage`: the checkpoint goes on the cursor node (its stage tag replaced), the registry
-  entry is replaced, `stage_snapshots.json` is rewritten;
+- `RolloutTree.advance`/`attach`/`populate`: one counter for `n<k>` ids, pending children filled in
+  place;
+- `Rollout._commit_acp_execution` + `_build_step_batch`: one node per ACP event, at least one per
+  execute;
+- `branch_policy.capture_stage`: the checkpoint goes on the cursor node (its stage tag replaced),
+  the registry entry is replaced, `stage_snapshots.json` is rewritten;
 - `Rollout.verify`: `pre-verify`, then the verifier, then `post-verify`, on one cursor;
-- `rollout_branch.branch` / `_run_children`: `adopt_checkpoint` on the stage's node, the custody hold, children
-  attached one at a time, `_LinearState` restored around each (so a second `branch_at_stage(S)` forks the
-  same node again), V aggregated or popped, lineage written on both the success and the raising path, and a
-  custody release that fails closed leaving `branches/<node>/parent/` behind;
-- `branch_lineage.serialize_tree` / `stage_snapshots_payload` / `child_provenance` / `write_branch_artifacts`;
-- `branch_report.outcomes_for_arms` + `AblationReport.to_dict` (+ `ablate._branch_into_arms`/`_finalize_report`).
+- `rollout_branch.branch` / `_run_children`: `adopt_checkpoint` on the stage's node, the custody
+  hold, children attached one at a time, `_LinearState` restored around each (so a second
+  `branch_at_stage(S)` forks the same node again), V aggregated or popped, lineage written on both
+  the success and the raising path, and a custody release that fails closed leaving
+  `branches/<node>/parent/` behind;
+- `branch_lineage.serialize_tree` / `stage_snapshots_payload` / `child_provenance` /
+  `write_branch_artifacts`;
+- `branch_report.outcomes_for_arms` + `AblationReport.to_dict` (+
+  `ablate._branch_into_arms`/`_finalize_report`).
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ class Child:
     reward: float | None = None
     unscored: str | None = None
     raises: str | None = None  # the exception text when the child raises
-    ctrf: Any = None  # what its verifier leaves in verifier/ctrf.json (bytes, or a JSON value), None = no file
+    # what its verifier leaves in verifier/ctrf.json (bytes, or a JSON value), None = no file
+    ctrf: Any = None
     verify_refs: dict[str, dict[str, str | None]] | None = (
         None  # refs its own verify() captures (default: new)
     )
@@ -81,7 +88,7 @@ class WriterRun:
         self.stage_nodes: dict[str, str] = {}
         self.exchanges = 0
 
-    # RolloutTree ---------------------------------------------------------------------------------------
+    # RolloutTree ----------------------------------------------------------------------------------
     def advance(self, parent: str) -> str:
         self.count += 1
         node = Node(f"n{self.count}", parent)
@@ -93,7 +100,7 @@ class WriterRun:
         advance  # a pending node: same id counter, filled in place by the child's first execute
     )
 
-    # Rollout._commit_acp_execution -------------------------------------------------------------------
+    # Rollout._commit_acp_execution ----------------------------------------------------------------
     def execute(self, events: int, node: str | None = None) -> None:
         steps = max(events, 1)  # an execute with no event still adds one Step
         self.exchanges += events
@@ -103,7 +110,7 @@ class WriterRun:
         for _ in range(steps):
             self.cursor = self.advance(self.cursor)
 
-    # branch_policy.capture_stage ---------------------------------------------------------------------
+    # branch_policy.capture_stage ------------------------------------------------------------------
     def capture_stage(
         self, stage: str, refs: dict[str, str | None], exchanges: int | None = None
     ) -> None:
@@ -134,7 +141,7 @@ class WriterRun:
             if stage in self.snapshot_stages:
                 self.capture_stage(stage, refs[stage], self.exchanges)
 
-    # branch_lineage -------------------------------------------------------------------------------------
+    # branch_lineage -------------------------------------------------------------------------------
     def stage_payload(self) -> dict[str, Any]:
         out = {}
         for stage, entry in self.registry.items():
@@ -210,16 +217,18 @@ class WriterRun:
     def child_dir(self, parent: str, child: str) -> Path:
         return self.run_dir / "branches" / parent / "children" / child
 
-    # rollout_branch.branch ------------------------------------------------------------------------------
+    # rollout_branch.branch ------------------------------------------------------------------------
     def branch(self, children: list[Child], refs: dict[str, str | None]) -> float | None:
-        """Rollout.branch(): a fresh checkpoint at the cursor (checkpoint_composed, no stage), children in place."""
+        """Rollout.branch(): a fresh checkpoint at the cursor (checkpoint_composed, no stage),
+        children in place."""
         self.nodes[self.cursor].state["snapshot"] = {**refs, "stage": None}
         return self._fork(self.cursor, children, fresh=False)
 
     def branch_at_stage(
         self, stage: str, children: list[Child], *, release_fails: str | None = None
     ) -> float | None:
-        """Returns V, or raises ChildRaised (a child raised, or the custody release failed closed)."""
+        """Returns V, or raises ChildRaised (a child raised, or the custody release failed
+        closed)."""
         parent = self.stage_nodes[stage]
         entry = self.registry[stage]
         # adopt_checkpoint: the stage's snapshot becomes the node's checkpoint, re-tagging it
@@ -253,7 +262,8 @@ class WriterRun:
                     self.nodes[node].state["reward"] = float(child.reward)  # type: ignore[arg-type]
                 self.restore(saved)
             if release_fails is not None:
-                # MountedArtifacts.release failing closed, in the finally: the hold stays with what did not move
+                # MountedArtifacts.release failing closed, in the finally: the hold stays with what
+                # did not move
                 self.leave_hold(parent)
                 raise ChildRaised(release_fails)
         except ChildRaised:
@@ -275,7 +285,8 @@ class WriterRun:
             return self._raise_if(child)
         self.execute(child.events, node=node)  # make_default_runner: execute(node=child), verify()
         self._raise_if(child)
-        # The child's verify() captures the run's configured verify stages on its own cursor, with refs of its own.
+        # The child's verify() captures the run's configured verify stages on its own cursor, with
+        # refs of its own.
         self.verify(
             child.verify_refs
             or {
@@ -290,8 +301,8 @@ class WriterRun:
             raise ChildRaised(child.raises)
 
     def hand_off(self, parent: str, node: str, child: Child) -> None:
-        """MountedArtifacts.hand_off (in a finally): an in-place child's verifier output under mounted/; a fresh
-        child downloads into its own run directory."""
+        """MountedArtifacts.hand_off (in a finally): an in-place child's verifier output under
+        mounted/; a fresh child downloads into its own run directory."""
         if child.ctrf is None:
             return
         root = (
@@ -306,8 +317,9 @@ class WriterRun:
         )
 
     def leave_hold(self, parent: str) -> None:
-        """MountedArtifacts.release when an entry cannot move back: `branches/<node>/parent/` stays, holding the
-        parent's mounted output that did not come back (here its verifier's reward.txt)."""
+        """MountedArtifacts.release when an entry cannot move back: `branches/<node>/parent/` stays,
+        holding the parent's mounted output that did not come back (here its verifier's
+        reward.txt)."""
         held = self.run_dir / "branches" / parent / "parent" / "verifier" / "reward.txt"
         held.parent.mkdir(parents=True, exist_ok=True)
         held.write_text("1\n")
@@ -321,10 +333,11 @@ class WriterRun:
         if self.registry:
             self.write_stage_snapshots()
 
-    # the run's own files -----------------------------------------------------------------------------
+    # the run's own files --------------------------------------------------------------------------
     def cleanup(self) -> None:
-        """Rollout.cleanup() without --keep-snapshots (and ablate.retain_stage_snapshot before it): every stage
-        image dies with the sandbox, so each registry entry is annotated ephemeral, never exported."""
+        """Rollout.cleanup() without --keep-snapshots (and ablate.retain_stage_snapshot before it):
+        every stage image dies with the sandbox, so each registry entry is annotated ephemeral,
+        never exported."""
         for entry in self.registry.values():
             entry.setdefault("ephemeral", True)
             entry.setdefault("exported", None)
@@ -360,7 +373,7 @@ class WriterRun:
         (self.run_dir / "result.json").write_text(json.dumps(result, indent=2))
 
 
-# bench eval ablate ---------------------------------------------------------------------------------------
+# bench eval ablate --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -379,7 +392,8 @@ def display_test_name(raw: str) -> str:
 
 
 def artifact_test_outcomes(root: Path) -> dict[str, str] | None:
-    """cli/_failure_evidence.artifact_test_outcomes: None when the report is missing, broken or lists no test."""
+    """cli/_failure_evidence.artifact_test_outcomes: None when the report is missing, broken or
+    lists no test."""
     path = root / "verifier" / "ctrf.json"
     if not path.is_file():
         return None
@@ -431,9 +445,10 @@ def ablation_report(
 ) -> dict[str, Any]:
     """ablate._finalize_report + branch_report.outcomes_for_arms + AblationReport.to_dict.
 
-    `reference`, `verdict` and `test_attribution` are derived by `attribute`/`sub_test_attribution` from the rows
-    built here; the project's own attribution module computes them (it is tested against benchflow's rules in
-    tests/unit/test_attribution.py), so a comparison with an export exercises everything else.
+    `reference`, `verdict` and `test_attribution` are derived by `attribute`/`sub_test_attribution`
+    from the rows built here; the project's own attribution module computes them (it is tested
+    against benchflow's rules in tests/unit/test_attribution.py), so a comparison with an export
+    exercises everything else.
     """
     from rollout_lineage.projections.reports import attribution as attr
 

@@ -1,9 +1,11 @@
-"""Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`), stdlib only.
+"""Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`), stdlib
+only.
 
-Chromium reads commands on fd 3 and writes answers and events on fd 4, each a JSON object ended by NUL; no
-websocket and no port. Enough for the report's browser tests: open a page at a window size, evaluate an
-expression in it (DevTools is not bound by the page's CSP, which forbids scripts), and take a screenshot of a
-region, decoded here to RGB pixels (`png_pixels`) so a test can read the colours the browser painted.
+Chromium reads commands on fd 3 and writes answers and events on fd 4, each a JSON object ended by
+NUL; no websocket and no port. Enough for the report's browser tests: open a page at a window size,
+evaluate an expression in it (DevTools is not bound by the page's CSP, which forbids scripts), and
+take a screenshot of a region, decoded here to RGB pixels (`png_pixels`) so a test can read the
+colours the browser painted.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Chromium:
         self._answers, answers_write = os.pipe()
 
         def wire() -> None:  # in the child, before exec: the two ends where Chromium looks for them
-            # copies first: a pipe end may already be fd 3 or 4, and dup2 onto itself keeps close-on-exec
+            # copies first: a pipe end may already be fd 3 or 4, and dup2 onto itself keeps
+            # close-on-exec
             commands, answers = os.dup(commands_read), os.dup(answers_write)
             os.dup2(commands, 3)
             os.dup2(answers, 4)

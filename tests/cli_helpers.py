@@ -1,5 +1,5 @@
-"""Helpers several CLI test modules share: fact files for `ingest`, audit reports and matrices, a signed
-source store for bundles, and the re-link a forger does after editing a SQLite log."""
+"""Helpers several CLI test modules share: fact files for `ingest`, audit reports and matrices, a
+signed source store for bundles, and the re-link a forger does after editing a SQLite log."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def audit_json(run_cli: Cli, *args: str, code: int) -> dict:
 
 
 def source_store(store: str, home: Path, tmp_path: Path, key: Path) -> Path:
-    """Two runs, one with an exported (and verified-here imported) snapshot, written with a signing key."""
+    """Two runs, one with an exported (and verified-here imported) snapshot, written with a signing
+    key."""
     tar = tmp_path / "snap-1.tar"
     tar.write_bytes(b"not really a docker save, but bytes with a digest" * 100)
     digest = "sha256:" + hashlib.sha256(tar.read_bytes()).hexdigest()
@@ -72,11 +73,12 @@ def source_store(store: str, home: Path, tmp_path: Path, key: Path) -> Path:
 
 
 def relink(db: sqlite3.Connection, forget_tree: bool = True) -> None:
-    """What a careful forger does after editing events: re-link the whole chain and drop the tree, so both
-    are rebuilt over the edit and every check inside the store passes."""
+    """What a careful forger does after editing events: re-link the whole chain and drop the tree,
+    so both are rebuilt over the edit and every check inside the store passes."""
     previous = GENESIS
     rows = db.execute(
-        "SELECT rowid, originator_id, originator_version, topic, state FROM stored_events ORDER BY rowid"
+        "SELECT rowid, originator_id, originator_version, "
+        "topic, state FROM stored_events ORDER BY rowid"
     ).fetchall()
     db.execute("DELETE FROM lineage_chain")
     last = 0

@@ -1,7 +1,9 @@
-"""Shared fixtures: a fresh store per test, the CLI runner, and the real services of the integration layer.
+"""Shared fixtures: a fresh store per test, the CLI runner, and the real services of the integration
+layer.
 
-Integration tests skip when PostgreSQL or a Docker engine is absent on a developer's machine, but CI sets
-LINEAGE_REQUIRE_INTEGRATION=1 (see .ci/run), where a missing service is a failure, never a silent skip.
+Integration tests skip when PostgreSQL or a Docker engine is absent on a developer's machine, but CI
+sets LINEAGE_REQUIRE_INTEGRATION=1 (see .ci/run), where a missing service is a failure, never a
+silent skip.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from rollout_lineage.cli.main import cli
 from rollout_lineage.projections.read_models.registry import PROJECTIONS
 from rollout_lineage.settings import CEILING_ENV, Settings
 
-# CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss); a developer's
-# run explores new ones. LINEAGE_FUZZ_SCALE (see tests/fuzz_strategies.py) widens either.
+# CI replays the same fuzz examples every run (a failure there is reproducible, never a coin toss);
+# a developer's run explores new ones. LINEAGE_FUZZ_SCALE (see tests/fuzz_strategies.py) widens
+# either.
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
@@ -34,9 +37,9 @@ EXAMPLES = REPO / "examples"
 
 @pytest.fixture(autouse=True)
 def store_search_stays_in_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test finds, reads or writes a store outside its own folders: the search for a `.lineage/` never goes
-    up past the test's temporary folder (or the checkout it runs from), and no store, home or cache named in
-    the developer's environment is used."""
+    """No test finds, reads or writes a store outside its own folders: the search for a `.lineage/`
+    never goes up past the test's temporary folder (or the checkout it runs from), and no store,
+    home or cache named in the developer's environment is used."""
     monkeypatch.setenv(CEILING_ENV, os.pathsep.join([str(tmp_path.parent), str(REPO.parent)]))
     for name in ("LINEAGE_HOME", "LINEAGE_STORE", "LINEAGE_SIGNING_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -45,9 +48,10 @@ def store_search_stays_in_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 @pytest.fixture
 def ctrl_c_delivered() -> Iterator[None]:
-    """SIGINT handled as Python handles it by default, in the test and in the processes it starts. A script that
-    runs pytest in the background (`pytest &`, no job control) starts it with SIGINT ignored, and an ignored
-    signal stays ignored in every child: each Ctrl-C test then interrupted nothing."""
+    """SIGINT handled as Python handles it by default, in the test and in the processes it starts. A
+    script that runs pytest in the background (`pytest &`, no job control) starts it with SIGINT
+    ignored, and an ignored signal stays ignored in every child: each Ctrl-C test then interrupted
+    nothing."""
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
@@ -76,7 +80,8 @@ class Cli:
         result = self.runner.invoke(cli, [*base, *args], input=input, catch_exceptions=False)
         if ok and result.exit_code != 0:
             raise AssertionError(
-                f"lineage {' '.join(args)} exited {result.exit_code}:\n{result.output}\n{result.stderr}"
+                f"lineage {' '.join(args)} exited {result.exit_code}:\n"
+                f"{result.output}\n{result.stderr}"
             )
         return result
 
@@ -87,7 +92,8 @@ def open_lineage(store_url: str, home: Path | str) -> Lineage:
 
 
 def table_contents(db: ReadModelDB) -> dict[str, list[tuple]]:
-    """Every projection table's rows (positions aside), to compare a caught-up database with a fresh rebuild."""
+    """Every projection table's rows (positions aside), to compare a caught-up database with a fresh
+    rebuild."""
     names = sorted(name for p in PROJECTIONS for name in p.tables)
     return {
         name: db.connection.execute(
@@ -126,7 +132,8 @@ def lineage(home: Path) -> Iterator[Lineage]:
 
 @pytest.fixture
 def memory_lineage(tmp_path: Path) -> Iterator[Lineage]:
-    """A store whose log lives in memory (hash chain included), for tests that need no SQLite file."""
+    """A store whose log lives in memory (hash chain included), for tests that need no SQLite
+    file."""
     with in_memory(tmp_path / "memory-home", actor="tester@lab") as store:
         yield store
 

@@ -1,4 +1,5 @@
-"""What refusing looks like in the domain tests: a batch the application raises on, and appends nothing for."""
+"""What refusing looks like in the domain tests: a batch the application raises on, and appends
+nothing for."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Shared pieces of the fuzz tests: a CLI call that fails on any unhandled exception, and hostile JSON values.
+"""Shared pieces of the fuzz tests: a CLI call that fails on any unhandled exception, and hostile
+JSON values.
 
-Each fuzz example gets a fresh store in a `tempfile.TemporaryDirectory()` rather than pytest's `tmp_path`,
-because hypothesis runs many examples inside one test call and a function-scoped directory would be shared.
+Each fuzz example gets a fresh store in a `tempfile.TemporaryDirectory()` rather than pytest's
+`tmp_path`, because hypothesis runs many examples inside one test call and a function-scoped
+directory would be shared.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from rollout_lineage.cli.main import cli
 
 
 def examples(count: int) -> int:
-    """`count` examples per fuzz test, scaled by LINEAGE_FUZZ_SCALE (e.g. 20 for a long hunt; default 1)."""
+    """`count` examples per fuzz test, scaled by LINEAGE_FUZZ_SCALE (e.g. 20 for a long hunt;
+    default 1)."""
     return max(1, int(count * float(os.environ.get("LINEAGE_FUZZ_SCALE", "1"))))
 
 
@@ -30,7 +33,8 @@ DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 4}
 
 
 def invoke(home: Path, *args: str, input: bytes | str | None = None) -> Result:
-    """`lineage --home HOME ARGS` with exceptions caught, then refused unless they are a documented exit."""
+    """`lineage --home HOME ARGS` with exceptions caught, then refused unless they are a documented
+    exit."""
     result = CliRunner().invoke(
         cli,
         ["--home", str(home), "--actor", "fuzzer@lab", *args],
@@ -52,7 +56,8 @@ def invoke(home: Path, *args: str, input: bytes | str | None = None) -> Result:
 
 
 def note(label: str) -> None:
-    """A hypothesis event (shown by --hypothesis-show-statistics), ignored outside a hypothesis test."""
+    """A hypothesis event (shown by --hypothesis-show-statistics), ignored outside a hypothesis
+    test."""
     if currently_in_test_context():
         event(label)
 
@@ -78,7 +83,8 @@ def log_rows(home: Path) -> list[dict[str, Any]]:
 
 
 def json_lines(text: str) -> list[Any]:
-    """Parse JSON lines split on "\\n" only (str.splitlines would also split inside U+0085 or U+2028 in a value)."""
+    """Parse JSON lines split on "\\n" only (str.splitlines would also split inside U+0085 or U+2028
+    in a value)."""
     return [json.loads(line) for line in text.split("\n") if line]
 
 
@@ -87,12 +93,13 @@ def as_fact(row: dict[str, Any]) -> dict[str, Any]:
     return {"type": row["type"], **row["fact"]}
 
 
-# -- hostile JSON values --------------------------------------------------------------------------------------------
+# -- hostile JSON values ---------------------------------------------------------------------------
 #
-# Two values once broke the log where a fact takes any JSON (`rewards`, `source`, `workspace_digest`, ...) or a
-# plain float (`timing`, `wall_clock_sec`): a non-finite float (stored as null) and a lone UTF-16 surrogate (the
-# event could not be encoded). The domain now refuses both; tests/cli/test_fuzz_ingest.py holds the regression
-# tests, and the general strategies below aim NaN/Infinity (`NON_FINITE`) at the reward fields.
+# Two values once broke the log where a fact takes any JSON (`rewards`, `source`,
+# `workspace_digest`, ...) or a plain float (`timing`, `wall_clock_sec`): a non-finite float (stored
+# as null) and a lone UTF-16 surrogate (the event could not be encoded). The domain now refuses
+# both; tests/cli/test_fuzz_ingest.py holds the regression tests, and the general strategies below
+# aim NaN/Infinity (`NON_FINITE`) at the reward fields.
 
 HUGE_INTS = st.sampled_from([2**63, -(2**63) - 1, 2**64, 10**40, -(10**40), 10**400])
 NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
@@ -136,5 +143,6 @@ json_values = st.recursive(
 
 
 def dumps(value: Any) -> str:
-    """JSON the way a sloppy harness writes it: NaN and Infinity pass (Python's json reads them back)."""
+    """JSON the way a sloppy harness writes it: NaN and Infinity pass (Python's json reads them
+    back)."""
     return json.dumps(value, allow_nan=True)

@@ -1,4 +1,5 @@
-"""Reading a `lineage report` page (or the DOM a browser dumped of it) back as elements, with the stdlib parser."""
+"""Reading a `lineage report` page (or the DOM a browser dumped of it) back as elements, with the
+stdlib parser."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ class Page(HTMLParser):
 
 
 def external_references(page: Page) -> list[str]:
-    """Anything that would make the browser fetch: src, non-anchor href, link, script, url(...) in style."""
+    """Anything that would make the browser fetch: src, non-anchor href, link, script, url(...) in
+    style."""
     found = []
     for element in page.elements:
         if element.tag in {"script", "link", "iframe", "object", "embed", "img"}:

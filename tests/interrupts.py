@@ -1,7 +1,9 @@
-"""Ctrl-C at a known point, not after a guessed delay: the Ctrl-C tests wait until the process (or thread) is
-where the test says it interrupts it, read from outside it, so a slow or busy machine changes nothing.
+"""Ctrl-C at a known point, not after a guessed delay: the Ctrl-C tests wait until the process (or
+thread) is where the test says it interrupts it, read from outside it, so a slow or busy machine
+changes nothing.
 
-Linux only (`/proc`), like the rest of the suite. Each wait ends at a deadline with what it last saw.
+Linux only (`/proc`), like the rest of the suite. Each wait ends at a deadline with what it last
+saw.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from types import CodeType
 
 import pytest
 
-#: The `read` system call's number, by machine (what /proc/PID/syscall starts with while a read blocks).
+#: The `read` system call's number, by machine (what /proc/PID/syscall starts with while a read
+#: blocks).
 READ_SYSCALL = {"x86_64": 0, "aarch64": 63, "arm64": 63}
 DEADLINE_S = 60.0
 
@@ -57,7 +60,8 @@ def wait_until_reading_stdin(process: subprocess.Popen) -> None:
 
 
 def _main_thread_cpu_ticks(pid: int) -> int:
-    """utime + stime of the process's main thread, in clock ticks (/proc/PID/task/PID/stat fields 14-15)."""
+    """utime + stime of the process's main thread, in clock ticks (/proc/PID/task/PID/stat fields
+    14-15)."""
     fields = _read(f"/proc/{pid}/task/{pid}/stat").rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
 
@@ -70,10 +74,11 @@ def _data_limit(pid: int) -> str:
 
 
 def wait_until_inside_a_users_statement(process: subprocess.Popen, cpu_ticks: int = 20) -> None:
-    """Until DuckDB runs a user's statement: the process holds its memory bound (RLIMIT_DATA) only around the
-    call into DuckDB for a user's statement (adapters/statement_limits.py), and its main thread (the read
-    models' one DuckDB thread) has spent `cpu_ticks` of CPU since the bound was seen, far more than the few
-    lines of Python between setting the bound and calling DuckDB could."""
+    """Until DuckDB runs a user's statement: the process holds its memory bound (RLIMIT_DATA) only
+    around the call into DuckDB for a user's statement (adapters/statement_limits.py), and its main
+    thread (the read models' one DuckDB thread) has spent `cpu_ticks` of CPU since the bound was
+    seen, far more than the few lines of Python between setting the bound and calling DuckDB
+    could."""
     import resource
 
     if resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY:
@@ -97,8 +102,8 @@ def wait_until_inside_a_users_statement(process: subprocess.Popen, cpu_ticks: in
 
 
 def when_main_thread_inside(code: CodeType, then: Callable[[], None]) -> threading.Thread:
-    """A thread that calls `then` once this process's main thread runs `code` (a frame of it on its stack, as
-    while a generator made by a function with that code waits inside `next`)."""
+    """A thread that calls `then` once this process's main thread runs `code` (a frame of it on its
+    stack, as while a generator made by a function with that code waits inside `next`)."""
     main = threading.main_thread().ident
     assert main is not None
 

@@ -1,7 +1,9 @@
-"""What someone with write access to a store's database (but no key) can do to it, on SQLite and PostgreSQL
-alike: run SQL, insert an event at any position, re-link the whole chain over an edit, drop the Merkle tree.
+"""What someone with write access to a store's database (but no key) can do to it, on SQLite and
+PostgreSQL alike: run SQL, insert an event at any position, re-link the whole chain over an edit,
+drop the Merkle tree.
 
-Tests written as that attacker use it; the SQL is the store's own tables, never rollout-lineage's code.
+Tests written as that attacker use it; the SQL is the store's own tables, never rollout-lineage's
+code.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ CHAINED_ROLE = "recorded_by_chained"
 
 
 class RawStore:
-    """One connection to the store's database, in autocommit, with `?` parameters on both backends."""
+    """One connection to the store's database, in autocommit, with `?` parameters on both
+    backends."""
 
     def __init__(self, store_url: str) -> None:
         self.postgres = store_url.startswith("postgresql")
@@ -43,30 +46,32 @@ class RawStore:
         return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
 
     def events(self) -> list[tuple[Any, ...]]:
-        """(position, originator id hex, version, topic, state, role hashed into its link) in order."""
+        """(position, originator id hex, version, topic, state, role hashed into its link) in
+        order."""
         oid = "replace(originator_id::text, '-', '')" if self.postgres else "originator_id"
         role = f"c.{CHAINED_ROLE}" if self.postgres else "NULL"
         return [
             (r[0], r[1], r[2], r[3], bytes(r[4]), r[5])
             for r in self.execute(
-                f"SELECT e.{self.position}, {oid}, originator_version, topic, state, {role} "
-                f"FROM {self.events_table} e LEFT JOIN lineage_chain c ON c.position = e.{self.position} "
-                f"ORDER BY e.{self.position}"
+                f"SELECT e.{self.position}, {oid}, originator_version, topic, "
+                f"state, {role} FROM {self.events_table} e LEFT JOIN lineage_chain "
+                f"c ON c.position = e.{self.position} ORDER BY e.{self.position}"
             )
         ]
 
     def insert_copy(self, source: int, position: int, version_offset: int = 100) -> None:
         """A copy of the event at `source` (another version of its stream) stored at `position`."""
         self.execute(
-            f"INSERT INTO {self.events_table} ({self.position}, originator_id, originator_version, topic, "
-            f"state) SELECT ?, originator_id, originator_version + ?, topic, state "
-            f"FROM {self.events_table} WHERE {self.position} = ?",
+            f"INSERT INTO {self.events_table} ({self.position}, originator_id, "
+            f"originator_version, topic, state) SELECT ?, originator_id, originator_version "
+            f"+ ?, topic, state FROM {self.events_table} WHERE {self.position} = ?",
             (position, version_offset, source),
         )
 
     def relink(self) -> None:
-        """What a careful forger does after an edit: every link made again over the events as they now are
-        (each pointing back at the event before it), and the Merkle tree dropped, so both are rebuilt."""
+        """What a careful forger does after an edit: every link made again over the events as they
+        now are (each pointing back at the event before it), and the Merkle tree dropped, so both
+        are rebuilt."""
         previous_hash, previous = GENESIS, 0
         rows = self.events()
         self.execute("DELETE FROM lineage_chain")

@@ -2,24 +2,24 @@
 
 Each function mirrors one benchflow writer function and is named after it; the steps and their order
 are the writer's, the code is ours. Mirrored at benchflow commit 17a3573b (branch
-todo5/native-subscription-artifacts, 2026-08-22: the newest revision of the writers on any branch; the
-rollout modules are identical on main 62cc7e41). Paths below are in benchflow's repository. What each file
-holds and when it exists is summarised in /work/notes/rollout-writer.md.
+todo5/native-subscription-artifacts, 2026-08-22: the newest revision of the writers on any branch;
+the rollout modules are identical on main 62cc7e41). Paths below are in benchflow's repository. What
+each file holds and when it exists is summarised in /work/notes/rollout-writer.md.
 
-A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s on the agent's
-own wire, `AcpEvent`s, outcome) or takes `fixing_run(...)`, and calls `write_rollout(jobs_dir, rollout)`:
-`_init_rollout`, `_write_config`, sandbox.json, the live ACP and LLM trajectories, verify's
-agent/acp_trajectory.jsonl, `cleanup` (`_write_llm_trajectory`), then `_build_rollout_result` (result.json,
-timing.json, prompts.json, rewards.jsonl, results.jsonl via `build_rollout_results_record`).
-`write_job_results_jsonl` aggregates a job. `damage` holds one function per defect class the experiment-
-review validator checks.
+A test describes a rollout with `Rollout` (task, agent, model, skill mode, `Exchange`s on the
+agent's own wire, `AcpEvent`s, outcome) or takes `fixing_run(...)`, and calls
+`write_rollout(jobs_dir, rollout)`: `_init_rollout`, `_write_config`, sandbox.json, the live ACP and
+LLM trajectories, verify's agent/acp_trajectory.jsonl, `cleanup` (`_write_llm_trajectory`), then
+`_build_rollout_result` (result.json, timing.json, prompts.json, rewards.jsonl, results.jsonl via
+`build_rollout_results_record`). `write_job_results_jsonl` aggregates a job. `damage` holds one
+function per defect class the experiment- review validator checks.
 
 Not mirrored: `_write_trainer_artifact` (trainer/verifiers.jsonl, atif.json, adp.jsonl: no reviewer
-reads them); secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret, so
-descriptions must not carry secret-shaped strings); the proxy-proven `provider api error` of
-`_maybe_classify_api_error` (refused: pass the error and diagnostic yourself); multi-scene runs, oracle
-runs, native-subscription (agent_native_acp) usage; Gemini's native GenerateContent capture (gemini and
-pi-acp are written as chat completions, an assumption).
+reads them); secret redaction (`redact_trajectory_obj`: the identity on inputs that carry no secret,
+so descriptions must not carry secret-shaped strings); the proxy-proven `provider api error` of
+`_maybe_classify_api_error` (refused: pass the error and diagnostic yourself); multi-scene runs,
+oracle runs, native-subscription (agent_native_acp) usage; Gemini's native GenerateContent capture
+(gemini and pi-acp are written as chat completions, an assumption).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ DIAGNOSTIC_FIELDS = (  # diagnostics.py:338 DIAGNOSTIC_REGISTRY, in its order
 )
 
 
-# The description of one rollout --------------------------------------------------------------------
+# The description of one rollout -------------------------------------------------------------------
 
 
 @dataclass
@@ -146,7 +146,8 @@ class Rollout:
     rollout_name: str | None = None
     job_name: str = "2026-11-03__09-12-44"
     duration: float | None = None  # started_at to finished_at; None = the phases + 2.83 s
-    # what the task's verifier leaves in verifier/ (its own files, not benchflow's); None = reward.txt
+    # what the task's verifier leaves in verifier/ (its own files, not benchflow's); None =
+    # reward.txt
     verifier_outputs: dict[str, str] | None = None
     # the task's source provenance as artifact_source_provenance leaves it (no local_path); None = a
     # task without provenance, so neither config.json nor result.json carries `source`
@@ -154,8 +155,9 @@ class Rollout:
     # the host skills dir a with-skill run was given (Rollout(skills_dir=...)): skill_source
     # custom_runtime; None = the task's bundled environment/skills
     skills_dir: str | None = None
-    # effective_skills_dir of a task_bundled run: the temp copy of the task (rollout/__init__.py:988),
-    # removed at cleanup (:2031); None = the relative `tasks/<task>/environment/skills`
+    # effective_skills_dir of a task_bundled run: the temp copy of the task
+    # (rollout/__init__.py:988), removed at cleanup (:2031); None = the relative
+    # `tasks/<task>/environment/skills`
     bundled_skills_dir: str | None = None
 
     @property
@@ -174,9 +176,9 @@ class Rollout:
 # Harness wire formats: what each agent sends through benchflow's LiteLLM proxy --------------------
 #
 # The agent registry names each harness's API protocol (agents/registry.py: claude-agent-acp
-# "anthropic-messages", codex-acp "openai-responses"; OpenHands uses LiteLLM chat completions; pi-acp
-# and gemini leave it to the provider). `_base_record` (providers/litellm_logging.py:235) keeps only
-# model/messages/input/tools/stream of the call, so an Anthropic `system` and a Responses
+# "anthropic-messages", codex-acp "openai-responses"; OpenHands uses LiteLLM chat completions;
+# pi-acp and gemini leave it to the provider). `_base_record` (providers/litellm_logging.py:235)
+# keeps only model/messages/input/tools/stream of the call, so an Anthropic `system` and a Responses
 # `instructions` never reach llm_trajectory.jsonl. Gemini's native GenerateContent capture is not
 # reproduced: gemini (and pi-acp) are written as chat completions, an assumption, not the writer's.
 
@@ -214,7 +216,8 @@ def tool_def(name: str, wire: str = "chat") -> dict[str, Any]:
 
 
 #: Where each harness keeps its own (harness-global) skills, outside benchflow's /skills mount: the
-#: SOP's Codex sample lists `/home/agent/.codex/skills/.system/<name>/SKILL.md`; the others are ours.
+#: SOP's Codex sample lists `/home/agent/.codex/skills/.system/<name>/SKILL.md`; the others are
+#: ours.
 HARNESS_SKILL_ROOTS = {
     "codex-acp": "/home/agent/.codex/skills/.system",
     "claude-agent-acp": "/home/agent/.claude/skills",
@@ -260,7 +263,10 @@ def skill_catalog_text(
         bullets = "\n".join(
             f"- {n}: {d} (file: {skill_path(agent, n, harness_skills)})" for n, d in catalog
         )
-        return f"<skills_instructions>\n## Skills\n### Available skills\n{bullets}\n</skills_instructions>"
+        return (
+            f"<skills_instructions>\n## Skills\n"
+            f"### Available skills\n{bullets}\n</skills_instructions>"
+        )
     items = "".join(
         f"<skill><name>{n}</name><description>{d}</description>"
         f"<location>{skill_path(agent, n, harness_skills)}</location></skill>"
@@ -386,8 +392,8 @@ def skill_call(
     agent: str, skill: str, call_id: str, harness_skills: tuple[str, ...] = ()
 ) -> tuple[ToolCall, AcpEvent, str]:
     """How each harness loads a skill, as a provider tool call and the ACP event benchflow records
-    (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:133). Codex and pi read
-    the SKILL.md file, which benchflow does not count as an invocation."""
+    (the envelopes `is_skill_invocation_event` knows, trajectories/metrics.py:133). Codex and pi
+    read the SKILL.md file, which benchflow does not count as an invocation."""
     path = skill_path(agent, skill, harness_skills)
     if agent == "openhands":
         text = f"Tool: invoke_skill\n[skill: {skill}] loaded"
@@ -406,7 +412,7 @@ def skill_call(
     return call, tool_event(call_id, f"cat {path}", text, kind="read"), text
 
 
-# _init_rollout: src/benchflow/rollout/_setup.py:256 --------------------------------------------------
+# _init_rollout: src/benchflow/rollout/_setup.py:256 -----------------------------------------------
 
 
 def _init_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
@@ -418,12 +424,14 @@ def _init_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
     return rollout_dir
 
 
-# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 + resolve_task_skill_policy :107 --
+# TaskSkillPolicy.config_metadata: src/benchflow/skill_policy.py:60 + resolve_task_skill_policy :107
+# --
 
 
 def skill_metadata(rollout: Rollout) -> dict[str, Any]:
-    """with-skill mounts the task's bundled `environment/skills` at `/skills`, or the runtime skills dir
-    it was given (custom_runtime, also at `/skills`, include_task_skills false); no-skill mounts none."""
+    """with-skill mounts the task's bundled `environment/skills` at `/skills`, or the runtime skills
+    dir it was given (custom_runtime, also at `/skills`, include_task_skills false); no-skill mounts
+    none."""
     if rollout.skill_mode == "with-skill" and rollout.skills_dir is not None:
         return {
             "skill_mode": "with-skill",
@@ -456,13 +464,15 @@ def skill_metadata(rollout: Rollout) -> dict[str, Any]:
 
 
 # The task's source provenance: src/benchflow/_utils/benchmark_repos.py task_file_hashes :281,
-# _source_provenance :301, task_source_provenance :373; artifact_source_provenance (source_provenance.py
-# :153) drops local_path before config.json and result.json carry it -------------------------------
+# _source_provenance :301, task_source_provenance :373; artifact_source_provenance
+# (source_provenance.py :153) drops local_path before config.json and result.json carry it
+# -------------------------------
 
 
 def write_task(root: Path, task: str, skills: dict[str, str]) -> Path:
     """A benchflow task directory (task.toml, instruction.md, environment/, tests/, solution/) whose
-    bundled skills are `environment/skills/<name>/SKILL.md`, where `task_bundled_skills_dir` looks."""
+    bundled skills are `environment/skills/<name>/SKILL.md`, where `task_bundled_skills_dir`
+    looks."""
     task_dir = root / task
     files = {
         "task.toml": f'version = "1.0"\n\n[metadata]\nname = "{task}"\n',
@@ -514,11 +524,13 @@ def _is_secret_env_key(name: str) -> bool:
     return any(s in name.upper() for s in (*secret, "AUTH", "BEARER", "SESSION"))
 
 
-# _write_config: src/benchflow/rollout/_results.py:136 (called from Rollout.setup, __init__.py:1062) -
+# _write_config: src/benchflow/rollout/_results.py:136 (called from Rollout.setup, __init__.py:1062)
+# -
 
 
 def _write_config(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
-    """config.json: `json.dumps(indent=2)`, insertion order, no trailing newline; secrets dropped."""
+    """config.json: `json.dumps(indent=2)`, insertion order, no trailing newline; secrets
+    dropped."""
     transport = {"docker": "docker-stdio", "daytona": "ssh" if rollout.agent == "gemini" else "pty"}
     config = {
         # artifact_source["path"] when the task has provenance, else task_path.name
@@ -553,7 +565,8 @@ def _write_config(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
 
 
 def persist_sandbox_info(rollout_dir: Path, rollout: Rollout) -> None:
-    """sandbox/metadata.py:14: sandbox.json once the sandbox exists, only when it has a string id."""
+    """sandbox/metadata.py:14: sandbox.json once the sandbox exists, only when it has a string
+    id."""
     if rollout.sandbox_id is None:
         return
     provider = {"daytona": "DaytonaSandbox", "docker": "DockerSandbox"}[rollout.environment]
@@ -561,7 +574,7 @@ def persist_sandbox_info(rollout_dir: Path, rollout: Rollout) -> None:
     (rollout_dir / "sandbox.json").write_text(json.dumps(info, indent=2))
 
 
-# The ACP trajectory: TrajectoryWriter (trajectories/_capture.py:127) -------------------------------
+# The ACP trajectory: TrajectoryWriter (trajectories/_capture.py:127) ------------------------------
 
 
 def write_acp_trajectory(rollout_dir: Path, events: list[dict[str, Any]]) -> None:
@@ -597,7 +610,7 @@ def pending_tool_calls(rollout: Rollout) -> list[str]:
     ]
 
 
-# The LLM trajectory: LiteLLM callback -> Trajectory.to_jsonl (trajectories/types.py:677) ------------
+# The LLM trajectory: LiteLLM callback -> Trajectory.to_jsonl (trajectories/types.py:677) ----------
 
 
 def response_body(exchange: Exchange, index: int, rollout: Rollout, wire: str) -> dict[str, Any]:
@@ -693,8 +706,8 @@ def exchange_times(rollout: Rollout, index: int) -> tuple[datetime, datetime]:
 def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[str, Any]:
     """`LLMExchange.model_dump(mode="json")` of what `trajectory_from_litellm_callback_log`
     (providers/litellm_logging.py:569) builds: request body from `_base_record` (model, messages or
-    input, tools, stream; None dropped), response body from `_record_response_body` (usage folded in,
-    model added, `{"raw": null}` plus `error` on a failure), empty headers, metadata from
+    input, tools, stream; None dropped), response body from `_record_response_body` (usage folded
+    in, model added, `{"raw": null}` plus `error` on a failure), empty headers, metadata from
     `_exchange_metadata`."""
     wire = wire_of(rollout.agent)
     start, end = exchange_times(rollout, index)
@@ -740,7 +753,7 @@ def exchange_record(exchange: Exchange, index: int, rollout: Rollout) -> dict[st
     }
 
 
-# Rollout._write_llm_trajectory: src/benchflow/rollout/__init__.py:2486 ------------------------------
+# Rollout._write_llm_trajectory: src/benchflow/rollout/__init__.py:2486 ----------------------------
 
 
 def _write_llm_trajectory(rollout_dir: Path, rollout: Rollout) -> None:
@@ -763,7 +776,8 @@ def _first_int(*values: Any) -> int:
 
 
 def _exchange_token_usage(usage: dict[str, Any]) -> tuple[int, int, int, int, int | None]:
-    """trajectories/types.py:93, for an OpenAI/Anthropic-style `usage` block: input includes cache."""
+    """trajectories/types.py:93, for an OpenAI/Anthropic-style `usage` block: input includes
+    cache."""
     details = usage.get("prompt_tokens_details") or {}
     additive_read = _first_int(usage.get("cache_read_input_tokens"))
     creation = _first_int(usage.get("cache_creation_input_tokens"))
@@ -816,7 +830,8 @@ def extract_usage(rollout: Rollout) -> dict[str, Any]:
 
 
 def usage_tracking_metadata(rollout: Rollout, usage: dict[str, Any]) -> dict[str, Any]:
-    """Rollout._usage_tracking_metadata (__init__.py:2524) + UsageTrackingConfig.to_result_metadata."""
+    """Rollout._usage_tracking_metadata (__init__.py:2524) +
+    UsageTrackingConfig.to_result_metadata."""
     source = usage["usage_source"]
     available = source in {"provider_response", "agent_native_acp"}
     endpoint = "sandbox" if rollout.environment == "daytona" else "host"
@@ -833,7 +848,7 @@ def usage_tracking_metadata(rollout: Rollout, usage: dict[str, Any]) -> dict[str
     }
 
 
-# Error classification: src/benchflow/_utils/scoring.py:119 and :208 --------------------------------
+# Error classification: src/benchflow/_utils/scoring.py:119 and :208 -------------------------------
 
 
 def classify_error(error: str | None) -> str | None:
@@ -927,7 +942,7 @@ def is_skill_invocation_event(event: dict[str, Any]) -> bool:
     return False
 
 
-# _build_rollout_result: src/benchflow/rollout/_results.py:259 --------------------------------------
+# _build_rollout_result: src/benchflow/rollout/_results.py:259 -------------------------------------
 
 
 def trajectory_summary(events: list[dict[str, Any]], partial: bool, source: str | None) -> dict:
@@ -1098,7 +1113,8 @@ def total_seconds(rollout: Rollout) -> float:
 
 def _build_rollout_result(rollout_dir: Path, rollout: Rollout) -> dict[str, Any]:
     """Writes, in order: trajectory/acp_trajectory.jsonl (final), result.json, timing.json,
-    prompts.json, rewards.jsonl (when rewards has events), then results.jsonl. Returns result.json."""
+    prompts.json, rewards.jsonl (when rewards has events), then results.jsonl. Returns
+    result.json."""
     facts = outcome(rollout)
     finished_at = STARTED_AT + timedelta(seconds=total_seconds(rollout))
     usage = extract_usage(rollout)
@@ -1931,7 +1947,8 @@ def _nonnegative(value: Any) -> float:
 
 def write_job_results_jsonl(job_dir: Path) -> Path | None:
     """Every `*/results.jsonl` in path order, one line per row, `example_id` renumbered per task id
-    (first seen = 0); unreadable rows go to results.errors.json, which is removed when there are none."""
+    (first seen = 0); unreadable rows go to results.errors.json, which is removed when there are
+    none."""
     files = sorted(job_dir.glob("*/results.jsonl")) if job_dir.is_dir() else []
     if not files:
         return None
@@ -1980,7 +1997,7 @@ def write_job_results_jsonl(job_dir: Path) -> Path | None:
     return out
 
 
-# The whole lifecycle ---------------------------------------------------------------------------------
+# The whole lifecycle ------------------------------------------------------------------------------
 
 
 def _publish_trajectory_for_verifier(rollout_dir: Path, events: list[dict[str, Any]]) -> None:
@@ -2006,10 +2023,10 @@ def write_verifier_outputs(rollout_dir: Path, rollout: Rollout, facts: dict[str,
 
 
 def write_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
-    """Rollout.run (__init__.py:2100) in the writers' order: _init_rollout and _write_config (setup),
-    sandbox.json (start), the live ACP and LLM trajectories (execute; an oracle has neither, its
-    solve.sh log lands in agent/oracle.txt), agent/acp_trajectory.jsonl and the verifier's files
-    (verify), _write_llm_trajectory (cleanup), _build_rollout_result."""
+    """Rollout.run (__init__.py:2100) in the writers' order: _init_rollout and _write_config
+    (setup), sandbox.json (start), the live ACP and LLM trajectories (execute; an oracle has
+    neither, its solve.sh log lands in agent/oracle.txt), agent/acp_trajectory.jsonl and the
+    verifier's files (verify), _write_llm_trajectory (cleanup), _build_rollout_result."""
     facts = outcome(rollout)
     rollout_dir = _init_rollout(jobs_dir, rollout)
     _write_config(rollout_dir, rollout)
@@ -2032,7 +2049,7 @@ def write_rollout(jobs_dir: Path, rollout: Rollout) -> Path:
     return rollout_dir
 
 
-# Damage: one defect per function, applied to a written rollout directory ---------------------------
+# Damage: one defect per function, applied to a written rollout directory --------------------------
 
 
 class damage:  # a namespace: `damage.strip_usage(run_dir, 1)`
@@ -2123,7 +2140,7 @@ class damage:  # a namespace: `damage.strip_usage(run_dir, 1)`
         damage._edit_result(run_dir, edit)
 
 
-# Ready-made descriptions: a small claude-agent-acp run that reads, fixes and re-runs a test ---------
+# Ready-made descriptions: a small claude-agent-acp run that reads, fixes and re-runs a test -------
 
 TOOLS = ["bash", "str_replace_based_edit_tool", "finish"]
 

@@ -1,7 +1,7 @@
 """Hand-written facts for the runs in examples/pr-layout, as a harness would record them live.
 
-The expected exports are the benchflow files in examples/pr-layout (written independently of this code),
-so a projection bug shows up as a field-by-field difference.
+The expected exports are the benchflow files in examples/pr-layout (written independently of this
+code), so a projection bug shows up as a field-by-field difference.
 """
 
 from __future__ import annotations
@@ -67,12 +67,14 @@ ABLATION_ARMS = (
 )
 
 
-# Facts the ablate scenario implies beyond its own: a snapshot capture per stage ref, and its run_dir as a location.
+# Facts the ablate scenario implies beyond its own: a snapshot capture per stage ref, and its
+# run_dir as a location.
 ABLATE_IMPLIED = 4
 
 
 def ablate_run_facts(*, with_late_reward: bool = True) -> list[Entry]:
-    """The bench eval ablate example: env-ready fork with four arms (one unscored, tests flipping)."""
+    """The bench eval ablate example: env-ready fork with four arms (one unscored, tests
+    flipping)."""
     at = iter(T0 + timedelta(seconds=10 * i) for i in range(100))
     run = ABLATE_RUN
     facts: list[f.Fact] = [
@@ -178,7 +180,8 @@ NIGHTLY_RUN = "nightly/csv-dedupe__7c1f2a90"
 
 
 def nightly_run_facts() -> list[Entry]:
-    """A plain run with three stages and an in-place pre-verify fork whose two children were both scored."""
+    """A plain run with three stages and an in-place pre-verify fork whose two children were both
+    scored."""
     run = NIGHTLY_RUN
     prompt = "sha256:" + "d6" * 32
     return [

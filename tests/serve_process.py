@@ -1,4 +1,5 @@
-"""`lineage serve` started as a user starts it: a subprocess on a free loopback port, ready once it answers."""
+"""`lineage serve` started as a user starts it: a subprocess on a free loopback port, ready once it
+answers."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def get(url: str) -> tuple[int, bytes]:
 def serving(
     home: Path, env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen, str]]:
-    """(the process, its base URL), once `/api/runs` answers; stopped (SIGTERM, then SIGKILL) at the end
-    unless the test stopped it."""
+    """(the process, its base URL), once `/api/runs` answers; stopped (SIGTERM, then SIGKILL) at the
+    end unless the test stopped it."""
     port = free_port()
     process = subprocess.Popen(
         [

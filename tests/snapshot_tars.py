@@ -1,5 +1,6 @@
-"""Image tars built here, in both layouts `docker save` writes (legacy and OCI), for the tests of `verify_tar`,
-`snapshots verify`/`adopt` and their fuzzing: small layers with known payloads, so a test can damage one byte."""
+"""Image tars built here, in both layouts `docker save` writes (legacy and OCI), for the tests of
+`verify_tar`, `snapshots verify`/`adopt` and their fuzzing: small layers with known payloads, so a
+test can damage one byte."""
 
 from __future__ import annotations
 

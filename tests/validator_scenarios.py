@@ -1,12 +1,14 @@
-"""The run directories the validator-parity tests judge, built as benchflow's rollout writers build them, and the
-verdicts benchflow's own validator gave them.
+"""The run directories the validator-parity tests judge, built as benchflow's rollout writers build
+them, and the verdicts benchflow's own validator gave them.
 
-`SCENARIOS` builds run directories with the writer functions of tests/rollout_writer.py (`write_rollout` =
-`_init_rollout`, `_write_config`, the ACP/LLM trajectory writers, `_build_rollout_result`,
-`build_rollout_results_record`) plus one `damage` step where the scenario needs one. `VALIDATOR_VERDICTS` is what
-benchflow's own judge, `.agents/skills/benchflow-experiment-review/scripts/validate_run_artifacts.py` at commit
-17a3573b, said about each directory, observed by running it (`python -m tests.validator_scenarios VALIDATOR.py`
-prints the table again). Issues are the validator's own sentences with the run directory replaced by `<run>`.
+`SCENARIOS` builds run directories with the writer functions of tests/rollout_writer.py
+(`write_rollout` = `_init_rollout`, `_write_config`, the ACP/LLM trajectory writers,
+`_build_rollout_result`, `build_rollout_results_record`) plus one `damage` step where the scenario
+needs one. `VALIDATOR_VERDICTS` is what benchflow's own judge,
+`.agents/skills/benchflow-experiment-review/scripts/validate_run_artifacts.py` at commit 17a3573b,
+said about each directory, observed by running it (`python -m tests.validator_scenarios
+VALIDATOR.py` prints the table again). Issues are the validator's own sentences with the run
+directory replaced by `<run>`.
 """
 
 from __future__ import annotations
@@ -269,7 +271,8 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         False,
         frozenset(
             [
-                "<run>/results.jsonl:1: results exchange indices [0, 1, 2, 3] != successful LLM exchange indices [0, 1, 2]",
+                "<run>/results.jsonl:1: results exchange indices [0, "
+                "1, 2, 3] != successful LLM exchange indices [0, 1, 2]",
                 "<run>/results.jsonl:1: results trajectory steps 4 != successful LLM responses 3",
                 "<run>/trajectory/llm_trajectory.jsonl:2: JSON parse error: Expecting value",
             ]
@@ -279,7 +282,8 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         False,
         frozenset(
             [
-                "<run>/trajectory/llm_trajectory.jsonl: completed responses with usage 3 < completed responses 4"
+                "<run>/trajectory/llm_trajectory.jsonl: completed "
+                "responses with usage 3 < completed responses 4"
             ]
         ),
     ),
@@ -297,7 +301,8 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         False,
         frozenset(
             [
-                "<run>/results.jsonl:1: terminal errored/partial rollout marked training_ready=true",
+                "<run>/results.jsonl:1: terminal errored/partial "
+                "rollout marked training_ready=true",
                 "<run>/results.jsonl:1: training_ready row carries non-null error",
                 "<run>/results.jsonl:1: training_ready row has non-null training_ready_reason",
                 "<run>/results.jsonl:1: training_ready row is not completed",
@@ -319,7 +324,8 @@ VALIDATOR_VERDICTS: dict[str, tuple[bool, frozenset[str]]] = {
         False,
         frozenset(
             [
-                "<run>/results.jsonl:1: results exchange indices [0, 1, 2] != successful LLM exchange indices [0, 1, 2, 3]",
+                "<run>/results.jsonl:1: results exchange indices [0, "
+                "1, 2] != successful LLM exchange indices [0, 1, 2, 3]",
                 "<run>/results.jsonl:1: results trajectory steps 3 != successful LLM responses 4",
             ]
         ),

@@ -1,9 +1,10 @@
-"""Run directories built the way benchflow's and Harbor's own writer functions build them, for the writer-rule tests.
+"""Run directories built the way benchflow's and Harbor's own writer functions build them, for the
+writer-rule tests.
 
-Each helper names the writer it follows; values are illustrative, shapes and key order are the writers'.
-benchflow's `_build_rollout_result` (rollout/_results.py) writes result.json with `json.dumps(indent=2)`, no
-sorted keys, no trailing newline, times as `str(datetime.now())`; the lineage writers (`branch_lineage.py`) use
-`json.dumps(payload, sort_keys=True, indent=2) + "\\n"`.
+Each helper names the writer it follows; values are illustrative, shapes and key order are the
+writers'. benchflow's `_build_rollout_result` (rollout/_results.py) writes result.json with
+`json.dumps(indent=2)`, no sorted keys, no trailing newline, times as `str(datetime.now())`; the
+lineage writers (`branch_lineage.py`) use `json.dumps(payload, sort_keys=True, indent=2) + "\\n"`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def write_config(run_dir: Path, **overrides: Any) -> None:
 
 
 def write_result(run_dir: Path, **overrides: Any) -> dict[str, Any]:
-    """result.json as `_build_rollout_result` writes it (the keys this project reads, in the writer's order)."""
+    """result.json as `_build_rollout_result` writes it (the keys this project reads, in the
+    writer's order)."""
     result = {
         "task_name": run_dir.name.split("__")[0],
         "rollout_name": run_dir.name,
@@ -65,7 +67,8 @@ def write_result(run_dir: Path, **overrides: Any) -> dict[str, Any]:
 
 
 def write_lineage_json(path: Path, payload: dict[str, Any]) -> None:
-    """Every benchflow lineage writer (tree.json, stage_snapshots.json, provenance.json, ablation.json)."""
+    """Every benchflow lineage writer (tree.json, stage_snapshots.json, provenance.json,
+    ablation.json)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, sort_keys=True, indent=2) + "\n")
 

@@ -1,5 +1,5 @@
-"""Helpers the run-directory writer tests share: the ablation parent's task, snapshot refs and deltas, and its
-exports read back through the CLI (runs built by `tests/benchflow_writer.py`)."""
+"""Helpers the run-directory writer tests share: the ablation parent's task, snapshot refs and
+deltas, and its exports read back through the CLI (runs built by `tests/benchflow_writer.py`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Importers of run directories that harnesses already wrote: benchflow (PR-#1046 and main-line layouts) and Harbor.
+"""Importers of run directories that harnesses already wrote: benchflow (PR-#1046 and main-line
+layouts) and Harbor.
 
-Each importer reads one run directory as untrusted input (`rundir.py`) and returns the facts live recording
-would have produced, in an order the domain accepts (`plan.py`); `import_runs` records each run as one batch.
+Each importer reads one run directory as untrusted input (`rundir.py`) and returns the facts live
+recording would have produced, in an order the domain accepts (`plan.py`); `import_runs` records
+each run as one batch.
 """
 
 from __future__ import annotations

@@ -1,20 +1,23 @@
-"""Every agent-phase tool call of a rollout, read from both trajectories: what it ran, read, wrote and fetched.
+"""Every agent-phase tool call of a rollout, read from both trajectories: what it ran, read, wrote
+and fetched.
 
 Shapes read (benchflow commit 17a3573b):
 - `trajectory/acp_trajectory.jsonl`, from `trajectories/_capture.py::_events_to_trajectory` via
-  `TrajectoryWriter`: one `{"type": "tool_call", "tool_call_id", "kind", "title", "status", "content"}` per call,
-  `content` holding ACP blocks (`{"type": "diff", "path", "oldText", "newText"}`, text, terminals). The title is
-  what the agent's ACP adapter made of the call: the command for `execute`, `Read <path>` for `read`. Raw ACP
-  session updates (`sessionUpdate: tool_call | tool_call_update` with `rawInput` and `locations`, bare or inside
-  a `session/update` notification) are read too, and so is the skill's eval fixture shape
-  `{"phase": "agent", "type": "tool_call", "tool": "bash", "args": {"cmd" | "path" | "diff": ...}}`, whose
-  `phase` says which records are the agent's.
-- `trajectory/llm_trajectory.jsonl`, from `rollout/__init__.py::_write_llm_trajectory` (`Trajectory.to_jsonl`):
-  one exchange per line, `{"request": {"path", "body"}, "response": {"status_code", "body"}, ...}`. Calls are the
-  model's: chat-completions `tool_calls`, Responses API `function_call` / `custom_tool_call` /
-  `local_shell_call` items, Anthropic `tool_use` blocks, Gemini `functionCall` parts. A response's calls are
-  read there; a later request repeats them as history, so a request's call counts only when no response held
-  its id (a streamed response whose body is not kept), and once.
+  `TrajectoryWriter`: one `{"type": "tool_call", "tool_call_id", "kind", "title", "status",
+  "content"}` per call, `content` holding ACP blocks (`{"type": "diff", "path", "oldText",
+  "newText"}`, text, terminals). The title is what the agent's ACP adapter made of the call: the
+  command for `execute`, `Read <path>` for `read`. Raw ACP session updates (`sessionUpdate:
+  tool_call | tool_call_update` with `rawInput` and `locations`, bare or inside a `session/update`
+  notification) are read too, and so is the skill's eval fixture shape `{"phase": "agent", "type":
+  "tool_call", "tool": "bash", "args": {"cmd" | "path" | "diff": ...}}`, whose `phase` says which
+  records are the agent's.
+- `trajectory/llm_trajectory.jsonl`, from `rollout/__init__.py::_write_llm_trajectory`
+  (`Trajectory.to_jsonl`): one exchange per line, `{"request": {"path", "body"}, "response":
+  {"status_code", "body"}, ...}`. Calls are the model's: chat-completions `tool_calls`, Responses
+  API `function_call` / `custom_tool_call` / `local_shell_call` items, Anthropic `tool_use` blocks,
+  Gemini `functionCall` parts. A response's calls are read there; a later request repeats them as
+  history, so a request's call counts only when no response held its id (a streamed response whose
+  body is not kept), and once.
 Every call keeps its file and line. Nothing here judges; `reward_hacking` does.
 """
 
@@ -68,10 +71,10 @@ CODE_RUNNERS = ("python", "python3", "node", "ruby", "perl")
 
 @dataclass(frozen=True)
 class FileWrite:
-    """One file a call changes: what it puts in and takes out. `new_file` when it is known to create the file
-    (an editor `create`, a Codex `*** Add File`); `whole` when it writes the whole file without saying
-    whether one was there (Claude's Write, gemini's write_file, `cat > f`, an ACP diff from nothing);
-    `script` when `added` is an edit script (`sed -i`)."""
+    """One file a call changes: what it puts in and takes out. `new_file` when it is known to create
+    the file (an editor `create`, a Codex `*** Add File`); `whole` when it writes the whole file
+    without saying whether one was there (Claude's Write, gemini's write_file, `cat > f`, an ACP
+    diff from nothing); `script` when `added` is an edit script (`sed -i`)."""
 
     path: str | None
     added: str = ""
@@ -92,7 +95,8 @@ class FileRead:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One agent tool call: where it is written, the tool, and its effects as far as its record tells them."""
+    """One agent tool call: where it is written, the tool, and its effects as far as its record
+    tells them."""
 
     file: str
     line: int
@@ -139,9 +143,9 @@ def agent_tool_calls(rollout: Rollout) -> tuple[ToolCall, ...]:
 
 
 def tool_outputs(jsonl: Jsonl) -> list[tuple[int, str]]:
-    """(line, text) of what tools answered, per line: ACP tool calls' output blocks (no diff), and the
-    tool results an LLM request carries (chat `tool` messages, Anthropic `tool_result` blocks, Responses
-    `function_call_output` items). The agent's words and commands are not in it."""
+    """(line, text) of what tools answered, per line: ACP tool calls' output blocks (no diff), and
+    the tool results an LLM request carries (chat `tool` messages, Anthropic `tool_result` blocks,
+    Responses `function_call_output` items). The agent's words and commands are not in it."""
     found = []
     for line, row in jsonl.rows:
         texts: list[str] = []
@@ -175,7 +179,7 @@ def _all_text(value: Any) -> list[str]:
     return []
 
 
-# ---- ACP ----------------------------------------------------------------------------------------------
+# ---- ACP -----------------------------------------------------------------------------------------
 
 
 def acp_update(record: dict[str, Any]) -> dict[str, Any]:
@@ -265,13 +269,14 @@ def _strip_backticks(title: str) -> str:
 
 
 def _title_paths(title: str) -> list[str]:
-    """Paths in a title such as `Read /app/x.py` or ``Edit `src/a.py` ``: words with a slash or a dot."""
+    """Paths in a title such as `Read /app/x.py` or ``Edit `src/a.py` ``: words with a slash or a
+    dot."""
     words = title.split()
     words = [w.strip("`'\"(),:") for w in (words[1:] if len(words) > 1 else words)]
     return [w for w in words if w and ("/" in w or re.search(r"\.\w+$", w)) and "://" not in w]
 
 
-# ---- LLM ----------------------------------------------------------------------------------------------
+# ---- LLM -----------------------------------------------------------------------------------------
 
 
 Found = tuple[str | None, str, dict[str, Any]]  # call id, tool name, arguments
@@ -301,8 +306,9 @@ def _key(found: Found) -> str:
 
 
 def _request_calls(body: Any, known: set[str]) -> list[Found]:
-    """A request repeats the conversation so far, so its calls are read from the newest turn back to the
-    first turn holding a call already known (a response's, or an earlier request's): each turn once."""
+    """A request repeats the conversation so far, so its calls are read from the newest turn back to
+    the first turn holding a call already known (a response's, or an earlier request's): each turn
+    once."""
     if not isinstance(body, dict):
         return []
     turns = next(
@@ -377,11 +383,12 @@ def _arguments(holder: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-# ---- arguments of any tool ------------------------------------------------------------------------------
+# ---- arguments of any tool -----------------------------------------------------------------------
 
 
 def _read_arguments(effects: _Effects, name: str, args: dict[str, Any]) -> None:
-    """What a tool's arguments say it does, by their keys and the tool's name (every harness's names)."""
+    """What a tool's arguments say it does, by their keys and the tool's name (every harness's
+    names)."""
     lowered = name.lower()
     editor = lowered in EDITORS
     for command in _command_lines(args, editor):
@@ -455,7 +462,7 @@ def _read_network(effects: _Effects, lowered: str, args: dict[str, Any]) -> None
         effects.queries.append(query)
 
 
-# ---- shell commands -------------------------------------------------------------------------------------
+# ---- shell commands ------------------------------------------------------------------------------
 
 
 def _read_command(effects: _Effects, line: str) -> None:
@@ -509,7 +516,8 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
 
 
 def _printed(args: list[str]) -> str:
-    """What `echo` / `printf` print: their words, with `\\n` and `\\t` as the characters they stand for."""
+    """What `echo` / `printf` print: their words, with `\\n` and `\\t` as the characters they stand
+    for."""
     words = [a for a in args if a not in ("-e", "-n", "-en", "-ne", "-E")]
     return " ".join(words).replace("\\n", "\n").replace("\\t", "\t")
 
@@ -543,7 +551,8 @@ def _find_deletes(args: list[str]) -> bool:
 
 
 def _found(args: list[str]) -> list[str]:
-    """What a find names: each search root joined with each `-name` / `-path` pattern (`tests/*.py`)."""
+    """What a find names: each search root joined with each `-name` / `-path` pattern
+    (`tests/*.py`)."""
     first = next((i for i, a in enumerate(args) if a.startswith("-") or a in ("(", "!")), len(args))
     roots = args[:first] or ["."]
     names = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname", "-path")]
@@ -576,7 +585,8 @@ def _in_place(args: list[str]) -> bool:
 
 
 def _in_place_writes(program: str, args: list[str]) -> list[FileWrite]:
-    """`sed -i SCRIPT FILES` / `sed -i -e S FILES` / `perl -pi -e S FILES`: the files, with the script."""
+    """`sed -i SCRIPT FILES` / `sed -i -e S FILES` / `perl -pi -e S FILES`: the files, with the
+    script."""
     scripts: list[str] = []
     files: list[str] = []
     take_script = False
@@ -613,8 +623,8 @@ WRITE_CALL = re.compile(
 
 
 def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
-    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes) are writes, with
-    the whole program as what it writes; every other quoted path is a read."""
+    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes) are
+    writes, with the whole program as what it writes; every other quoted path is a read."""
     if not code:
         return [], []
     written = [m.group(2) or m.group(4) for m in WRITE_CALL.finditer(code)]
@@ -627,9 +637,10 @@ def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
 def script_effects(
     write: FileWrite,
 ) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
-    """What a script the agent writes does when it is run: a Python file's opened and removed paths, a
-    shell script's commands (the references' "routing suspicious actions through tools/files"). The
-    writes carry no content, so only where they write is judged; each says which line of which file."""
+    """What a script the agent writes does when it is run: a Python file's opened and removed paths,
+    a shell script's commands (the references' "routing suspicious actions through tools/files").
+    The writes carry no content, so only where they write is judged; each says which line of which
+    file."""
     name = (write.path or "").rsplit("/", 1)[-1]
     text = write.added
     first = text.split("\n", 1)[0] if text.startswith("#!") else ""
@@ -659,7 +670,7 @@ def _line_with(text: str, needle: str) -> str:
     return next((line.strip() for line in text.split("\n") if needle in line), needle)
 
 
-# ---- diffs ----------------------------------------------------------------------------------------------
+# ---- diffs ---------------------------------------------------------------------------------------
 
 FILE_HEADER = re.compile(
     r"^\*\*\* (Add|Update|Delete) File: (.+)$|^\+\+\+ (?:b/)?(.+)$|^\*\*\* Move to: (.+)$"
@@ -667,7 +678,8 @@ FILE_HEADER = re.compile(
 
 
 def patch_writes(text: str, default: str | None) -> list[FileWrite]:
-    """A unified diff, a Codex `apply_patch` envelope or a bare `- old` / `+ new` diff: one write per file."""
+    """A unified diff, a Codex `apply_patch` envelope or a bare `- old` / `+ new` diff: one write
+    per file."""
     files: dict[str | None, tuple[list[str], list[str], bool]] = {}
     current = default
     for line in text.split("\n"):
@@ -699,7 +711,7 @@ def _changed_lines(old: str, new: str) -> tuple[str, str]:
     return "\n".join(removed), "\n".join(added)
 
 
-# ---- small readers ----------------------------------------------------------------------------------------
+# ---- small readers -------------------------------------------------------------------------------
 
 
 def _list(value: Any) -> list[Any]:

@@ -1,9 +1,11 @@
-"""The experiment-review skill's validator (`scripts/validate_run_artifacts.py`), rule for rule, on a `Rollout`.
+"""The experiment-review skill's validator (`scripts/validate_run_artifacts.py`), rule for rule, on
+a `Rollout`.
 
-The validator is the skill's fail-closed judge of one rollout folder: both trajectories, the trainer-facing
-`results.jsonl` row and result.json's metadata. Each rule here makes the check it makes, in its default mode,
-and names itself by a stable id (docs/review-skill.md lists them with the validator's words); an issue says the
-file and line it rests on. The code is ours; the rules are the validator's at `RULES`.
+The validator is the skill's fail-closed judge of one rollout folder: both trajectories, the
+trainer-facing `results.jsonl` row and result.json's metadata. Each rule here makes the check it
+makes, in its default mode, and names itself by a stable id (docs/review-skill.md lists them with
+the validator's words); an issue says the file and line it rests on. The code is ours; the rules are
+the validator's at `RULES`.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ BANNED_MESSAGE_KEYS = frozenset(
         "function_call",
     )
 )
-#: Words in result.json's error fields that mean the attempt was not a normal one (the validator's list).
+#: Words in result.json's error fields that mean the attempt was not a normal one (the validator's
+#: list).
 INFRA_MARKERS = (
     "missing required",
     "api key",
@@ -86,7 +89,7 @@ class Issues:
         self.found.append(ArtifactIssue(check=check, detail=detail, file=file, line=line))
 
 
-# --- values ---------------------------------------------------------------------------------------------
+# --- values ---------------------------------------------------------------------------------------
 
 
 def _integer(value: Any) -> TypeGuard[int]:
@@ -124,7 +127,7 @@ def _body(record: dict[str, Any], part: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-# --- result.json ----------------------------------------------------------------------------------------
+# --- result.json ----------------------------------------------------------------------------------
 
 
 def _pair_total(source: dict[str, Any], first: str, second: str) -> int | None:
@@ -133,7 +136,8 @@ def _pair_total(source: dict[str, Any], first: str, second: str) -> int | None:
 
 
 def token_total(result: dict[str, Any]) -> int | None:
-    """Tokens from result.json as the validator sums them: agent_result, then token_usage, then the top."""
+    """Tokens from result.json as the validator sums them: agent_result, then token_usage, then the
+    top."""
     sources = [result.get("agent_result"), result.get("token_usage"), result]
     for source in (s for s in sources if isinstance(s, dict)):
         total = source.get("total_tokens") or source.get("n_total_tokens")
@@ -209,7 +213,7 @@ def check_result(result: dict[str, Any], issues: Issues) -> None:
         )
 
 
-# --- JSONL files ----------------------------------------------------------------------------------------
+# --- JSONL files ----------------------------------------------------------------------------------
 
 
 def check_jsonl(file: Jsonl, prefix: str, issues: Issues) -> bool:
@@ -238,7 +242,7 @@ def check_acp(file: Jsonl, issues: Issues) -> None:
         issues.add("acp.no_agent_events", "no agent-side events", file.name)
 
 
-# --- llm_trajectory.jsonl -------------------------------------------------------------------------------
+# --- llm_trajectory.jsonl -------------------------------------------------------------------------
 
 
 def _named(call: dict[str, Any]) -> str | None:
@@ -259,7 +263,8 @@ def _message_calls(message: Any) -> list[tuple[str, str | None]]:
 
 
 def response_tool_calls(body: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """(call id, tool name) of every tool call a response body makes, in any of the providers' shapes."""
+    """(call id, tool name) of every tool call a response body makes, in any of the providers'
+    shapes."""
     calls = [
         (
             str(item.get("call_id") or item.get("id")),
@@ -286,7 +291,8 @@ def _completed(record: dict[str, Any], body: dict[str, Any]) -> bool:
 
 
 def _consumed(bodies: list[str], calls: list[tuple[str, str | None]], index: int) -> bool:
-    """A later request carries one of the response's call ids: the agent went on from this response."""
+    """A later request carries one of the response's call ids: the agent went on from this
+    response."""
     ids = {call_id for call_id, _ in calls}
     return bool(ids) and any(i in later for later in bodies[index + 1 :] for i in ids)
 
@@ -294,17 +300,19 @@ def _consumed(bodies: list[str], calls: list[tuple[str, str | None]], index: int
 def _safe_unconsumed(
     rows: list[dict[str, Any]], calls: list[tuple[str, str | None]], index: int
 ) -> bool:
-    """A response nobody went on from still counts when it calls no tool but `finish`, or is the last."""
+    """A response nobody went on from still counts when it calls no tool but `finish`, or is the
+    last."""
     if not calls or all(name == "finish" for _, name in calls):
         return True
     return not any(_body(later, "request") is not None for later in rows[index + 1 :])
 
 
 def successful_exchanges(rows: list[dict[str, Any]]) -> list[tuple[int, bool]]:
-    """(record index, has usage) of the completed responses the run went on from, one per distinct request.
+    """(record index, has usage) of the completed responses the run went on from, one per distinct
+    request.
 
-    Retries repeat a request; of a request's completed responses the validator keeps the latest one a later
-    request consumed, else the latest that is safe without consumption, else none."""
+    Retries repeat a request; of a request's completed responses the validator keeps the latest one
+    a later request consumed, else the latest that is safe without consumption, else none."""
     bodies = [canonical(_body(r, "request") or {}) for r in rows]
     by_request: dict[str, list[tuple[int, bool, list[tuple[str, str | None]]]]] = {}
     for index, record in enumerate(rows):
@@ -342,7 +350,8 @@ def _count_bodies(file: Jsonl, issues: Issues) -> tuple[int, int, int]:
 
 
 def check_llm(file: Jsonl, issues: Issues) -> list[int] | None:
-    """The LLM trajectory's checks; the indices of its successful exchanges (None when it is missing)."""
+    """The LLM trajectory's checks; the indices of its successful exchanges (None when it is
+    missing)."""
     if not check_jsonl(file, "llm", issues):
         return None
     requests, responses, with_usage = _count_bodies(file, issues)
@@ -372,11 +381,12 @@ def check_llm(file: Jsonl, issues: Issues) -> list[int] | None:
     return [index for index, _ in selected]
 
 
-# --- results.jsonl --------------------------------------------------------------------------------------
+# --- results.jsonl --------------------------------------------------------------------------------
 
 
 class RowCheck:
-    """The checks on one results.jsonl row; `where` names it as `results.jsonl:LINE` in every issue."""
+    """The checks on one results.jsonl row; `where` names it as `results.jsonl:LINE` in every
+    issue."""
 
     def __init__(self, row: dict[str, Any], line: int, result: dict[str, Any], issues: Issues):
         self.row, self.line, self.result, self.issues = row, line, result, issues
@@ -522,7 +532,8 @@ def _trajectory(row: RowCheck, tools: list[Any] | None, exchanges: list[int] | N
     if expected and len(trajectory) != len(expected):
         row.add(
             "trajectory_steps",
-            f"results trajectory steps {len(trajectory)} != successful LLM responses {len(expected)}",
+            f"results trajectory steps {len(trajectory)} "
+            f"!= successful LLM responses {len(expected)}",
         )
     observed = {i for n, s in enumerate(trajectory) if (i := _step(row, n, s, tools)) is not None}
     if expected and observed != set(expected):
@@ -587,11 +598,12 @@ def check_results(
             _trajectory(row, tools, exchanges)
 
 
-# --- the whole contract ---------------------------------------------------------------------------------
+# --- the whole contract ---------------------------------------------------------------------------
 
 
 def check_rollout(rollout: Rollout) -> tuple[ArtifactIssue, ...]:
-    """Every issue the validator raises for this rollout, in its default mode (no flag bypasses a file)."""
+    """Every issue the validator raises for this rollout, in its default mode (no flag bypasses a
+    file)."""
     issues = Issues()
     if rollout.result_error:
         issues.add("result.parse", rollout.result_error, "result.json")

@@ -1,11 +1,12 @@
 """The fifth source of a task's skill names: inference across the runs of one import.
 
 benchflow's run directories do not name a task's skills, so where none of the run's own sources did
-(`task_skills.find_task_skills`), the batch's two arms can: per task and harness, what the with-skill
-catalogs show beyond what every no-skill catalog shows is the task's own skills (`infer_task_skills`).
-`import_runs` reads every run of a batch before recording any, then calls `infer_batch` on the plans, so
-the inferred names (and `task_skills_source: inferred` with the arms they rest on) are recorded in each
-run's review fact, and audits, `--as-of` and bundles read them from the log.
+(`task_skills.find_task_skills`), the batch's two arms can: per task and harness, what the
+with-skill catalogs show beyond what every no-skill catalog shows is the task's own skills
+(`infer_task_skills`). `import_runs` reads every run of a batch before recording any, then calls
+`infer_batch` on the plans, so the inferred names (and `task_skills_source: inferred` with the arms
+they rest on) are recorded in each run's review fact, and audits, `--as-of` and bundles read them
+from the log.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def _arms(plan: RunPlan) -> list[tuple[int, Arm, SkillCatalog]]:
 
 
 def infer_batch(plans: list[RunPlan]) -> None:
-    """Judge each review whose files named no task skill against the names its task and harness's arms
-    show (in place; a review is left as it was where they show none)."""
+    """Judge each review whose files named no task skill against the names its task and harness's
+    arms show (in place; a review is left as it was where they show none)."""
     arms = {id(plan): _arms(plan) for plan in plans}
     inferred = infer_task_skills(arm for found in arms.values() for _, arm, _ in found)
     if not inferred:

@@ -1,12 +1,14 @@
-"""What every benchflow run directory says about the run itself: who ran what, and how the run ended.
+"""What every benchflow run directory says about the run itself: who ran what, and how the run
+ended.
 
 Shared by the PR-#1046 and main-line importers, which differ only in how they describe branches.
-Registration reads `config.json` first and `result.json` second, because `config.json` is written when the
-run starts and never rewritten, while `result.json` appears at the end and a continue-run patches it (its
-`model` and `source.cut_point`); so a run imported while in progress and again when finished registers with
-the same fields. Times are benchflow's `str(datetime.now())`: naive local wall-clock times of a machine whose zone
-nobody recorded, so `run.finished` keeps them as written with `time_zone: unknown`; only the envelope's
-`occurred_at`, which orders the log, reads them as UTC.
+Registration reads `config.json` first and `result.json` second, because `config.json` is written
+when the run starts and never rewritten, while `result.json` appears at the end and a continue-run
+patches it (its `model` and `source.cut_point`); so a run imported while in progress and again when
+finished registers with the same fields. Times are benchflow's `str(datetime.now())`: naive local
+wall-clock times of a machine whose zone nobody recorded, so `run.finished` keeps them as written
+with `time_zone: unknown`; only the envelope's `occurred_at`, which orders the log, reads them as
+UTC.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ class RunFiles:
         return parse_time(self.result.raw("finished_at"), self.result.where("finished_at"))
 
     def written_times(self) -> tuple[str | None, str | None]:
-        """started_at and finished_at exactly as written (checked by `started_at()` / `finished_at()` first)."""
+        """started_at and finished_at exactly as written (checked by `started_at()` /
+        `finished_at()` first)."""
         self.started_at(), self.finished_at()
         found = (
             (self.result, "started_at")
@@ -94,7 +97,8 @@ class RunFiles:
 
 
 def result_missing(path: Path) -> str | None:
-    """Why a benchflow run may still be running, or None: benchflow writes result.json when the run is over."""
+    """Why a benchflow run may still be running, or None: benchflow writes result.json when the run
+    is over."""
     return None if (path / "result.json").exists() else "it has no result.json yet"
 
 
@@ -147,7 +151,8 @@ def registration(
 
 
 def outcome(files: RunFiles, key: str) -> list[Entry]:
-    """run.scored / run.unscored / run.failed and run.finished from result.json (nothing while it is missing)."""
+    """run.scored / run.unscored / run.failed and run.finished from result.json (nothing while it is
+    missing)."""
     result = files.result
     if result is None:
         return []
@@ -188,8 +193,9 @@ def outcome(files: RunFiles, key: str) -> list[Entry]:
             )
         )
     elif verifier_error:
-        # The verifier failed (crashed, or timed out: `_verify_rollout` writes "verifier timed out after Ns"), which
-        # is an unscored run with a verifier error, also when the agent's session failed too.
+        # The verifier failed (crashed, or timed out: `_verify_rollout` writes "verifier timed out
+        # after Ns"), which is an unscored run with a verifier error, also when the agent's session
+        # failed too.
         out.append(
             Entry(
                 build(

@@ -173,7 +173,8 @@ def _snapshot_facts(
                 ),
             )
             if snapshot is not None and snapshot.raw("retention") == "deleted":
-                # Retention runs when the fork is done with the snapshot: after its children and its closing.
+                # Retention runs when the fork is done with the snapshot: after its children and its
+                # closing.
                 add(10_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
 
 

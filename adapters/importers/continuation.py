@@ -36,7 +36,8 @@ class Continuation:
     parent_run: str
 
     def registered_source(self) -> dict[str, Any]:
-        """The provenance block without the cut point (recorded as its own fact, and final only at the end)."""
+        """The provenance block without the cut point (recorded as its own fact, and final only at
+        the end)."""
         return {key: value for key, value in self.source.data.items() if key != "cut_point"}
 
 

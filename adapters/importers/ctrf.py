@@ -56,7 +56,8 @@ def _outcomes(tests: list[Any], where: str, *, blank_counts: bool) -> dict[str, 
 
 
 def read_ctrf(folder: RunFolder, *candidates: str) -> dict[str, str] | None:
-    """Outcomes from the first candidate file that exists, or None (not observed, which differs from {})."""
+    """Outcomes from the first candidate file that exists, or None (not observed, which differs from
+    {})."""
     for relative in candidates:
         document = folder.read_json(relative, cap_factor=CTRF_CAP_FACTOR)
         if document is not None or folder.exists(relative):
@@ -65,7 +66,8 @@ def read_ctrf(folder: RunFolder, *candidates: str) -> dict[str, str] | None:
 
 
 def benchflow_outcomes(document: Any, where: str) -> dict[str, str] | None:
-    """`ctrf_test_outcomes` on a parsed report: None when it is not a CTRF object or names no test."""
+    """`ctrf_test_outcomes` on a parsed report: None when it is not a CTRF object or names no
+    test."""
     results = document.get("results") if isinstance(document, dict) else None
     if not isinstance(document, dict) or not isinstance(results or {}, dict):
         return None
@@ -82,7 +84,9 @@ def artifact_test_outcomes(folder: RunFolder, root: str) -> dict[str, str] | Non
     counts as missing; a special file is refused: it is not a verifier's output."""
     path = folder.root / root / "verifier" / "ctrf.json"
     if not path.exists() or not folder.contains(path):
-        return None  # missing, dangling, or a link out of the run (never followed): not observed, as benchflow's is_file()
+        # missing, dangling, or a link out of the run (never followed): not observed, as benchflow's
+        # is_file()
+        return None
     require_regular(path)
     with open(path, "rb") as handle:
         data = handle.read(ARTIFACT_READ_BYTES + 1)

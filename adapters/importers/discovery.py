@@ -103,7 +103,8 @@ class Survey:
     skipped: list[Skipped]
 
 
-#: Folders a trial or run directory holds: files found only there make their parent the folder to name.
+#: Folders a trial or run directory holds: files found only there make their parent the folder to
+#: name.
 RUN_PARTS = frozenset({"verifier", "agent", "trajectory", "artifacts", "logs", "branches"})
 #: How many of a skipped folder's files its reason names.
 SHOWN_FILES = 3
@@ -115,9 +116,10 @@ def discover(paths: list[str | Path]) -> list[RunDir]:
 
 
 def survey(paths: list[str | Path]) -> Survey:
-    """The run directories under `paths` (see `discover`) and every folder left out, with the reason: a hidden
-    folder or a link (never searched), and each folder holding files that are no run (the highest such folder
-    with no run in it, or the trial folder of a lone `verifier/ctrf.json`)."""
+    """The run directories under `paths` (see `discover`) and every folder left out, with the
+    reason: a hidden folder or a link (never searched), and each folder holding files that are no
+    run (the highest such folder with no run in it, or the trial folder of a lone
+    `verifier/ctrf.json`)."""
     found: dict[Path, RunDir] = {}
     skipped: list[Skipped] = []
     holding: dict[
@@ -164,10 +166,10 @@ def survey(paths: list[str | Path]) -> Survey:
 def _no_runs(
     holding: dict[Path, tuple[list[str], int]], runs: set[Path], roots: set[Path]
 ) -> list[Skipped]:
-    """The folders whose files belong to no run: each folder holding files, named by its trial folder when it is
-    a part of one (`verifier/`), unless a run lies below it (its files are then the runs' context, such as the
-    ablation.json above `bench eval ablate`'s runs); a folder inside another one named is told as part of it.
-    Never a folder above the paths given (`roots`)."""
+    """The folders whose files belong to no run: each folder holding files, named by its trial
+    folder when it is a part of one (`verifier/`), unless a run lies below it (its files are then
+    the runs' context, such as the ablation.json above `bench eval ablate`'s runs); a folder inside
+    another one named is told as part of it. Never a folder above the paths given (`roots`)."""
     with_runs = {parent for run in runs for parent in run.parents}
     named: dict[Path, tuple[list[str], int]] = {}
     for folder in sorted(holding, key=lambda p: len(p.parts)):
@@ -191,22 +193,26 @@ def _why_not_a_run(files: list[str], count: int) -> str:
     shown = ", ".join(files) + (f" and {more} more files" if more > 0 else "")
     if "ctrf.json" in names and "result.json" not in names:
         return (
-            f"not a run: test results ({shown}) but no result.json to say which task, agent and trial "
+            f"not a run: test results ({shown}) but no "
+            f"result.json to say which task, agent and trial "
             "they are of (a Harbor trial's has trial_name and verifier_result)"
         )
     if "result.json" in names:
         return (
-            f"not a run: {shown}; that result.json is not a Harbor trial's (trial_name, verifier_result), "
+            f"not a run: {shown}; that result.json is not a "
+            f"Harbor trial's (trial_name, verifier_result), "
             "and a benchflow run directory also holds config.json"
         )
     return (
-        f"not a run: {shown}; expected tree.json, stage_snapshots.json, result.json with config.json "
+        f"not a run: {shown}; expected tree.json, "
+        f"stage_snapshots.json, result.json with config.json "
         "(benchflow) or a Harbor trial's result.json"
     )
 
 
 def order(runs: list[RunDir]) -> list[RunDir]:
-    """Runs that continue nothing first; each continuation after the run it continues, when that is here too."""
+    """Runs that continue nothing first; each continuation after the run it continues, when that is
+    here too."""
     ordered = [r for r in runs if r.continues is None]
     pending = [r for r in runs if r.continues is not None]
     placed = {r.key for r in ordered}

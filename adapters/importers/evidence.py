@@ -1,15 +1,17 @@
-"""Release-gate evidence from a run directory: what the experiment-review skill's trajectory gate looks at.
+"""Release-gate evidence from a run directory: what the experiment-review skill's trajectory gate
+looks at.
 
-benchflow writes, per rollout, `trajectory/acp_trajectory.jsonl` (ACP events), `trajectory/llm_trajectory.jsonl`
-(provider request/response records with token usage), `results.jsonl` (one Verifiers-shaped row whose
-`info.training_ready` says whether the rollout may be trained on) and, in `result.json`, token usage
-(`agent_result`), timing, tool calls and skill settings. Those files are read here once, streamed line by line,
-and summarised as a `run.evidence_observed` fact: whether each file is there, its size, how many lines parse,
-what they hold. Nothing is judged here; `lineage audit` judges. A line that does not parse is counted, not
+benchflow writes, per rollout, `trajectory/acp_trajectory.jsonl` (ACP events),
+`trajectory/llm_trajectory.jsonl` (provider request/response records with token usage),
+`results.jsonl` (one Verifiers-shaped row whose `info.training_ready` says whether the rollout may
+be trained on) and, in `result.json`, token usage (`agent_result`), timing, tool calls and skill
+settings. Those files are read here once, streamed line by line, and summarised as a
+`run.evidence_observed` fact: whether each file is there, its size, how many lines parse, what they
+hold. Nothing is judged here; `lineage audit` judges. A line that does not parse is counted, not
 refused: an unparsable trajectory is what the gate must see, not a reason to lose the run.
 
-The trial a benchflow run fills is its `rollout_name` (like Harbor's `trial_name`); a continuation fills the
-trial of the run it continues, whose rollout name benchflow extends with `__continued`.
+The trial a benchflow run fills is its `rollout_name` (like Harbor's `trial_name`); a continuation
+fills the trial of the run it continues, whose rollout name benchflow extends with `__continued`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ ACP, LLM, RESULTS = (
     "trajectory/llm_trajectory.jsonl",
     "results.jsonl",
 )
-#: A longer line is counted as malformed without being parsed (a trajectory line is a request or an event).
+#: A longer line is counted as malformed without being parsed (a trajectory line is a request or an
+#: event).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 SKILL_MARKERS = (
     b"SKILL.md",
@@ -64,7 +67,8 @@ CONTINUED = "__continued"
 
 @dataclass
 class Scan:
-    """One JSONL file, streamed: its size, parsed records, malformed lines, lines naming skill resources."""
+    """One JSONL file, streamed: its size, parsed records, malformed lines, lines naming skill
+    resources."""
 
     present: bool = False
     size: int = 0
@@ -172,7 +176,8 @@ def llm_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
 
 
 def calls_unlisted_tools(record: dict[str, Any]) -> bool:
-    """Assistant tool calls in the row's messages (or prompt + completion) with no tool definitions listed."""
+    """Assistant tool calls in the row's messages (or prompt + completion) with no tool definitions
+    listed."""
     messages = record.get("messages")
     if not isinstance(messages, list):
         messages = [
@@ -261,7 +266,8 @@ def duration(files: RunFiles) -> float | None:
 def benchflow_evidence(
     files: RunFiles, run: str, node: str = "root", *, continuation: bool = False
 ) -> f.EvidenceObserved | None:
-    """Evidence of a finished benchflow rollout directory (root or a fresh-rollout arm); None until result.json exists."""
+    """Evidence of a finished benchflow rollout directory (root or a fresh-rollout arm); None until
+    result.json exists."""
     result = files.result
     if result is None:
         return None

@@ -1,13 +1,13 @@
 """Capability attribution (SKILL.md): traces that the agent lacked what a fair attempt needs.
 
-A failed or timed-out run counts as the model's own failure only when the task's keys, assets, packages,
-network and compute were there. The traces are read where the harness and the provider speak, not the
-agent's own tool output (an agent that tries a missing command and then installs it is working, not
-blocked): result.json's error fields, non-agent ACP records, and LLM error records. The one exception is a
-missing credential, which an agent's command output states plainly and no healthy attempt produces; there
-only a statement that a key is missing, unset or refused counts (`CREDENTIAL_STATED`), and only in what
-the environment answered: not the task's prompt, the agent's prose, its commands or its diffs (a task about
-authentication says "401" and "API key" all along).
+A failed or timed-out run counts as the model's own failure only when the task's keys, assets,
+packages, network and compute were there. The traces are read where the harness and the provider
+speak, not the agent's own tool output (an agent that tries a missing command and then installs it
+is working, not blocked): result.json's error fields, non-agent ACP records, and LLM error records.
+The one exception is a missing credential, which an agent's command output states plainly and no
+healthy attempt produces; there only a statement that a key is missing, unset or refused counts
+(`CREDENTIAL_STATED`), and only in what the environment answered: not the task's prompt, the agent's
+prose, its commands or its diffs (a task about authentication says "401" and "API key" all along).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ _SOURCES: tuple[tuple[FidelityKind, str], ...] = (
 )
 PATTERNS = tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in _SOURCES)
 CREDENTIAL_STATED = re.compile(
-    r"\b[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b.{0,40}(?:missing|not set|unset|required|not found)"
-    r"|(?:missing|not set|unset|required|no)\W{1,3}(?:\w+\W+){0,3}[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b"
-    r"|api[ -]?key.{0,30}(?:missing|not set|not found|not provided|required|invalid|expired|incorrect)"
+    r"\b[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b.{0,40}(?:missing|not set|unset|required|not found)"  # noqa: E501
+    r"|(?:missing|not set|unset|required|no)\W{1,3}(?:\w+\W+){0,3}[A-Z0-9]+_(?:API_)?(?:KEY|TOKEN|SECRET)\b"  # noqa: E501
+    r"|api[ -]?key.{0,30}(?:missing|not set|not found|not provided|required|invalid|expired|incorrect)"  # noqa: E501
     r"|(?:missing|no|invalid|expired|incorrect) api[ -]?key|authenticationerror|invalid x-api-key"
     r"|(?:credentials?|token).{0,20}(?:not found|not set|missing|not provided|expired)"
     r"|(?:no|missing) credentials",
@@ -60,8 +60,8 @@ CREDENTIAL_STATED = re.compile(
 )
 #: ACP records that are the task's or the agent's words, not what the environment answered.
 WORDS = frozenset(("user_message", "agent_message", "agent_thought"))
-#: The agent's side only: a verifier that crashed says nothing about what the agent had (SKILL.md lists a
-#: verifier crash among infrastructure failures, which the run's health reports).
+#: The agent's side only: a verifier that crashed says nothing about what the agent had (SKILL.md
+#: lists a verifier crash among infrastructure failures, which the run's health reports).
 ERROR_FIELDS = ("error", "error_category")
 EXCERPT = 300
 

@@ -1,9 +1,10 @@
-"""Typed access to fields of untrusted JSON, with errors that name the file, the field and what was expected.
+"""Typed access to fields of untrusted JSON, with errors that name the file, the field and what was
+expected.
 
-Importers never index a parsed document directly: `Fields(doc, file)["nodes"]` style access would turn a
-missing key into a `KeyError` with no file name. A `Fields` wraps one JSON object plus where it came from
-(`<file>: field nodes[2].reward`), and every accessor says what it expected when the value is wrong.
-`build` turns a pydantic validation failure of a fact into the same kind of message.
+Importers never index a parsed document directly: `Fields(doc, file)["nodes"]` style access would
+turn a missing key into a `KeyError` with no file name. A `Fields` wraps one JSON object plus where
+it came from (`<file>: field nodes[2].reward`), and every accessor says what it expected when the
+value is wrong. `build` turns a pydantic validation failure of a fact into the same kind of message.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ class Fields:
 
 
 def build(cls: type[M], where: str, **fields: Any) -> M:
-    """Construct a fact (or part of one), reporting a validation failure against the file it came from."""
+    """Construct a fact (or part of one), reporting a validation failure against the file it came
+    from."""
     try:
         return cls(**fields)
     except ValidationError as exc:

@@ -89,7 +89,8 @@ def outcome(key: str, folder: RunFolder, result: Fields) -> list[f.Fact]:
                 rewards.where(),
                 run=key,
                 rewards=rewards.data,
-                reason=f"the verifier result has several rewards and none named 'reward' (keys: {sorted(rewards.data)})",
+                reason=f"the verifier result has several rewards and "
+                f"none named 'reward' (keys: {sorted(rewards.data)})",
             )
         )
     elif verifier is not None and exception is None:
@@ -204,7 +205,8 @@ def _finish(key: str, result: Fields, started: datetime | None, finished: dateti
         finished_at=result.text("finished_at").strip(),
         timing=timing,
     )
-    # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay None (not missing).
+    # Release-gate evidence: Harbor writes no ACP/LLM trajectory or results.jsonl, so those stay
+    # None (not missing).
     total = timing.get("total")
     evidence = build(
         f.EvidenceObserved,

@@ -1,8 +1,9 @@
-"""What an importer hands back for one run: its key, and the facts to record in one batch, in a valid order.
+"""What an importer hands back for one run: its key, and the facts to record in one batch, in a
+valid order.
 
-Every importer turns one run directory into a `RunPlan`; `import_runs` records each plan as one `record()`
-batch, so a run is imported whole or not at all. Warnings are things the importer saw but the fact vocabulary
-cannot hold (they are printed, never silently dropped).
+Every importer turns one run directory into a `RunPlan`; `import_runs` records each plan as one
+`record()` batch, so a run is imported whole or not at all. Warnings are things the importer saw but
+the fact vocabulary cannot hold (they are printed, never silently dropped).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class RunPlan:
     )
 
     def batch(self) -> list[Entry]:
-        """What to record: the entries, with where the run is (`run.located`) right after its registration: the
-        directory as the harness recorded it, and where it was read (links resolved, so one place has one name)."""
+        """What to record: the entries, with where the run is (`run.located`) right after its
+        registration: the directory as the harness recorded it, and where it was read (links
+        resolved, so one place has one name)."""
         where = str(self.path)
         located = (
             [
@@ -71,7 +73,8 @@ class RunPlan:
 
 @dataclass
 class Timeline:
-    """Entries sorted by a key that encodes causal order (node creation, then lifecycle rank), stable on ties."""
+    """Entries sorted by a key that encodes causal order (node creation, then lifecycle rank),
+    stable on ties."""
 
     items: list[tuple[tuple[object, ...], int, Entry]] = field(default_factory=list)
 

@@ -1,11 +1,12 @@
-"""How many LLM exchanges a benchflow run recorded: what a replay of it (`bench eval continue`) can serve.
+"""How many LLM exchanges a benchflow run recorded: what a replay of it (`bench eval continue`) can
+serve.
 
-benchflow's `load_llm_exchanges_with_lines` (continue_run/run_folder.py) reads `trajectory/llm_trajectory.jsonl`,
-one `LLMExchange` per line (`Trajectory.to_jsonl`), skips blank lines and lines it cannot parse, and counts the
-parsed ones: `n_recorded_exchanges`, the bound of `validate_max_exchanges` (`0 < K <= n_recorded`). The same
-count is taken here, line by line so a long recording is never held in memory: a line counts when it is a JSON
-object whose `request` and `response` are objects. A line longer than `MAX_LINE_BYTES` is refused rather than
-guessed about.
+benchflow's `load_llm_exchanges_with_lines` (continue_run/run_folder.py) reads
+`trajectory/llm_trajectory.jsonl`, one `LLMExchange` per line (`Trajectory.to_jsonl`), skips blank
+lines and lines it cannot parse, and counts the parsed ones: `n_recorded_exchanges`, the bound of
+`validate_max_exchanges` (`0 < K <= n_recorded`). The same count is taken here, line by line so a
+long recording is never held in memory: a line counts when it is a JSON object whose `request` and
+`response` are objects. A line longer than `MAX_LINE_BYTES` is refused rather than guessed about.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def exchanges_recorded(folder: RunFolder) -> int | None:
             ):
                 if len(line) > MAX_LINE_BYTES:
                     raise InvalidInput(
-                        f"{path}, line {number}: expected an LLM exchange of at most {MAX_LINE_BYTES} "
+                        f"{path}, line {number}: expected an LLM "
+                        f"exchange of at most {MAX_LINE_BYTES} "
                         "bytes, found a longer line",
                         hint=NOTHING_APPENDED,
                     )

@@ -1,9 +1,10 @@
 """The experiment-review skill's review of one rollout directory, read once and recorded at import.
 
-`read_rollout` reads the files the skill's judges look at (bounded and contained like every run file);
-`review_rollout` runs the three judges over them: the validator's artifact contract, the reward-hacking
-scan and the skill-catalog recovery, plus the capability-attribution traces SKILL.md asks for. What they
-find goes into the run's `run.evidence_observed` fact, so the audit judges from the log alone.
+`read_rollout` reads the files the skill's judges look at (bounded and contained like every run
+file); `review_rollout` runs the three judges over them: the validator's artifact contract, the
+reward-hacking scan and the skill-catalog recovery, plus the capability-attribution traces SKILL.md
+asks for. What they find goes into the run's `run.evidence_observed` fact, so the audit judges from
+the log alone.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .rundir import NOTHING_APPENDED, RunFolder, require_regular
 from .skill_catalog import review_skills
 from .task_skills import find_task_skills
 
-#: A trajectory this much larger than a lineage JSON file is not reviewed: the run is unhealthy, and says so.
+#: A trajectory this much larger than a lineage JSON file is not reviewed: the run is unhealthy, and
+#: says so.
 TRAJECTORY_CAP_FACTOR = 16
 SKILL_MODES = {
     "with-skill": "with-skill",
@@ -116,7 +118,8 @@ def _harness(config: dict[str, Any] | None, result: dict[str, Any] | None) -> st
 
 
 def review_rollout(rollout: Rollout) -> ReviewObservation:
-    """Everything the skill's judges find in the rollout, each observation naming its file and line."""
+    """Everything the skill's judges find in the rollout, each observation naming its file and
+    line."""
     return ReviewObservation(
         rules=RULES,
         oracle=is_oracle(rollout.result or {}, rollout.config),

@@ -1,8 +1,10 @@
-"""One rollout directory as the experiment-review skill's judges read it: its files parsed once, with lines.
+"""One rollout directory as the experiment-review skill's judges read it: its files parsed once,
+with lines.
 
-The validator, the reward-hacking scan and the skill-catalog recovery each take a `Rollout` and return
-observations (`domain/review_facts.py`); none of them opens a file. `read_rollout` is the only reader, so
-every judge sees the same bytes, and a test can build a `Rollout` from rows without a directory.
+The validator, the reward-hacking scan and the skill-catalog recovery each take a `Rollout` and
+return observations (`domain/review_facts.py`); none of them opens a file. `read_rollout` is the
+only reader, so every judge sees the same bytes, and a test can build a `Rollout` from rows without
+a directory.
 """
 
 from __future__ import annotations
@@ -64,9 +66,10 @@ class Jsonl:
 class Rollout:
     """What the judges read of one rollout directory.
 
-    `task`, `harness`, `skill_mode` (`with-skill` / `no-skill` / `self-gen` / None) and `task_skills` (the
-    names of the task's own skills, as far as the files tell them) are read from result.json and the run's
-    configuration by `read_rollout`, so the judges do not each guess them."""
+    `task`, `harness`, `skill_mode` (`with-skill` / `no-skill` / `self-gen` / None) and
+    `task_skills` (the names of the task's own skills, as far as the files tell them) are read from
+    result.json and the run's configuration by `read_rollout`, so the judges do not each guess
+    them."""
 
     result: dict[str, Any] | None = None
     result_error: str | None = None

@@ -1,9 +1,10 @@
 """A rollout folder as the experiment-review skill's validator and evals lay it out.
 
-`result.json` beside `run_config.json` (or `config.json` / `metadata.json`) and `trajectory/`, with none of
-benchflow's lineage files: what the validator accepts and the skill's eval fixtures are. Its identity comes
-from the configuration (`task_id`, `harness`, `model`, `skill_mode`, `trial_id`), its outcome from result.json
-(`reward` or `rewards.reward`, `status`, `error`), and its evidence is the skill's review of the folder.
+`result.json` beside `run_config.json` (or `config.json` / `metadata.json`) and `trajectory/`, with
+none of benchflow's lineage files: what the validator accepts and the skill's eval fixtures are. Its
+identity comes from the configuration (`task_id`, `harness`, `model`, `skill_mode`, `trial_id`), its
+outcome from result.json (`reward` or `rewards.reward`, `status`, `error`), and its evidence is the
+skill's review of the folder.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ STATUSES = {
 
 
 def looks_like_rollout_folder(names: set[str], result: object) -> bool:
-    """The validator's unit: a result.json object with a run configuration or a trajectory beside it."""
+    """The validator's unit: a result.json object with a run configuration or a trajectory beside
+    it."""
     return isinstance(result, dict) and bool(names & {*CONFIG_NAMES, "trajectory"})
 
 

@@ -21,7 +21,8 @@ from .. import strict_json
 #: harness never writes lineage files that big, and reading one would put an attacker in charge of
 #: our memory, so a larger file is refused before it is read.
 MAX_JSON_BYTES = 16 * 1024 * 1024
-#: A CTRF report lists every test with its timings (200,000 tests are about 50 MB), so it may be this much larger.
+#: A CTRF report lists every test with its timings (200,000 tests are about 50 MB), so it may be
+#: this much larger.
 CTRF_CAP_FACTOR = 16
 CHUNK = 1 << 20  # files are hashed in 1 MiB chunks, never loaded whole
 NOTHING_APPENDED = "nothing was appended for this run; fix or remove the file and import again"
@@ -41,7 +42,8 @@ class RunFolder:
         self.containment = Path(os.path.realpath(containment or root))
 
     def resolve(self, relative: str | Path) -> Path | None:
-        """The path of `relative` under the folder, or None if nothing is there; refuse anything that escapes."""
+        """The path of `relative` under the folder, or None if nothing is there; refuse anything
+        that escapes."""
         path = self.root / relative
         if not os.path.lexists(path):
             return None
@@ -52,12 +54,14 @@ class RunFolder:
         real = Path(os.path.realpath(path))
         if real != self.containment and self.containment not in real.parents:
             raise InvalidInput(
-                f"{path}: expected a file inside {self.containment}, found a link that resolves to {real} outside it",
+                f"{path}: expected a file inside {self.containment}, "
+                f"found a link that resolves to {real} outside it",
                 hint="importers never follow links out of a run directory; " + NOTHING_APPENDED,
             )
 
     def contains(self, path: Path) -> bool:
-        """Whether `path`, links resolved, stays inside the containment root (no error either way)."""
+        """Whether `path`, links resolved, stays inside the containment root (no error either
+        way)."""
         real = Path(os.path.realpath(path))
         return real == self.containment or self.containment in real.parents
 
@@ -82,7 +86,8 @@ class RunFolder:
         return sha256_file(path)
 
     def subdirs(self, relative: str | Path) -> list[str]:
-        """Names of the real subdirectories of `relative` (links are checked for containment, never entered)."""
+        """Names of the real subdirectories of `relative` (links are checked for containment, never
+        entered)."""
         base = self.resolve(relative)
         if base is None or not base.is_dir():
             return []
@@ -95,13 +100,13 @@ class RunFolder:
         return names
 
     def regular_files(self, relative: str | Path) -> tuple[list[tuple[str, Path]], list[str]]:
-        """(path relative to `relative`, absolute path) of every regular file below it, sorted, links not followed;
-        and what was left out, each named with why.
+        """(path relative to `relative`, absolute path) of every regular file below it, sorted,
+        links not followed; and what was left out, each named with why.
 
-        A link is not a regular file: it is left out and named, never followed, wherever it points (benchflow's
-        `shutil.move` hands links over as links, and an agent may leave one to a path on its own machine; the
-        record keeps no target, so nothing of the host gets in). FIFOs, devices and sockets are left out too:
-        reading one would block or never end.
+        A link is not a regular file: it is left out and named, never followed, wherever it points
+        (benchflow's `shutil.move` hands links over as links, and an agent may leave one to a path
+        on its own machine; the record keeps no target, so nothing of the host gets in). FIFOs,
+        devices and sockets are left out too: reading one would block or never end.
         """
         base = self.resolve(relative)
         if base is None or not base.is_dir():
@@ -174,12 +179,15 @@ def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
         return strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedJSON(
-            f"{path}, line {exc.lineno}, column {exc.colno}: expected valid JSON, found an error: {exc.msg}",
+            f"{path}, line {exc.lineno}, column {exc.colno}: "
+            f"expected valid JSON, found an error: {exc.msg}",
             hint=NOTHING_APPENDED,
         ) from None
-    except ValueError as exc:  # a repeated key, an integer past 4,300 digits: JSON, but not evidence we can read one way
+    except ValueError as exc:
+        # a repeated key, an integer past 4,300 digits: JSON, but not evidence we can read one way
         raise InvalidInput(
-            f"{path}: expected JSON with one value per key and numbers of sane length, found: {exc}",
+            f"{path}: expected JSON with one value per "
+            f"key and numbers of sane length, found: {exc}",
             hint=NOTHING_APPENDED,
         ) from None
     except RecursionError:
@@ -208,9 +216,9 @@ def file_size(path: Path) -> int:
 
 
 def parse_time(value: Any, where: str) -> datetime:
-    """A benchflow `str(datetime)` ("YYYY-MM-DD HH:MM:SS.ffffff") or ISO-8601 time, as a moment to order the log by
-    (`occurred_at`): a naive time, whose zone its writer never recorded, is read as UTC here only; facts keep the
-    text as written (`run.finished.time_zone`)."""
+    """A benchflow `str(datetime)` ("YYYY-MM-DD HH:MM:SS.ffffff") or ISO-8601 time, as a moment to
+    order the log by (`occurred_at`): a naive time, whose zone its writer never recorded, is read as
+    UTC here only; facts keep the text as written (`run.finished.time_zone`)."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(
             f"{where}: expected a time such as '2026-01-01 12:00:25.000000', found {value!r}",
@@ -223,7 +231,8 @@ def parse_time(value: Any, where: str) -> datetime:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput(
-            f"{where}: expected a time such as '2026-01-01 12:00:25.000000' or ISO-8601, found {value!r}",
+            f"{where}: expected a time such as '2026-01-01 "
+            f"12:00:25.000000' or ISO-8601, found {value!r}",
             hint=NOTHING_APPENDED,
         ) from None
     if parsed.tzinfo is None:

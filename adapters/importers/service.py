@@ -1,16 +1,17 @@
 """`import_runs`: discover run directories, turn each into facts, record each run as one batch.
 
-A run is imported whole or not at all: its facts go to `LineageApp.record` in one call, which appends them in
-one transaction or raises before writing anything. Every run is read before any is recorded, so the runs of both
-skill arms can name a task's skills that no run's own files name (`batch_skills.infer_batch`). Re-importing
-appends nothing (every fact is already known); a later state of a run appends only its new facts. Without
-`keep_going` the import stops at the first rejected run (runs before it stay imported: each was its own batch);
-with it, rejected runs are reported and the others imported. A store that cannot be reached always stops the
-import, since no run could succeed. A run the harness may still be writing (`STILL_RUNNING`: no result.json yet;
-for bench eval ablate, no ablation.json; for Harbor, no finished_at) is left out, unread, unless `unfinished`
-asks for it: benchflow rewrites tree.json, the stage registry and the lineage files as the run goes on, so what
-they show before the end could contradict the finished run (or not parse at all), and importing it then would be
-refused.
+A run is imported whole or not at all: its facts go to `LineageApp.record` in one call, which
+appends them in one transaction or raises before writing anything. Every run is read before any is
+recorded, so the runs of both skill arms can name a task's skills that no run's own files name
+(`batch_skills.infer_batch`). Re-importing appends nothing (every fact is already known); a later
+state of a run appends only its new facts. Without `keep_going` the import stops at the first
+rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are
+reported and the others imported. A store that cannot be reached always stops the import, since no
+run could succeed. A run the harness may still be writing (`STILL_RUNNING`: no result.json yet; for
+bench eval ablate, no ablation.json; for Harbor, no finished_at) is left out, unread, unless
+`unfinished` asks for it: benchflow rewrites tree.json, the stage registry and the lineage files as
+the run goes on, so what they show before the end could contradict the finished run (or not parse at
+all), and importing it then would be refused.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
 
 
 def unclassified_still_running(path: Path) -> str | None:
-    """A directory discovery could not classify (one of its files did not parse) may be a run caught mid-write: it
-    waits while benchflow's signals say so, or while its result.json (Harbor writes it as the trial goes) does not
-    parse either."""
+    """A directory discovery could not classify (one of its files did not parse) may be a run caught
+    mid-write: it waits while benchflow's signals say so, or while its result.json (Harbor writes it
+    as the trial goes) does not parse either."""
     why = benchflow_staged.still_running(path)
     if why is None:
         try:  # read as any run file is: a link out of the directory is refused, never followed
@@ -62,8 +63,8 @@ def unclassified_still_running(path: Path) -> str | None:
     return why
 
 
-# Whether the harness may still be writing a run, from which files exist (and, for Harbor, result.json's
-# finished_at), before the run's files are parsed.
+# Whether the harness may still be writing a run, from which files exist (and, for Harbor,
+# result.json's finished_at), before the run's files are parsed.
 STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
     STAGED: benchflow_staged.still_running,
     MAINLINE: result_missing,
@@ -110,7 +111,8 @@ class ImportSummary:
 
 
 def in_context(error: LineageError, run: RunDir) -> LineageError:
-    """The error with the run it rejected named first (file-level errors already name their file)."""
+    """The error with the run it rejected named first (file-level errors already name their
+    file)."""
     if isinstance(error, InvalidInput) and str(run.path) in error.message:
         return error
     named = type(error)(f"run {run.key!r} ({run.path}): {error.message}", hint=error.hint)
@@ -152,7 +154,8 @@ def _read_plans(
     unfinished: bool,
     progress: Progress | None,
 ) -> tuple[Read, Rejected]:
-    """Each run's plan, in order (with its index); without keep_going, none after the first rejected."""
+    """Each run's plan, in order (with its index); without keep_going, none after the first
+    rejected."""
     plans: Read = []
     rejected: Rejected = []
     for done, run in enumerate(runs):
@@ -162,7 +165,8 @@ def _read_plans(
         if why:
             summary.runs_unfinished += 1
             summary.warnings.append(
-                f"{run.path}: left out, the run may still be running ({why}); import it once it has "
+                f"{run.path}: left out, the run may still "
+                f"be running ({why}); import it once it has "
                 "finished, or now with --unfinished"
             )
             continue
@@ -227,9 +231,11 @@ def import_runs(
     if not runs:
         left_out = "; ".join(f"{s.path}: {s.reason}" for s in found.skipped[:5])
         raise InvalidInput(
-            f"found no run directories under {', '.join(str(p) for p in paths)} (expected benchflow run "
-            "directories with tree.json, stage_snapshots.json or config.json + result.json, or Harbor "
-            "trial directories with result.json)" + (f"; skipped {left_out}" if left_out else ""),
+            f"found no run directories under "
+            f"{', '.join(str(p) for p in paths)} (expected benchflow run "
+            "directories with tree.json, stage_snapshots.json or config.json + "
+            "result.json, or Harbor trial "
+            "directories with result.json)" + (f"; skipped {left_out}" if left_out else ""),
             hint="name the jobs folder or a run directory",
         )
     summary = ImportSummary(skipped=found.skipped)

@@ -1,9 +1,11 @@
-"""A shell command line as the reward-hacking scan reads it: its simple commands, words, redirects, heredocs.
+"""A shell command line as the reward-hacking scan reads it: its simple commands, words, redirects,
+heredocs.
 
-Not a shell: enough of POSIX quoting to tell `cat /solution/solve.sh` from `echo "see /solution"` written
-to a file, which program runs (past `sudo`, `env`, `timeout`, `VAR=value`), what `>` or `>>` writes, what a
-heredoc feeds in, and the commands inside `bash -c '...'` and `eval`. A line shlex cannot split (an unclosed
-quote) falls back to whitespace words, so a damaged command is still read rather than skipped.
+Not a shell: enough of POSIX quoting to tell `cat /solution/solve.sh` from `echo "see /solution"`
+written to a file, which program runs (past `sudo`, `env`, `timeout`, `VAR=value`), what `>` or `>>`
+writes, what a heredoc feeds in, and the commands inside `bash -c '...'` and `eval`. A line shlex
+cannot split (an unclosed quote) falls back to whitespace words, so a damaged command is still read
+rather than skipped.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ MAX_DEPTH = 4
 
 @dataclass(frozen=True)
 class SimpleCommand:
-    """One command of a line: `text` as written (the evidence), `words` from the program on, what `>` writes,
-    and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are its `VAR=value`s;
-    `appends` the redirect targets written with `>>` (the file keeps what it held)."""
+    """One command of a line: `text` as written (the evidence), `words` from the program on, what
+    `>` writes, and what a heredoc feeds it (`cat > f <<EOF`, `python - <<EOF`). `assignments` are
+    its `VAR=value`s; `appends` the redirect targets written with `>>` (the file keeps what it
+    held)."""
 
     text: str
     words: tuple[str, ...]
@@ -45,7 +48,8 @@ class SimpleCommand:
 
 
 def simple_commands(line: str, depth: int = 0) -> tuple[SimpleCommand, ...]:
-    """Every simple command of `line`, those inside `bash -c` / `eval` strings included, in order."""
+    """Every simple command of `line`, those inside `bash -c` / `eval` strings included, in
+    order."""
     skeleton, bodies = _cut_heredocs(line)
     tokens = _tokens(_newlines_to_separators(skeleton))
     found: list[SimpleCommand] = []
@@ -67,8 +71,8 @@ VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
 def _expand(token: str, variables: dict[str, str]) -> str:
-    """`$D/solve.sh` after `D=/solution`: the line's own variables, as the shell would expand them (an
-    unknown one stays as written)."""
+    """`$D/solve.sh` after `D=/solution`: the line's own variables, as the shell would expand them
+    (an unknown one stays as written)."""
     if "$" not in token or not variables:
         return token
     return VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), token)
@@ -114,7 +118,8 @@ def _number_heredocs(text: str, first: int) -> str:
 
 
 def _newlines_to_separators(text: str) -> str:
-    """A newline outside quotes ends a command, as `;` does; inside quotes it is kept (python -c '...')."""
+    """A newline outside quotes ends a command, as `;` does; inside quotes it is kept (python -c
+    '...')."""
     out: list[str] = []
     quote = ""
     escaped = False
@@ -208,7 +213,8 @@ def _skip_wrapper_options(words: list[str], index: int, name: str) -> int:
 
 
 def _inner_commands(words: list[str], depth: int) -> tuple[SimpleCommand, ...] | None:
-    """`bash -c 'a; b'` and `eval 'a'` are the commands in their string; None when `words` is neither."""
+    """`bash -c 'a; b'` and `eval 'a'` are the commands in their string; None when `words` is
+    neither."""
     if depth >= MAX_DEPTH or not words:
         return None
     program = words[0].rsplit("/", 1)[-1]

@@ -1,13 +1,15 @@
-"""The startup skill catalog of one rollout, recovered per the experiment-review skill's harness SOP.
+"""The startup skill catalog of one rollout, recovered per the experiment-review skill's harness
+SOP.
 
-`references/harness-skill-catalog-sop.md` (benchflow 17a3573b) says where each harness puts the skills it
-offers the model at startup, and SKILL.md asks for `task_skills_loading`: 1 when every expected task skill is
-in that catalog. benchflow's `skills_sandbox_dir` is no such evidence (it is `/skills` whenever skills were
-staged, loaded or not). The catalog is read only from harness-written startup fields (system, developer and
-instruction text, and for Claude Code the user reminders before the model's first turn), never from tool
-output or model text, so an agent cannot print a catalog into its own run. ACP system-prompt traces are the
-SOP's fallback when the LLM log holds no request bodies. Skill invocations and task-skill access come from
-`skill_traces`. Pure: the rollout is parsed already (`review_input.read_rollout`).
+`references/harness-skill-catalog-sop.md` (benchflow 17a3573b) says where each harness puts the
+skills it offers the model at startup, and SKILL.md asks for `task_skills_loading`: 1 when every
+expected task skill is in that catalog. benchflow's `skills_sandbox_dir` is no such evidence (it is
+`/skills` whenever skills were staged, loaded or not). The catalog is read only from harness-written
+startup fields (system, developer and instruction text, and for Claude Code the user reminders
+before the model's first turn), never from tool output or model text, so an agent cannot print a
+catalog into its own run. ACP system-prompt traces are the SOP's fallback when the LLM log holds no
+request bodies. Skill invocations and task-skill access come from `skill_traces`. Pure: the rollout
+is parsed already (`review_input.read_rollout`).
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ Field = tuple[str, str]  # a JSON path inside one record, the string found there
 
 @dataclass(frozen=True)
 class Parsed:
-    """A catalog anchor found in one string: the exact catalog text, and its names (None: unparsable)."""
+    """A catalog anchor found in one string: the exact catalog text, and its names (None:
+    unparsable)."""
 
     block: str
     names: tuple[str, ...] | None
 
 
 def _between(text: str, start: str, end: str, since: int = 0) -> tuple[int, int] | None:
-    """Where the text between the first `start` (from `since`) and the next `end` begins and ends; None when
-    either is missing. Index-based, so a catalog of many entries is read in one pass."""
+    """Where the text between the first `start` (from `since`) and the next `end` begins and ends;
+    None when either is missing. Index-based, so a catalog of many entries is read in one pass."""
     first = text.find(start, since)
     last = text.find(end, first + len(start)) if first >= 0 else -1
     return None if last < 0 else (first + len(start), last)
@@ -47,9 +50,10 @@ def _inside(text: str, start: str, end: str) -> str | None:
 
 
 def parse_available_skills(text: str) -> Parsed | None:
-    """`<available_skills><skill><name>..</name>..</skill>..</available_skills>`: OpenHands, Gemini CLI,
-    OpenCode (the SOP's rules; benchflow's `_opencode_catalog_names` in providers/litellm_logging.py). Any
-    other content (an item without a name, attributes instead of elements) is unparsable, not empty."""
+    """`<available_skills><skill><name>..</name>..</skill>..</available_skills>`: OpenHands, Gemini
+    CLI, OpenCode (the SOP's rules; benchflow's `_opencode_catalog_names` in
+    providers/litellm_logging.py). Any other content (an item without a name, attributes instead of
+    elements) is unparsable, not empty."""
     if "<available_skills>" not in text:
         return None
     inner = _inside(text, "<available_skills>", "</available_skills>")
@@ -72,8 +76,9 @@ CODEX_ENTRY = re.compile(r"- ([^:\n]+): ")
 
 
 def parse_codex(text: str) -> Parsed | None:
-    """`<skills_instructions>` with `### Available skills` bullets `- name: description (file: path)`; only
-    that section is read (the `### How to use skills` bullets are instructions, not skills)."""
+    """`<skills_instructions>` with `### Available skills` bullets `- name: description (file:
+    path)`; only that section is read (the `### How to use skills` bullets are instructions, not
+    skills)."""
     if "<skills_instructions>" not in text:
         return None
     block = _inside(text, "<skills_instructions>", "</skills_instructions>")
@@ -100,8 +105,9 @@ CLAUDE_ENTRY = re.compile(r"- (\S+): ")
 
 
 def parse_claude(text: str) -> Parsed | None:
-    """The bullets after Claude Code's marker, up to the reminder's end or the first line that is neither a
-    bullet nor an indented continuation. The marker with no bullets is unparsable, not an empty catalog."""
+    """The bullets after Claude Code's marker, up to the reminder's end or the first line that is
+    neither a bullet nor an indented continuation. The marker with no bullets is unparsable, not an
+    empty catalog."""
     start = text.find(CLAUDE_MARKER)
     if start < 0:
         return None
@@ -121,12 +127,14 @@ def parse_claude(text: str) -> Parsed | None:
     return Parsed(block, tuple(names) if names else None)
 
 
-# --- where each harness writes its startup prompt (request bodies as benchflow's LiteLLM callback logs them:
-# `_base_record` in providers/litellm_logging.py keeps model, messages, input, tools, stream) ---
+# --- where each harness writes its startup prompt (request bodies as benchflow's LiteLLM callback
+# logs them: `_base_record` in providers/litellm_logging.py keeps model, messages, input, tools,
+# stream) ---
 
 
 def _content(value: Any, path: str) -> Iterator[Field]:
-    """The text of a message content: a string, or parts with `text` (tool results are not startup text)."""
+    """The text of a message content: a string, or parts with `text` (tool results are not startup
+    text)."""
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, list):
@@ -144,8 +152,8 @@ def _content(value: Any, path: str) -> Iterator[Field]:
 
 
 def _before_first_turn(body: dict[str, Any], key: str, roles: tuple[str, ...]) -> Iterator[Field]:
-    """Messages of `roles` that come before the model's first turn: the startup context, which only the
-    harness writes (a later reminder can quote a file the agent wrote)."""
+    """Messages of `roles` that come before the model's first turn: the startup context, which only
+    the harness writes (a later reminder can quote a file the agent wrote)."""
     messages = body.get(key)
     if not isinstance(messages, list):
         return
@@ -173,7 +181,8 @@ def chat_system(body: dict[str, Any]) -> Iterator[Field]:
 
 
 def codex_fields(body: dict[str, Any]) -> Iterator[Field]:
-    """Codex (OpenAI Responses): `input[role=developer]`; `instructions`; a chat bridge's system message."""
+    """Codex (OpenAI Responses): `input[role=developer]`; `instructions`; a chat bridge's system
+    message."""
     yield from _system_field(body, "instructions")
     yield from _before_first_turn(body, "input", ("developer", "system"))
     yield from _before_first_turn(body, "messages", ("developer", "system"))
@@ -187,14 +196,16 @@ def gemini_fields(body: dict[str, Any]) -> Iterator[Field]:
 
 
 def claude_fields(body: dict[str, Any]) -> Iterator[Field]:
-    """Claude Code: `system`, and the `<system-reminder>` user text before the model's first turn."""
+    """Claude Code: `system`, and the `<system-reminder>` user text before the model's first
+    turn."""
     yield from _system_field(body, "system")
     yield from _before_first_turn(body, "messages", ("system", "user"))
 
 
 @dataclass(frozen=True)
 class Harness:
-    """One harness of the SOP: where its startup prompt is, how its catalog reads, what names it alone."""
+    """One harness of the SOP: where its startup prompt is, how its catalog reads, what names it
+    alone."""
 
     name: str
     fields: Callable[[dict[str, Any]], Iterator[Field]]
@@ -214,7 +225,8 @@ HARNESSES = (
     Harness("pi-acp", chat_system, parse_available_skills, PI_PROMPT, serializes=False),
 )
 BY_NAME = {harness.name: harness for harness in HARNESSES}
-#: benchflow's agent names (agents/registry.py `AGENTS`, `AGENT_ALIASES`) and the fixtures' harness names.
+#: benchflow's agent names (agents/registry.py `AGENTS`, `AGENT_ALIASES`) and the fixtures' harness
+#: names.
 ALIASES = {
     "claude-agent-acp": "claude-code",
     "claude": "claude-code",
@@ -238,7 +250,8 @@ def harness_named(declared: str | None) -> Harness | None:
 
 @dataclass(frozen=True)
 class Found:
-    """Where the startup prompt was: file, line, field; the catalog parsed from it, if its anchor was there."""
+    """Where the startup prompt was: file, line, field; the catalog parsed from it, if its anchor
+    was there."""
 
     harness: Harness
     file: str
@@ -257,7 +270,8 @@ def _bodies(llm: Jsonl) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _sniffed(llm: Jsonl) -> Harness | None:
-    """The harness whose distinctive startup text appears first, for a run that does not name one."""
+    """The harness whose distinctive startup text appears first, for a run that does not name
+    one."""
     for _, body in _bodies(llm):
         for harness in HARNESSES:
             if any(mark in text for _, text in harness.fields(body) for mark in harness.sniff):
@@ -266,7 +280,8 @@ def _sniffed(llm: Jsonl) -> Harness | None:
 
 
 def from_llm(llm: Jsonl, harness: Harness) -> Found | None:
-    """The first request whose startup fields hold the harness's catalog; else its first startup prompt."""
+    """The first request whose startup fields hold the harness's catalog; else its first startup
+    prompt."""
     first: Found | None = None
     for line, body in _bodies(llm):
         for path, text in harness.fields(body):
@@ -283,8 +298,9 @@ SYSTEM_PROMPT = "System Prompt:"
 
 
 def _acp_prompts(acp: Jsonl) -> Iterator[tuple[int, str, str]]:
-    """`agent_thought` events carrying a system prompt before the first tool call: the SOP's legacy fallback
-    (OpenHands' early thought `System Prompt: ...`). A user message is the task's text, not the harness's."""
+    """`agent_thought` events carrying a system prompt before the first tool call: the SOP's legacy
+    fallback (OpenHands' early thought `System Prompt: ...`). A user message is the task's text, not
+    the harness's."""
     anchors = (SYSTEM_PROMPT, *(mark for harness in HARNESSES for mark in harness.sniff))
     for line, row in acp.rows:
         if row.get("type") == "tool_call":
@@ -297,7 +313,8 @@ def _acp_prompts(acp: Jsonl) -> Iterator[tuple[int, str, str]]:
 
 
 def from_acp(acp: Jsonl, declared: Harness | None) -> Found | None:
-    """A declared harness takes the first prompt; otherwise the first whose text names its harness."""
+    """A declared harness takes the first prompt; otherwise the first whose text names its
+    harness."""
     for line, key, text in _acp_prompts(acp):
         if declared is not None:
             return Found(declared, acp.name, line, key, text, declared.parse(text))
@@ -308,7 +325,8 @@ def from_acp(acp: Jsonl, declared: Harness | None) -> Found | None:
 
 
 def locate(rollout: Rollout) -> tuple[Harness | None, Found | None]:
-    """The declared harness (else the one its request bodies show) and where its startup prompt is."""
+    """The declared harness (else the one its request bodies show) and where its startup prompt
+    is."""
     harness = harness_named(rollout.harness) or _sniffed(rollout.llm)
     found = from_llm(rollout.llm, harness) if harness else None
     if found is None:
@@ -339,8 +357,8 @@ def _unique(names: tuple[str, ...]) -> tuple[str, ...]:
 def _loading(
     expected: tuple[str, ...], status: CatalogStatus, skills: tuple[str, ...]
 ) -> Literal[0, 1] | None:
-    """1 when every expected task skill is in the recovered catalog, 0 when one is not, None when there is
-    nothing to expect or no catalog was read (not serialized, unknown, unparsable)."""
+    """1 when every expected task skill is in the recovered catalog, 0 when one is not, None when
+    there is nothing to expect or no catalog was read (not serialized, unknown, unparsable)."""
     if not expected or status != "recovered":
         return None
     catalog = {normalize_skill(name) for name in skills}
@@ -348,15 +366,17 @@ def _loading(
 
 
 def _hashed_text(found: Found | None) -> str | None:
-    """The exact catalog text (as the extract script hashes it), else the startup prompt that lacks one."""
+    """The exact catalog text (as the extract script hashes it), else the startup prompt that lacks
+    one."""
     if found is None:
         return None
     return found.parsed.block if found.parsed is not None else found.text
 
 
 def review_skills(rollout: Rollout) -> SkillCatalog:
-    """The SOP's record for one rollout: harness, catalog status and source, skill names, the catalog's
-    SHA-256, `task_skills_loading`, skill invocations and the task's own skill resources touched."""
+    """The SOP's record for one rollout: harness, catalog status and source, skill names, the
+    catalog's SHA-256, `task_skills_loading`, skill invocations and the task's own skill resources
+    touched."""
     expected = _unique(rollout.task_skills)
     harness, found = locate(rollout)
     status = _status(harness, found)

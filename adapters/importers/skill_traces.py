@@ -1,14 +1,14 @@
 """Skill invocations and task-skill access, line by line, in a rollout's LLM and ACP trajectories.
 
-SKILL.md's leakage rule is about the task's own skills: a no-skill run may see harness-global skills (Codex's
-`.codex/skills/.system/*`, OpenHands' built-ins, benchflow docs: "not leakage") but must not read or invoke
-the task's. So an invocation is listed whatever skill it names, while access is listed only where the task's
-own resources are touched: `skills/<task skill>` under any skills root, `<task skill>/SKILL.md`, anything
-under benchflow's sandbox skills dir (`deploy_skills` stages only the task's skills there, `/skills` by
-default), or an invocation of a task skill. Only what the agent did is read: tool calls in LLM responses
-(the request history repeats them) and ACP tool-call events; model prose and the startup prompt are not.
-Every scan is linear in the text and walks JSON without recursion, since the files come from the agent's
-sandbox.
+SKILL.md's leakage rule is about the task's own skills: a no-skill run may see harness-global skills
+(Codex's `.codex/skills/.system/*`, OpenHands' built-ins, benchflow docs: "not leakage") but must
+not read or invoke the task's. So an invocation is listed whatever skill it names, while access is
+listed only where the task's own resources are touched: `skills/<task skill>` under any skills root,
+`<task skill>/SKILL.md`, anything under benchflow's sandbox skills dir (`deploy_skills` stages only
+the task's skills there, `/skills` by default), or an invocation of a task skill. Only what the
+agent did is read: tool calls in LLM responses (the request history repeats them) and ACP tool-call
+events; model prose and the startup prompt are not. Every scan is linear in the text and walks JSON
+without recursion, since the files come from the agent's sandbox.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ EXPLICIT_SKILL_TOOLS = SKILL_TOOLS - {"skill"}
 SNIFFABLE_KINDS = frozenset({"", "other", "tool"})
 NAME_KEYS = ("skill", "name", "skill_name", "command")
 ARG_KEYS = ("args", "rawInput", "raw_input", "input", "arguments")
-#: Result envelopes anchored at the block start: opencode 1.18 / 1.17 and claude-agent-acp (metrics.py).
+#: Result envelopes anchored at the block start: opencode 1.18 / 1.17 and claude-agent-acp
+#: (metrics.py).
 ENVELOPE = re.compile(
     r'\A\s*(?:<skill_content\s+name\s*=\s*"(?P<a>[^"]+)"|#{1,6}\s*Skill:\s*(?P<b>\S+)'
     r"|Launching\s+skill:\s*(?P<c>\S+))",
@@ -61,7 +62,8 @@ def safe_text(value: str | None, limit: int | None = None) -> str | None:
 
 
 def strings(value: Any) -> Iterator[str]:
-    """Every string in a JSON value (keys excluded), without recursion: a deep line cannot crash this."""
+    """Every string in a JSON value (keys excluded), without recursion: a deep line cannot crash
+    this."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -103,8 +105,9 @@ def _skill_argument(args: dict[str, Any] | None) -> str | None:
 
 
 def _skill_md_parents(text: str) -> Iterator[tuple[str, str]]:
-    """(folder, `folder/SKILL.md`) for each `/SKILL.md`, found with `find` so a long run of name characters
-    costs one pass (a regex with a leading `[...]+` would retry it from every position)."""
+    """(folder, `folder/SKILL.md`) for each `/SKILL.md`, found with `find` so a long run of name
+    characters costs one pass (a regex with a leading `[...]+` would retry it from every
+    position)."""
     position = text.find("/SKILL.md")
     while position >= 0:
         start = position
@@ -146,9 +149,9 @@ def access_in(
 
 
 def llm_calls(response: Any) -> Iterator[tuple[str, Any]]:
-    """(tool name, arguments) of each call in a provider response, whatever its wire: chat `tool_calls[]
-    .function`, Anthropic `tool_use`, Responses `function_call`, Gemini `functionCall` all hold a name and
-    one of arguments / input / args."""
+    """(tool name, arguments) of each call in a provider response, whatever its wire: chat
+    `tool_calls[] .function`, Anthropic `tool_use`, Responses `function_call`, Gemini `functionCall`
+    all hold a name and one of arguments / input / args."""
     for item in _dicts(response):
         name = item.get("name")
         if isinstance(name, str):
@@ -170,7 +173,8 @@ def _acp_tool_name(event: dict[str, Any]) -> str:
 
 
 def _result_texts(content: Any) -> Iterator[str]:
-    """Tool-result text blocks of an ACP event (`{type: content, content: {type: text}}` or inline)."""
+    """Tool-result text blocks of an ACP event (`{type: content, content: {type: text}}` or
+    inline)."""
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
@@ -186,7 +190,8 @@ def _result_texts(content: Any) -> Iterator[str]:
 
 
 def _envelope(content: Any) -> tuple[str, str | None] | None:
-    """(marker, skill) when a result block opens with a skill envelope (metrics.py's anchored rule)."""
+    """(marker, skill) when a result block opens with a skill envelope (metrics.py's anchored
+    rule)."""
     for text in _result_texts(content):
         match = ENVELOPE.match(text)
         if match:
@@ -206,7 +211,8 @@ def _envelope(content: Any) -> tuple[str, str | None] | None:
 
 
 def _bare_title(event: dict[str, Any]) -> str | None:
-    """A title that is itself a skill name (`kind: skill, title: data-cleaning`), not a tool word."""
+    """A title that is itself a skill name (`kind: skill, title: data-cleaning`), not a tool
+    word."""
     title = event.get("title")
     if isinstance(title, str) and BARE_NAME.fullmatch(title.strip()):
         return title.strip() if _tool(title) not in SKILL_TOOLS else None
@@ -214,9 +220,9 @@ def _bare_title(event: dict[str, Any]) -> str | None:
 
 
 def acp_skill_call(event: dict[str, Any]) -> tuple[str, str | None] | None:
-    """(marker, skill) when an ACP tool-call event is a skill invocation, by benchflow's classifier rules:
-    a skill kind, tool name or explicit title; for a tool of no real kind, the bare title `skill` or a
-    result envelope."""
+    """(marker, skill) when an ACP tool-call event is a skill invocation, by benchflow's classifier
+    rules: a skill kind, tool name or explicit title; for a tool of no real kind, the bare title
+    `skill` or a result envelope."""
     kind, tool, title = _tool(event.get("kind")), _acp_tool_name(event), _tool(event.get("title"))
     envelope = _envelope(event.get("content")) if kind in SNIFFABLE_KINDS | SKILL_TOOLS else None
     if tool in SKILL_TOOLS or kind in SKILL_TOOLS or title in EXPLICIT_SKILL_TOOLS:
@@ -233,7 +239,8 @@ def acp_skill_call(event: dict[str, Any]) -> tuple[str, str | None] | None:
 
 
 def _tool_search(name: str, texts: Iterable[str]) -> str | None:
-    """Claude Code's ToolSearch selecting tools (`select:...`), which the SOP lists as skill evidence."""
+    """Claude Code's ToolSearch selecting tools (`select:...`), which the SOP lists as skill
+    evidence."""
     if not _tool(name).startswith("toolsearch"):
         return None
     selected = next((text for text in texts if "select:" in text), None)
@@ -267,7 +274,8 @@ class Traces:
     def call(
         self, file: str, line: int, marker: str | None, skill: str | None, texts: list[str]
     ) -> None:
-        """One tool call: an invocation when `marker` is set; access for a task skill or its paths."""
+        """One tool call: an invocation when `marker` is set; access for a task skill or its
+        paths."""
         if marker is not None:
             self.add(False, file, line, marker, skill)
             if skill is not None and normalize_skill(skill) in self.expected:
@@ -279,7 +287,8 @@ class Traces:
 def skill_traces(
     rollout: Rollout, expected: tuple[str, ...]
 ) -> tuple[tuple[SkillTrace, ...], tuple[SkillTrace, ...]]:
-    """(invocations, task-skill access) in file order: the LLM log's responses, then ACP's tool calls."""
+    """(invocations, task-skill access) in file order: the LLM log's responses, then ACP's tool
+    calls."""
     traces = Traces(frozenset(normalize_skill(name) for name in expected), sandbox_pattern(rollout))
     for line, row in rollout.llm.rows:
         for name, raw in llm_calls(row.get("response")):

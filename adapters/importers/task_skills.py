@@ -1,27 +1,33 @@
-"""The names of a task's own skills, from a rollout's files, in the order docs/review-skill.md gives.
+"""The names of a task's own skills, from a rollout's files, in the order docs/review-skill.md
+gives.
 
-SKILL.md's `task_skills_loading` needs the task's skill names, and benchflow's run directories do not carry
-them as such: they live in the task (`environment/skills/<name>/SKILL.md`, which `task_bundled_skills_dir`
-names), and config.json keeps only a host path to a temporary copy removed at cleanup. So they are looked
-for in this order, the first that answers wins, and which one answered is recorded with the names:
+SKILL.md's `task_skills_loading` needs the task's skill names, and benchflow's run directories do
+not carry them as such: they live in the task (`environment/skills/<name>/SKILL.md`, which
+`task_bundled_skills_dir` names), and config.json keeps only a host path to a temporary copy removed
+at cleanup. So they are looked for in this order, the first that answers wins, and which one
+answered is recorded with the names:
 
-1. `manifest`: a key the skill's `extract_harness_skills.py` reads (`task_skills`, `expected_task_skills`,
-   ...) at any depth of the run's configuration or result.json (the evals' `run_config.json` carry one).
+1. `manifest`: a key the skill's `extract_harness_skills.py` reads (`task_skills`,
+   `expected_task_skills`, ...) at any depth of the run's configuration or result.json (the evals'
+   `run_config.json` carry one).
 2. `runtime_folder`: for `skill_source: custom_runtime`, the runtime skills folder the run was given
    (`effective_skills_dir`, else `requested_skills_dir`), when it is still on this machine. Its
-   `source.file_hashes` then describe the task's bundled skills, which benchflow stripped from the run
-   (`strip_bundled_dir_from_copy`), so a custom-runtime run whose folder is gone goes on to inference.
-3. `file_hashes`: `source.file_hashes`, which `_write_config` and `_build_rollout_result` record whenever
-   the task has provenance (`task_file_hashes`: every file of the task by its posix path); the skills
-   are the `environment/skills/<name>/SKILL.md` entries. A list that holds `task.toml` or `task.md` is
-   the whole task, so one without skill entries says the task bundles none.
-4. `skills_folder`: a folder the configuration names (`effective_skills_dir`, `requested_skills_dir`,
-   `<task_path>/environment/skills` as the extract script looks) when it still exists here.
+   `source.file_hashes` then describe the task's bundled skills, which benchflow stripped from the
+   run (`strip_bundled_dir_from_copy`), so a custom-runtime run whose folder is gone goes on to
+   inference.
+3. `file_hashes`: `source.file_hashes`, which `_write_config` and `_build_rollout_result` record
+   whenever the task has provenance (`task_file_hashes`: every file of the task by its posix path);
+   the skills are the `environment/skills/<name>/SKILL.md` entries. A list that holds `task.toml` or
+   `task.md` is the whole task, so one without skill entries says the task bundles none.
+4. `skills_folder`: a folder the configuration names (`effective_skills_dir`,
+   `requested_skills_dir`, `<task_path>/environment/skills` as the extract script looks) when it
+   still exists here.
 
-Folders are read read-only and bounded: absolute paths only (a relative one was relative to benchflow's
-working directory, unknown here), the folder opened with O_NOFOLLOW, at most `MAX_ENTRIES` entries, a
-skill only a real directory holding a regular `SKILL.md` (lstat: no link is followed). The fifth source,
-inference across an imported batch, is `infer_task_skills` (pure): the caller gathers the arms.
+Folders are read read-only and bounded: absolute paths only (a relative one was relative to
+benchflow's working directory, unknown here), the folder opened with O_NOFOLLOW, at most
+`MAX_ENTRIES` entries, a skill only a real directory holding a regular `SKILL.md` (lstat: no link is
+followed). The fifth source, inference across an imported batch, is `infer_task_skills` (pure): the
+caller gathers the arms.
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ TASK_SKILL_KEYS = frozenset(
         "task_skills",
     )
 )
-#: The extract script's task-path keys: `<path>/environment/skills/*/SKILL.md` names the task's skills.
+#: The extract script's task-path keys: `<path>/environment/skills/*/SKILL.md` names the task's
+#: skills.
 TASK_PATH_KEYS = ("task_dir", "task_path", "tasks_dir")
 HASHED_SKILL = re.compile(r"environment/skills/([^/]+)/SKILL\.md")
 SKILL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -57,7 +64,8 @@ MAX_ENTRIES = 512  # a skills folder with more entries than this is not read
 
 @dataclass(frozen=True)
 class Named:
-    """The task's skill names, which source gave them, and where exactly (file and key, or folder)."""
+    """The task's skill names, which source gave them, and where exactly (file and key, or
+    folder)."""
 
     names: tuple[str, ...]
     source: TaskSkillsSource
@@ -79,7 +87,8 @@ def _names(value: Any) -> list[str]:
 
 
 def _manifest(documents: list[tuple[str, dict[str, Any] | None]]) -> Named | None:
-    """Every name under a `TASK_SKILL_KEYS` key, at any depth, walked without recursion, in order."""
+    """Every name under a `TASK_SKILL_KEYS` key, at any depth, walked without recursion, in
+    order."""
     found: list[str] = []
     origins: list[str] = []
     for name, document in documents:
@@ -109,8 +118,9 @@ def _unique(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def read_skills_folder(path: str) -> tuple[str, ...] | None:
-    """The skills in a folder (`<name>/SKILL.md`), or None when it is not an absolute, real, readable
-    folder of at most `MAX_ENTRIES` entries. Nothing is followed through a link, nothing is written."""
+    """The skills in a folder (`<name>/SKILL.md`), or None when it is not an absolute, real,
+    readable folder of at most `MAX_ENTRIES` entries. Nothing is followed through a link, nothing is
+    written."""
     if not path.startswith("/") or "\x00" in path:
         return None
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -167,7 +177,8 @@ def _file_hashes(documents: list[tuple[str, dict[str, Any] | None]]) -> Named | 
 
 
 def find_task_skills(documents: list[tuple[str, dict[str, Any] | None]]) -> Named | None:
-    """Sources 1 to 4 over the run's configuration and result.json (`(file name, object)`, in order)."""
+    """Sources 1 to 4 over the run's configuration and result.json (`(file name, object)`, in
+    order)."""
     named = _manifest(documents)
     if named is not None:
         return named
@@ -197,7 +208,7 @@ def find_task_skills(documents: list[tuple[str, dict[str, Any] | None]]) -> Name
     return None
 
 
-# --- the fifth source: inference across a batch's arms (pure) ---------------------------------------
+# --- the fifth source: inference across a batch's arms (pure) -------------------------------------
 
 
 @dataclass(frozen=True)
@@ -219,9 +230,9 @@ class Inferred:
 
 
 def infer_task_skills(arms: Iterable[Arm]) -> dict[tuple[str, str], Inferred]:
-    """Per (task, harness): the skills some with-skill catalog shows beyond what every no-skill catalog
-    of the same task and harness shows (the harness-global baseline). Only recovered catalogs count,
-    and only where both arms have one; an empty difference names nothing."""
+    """Per (task, harness): the skills some with-skill catalog shows beyond what every no-skill
+    catalog of the same task and harness shows (the harness-global baseline). Only recovered
+    catalogs count, and only where both arms have one; an empty difference names nothing."""
     with_skill: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     no_skill: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     for arm in arms:
@@ -239,8 +250,9 @@ def infer_task_skills(arms: Iterable[Arm]) -> dict[tuple[str, str], Inferred]:
         names = _unique(n for c in catalogs for n in c if normalize_skill(n) not in baseline)
         if names:
             origin = (
-                f"inferred: shown by the with-skill catalogs of {len(catalogs)} run(s) and not by "
-                f"every no-skill catalog of {len(baselines)} run(s) of task {key[0]}, harness {key[1]}"
+                f"inferred: shown by the with-skill catalogs of "
+                f"{len(catalogs)} run(s) and not by every no-skill catalog of "
+                f"{len(baselines)} run(s) of task {key[0]}, harness {key[1]}"
             )
             inferred[key] = Inferred(tuple(sorted(names, key=normalize_skill)), origin)
     return inferred
@@ -256,8 +268,9 @@ def loading(expected: tuple[str, ...], catalog: SkillCatalog) -> int | None:
 
 
 def with_task_skills(catalog: SkillCatalog, inferred: Inferred) -> SkillCatalog:
-    """The catalog judged against inferred task skills: loading recomputed, and each recorded invocation
-    of one of them added to the task-skill access (path reads under `/skills` are there already)."""
+    """The catalog judged against inferred task skills: loading recomputed, and each recorded
+    invocation of one of them added to the task-skill access (path reads under `/skills` are there
+    already)."""
     wanted = {normalize_skill(name) for name in inferred.names}
     seen = {(t.file, t.line, normalize_skill(t.skill or "")) for t in catalog.task_skill_access}
     access: list[SkillTrace] = list(catalog.task_skill_access)

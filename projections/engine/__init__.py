@@ -1,1 +1,2 @@
-"""The engine that keeps read models equal to the log: catch-up, rebuilds, views, read-only connections."""
+"""The engine that keeps read models equal to the log: catch-up, rebuilds, views, read-only
+connections."""

@@ -1,11 +1,13 @@
-"""Catching read models up with the log: checked pages, each applied to every read model in one transaction.
+"""Catching read models up with the log: checked pages, each applied to every read model in one
+transaction.
 
-A page is read from the store in chunks (`READ` events, and no more than a share of the memory cap in states),
-each checked against the hash chain (continuing from the head the file keeps) and staged as it arrives, while
-DuckDB applies the page before. Then the page is copied into `events`, every projection appends its rows for
-that window of positions with set-based SQL, and the tracking position moves to the page's last position, all
-in one transaction: a crash anywhere leaves the previous page's state, and the next reader resumes from there
-(exactly once, never skipping). `runner` decides when to catch up; this module does it.
+A page is read from the store in chunks (`READ` events, and no more than a share of the memory cap
+in states), each checked against the hash chain (continuing from the head the file keeps) and staged
+as it arrives, while DuckDB applies the page before. Then the page is copied into `events`, every
+projection appends its rows for that window of positions with set-based SQL, and the tracking
+position moves to the page's last position, all in one transaction: a crash anywhere leaves the
+previous page's state, and the next reader resumes from there (exactly once, never skipping).
+`runner` decides when to catch up; this module does it.
 """
 
 from __future__ import annotations
@@ -29,31 +31,36 @@ from ..read_models import event_rows
 from ..read_models.base import consumed_types
 from ..read_models.registry import PROJECTIONS
 
-#: Rows applied together: staged into DuckDB, then every projection's statements once for the lot, and one
-#: tracking move. One row group (DuckDB's unit of storage): a 1,000,000-event rebuild ran 10% faster than
-#: with pages of 50,000 (fewer rounds of statements, fuller row groups written).
+#: Rows applied together: staged into DuckDB, then every projection's statements once for the lot,
+#: and one tracking move. One row group (DuckDB's unit of storage): a 1,000,000-event rebuild ran
+#: 10% faster than with pages of 50,000 (fewer rounds of statements, fuller row groups written).
 PAGE = 122_880
-#: Rows read from the store at a time (one DuckDB vector), checked, and appended to the staging table as they
-#: come: the reader runs a page ahead in chunks while DuckDB applies the page before, and Python never holds two
-#: whole pages (read whole, pages this size took that rebuild's peak from 511 to 728 MB; in chunks it is 460).
+#: Rows read from the store at a time (one DuckDB vector), checked, and appended to the staging
+#: table as they come: the reader runs a page ahead in chunks while DuckDB applies the page before,
+#: and Python never holds two whole pages (read whole, pages this size took that rebuild's peak from
+#: 511 to 728 MB; in chunks it is 460).
 READ = 2_048
-#: ... and at most this share of the memory cap in states. DuckDB parses a vector's facts together, so its
-#: working memory follows the bytes in a vector, not the rows: 100 events holding 20,000-test results each (29 MB
-#: of JSON) exhausted a 256 MB cap. A chunk cut short by this ends its page, so every vector of a page stays
-#: within it (a single larger event is read alone).
+#: ... and at most this share of the memory cap in states. DuckDB parses a vector's facts together,
+#: so its working memory follows the bytes in a vector, not the rows: 100 events holding 20,000-test
+#: results each (29 MB of JSON) exhausted a 256 MB cap. A chunk cut short by this ends its page, so
+#: every vector of a page stays within it (a single larger event is read alone).
 READ_SHARE_OF_MEMORY = 64
-#: Chunks appended to the staging table at once: one appender a chunk cost a 1,000,000-event rebuild 0.8 s more.
+#: Chunks appended to the staging table at once: one appender a chunk cost a 1,000,000-event rebuild
+#: 0.8 s more.
 APPEND_CHUNKS = 8
-#: The reader runs a page ahead, and holds at most this share of the memory cap in states (beside DuckDB's).
+#: The reader runs a page ahead, and holds at most this share of the memory cap in states (beside
+#: DuckDB's).
 READ_AHEAD_SHARE_OF_MEMORY = 4
-#: A rebuild commits every this many pages: each commit writes the WAL and may checkpoint, and at one commit
-#: per page that was a quarter of a 1,000,000-event rebuild (measured).
+#: A rebuild commits every this many pages: each commit writes the WAL and may checkpoint, and at
+#: one commit per page that was a quarter of a 1,000,000-event rebuild (measured).
 REBUILD_PAGES_PER_COMMIT = 5
-#: The staging table, empty between pages: TEMP (this connection's, in memory), so a page's states are written to
-#: the file once (into `events`), not also into the file's WAL on their way in and out. Made anew by every
-#: catch-up: a chunk is staged before its page's transaction begins, so a failed catch-up may leave one behind.
+#: The staging table, empty between pages: TEMP (this connection's, in memory), so a page's states
+#: are written to the file once (into `events`), not also into the file's WAL on their way in and
+#: out. Made anew by every catch-up: a chunk is staged before its page's transaction begins, so a
+#: failed catch-up may leave one behind.
 STAGING = (
-    f"CREATE OR REPLACE TEMP TABLE {event_rows.PAGE_TABLE} (position BIGINT, originator_id VARCHAR, "
+    f"CREATE OR REPLACE TEMP TABLE {event_rows.PAGE_TABLE} "
+    f"(position BIGINT, originator_id VARCHAR, "
     "originator_version INTEGER, topic VARCHAR, state VARCHAR, recorded_by VARCHAR)"
 )
 TRACKING_NAME = "lineage"
@@ -65,7 +72,8 @@ def tracked_position(db: ReadModelDB) -> int:
 
 
 def tracked(db: ReadModelDB) -> tuple[int, Head | None]:
-    """The position the file holds the log up to, and the chain head there (None before the first event)."""
+    """The position the file holds the log up to, and the chain head there (None before the first
+    event)."""
     rows = db.rows(
         "SELECT position, head_hash FROM lineage_tracking WHERE name = ?", [TRACKING_NAME]
     )
@@ -84,12 +92,14 @@ def catch_up(
     inside_page: Callable[[int], None] | None = None,
     pages_per_commit: int = 1,
 ) -> int:
-    """Apply every event after the tracked position (up to `stop`); returns the new tracked position.
+    """Apply every event after the tracked position (up to `stop`); returns the new tracked
+    position.
 
-    Every page is checked against the log's hash chain before it is applied (continuing from the head kept in
-    the file), so a broken chain stops the read models before the break (IntegrityFailure, exit 3). Each page
-    moves the tracking row in the transaction that applies it; `pages_per_commit` pages share one transaction
-    (a rebuild's choice: a crash then leaves the last committed page, and fewer commits write less).
+    Every page is checked against the log's hash chain before it is applied (continuing from the
+    head kept in the file), so a broken chain stops the read models before the break
+    (IntegrityFailure, exit 3). Each page moves the tracking row in the transaction that applies it;
+    `pages_per_commit` pages share one transaction (a rebuild's choice: a crash then leaves the last
+    committed page, and fewer commits write less).
     """
     last, head = tracked(db)
     if stop is not None and last >= stop:
@@ -117,7 +127,8 @@ def catch_up(
 
 @dataclass
 class _Staged:
-    """A page in the staging table: how many rows, its last position and the chain head there, its event types."""
+    """A page in the staging table: how many rows, its last position and the chain head there, its
+    event types."""
 
     rows: int
     high: int
@@ -131,9 +142,9 @@ def _staged_pages(
     chunks_per_page: int,
     read: int,
 ) -> Iterator[_Staged]:
-    """Stage up to `chunks_per_page` chunks a page, appended `APPEND_CHUNKS` at a time as they arrive. A chunk
-    of fewer than `read` rows (cut short by its bytes, or the log's end) ends its page: the page's vectors then
-    line up with its chunks, each within the byte budget."""
+    """Stage up to `chunks_per_page` chunks a page, appended `APPEND_CHUNKS` at a time as they
+    arrive. A chunk of fewer than `read` rows (cut short by its bytes, or the log's end) ends its
+    page: the page's vectors then line up with its chunks, each within the byte budget."""
     for first in chunks:
         staged = _Staged(0, 0, None, set())
         waiting: list[tuple[Any, ...]] = []
@@ -153,9 +164,10 @@ def _staged_pages(
 
 @contextmanager
 def _unscanned(db: ReadModelDB) -> Iterator[None]:
-    """The projections' own statements, run without the scan for views and macros to make (`shadows`): they
-    call only scalar macros, made when the connection was opened, and the scan would make every view whose
-    name appears in them as a word (`children`), at a few milliseconds each."""
+    """The projections' own statements, run without the scan for views and macros to make
+    (`shadows`): they call only scalar macros, made when the connection was opened, and the scan
+    would make every view whose name appears in them as a word (`children`), at a few milliseconds
+    each."""
     scan, db.before_statement = db.before_statement, None
     try:
         yield
@@ -165,12 +177,14 @@ def _unscanned(db: ReadModelDB) -> Iterator[None]:
 
 @contextmanager
 def _one_thread(db: ReadModelDB, rows: int) -> Iterator[None]:
-    """DuckDB on one thread while pages are applied, then its default again for the connection's queries.
+    """DuckDB on one thread while pages are applied, then its default again for the connection's
+    queries.
 
-    A page is one row group, the unit DuckDB splits a scan by, so more threads only woke up to wait: a
-    1,000,000-event rebuild took 10% longer with two than with one (it took a tenth more CPU time for the same
-    wall time with pages of 50,000); and the page reader's thread needs that core. A page under one vector
-    (2,048 rows) is never split, and the two settings would cost a one-event catch-up a millisecond.
+    A page is one row group, the unit DuckDB splits a scan by, so more threads only woke up to wait:
+    a 1,000,000-event rebuild took 10% longer with two than with one (it took a tenth more CPU time
+    for the same wall time with pages of 50,000); and the page reader's thread needs that core. A
+    page under one vector (2,048 rows) is never split, and the two settings would cost a one-event
+    catch-up a millisecond.
     """
     if rows < 2048:
         yield
@@ -188,8 +202,8 @@ def _apply_page(
     last: int,
     inside_page: Callable[[int], None] | None,
 ) -> int:
-    """The staged page into `events`, every projection's rows for its window, and the tracking row; returns its
-    end."""
+    """The staged page into `events`, every projection's rows for its window, and the tracking row;
+    returns its end."""
     high, head = staged.high, staged.head
     db.execute(event_rows.STAGE_PAGE)
     db.execute(f"DELETE FROM temp.main.{event_rows.PAGE_TABLE}")
@@ -214,11 +228,12 @@ def _checked_chunks(
     chunk: int,
     max_bytes: int | None = None,
 ) -> Iterator[tuple[list[tuple[Any, ...]], Head | None]]:
-    """Chunks of the log (`chunk` rows, or fewer holding `max_bytes` of state) with the chain head at each one's
-    end."""
+    """Chunks of the log (`chunk` rows, or fewer holding `max_bytes` of state) with the chain head
+    at each one's end."""
     if after and head is None:
         raise IntegrityFailure(
-            f"the read models are at position {after} but do not say which log head they were built from",
+            f"the read models are at position {after} but "
+            f"do not say which log head they were built from",
             hint="run `lineage rebuild`",
         )
     while rows := recorder.log_rows(after, stop, chunk, max_bytes):
@@ -241,13 +256,15 @@ def _checked_chunks(
 
 
 def _as_text(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The rows with their state as text for DuckDB; state that is not UTF-8 was not written by this tool."""
+    """The rows with their state as text for DuckDB; state that is not UTF-8 was not written by this
+    tool."""
     try:
         return [(r[0], r[1], r[2], r[3], r[4].decode(), r[5]) for r in rows]
     except (UnicodeDecodeError, AttributeError):
         bad = next(r[0] for r in rows if not isinstance(r[4], bytes) or not _utf8(r[4]))
         raise IntegrityFailure(
-            f"the stored event at position {bad} is not the UTF-8 JSON rollout-lineage writes; it was edited",
+            f"the stored event at position {bad} is not the "
+            f"UTF-8 JSON rollout-lineage writes; it was edited",
             hint="run `lineage verify` for the whole report, and restore the store from a backup",
         ) from None
 
@@ -267,11 +284,11 @@ def _utf8(data: bytes) -> bool:
 def _prefetched(
     items: Iterator[T], ahead: int, ahead_bytes: int, size: Callable[[T], int]
 ) -> Iterator[T]:
-    """Read up to `ahead` items, and up to `ahead_bytes` of them by `size` (at least one), from the store while
-    DuckDB applies what came before (DuckDB releases the GIL).
+    """Read up to `ahead` items, and up to `ahead_bytes` of them by `size` (at least one), from the
+    store while DuckDB applies what came before (DuckDB releases the GIL).
 
-    A thread of its own reads and hands items over: a one-event catch-up hands over one item and the end,
-    where a future per item read ahead cost it half a millisecond."""
+    A thread of its own reads and hands items over: a one-event catch-up hands over one item and the
+    end, where a future per item read ahead cost it half a millisecond."""
     handed: SimpleQueue[tuple[bool, Any, int]] = SimpleQueue()
     room = threading.Condition()
     held = [0, 0]  # items read and not yet taken, and their size
@@ -313,7 +330,9 @@ def _prefetched(
     except KeyboardInterrupt:
         interrupted = True
         raise
-    finally:  # a consumer that stops early: the reader, waiting for room or reading, ends at its next step
+    finally:
+        # a consumer that stops early: the reader, waiting for room or reading, ends at its next
+        # step
         with room:
             stopped.set()
             room.notify()

@@ -1,8 +1,9 @@
 """Read models for statements we did not write (users' SQL), on a read-only connection.
 
-DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
-extensions and the memory cap out of reach. When the store's file already holds the whole log as this code
-builds it (the usual case), it is opened once, read-only; otherwise it is caught up first and reopened.
+DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps
+files, extensions and the memory cap out of reach. When the store's file already holds the whole log
+as this code builds it (the usual case), it is opened once, read-only; otherwise it is caught up
+first and reopened.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ def read_only_models(
 ) -> Iterator[ReadModelDB]:
     """Caught-up read models reopened read-only, for statements we did not write (users' SQL).
 
-    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration keeps files,
-    extensions and the memory cap out of reach. `--as-of` and `--occurred-before` answers are built in a
-    scratch file first, because an in-memory database cannot be opened read-only. `writable_directory` is for
-    our own exports only (Parquet), never users' SQL.
+    DuckDB then refuses every change however it is phrased, and the sealed, locked configuration
+    keeps files, extensions and the memory cap out of reach. `--as-of` and `--occurred-before`
+    answers are built in a scratch file first, because an in-memory database cannot be opened
+    read-only. `writable_directory` is for our own exports only (Parquet), never users' SQL.
     """
     if occurred_before is not None and as_of is None:
         as_of = lineage.position()  # a selection of the log is built apart, like a prefix
@@ -89,8 +90,9 @@ def _open_read_only(
 def _current_read_only(
     lineage: OpenedStore, writable_directory: Path | None = None
 ) -> ReadModelDB | None:
-    """The store's read models opened read-only, when they already hold the whole log as this code builds it
-    (the usual case for a query): one open instead of a catch-up open, its close, and a read-only one."""
+    """The store's read models opened read-only, when they already hold the whole log as this code
+    builds it (the usual case for a query): one open instead of a catch-up open, its close, and a
+    read-only one."""
     if not Path(lineage.read_models_path).exists() or _log_written_since(lineage):
         return None
     db = _open_read_only(lineage, lineage.read_models_path, writable_directory)
@@ -105,10 +107,11 @@ def _current_read_only(
 
 
 def _log_written_since(lineage: OpenedStore) -> bool:
-    """The SQLite log was written after the read-model file was last caught up, so opening the file to ask
-    would only find it behind (a DuckDB open, ~15 ms, saved). Only a guess at which way to open: whichever
-    way, what is read is checked against the log first. Readers do not change a SQLite file's times, writers
-    do; `_mark_caught_up` keeps the guess from sticking after a write that held no event (the Merkle tree's)."""
+    """The SQLite log was written after the read-model file was last caught up, so opening the file
+    to ask would only find it behind (a DuckDB open, ~15 ms, saved). Only a guess at which way to
+    open: whichever way, what is read is checked against the log first. Readers do not change a
+    SQLite file's times, writers do; `_mark_caught_up` keeps the guess from sticking after a write
+    that held no event (the Merkle tree's)."""
     log = lineage.store_url.sqlite_path
     if log is None:
         return False
@@ -122,7 +125,8 @@ def _log_written_since(lineage: OpenedStore) -> bool:
 
 
 def _mark_caught_up(lineage: OpenedStore) -> None:
-    """The read-model file now holds the whole log: its time says so even if nothing was written to it."""
+    """The read-model file now holds the whole log: its time says so even if nothing was written to
+    it."""
     with contextlib.suppress(
         OSError
     ):  # a read-only copy: the guess stays wrong, and costs only the probe

@@ -1,6 +1,7 @@
-"""Opening read models: the schema a file must have (rebuilt when it is stale or not this log's), catching it up
-(`paging`), rebuilding it, comparing it with a rebuild, and `--as-of` answers, built the same way from the log
-prefix into a new database, so they are what the log said at that position and nothing later.
+"""Opening read models: the schema a file must have (rebuilt when it is stale or not this log's),
+catching it up (`paging`), rebuilding it, comparing it with a rebuild, and `--as-of` answers, built
+the same way from the log prefix into a new database, so they are what the log said at that position
+and nothing later.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ class ReadSettings(Protocol):
 
 
 class OpenedStore(Protocol):
-    """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one): its settings
-    (memory cap, lock timeout), its URL, the application (the write side), the chained log as readers see it,
-    where its read models live, and the log's position. A port, so this layer does not import the composition
-    root above it."""
+    """What the readers here need of an opened store (`rollout_lineage.bootstrap.Lineage` is one):
+    its settings (memory cap, lock timeout), its URL, the application (the write side), the chained
+    log as readers see it, where its read models live, and the log's position. A port, so this layer
+    does not import the composition root above it."""
 
     @property
     def settings(self) -> ReadSettings: ...
@@ -63,11 +64,14 @@ class OpenedStore(Protocol):
 
 
 BOOKKEEPING = (
-    "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
-    # The chain hash at the tracked position: a read-model file is a faithful prefix of a log only while the log
-    # still holds that hash there (another store, a rewritten or truncated log all differ).
+    "CREATE TABLE IF NOT EXISTS lineage_tracking (name VARCHAR "
+    "PRIMARY KEY, position BIGINT NOT NULL, store VARCHAR NOT NULL)",
+    # The chain hash at the tracked position: a read-model file is a faithful prefix of a log only
+    # while the log still holds that hash there (another store, a rewritten or truncated log all
+    # differ).
     "ALTER TABLE lineage_tracking ADD COLUMN IF NOT EXISTS head_hash VARCHAR",
-    "CREATE TABLE IF NOT EXISTS lineage_projection_versions (name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS lineage_projection_versions "
+    "(name VARCHAR PRIMARY KEY, version INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lineage_schema (fingerprint VARCHAR)",
     # The staging table of files before it became TEMP (below): nothing reads it any more.
     f"DROP TABLE IF EXISTS main.{events_table.PAGE_TABLE}",
@@ -75,7 +79,8 @@ BOOKKEEPING = (
 
 
 def _fingerprint() -> str:
-    """Changes whenever any DDL, view or macro text changes (views are cheap to recreate, so any edit does)."""
+    """Changes whenever any DDL, view or macro text changes (views are cheap to recreate, so any
+    edit does)."""
     text = "\n".join(
         [
             *BOOKKEEPING,
@@ -91,7 +96,8 @@ def _fingerprint() -> str:
 
 
 def _state(db: ReadModelDB) -> dict[str, Any] | None:
-    """What the file says it holds: store, position, head hash, schema fingerprint (None for a new or old file)."""
+    """What the file says it holds: store, position, head hash, schema fingerprint (None for a new
+    or old file)."""
     try:
         rows = db.connection.execute(
             "SELECT t.store, t.position, t.head_hash, s.fingerprint FROM lineage_tracking t, "
@@ -108,7 +114,8 @@ def _state(db: ReadModelDB) -> dict[str, Any] | None:
 
 
 def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
-    """The file was built from a prefix of this very log: the log still holds the recorded head at that position."""
+    """The file was built from a prefix of this very log: the log still holds the recorded head at
+    that position."""
     if not state["position"] or log is None:
         return True
     return (
@@ -118,7 +125,8 @@ def _faithful(state: dict[str, Any], log: ChainedLog | None) -> bool:
 
 
 def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
-    """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or re-create."""
+    """The file holds the whole log, as this code builds it: nothing to catch up, rebuild or
+    re-create."""
     with within_limits():  # the catalog queries too can pass a tiny cap
         state = _state(db)
         position = log.max_notification_id() or 0
@@ -130,7 +138,8 @@ def is_current(db: ReadModelDB, store: str, log: ChainedLog) -> bool:
         )
 
 
-#: Every table this code keeps in a read-model file; the file holds nothing else (no views, no macros).
+#: Every table this code keeps in a read-model file; the file holds nothing else (no views, no
+#: macros).
 OWN_TABLES = sorted(
     {name for projection in PROJECTIONS for name in projection.tables}
     | {"lineage_tracking", "lineage_projection_versions", "lineage_schema"}
@@ -138,31 +147,31 @@ OWN_TABLES = sorted(
 
 
 def _foreign_objects(db: ReadModelDB) -> list[tuple[str, str]]:
-    """(kind, name) of each schema but `main`, each view, and each table not ours, in the file: this code made
-    none of them.
+    """(kind, name) of each schema but `main`, each view, and each table not ours, in the file: this
+    code made none of them.
 
-    The file keeps tables only; views and macros exist as TEMP objects of each connection (`shadows`). A
-    statement can still reach the file's own catalog past them (`json_execute_serialized_sql` runs its query on
-    a connection of its own, which sees the file and nothing else), so a view there, or a table named like one
-    of our views, could answer in their place. Such a file was edited outside rollout-lineage: it is rebuilt.
+    The file keeps tables only; views and macros exist as TEMP objects of each connection
+    (`shadows`). A statement can still reach the file's own catalog past them
+    (`json_execute_serialized_sql` runs its query on a connection of its own, which sees the file
+    and nothing else), so a view there, or a table named like one of our views, could answer in
+    their place. Such a file was edited outside rollout-lineage: it is rebuilt.
     """
     rows = db.connection.execute(
-        "SELECT 'SCHEMA', schema_name FROM duckdb_schemas() WHERE database_name = $1 AND NOT internal "
-        "AND schema_name <> 'main' "
-        "UNION ALL SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = $1 "
-        "AND schema_name = 'main' AND NOT internal "
-        "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = $1 "
-        "AND schema_name = 'main' AND NOT list_contains($2, table_name) ORDER BY ALL",
+        "SELECT 'SCHEMA', schema_name FROM duckdb_schemas() WHERE database_name = $1 AND "
+        "NOT internal AND schema_name <> 'main' UNION ALL SELECT 'VIEW', view_name FROM "
+        "duckdb_views() WHERE database_name = $1 AND schema_name = 'main' AND NOT internal "
+        "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE database_name = "
+        "$1 AND schema_name = 'main' AND NOT list_contains($2, table_name) ORDER BY ALL",
         [db.catalog, OWN_TABLES],
     ).fetchall()
     return [(row[0], row[1]) for row in rows]
 
 
 def _stored_definitions(db: ReadModelDB) -> list[tuple[str, str]]:
-    """Macros and types stored in the file (this code stores none). Slower to list than `_foreign_objects`
-    (DuckDB lists them among all its built-ins: ~15 ms), so asked only where the file is rebuilt or checked: a
-    macro there reaches no query of ours, but a type named like a built-in (`json`) would be what the next
-    `CREATE TABLE` used."""
+    """Macros and types stored in the file (this code stores none). Slower to list than
+    `_foreign_objects` (DuckDB lists them among all its built-ins: ~15 ms), so asked only where the
+    file is rebuilt or checked: a macro there reaches no query of ours, but a type named like a
+    built-in (`json`) would be what the next `CREATE TABLE` used."""
     types = db.connection.execute(
         "SELECT 'TYPE', type_name FROM duckdb_types() WHERE database_name = ? AND NOT internal "
         "ORDER BY ALL",
@@ -180,16 +189,17 @@ def _drop_foreign(db: ReadModelDB, found: list[tuple[str, str]]) -> None:
             db.execute(f"DROP {kind} {where}{cascade}")
         except MISSING_OBJECT as exc:
             raise StoreUnavailable(
-                f"the read models at {db.path} hold a {kind.lower()} {name!r} this code did not make and "
-                f"cannot remove: {str(exc).splitlines()[0]}",
+                f"the read models at {db.path} hold a {kind.lower()} {name!r} this "
+                f"code did not make and cannot remove: {str(exc).splitlines()[0]}",
                 hint="remove the file; it is derived from the log and rebuilt on the next read",
             ) from None
 
 
 def ensure_schema(db: ReadModelDB, store: str, log: ChainedLog | None = None) -> None:
-    """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten log, a
-    projection's new version); then every statement on `db` (the catch-up's own, which call macros too, and every
-    query) runs against this code's macros and views, never the file's copies (`shadows`)."""
+    """Create what is missing; rebuild what is stale (another store or log, a shorter or rewritten
+    log, a projection's new version); then every statement on `db` (the catch-up's own, which call
+    macros too, and every query) runs against this code's macros and views, never the file's copies
+    (`shadows`)."""
     with within_limits():  # the catalog queries too can pass a tiny cap
         state = _state(db)
         log_position = (log.max_notification_id() or 0) if log is not None else None
@@ -208,11 +218,12 @@ def _rebuild_what_is_stale(
     log_position: int | None,
 ) -> None:
     foreign = _foreign_objects(db)
-    # A new file holds nothing; any other is searched for macros too (a slow catalog query, so only here).
+    # A new file holds nothing; any other is searched for macros too (a slow catalog query, so only
+    # here).
     stored = _stored_definitions(db) if state is not None or foreign else []
     with db.transaction():
-        # Edited outside rollout-lineage (or by a version that kept views and macros in the file): nothing in
-        # it can be trusted, so it is rebuilt.
+        # Edited outside rollout-lineage (or by a version that kept views and macros in the file):
+        # nothing in it can be trusted, so it is rebuilt.
         _drop_foreign(db, [*foreign, *stored])
         for statement in BOOKKEEPING:
             db.execute(statement)
@@ -268,8 +279,8 @@ def _stale_tracking(
     log: ChainedLog | None,
     log_position: int | None,
 ) -> bool:
-    """The events the file copied are not this log's: another store, another `events` shape, a shorter or
-    rewritten log."""
+    """The events the file copied are not this log's: another store, another `events` shape, a
+    shorter or rewritten log."""
     return (
         tracked["store"] != store
         or versions.get("events", events_table.PROJECTION.version)
@@ -288,11 +299,12 @@ def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int
             and projection is not events_table.PROJECTION
             and position
         ):
-            # A new or changed projection catches up from the events already copied, not from the store.
+            # A new or changed projection catches up from the events already copied, not from the
+            # store.
             for statement in projection.apply:
                 db.execute(statement, {"lo": 0, "hi": position})
-    # Every projection is now at this code's version. One plain insert: an upsert (INSERT OR REPLACE, ON
-    # CONFLICT) costs DuckDB about 2 ms a statement, more than creating a table.
+    # Every projection is now at this code's version. One plain insert: an upsert (INSERT OR
+    # REPLACE, ON CONFLICT) costs DuckDB about 2 ms a statement, more than creating a table.
     db.execute("DELETE FROM lineage_projection_versions")
     db.execute(
         "INSERT INTO lineage_projection_versions SELECT unnest(?), unnest(?)",
@@ -301,7 +313,8 @@ def _create_projections(db: ReadModelDB, versions: dict[str, int], position: int
 
 
 def drop_owned(db: ReadModelDB, projection: Projection) -> None:
-    """Drop what a projection owns, whichever kind each name is now (a new version may turn a table into a view)."""
+    """Drop what a projection owns, whichever kind each name is now (a new version may turn a table
+    into a view)."""
     for name in projection.owned_names():
         found = db.connection.execute(
             "SELECT table_type FROM information_schema.tables WHERE table_catalog = ? "
@@ -314,8 +327,8 @@ def drop_owned(db: ReadModelDB, projection: Projection) -> None:
 
 
 def _require_writable(db: ReadModelDB, doing: str) -> None:
-    """A file opened read-only because it cannot be written (`_current_in_place`) is refused in our words, not
-    DuckDB's ("attached in read-only mode", a traceback)."""
+    """A file opened read-only because it cannot be written (`_current_in_place`) is refused in our
+    words, not DuckDB's ("attached in read-only mode", a traceback)."""
     if db.path != ":memory:" and not may_write(Path(db.path)):
         raise StoreUnavailable(
             f"expected to {doing} the read models at {db.path}, found the file cannot be written",
@@ -337,14 +350,16 @@ def rebuild(db: ReadModelDB, recorder: ChainedLog, store: str) -> int:
 
 @dataclass
 class ReadModels:
-    """A caught-up DuckDB connection for read commands (persistent file, or in memory for --as-of)."""
+    """A caught-up DuckDB connection for read commands (persistent file, or in memory for
+    --as-of)."""
 
     db: ReadModelDB
     position: int
     as_of: int | None = None
 
     def refresh(self, lineage: OpenedStore) -> int:
-        """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips reopening the file)."""
+        """Catch up again (a long-lived reader, e.g. a harness or `project --follow`, skips
+        reopening the file)."""
         if self.as_of is None:
             if (lineage.log.max_notification_id() or 0) > self.position:
                 _require_writable(self.db, "catch up")
@@ -368,7 +383,8 @@ def open_read_models(
     catch_up_now: bool = True,
     path: Path | str | None = None,
 ) -> ReadModels:
-    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at `path`)."""
+    """Caught-up read models: the store's own file, or for `as_of` a new database (in memory, or at
+    `path`)."""
     recorder = lineage.log
     store = lineage.store_url.redacted()
     if as_of is not None:
@@ -397,18 +413,20 @@ def open_read_models(
 
 #: What a reader of a read-only copy can do when its read models are not current.
 READ_ONLY_HINT = (
-    "catch them up where the store can be written (`lineage project`), or give them a folder you may "
-    "write: --home DIR --store sqlite:///PATH/TO/events.sqlite builds them in DIR"
+    "catch them up where the store can be written (`lineage project`), or give them a folder "
+    "you may write: --home DIR --store sqlite:///PATH/TO/events.sqlite builds them in DIR"
 )
 
 
 def _current_in_place(lineage: OpenedStore, store: str, recorder: ChainedLog) -> ReadModels:
-    """Read models that cannot be written (a read-only mount or copy): read as they are, read-only, when they
-    hold the whole log as this code builds it; otherwise refused, saying what they lack and what would do."""
+    """Read models that cannot be written (a read-only mount or copy): read as they are, read-only,
+    when they hold the whole log as this code builds it; otherwise refused, saying what they lack
+    and what would do."""
     path = Path(lineage.read_models_path)
     if not path.exists():
         raise StoreUnavailable(
-            f"expected read models at {path} to read, found none, and {path.parent} cannot be written "
+            f"expected read models at {path} to read, found "
+            f"none, and {path.parent} cannot be written "
             "to build them",
             hint=READ_ONLY_HINT,
         )
@@ -435,18 +453,19 @@ def _current_in_place(lineage: OpenedStore, store: str, recorder: ChainedLog) ->
         else "they were built by another version of rollout-lineage, or from another log"
     )
     raise StoreUnavailable(
-        f"expected read models that hold the whole log at {path} (it cannot be written, so they cannot "
-        f"be caught up here), found that {found}",
+        f"expected read models that hold the whole log at {path} (it cannot "
+        f"be written, so they cannot be caught up here), found that {found}",
         hint=READ_ONLY_HINT,
     )
 
 
 def differences_from_rebuild(lineage: OpenedStore) -> tuple[int, list[str]]:
-    """Compare every projection table in the read-model file with a rebuild from the log up to the same position.
+    """Compare every projection table in the read-model file with a rebuild from the log up to the
+    same position.
 
-    The file is a cache anyone with write access to it could edit; this is how an auditor shows it was not. It
-    holds tables only: a view, a macro or a table this code does not keep is named too, found before the file
-    is opened for catch-up (which rebuilds such a file).
+    The file is a cache anyone with write access to it could edit; this is how an auditor shows it
+    was not. It holds tables only: a view, a macro or a table this code does not keep is named too,
+    found before the file is opened for catch-up (which rebuilds such a file).
     """
     settings = lineage.settings
     foreign: list[str] = []
@@ -482,14 +501,16 @@ def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
     }
 
 
-#: Rows hashed per statement when a whole table's do not fit in the cap (a vector's large JSON values at once).
+#: Rows hashed per statement when a whole table's do not fit in the cap (a vector's large JSON
+#: values at once).
 DIGEST_ROWS = 128
 
 
 def _table_digest(db: ReadModelDB, name: str) -> tuple[int, int]:
-    """(rows, sum of row hashes) of one table: in one statement, or when that passes the memory cap (a vector
-    of rows each holding a run's 2,000-test map is hundreds of MB), `DIGEST_ROWS` rows at a time by rowid (the
-    tables are append-only). Both give the same digest, and both sides of a comparison are hashed alike."""
+    """(rows, sum of row hashes) of one table: in one statement, or when that passes the memory cap
+    (a vector of rows each holding a run's 2,000-test map is hundreds of MB), `DIGEST_ROWS` rows at
+    a time by rowid (the tables are append-only). Both give the same digest, and both sides of a
+    comparison are hashed alike."""
     try:
         with within_limits():
             return _two(db.connection.execute(_DIGEST.format(name=name)).fetchone())
@@ -522,10 +543,12 @@ def _two(row: tuple[Any, ...] | None) -> tuple[int, int]:
 
 
 def resolve_as_of(lineage: OpenedStore, text: str | None) -> int | None:
-    """POSITION, or an ISO-8601 time: the last position before the first one recorded after it (what we knew then).
+    """POSITION, or an ISO-8601 time: the last position before the first one recorded after it (what
+    we knew then).
 
-    "Before the first later one" rather than "the last one at or before": a writer whose clock ran behind may have
-    left an early time after later ones, and what the log held at TIME is a prefix of it, never a selection.
+    "Before the first later one" rather than "the last one at or before": a writer whose clock ran
+    behind may have left an early time after later ones, and what the log held at TIME is a prefix
+    of it, never a selection.
     """
     if text is None:
         return None

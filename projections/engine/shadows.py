@@ -1,18 +1,19 @@
-"""This code's own views and macros: TEMP objects of one connection, each made just before a statement names it.
+"""This code's own views and macros: TEMP objects of one connection, each made just before a
+statement names it.
 
-The read-model file holds tables only. Views and macros are made from code on every connection, in its temp
-catalog, so nothing someone stored in the file can stand in for them (anyone with write access to the file could
-have); reading then writes nothing to the file, so a full disk or a read-only copy still answers. Making all of
-them costs about 11 ms a connection (DuckDB parses and binds each), a fifth of a fresh process's one-event
-catch-up, while most statements name one or two. So each is made before the first statement that names it,
-together with the definitions it uses.
+The read-model file holds tables only. Views and macros are made from code on every connection, in
+its temp catalog, so nothing someone stored in the file can stand in for them (anyone with write
+access to the file could have); reading then writes nothing to the file, so a full disk or a
+read-only copy still answers. Making all of them costs about 11 ms a connection (DuckDB parses and
+binds each), a fifth of a fresh process's one-event catch-up, while most statements name one or two.
+So each is made before the first statement that names it, together with the definitions it uses.
 
-A statement can reach a view without spelling its name only by building the name at run time (`query()`,
-`query_table()`), and one that reads the catalog lists whichever exist: such statements get every definition
-first. Names are found in the whole text, strings and comments included: a name found in excess costs a
-millisecond, never a wrong answer. `json_execute_serialized_sql` runs its query on a connection of its own,
-which sees no temp catalog, only the file: users' statements may not call it (`user_sql`), and the file holds
-no view either (`runner` rebuilds a file that does).
+A statement can reach a view without spelling its name only by building the name at run time
+(`query()`, `query_table()`), and one that reads the catalog lists whichever exist: such statements
+get every definition first. Names are found in the whole text, strings and comments included: a name
+found in excess costs a millisecond, never a wrong answer. `json_execute_serialized_sql` runs its
+query on a connection of its own, which sees no temp catalog, only the file: users' statements may
+not call it (`user_sql`), and the file holds no view either (`runner` rebuilds a file that does).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from ..read_models.registry import PROJECTIONS
 #: Macros every projection's views and statements may use.
 DEFINITIONS = (
     # JSON null inside a fact means "absent": read models show SQL NULL for it.
-    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
+    "CREATE OR REPLACE MACRO json_or_null(j) AS CASE WHEN j "
+    "IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
 )
 _CREATE = re.compile(r"^CREATE OR REPLACE (VIEW|MACRO) (\w+)")
-#: Statements that may reach a definition without naming it: a name built at run time, or the catalog itself.
+#: Statements that may reach a definition without naming it: a name built at run time, or the
+#: catalog itself.
 _EVERY_DEFINITION = re.compile(
     r"\bquery(_table)?\s*\(|information_schema|\bduckdb_\w+|\bpragma|\bshow\b|\bdescribe\b|\bsummarize\b",
     re.IGNORECASE,
@@ -80,7 +83,8 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 class Shadows:
-    """The definitions one connection has made so far; called with every statement before DuckDB sees it."""
+    """The definitions one connection has made so far; called with every statement before DuckDB
+    sees it."""
 
     def __init__(self, db: ReadModelDB) -> None:
         self.db = db
@@ -122,21 +126,24 @@ class Shadows:
 
 
 def shadow_on_demand(db: ReadModelDB) -> None:
-    """From now on, every statement on `db` runs against this code's own views and macros, never the file's."""
+    """From now on, every statement on `db` runs against this code's own views and macros, never the
+    file's."""
     if not isinstance(db.before_statement, Shadows):
         db.before_statement = Shadows(db)
-        # The projections' statements call scalar macros and name nothing else of ours, so they run unscanned
-        # (`paging`); a scan would find words like `children` in them and make views they never read.
+        # The projections' statements call scalar macros and name nothing else of ours, so they run
+        # unscanned (`paging`); a scan would find words like `children` in them and make views they
+        # never read.
         db.before_statement.make_scalar_macros()
     db.builtins_first()
 
 
 @contextmanager
 def creating_in_file(db: ReadModelDB) -> Iterator[None]:
-    """For DDL on the file's own tables: names resolve in the file first meanwhile (with built-ins first, a new
-    table would go to the system catalog), while the statements in between still get this code's definitions."""
-    # The statements in between call scalar macros (made by `shadow_on_demand`), never views or table macros,
-    # which are bound when made and so could not be made before their tables exist.
+    """For DDL on the file's own tables: names resolve in the file first meanwhile (with built-ins
+    first, a new table would go to the system catalog), while the statements in between still get
+    this code's definitions."""
+    # The statements in between call scalar macros (made by `shadow_on_demand`), never views or
+    # table macros, which are bound when made and so could not be made before their tables exist.
     shadow_on_demand(db)
     shadows = db.before_statement
     db.before_statement = None
@@ -157,8 +164,9 @@ def creating_in_file(db: ReadModelDB) -> Iterator[None]:
 def macros_in_file(db: ReadModelDB) -> list[tuple[str, str]]:
     """("MACRO" or "MACRO TABLE", name) of each macro stored in the file: this code stores none.
 
-    DuckDB lists macros only among all its functions (~13 ms), so this is asked when the file is rebuilt and
-    by `verify --read-models`; reads do not need it (built-ins and this code's definitions resolve first).
+    DuckDB lists macros only among all its functions (~13 ms), so this is asked when the file is
+    rebuilt and by `verify --read-models`; reads do not need it (built-ins and this code's
+    definitions resolve first).
     """
     rows = db.connection.execute(
         "SELECT DISTINCT function_type, function_name FROM duckdb_functions() "

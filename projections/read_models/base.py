@@ -1,11 +1,13 @@
-"""What a projection is: tables it owns, how a window of the log fills them, the views on top, and their docs.
+"""What a projection is: tables it owns, how a window of the log fills them, the views on top, and
+their docs.
 
-Every projection reads the `events` table (the log as DuckDB rows, filled first for each page) and appends
-with `INSERT ... SELECT` over the page's window of positions, so a page costs a handful of set-based
-statements rather than one round trip per event. Tables are append-only (facts never change), and the
-read models people query are views over them. Bump `version` when a projection changes: it is rebuilt.
-A table is declared once as `Columns` (column, fact field, DuckDB type), which gives its CREATE TABLE
-columns, its `from_json` spec and its INSERT ... SELECT list, so a fact field is written in one place.
+Every projection reads the `events` table (the log as DuckDB rows, filled first for each page) and
+appends with `INSERT ... SELECT` over the page's window of positions, so a page costs a handful of
+set-based statements rather than one round trip per event. Tables are append-only (facts never
+change), and the read models people query are views over them. Bump `version` when a projection
+changes: it is rebuilt. A table is declared once as `Columns` (column, fact field, DuckDB type),
+which gives its CREATE TABLE columns, its `from_json` spec and its INSERT ... SELECT list, so a fact
+field is written in one place.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ class Projection:
         macros: Sequence[str] = (),
         docs: Mapping[str, str] | None = None,
     ) -> Projection:
-        """A projection whose tables are column lists: each list gives its table's DDL and INSERT, so a
-        column is written once."""
+        """A projection whose tables are column lists: each list gives its table's DDL and INSERT,
+        so a column is written once."""
         return cls(
             name=name,
             version=version,
@@ -72,14 +74,16 @@ class Projection:
 
 @cache
 def consumed_types(statement: str) -> frozenset[str]:
-    """The fact types an apply statement reads (from its `type IN (...)` filters), so a page skips the others."""
+    """The fact types an apply statement reads (from its `type IN (...)` filters), so a page skips
+    the others."""
     return frozenset(
         re.findall(r"'([a-z_]+\.[a-z_]+)'", " ".join(re.findall(r"type IN \(([^)]*)\)", statement)))
     )
 
 
 def parsed(spec: Mapping[str, Any], source: str = "fact") -> str:
-    """Parse a JSON column once into a struct `j` (one parse per row instead of one per extracted field)."""
+    """Parse a JSON column once into a struct `j` (one parse per row instead of one per extracted
+    field)."""
     return f"from_json({source}, '{json.dumps(spec, separators=(',', ':'))}') AS j"
 
 
@@ -95,8 +99,9 @@ _QUOTED = frozenset({"index"})
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a read-model table: name, DuckDB type, the SELECT expression that fills it (over the
-    window's event row and its fact parsed as `j`) and the fact fields it reads (a `from_json` spec part)."""
+    """One column of a read-model table: name, DuckDB type, the SELECT expression that fills it
+    (over the window's event row and its fact parsed as `j`) and the fact fields it reads (a
+    `from_json` spec part)."""
 
     name: str
     type: str
@@ -105,8 +110,9 @@ class Column:
 
 
 def fact(path: str, type: str = "VARCHAR", *, name: str | None = None, spec: Any = None) -> Column:
-    """A fact field copied as it is: `path` is dotted for a nested one (`token_usage.source`), the column is
-    named after its last part unless `name` says otherwise, and parsed as `spec` when that is not `type`."""
+    """A fact field copied as it is: `path` is dotted for a nested one (`token_usage.source`), the
+    column is named after its last part unless `name` says otherwise, and parsed as `spec` when that
+    is not `type`."""
     parts = path.split(".")
     reads: Any = type if spec is None else spec
     for part in reversed(parts):
@@ -131,7 +137,8 @@ def event(name: str, type: str) -> Column:
 
 
 def derived(name: str, type: str, sql: str, **reads: Any) -> Column:
-    """A column computed in SQL; `reads` names the fact fields the expression reads, with their spec."""
+    """A column computed in SQL; `reads` names the fact fields the expression reads, with their
+    spec."""
     return Column(name, type, sql, reads)
 
 
@@ -166,12 +173,13 @@ def _merge(into: dict[str, Any], part: Mapping[str, Any], table: str) -> None:
 
 @dataclass(frozen=True)
 class Columns:
-    """A read-model table declared once: the fact types it reads and its columns, in table order. The
-    CREATE TABLE columns, the `from_json` spec and the INSERT's SELECT list all come from this list.
+    """A read-model table declared once: the fact types it reads and its columns, in table order.
+    The CREATE TABLE columns, the `from_json` spec and the INSERT's SELECT list all come from this
+    list.
 
-    `source` replaces the window's parsed facts as the FROM (an unnest of a list in the fact, say): a
-    subquery in which `{facts}` stands for them; its columns read what it names (`through`), and `tail`
-    ends the statement (an ORDER BY)."""
+    `source` replaces the window's parsed facts as the FROM (an unnest of a list in the fact, say):
+    a subquery in which `{facts}` stands for them; its columns read what it names (`through`), and
+    `tail` ends the statement (an ORDER BY)."""
 
     table: str
     facts: tuple[str, ...]

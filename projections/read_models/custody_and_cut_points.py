@@ -69,7 +69,7 @@ DIVERGENCES = Columns.of(
     through("run"),
     DIVERGENCE,
     source=f"""(SELECT position, j.run AS run, unnest(from_json(j.divergences, '{_DIVERGENCE_SPEC}')) AS d
-                FROM {{facts}})""",
+                FROM {{facts}})""",  # noqa: E501
 )
 
 PROJECTION = Projection.of(
@@ -77,14 +77,16 @@ PROJECTION = Projection.of(
     version=3,
     columns=(CUSTODY, CUT_POINTS, DIVERGENCES),
     views={
-        # One per run: the served-basis block once benchflow reconciled it, else the configured-basis one.
+        # One per run: the served-basis block once benchflow reconciled it, else the
+        # configured-basis one.
         "cut_points": """
             SELECT * EXCLUDE (pick) FROM (
                 SELECT *, row_number() OVER (PARTITION BY run ORDER BY accounting = 'served' DESC, position DESC) AS pick
-                FROM cut_point_facts) WHERE pick = 1""",
-        # `released`: a release on record, or a closed fork with no hold left and no failed release. benchflow
-        # removes `branches/<node>/parent/` only once every held entry is back (`MountedArtifacts.release`), so
-        # an importer finds nothing to record a release from: the hold's absence after the fork is the release.
+                FROM cut_point_facts) WHERE pick = 1""",  # noqa: E501
+        # `released`: a release on record, or a closed fork with no hold left and no failed release.
+        # benchflow removes `branches/<node>/parent/` only once every held entry is back
+        # (`MountedArtifacts.release`), so an importer finds nothing to record a release from: the
+        # hold's absence after the fork is the release.
         "custody": """
             SELECT run, fork,
                    arg_min(location, position) FILTER (WHERE kind = 'held') AS hold_location,
@@ -98,18 +100,22 @@ PROJECTION = Projection.of(
                    arg_max(location, position) FILTER (WHERE kind = 'failed') AS preserved_location,
                    arg_max(error, position) FILTER (WHERE kind = 'failed') AS failure_error,
                    (NOT bool_or(kind = 'held') OR bool_or(kind = 'released') OR bool_or(kind = 'failed')) AS conserved
-            FROM custody_events GROUP BY run, fork""",
+            FROM custody_events GROUP BY run, fork""",  # noqa: E501
     },
     docs={
-        "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, released (a "
-        "release on record, or a closed fork with no hold left behind and no failed release), failures (phase, "
-        "preserved location, error) and whether custody is conserved",
-        "custody_events": "every custody fact (kind: held, handed_off, released, failed) with its entries as JSON",
-        "cut_points": "one row per continuation run: its replay cut point (the served-basis block once reconciled, else "
-        "the configured one): source run, accounting basis, configured and served K, request digests, "
-        "divergence count, workspace digest or the reason it is missing; cut_point_digest for a "
-        "PR-head block (the whole recorded request body at the cut, not comparable with the others)",
-        "cut_point_facts": "every cut_point.served fact: a configured-basis block and, once reconciled, a served-basis one",
-        "divergences": "one row per divergence of a served cut point (exchange index, served vs recorded request digests)",
+        "custody": "one row per fork with custody facts: hold location and entry count, hand-offs, "
+        "released (a release on record, or a closed fork with no hold left behind and no failed "
+        "release), failures (phase, preserved location, error) and whether custody is conserved",
+        "custody_events": "every custody fact (kind: held, "
+        "handed_off, released, failed) with its entries as JSON",
+        "cut_points": "one row per continuation run: its replay cut point (the "
+        "served-basis block once reconciled, else the configured one): source run, "
+        "accounting basis, configured and served K, request digests, divergence count, "
+        "workspace digest or the reason it is missing; cut_point_digest for a PR-head "
+        "block (the whole recorded request body at the cut, not comparable with the others)",
+        "cut_point_facts": "every cut_point.served fact: a configured-basis "
+        "block and, once reconciled, a served-basis one",
+        "divergences": "one row per divergence of a served cut point "
+        "(exchange index, served vs recorded request digests)",
     },
 )

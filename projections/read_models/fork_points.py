@@ -1,4 +1,5 @@
-"""Forks, their children (delta, arm, outcome, status) and per-test outcomes (child x test -> status)."""
+"""Forks, their children (delta, arm, outcome, status) and per-test outcomes (child x test ->
+status)."""
 
 from __future__ import annotations
 
@@ -97,10 +98,10 @@ REPORTS = Columns.of(
     fact("report", "JSON"),
     OCCURRED_AT,
 )
-# No join here: a page's cost must not grow with the tables (the node comes from the `tests` view). The
-# test map is parsed straight into a MAP and unnested: extracting each key from the JSON again
-# (`tests->>key`) costs O(tests) per key, and parsing to JSON then casting holds two copies (200,000 tests
-# with long names exhausted the memory cap either way).
+# No join here: a page's cost must not grow with the tables (the node comes from the `tests` view).
+# The test map is parsed straight into a MAP and unnested: extracting each key from the JSON again
+# (`tests->>key`) costs O(tests) per key, and parsing to JSON then casting holds two copies (200,000
+# tests with long names exhausted the memory cap either way).
 TESTS = Columns.of(
     "test_outcomes",
     (*OUTCOME_TYPES, "run.scored"),
@@ -121,7 +122,7 @@ PROJECTION = Projection.of(
     columns=(OPENINGS, CHILDREN, OUTCOMES, RESTORES, CLOSURES, TESTS, REPORTS),
     views={
         "tests": """SELECT t.position, t.run, t.fork, t.idx, coalesce(c.node, 'root') AS node, t.test, t.status
-                    FROM test_outcomes t LEFT JOIN fork_children c USING (run, fork, idx)""",
+                    FROM test_outcomes t LEFT JOIN fork_children c USING (run, fork, idx)""",  # noqa: E501
         "children": f"""
             SELECT c.run, c.fork, c.idx AS child_index, c.node, coalesce(c.arm, c.node) AS arm, c.kind AS arm_kind, c.source,
                    c.delta, c.skill_mode, c.environment_ref, c.config_override_sha256, c.injected_prompt_sha256,
@@ -131,7 +132,7 @@ PROJECTION = Projection.of(
             FROM fork_children c
             LEFT JOIN child_outcomes o USING (run, fork, idx)
             LEFT JOIN child_restores r USING (run, fork, idx)
-            LEFT JOIN fork_closures cl USING (run, fork)""",
+            LEFT JOIN fork_closures cl USING (run, fork)""",  # noqa: E501
         "forks": """
             SELECT f.run, f.fork, f.node, coalesce(f.stage, 'cursor:' || f.node) AS branch_point, f.stage, f.layers,
                    f.sandbox_ref, f.environment_ref, f.n_children,
@@ -145,21 +146,25 @@ PROJECTION = Projection.of(
             LEFT JOIN child_outcomes o USING (run, fork)
             LEFT JOIN fork_closures cl USING (run, fork)
             GROUP BY f.run, f.fork, f.node, f.stage, f.layers, f.sandbox_ref, f.environment_ref, f.n_children, f.ablation,
-                     f.occurred_at, f.position""",
+                     f.occurred_at, f.position""",  # noqa: E501
     },
     docs={
-        "forks": "one row per fork: run, fork id, node, stage (or cursor), layers, snapshot refs, children counts by outcome, "
-        "closing outcome, V (value) and the mean of rewards when every child was scored",
-        "children": "one row per fork child: arm label and kind, delta and its hashes, delta execution, status "
-        "(pass / fail / error / skipped / pending), reward or reason, restore refs",
-        "tests": "one row per (run or fork child) x test: the CTRF status as reported (raw test names)",
-        "test_outcomes": "the per-test rows of scored and unscored facts, before the child's node is joined in",
+        "forks": "one row per fork: run, fork id, node, stage (or cursor), "
+        "layers, snapshot refs, children counts by outcome, closing outcome, "
+        "V (value) and the mean of rewards when every child was scored",
+        "children": "one row per fork child: arm label and kind, "
+        "delta and its hashes, delta execution, status (pass / fail "
+        "/ error / skipped / pending), reward or reason, restore refs",
+        "tests": "one row per (run or fork child) x test: "
+        "the CTRF status as reported (raw test names)",
+        "test_outcomes": "the per-test rows of scored and "
+        "unscored facts, before the child's node is joined in",
         "fork_openings": "fork.opened facts",
         "fork_children": "one row per child of fork.opened",
         "child_outcomes": "fork.child_scored / unscored / failed facts",
         "child_restores": "fork.child_restored facts",
         "fork_closures": "fork.closed facts",
-        "ablation_reports": "ablation.reported facts: a report's parent block where result.json differs, its own error, "
-        "and whole reports whose arms never ran (fork null)",
+        "ablation_reports": "ablation.reported facts: a report's parent block where "
+        "result.json differs, its own error, and whole reports whose arms never ran (fork null)",
     },
 )

@@ -1,11 +1,12 @@
-"""Release-gate evidence: what each run's (and fresh-rollout arm's) files held when imported, one row per node.
+"""Release-gate evidence: what each run's (and fresh-rollout arm's) files held when imported, one
+row per node.
 
-Flattened so `lineage sql` and `lineage audit` read plain columns: trajectory files (present, size, lines,
-what their lines held), the trainer-facing `results.jsonl` row, token usage, timing, tool calls and skill
-loading. A node read again with different contents (benchflow writes results.jsonl after result.json, so an
-import can land between them) has one row per observation in `run_evidence`; `evidence` shows the latest. The
-trial a run fills (benchflow's rollout name) is here too: run registrations from earlier
-versions did not carry it, and evidence is additive.
+Flattened so `lineage sql` and `lineage audit` read plain columns: trajectory files (present, size,
+lines, what their lines held), the trainer-facing `results.jsonl` row, token usage, timing, tool
+calls and skill loading. A node read again with different contents (benchflow writes results.jsonl
+after result.json, so an import can land between them) has one row per observation in
+`run_evidence`; `evidence` shows the latest. The trial a run fills (benchflow's rollout name) is
+here too: run registrations from earlier versions did not carry it, and evidence is additive.
 """
 
 from __future__ import annotations
@@ -67,17 +68,19 @@ PROJECTION = Projection.of(
         "evidence": """SELECT * EXCLUDE (occurred_at), occurred_at AS observed_at,
                                  count(*) OVER (PARTITION BY run, node) AS observations
                           FROM run_evidence
-                          QUALIFY row_number() OVER (PARTITION BY run, node ORDER BY position DESC) = 1"""
+                          QUALIFY row_number() OVER (PARTITION BY run, node ORDER BY position DESC) = 1"""  # noqa: E501
     },
     docs={
-        "evidence": "one row per run node (root, or a fresh-rollout arm's node) whose directory was read for the release "
-        "gate, its latest observation (observations: how many different ones were recorded): trial, "
-        "ACP and LLM trajectory files (acp_* / llm_*: present, size, records, malformed lines, "
-        "agent events, requests, responses, responses with usage; NULL when the layout writes none), "
-        "results.jsonl (rows, training_ready and its reason, training-ready rows without token usage, rows "
-        "calling tools they do not list), token usage, timing, tool calls, skill loading, and review: what the "
-        "experiment-review skill's judges found (validator issues, reward-hacking signals, the startup skill "
+        "evidence": "one row per run node (root, or a fresh-rollout arm's node) whose directory "
+        "was read for the release gate, its latest observation (observations: how many different "
+        "ones were recorded): trial, ACP and LLM trajectory files (acp_* / llm_*: present, size, "
+        "records, malformed lines, agent events, requests, responses, responses with usage; NULL "
+        "when the layout writes none), results.jsonl (rows, training_ready and its reason, "
+        "training-ready rows without token usage, rows calling tools they do not list), token "
+        "usage, timing, tool calls, skill loading, and review: what the experiment-review "
+        "skill's judges found (validator issues, reward-hacking signals, the startup skill "
         "catalog, capability-attribution traces; JSON, NULL when read by an earlier version)",
-        "run_evidence": "run.evidence_observed facts, flattened: every different observation of a node",
+        "run_evidence": "run.evidence_observed facts, "
+        "flattened: every different observation of a node",
     },
 )

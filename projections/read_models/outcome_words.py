@@ -1,10 +1,11 @@
 """The one word and the one text every reader prints for what became of a run or a fork child.
 
-benchflow's own vocabulary (`ablate.ArmOutcome.status`): `pass` (reward >= 1.0), `fail` (a lower reward),
-`error` (no reward, with a reason: unscored or raised), `skipped` (no reward and no reason: a child the fork
-ended before, a run scored only by its fork's aggregate). `pending` is ours: no outcome recorded yet. The
-`children` view computes the word in SQL (`CHILD_STATUS`), everything else calls `run_status`; the tree, the
-report, `arms`, the views and the OpenLineage export all print these, so one node reads the same everywhere.
+benchflow's own vocabulary (`ablate.ArmOutcome.status`): `pass` (reward >= 1.0), `fail` (a lower
+reward), `error` (no reward, with a reason: unscored or raised), `skipped` (no reward and no reason:
+a child the fork ended before, a run scored only by its fork's aggregate). `pending` is ours: no
+outcome recorded yet. The `children` view computes the word in SQL (`CHILD_STATUS`), everything else
+calls `run_status`; the tree, the report, `arms`, the views and the OpenLineage export all print
+these, so one node reads the same everywhere.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ STATUS_WORDS = {
     "pass": f"scored, reward >= {PASS_REWARD!r}",
     "fail": f"scored, reward below {PASS_REWARD!r}",
     "error": "no reward, and a reason (unscored, or it raised)",
-    "skipped": "no reward and no reason (the fork ended first, or only a fork's aggregate scored it)",
+    "skipped": "no reward and no reason (the fork ended "
+    "first, or only a fork's aggregate scored it)",
     "pending": "no outcome recorded yet",
 }
 
@@ -32,7 +34,7 @@ V_MEANING = (
 CHILD_STATUS = f"""CASE WHEN o.kind = 'scored' AND o.reward >= {PASS_REWARD!r} THEN 'pass'
                        WHEN o.kind = 'scored' THEN 'fail'
                        WHEN o.kind IN ('unscored', 'failed') THEN 'error' WHEN cl.fork IS NOT NULL THEN 'skipped'
-                       ELSE 'pending' END"""
+                       ELSE 'pending' END"""  # noqa: E501
 
 
 def run_status(row: dict[str, Any]) -> str:

@@ -1,6 +1,8 @@
-"""Every read model, in the order catch-up applies them: `events` first, since the others read its page.
+"""Every read model, in the order catch-up applies them: `events` first, since the others read its
+page.
 
-Catch-up, rebuild, `verify --read-models`, `lineage tables` and `export parquet` all read this tuple.
+Catch-up, rebuild, `verify --read-models`, `lineage tables` and `export parquet` all read this
+tuple.
 """
 
 from __future__ import annotations

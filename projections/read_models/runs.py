@@ -1,4 +1,5 @@
-"""Runs: registration, where the run's files are now, outcome (scored, unscored, failed) and finish, one row per run."""
+"""Runs: registration, where the run's files are now, outcome (scored, unscored, failed) and finish,
+one row per run."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ REGISTRATIONS = Columns.of(
     RECORDED_AT,
 )
 # Facts stored by version 1 are read with today's meaning, as the domain's upcasters read them: a
-# `request_global` category is request-global, `rewards.source = branch_aggregate` is the branch's V,
-# and times rewritten as UTC say so.
+# `request_global` category is request-global, `rewards.source = branch_aggregate` is the branch's
+# V, and times rewritten as UTC say so.
 OUTCOMES = Columns.of(
     "run_outcomes",
     ["run.scored", "run.unscored", "run.failed", "run.finished"],
@@ -44,8 +45,8 @@ OUTCOMES = Columns.of(
     derived(
         "basis",
         "VARCHAR",
-        "CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis "
-        "WHEN j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END",
+        "CASE WHEN type <> 'run.scored' THEN NULL WHEN j.basis IS NOT NULL THEN j.basis WHEN "
+        "j.rewards->>'source' = 'branch_aggregate' THEN 'branch_aggregate' ELSE 'verified' END",
         basis="VARCHAR",
         rewards="JSON",
     ),
@@ -95,19 +96,20 @@ PROJECTION = Projection.of(
             LEFT JOIN run_outcomes fin ON fin.run = r.run AND fin.kind = 'finished'
             LEFT JOIN (SELECT run, arg_max(path, position) FILTER (WHERE kind = 'recorded') AS recorded,
                               arg_max(path, position) FILTER (WHERE kind = 'read') AS read
-                       FROM run_locations GROUP BY run) loc ON loc.run = r.run""",
+                       FROM run_locations GROUP BY run) loc ON loc.run = r.run""",  # noqa: E501
     },
     docs={
-        "runs": "one row per run: registration (task, agent, model, skill mode, trial, role, parent; run_dir as the "
-        "harness recorded it, location where its files were last newly read), outcome "
-        "(scored / branch_aggregate / unscored / failed / pending) with reward or reason, finish status and "
-        "timing; a branch_aggregate run never verified itself: its result's reward is its fork's V "
-        "(branch_value), not its own; started_at / finished_at as the harness wrote them, time_zone "
-        "unknown for naive local times (utc-assumed where an earlier version read them as UTC); "
+        "runs": "one row per run: registration (task, agent, model, skill mode, trial, "
+        "role, parent; run_dir as the harness recorded it, location where its files were "
+        "last newly read), outcome (scored / branch_aggregate / unscored / failed / "
+        "pending) with reward or reason, finish status and timing; a branch_aggregate run "
+        "never verified itself: its result's reward is its fork's V (branch_value), not its "
+        "own; started_at / finished_at as the harness wrote them, time_zone unknown for "
+        "naive local times (utc-assumed where an earlier version read them as UTC); "
         "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
         "run_registrations": "run.registered facts, one row per run",
         "run_outcomes": "run.scored / unscored / failed / finished facts (kind column)",
-        "run_locations": "run.located facts: every place a run's directory was read at (kind read) or that the "
-        "harness recorded for it (kind recorded), each once, in log order",
+        "run_locations": "run.located facts: every place a run's directory was read at (kind "
+        "read) or that the harness recorded for it (kind recorded), each once, in log order",
     },
 )

@@ -1,8 +1,9 @@
 """Stage registries and snapshot lifetimes.
 
-`stages` is one row per (run, stage) as marked. `snapshots` folds each ref's lifetime events into one row:
-where it came from, whether it was exported, discarded or imported, rejected import attempts, and whether a
-world can be restored from it now (the same rule as `domain/snapshot.py`, kept in step by a test).
+`stages` is one row per (run, stage) as marked. `snapshots` folds each ref's lifetime events into
+one row: where it came from, whether it was exported, discarded or imported, rejected import
+attempts, and whether a world can be restored from it now (the same rule as `domain/snapshot.py`,
+kept in step by a test).
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ PROJECTION = Projection.of(
     version=1,
     columns=(STAGE_MARKS, SNAPSHOT_EVENTS),
     views={
-        # The latest mark per stage: a later import may correct where an earlier one placed it (domain/run.py).
+        # The latest mark per stage: a later import may correct where an earlier one placed it
+        # (domain/run.py).
         "stages": """SELECT run, stage, node, exchanges_completed, layers, sandbox_ref, environment_ref, workspace_digest,
                             occurred_at, position FROM stage_marks
-                     QUALIFY row_number() OVER (PARTITION BY run, stage ORDER BY position DESC) = 1""",
+                     QUALIFY row_number() OVER (PARTITION BY run, stage ORDER BY position DESC) = 1""",  # noqa: E501
         "snapshots": """
             WITH folded AS (
                 SELECT ref,
@@ -91,13 +93,13 @@ PROJECTION = Projection.of(
                         WHEN discarded THEN 'discarded at cleanup and never exported or imported'
                         WHEN captured THEN 'captured; the image has not been discarded'
                         ELSE 'never captured; only rejected import attempts are recorded' END AS restorable_because
-            FROM folded""",
+            FROM folded""",  # noqa: E501
     },
     docs={
-        "stages": "one row per (run, stage) marked (its latest mark): node, exchanges_completed, layers, "
-        "sandbox and environment refs, workspace digest",
-        "snapshots": "one row per snapshot ref: origin (run, stage, layer), exports, discards, imports, rejected imports, "
-        "lifetime and whether it is restorable now (and why)",
+        "stages": "one row per (run, stage) marked (its latest mark): node, "
+        "exchanges_completed, layers, sandbox and environment refs, workspace digest",
+        "snapshots": "one row per snapshot ref: origin (run, stage, layer), exports, discards, "
+        "imports, rejected imports, lifetime and whether it is restorable now (and why)",
         "snapshot_events": "every snapshot lifetime fact (kind: captured, exported, export_failed, "
         "discarded, imported, import_rejected, adopted)",
         "stage_marks": "stage.marked facts",

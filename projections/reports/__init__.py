@@ -1,1 +1,2 @@
-"""Readers and reports over the read models: audits, history, trees, diffs, exports, the served pages."""
+"""Readers and reports over the read models: audits, history, trees, diffs, exports, the served
+pages."""

@@ -1,14 +1,17 @@
-"""`lineage arms --stats`: each arm's pass rate and mean reward with 95% intervals over repeated trials, and
-each arm against a baseline arm, paired trial by trial, with a verdict that says when it is within noise.
+"""`lineage arms --stats`: each arm's pass rate and mean reward with 95% intervals over repeated
+trials, and each arm against a baseline arm, paired trial by trial, with a verdict that says when it
+is within noise.
 
-A trial of an arm is one child of one fork; a run's arms are pooled by name over every fork of every run
-of its task (or of every task). Two arms are paired where they are children of the same fork (same task, same run,
-same state at the branch point): the k-th child of that name with the k-th. Only scored children (`pass`,
-`fail`) count; the others (`error`, `skipped`, `pending`) have no reward and are counted apart.
+A trial of an arm is one child of one fork; a run's arms are pooled by name over every fork of every
+run of its task (or of every task). Two arms are paired where they are children of the same fork
+(same task, same run, same state at the branch point): the k-th child of that name with the k-th.
+Only scored children (`pass`, `fail`) count; the others (`error`, `skipped`, `pending`) have no
+reward and are counted apart.
 
-The statistics are scipy's, never ours: the Wilson interval of `binomtest` for a pass rate, the exact
-McNemar test as `binomtest` on the discordant pairs (b of b + c, p = 0.5), and `bootstrap` (percentile, a
-fixed seed, so the same store prints the same intervals) for a mean reward and for the paired difference.
+The statistics are scipy's, never ours: the Wilson interval of `binomtest` for a pass rate, the
+exact McNemar test as `binomtest` on the discordant pairs (b of b + c, p = 0.5), and `bootstrap`
+(percentile, a fixed seed, so the same store prints the same intervals) for a mean reward and for
+the paired difference.
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
 SEED = 0
 RESAMPLES = 9999
-#: Fewer paired trials give no verdict: exact McNemar cannot reach p < 0.05 on fewer than 6 discordant
-#: pairs, and a percentile bootstrap of a handful of differences is far narrower than the truth.
+#: Fewer paired trials give no verdict: exact McNemar cannot reach p < 0.05 on fewer than 6
+#: discordant pairs, and a percentile bootstrap of a handful of differences is far narrower than the
+#: truth.
 MIN_PAIRS = 5
-#: A mean reward needs two trials for a bootstrap interval (a pass rate's Wilson interval needs one).
+#: A mean reward needs two trials for a bootstrap interval (a pass rate's Wilson interval needs
+#: one).
 MIN_TRIALS = 2
 
 METHOD = (
-    f"95% intervals: Wilson (pass rate); percentile bootstrap, {RESAMPLES} resamples, fixed seed {SEED} "
+    f"95% intervals: Wilson (pass rate); percentile "
+    f"bootstrap, {RESAMPLES} resamples, fixed seed {SEED} "
     "(mean reward, paired difference); p: exact McNemar on pairs (binomtest on the discordant ones)"
 )
 COLUMNS = (
@@ -65,8 +71,8 @@ COLUMNS = (
 MACHINE_COLUMNS = (*COLUMNS, "method")
 ROUNDED = frozenset(COLUMNS[3:9]) | {"reward_diff", "diff_low", "diff_high"}
 
-#: Only children recorded with an arm name: `children.arm` falls back to the node for the others (a search's
-#: plain branches), and a node name is no arm to pool across runs.
+#: Only children recorded with an arm name: `children.arm` falls back to the node for the others (a
+#: search's plain branches), and a node name is no arm to pool across runs.
 NAMED = (
     "JOIN fork_children named ON named.run = c.run AND named.fork = c.fork "
     "AND named.idx = c.child_index AND named.arm IS NOT NULL"
@@ -106,7 +112,8 @@ class ArmStats:
 def _trials(
     db: ReadModelDB, task: str | None, every_task: bool
 ) -> tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]:
-    """Each arm's scored trials, its unscored count and the runs it was in, in order of first appearance."""
+    """Each arm's scored trials, its unscored count and the runs it was in, in order of first
+    appearance."""
     where = "" if every_task else "AND r.task IS NOT DISTINCT FROM ?"
     found = _pooled(db, "NULL", where, [] if every_task else [task])
     return found.get(None, ({}, {}, {}))
@@ -115,10 +122,11 @@ def _trials(
 def grouped_trials(
     db: ReadModelDB, column: str, values: list[Any] | None = None
 ) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
-    """`_trials` pooled by a column of the `runs` view instead of the task (the charts' grouping): per value
-    of `column` (text; None for a run without one), each arm's trials, selected, ordered and counted as
-    `lineage arms --stats` selects them, so `column="task"` gives that command's numbers. `column` must be a
-    name the caller checked against the view's columns (it is quoted, never a value); `values`: only those."""
+    """`_trials` pooled by a column of the `runs` view instead of the task (the charts' grouping):
+    per value of `column` (text; None for a run without one), each arm's trials, selected, ordered
+    and counted as `lineage arms --stats` selects them, so `column="task"` gives that command's
+    numbers. `column` must be a name the caller checked against the view's columns (it is quoted,
+    never a value); `values`: only those."""
     group = f'CAST(r."{column}" AS VARCHAR)'
     where, params = "", []
     if values is not None:
@@ -159,9 +167,9 @@ def _pooled(
 def _interval(
     samples: Sequence[np.ndarray], statistic: Callable[..., Any], paired: bool
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval; remembered by the samples' bytes, as the seed is fixed and the
-    same samples give the same interval: a long-lived reader (`lineage serve`) pays ~0.5 s per 1,000 trials
-    once, not after every write that left an arm's trials as they were."""
+    """The percentile bootstrap interval; remembered by the samples' bytes, as the seed is fixed and
+    the same samples give the same interval: a long-lived reader (`lineage serve`) pays ~0.5 s per
+    1,000 trials once, not after every write that left an arm's trials as they were."""
     key = hashlib.blake2b(
         b"|".join(
             [statistic.__name__.encode(), b"paired" if paired else b"apart"]
@@ -204,7 +212,8 @@ def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> Any:
 
 @functools.lru_cache(maxsize=4096)
 def _wilson(passes: int, trials: int) -> tuple[float, float]:
-    """The Wilson interval of passes/trials; cached, as a search tree's thousand one-trial arms repeat it."""
+    """The Wilson interval of passes/trials; cached, as a search tree's thousand one-trial arms
+    repeat it."""
     rate = stats.binomtest(passes, trials).proportion_ci(CONFIDENCE, method="wilson")
     return float(rate.low), float(rate.high)
 
@@ -212,8 +221,9 @@ def _wilson(passes: int, trials: int) -> tuple[float, float]:
 def arm_summary(
     arm: str, trials: list[Trial], unscored: int, reward_interval: bool = True
 ) -> dict[str, Any]:
-    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm; without
-    `reward_interval` the bootstrap is left out (its bounds None), the one part whose cost grows with n."""
+    """n, passes, pass rate (Wilson interval) and mean reward (bootstrap interval) of one arm;
+    without `reward_interval` the bootstrap is left out (its bounds None), the one part whose cost
+    grows with n."""
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(arm=arm, trials=len(trials), unscored=unscored, method=METHOD)
     if not trials:
@@ -234,7 +244,8 @@ def arm_summary(
 
 
 def compare(arm: str, trials: list[Trial], base: str, base_trials: list[Trial]) -> dict[str, Any]:
-    """`arm` against `base` on the trials both have: exact McNemar on pass/fail, paired bootstrap on reward."""
+    """`arm` against `base` on the trials both have: exact McNemar on pass/fail, paired bootstrap on
+    reward."""
     theirs = {t.key: t for t in base_trials}
     pairs = [(t, theirs[t.key]) for t in trials if t.key in theirs]
     gains = sum(own.passed and not other.passed for own, other in pairs)
@@ -284,15 +295,15 @@ def has_named_arms(db: ReadModelDB, run: str) -> bool:
 def arm_stats(
     db: ReadModelDB, run: str, baseline: str | None = None, every_task: bool = False
 ) -> ArmStats:
-    """RUN's arms, each pooled over every run of RUN's task (or of every task), against `baseline` (default:
-    RUN's first arm). Arms only other runs have are left out: RUN names the experiment."""
+    """RUN's arms, each pooled over every run of RUN's task (or of every task), against `baseline`
+    (default: RUN's first arm). Arms only other runs have are left out: RUN names the experiment."""
     task = require_run(db, run)["task"]
     own = _own_arms(db, run)
     if not own:
         raise UnknownSubject(
             f"expected run {run!r} to have fork children recorded with arm names, found none",
-            hint="`lineage arms RUN` lists its children; one without an arm name (a search's branch) "
-            "goes by its node and is no arm to pool across runs",
+            hint="`lineage arms RUN` lists its children; one without an arm name "
+            "(a search's branch) goes by its node and is no arm to pool across runs",
         )
     base = own[0] if baseline is None else baseline
     if base not in own:
@@ -314,8 +325,8 @@ def arm_stats(
 
 
 def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:
-    """The rows for people: rates, rewards and intervals to 3 decimals, p to 3 significant digits (a tiny p
-    stays readable); machine formats keep every number whole."""
+    """The rows for people: rates, rewards and intervals to 3 decimals, p to 3 significant digits (a
+    tiny p stays readable); machine formats keep every number whole."""
     return [rounded_row(row) for row in table.rows]
 
 

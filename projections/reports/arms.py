@@ -1,11 +1,13 @@
-"""`lineage arms RUN[:FORK]`: one row per arm, one column per test, flips marked (dvc `exp show` style).
+"""`lineage arms RUN[:FORK]`: one row per arm, one column per test, flips marked (dvc `exp show`
+style).
 
-The baseline is the run itself (its own reward and CTRF tests, row `parent`) unless another arm is named; a
-cell whose outcome differs from the baseline's is a flip, listed in the row's `flips`. Tests whose outcome is
-not the same in every arm that reported tests are the fork's `differing` tests (what `ablation.json` calls
-`differing_tests`). Test names are shortened per arm as benchflow shortens them (only when that stays
-unambiguous within that arm's report), so the parent's and the arms' columns line up. An arm not reporting a
-test has no value in that column: "not reported", never a failure.
+The baseline is the run itself (its own reward and CTRF tests, row `parent`) unless another arm is
+named; a cell whose outcome differs from the baseline's is a flip, listed in the row's `flips`.
+Tests whose outcome is not the same in every arm that reported tests are the fork's `differing`
+tests (what `ablation.json` calls `differing_tests`). Test names are shortened per arm as benchflow
+shortens them (only when that stays unambiguous within that arm's report), so the parent's and the
+arms' columns line up. An arm not reporting a test has no value in that column: "not reported",
+never a failure.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ FLIP_MARK = "(flip)"
 
 @dataclass
 class ArmsTable:
-    """The rows (baseline first), the test columns in order, and per fork the tests that differ between arms."""
+    """The rows (baseline first), the test columns in order, and per fork the tests that differ
+    between arms."""
 
     run: str
     baseline: str
@@ -83,7 +86,8 @@ def split_run_fork(db: ReadModelDB, address: str) -> tuple[str, str | None]:
 def arms_table(
     db: ReadModelDB, run: str, fork: str | None = None, baseline: str = PARENT
 ) -> ArmsTable:
-    """RUN's arms (every fork, or FORK's) against `baseline`: `parent` or the name of an arm in each fork."""
+    """RUN's arms (every fork, or FORK's) against `baseline`: `parent` or the name of an arm in each
+    fork."""
     run_row = require_run(db, run)
     tests = _tests_by_owner(db, run)
     rows: list[dict[str, Any]] = []
@@ -99,8 +103,8 @@ def arms_table(
             }
         )
     differing: dict[str, list[str]] = {}
-    # One query for every fork's children (the view is a join; one per fork cost ~9 ms each, 45 s for a
-    # 10,000-node tree), grouped here in the forks' order.
+    # One query for every fork's children (the view is a join; one per fork cost ~9 ms each, 45 s
+    # for a 10,000-node tree), grouped here in the forks' order.
     children: dict[str, list[dict[str, Any]]] = {}
     for child in db.rows(
         "SELECT fork, arm, node, status, reward, child_index FROM children "
@@ -124,7 +128,8 @@ def arms_table(
             raise UnknownSubject(
                 f"expected an arm {baseline!r} in fork {fork_id!r} to compare against, "
                 f"found arms {[arm['arm'] for arm in arms]}",
-                hint="name one of those arms with --baseline, or leave it out to compare with the parent run",
+                hint="name one of those arms with --baseline, or "
+                "leave it out to compare with the parent run",
             )
         differing[fork_id] = _differing([arm["tests"] for arm in arms])
         rows.extend(arms)
@@ -145,7 +150,8 @@ def _flips(own: dict[str, str], base: dict[str, str]) -> list[str]:
 
 
 def _is_baseline(row: dict[str, Any], baseline: str) -> bool:
-    """The parent row (no fork: an arm may be named "parent" too), or the arm of that name in its fork."""
+    """The parent row (no fork: an arm may be named "parent" too), or the arm of that name in its
+    fork."""
     return row["arm"] == baseline and (row["fork"] is None) == (baseline == PARENT)
 
 
@@ -166,7 +172,8 @@ def _flatten(
 
 
 def marked_rows(table: ArmsTable) -> list[dict[str, Any]]:
-    """The rows for people: a flipped cell says so (machine formats keep the bare outcome and `flips`)."""
+    """The rows for people: a flipped cell says so (machine formats keep the bare outcome and
+    `flips`)."""
     return [
         {
             **row,
@@ -181,4 +188,7 @@ def legend(table: ArmsTable) -> str:
     between = "; ".join(
         f"fork {fork}: {', '.join(names) or 'none'}" for fork, names in table.differing.items()
     )
-    return f"{FLIP_MARK}: differs from {table.baseline}; tests differing between arms: {between or 'no forks'}"
+    return (
+        f"{FLIP_MARK}: differs from {table.baseline}; "
+        f"tests differing between arms: {between or 'no forks'}"
+    )

@@ -1,15 +1,15 @@
 """benchflow's ablation attribution rules, as pure functions over the arms' outcomes.
 
-`lineage export ablation` must write an `ablation.json` that is byte-compatible with the one `bench eval
-ablate` writes, so every derived field (`status`, `reference`, `verdict`, `test_attribution`, `value`) is
-recomputed here from the few facts the log holds per arm: reward, error, whether it ran, and its CTRF test
-outcomes. The module does no I/O and imports nothing outside the standard library and the project's error
-family, so the rules can be tested exhaustively and reused by any reader.
+`lineage export ablation` must write an `ablation.json` that is byte-compatible with the one `bench
+eval ablate` writes, so every derived field (`status`, `reference`, `verdict`, `test_attribution`,
+`value`) is recomputed here from the few facts the log holds per arm: reward, error, whether it ran,
+and its CTRF test outcomes. The module does no I/O and imports nothing outside the standard library
+and the project's error family, so the rules can be tested exhaustively and reused by any reader.
 
-Where §1.7a is silent, benchflow's report module decides: a skill arm whose counterpart has no reward
-compares against the parent instead, and a tie verdict compares only the two arms' own tests. One choice
-is benchflow's too (`_display_test_name`): a `::` inside a pytest parametrisation id (`test_x[a::b]`) is not a
-path separator.
+Where §1.7a is silent, benchflow's report module decides: a skill arm whose counterpart has no
+reward compares against the parent instead, and a tie verdict compares only the two arms' own tests.
+One choice is benchflow's too (`_display_test_name`): a `::` inside a pytest parametrisation id
+(`test_x[a::b]`) is not a path separator.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ WITH_SKILL = "with-skill"
 NO_SKILL = "no-skill"
 PARENT = "parent"
 SHOWN_TEST_NAMES = 3
-# What benchflow records on an arm whose child ran but carries neither a reward nor an unscored reason.
+# What benchflow records on an arm whose child ran but carries neither a reward nor an unscored
+# reason.
 NO_REWARD_REASON = "the branch ended without a reward"
 
 OutcomeMap = dict[str, str]
@@ -32,14 +33,16 @@ OutcomeMap = dict[str, str]
 
 @dataclass(frozen=True)
 class ArmOutcome:
-    """One arm as the log knows it. `tests` holds raw CTRF names; None means "not observed", unlike {}."""
+    """One arm as the log knows it. `tests` holds raw CTRF names; None means "not observed", unlike
+    {}."""
 
     name: str
     reward: float | None
     error: str | None = None
     ran: bool = True
     tests: Mapping[str, str] | None = None
-    #: Ran (or is running) but has no outcome yet at the point asked about (`--as-of`, `--occurred-before`).
+    #: Ran (or is running) but has no outcome yet at the point asked about (`--as-of`,
+    #: `--occurred-before`).
     pending: bool = False
 
     def __post_init__(self) -> None:
@@ -48,7 +51,8 @@ class ArmOutcome:
             raise InvalidInput(f"arm {self.name!r} {problem[0]}", hint=problem[1])
 
     def _contradiction(self) -> tuple[str, str] | None:
-        """What benchflow never writes (refusing it keeps `status` and `ran` in agreement), or None."""
+        """What benchflow never writes (refusing it keeps `status` and `ran` in agreement), or
+        None."""
         without_outcome = self.pending or not self.ran
         carries = any(value is not None for value in (self.reward, self.error, self.tests))
         if self.pending and not self.ran:
@@ -73,8 +77,9 @@ class ArmOutcome:
 def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
     """`{raw name: status}` from a parsed ctrf.json; None when it is not a CTRF report at all.
 
-    Only `results.tests[]` objects with a non-empty string `name` and `status` count, as in benchflow; the
-    first entry for a name wins. A report listing no usable tests is `{}`: observed, and empty.
+    Only `results.tests[]` objects with a non-empty string `name` and `status` count, as in
+    benchflow; the first entry for a name wins. A report listing no usable tests is `{}`: observed,
+    and empty.
     """
     results = document.get("results") if isinstance(document, dict) else None
     tests = results.get("tests") if isinstance(results, dict) else None
@@ -91,18 +96,22 @@ def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
 
 
 def short_test_name(raw: str) -> str:
-    """`a/b.py::Cls::test_x[p]` -> `test_x[p]`: the node id's path segments dropped, the parameters kept."""
+    """`a/b.py::Cls::test_x[p]` -> `test_x[p]`: the node id's path segments dropped, the parameters
+    kept."""
     bracket = raw.find("[")
     head, params = (raw, "") if bracket < 0 else (raw[:bracket], raw[bracket:])
-    # Even when that leaves nothing ("t.py::" -> ""): benchflow's _display_test_name keeps the empty name too.
+    # Even when that leaves nothing ("t.py::" -> ""): benchflow's _display_test_name keeps the empty
+    # name too.
     return head.rsplit("::", 1)[-1] + params
 
 
 def normalise_test_names(arms: Sequence[ArmOutcome]) -> list[OutcomeMap | None]:
-    """Each arm's tests under short names if shortening is injective within that arm's own report, else raw.
+    """Each arm's tests under short names if shortening is injective within that arm's own report,
+    else raw.
 
-    benchflow shortens inside `ctrf_test_outcomes`, one CTRF report (one arm) at a time, and never renames
-    afterwards (docs/benchflow-formats.md §8): two arms may therefore name one test differently.
+    benchflow shortens inside `ctrf_test_outcomes`, one CTRF report (one arm) at a time, and never
+    renames afterwards (docs/benchflow-formats.md §8): two arms may therefore name one test
+    differently.
     """
     normalised: list[OutcomeMap | None] = []
     for arm in arms:
@@ -137,7 +146,8 @@ def _name_list(names: Sequence[str]) -> str:
 
 
 def _differing(named_tests: Sequence[tuple[str, OutcomeMap | None]]) -> list[dict]:
-    """Tests whose outcome is not the same in every tested arm; a tested arm not naming a test has None."""
+    """Tests whose outcome is not the same in every tested arm; a tested arm not naming a test has
+    None."""
     tested = [(name, tests) for name, tests in named_tests if tests is not None]
     if len(tested) < 2:
         return []
@@ -176,7 +186,8 @@ def test_attribution(
     tie = scalar_tie(arms)
     if len(tested) < 2:
         summary = (
-            f"scalar-only attribution — {len(tested)} of {len(arms)} arms reported per-test outcomes, "
+            f"scalar-only attribution — {len(tested)} of "
+            f"{len(arms)} arms reported per-test outcomes, "
             "so no sub-test comparison was made"
         )
     elif not differing:
@@ -185,7 +196,10 @@ def test_attribution(
             "no sub-test difference in this comparison"
         )
     elif tie:
-        summary = f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing_names)}"
+        summary = (
+            f"scalar rewards tie, but {len(differing)} sub-test "
+            f"outcome(s) differ: {_name_list(differing_names)}"
+        )
     else:
         summary = f"{len(differing)} sub-test outcome(s) differ: {_name_list(differing_names)}"
     return {
@@ -198,15 +212,16 @@ def test_attribution(
     }
 
 
-# A library function, not a pytest test, wherever it is imported. pytest reads `__test__` off the function;
-# mypy knows no such attribute on a function object, hence the one ignore.
+# A library function, not a pytest test, wherever it is imported. pytest reads `__test__` off the
+# function; mypy knows no such attribute on a function object, hence the one ignore.
 test_attribution.__test__ = False  # type: ignore[attr-defined]
 
 
 def _reference(
     arm: ArmOutcome, by_name: Mapping[str, ArmOutcome], parent_reward: float | None
 ) -> tuple[str, float] | None:
-    """(name, reward) this arm compares against: its skill counterpart if scored, else the parent if scored."""
+    """(name, reward) this arm compares against: its skill counterpart if scored, else the parent if
+    scored."""
     counterpart = {WITH_SKILL: NO_SKILL, NO_SKILL: WITH_SKILL}.get(arm.name)
     other = by_name.get(counterpart) if counterpart else None
     if counterpart is not None and other is not None and other.reward is not None:
@@ -242,7 +257,8 @@ def arm_verdicts(
         reference = _reference(arm, by_name, parent_reward)
         if reference is None:
             verdicts.append(
-                f"scores {_score(arm.reward)} at {stage} — no counterpart arm or parent reward to compare against"
+                f"scores {_score(arm.reward)} at {stage} — no "
+                f"counterpart arm or parent reward to compare against"
             )
             continue
         pair = [(arm.name, arm_tests)]
@@ -273,7 +289,8 @@ def _compared(
     if reward == ref_reward:
         differing = [entry["test"] for entry in _differing(pair)]
         tail = (
-            f"scalar rewards tie, but {len(differing)} sub-test outcome(s) differ: {_name_list(differing)}"
+            f"scalar rewards tie, but {len(differing)} sub-test "
+            f"outcome(s) differ: {_name_list(differing)}"
             if differing
             else "no difference in this comparison"
         )
@@ -282,8 +299,8 @@ def _compared(
         passes = reward >= PASS_REWARD
         return (
             f"{'passes' if passes else 'fails'} ({_score(reward)}) where {ref_name} "
-            f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — this delta decides "
-            f"the outcome when applied at {stage} (1 run per arm)"
+            f"{'fails' if passes else 'passes'} ({_score(ref_reward)}) at {stage} — "
+            f"this delta decides the outcome when applied at {stage} (1 run per arm)"
         )
     direction = "higher" if reward > ref_reward else "lower"
     return (

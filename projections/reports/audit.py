@@ -1,9 +1,10 @@
 """`lineage audit`: a release gate for benchmark data, read from the log, ending in a verdict.
 
-Every check is a pure function over read-model rows, so states the domain refuses to record can still be
-tested; `audit_report.py` asks the read models and runs them all. Each finding has a level (not-publishable,
-quarantine, warning) and the worst one decides the verdict and its exit code (`EXIT_CODES`). What each level
-covers, run health, the `--matrix` file's formats and slot statuses: docs/review-skill.md, "The verdict".
+Every check is a pure function over read-model rows, so states the domain refuses to record can
+still be tested; `audit_report.py` asks the read models and runs them all. Each finding has a level
+(not-publishable, quarantine, warning) and the worst one decides the verdict and its exit code
+(`EXIT_CODES`). What each level covers, run health, the `--matrix` file's formats and slot statuses:
+docs/review-skill.md, "The verdict".
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ Slot = tuple[str | None, ...]  # (task, agent, model, skill_mode, trial)
 SLOT_FIELDS = ("task", "agent", "model", "skill_mode", "trial")
 
 
-#: A run's standing in the verdict, from its worst finding: what the run list shows, so it never disagrees.
+#: A run's standing in the verdict, from its worst finding: what the run list shows, so it never
+#: disagrees.
 STANDING = {BLOCKER: "blocked", QUARANTINE: "quarantined", WARNING: "warned"}
 
 
@@ -75,7 +77,7 @@ def _group(
     return groups
 
 
-# --- run health -----------------------------------------------------------------------------------------
+# --- run health -----------------------------------------------------------------------------------
 
 
 def classify_run(row: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +96,8 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         reasons.append(f"verifier crash: {row['verifier_error']}")
     if row["outcome"] == "branch_aggregate":
         reasons.append(
-            f"not verified itself: its result reports the branch aggregate V={row['branch_value']:g} "
+            f"not verified itself: its result reports the "
+            f"branch aggregate V={row['branch_value']:g} "
             "(rewards source branch_aggregate), not a score of its own"
         )
     elif row["outcome"] == "unscored":
@@ -111,11 +114,12 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
     return {"health": "healthy", "result": result, "reasons": []}
 
 
-# --- forks ----------------------------------------------------------------------------------------------
+# --- forks ----------------------------------------------------------------------------------------
 
 
 def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> list[Finding]:
-    """V only when every child was scored, equal to their mean; unscored / failed arms and partial or open forks."""
+    """V only when every child was scored, equal to their mean; unscored / failed arms and partial
+    or open forks."""
     findings = []
     by_fork = _group(children, "run", "fork")
     for fork in forks:
@@ -126,11 +130,17 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
         value = fork["value"]
         problem = None
         if value is not None and not every:
-            problem = f"V={value:g} is recorded although only {len(rewards)} of {fork['n_children']} children were scored"
+            problem = (
+                f"V={value:g} is recorded although only "
+                f"{len(rewards)} of {fork['n_children']} children were scored"
+            )
         elif value is not None and not math.isclose(
             value, math.fsum(rewards) / len(rewards), abs_tol=1e-9
         ):
-            problem = f"V={value:g} is not the mean {math.fsum(rewards) / len(rewards):g} of the children's rewards"
+            problem = (
+                f"V={value:g} is not the mean "
+                f"{math.fsum(rewards) / len(rewards):g} of the children's rewards"
+            )
         elif value is None and every and fork["outcome"] == "completed":
             problem = "every child was scored and the fork completed, but V is missing"
         node = fork.get("node")
@@ -143,7 +153,8 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
                         "fork-consistency",
                         QUARANTINE,
                         where,
-                        f"arm {child['arm']} (child {child['child_index']}) {child['outcome']}: {child['reason']}",
+                        f"arm {child['arm']} (child {child['child_index']}) "
+                        f"{child['outcome']}: {child['reason']}",
                         run,
                         child.get("node"),
                     )
@@ -173,11 +184,12 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
     return findings
 
 
-# --- custody --------------------------------------------------------------------------------------------
+# --- custody --------------------------------------------------------------------------------------
 
 
 def check_custody(events: list[dict[str, Any]], closed: set[tuple[str, str]]) -> list[Finding]:
-    """Every held entry released with the same digest, or a failure that preserved the entries (and where)."""
+    """Every held entry released with the same digest, or a failure that preserved the entries (and
+    where)."""
     findings = []
     by_fork = _group(events, "run", "fork")
     for key in sorted(by_fork):
@@ -252,13 +264,14 @@ def _custody_unbalanced(
     return level, f"{len(held)} held entries were never released and {state}"
 
 
-# --- snapshots ------------------------------------------------------------------------------------------
+# --- snapshots ------------------------------------------------------------------------------------
 
 
 def _snapshot_use_problem(
     use: dict[str, Any], lifetime: list[dict[str, Any]]
 ) -> tuple[str, str] | None:
-    """(level, message) when a use of a snapshot is not backed by its lifetime as both clocks tell it."""
+    """(level, message) when a use of a snapshot is not backed by its lifetime as both clocks tell
+    it."""
     subject = use["ref"]
     known = {
         e["kind"]
@@ -277,8 +290,8 @@ def _snapshot_use_problem(
         )
     if by_log and by_time:
         return BLOCKER, (
-            f"{use['what']} presents snapshot {subject} as "
-            f"restorable, but it was discarded before (#{by_log[0]['position']}) and never exported "
+            f"{use['what']} presents snapshot {subject} as restorable, but it "
+            f"was discarded before (#{by_log[0]['position']}) and never exported "
             "or imported"
         )
     if by_log or by_time:
@@ -298,12 +311,14 @@ def _snapshot_use_problem(
 def check_snapshots(
     presented: list[dict[str, Any]], lifetimes: list[dict[str, Any]], *, report_adopted: bool = True
 ) -> list[Finding]:
-    """A ref presented as restorable (run, what, ref, position, occurred_at) must have been restorable then.
+    """A ref presented as restorable (run, what, ref, position, occurred_at) must have been
+    restorable then.
 
-    "Before" is asked of both clocks, log order and `occurred_at`: a live harness records in the order things
-    happen, but importers record a run's snapshot lifetimes and forks in the order they read the artifacts,
-    with times derived from them. A lie is claimed only when both clocks put the discard strictly first and
-    neither shows an export, import or adoption by then; when the clocks disagree it is a warning.
+    "Before" is asked of both clocks, log order and `occurred_at`: a live harness records in the
+    order things happen, but importers record a run's snapshot lifetimes and forks in the order they
+    read the artifacts, with times derived from them. A lie is claimed only when both clocks put the
+    discard strictly first and neither shows an export, import or adoption by then; when the clocks
+    disagree it is a warning.
     """
     findings = []
     by_ref = _group(lifetimes, "ref")
@@ -331,7 +346,7 @@ def check_snapshots(
     return findings
 
 
-# --- matrix ---------------------------------------------------------------------------------------------
+# --- matrix ---------------------------------------------------------------------------------------
 
 
 def run_slot(row: dict[str, Any]) -> Slot:
@@ -341,7 +356,8 @@ def run_slot(row: dict[str, Any]) -> Slot:
 def classify_slots(
     slots: list[Slot], runs: list[dict[str, Any]], superseded: dict[str, str]
 ) -> tuple[list[dict[str, Any]], list[Finding]]:
-    """Each expected slot healthy, missing, duplicate, stale or unhealthy; runs outside every slot are warned about."""
+    """Each expected slot healthy, missing, duplicate, stale or unhealthy; runs outside every slot
+    are warned about."""
     by_slot: dict[Slot, list[dict[str, Any]]] = {}
     for row in runs:
         by_slot.setdefault(run_slot(row), []).append(row)
@@ -359,7 +375,8 @@ def classify_slots(
         elif len(current) > 1:
             status, why = (
                 "duplicate",
-                f"{len(current)} runs fill it and none supersedes another: {[r['run'] for r in current]}",
+                f"{len(current)} runs fill it and none supersedes "
+                f"another: {[r['run'] for r in current]}",
             )
         elif current[0]["health"] == "unhealthy":
             status, why = (
@@ -394,7 +411,7 @@ def classify_slots(
     return rows, findings
 
 
-# --- the verdict ----------------------------------------------------------------------------------------
+# --- the verdict ----------------------------------------------------------------------------------
 
 
 def verdict(findings: list[Finding]) -> tuple[str, list[str]]:

@@ -1,22 +1,23 @@
-"""The experiment-review skill's checks on recorded evidence, and terminal preservation receipts; pure functions
-over read-model rows, like the rest of `audit`.
+"""The experiment-review skill's checks on recorded evidence, and terminal preservation receipts;
+pure functions over read-model rows, like the rest of `audit`.
 
-- **Trajectory gate** (the skill's hard gate, for benchflow model trials): `trajectory/acp_trajectory.jsonl` and
-  `trajectory/llm_trajectory.jsonl` present, non-empty, every line parsable, agent-side events in the first,
-  provider request and response bodies with token usage in the second; `results.jsonl` present with exactly one
-  row, `info.training_ready` true, with positive token usage and tool definitions for any assistant tool calls;
-  `partial_trajectory` not set. A file the layout does not write (Harbor writes
-  none of the three) is not required; a run with no evidence recorded at all fails closed.
-- **Token usage and timing**: positive token usage (a total, or input plus output) and start/end times or a
-  duration, for every model run.
-- **Skill loading**: a with-skill run or arm must show skills put into its sandbox or invoked; a no-skill one
-  must show neither, nor trajectory lines naming skill resources (leakage).
-- **Oracle lanes** (agent `oracle`): reward-only evidence, with no model trajectory; their runs are checked for
-  reward and timing only, reported as warnings, and never counted, quarantined or matched to matrix slots with
-  the model runs.
-- **Preservation receipts**: a run whose scorer was sealed after a worker failure is preserved but unqualified
-  (the sealed history is evidence for a receiver, not a qualified recovery), so it is quarantined as such; a
-  failed attempt is quarantined with its error.
+- **Trajectory gate** (the skill's hard gate, for benchflow model trials):
+  `trajectory/acp_trajectory.jsonl` and `trajectory/llm_trajectory.jsonl` present, non-empty, every
+  line parsable, agent-side events in the first, provider request and response bodies with token
+  usage in the second; `results.jsonl` present with exactly one row, `info.training_ready` true,
+  with positive token usage and tool definitions for any assistant tool calls; `partial_trajectory`
+  not set. A file the layout does not write (Harbor writes none of the three) is not required; a run
+  with no evidence recorded at all fails closed.
+- **Token usage and timing**: positive token usage (a total, or input plus output) and start/end
+  times or a duration, for every model run.
+- **Skill loading**: a with-skill run or arm must show skills put into its sandbox or invoked; a
+  no-skill one must show neither, nor trajectory lines naming skill resources (leakage).
+- **Oracle lanes** (agent `oracle`): reward-only evidence, with no model trajectory; their runs are
+  checked for reward and timing only, reported as warnings, and never counted, quarantined or
+  matched to matrix slots with the model runs.
+- **Preservation receipts**: a run whose scorer was sealed after a worker failure is preserved but
+  unqualified (the sealed history is evidence for a receiver, not a qualified recovery), so it is
+  quarantined as such; a failed attempt is quarantined with its error.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _results_reasons(evidence: dict[str, Any]) -> list[str]:
         )
     if evidence["training_ready"] is not True:
         reasons.append(
-            f"{RESULTS}: the rollout row is not training_ready ({evidence['training_ready_reason'] or 'no reason given'})"
+            f"{RESULTS}: the rollout row is not training_ready "
+            f"({evidence['training_ready_reason'] or 'no reason given'})"
         )
     if evidence["results_rows_without_usage"]:
         reasons.append(f"{RESULTS}: a training-ready row carries no positive token usage")
@@ -97,7 +99,8 @@ def _results_reasons(evidence: dict[str, Any]) -> list[str]:
 
 
 def trajectory_reasons(evidence: dict[str, Any]) -> list[str]:
-    """The hard trajectory gate on one node's evidence row; files its layout does not write (NULL) are skipped."""
+    """The hard trajectory gate on one node's evidence row; files its layout does not write (NULL)
+    are skipped."""
     reasons = []
     for column, check in (
         ("acp_present", _acp_reasons),
@@ -126,12 +129,14 @@ def usage_and_timing_reasons(evidence: dict[str, Any], *, oracle: bool) -> list[
 
 
 def gate_reasons(evidence: dict[str, Any] | None, *, oracle: bool) -> list[tuple[str, str]]:
-    """(check, reason) for each way a run fails the skill's evidence checks (empty when it passes)."""
+    """(check, reason) for each way a run fails the skill's evidence checks (empty when it
+    passes)."""
     if evidence is None:
         return [
             (
                 "trajectory-gate",
-                f"no release-gate evidence is recorded (trajectory files, token usage, timing): {REMEDY}",
+                f"no release-gate evidence is recorded (trajectory "
+                f"files, token usage, timing): {REMEDY}",
             )
         ]
     return [
@@ -147,7 +152,10 @@ def skill_problem(skill_mode: str | None, evidence: dict[str, Any] | None) -> st
         if evidence is None:
             return f"with-skill, but no evidence of skill loading is recorded: {REMEDY}"
         if not evidence["skills_dir"] and not evidence["skill_invocations"]:
-            return "with-skill, but the task skills show no loading: no skills directory in the sandbox, no skill invoked"
+            return (
+                "with-skill, but the task skills show no loading: "
+                "no skills directory in the sandbox, no skill invoked"
+            )
     elif skill_mode == "no-skill" and evidence is not None:
         leaks = [
             what
@@ -173,8 +181,8 @@ def skill_problem(skill_mode: str | None, evidence: dict[str, Any] | None) -> st
 
 
 def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(level, run, message) for each receipt: preserved but unqualified, a failed attempt, or a digest the
-    domain would have refused (something bypassed the rules)."""
+    """(level, run, message) for each receipt: preserved but unqualified, a failed attempt, or a
+    digest the domain would have refused (something bypassed the rules)."""
     problems = []
     for row in receipts:
         run = row["run"]
@@ -183,8 +191,8 @@ def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str
                 (
                     "blocker",
                     run,
-                    f"the preservation receipt seals history {row['history_digest']}, but the run's "
-                    f"drained scorer history is {row['drained_digest']}",
+                    f"the preservation receipt seals history {row['history_digest']}, "
+                    f"but the run's drained scorer history is {row['drained_digest']}",
                 )
             )
         elif row["result"] == "sealed":
@@ -210,7 +218,7 @@ def preservation_problems(receipts: list[dict[str, Any]]) -> list[tuple[str, str
     return problems
 
 
-# --- the experiment-review skill's review, as recorded at import ------------------------------------------
+# --- the experiment-review skill's review, as recorded at import ----------------------------------
 
 #: SKILL.md's classes of unhealthy runs, in the order a run's headline class is chosen.
 REWARD_HACKING, LEAKAGE, FIDELITY, INFRASTRUCTURE = (
@@ -234,12 +242,14 @@ def _where(item: dict[str, Any]) -> str:
     return f"{file}:{line}" if file and line else file or "the run's files"
 
 
-#: What an oracle lane is held to: reward-only evidence, so its result and timing, never a model trajectory.
+#: What an oracle lane is held to: reward-only evidence, so its result and timing, never a model
+#: trajectory.
 ORACLE_CHECKS = frozenset(("result.parse", "result.timing", "result.reward", "result.infra_error"))
 
 
 def contract_reasons(review: dict[str, Any], *, oracle: bool = False) -> list[Reason]:
-    """The validator's issues: any one makes the rollout unhealthy (its artifacts are not trustworthy)."""
+    """The validator's issues: any one makes the rollout unhealthy (its artifacts are not
+    trustworthy)."""
     return [
         (
             "trajectory-gate",
@@ -252,7 +262,8 @@ def contract_reasons(review: dict[str, Any], *, oracle: bool = False) -> list[Re
 
 
 def hack_reasons(review: dict[str, Any]) -> list[Reason]:
-    """ "A single confirmed pattern is enough to mark the trial unhealthy" (reward-hacking-patterns.md)."""
+    """ "A single confirmed pattern is enough to mark the trial unhealthy"
+    (reward-hacking-patterns.md)."""
     return [
         (
             "reward-hacking",
@@ -265,14 +276,16 @@ def hack_reasons(review: dict[str, Any]) -> list[Reason]:
     ]
 
 
-#: Blocked by the sandbox, the provider or the network: an infrastructure failure (SKILL.md's "Infrastructure
-#: failures are not healthy failures"); the other kinds are the task's inputs missing: experiment fidelity.
+#: Blocked by the sandbox, the provider or the network: an infrastructure failure (SKILL.md's
+#: "Infrastructure failures are not healthy failures"); the other kinds are the task's inputs
+#: missing: experiment fidelity.
 INFRASTRUCTURE_KINDS = frozenset(("sandbox", "provider", "network"))
 
 
 def fidelity_reasons(review: dict[str, Any], *, passed: bool) -> list[Reason]:
-    """A failed or timed-out run blocked by a missing key, asset, package or resource is not the model's
-    failure (SKILL.md, Capability Attribution); a passing run was not blocked, whatever it met on the way."""
+    """A failed or timed-out run blocked by a missing key, asset, package or resource is not the
+    model's failure (SKILL.md, Capability Attribution); a passing run was not blocked, whatever it
+    met on the way."""
     if passed:
         return []
     return [
@@ -328,9 +341,9 @@ def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
         return (
             "skill-loading",
             FIDELITY,
-            f"with-skill, but task_skills_loading=0: task skill(s) {missing} are not in the startup "
-            f"catalog ({skills['status']}, {len(skills.get('skills') or ())} skill(s) recovered)"
-            + _named_by(skills),
+            f"with-skill, but task_skills_loading=0: task skill(s) "
+            f"{missing} are not in the startup catalog ({skills['status']}, "
+            f"{len(skills.get('skills') or ())} skill(s) recovered)" + _named_by(skills),
         )
     if skills.get("invocations") or skills.get("task_skill_access"):
         return None
@@ -345,8 +358,8 @@ def _with_skill_reason(skills: dict[str, Any]) -> Reason | None:
 
 
 def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason]:
-    """Skill loading per the SOP: a with-skill run must have loaded its task skills; a no-skill run may see
-    harness-global skills, never the task's own."""
+    """Skill loading per the SOP: a with-skill run must have loaded its task skills; a no-skill run
+    may see harness-global skills, never the task's own."""
     skills = review.get("skills")
     if skills is None or skill_mode not in ("with-skill", "no-skill"):
         return []
@@ -372,13 +385,14 @@ def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason
         ]
     invoked = list(skills.get("invocations") or ())
     if invoked and not skills.get("expected_task_skills") and not skills.get("task_skills_source"):
-        # The SOP scans a no-skill run for skill invocations; with the task's skills unnamed, an invoked
-        # skill may be one of them, and a gate does not pass what it cannot tell.
+        # The SOP scans a no-skill run for skill invocations; with the task's skills unnamed, an
+        # invoked skill may be one of them, and a gate does not pass what it cannot tell.
         return [
             (
                 "skill-loading",
                 LEAKAGE,
-                "no-skill, but a skill was invoked and the task's skills are not named, so it may be "
+                "no-skill, but a skill was invoked and the "
+                "task's skills are not named, so it may be "
                 f"one of them: {_traces(invoked)}",
             )
         ]
@@ -390,8 +404,8 @@ def review_reasons(
 ) -> list[Reason]:
     """Every way the recorded review makes a run unhealthy, each with its SKILL.md class.
 
-    An oracle lane has no model trajectory by construction (the validator's --allow-oracle-without-llm), so
-    only its result and timing count against it."""
+    An oracle lane has no model trajectory by construction (the validator's
+    --allow-oracle-without-llm), so only its result and timing count against it."""
     contract = contract_reasons(review, oracle=oracle)
     if oracle:
         return hack_reasons(review) + contract

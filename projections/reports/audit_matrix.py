@@ -1,9 +1,10 @@
-"""The `--matrix` file of `lineage audit`: the expected slots, read and checked before any audit runs.
+"""The `--matrix` file of `lineage audit`: the expected slots, read and checked before any audit
+runs.
 
-Design decision: the file's formats are the audit's (`projections/reports/audit.py` describes them and owns `Slot`), so
-reading them lives beside it, not in the CLI, which only passes the path. The file is read once, capped in size
-(a FIFO or device is refused, so it cannot block the audit), and an object of lists may not expand past
-MAX_SLOTS; every refusal names the file and the line or slot.
+Design decision: the file's formats are the audit's (`projections/reports/audit.py` describes them
+and owns `Slot`), so reading them lives beside it, not in the CLI, which only passes the path. The
+file is read once, capped in size (a FIFO or device is refused, so it cannot block the audit), and
+an object of lists may not expand past MAX_SLOTS; every refusal names the file and the line or slot.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ...domain.errors import InvalidInput
 from .audit import SLOT_FIELDS, Slot, slot_label
 
 MATRIX_LIMIT = 10 * 1024 * 1024
-MAX_SLOTS = 1_000_000  # a cross product past this is a mistake, and would exhaust memory before it is noticed
+# a cross product past this is a mistake, and would exhaust memory before it is noticed
+MAX_SLOTS = 1_000_000
 
 
 def read_matrix(path: Path) -> list[Slot]:
@@ -99,7 +101,8 @@ def _cross_product(document: dict[str, Any], path: Path) -> list[dict[str, Any]]
     size = math.prod(len(values) for values in axes.values())
     if size > MAX_SLOTS:
         raise InvalidInput(
-            f"--matrix {path}: expected at most {MAX_SLOTS} slots, found axes that expand to {size}",
+            f"--matrix {path}: expected at most {MAX_SLOTS} "
+            f"slots, found axes that expand to {size}",
             hint="list the slots you expect instead of their cross product",
         )
     return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]

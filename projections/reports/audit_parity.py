@@ -1,13 +1,14 @@
 """`lineage audit --parity A B`: the skill's Daytona-vs-Docker check, slot by slot over two batches.
 
-SKILL.md: run the same canaries through both sandboxes and compare "artifact schema and semantics, not
-exact model wording": trajectory files, `results.jsonl`, token usage, timing, result status, reward. Missing
-token usage or timing in one backend is a blocker, and so is any other difference in those: the data is not
-published from either backend until the discrepancy is explained.
+SKILL.md: run the same canaries through both sandboxes and compare "artifact schema and semantics,
+not exact model wording": trajectory files, `results.jsonl`, token usage, timing, result status,
+reward. Missing token usage or timing in one backend is a blocker, and so is any other difference in
+those: the data is not published from either backend until the discrepancy is explained.
 
-Slots pair runs of the same task, agent, model and skill mode; within one such group the runs are paired
-in order of their trial (a benchflow trial is its rollout name, whose hash differs between backends), so
-the k-th run of a group in A meets the k-th in B. Pure: the rows come from each batch's audit.
+Slots pair runs of the same task, agent, model and skill mode; within one such group the runs are
+paired in order of their trial (a benchflow trial is its rollout name, whose hash differs between
+backends), so the k-th run of a group in A meets the k-th in B. Pure: the rows come from each
+batch's audit.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def _shown(value: Any) -> str:
 def compare_batches(
     a: list[dict[str, Any]], b: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[Finding]]:
-    """One row per slot (its runs and the aspects that differ) and a blocker for every difference."""
+    """One row per slot (its runs and the aspects that differ) and a blocker for every
+    difference."""
     slots_a, slots_b = _slots(a), _slots(b)
     rows, findings = [], []
     for slot in sorted(set(slots_a) | set(slots_b), key=lambda s: tuple(map(str, s))):

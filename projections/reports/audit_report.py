@@ -1,9 +1,10 @@
-"""`lineage audit`'s report: the read-model rows of the selected runs, every check of `audit.py` run over
-them, and the verdict.
+"""`lineage audit`'s report: the read-model rows of the selected runs, every check of `audit.py` run
+over them, and the verdict.
 
-Design decision: the checks and the policy they apply stay pure functions over rows in `audit.py` (so states
-the domain refuses can still be tested there); this module is the one that asks the read models, runs the
-checks, and assembles the document the CLI prints as text (`audit_text.py`), JSON or rows.
+Design decision: the checks and the policy they apply stay pure functions over rows in `audit.py`
+(so states the domain refuses can still be tested there); this module is the one that asks the read
+models, runs the checks, and assembles the document the CLI prints as text (`audit_text.py`), JSON
+or rows.
 """
 
 from __future__ import annotations
@@ -43,11 +44,13 @@ def _in(column: str) -> str:
 
 
 def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
-    """Refs each fork (its stage's refs, limited to its layers, unless it names its own) and each restore relied on."""
+    """Refs each fork (its stage's refs, limited to its layers, unless it names its own) and each
+    restore relied on."""
     presented = []
     for o in db.rows(
-        f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref AS stage_environment FROM fork_openings o "
-        f"LEFT JOIN stages s ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}",
+        f"SELECT o.*, s.sandbox_ref AS stage_sandbox, s.environment_ref "
+        f"AS stage_environment FROM fork_openings o LEFT JOIN stages s "
+        f"ON s.run = o.run AND s.stage = o.stage WHERE {_in('o.run')}",
         {"runs": runs},
     ):
         own = o["sandbox_ref"] or o["environment_ref"]
@@ -74,8 +77,8 @@ def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
             if ref
         ]
     for r in db.rows(
-        f"SELECT r.*, c.node FROM child_restores r LEFT JOIN fork_children c USING (run, fork, idx) "
-        f"WHERE {_in('r.run')}",
+        f"SELECT r.*, c.node FROM child_restores r LEFT JOIN "
+        f"fork_children c USING (run, fork, idx) WHERE {_in('r.run')}",
         {"runs": runs},
     ):
         what = f"child {r['idx']} of fork {r['fork']} of {r['run']} (restore)"
@@ -95,13 +98,14 @@ def _presented(db: ReadModelDB, runs: list[str]) -> list[dict[str, Any]]:
 
 
 def _resolve_selection(db: ReadModelDB, run: str | None, task: str | None) -> str | None:
-    """`--run` resolved as every command resolves a run (an id or a unique prefix); an unknown run or task
-    is refused with what exists, rather than audited as an empty selection."""
+    """`--run` resolved as every command resolves a run (an id or a unique prefix); an unknown run
+    or task is refused with what exists, rather than audited as an empty selection."""
     if run is not None:
         run = resolve_run(db, run)
         if not db.scalar("SELECT count(*) FROM runs WHERE run = ?", [run]):
             raise InvalidInput(
-                f"expected a recorded run for --run, found {run!r}, which no run's id, trial or last "
+                f"expected a recorded run for --run, found "
+                f"{run!r}, which no run's id, trial or last "
                 "path part starts with",
                 hint="`lineage runs` lists the runs",
             )
@@ -112,7 +116,8 @@ def _resolve_selection(db: ReadModelDB, run: str | None, task: str | None) -> st
         ]
         shown = ", ".join(tasks[:10]) + (f" and {len(tasks) - 10} more" if len(tasks) > 10 else "")
         raise InvalidInput(
-            f"expected a task some run recorded for --task, found {task!r}; recorded tasks: {shown or 'none'}",
+            f"expected a task some run recorded for --task, "
+            f"found {task!r}; recorded tasks: {shown or 'none'}",
             hint="`lineage runs` lists each run's task",
         )
     return run
@@ -121,8 +126,8 @@ def _resolve_selection(db: ReadModelDB, run: str | None, task: str | None) -> st
 def _selected_runs(
     db: ReadModelDB, run: str | None, task: str | None, since: datetime | None
 ) -> list[dict[str, Any]]:
-    """The runs to audit; a benchflow run's trial (its rollout name) comes from its evidence when its registration,
-    recorded by an earlier version, has none."""
+    """The runs to audit; a benchflow run's trial (its rollout name) comes from its evidence when
+    its registration, recorded by an earlier version, has none."""
     return db.rows(
         "SELECT r.* REPLACE (coalesce(r.trial, e.trial) AS trial) FROM runs r "
         "LEFT JOIN evidence e ON e.run = r.run AND e.node = 'root' "
@@ -135,8 +140,9 @@ def _selected_runs(
 def _run_reasons(
     row: dict[str, Any], health: dict[str, Any], evidence: dict[str, Any] | None, oracle: bool
 ) -> list[gate.Reason]:
-    """(check, class, reason) for each way the run is unhealthy: its outcome, then the skill's review (as
-    recorded at import) or, for evidence read by an earlier version, the counts it recorded."""
+    """(check, class, reason) for each way the run is unhealthy: its outcome, then the skill's
+    review (as recorded at import) or, for evidence read by an earlier version, the counts it
+    recorded."""
     reasons = [("run-health", gate.INFRASTRUCTURE, reason) for reason in health["reasons"]]
     review = as_json(evidence.get("review")) if evidence is not None else None
     skill_mode = (evidence or {}).get("skill_mode") or row["skill_mode"]
@@ -148,7 +154,8 @@ def _run_reasons(
                 (
                     "trajectory-gate",
                     gate.INFRASTRUCTURE,
-                    "the trajectory is partial (partial_trajectory is true): not a complete attempt",
+                    "the trajectory is partial (partial_trajectory "
+                    "is true): not a complete attempt",
                 )
             )
         return reasons + gate.review_reasons(review, skill_mode, oracle=oracle, passed=passed)
@@ -159,7 +166,8 @@ def _run_reasons(
 
 
 def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> list[Finding]:
-    """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that follow."""
+    """Classify one run (its outcome and the skill's evidence checks) into `row`; the findings that
+    follow."""
     oracle = gate.is_oracle(row["agent"])
     health = classify_run(row)
     checks = _run_reasons(row, health, evidence, oracle)
@@ -168,8 +176,8 @@ def _health_findings(row: dict[str, Any], evidence: dict[str, Any] | None) -> li
     health["reasons"] = [reason for _, _, reason in checks]
     health["class"] = gate.headline_class([klass for _, klass, _ in checks]) or health["result"]
     row.update(health, lane=gate.ORACLE if oracle else "model")
-    # A superseded run is not a candidate for publication (its continuation is), so its health is only noted; an
-    # oracle lane is reward-only evidence, reported apart from the model runs.
+    # A superseded run is not a candidate for publication (its continuation is), so its health is
+    # only noted; an oracle lane is reward-only evidence, reported apart from the model runs.
     level, note = (
         (WARNING, f" (superseded by {row['superseded_by']})")
         if row["superseded_by"]
@@ -214,8 +222,9 @@ def _arm_findings(
     evidence: dict[tuple[str, str], dict[str, Any]],
     params: dict[str, Any],
 ) -> list[Finding]:
-    """Each fork arm of a model run: the skill's review of a fresh-rollout arm's own directory, skill loading
-    for with-skill arms and leakage for no-skill ones (a run's own are part of its health)."""
+    """Each fork arm of a model run: the skill's review of a fresh-rollout arm's own directory,
+    skill loading for with-skill arms and leakage for no-skill ones (a run's own are part of its
+    health)."""
     model = {r["run"] for r in runs if r["lane"] == "model"}
     children = db.rows(
         f"SELECT * FROM children WHERE {_in('run')} ORDER BY run, fork, child_index", params
@@ -265,8 +274,8 @@ def _changed_evidence_findings(evidence: dict[tuple[str, str], dict[str, Any]]) 
             WARNING,
             f"{key}:{node}",
             f"its files were read {row['observations']} times with "
-            "different contents (the latest is judged): a run read while benchflow still wrote results.jsonl, or "
-            "files changed after the run",
+            "different contents (the latest is judged): a run read while "
+            "benchflow still wrote results.jsonl, or files changed after the run",
             key,
             node,
         )
@@ -313,8 +322,8 @@ REPORTED_RUN_FIELDS = (
 def _nothing_left(
     model_runs: list[dict[str, Any]], findings: list[Finding], matrix: list[dict[str, Any]] | None
 ) -> list[Finding]:
-    """A verdict that follows its findings: when no model run (or no matrix slot) is left to publish once the
-    quarantines are taken out, the batch is not publishable, whatever else holds."""
+    """A verdict that follows its findings: when no model run (or no matrix slot) is left to publish
+    once the quarantines are taken out, the batch is not publishable, whatever else holds."""
     withheld = {f.run or f.subject for f in findings if f.level in (BLOCKER, QUARANTINE)}
     candidates = [r for r in model_runs if not r["superseded_by"]]
     left = [r for r in candidates if r["run"] not in withheld]
@@ -325,7 +334,8 @@ def _nothing_left(
                 "selection",
                 BLOCKER,
                 "store",
-                f"no healthy model run remains: all {len(candidates)} current model run(s) are quarantined",
+                f"no healthy model run remains: all {len(candidates)} "
+                f"current model run(s) are quarantined",
             )
         )
     if matrix and not any(slot["status"] == "healthy" for slot in matrix):
@@ -385,7 +395,8 @@ def _fork_and_custody_findings(db: ReadModelDB, params: dict[str, Any]) -> list[
 
 def _cut_point_findings(db: ReadModelDB, params: dict[str, Any]) -> list[Finding]:
     cut_rows = db.rows(
-        "SELECT c.*, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
+        "SELECT c.*, s.exchanges_completed AS registry_k, "
+        "s.stage IS NOT NULL AS stage_recorded FROM cut_points c "
         f"LEFT JOIN stages s ON s.run = c.source_run AND s.stage = c.stage WHERE {_in('c.run')}",
         params,
     )
@@ -403,7 +414,8 @@ LEVEL_ORDER = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
 def _chosen_slots(
     slots: list[Slot], run: str | None, task: str | None, runs: list[dict[str, Any]]
 ) -> list[Slot]:
-    """The matrix slots the selection covers: of the task asked for, and filled by the run asked for."""
+    """The matrix slots the selection covers: of the task asked for, and filled by the run asked
+    for."""
     return [
         s
         for s in slots
@@ -422,8 +434,8 @@ def audit_report(
     slots: list[Slot] | None = None,
     unreadable: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    """The audit of the selected runs. `unreadable` lists run directories (audited in place) that could not
-    be read: each is an unhealthy run of its own, so it can never pass unseen."""
+    """The audit of the selected runs. `unreadable` lists run directories (audited in place) that
+    could not be read: each is an unhealthy run of its own, so it can never pass unseen."""
     run = _resolve_selection(db, run, task)
     runs = _selected_runs(db, run, task, since)
     keys = [r["run"] for r in runs]
@@ -484,7 +496,8 @@ def audit_report(
             {
                 **{k: row[k] for k in REPORTED_RUN_FIELDS},
                 "preservation": preservation.get(row["run"]),
-                # What the verdict does with the run (its health is only one of the checks behind it).
+                # What the verdict does with the run (its health is only one of the checks behind
+                # it).
                 "status": standing.get(row["run"], "ok"),
             }
             for row in runs

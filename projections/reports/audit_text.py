@@ -1,6 +1,7 @@
 """`lineage audit` for people: the report `audit.audit_report` builds, as lines of text.
 
-Kept beside the audit it renders, so the CLI only chooses between this text and the report's JSON or rows.
+Kept beside the audit it renders, so the CLI only chooses between this text and the report's JSON or
+rows.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ def render_audit(report: dict[str, Any]) -> str:
     if report["matrix"] is not None:
         lines.append("matrix slots:")
         lines += [
-            f"  {slot['status']:<9}  {slot_label(tuple(slot[k] for k in SLOT_FIELDS))}  {slot['detail']}"
+            f"  {slot['status']:<9}  "
+            f"{slot_label(tuple(slot[k] for k in SLOT_FIELDS))}  {slot['detail']}"
             for slot in report["matrix"]
         ]
     lines.append("findings:" if report["findings"] else "findings: none")
@@ -26,7 +28,8 @@ def render_audit(report: dict[str, Any]) -> str:
     lines.append(
         f"log integrity: intact, {integrity['events']} events, head {integrity['head']}"
         if integrity["intact"]
-        else f"log integrity: BROKEN at position {integrity['first_bad_position']}: {integrity['problem']}"
+        else f"log integrity: BROKEN at position "
+        f"{integrity['first_bad_position']}: {integrity['problem']}"
     )
     named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
     lines.append(f"verdict: {report['verdict']}{named}")
@@ -45,6 +48,6 @@ def _finding_line(finding: dict[str, Any]) -> str:
     at = finding["address"]
     shown = at not in (None, finding["subject"], f"{finding['subject']}:root")
     return (
-        f"  {finding['level']:<15}  {finding['check']:<21}  {finding['subject']}: {finding['message']}"
-        + (f" (at {at})" if shown else "")
+        f"  {finding['level']:<15}  {finding['check']:<21}  "
+        f"{finding['subject']}: {finding['message']}" + (f" (at {at})" if shown else "")
     )

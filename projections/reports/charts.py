@@ -1,16 +1,19 @@
-"""What `lineage serve`'s charts page shows: per arm, pass rate and mean reward with 95% intervals; a task x arm
-grid of pass rates; runs and mean reward over time; each split by any column of the `runs` view.
+"""What `lineage serve`'s charts page shows: per arm, pass rate and mean reward with 95% intervals;
+a task x arm grid of pass rates; runs and mean reward over time; each split by any column of the
+`runs` view.
 
-The arm numbers are `lineage arms --stats`'s own (`arm_stats.grouped_trials` selects the trials as that
-command does and `arm_stats.arm_summary` computes every number), so grouped by `task` an arm's row here is
-that command's row for any run of the task. Only the drawing is the page's (`adapters/web_charts.py`).
+The arm numbers are `lineage arms --stats`'s own (`arm_stats.grouped_trials` selects the trials as
+that command does and `arm_stats.arm_summary` computes every number), so grouped by `task` an arm's
+row here is that command's row for any run of the task. Only the drawing is the page's
+(`adapters/web_charts.py`).
 
-Bounded whatever the store holds: at most `GROUP_CAP` groups (the ones with the most runs; the rest are
-counted as "other"), `ARM_CAP` arms per group, `GRID_TASKS` tasks in the grid and `TIME_BUCKETS` points in
-time; every sum is SQL's. A reward interval is a bootstrap whose cost grows with the arm's trials (~0.5 s for
-1,000 on one core here), so the page resamples at most `RESAMPLE_BUDGET` trials, largest groups first; an
-arm past it shows its mean without an interval and the page says which, and how to get it
-(`lineage arms RUN --stats`). Each answer is remembered for its log position, like every served answer.
+Bounded whatever the store holds: at most `GROUP_CAP` groups (the ones with the most runs; the rest
+are counted as "other"), `ARM_CAP` arms per group, `GRID_TASKS` tasks in the grid and `TIME_BUCKETS`
+points in time; every sum is SQL's. A reward interval is a bootstrap whose cost grows with the arm's
+trials (~0.5 s for 1,000 on one core here), so the page resamples at most `RESAMPLE_BUDGET` trials,
+largest groups first; an arm past it shows its mean without an interval and the page says which, and
+how to get it (`lineage arms RUN --stats`). Each answer is remembered for its log position, like
+every served answer.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ ARM_CAP = 12
 GRID_TASKS = 40
 GRID_ARMS = 12
 TIME_BUCKETS = 60
-#: The most scored trials the page bootstraps for reward intervals (the Wilson intervals cost nothing).
+#: The most scored trials the page bootstraps for reward intervals (the Wilson intervals cost
+#: nothing).
 RESAMPLE_BUDGET = 4000
 #: Coarser and coarser units until the runs' time span fits in TIME_BUCKETS points.
 UNITS = ("hour", "day", "week", "month", "quarter", "year")
@@ -66,7 +70,8 @@ class Charts:
 
 
 def group_columns(db: ReadModelDB) -> list[str]:
-    """The columns of the `runs` view, as DuckDB describes it (the real ones, not a list kept here)."""
+    """The columns of the `runs` view, as DuckDB describes it (the real ones, not a list kept
+    here)."""
     names = [row["column_name"] for row in db.rows("DESCRIBE SELECT * FROM runs")]
     return [name for name in names if name not in NOT_GROUPS]
 
@@ -137,7 +142,8 @@ def _arm_rows(
     return rows, left_out, skipped
 
 
-#: The columns of an arm's row here: `lineage arms --stats`'s own, up to the comparison with a baseline.
+#: The columns of an arm's row here: `lineage arms --stats`'s own, up to the comparison with a
+#: baseline.
 SUMMARY = (
     "arm",
     "trials",
@@ -153,10 +159,12 @@ SUMMARY = (
 
 
 def _grid(db: ReadModelDB) -> dict[str, Any]:
-    """Pass rate of each (task, arm): scored children of named arms, pooled by task as `arms --stats` pools."""
+    """Pass rate of each (task, arm): scored children of named arms, pooled by task as `arms
+    --stats` pools."""
     cells = db.rows(
-        "SELECT r.task, c.arm, count(*) FILTER (WHERE c.status IN ('pass', 'fail')) AS trials, "
-        "count(*) FILTER (WHERE c.status = 'pass') AS passes FROM children c JOIN runs r USING (run) "
+        "SELECT r.task, c.arm, count(*) FILTER (WHERE c.status IN "
+        "('pass', 'fail')) AS trials, count(*) FILTER (WHERE c.status "
+        "= 'pass') AS passes FROM children c JOIN runs r USING (run) "
         f"JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} GROUP BY ALL"
     )
     by_task: dict[Any, int] = {}
@@ -188,7 +196,8 @@ def _grid(db: ReadModelDB) -> dict[str, Any]:
 
 
 def _timeline(db: ReadModelDB, value: str, shown: list[Any]) -> dict[str, Any]:
-    """Runs registered and their mean reward per unit of time, per shown group (the rest as `other`)."""
+    """Runs registered and their mean reward per unit of time, per shown group (the rest as
+    `other`)."""
     span = db.rows("SELECT min(registered_at) AS first, max(registered_at) AS last FROM runs")[0]
     first, last = span["first"], span["last"]
     if first is None or last is None:

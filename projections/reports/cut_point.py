@@ -20,12 +20,14 @@ if TYPE_CHECKING:
 
 
 class ReplayCutPointError(LineageError):
-    """A replay cut point cannot be resolved from what the run recorded (benchflow's ReplayCutPointError)."""
+    """A replay cut point cannot be resolved from what the run recorded (benchflow's
+    ReplayCutPointError)."""
 
 
 def registry(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
     rows = db.rows(
-        "SELECT stage, node, exchanges_completed, sandbox_ref, environment_ref FROM stages WHERE run = ?",
+        "SELECT stage, node, exchanges_completed, sandbox_ref, "
+        "environment_ref FROM stages WHERE run = ?",
         [run],
     )
     return sorted(rows, key=lambda row: STAGES.index(row["stage"]))
@@ -59,8 +61,10 @@ def _within_recording(run: str, k: int, recorded: int | None, what: str) -> None
     the callers); an unknown count passes here."""
     if recorded is not None and k > recorded:
         raise ReplayCutPointError(
-            f"run {run!r}: expected a cut K in 1..{recorded} (the exchanges its recording holds), found {what} K = {k}",
-            hint=f"choose K <= {recorded}; a replay cannot serve exchanges that were never recorded",
+            f"run {run!r}: expected a cut K in 1..{recorded} (the "
+            f"exchanges its recording holds), found {what} K = {k}",
+            hint=f"choose K <= {recorded}; a replay cannot "
+            f"serve exchanges that were never recorded",
         )
 
 
@@ -78,7 +82,8 @@ def resolve_stage(
     row = next((r for r in stages if r["stage"] == stage), None)
     if row is None:
         raise ReplayCutPointError(
-            f"run {run!r} did not record stage {stage!r}; recorded stages: {[r['stage'] for r in stages]}"
+            f"run {run!r} did not record stage {stage!r}; "
+            f"recorded stages: {[r['stage'] for r in stages]}"
         )
     problem = _usable(row)
     if problem:
@@ -86,7 +91,8 @@ def resolve_stage(
             f"run {run!r}: cannot cut at stage {stage!r}: {problem}", hint="use --exchanges K"
         )
     _within_recording(run, row["exchanges_completed"], recorded, f"stage {stage!r} with")
-    # benchflow's resolve_cut_point turns a stage cut into max_exchanges = K, written as configured_max_exchanges
+    # benchflow's resolve_cut_point turns a stage cut into max_exchanges = K, written as
+    # configured_max_exchanges
     return {
         "run": run,
         "by": "stage",
@@ -106,9 +112,10 @@ def resolve_exchanges(
         raise ReplayCutPointError(f"run {run!r}: expected K >= 1 exchanges to replay, found {k}")
     if recorded is None:
         raise ReplayCutPointError(
-            f"run {run!r}: expected a known number of recorded exchanges to check K = {k} against (0 < K <= "
-            "n_recorded), found none: no trajectory/llm_trajectory.jsonl was imported for it and no continuation "
-            "recorded n_recorded_exchanges",
+            f"run {run!r}: expected a known number of recorded "
+            f"exchanges to check K = {k} against (0 < K <= "
+            "n_recorded), found none: no trajectory/llm_trajectory.jsonl was "
+            "imported for it and no continuation recorded n_recorded_exchanges",
             hint="import the finished run with its trajectory/llm_trajectory.jsonl, "
             "or cut at a recorded stage with --stage",
         )
@@ -140,11 +147,11 @@ def served_cut_points(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
     its accounting basis, configured and served K, every divergence, and the registry K of the cut
     stage."""
     rows = db.rows(
-        "SELECT r.run, c.accounting, c.stage, c.configured_k, c.served_k, c.divergences, c.recorded_request_digest, "
-        "c.served_request_digest, c.source_run, s.exchanges_completed AS registry_k, s.stage IS NOT NULL AS stage_recorded "
-        "FROM runs r LEFT JOIN cut_points c USING (run) "
-        "LEFT JOIN stages s ON s.run = r.parent_run AND s.stage = c.stage "
-        "WHERE r.parent_run = ? AND r.role = 'continuation' ORDER BY r.position",
+        "SELECT r.run, c.accounting, c.stage, c.configured_k, c.served_k, c.divergences, "
+        "c.recorded_request_digest, c.served_request_digest, c.source_run, s.exchanges_completed "
+        "AS registry_k, s.stage IS NOT NULL AS stage_recorded FROM runs r LEFT JOIN cut_points c "
+        "USING (run) LEFT JOIN stages s ON s.run = r.parent_run AND s.stage = c.stage WHERE "
+        "r.parent_run = ? AND r.role = 'continuation' ORDER BY r.position",
         [run],
     )
     for row in rows:
@@ -174,7 +181,8 @@ def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]
                 (
                     False,
                     run,
-                    "the served cut point recorded no divergence list, so nobody checked the replay",
+                    "the served cut point recorded no divergence "
+                    "list, so nobody checked the replay",
                 )
             )
         if divergences:
@@ -183,7 +191,8 @@ def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]
                 (
                     False,
                     run,
-                    f"the replay diverged from the recording of {row['source_run']} at exchange(s) {at}",
+                    f"the replay diverged from the recording of "
+                    f"{row['source_run']} at exchange(s) {at}",
                 )
             )
         if row["stage"] is not None:
@@ -200,8 +209,8 @@ def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]
                     (
                         False,
                         run,
-                        f"cut at stage {row['stage']!r} with configured K {configured}, but the stage "
-                        f"registry of {row['source_run']} says {row['registry_k']}",
+                        f"cut at stage {row['stage']!r} with configured K {configured}, but "
+                        f"the stage registry of {row['source_run']} says {row['registry_k']}",
                     )
                 )
     return problems
@@ -236,11 +245,13 @@ def render_cut_point(document: dict[str, Any]) -> str:
     lines = []
     if resolved and resolved["by"] == "stage":
         lines.append(
-            f"cut point of {run} at stage {resolved['stage']}: K = {resolved['k']} exchanges (node {resolved['node']})"
+            f"cut point of {run} at stage {resolved['stage']}: K = "
+            f"{resolved['k']} exchanges (node {resolved['node']})"
         )
     elif resolved:
         after = (
-            f"; the last recorded stage at or before it is {resolved['stage']} (K = {resolved['exchanges_completed']})"
+            f"; the last recorded stage at or before it is "
+            f"{resolved['stage']} (K = {resolved['exchanges_completed']})"
             if resolved["stage"]
             else "; no recorded stage is at or before it"
         )
@@ -265,8 +276,8 @@ def render_cut_point(document: dict[str, Any]) -> str:
         stage = f", stage {row['stage']}" if row["stage"] else ""
         divergences = row["divergences"]
         lines.append(
-            f"  {row['run']}: {row['accounting']} accounting{stage}, "
-            f"configured K {_or_unset(row['configured_k'])}, served K {_or_unset(row['served_k'])}, "
+            f"  {row['run']}: {row['accounting']} accounting{stage}, configured K "
+            f"{_or_unset(row['configured_k'])}, served K {_or_unset(row['served_k'])}, "
             + (
                 "divergences not recorded"
                 if divergences is None
@@ -274,8 +285,9 @@ def render_cut_point(document: dict[str, Any]) -> str:
             )
         )
         lines += [
-            f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} vs recorded "
-            f"{d.get('recorded_request_digest')} ({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
+            f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} "
+            f"vs recorded {d.get('recorded_request_digest')} "
+            f"({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
             for d in divergences or ()
         ]
         lines += [f"    problem: {problem}" for problem in row["problems"]]

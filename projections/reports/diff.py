@@ -1,13 +1,14 @@
 """`lineage diff A B`: two nodes or two arms side by side.
 
-A and B use the addresses of `lineage history` (`RUN`, `RUN:NODE`, `RUN:FORK/ARM`, `RUN:FORK/#INDEX`), so
-two arms of one fork, two nodes of one tree, or nodes of a run and its continuation can be compared. The
-report holds each side's delta chain from the common ancestor (every step that is not shared, with the delta
-that made it), both outcomes (a fork child's own; for a run's root or cursor node, the run's), and per-test
-outcomes side by side. Test names are shortened the way
-`ablation.json` shortens them (only when that stays unambiguous across both sides). Flips (passed -> failed,
-failed -> passed) come first, then other changes, then tests only one side reported, then ties. A test a
-side did not report is "not reported": an absent CTRF entry is missing evidence, never a failure.
+A and B use the addresses of `lineage history` (`RUN`, `RUN:NODE`, `RUN:FORK/ARM`,
+`RUN:FORK/#INDEX`), so two arms of one fork, two nodes of one tree, or nodes of a run and its
+continuation can be compared. The report holds each side's delta chain from the common ancestor
+(every step that is not shared, with the delta that made it), both outcomes (a fork child's own; for
+a run's root or cursor node, the run's), and per-test outcomes side by side. Test names are
+shortened the way `ablation.json` shortens them (only when that stays unambiguous across both
+sides). Flips (passed -> failed, failed -> passed) come first, then other changes, then tests only
+one side reported, then ties. A test a side did not report is "not reported": an absent CTRF entry
+is missing evidence, never a failure.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _step_change(db: ReadModelDB, step: Step) -> str:
     ref = step.ref
     if step.kind == "child":
         child = db.rows(
-            "SELECT delta, delta_execution, arm FROM fork_children WHERE run = ? AND fork = ? AND idx = ?",
+            "SELECT delta, delta_execution, arm FROM "
+            "fork_children WHERE run = ? AND fork = ? AND idx = ?",
             [ref.run, ref.fork, ref.child_index],
         )[0]
         return (
@@ -65,7 +67,8 @@ def _step_change(db: ReadModelDB, step: Step) -> str:
 def _outcome(db: ReadModelDB, ref: NodeRef) -> dict[str, Any]:
     if ref.fork is not None:
         row = db.rows(
-            "SELECT outcome, reward, reason, tests FROM children WHERE run = ? AND fork = ? AND child_index = ?",
+            "SELECT outcome, reward, reason, tests FROM children "
+            "WHERE run = ? AND fork = ? AND child_index = ?",
             [ref.run, ref.fork, ref.child_index],
         )[0]
         return {
@@ -76,7 +79,8 @@ def _outcome(db: ReadModelDB, ref: NodeRef) -> dict[str, Any]:
             "tests": as_json(row["tests"]),
         }
     row = db.rows(
-        "SELECT outcome, reward, coalesce(unscored_reason, error) AS reason FROM runs WHERE run = ?",
+        "SELECT outcome, reward, coalesce(unscored_reason, "
+        "error) AS reason FROM runs WHERE run = ?",
         [ref.run],
     )[0]
     tests = db.scalar("SELECT tests FROM run_outcomes WHERE run = ? AND kind = 'scored'", [ref.run])
@@ -112,7 +116,8 @@ def _change(a: str, b: str) -> tuple[str, str]:
 
 
 def compare_tests(a: dict[str, str] | None, b: dict[str, str] | None) -> list[dict[str, str]]:
-    """Per-test rows, flips first; a side with no CTRF report at all reports nothing, not failures."""
+    """Per-test rows, flips first; a side with no CTRF report at all reports nothing, not
+    failures."""
     a, b = short_names(a, b)
     rows = []
     for test in sorted(set(a or {}) | set(b or {})):
@@ -192,14 +197,16 @@ def render_diff(document: dict[str, Any]) -> str:
         ]
         lines.append(f"  {'test':<{widths[0]}}  {'A':<{widths[1]}}  {'B':<{widths[2]}}  change")
         lines += [
-            f"  {row['test']:<{widths[0]}}  {row['a']:<{widths[1]}}  {row['b']:<{widths[2]}}  {row['change']}"
+            f"  {row['test']:<{widths[0]}}  {row['a']:<{widths[1]}}  "
+            f"{row['b']:<{widths[2]}}  {row['change']}"
             for row in tests
         ]
     return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
 
 
 def differs(document: dict[str, Any]) -> bool:
-    """Whether the two sides of a diff disagree on anything it compares: reward, outcome or a test."""
+    """Whether the two sides of a diff disagree on anything it compares: reward, outcome or a
+    test."""
     a, b = document["a"], document["b"]
     return (a["reward"], a["outcome"]) != (b["reward"], b["outcome"]) or any(
         count for change, count in document["counts"].items() if change != "same"

@@ -49,7 +49,8 @@ def require_run(db: ReadModelDB, run: str) -> dict[str, Any]:
 def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     require_run(db, run)
     nodes = db.rows(
-        "SELECT node, parent, fork, child_index, kind FROM nodes WHERE run = ? ORDER BY position, child_index",
+        "SELECT node, parent, fork, child_index, kind FROM "
+        "nodes WHERE run = ? ORDER BY position, child_index",
         [run],
     )
     # Stages captured on one node come in lifecycle order and its tag is the last of them.
@@ -57,8 +58,9 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
     stage_of = {
         r["node"]: r
         for r in db.rows(
-            f"SELECT node, arg_max(stage, {rank}) AS stage, arg_max(sandbox_ref, {rank}) AS sandbox, "
-            f"arg_max(environment_ref, {rank}) AS environment FROM stages WHERE run = ? GROUP BY node",
+            f"SELECT node, arg_max(stage, {rank}) AS stage, "
+            f"arg_max(sandbox_ref, {rank}) AS sandbox, arg_max(environment_ref, "
+            f"{rank}) AS environment FROM stages WHERE run = ? GROUP BY node",
             [run],
         )
     }
@@ -70,14 +72,15 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
             [run],
         )
     }
-    # A checkpoint no registry entry explains (a branch child's own verify(), a bare checkpoint) is a
-    # snapshot.captured on its node: that is the node's tag, over any mark placed there.
+    # A checkpoint no registry entry explains (a branch child's own verify(), a bare checkpoint) is
+    # a snapshot.captured on its node: that is the node's tag, over any mark placed there.
     for row in db.rows(
-        "SELECT node, arg_max(stage, position) AS stage, arg_max(ref, position) FILTER (WHERE layer = 'sandbox') "
-        "AS sandbox, arg_max(ref, position) FILTER (WHERE layer = 'environment') AS environment "
-        "FROM snapshot_events WHERE kind = 'captured' AND run = ? AND ref NOT IN (SELECT sandbox_ref FROM stage_marks "
-        "WHERE run = ? AND sandbox_ref IS NOT NULL UNION SELECT environment_ref FROM stage_marks WHERE run = ? AND "
-        "environment_ref IS NOT NULL) GROUP BY node",
+        "SELECT node, arg_max(stage, position) AS stage, arg_max(ref, position) "
+        "FILTER (WHERE layer = 'sandbox') AS sandbox, arg_max(ref, position) FILTER "
+        "(WHERE layer = 'environment') AS environment FROM snapshot_events WHERE kind "
+        "= 'captured' AND run = ? AND ref NOT IN (SELECT sandbox_ref FROM stage_marks "
+        "WHERE run = ? AND sandbox_ref IS NOT NULL UNION SELECT environment_ref FROM "
+        "stage_marks WHERE run = ? AND environment_ref IS NOT NULL) GROUP BY node",
         [run, run, run],
     ):
         stage_of[row["node"]] = {
@@ -86,13 +89,14 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
         }
     forks_at: dict[str, dict[str, Any]] = {}
     for row in db.rows(
-        "SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS environment, value, outcome "
-        "FROM forks WHERE run = ? ORDER BY position",
+        "SELECT node, stage, sandbox_ref AS sandbox, environment_ref AS "
+        "environment, value, outcome FROM forks WHERE run = ? ORDER BY position",
         [run],
     ):
         forks_at[row["node"]] = {**row, "value": node_value(forks_at.get(row["node"]), row)}
-        # A fork replaces the node's checkpoint: branch_at_stage adopts the stage's (re-tagging the node with
-        # it), a cursor branch takes a fresh one without a stage (docs/benchflow-formats.md §13.1).
+        # A fork replaces the node's checkpoint: branch_at_stage adopts the stage's (re-tagging the
+        # node with it), a cursor branch takes a fresh one without a stage
+        # (docs/benchflow-formats.md §13.1).
         mark = marks.get(row["stage"]) if row["stage"] else None
         stage_of[row["node"]] = {
             "stage": row["stage"],
@@ -130,8 +134,8 @@ def tree_document(db: ReadModelDB, run: str) -> dict[str, Any]:
 
 
 def node_value(earlier: dict[str, Any] | None, fork: dict[str, Any]) -> float | None:
-    """The V tree.json shows on a node after this fork: benchflow sets it when a fork completes (popping it when a
-    child was unscored) and leaves it as it was when a fork raised (partial)."""
+    """The V tree.json shows on a node after this fork: benchflow sets it when a fork completes
+    (popping it when a child was unscored) and leaves it as it was when a fork raised (partial)."""
     if fork["outcome"] == "completed":
         return fork["value"]
     return earlier["value"] if earlier else None
@@ -209,8 +213,9 @@ def stages_document(db: ReadModelDB, run: str) -> dict[str, Any]:
 
 
 def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
-    """The report `bench eval ablate` wrote for the fork (docs/benchflow-formats.md §5): the arms' rows from the fork
-    facts, and what the report itself said (`value`, `error`, the parent block) as written, never recomputed."""
+    """The report `bench eval ablate` wrote for the fork (docs/benchflow-formats.md §5): the arms'
+    rows from the fork facts, and what the report itself said (`value`, `error`, the parent block)
+    as written, never recomputed."""
     parent = require_run(db, run)
     reports = db.rows(
         "SELECT * FROM ablation_reports WHERE run = ? ORDER BY position DESC LIMIT 1", [run]
@@ -259,7 +264,8 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
         for child in children
     ]
     arms = [_arm_outcome(child, fork_row["outcome"]) for child in children]
-    # Arms that never ran have no node, so they are not fork children; the importer keeps them with the fork.
+    # Arms that never ran have no node, so they are not fork children; the importer keeps them with
+    # the fork.
     for skipped in ablation.get("skipped_arms", []):
         described.append(
             {
@@ -271,7 +277,8 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
             }
         )
         arms.append(attr.ArmOutcome(skipped["name"], None, ran=False))
-    # branch_at_stage returns V only when the fork completed; a fork that raised leaves the report's value null.
+    # branch_at_stage returns V only when the fork completed; a fork that raised leaves the report's
+    # value null.
     value = fork_row["value"] if fork_row["outcome"] == "completed" else None
     # _finalize_report: the branch error goes on the report only when no arm carries an error.
     error = fork_row["error"] if all(arm.error is None for arm in arms) else None
@@ -292,7 +299,8 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
 
 
 def _report_node(db: ReadModelDB, run: str, stage: str) -> str:
-    """Where a report whose arms never ran would have forked: the node its stage was captured on, else root."""
+    """Where a report whose arms never ran would have forked: the node its stage was captured on,
+    else root."""
     node = db.scalar("SELECT node FROM stages WHERE run = ? AND stage = ?", [run, stage])
     return node or "root"
 
@@ -398,7 +406,8 @@ def _arm_outcome(child: dict[str, Any], fork_outcome: str) -> attr.ArmOutcome:
     if child["outcome"] is None:
         if fork_outcome == "partial":
             return attr.ArmOutcome(name, None, ran=False)
-        # Still running at the point asked about: pending, never an error (benchflow has no such arm, since
-        # it writes the report only at the end; a point-in-time export is this tool's own question).
+        # Still running at the point asked about: pending, never an error (benchflow has no such
+        # arm, since it writes the report only at the end; a point-in-time export is this tool's own
+        # question).
         return attr.ArmOutcome(name, None, pending=True)
     return attr.ArmOutcome(name, child["reward"], error=child["reason"], tests=tests)

@@ -138,8 +138,8 @@ def ancestry(db: ReadModelDB, target: NodeRef, seen: frozenset[str] = frozenset(
         for r in rows
     ]
     parent = db.rows(
-        "SELECT r.parent_run, r.parent_node, c.stage FROM runs r LEFT JOIN cut_points c ON c.run = r.run "
-        "WHERE r.run = ? AND r.parent_run IS NOT NULL",
+        "SELECT r.parent_run, r.parent_node, c.stage FROM runs r LEFT JOIN "
+        "cut_points c ON c.run = r.run WHERE r.run = ? AND r.parent_run IS NOT NULL",
         [target.run],
     )
     if not parent or parent[0]["parent_run"] in seen | {target.run}:
@@ -214,21 +214,22 @@ def history(db: ReadModelDB, address: str) -> tuple[NodeRef, list[Step]]:
                               SELECT c.run, c.node, r.sandbox_ref, r.environment_ref, r.position FROM child_restores r
                               JOIN fork_children c USING (run, fork, idx)
                               UNION ALL SELECT run, node, sandbox_ref, environment_ref, position FROM fork_openings)
-                          WHERE run IN (SELECT unnest(?)) ORDER BY position DESC""",
+                          WHERE run IN (SELECT unnest(?)) ORDER BY position DESC""",  # noqa: E501
         [runs],
     ):
         for ref in (row["sandbox_ref"], row["environment_ref"]):
             if ref and (row["run"], row["node"]) in at:
                 ref_home[ref] = (row["run"], row["node"])
     for row in db.rows(
-        "SELECT ref, run, node FROM snapshot_events WHERE kind = 'captured' AND run IN (SELECT unnest(?))",
+        "SELECT ref, run, node FROM snapshot_events WHERE "
+        "kind = 'captured' AND run IN (SELECT unnest(?))",
         [runs],
     ):
         ref_home[row["ref"]] = (row["run"], row["node"])
     events = db.rows(
-        "SELECT position, type, occurred_at, recorded_at, actor, fact FROM events "
-        "WHERE fact->>'run' IN (SELECT unnest(?)) OR (starts_with(type, 'snapshot.') AND subject IN (SELECT unnest(?))) "
-        "ORDER BY position",
+        "SELECT position, type, occurred_at, recorded_at, actor, fact FROM "
+        "events WHERE fact->>'run' IN (SELECT unnest(?)) OR (starts_with(type, "
+        "'snapshot.') AND subject IN (SELECT unnest(?))) ORDER BY position",
         [runs, sorted(ref_home)],
     )
     for event in events:
@@ -259,7 +260,8 @@ def _shapes(
     target: NodeRef,
     child_nodes: dict[tuple[str, str, int], str],
 ) -> bool:
-    """A fork's own events belong on its node only if the path runs through that fork (or stops at its node)."""
+    """A fork's own events belong on its node only if the path runs through that fork (or stops at
+    its node)."""
     step = steps[index]
     if kind not in FORK_LEVEL or (kind == "fork.opened" and step.ref.node != fact["node"]):
         return True

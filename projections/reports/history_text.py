@@ -1,5 +1,6 @@
-"""How the events of a history read: one line of plain words per fact (`summarise`), a delta in a few words
-(`delta_label`, shared with `diff` and the tree), and the whole history as text or as rows (`lineage history`).
+"""How the events of a history read: one line of plain words per fact (`summarise`), a delta in a
+few words (`delta_label`, shared with `diff` and the tree), and the whole history as text or as rows
+(`lineage history`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def short_digest(digest: str | None) -> str:
 
 
 def delta_label(delta: Any) -> str:
-    """A delta (benchflow's provenance dict) in a few words; raw prompts are never recorded, only digests."""
+    """A delta (benchflow's provenance dict) in a few words; raw prompts are never recorded, only
+    digests."""
     delta = as_json(delta) or {}
     parts = [f"{key}={delta[key]}" for key in ("skill_mode", "environment_ref") if delta.get(key)]
     if delta.get("config_override_sha256"):
@@ -37,8 +39,8 @@ def delta_label(delta: Any) -> str:
 
 
 def _num(value: Any) -> str:
-    """A number as every reader prints it: a float in its shortest exact form (a reward 0.123456789 is not
-    0.123457, and 1.0 reads as the tree and the report print it)."""
+    """A number as every reader prints it: a float in its shortest exact form (a reward 0.123456789
+    is not 0.123457, and 1.0 reads as the tree and the report print it)."""
     if value is None:
         return "-"
     return repr(float(value)) if isinstance(value, float) else str(value)
@@ -69,8 +71,9 @@ def _fork_opened(fact: dict[str, Any], where: NodeRef) -> str:
 
 SUMMARIES: dict[str, Any] = {
     "run.registered": lambda f, w: (
-        f"run registered: task {f['task']}, agent {f.get('agent') or '-'}, model {f.get('model') or '-'}, "
-        f"skill mode {f.get('skill_mode') or '-'}, trial {f.get('trial') or '-'}, role {f['role']}"
+        f"run registered: task {f['task']}, agent {f.get('agent') or '-'}, model "
+        f"{f.get('model') or '-'}, skill mode {f.get('skill_mode') or '-'}, "
+        f"trial {f.get('trial') or '-'}, role {f['role']}"
         + (f", from {f['parent_run']}" if f.get("parent_run") else "")
     ),
     "run.located": lambda f, w: (
@@ -135,8 +138,8 @@ SUMMARIES: dict[str, Any] = {
             else "nothing preserved"
         )
     ),
-    # Stored facts are read with today's meaning (see the upcasters in domain/facts.py): a branch-aggregate reward,
-    # a request_global category.
+    # Stored facts are read with today's meaning (see the upcasters in domain/facts.py): a
+    # branch-aggregate reward, a request_global category.
     "run.scored": lambda f, w: (
         (
             f"run reports the branch aggregate V={_num(f['reward'])}, not verified itself"
@@ -174,8 +177,8 @@ SUMMARIES: dict[str, Any] = {
         + (f": {f['error']}" if f.get("error") else "")
     ),
     "cut_point.served": lambda f, w: (
-        f"replayed {f['source_run']} up to K={f['served_k']} ({f['accounting']} accounting, configured "
-        f"K={_num(f.get('configured_k'))}"
+        f"replayed {f['source_run']} up to K={f['served_k']} ({f['accounting']} "
+        f"accounting, configured K={_num(f.get('configured_k'))}"
         + (f", stage {f['stage']}" if f.get("stage") else "")
         + f"), {len(f.get('divergences') or [])} divergences"
     ),
@@ -235,7 +238,8 @@ def render_history(document: dict[str, Any]) -> str:
         for e in step["events"]:
             lines.append(f"     #{e['position']} {e['type']}: {e['summary']}")
             lines.append(
-                f"         happened {e['occurred_at']}, recorded {e['recorded_at']}, by {e['actor']}"
+                f"         happened {e['occurred_at']}, "
+                f"recorded {e['recorded_at']}, by {e['actor']}"
             )
         if not step["events"]:
             lines.append("     (no events on this step)")

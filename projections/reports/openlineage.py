@@ -72,7 +72,8 @@ class Emitter:
         }
 
     def parent(self, task: str, run: str, node: str, root_run: str) -> dict[str, Any]:
-        # empty `facets` where the client writes them, so its models serialise these events byte for byte
+        # empty `facets` where the client writes them, so its models serialise these events byte for
+        # byte
         job = {"namespace": self.namespace, "name": task, "facets": {}}
         return {
             "_producer": self.producer,
@@ -125,7 +126,7 @@ def _node_rows(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
            LEFT JOIN children c ON c.run = n.run AND c.fork = n.fork AND c.child_index = n.child_index
            LEFT JOIN fork_closures cl ON cl.run = n.run AND cl.fork = n.fork
            LEFT JOIN forks f ON f.run = n.run AND f.fork = n.fork
-           WHERE n.run = ? ORDER BY n.position, n.child_index""",
+           WHERE n.run = ? ORDER BY n.position, n.child_index""",  # noqa: E501
         [run],
     )
 
@@ -217,7 +218,8 @@ def run_events(db: ReadModelDB, run: str, emit: Emitter) -> Iterator[dict[str, A
     snapshots = _snapshots(db, run)
     for row in _node_rows(db, run):
         node_run = run_id(run, row["node"])
-        # a step ends in the outcome of the fork child above it (as `lineage tree` names its owner), else the run's
+        # a step ends in the outcome of the fork child above it (as `lineage tree` names its owner),
+        # else the run's
         ends_in[row["node"]] = (
             _child_outcome(row) if row["fork"] is not None else ends_in.get(row["parent"], own)
         )

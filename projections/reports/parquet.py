@@ -1,9 +1,10 @@
-"""`lineage export parquet DIR`: every read model (the views people query and the tables under them) as Parquet.
+"""`lineage export parquet DIR`: every read model (the views people query and the tables under them)
+as Parquet.
 
-DuckDB writes the files itself (`COPY ... TO ... (FORMAT parquet)`), so no new dependency. The connection is
-our own, read-only, and may write into one directory only: a staging folder inside DIR that nothing else uses
-(users' SQL never gets file access). The files are moved into DIR only once every one was written, so a failure
-leaves DIR as it was.
+DuckDB writes the files itself (`COPY ... TO ... (FORMAT parquet)`), so no new dependency. The
+connection is our own, read-only, and may write into one directory only: a staging folder inside DIR
+that nothing else uses (users' SQL never gets file access). The files are moved into DIR only once
+every one was written, so a failure leaves DIR as it was.
 """
 
 from __future__ import annotations
@@ -46,13 +47,15 @@ def _target(directory: Path) -> Path:
 
 
 def _refuse_what_a_file_cannot_replace(target: Path) -> None:
-    """Every name a file will take is free or a file (a link is replaced, never followed), before anything is
-    written: a folder in the way found only while moving would leave DIR half replaced."""
+    """Every name a file will take is free or a file (a link is replaced, never followed), before
+    anything is written: a folder in the way found only while moving would leave DIR half
+    replaced."""
     for name in relations():
         path = target / f"{name}.parquet"
         if path.is_dir() and not path.is_symlink():
             raise InvalidInput(
-                f"expected to write {path.name} into {target}, found a directory of that name there",
+                f"expected to write {path.name} into {target}, "
+                f"found a directory of that name there",
                 hint="move it away, or name another directory",
             )
 
@@ -60,7 +63,8 @@ def _refuse_what_a_file_cannot_replace(target: Path) -> None:
 def export_parquet(
     lineage: OpenedStore, directory: Path, as_of: int | None, occurred_before: Any = None
 ) -> list[dict[str, Any]]:
-    """Write `<relation>.parquet` for every relation into `directory`; returns (relation, rows, file) rows."""
+    """Write `<relation>.parquet` for every relation into `directory`; returns (relation, rows,
+    file) rows."""
     target = _target(directory)
     _refuse_what_a_file_cannot_replace(target)
     try:

@@ -1,9 +1,11 @@
-"""What `lineage report` shows for each run, gathered from the read models (rendered by `report_html`).
+"""What `lineage report` shows for each run, gathered from the read models (rendered by
+`report_html`).
 
-One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), its arms'
-statistics over its task's repeated trials (`arm_stats`), stage snapshots with their lifetimes, forks with V,
-custody, its cut point and divergences (a continuation) and the cut points of its continuations, and the audit
-of that run alone with its findings. Everything here is data from the log; the renderer escapes it.
+One `RunReport` per run: its tree with an outcome per node, the arms x tests table (`arms`), its
+arms' statistics over its task's repeated trials (`arm_stats`), stage snapshots with their
+lifetimes, forks with V, custody, its cut point and divergences (a continuation) and the cut points
+of its continuations, and the audit of that run alone with its findings. Everything here is data
+from the log; the renderer escapes it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from .audit_report import audit_report
 from .exports import require_run
 from .tree_view import OUTCOME_COLOURS, TreeModel, tree_model
 
-#: The status words a node is drawn in, as `lineage tree` colours them; a node without one is a `step`.
+#: The status words a node is drawn in, as `lineage tree` colours them; a node without one is a
+#: `step`.
 OUTCOMES = tuple(OUTCOME_COLOURS)
 STEP = "step"
 
@@ -52,7 +55,8 @@ class RunReport:
 
 
 def _nodes(model: TreeModel) -> list[ReportNode]:
-    """The tree's nodes as `lineage tree` decides them: one status, reward and text per node, from one place."""
+    """The tree's nodes as `lineage tree` decides them: one status, reward and text per node, from
+    one place."""
     nodes = []
     for node in model.nodes:
         label = node.label or ", ".join(node.stages)
@@ -72,13 +76,14 @@ def _stages(db: ReadModelDB, run: str) -> list[dict[str, Any]]:
                   sb.lifetime AS sandbox_lifetime, env.lifetime AS environment_lifetime
            FROM stages s LEFT JOIN snapshots sb ON sb.ref = s.sandbox_ref
            LEFT JOIN snapshots env ON env.ref = s.environment_ref
-           WHERE s.run = ? ORDER BY s.position""",
+           WHERE s.run = ? ORDER BY s.position""",  # noqa: E501
         [run],
     )
 
 
 def built_from(db: ReadModelDB) -> str | None:
-    """POSITION:HASH of the log head these read models were built from (checked against the chain as they were)."""
+    """POSITION:HASH of the log head these read models were built from (checked against the chain as
+    they were)."""
     rows = db.rows("SELECT position, head_hash FROM lineage_tracking WHERE name = 'lineage'")
     if not rows or not rows[0]["head_hash"]:
         return None
@@ -89,7 +94,8 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
     run_row = require_run(db, run)
     model = tree_model(db, run)
     continuations = db.rows(
-        "SELECT c.* FROM cut_points c JOIN runs r USING (run) WHERE r.parent_run = ? ORDER BY c.run",
+        "SELECT c.* FROM cut_points c JOIN runs r USING "
+        "(run) WHERE r.parent_run = ? ORDER BY c.run",
         [run],
     )
     cut = db.rows("SELECT * FROM cut_points WHERE run = ?", [run])

@@ -1,9 +1,10 @@
 """`lineage report`: one self-contained HTML file an auditor can open anywhere, offline.
 
-No script, no network: the style sheet is inline, each fork tree is inline SVG, and the only links are anchors
-inside the file (a finding links to the node it is about). Every value from the log is untrusted input (a run
-or arm name can hold markup), so each one goes through `esc` before it reaches the page, and no recorded name
-is ever used as an element id: nodes get ids of our own (`r0-n3`), and the recorded name is only text.
+No script, no network: the style sheet is inline, each fork tree is inline SVG, and the only links
+are anchors inside the file (a finding links to the node it is about). Every value from the log is
+untrusted input (a run or arm name can hold markup), so each one goes through `esc` before it
+reaches the page, and no recorded name is ever used as an element id: nodes get ids of our own
+(`r0-n3`), and the recorded name is only text.
 """
 
 from __future__ import annotations
@@ -21,23 +22,17 @@ from .tree_view import OUTCOME_COLOURS
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 170, 46, 20, 34, 10
 LABEL_CHARS = 24
 STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
-    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-    "table{max-width:100%}"
-    "td,th{border:1px solid #ccc;padding:.2em .5em;font-size:.9em;text-align:left;vertical-align:top;"
-    "overflow-wrap:anywhere}"
-    "th{overflow-wrap:normal}"
-    "div.tree{max-width:100%;overflow-x:auto}"
-    "svg line.continues{stroke-dasharray:4 3}"
-    "svg g.continues rect{fill:#fff;stroke-dasharray:4 3}"
-    "svg a text{fill:#0645ad;text-decoration:underline}"
-    "code,.mono{font-family:ui-monospace,monospace}"
-    "section.run{border-top:3px solid #444;margin-top:2em}"
-    "td.flip{font-weight:bold;background:#fff3cd}"
-    "svg text{font-family:ui-monospace,monospace;font-size:11px;fill:#111}"
-    "svg rect{stroke:#555;stroke-width:1;fill:#fff}"
-    "svg line{stroke:#888;stroke-width:1.5}"
-    ".verdict{font-weight:bold}"
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+    "margin:.5em 0 1.5em}table{max-width:100%}td,th{border:1px solid #ccc;padding:.2em "
+    ".5em;font-size:.9em;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+    "th{overflow-wrap:normal}div.tree{max-width:100%;overflow-x:auto}svg "
+    "line.continues{stroke-dasharray:4 3}svg g.continues rect{fill:#fff;stroke-dasharray:4 3}svg "
+    "a text{fill:#0645ad;text-decoration:underline}code,.mono{font-family:ui-monospace,monospace}"
+    "section.run{border-top:3px solid "
+    "#444;margin-top:2em}td.flip{font-weight:bold;background:#fff3cd}svg "
+    "text{font-family:ui-monospace,monospace;font-size:11px;fill:#111}svg "
+    "rect{stroke:#555;stroke-width:1;fill:#fff}svg "
+    "line{stroke:#888;stroke-width:1.5}.verdict{font-weight:bold}"
     ".finding-not-publishable{color:#b71c1c}.finding-quarantine{color:#e65100}"
     + "".join(
         f"svg g.outcome-{name} rect{{fill:{colour}}}"
@@ -48,8 +43,9 @@ STYLE = (
 
 
 def _visible(ch: str) -> str:
-    """Control and invisible format characters (a right-to-left override that would show `evil<RLO>gnp.exe` as
-    `evilexe.png`, line separators) shown as escapes rather than obeyed, as the terminal printer shows them."""
+    """Control and invisible format characters (a right-to-left override that would show
+    `evil<RLO>gnp.exe` as `evilexe.png`, line separators) shown as escapes rather than obeyed, as
+    the terminal printer shows them."""
     hidden = unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in "\n\t"
     return f"\\u{ord(ch):04x}" if hidden else ch
 
@@ -78,7 +74,8 @@ def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]], css: str = "")
 
 
 def _layout(nodes: list[ReportNode]) -> dict[str, tuple[float, int]]:
-    """(x, depth) per node: leaves side by side in tree order, a parent centred over its children."""
+    """(x, depth) per node: leaves side by side in tree order, a parent centred over its
+    children."""
     below: dict[str | None, list[str]] = {}
     known = {n.node for n in nodes}
     for n in nodes:
@@ -109,7 +106,8 @@ def node_id(index: int, position: int) -> str:
 
 
 def _continuation_box(report: RunReport, x: float, sections: dict[str, int]) -> str:
-    """The run this one continues, above its root: a link to that run's section when the page has it."""
+    """The run this one continues, above its root: a link to that run's section when the page has
+    it."""
     source = report.continues or ""
     at = f"at {report.continues_from}" if report.continues_from else "(cut point not recorded)"
     name = f'<text x="{x + 6:.0f}" y="{PAD + 28:.0f}">{esc(_short(source))}</text>'
@@ -124,7 +122,8 @@ def _continuation_box(report: RunReport, x: float, sections: dict[str, int]) -> 
 
 
 def tree_svg(report: RunReport, index: int, sections: dict[str, int] | None = None) -> str:
-    """The fork tree; a continuation's source run is drawn above its root, joined by a dashed line."""
+    """The fork tree; a continuation's source run is drawn above its root, joined by a dashed
+    line."""
     place = _layout(report.nodes)
     ids = {n.node: node_id(index, i) for i, n in enumerate(report.nodes)}
     top = BOX_H + GAP_Y if report.continues and report.nodes else 0
@@ -162,8 +161,8 @@ def tree_svg(report: RunReport, index: int, sections: dict[str, int] | None = No
             f'<text x="{x + 6:.0f}" y="{y + 41:.0f}">{esc(_short(n.detail))}</text></g>'
         )
     return (
-        f'<div class="tree"><svg class="tree" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">{"".join(edges)}{"".join(boxes)}</svg></div>'
+        f'<div class="tree"><svg class="tree" width="{width:.0f}" height="{height:.0f}" viewBox="0 '
+        f'0 {width:.0f} {height:.0f}" role="img">{"".join(edges)}{"".join(boxes)}</svg></div>'
     )
 
 
@@ -199,7 +198,8 @@ def _ranged(value: float | None, low: float | None, high: float | None) -> str |
 
 
 def _arm_stats(report: RunReport) -> str:
-    """The task's arms over its repeated trials (`lineage arms --stats`), each against the baseline arm."""
+    """The task's arms over its repeated trials (`lineage arms --stats`), each against the baseline
+    arm."""
     table = report.arm_stats
     if table is None:
         return "<p>No named arms.</p>"
@@ -305,7 +305,8 @@ CUT_COLUMNS = (
 )
 
 
-#: The `cut_points` columns as headers that can wrap between words (the table fits a 1,280 px window).
+#: The `cut_points` columns as headers that can wrap between words (the table fits a 1,280 px
+#: window).
 CUT_HEADERS = tuple(column.replace("_", " ") for column in CUT_COLUMNS)
 
 
@@ -399,7 +400,8 @@ def render(reports: list[RunReport], head: str | None, integrity: dict[str, Any]
     chain = (
         f"intact, {esc(integrity['events'])} events"
         if integrity["intact"]
-        else f"BROKEN at position {esc(integrity['first_bad_position'])}: {esc(integrity['problem'])}"
+        else f"BROKEN at position {esc(integrity['first_bad_position'])}: "
+        f"{esc(integrity['problem'])}"
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -1,4 +1,5 @@
-"""`lineage runs`: one row per run with what people filter on (task, agent, model, outcome, when)."""
+"""`lineage runs`: one row per run with what people filter on (task, agent, model, outcome,
+when)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ _ROW = """r.run, r.task, r.agent, r.model, coalesce(r.outcome, 'pending') AS out
 _FILTERED = """FROM runs r LEFT JOIN (SELECT run, count(*) AS forks FROM fork_openings GROUP BY run) f USING (run)
            WHERE ($task IS NULL OR r.task = $task) AND ($agent IS NULL OR r.agent = $agent)
              AND ($outcome IS NULL OR coalesce(r.outcome, 'pending') = $outcome)
-             AND ($since IS NULL OR r.registered_at >= $since)"""
+             AND ($since IS NULL OR r.registered_at >= $since)"""  # noqa: E501
 
 
 def list_runs(
@@ -31,15 +32,16 @@ def list_runs(
     outcome: str | None = None,
     since: datetime | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Runs in registration order, streamed; each filter is an exact match (`since`: registered at or after
-    it)."""
+    """Runs in registration order, streamed; each filter is an exact match (`since`: registered at
+    or after it)."""
     return db.stream(
         f"SELECT {_ROW} {_FILTERED} ORDER BY r.position",
         {"task": task, "agent": agent, "outcome": outcome, "since": since},
     )
 
 
-#: What a page of runs may be sorted by (`-` in front: descending), each an expression of the query below.
+#: What a page of runs may be sorted by (`-` in front: descending), each an expression of the query
+#: below.
 SORTS = {
     "registered": "r.position",
     "run": "r.run",
@@ -50,8 +52,8 @@ SORTS = {
     "reward": "r.reward",
 }
 PAGE_COLUMNS = (*COLUMNS[:4], "skill_mode", *COLUMNS[4:])
-#: What a page of runs may be filtered on, each an exact match, and `search` (a part of the run, task, agent or
-#: model, any case).
+#: What a page of runs may be filtered on, each an exact match, and `search` (a part of the run,
+#: task, agent or model, any case).
 PAGE_FILTERS = ("task", "agent", "model", "outcome", "skill_mode", "search")
 
 
@@ -77,23 +79,25 @@ def page_runs(
     page: int = 1,
     size: int = 50,
 ) -> RunPage:
-    """One page of runs, filtered, sorted and cut in SQL (LIMIT/OFFSET), with how many runs match in all."""
+    """One page of runs, filtered, sorted and cut in SQL (LIMIT/OFFSET), with how many runs match in
+    all."""
     unknown = sorted(set(filters) - set(PAGE_FILTERS))
     key = sort.removeprefix("-")
     if unknown or key not in SORTS or page < 1 or not 1 <= size <= 1000:
         raise InvalidInput(
-            f"expected filters among {', '.join(PAGE_FILTERS)}, a sort among {', '.join(SORTS)} "
-            f"(`-` first for descending), page >= 1 and 1..1000 per page; found filters {unknown or 'ok'}, "
-            f"sort {sort!r}, page {page}, size {size}"
+            f"expected filters among {', '.join(PAGE_FILTERS)}, a sort among "
+            f"{', '.join(SORTS)} (`-` first for descending), page >= 1 and 1..1000 per "
+            f"page; found filters {unknown or 'ok'}, sort {sort!r}, page {page}, size {size}"
         )
     params: dict[str, Any] = {name: filters.get(name) or None for name in PAGE_FILTERS}
     params.update(since=since)
     where = f"""{_FILTERED}
              AND ($model IS NULL OR r.model = $model) AND ($skill_mode IS NULL OR r.skill_mode = $skill_mode)
              AND ($search IS NULL OR contains(lower(concat_ws(' ', r.run, r.task, r.agent, r.model)),
-                                              lower($search)))"""
+                                              lower($search)))"""  # noqa: E501
     order = f"{SORTS[key]} {'DESC' if sort.startswith('-') else 'ASC'} NULLS LAST, r.position"
-    # One statement for the page and the count (the window counts before LIMIT): the view is planned once.
+    # One statement for the page and the count (the window counts before LIMIT): the view is planned
+    # once.
     rows = db.rows(
         f"SELECT {_ROW}, r.skill_mode, count(*) OVER () AS matching {where} ORDER BY {order} "
         f"LIMIT {size} OFFSET {(page - 1) * size}",
@@ -113,9 +117,10 @@ SHOWN_CANDIDATES = 10
 
 
 def resolve_run(db: ReadModelDB, given: str) -> str:
-    """The run `given` names: its id, or a prefix that only one run's id, trial or last path part starts with
-    (`lineage tree csv-dedupe__7c` for `nightly/csv-dedupe__7c1f2a90`). An exact id always wins; an ambiguous
-    prefix is refused with the runs it could mean, and an unknown one left for the caller's own error."""
+    """The run `given` names: its id, or a prefix that only one run's id, trial or last path part
+    starts with (`lineage tree csv-dedupe__7c` for `nightly/csv-dedupe__7c1f2a90`). An exact id
+    always wins; an ambiguous prefix is refused with the runs it could mean, and an unknown one left
+    for the caller's own error."""
     if not given or db.scalar("SELECT count(*) FROM runs WHERE run = ?", [given]):
         return given
     matches = [
@@ -132,7 +137,8 @@ def resolve_run(db: ReadModelDB, given: str) -> str:
         shown = ", ".join(matches[:SHOWN_CANDIDATES])
         more = len(matches) - SHOWN_CANDIDATES
         raise InvalidInput(
-            f"expected a run id or a prefix of exactly one, found {given!r} matching {len(matches)} runs: "
+            f"expected a run id or a prefix of exactly one, "
+            f"found {given!r} matching {len(matches)} runs: "
             + shown
             + (f" and {more} more" if more > 0 else ""),
             hint="type more of the id (`lineage runs` lists them)",
@@ -141,7 +147,8 @@ def resolve_run(db: ReadModelDB, given: str) -> str:
 
 
 def resolve_address(db: ReadModelDB, address: str) -> str:
-    """RUN, RUN:NODE or RUN:FORK/ARM with RUN given as an id or a unique prefix (see `resolve_run`)."""
+    """RUN, RUN:NODE or RUN:FORK/ARM with RUN given as an id or a unique prefix (see
+    `resolve_run`)."""
     run, sep, rest = address.rpartition(":")
     if not sep:
         return resolve_run(db, address)

@@ -1,14 +1,17 @@
-"""What `lineage serve` reads: the store's read models held open read-only, caught up when the log moved.
+"""What `lineage serve` reads: the store's read models held open read-only, caught up when the log
+moved.
 
-One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole answer should), checked
-against the log's last position before each request (one cheap query): when a writer appended, the file is
-caught up on a writable connection and reopened read-only, as `lineage sql` does. Every query is one of the
-commands' own (`run_list`, `report`, `diff`, `audit_report`, `user_sql`); requests take turns on the connection.
+One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole answer
+should), checked against the log's last position before each request (one cheap query): when a
+writer appended, the file is caught up on a writable connection and reopened read-only, as `lineage
+sql` does. Every query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
+`user_sql`); requests take turns on the connection.
 
-A view of these read models costs ~10 ms to plan and run even on a few runs (the `runs` view joins six
-tables), and a run page asks ~30 of them, so answers are remembered for the log position they were read at
-(the read models are a function of the log prefix): a repeated page costs a lookup, and the first request
-after the log moved empties the memory. Users' SQL is never remembered (`now()`, `random()`).
+A view of these read models costs ~10 ms to plan and run even on a few runs (the `runs` view joins
+six tables), and a run page asks ~30 of them, so answers are remembered for the log position they
+were read at (the read models are a function of the log prefix): a repeated page costs a lookup, and
+the first request after the log moved empties the memory. Users' SQL is never remembered (`now()`,
+`random()`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
 from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, resolve_run
 
-#: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was cut.
+#: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
+#: cut.
 SQL_ROW_LIMIT = 10_000
 #: Seconds a statement may run, as `lineage sql`'s default --timeout.
 SQL_TIMEOUT_S = 30.0
@@ -52,9 +56,10 @@ T = TypeVar("T")
 
 
 class ServedCopy:
-    """An `OpenedStore` whose read models are a private copy in a scratch folder (removed by `close`): the store,
-    its log and settings are the store's own. Seeded from the store's file, caught up first and read under a
-    read-only connection, so no writer can change it while it is copied."""
+    """An `OpenedStore` whose read models are a private copy in a scratch folder (removed by
+    `close`): the store, its log and settings are the store's own. Seeded from the store's file,
+    caught up first and read under a read-only connection, so no writer can change it while it is
+    copied."""
 
     def __init__(self, lineage: OpenedStore) -> None:
         self._lineage = lineage
@@ -107,8 +112,9 @@ class ServedReads:
     chart_columns: tuple[str, ...] = SUMMARY
 
     def __init__(self, lineage: OpenedStore, integrity: Any) -> None:
-        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked when an answer shows it (a
-        run page, the audit), once per log position (`lineage serve` starts its first walk at start)."""
+        """`integrity()` walks the hash chain (`Lineage.verify().summary()`): asked when an answer
+        shows it (a run page, the audit), once per log position (`lineage serve` starts its first
+        walk at start)."""
         self._lineage = lineage
         self._copy: ServedCopy | None = None
         self._integrity_of = integrity
@@ -133,7 +139,8 @@ class ServedReads:
             yield self._db
 
     def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
-        """`read`'s answer at the current log position: read once, then remembered until the log moves."""
+        """`read`'s answer at the current log position: read once, then remembered until the log
+        moves."""
         with self._current() as db:
             if key in self._memo:
                 self._memo.move_to_end(key)
@@ -191,7 +198,8 @@ class ServedReads:
         return self._remembered("facets", read)
 
     def run(self, given: str) -> tuple[RunReport, str, dict[str, str]]:
-        """One run's report, its tree drawn as `lineage report` draws it, and our element id of each node."""
+        """One run's report, its tree drawn as `lineage report` draws it, and our element id of each
+        node."""
 
         def read(db: ReadModelDB) -> tuple[RunReport, str, dict[str, str]]:
             report = run_report(db, resolve_run(db, given), self._chain(), self._position)
@@ -206,12 +214,14 @@ class ServedReads:
             return diff_document(db, resolve_address(db, a), resolve_address(db, b), self._position)
 
     def charts(self, group: str | None) -> Charts:
-        """The charts page's numbers (`projections/reports/charts.py`), bounded however many runs there are."""
+        """The charts page's numbers (`projections/reports/charts.py`), bounded however many runs
+        there are."""
         return self._remembered(("charts", group or None), lambda db: charts(db, group))
 
     def arms(self, given: str, baseline: str | None, every_task: bool) -> dict[str, Any]:
-        """`lineage arms RUN[:FORK]` (the flip table) and `lineage arms RUN --stats` (None, with the reason,
-        when RUN has no named arms, a FORK is given or the baseline is no arm), as those commands read them."""
+        """`lineage arms RUN[:FORK]` (the flip table) and `lineage arms RUN --stats` (None, with the
+        reason, when RUN has no named arms, a FORK is given or the baseline is no arm), as those
+        commands read them."""
 
         def read(db: ReadModelDB) -> dict[str, Any]:
             run, fork = split_run_fork(db, resolve_address(db, given))
@@ -238,9 +248,9 @@ class ServedReads:
             return {"stats_error": exc.message}
 
     def compare_stats(self, document: dict[str, Any]) -> dict[str, Any]:
-        """For a compare of two arms: A's run's arm statistics with A's arm as the baseline, the rows of A's
-        and B's arms (B against A: exact McNemar, paired bootstrap, the verdict), as `lineage arms A_RUN
-        --stats --baseline A_ARM` prints them; or why there are none."""
+        """For a compare of two arms: A's run's arm statistics with A's arm as the baseline, the
+        rows of A's and B's arms (B against A: exact McNemar, paired bootstrap, the verdict), as
+        `lineage arms A_RUN --stats --baseline A_ARM` prints them; or why there are none."""
         a, b = document["a"], document["b"]
         if not a.get("arm") or not b.get("arm"):
             return {
@@ -271,8 +281,8 @@ class ServedReads:
         return self._remembered(("compare-stats", a["run"], a["arm"], b["arm"]), read)
 
     def rounded(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Rows of arm statistics as `lineage arms --stats` prints them for people (3 decimals, p to 3
-        significant digits)."""
+        """Rows of arm statistics as `lineage arms --stats` prints them for people (3 decimals, p to
+        3 significant digits)."""
         return [stats.rounded_row(row) for row in rows]
 
     def audit(self) -> dict[str, Any]:

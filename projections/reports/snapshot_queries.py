@@ -1,11 +1,13 @@
-"""Read-model queries about snapshots: what a run exported, which refs recorded a tar, `lineage snapshots list|show`.
+"""Read-model queries about snapshots: what a run exported, which refs recorded a tar, `lineage
+snapshots list|show`.
 
-Design decision: the SQL that snapshot imports and `lineage snapshots` ask lives here, in the projections layer
-that owns the `snapshots` view and `snapshot_events` table (`projections/read_models/stage_registry.py`), as functions of a
-`ReadModelDB`, so the CLI only parses and prints. `adapters/snapshot_service.py` may not import projections, so
-it asks through its `Catalog` port; `ReadModelCatalog` implements that port by opening the read models for one
-query at a time, so a long `docker load` never holds the DuckDB lock. (Exports, history and audit read the same
-tables in queries of their own.)
+Design decision: the SQL that snapshot imports and `lineage snapshots` ask lives here, in the
+projections layer that owns the `snapshots` view and `snapshot_events` table
+(`projections/read_models/stage_registry.py`), as functions of a `ReadModelDB`, so the CLI only
+parses and prints. `adapters/snapshot_service.py` may not import projections, so it asks through its
+`Catalog` port; `ReadModelCatalog` implements that port by opening the read models for one query at
+a time, so a long `docker load` never holds the DuckDB lock. (Exports, history and audit read the
+same tables in queries of their own.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 
 
 def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExports:
-    """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be imported."""
+    """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be
+    imported."""
     registered = db.rows("SELECT location, run_dir FROM runs WHERE run = ?", [run])
     if not registered:
         raise UnknownSubject(
@@ -46,7 +49,8 @@ def run_exports(db: ReadModelDB, run: str, stages: Sequence[str] = ()) -> RunExp
     if not refs:
         raise InvalidInput(
             f"Run {run!r} has no exported snapshots; expected at least one recorded export.",
-            hint="export with `lineage snapshots export REF --to DIR` (benchflow: --keep-snapshots)",
+            hint="export with `lineage snapshots export REF "
+            "--to DIR` (benchflow: --keep-snapshots)",
         )
     places = (registered[0]["location"], registered[0]["run_dir"])
     return RunExports(tuple(dict.fromkeys(d for d in places if d)), refs)
@@ -68,10 +72,11 @@ def _check_stages_exported(run: str, stages: Sequence[str], selected: list[dict[
         if not any(row["exports"] for row in selected if row["stage"] == stage):
             ephemeral = [row["ref"] for row in selected if row["stage"] == stage]
             raise InvalidInput(
-                f"Stage {stage!r} of run {run!r} was never exported (snapshots {ephemeral or 'none'} are "
+                f"Stage {stage!r} of run {run!r} was never "
+                f"exported (snapshots {ephemeral or 'none'} are "
                 "ephemeral); expected a recorded export to import.",
-                hint="export it with `lineage snapshots export REF --to DIR` while the image exists "
-                "(benchflow: --keep-snapshots)",
+                hint="export it with `lineage snapshots export REF --to "
+                "DIR` while the image exists (benchflow: --keep-snapshots)",
             )
 
 
@@ -86,13 +91,15 @@ def refs_with_tar(db: ReadModelDB, tar_sha256: str) -> list[str]:
 
 
 def refs_claimed(db: ReadModelDB, report: TarReport) -> list[str]:
-    """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its image id."""
+    """Recorded snapshots this tar claims to be: a repo tag names one, or a recorded export has its
+    image id."""
     names = sorted(
         {form for tag in report.repo_tags for form in (tag, tag.removesuffix(":latest"))}
     )
     rows = db.rows(
-        "SELECT ref FROM snapshots WHERE (captured OR adopted) AND list_contains(?, ref) "
-        "UNION SELECT ref FROM snapshot_events WHERE kind IN ('exported', 'adopted') AND image_id = ? ORDER BY ref",
+        "SELECT ref FROM snapshots WHERE (captured OR adopted) AND "
+        "list_contains(?, ref) UNION SELECT ref FROM snapshot_events WHERE "
+        "kind IN ('exported', 'adopted') AND image_id = ? ORDER BY ref",
         [names, report.image_id],
     )
     return [row["ref"] for row in rows]
@@ -106,7 +113,8 @@ def lifetimes(db: ReadModelDB, run: str | None = None) -> Iterator[dict[str, Any
 
 
 def run_directories(db: ReadModelDB) -> dict[str, list[str]]:
-    """Where each run's files were last seen, newest first (a moved run keeps its exported tars in `snapshots/`)."""
+    """Where each run's files were last seen, newest first (a moved run keeps its exported tars in
+    `snapshots/`)."""
     rows = db.rows(
         "SELECT run, list(path ORDER BY position DESC) AS paths FROM run_locations GROUP BY run"
     )
@@ -114,7 +122,8 @@ def run_directories(db: ReadModelDB) -> dict[str, list[str]]:
 
 
 def lifetime_with_events(db: ReadModelDB, ref: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One ref's `snapshots` row and its `snapshot_events` in log order; UnknownSubject when nothing is recorded."""
+    """One ref's `snapshots` row and its `snapshot_events` in log order; UnknownSubject when nothing
+    is recorded."""
     found = db.rows("SELECT * FROM snapshots WHERE ref = ?", [ref])
     if not found:
         raise UnknownSubject(
@@ -125,7 +134,8 @@ def lifetime_with_events(db: ReadModelDB, ref: str) -> tuple[dict[str, Any], lis
 
 
 class ReadModelCatalog:
-    """`snapshot_service.Catalog` over the read models; `open_models` yields them caught up, for one query."""
+    """`snapshot_service.Catalog` over the read models; `open_models` yields them caught up, for one
+    query."""
 
     def __init__(self, open_models: Callable[[], AbstractContextManager[ReadModels]]) -> None:
         self._open = open_models

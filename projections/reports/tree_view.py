@@ -1,12 +1,13 @@
 """`lineage tree RUN`: the fork tree as a person wants to see it, in the terminal or as a picture.
 
-One model (`tree_model`) is read from the read models and rendered three ways: an indented terminal tree
-(`text`), a Mermaid `flowchart TD` and a Graphviz `digraph`. Each node shows the stages captured on it with
-their snapshot refs and what became of them (captured / exported / discarded / imported / adopted, so a
-reader sees at once whether it can be restored), a fork child's arm label (or its delta when it has no
-label) and its reward or the reason it has none, and one line per fork opened at the node with V or why V is
-undefined. Picture formats never trust a node id as an identifier: Mermaid ids are sanitised to
-`[A-Za-z0-9_]` (made unique) and every label is escaped, because arm labels carry quotes and braces.
+One model (`tree_model`) is read from the read models and rendered three ways: an indented terminal
+tree (`text`), a Mermaid `flowchart TD` and a Graphviz `digraph`. Each node shows the stages
+captured on it with their snapshot refs and what became of them (captured / exported / discarded /
+imported / adopted, so a reader sees at once whether it can be restored), a fork child's arm label
+(or its delta when it has no label) and its reward or the reason it has none, and one line per fork
+opened at the node with V or why V is undefined. Picture formats never trust a node id as an
+identifier: Mermaid ids are sanitised to `[A-Za-z0-9_]` (made unique) and every label is escaped,
+because arm labels carry quotes and braces.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class TreeNode:
     details: list[str] = field(default_factory=list)
     forks: list[str] = field(default_factory=list)
     children: list[TreeNode] = field(default_factory=list)
-    #: The word of `outcome_words` for the run's root and fork children; None for a step without one of its own.
+    #: The word of `outcome_words` for the run's root and fork children; None for a step without one
+    #: of its own.
     status: str | None = None
     reward: float | None = None
     reason: str | None = None
@@ -48,7 +50,8 @@ class TreeNode:
     #: A fork child's arm (or its delta when it has none); the stages captured on the node.
     label: str | None = None
     stages: list[str] = field(default_factory=list)
-    #: The node whose outcome this one's trajectory ends in: itself, the fork child above it, or the root.
+    #: The node whose outcome this one's trajectory ends in: itself, the fork child above it, or the
+    #: root.
     owner: str | None = None
 
 
@@ -57,7 +60,8 @@ class TreeModel:
     run: str
     header: str
     roots: list[TreeNode]
-    #: The run a continuation replays (its `parent_run`), and where it was cut, for the picture's link.
+    #: The run a continuation replays (its `parent_run`), and where it was cut, for the picture's
+    #: link.
     continues: str | None = None
     continues_from: str | None = None
     #: Every node in tree order (position, then child index), as `nodes` holds them.
@@ -66,7 +70,8 @@ class TreeModel:
     run_row: dict[str, Any] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
-        """`tree --format json`: the run, its forks and every node with what the text tree prints for it."""
+        """`tree --format json`: the run, its forks and every node with what the text tree prints
+        for it."""
         run = self.run_row
         return {
             "run": self.run,
@@ -95,7 +100,8 @@ class TreeModel:
         }
 
 
-#: Fill colours of the picture formats, one per status word (colour-blind safe; text stays black on all of them).
+#: Fill colours of the picture formats, one per status word (colour-blind safe; text stays black on
+#: all of them).
 OUTCOME_COLOURS = {
     "pass": "#b7e1a1",
     "fail": "#f4a6a6",
@@ -134,9 +140,10 @@ def _refs(db: ReadModelDB, run: str) -> Refs:
     lifetime = {
         r["ref"]: r["lifetime"]
         for r in db.rows(
-            "SELECT ref, lifetime FROM snapshots WHERE ref IN (SELECT sandbox_ref FROM stages WHERE run = ? UNION "
-            "SELECT environment_ref FROM stages WHERE run = ? UNION SELECT sandbox_ref FROM forks WHERE run = ? UNION "
-            "SELECT environment_ref FROM forks WHERE run = ?)",
+            "SELECT ref, lifetime FROM snapshots WHERE ref IN (SELECT "
+            "sandbox_ref FROM stages WHERE run = ? UNION SELECT environment_ref "
+            "FROM stages WHERE run = ? UNION SELECT sandbox_ref FROM forks WHERE "
+            "run = ? UNION SELECT environment_ref FROM forks WHERE run = ?)",
             [run] * 4,
         )
     }
@@ -155,7 +162,8 @@ def _refs(db: ReadModelDB, run: str) -> Refs:
 def _outcomes(
     nodes: dict[str, TreeNode], children: list[dict[str, Any]], run_row: dict[str, Any]
 ) -> None:
-    """Each fork child's label and outcome from the `children` view, the root's from the `runs` view."""
+    """Each fork child's label and outcome from the `children` view, the root's from the `runs`
+    view."""
     for child in children:
         node = nodes[child["node"]]
         node.label = (
@@ -174,7 +182,8 @@ def _forks(
     children: list[dict[str, Any]],
     refs: Refs,
 ) -> list[dict[str, Any]]:
-    """One line per fork on its node (where, how it closed, V), and the forks as rows for the document."""
+    """One line per fork on its node (where, how it closed, V), and the forks as rows for the
+    document."""
     fork_rows = []
     by_fork: dict[Any, list[dict[str, Any]]] = {}  # each fork's children, found once, not per fork
     for child in children:
@@ -183,7 +192,8 @@ def _forks(
         at = (
             f"at {fork['stage']}"
             if fork["stage"]
-            else f"at cursor:{fork['node']} from {refs(fork['sandbox_ref'], fork['environment_ref'])}"
+            else f"at cursor:{fork['node']} from "
+            f"{refs(fork['sandbox_ref'], fork['environment_ref'])}"
         )
         value = fork_value(fork, by_fork.get(fork["fork"], []))
         nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {value}")
@@ -219,7 +229,8 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
     header_row = require_run(db, run)
     refs = _refs(db, run)
     order = db.rows(
-        "SELECT node, parent, fork, child_index FROM nodes WHERE run = ? ORDER BY position, child_index",
+        "SELECT node, parent, fork, child_index FROM nodes "
+        "WHERE run = ? ORDER BY position, child_index",
         [run],
     )
     nodes = {row["node"]: TreeNode(row["node"], row["parent"]) for row in order}
@@ -230,8 +241,9 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
             f"[{stage['stage']}] {refs(stage['sandbox_ref'], stage['environment_ref'])}"
         )
     children = db.rows(
-        "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children fc ON fc.run = c.run AND fc.fork = c.fork "
-        "AND fc.idx = c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
+        "SELECT c.*, fc.arm AS label FROM children c JOIN fork_children "
+        "fc ON fc.run = c.run AND fc.fork = c.fork AND fc.idx = "
+        "c.child_index WHERE c.run = ? ORDER BY c.fork, c.child_index",
         [run],
     )
     _outcomes(nodes, children, header_row)
@@ -309,8 +321,8 @@ def mermaid_text(text: str) -> str:
 
 
 def render_mermaid(model: TreeModel) -> str:
-    """A flowchart with each node in its outcome's class (`classDef`), and a continuation's source run as a
-    dotted link into its root."""
+    """A flowchart with each node in its outcome's class (`classDef`), and a continuation's source
+    run as a dotted link into its root."""
     taken: set[str] = set()
     ids: dict[int, str] = {}
     lines = ["flowchart TD"]

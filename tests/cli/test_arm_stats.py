@@ -1,8 +1,9 @@
-"""`lineage arms RUN --stats` and the report's arm statistics: repeated trials of a task, arm by arm.
+"""`lineage arms RUN --stats` and the report's arm statistics: repeated trials of a task, arm by
+arm.
 
-Stores are built from recorded facts: one run per trial, each forking into named arms. Every number is
-checked against scipy called here on the same rewards (never a number written into the test), and the
-verdicts on the three kinds of sample: too few pairs, within noise, a clear winner.
+Stores are built from recorded facts: one run per trial, each forking into named arms. Every number
+is checked against scipy called here on the same rewards (never a number written into the test), and
+the verdicts on the three kinds of sample: too few pairs, within noise, a clear winner.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def test_a_large_sample_names_the_winner(lineage: Lineage, run_cli: Cli) -> None
 
 
 def test_a_steady_reward_gain_without_a_pass_is_named(lineage: Lineage, run_cli: Cli) -> None:
-    # no trial passes in either arm (McNemar has nothing to count), but with-skill scores higher every time
+    # no trial passes in either arm (McNemar has nothing to count), but with-skill scores higher
+    # every time
     no_skill = [0.1, 0.2, 0.3, 0.4, 0.1, 0.2, 0.3, 0.4]
     with_skill = [0.7, 0.6, 0.9, 0.8, 0.6, 0.9, 0.7, 0.8]
     runs = record_trials(lineage, "partial", {"no-skill": no_skill, "with-skill": with_skill})
@@ -154,7 +156,8 @@ def test_a_steady_reward_gain_without_a_pass_is_named(lineage: Lineage, run_cli:
 
 
 def test_repeated_arms_in_one_fork_pair_in_order(lineage: Lineage, run_cli: Cli) -> None:
-    # one fork, each arm five times: the k-th with-skill child is paired with the k-th no-skill child
+    # one fork, each arm five times: the k-th with-skill child is paired with the k-th no-skill
+    # child
     arms = [("no-skill", 0.0), ("with-skill", 1.0)] * 3 + [
         ("no-skill", 1.0),
         ("with-skill", 0.0),
@@ -298,8 +301,9 @@ def test_children_without_an_arm_name_are_no_arms(
 
 
 def test_a_remembered_interval_is_the_one_scipy_gives_for_those_very_samples() -> None:
-    """The bootstrap is remembered by the samples' bytes: the same samples in another order, or paired
-    differently, are other samples (the resamples pick by position), never an earlier answer."""
+    """The bootstrap is remembered by the samples' bytes: the same samples in another order, or
+    paired differently, are other samples (the resamples pick by position), never an earlier
+    answer."""
     from rollout_lineage.projections.reports import arm_stats as module
 
     module._INTERVALS.clear()

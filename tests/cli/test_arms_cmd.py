@@ -37,7 +37,8 @@ def test_the_ablation_arms_against_the_parent(run_cli: Cli) -> None:
         None,
         "skipped",
     ]
-    # the parent's own failure (test_dedupe_exact) passes in every arm that was scored: a flip each time
+    # the parent's own failure (test_dedupe_exact) passes in every arm that was scored: a flip each
+    # time
     assert [row["flips"] for row in rows] == [
         [],
         ["test_dedupe_exact"],

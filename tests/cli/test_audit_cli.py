@@ -95,11 +95,12 @@ def test_the_text_report_ends_with_the_verdict_naming_quarantines(
     result = run_cli("audit", ok=False)
     assert result.exit_code == 11, "its one run is quarantined: nothing is left to publish"
     assert (
-        f"  quarantine       fork-consistency       {s.UNSCORED}:root: arm no-skill (child 1) unscored:"
-        in result.stdout
+        f"  quarantine       fork-consistency       "
+        f"{s.UNSCORED}:root: arm no-skill (child 1) unscored:" in result.stdout
     )
     assert result.stdout.splitlines()[-1] == f"verdict: not publishable (quarantined: {s.UNSCORED})"
-    # The run list agrees with the verdict: a healthy run quarantined for its arm is listed as quarantined.
+    # The run list agrees with the verdict: a healthy run quarantined for its arm is listed as
+    # quarantined.
     (listed,) = [line for line in result.stdout.splitlines() if f"  {s.UNSCORED}  " in line]
     assert listed.split()[:2] == ["quarantined", "healthy"]
     report = audit_json(run_cli, code=11)
@@ -125,7 +126,8 @@ def test_an_ephemeral_snapshot_presented_for_restore_makes_the_store_not_publish
     [(level, subject, message)] = findings(report, "snapshot-truthfulness")
     assert (level, subject) == ("not-publishable", snap)
     assert message.startswith(
-        f"fork n1 of {s.LIE} (at pre-verify) presents snapshot {snap} as restorable, but it was discarded"
+        f"fork n1 of {s.LIE} (at pre-verify) presents "
+        f"snapshot {snap} as restorable, but it was discarded"
     )
     assert report["findings"][0]["level"] == "not-publishable", "blocking findings come first"
 
@@ -273,7 +275,8 @@ def test_help_documents_the_exit_codes(run_cli: Cli) -> None:
 def test_the_matrix_examples_in_help_and_readme_are_files_audit_accepts(
     lineage: Lineage, run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Each example the docs show, written to a file as a user would copy it, is read with the slots it says."""
+    """Each example the docs show, written to a file as a user would copy it, is read with the slots
+    it says."""
     import re
 
     lineage.record(s.healthy_ablation())
@@ -299,7 +302,8 @@ def test_the_matrix_examples_in_help_and_readme_are_files_audit_accepts(
 def test_a_matrix_in_another_encoding_is_refused(
     lineage: Lineage, run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Read as UTF-8 with replacement characters, a UTF-16 file gave no slot and an audit verdict (exit 10)."""
+    """Read as UTF-8 with replacement characters, a UTF-16 file gave no slot and an audit verdict
+    (exit 10)."""
     lineage.record(s.healthy_ablation())
     path = tmp_path / "matrix.csv"
     path.write_text("task,agent\nt,a\n", encoding="utf-16")

@@ -1,4 +1,5 @@
-"""`lineage audit` follows the experiment-review skill, and preservation receipts, end to end on real SQLite files."""
+"""`lineage audit` follows the experiment-review skill, and preservation receipts, end to end on
+real SQLite files."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def test_a_run_failing_the_trajectory_gate_is_quarantined_at_its_address_and_his
         (
             "quarantine",
             f"{RUN}:root",
-            "unhealthy (infrastructure): results.jsonl: the rollout row is not training_ready (agent_error)",
+            "unhealthy (infrastructure): results.jsonl: the "
+            "rollout row is not training_ready (agent_error)",
         ),
     ]
     assert report["quarantined"] == [RUN] and report["runs"][0]["health"] == "unhealthy"
@@ -106,15 +108,15 @@ def test_a_with_skill_arm_must_show_its_skills_loaded(lineage: Lineage, run_cli:
     [(level, address, message)] = by_check(report, "skill-loading")
     assert (level, address) == ("quarantine", f"{s.HEALTHY}:n1")
     assert (
-        message
-        == "with-skill, but the task skills show no loading: no skills directory in the sandbox, no skill invoked"
+        message == "with-skill, but the task skills show no loading: no "
+        "skills directory in the sandbox, no skill invoked"
     )
     assert [f["subject"] for f in report["findings"] if f["check"] == "skill-loading"] == [
         f"{s.HEALTHY}:root/with-skill"
     ]
     assert (
-        f"{s.HEALTHY}:root/with-skill: with-skill, but the task skills show no loading: no skills directory in the "
-        f"sandbox, no skill invoked (at {s.HEALTHY}:n1)"
+        f"{s.HEALTHY}:root/with-skill: with-skill, but the task skills show no loading: "
+        f"no skills directory in the sandbox, no skill invoked (at {s.HEALTHY}:n1)"
     ) in run_cli("audit", ok=False).stdout
     history = json.loads(run_cli("history", address, "--format", "json").stdout)
     assert (
@@ -174,7 +176,8 @@ def test_oracle_lanes_are_reported_apart_from_the_model_runs(
         (
             "warning",
             f"{oracle}:root",
-            "oracle run, reported apart from the model runs: unhealthy: unscored: reward.txt missing",
+            "oracle run, reported apart from the model "
+            "runs: unhealthy: unscored: reward.txt missing",
         )
     ]
     assert "(oracle lane, reported apart)" in run_cli("audit").stdout
@@ -223,7 +226,8 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
     shutil.copytree(NIGHTLY / run.name, run)
     with (run / "trajectory" / "acp_trajectory.jsonl").open("a") as handle:
         handle.write(
-            '{"type": "tool_call", "title": "cat /app/.claude/skills/csv/SKILL.md"}\n{"truncated": \n'
+            '{"type": "tool_call", "title": "cat '
+            '/app/.claude/skills/csv/SKILL.md"}\n{"truncated": \n'
         )
     (run / "trajectory" / "llm_trajectory.jsonl").write_text("")
     call = {
@@ -241,9 +245,8 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
         run_cli(
             "sql",
             "SELECT trial, acp_records, acp_malformed, acp_agent_events, llm_present, llm_records, "
-            "results_rows, training_ready, training_ready_reason, results_unlisted_tool_calls, total_tokens, "
-            "skill_marker_lines "
-            "FROM evidence WHERE node = 'root'",
+            "results_rows, training_ready, training_ready_reason, results_unlisted_tool_calls, "
+            "total_tokens, skill_marker_lines FROM evidence WHERE node = 'root'",
             "--format",
             "json",
         ).stdout
@@ -263,14 +266,15 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
         "skill_marker_lines": 1,
     }
     reasons = next(r["reasons"] for r in audit_json(run_cli, code=11)["runs"])
-    # The experiment-review skill's validator (scripts/validate_run_artifacts.py at benchflow 17a3573b)
-    # prints these eight issues for this directory, in this order.
+    # The experiment-review skill's validator (scripts/validate_run_artifacts.py at benchflow
+    # 17a3573b) prints these eight issues for this directory, in this order.
     assert reasons == [
         "trajectory/acp_trajectory.jsonl:18: JSON parse error: Expecting value [acp.malformed]",
         "trajectory/llm_trajectory.jsonl: empty JSONL [llm.empty]",
         "trajectory/llm_trajectory.jsonl: no provider request bodies [llm.no_requests]",
         "trajectory/llm_trajectory.jsonl: no provider response bodies [llm.no_responses]",
-        "trajectory/llm_trajectory.jsonl: no provider token usage in response bodies [llm.no_usage]",
+        "trajectory/llm_trajectory.jsonl: no provider "
+        "token usage in response bodies [llm.no_usage]",
         "results.jsonl:1: healthy rollout marked training_ready=false [results.healthy_not_ready]",
         "results.jsonl:1: non-training-ready row lacks error payload [results.unready_no_error]",
         "results.jsonl:1: assistant tool_calls require non-empty tool_defs/tools"
@@ -333,7 +337,8 @@ def test_a_preservation_receipt_is_ingested_once_and_audited_as_preserved_but_un
     [row] = json.loads(
         run_cli(
             "sql",
-            "SELECT run, result, history_digest = drained_digest AS matches, qualified FROM receipts",
+            "SELECT run, result, history_digest = "
+            "drained_digest AS matches, qualified FROM receipts",
             "--format",
             "json",
         ).stdout
@@ -396,8 +401,8 @@ def test_a_harbor_trial_is_held_to_usage_and_timing_not_to_benchflow_trajectorie
     [row] = json.loads(
         run_cli(
             "sql",
-            "SELECT trial, acp_present, llm_present, results_present, total_tokens, duration_sec > 0 "
-            "AS timed FROM evidence",
+            "SELECT trial, acp_present, llm_present, results_present, "
+            "total_tokens, duration_sec > 0 AS timed FROM evidence",
             "--format",
             "json",
         ).stdout
@@ -440,7 +445,8 @@ def test_a_run_read_before_benchflow_wrote_results_jsonl_is_observed_again_witho
     [latest] = json.loads(
         run_cli(
             "sql",
-            "SELECT results_present, training_ready, observations FROM evidence WHERE node = 'root'",
+            "SELECT results_present, training_ready, "
+            "observations FROM evidence WHERE node = 'root'",
             "--format",
             "json",
         ).stdout

@@ -65,7 +65,8 @@ def test_a_difference_on_one_backend_is_a_blocker_named_by_slot(
     messages = [f["message"] for f in report["findings"]]
     assert any(
         m.startswith(
-            f"slot (json-merge, claude-agent-acp, claude-sonnet-4-5, no-skill, #1): {aspect} differs"
+            f"slot (json-merge, claude-agent-acp, "
+            f"claude-sonnet-4-5, no-skill, #1): {aspect} differs"
         )
         for m in messages
     ), messages

@@ -1,8 +1,9 @@
-"""Bad input gets a clean refusal with the documented exit code, and appends nothing (issue #12, items 6 and 7).
+"""Bad input gets a clean refusal with the documented exit code, and appends nothing (issue #12,
+items 6 and 7).
 
-Each case is what an attacker or an unlucky harness sent: a repeated JSON key, `"reward": true`, a negative
-wall clock, a year 1900, a FIFO or a bomb as an audit matrix, a 20-digit position, an id carrying terminal escape
-sequences, a state stored as TEXT, an edited topic or version.
+Each case is what an attacker or an unlucky harness sent: a repeated JSON key, `"reward": true`, a
+negative wall clock, a year 1900, a FIFO or a bomb as an audit matrix, a 20-digit position, an id
+carrying terminal escape sequences, a state stored as TEXT, an edited topic or version.
 """
 
 from __future__ import annotations
@@ -38,15 +39,18 @@ def ingest_refused(run_cli: Cli, tmp_path: Path, text: str) -> str:
         ('{"type": "run.scored", "run": "jobs/t__1", "reward": true}', "field reward"),
         ('{"type": "run.scored", "run": "jobs/t__1", "reward": "1"}', "field reward"),
         (
-            '{"type": "fork.child_scored", "run": "jobs/t__1", "fork": "root", "index": 0, "reward": 1, "wall_clock_sec": -3}',
+            '{"type": "fork.child_scored", "run": "jobs/t__1", "fork": '
+            '"root", "index": 0, "reward": 1, "wall_clock_sec": -3}',
             "field wall_clock_sec",
         ),
         (
-            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "1900-01-01T00:00:00Z"}',
+            '{"type": "run.registered", "run": "jobs/t__1", '
+            '"task": "t", "occurred_at": "1900-01-01T00:00:00Z"}',
             "between 1970 and 2200",
         ),
         (
-            '{"type": "run.registered", "run": "jobs/t__1", "task": "t", "occurred_at": "2999-01-01T00:00:00Z"}',
+            '{"type": "run.registered", "run": "jobs/t__1", '
+            '"task": "t", "occurred_at": "2999-01-01T00:00:00Z"}',
             "between 1970 and 2200",
         ),
         (

@@ -1,4 +1,5 @@
-"""The composition root on a real SQLite file: opening a new store tries again only after a lost race."""
+"""The composition root on a real SQLite file: opening a new store tries again only after a lost
+race."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from rollout_lineage.domain.application import LineageApp
 @pytest.mark.parametrize(
     ("refusal", "opens"),
     [
-        # What SQLite said in CI when two processes created one store file at once: `PRAGMA journal_mode=WAL`
-        # does not wait on the busy timeout while another connection switches the file to WAL.
+        # What SQLite said in CI when two processes created one store file at once: `PRAGMA
+        # journal_mode=WAL` does not wait on the busy timeout while another connection switches the
+        # file to WAL.
         ("database is locked", True),
         ("unable to open database file", False),  # not a race: said at once
     ],

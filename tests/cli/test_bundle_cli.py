@@ -1,5 +1,6 @@
-"""Run bundles through the CLI: written from one store, checked with no store, shown, imported into another
-(SQLite to PostgreSQL and back) idempotently with provenance, and refused on any changed byte."""
+"""Run bundles through the CLI: written from one store, checked with no store, shown, imported into
+another (SQLite to PostgreSQL and back) idempotently with provenance, and refused on any changed
+byte."""
 
 from __future__ import annotations
 
@@ -215,8 +216,8 @@ def test_sources_catch_an_imported_event_changed_afterwards(tmp_path: Path, keys
 def test_a_field_re_encoded_as_another_json_type_is_refused(
     tmp_path: Path, keys: Path, field: str, value: object
 ) -> None:
-    """`"1"` and `true` hash as 1, so re-encoding the bundle canonically with one of them passed every check
-    and imported a value the source never held (an attack review's find)."""
+    """`"1"` and `true` hash as 1, so re-encoding the bundle canonically with one of them passed
+    every check and imported a value the source never held (an attack review's find)."""
     from rollout_lineage.adapters.bundles import canonical
 
     a = Cli(tmp_path / "a")

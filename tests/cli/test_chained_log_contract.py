@@ -1,9 +1,11 @@
-"""One contract, every implementation of the `ChainedLog` port: in memory, SQLite file, PostgreSQL server.
+"""One contract, every implementation of the `ChainedLog` port: in memory, SQLite file, PostgreSQL
+server.
 
-Each case records through the application as a harness would and then reads the log only through the port.
-The recording clock is fixed, so all three stores hold the same bytes and must answer with the same chain.
-The last cases pin the eventsourcing internals the recorders override: an upgrade that renames or reshapes
-them fails here, saying what to re-check, instead of silently dropping the chain.
+Each case records through the application as a harness would and then reads the log only through the
+port. The recording clock is fixed, so all three stores hold the same bytes and must answer with the
+same chain. The last cases pin the eventsourcing internals the recorders override: an upgrade that
+renames or reshapes them fails here, saying what to re-check, instead of silently dropping the
+chain.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def _app(env: dict[str, str]) -> LineageApp:
     )
 
 
-#: Apps whose log is read back through the read-only SQLite reader (`adapters/sqlite_log`) read commands use.
+#: Apps whose log is read back through the read-only SQLite reader (`adapters/sqlite_log`) read
+#: commands use.
 READ_BACK: dict[int, Path] = {}
 
 
@@ -115,7 +118,8 @@ def test_a_window_is_after_exclusive_stop_inclusive_and_limited(app: LineageApp)
 
 
 def test_a_byte_budget_ends_the_rows_with_the_one_that_reaches_it(app: LineageApp) -> None:
-    """Catch-up reads the log a DuckDB vector at a time and no more than a share of the memory cap in states."""
+    """Catch-up reads the log a DuckDB vector at a time and no more than a share of the memory cap
+    in states."""
     _recorded(app)
     log = _log(app)
     rows = log.log_rows(0, None, 10_000)
@@ -175,7 +179,8 @@ def test_existing_originators_names_the_streams_that_have_a_first_event(app: Lin
 
 
 def test_the_decision_reads_name_the_existing_streams_and_the_last_state(app: LineageApp) -> None:
-    """The one read a decision makes on the chained stores must say what the two reads it replaces said."""
+    """The one read a decision makes on the chained stores must say what the two reads it replaces
+    said."""
     from rollout_lineage.domain.application import ReadsForDeciding
 
     if not isinstance(app.recorder, ReadsForDeciding):
@@ -194,8 +199,8 @@ def test_the_decision_reads_name_the_existing_streams_and_the_last_state(app: Li
 def test_batches_of_every_size_get_dense_positions_and_their_links(
     app: LineageApp, sizes: tuple[int, ...]
 ) -> None:
-    """The PostgreSQL writer passes small batches value by value and large ones as arrays: both, and the
-    sizes on either side of the switch, are chained alike."""
+    """The PostgreSQL writer passes small batches value by value and large ones as arrays: both, and
+    the sizes on either side of the switch, are chained alike."""
     last = 0
     for b, size in enumerate(sizes):
         recorded = app.record([f.RunRegistered(run=f"b{b}/r{k}", task="t") for k in range(size)])
@@ -211,8 +216,9 @@ def test_batches_of_every_size_get_dense_positions_and_their_links(
 def test_the_server_refuses_links_made_for_other_positions(
     postgres_url: str, size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The PostgreSQL writer sends its COMMIT with the events: a link whose position is not the one the
-    server gave its event must fail the transaction there (not in the client, after the commit)."""
+    """The PostgreSQL writer sends its COMMIT with the events: a link whose position is not the one
+    the server gave its event must fail the transaction there (not in the client, after the
+    commit)."""
     from rollout_lineage.adapters import postgres_store
     from rollout_lineage.domain.errors import IntegrityFailure
 
@@ -241,8 +247,9 @@ def test_the_server_refuses_links_made_for_other_positions(
 def test_a_writer_holding_a_stream_sees_what_another_appended_to_it(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """The decision read says each stream's last version, so a writer holding the stream at that version reads
-    none of its events: one that another writer moved on must still be caught up before deciding."""
+    """The decision read says each stream's last version, so a writer holding the stream at that
+    version reads none of its events: one that another writer moved on must still be caught up
+    before deciding."""
     from rollout_lineage.domain.errors import ConflictingFact
 
     url = (
@@ -270,7 +277,8 @@ def test_a_writer_holding_a_stream_sees_what_another_appended_to_it(
         assert (
             first.record([f.RunLocated(run="r/1", path="/runs/1", kind="recorded")]).position == 3
         )
-        # Caught up before deciding, never by losing a race to the other writer's event and deciding again.
+        # Caught up before deciding, never by losing a race to the other writer's event and deciding
+        # again.
         assert CountingRaces.lost == 0
     finally:
         first.close()
@@ -289,22 +297,23 @@ def test_a_refused_batch_appends_neither_events_nor_links(app: LineageApp) -> No
         app.recorder.insert_events([new])
     assert (log.max_notification_id(), log.chain_links(0, None)) == before
     position = app.record([f.RunRegistered(run="r/2", task="t")]).position
-    # PostgreSQL's sequence drew the refused position; the writer sets it back, so positions stay dense.
+    # PostgreSQL's sequence drew the refused position; the writer sets it back, so positions stay
+    # dense.
     assert position == 2
     assert log.chain_links(0, None) == [*before[1], (position, 1, log.chain_hash_at(position))]
 
 
-# --- the eventsourcing internals the recorders rely on ------------------------------------------------------
+# --- the eventsourcing internals the recorders rely on --------------------------------------------
 
 RECHECK = (
-    "eventsourcing changed an internal that {recorder} overrides ({where}); re-check that the override "
-    "still runs inside the insert transaction and writes the chain, then update this pin"
+    "eventsourcing changed an internal that {recorder} overrides ({where}); re-check that the "
+    "override still runs inside the insert transaction and writes the chain, then update this pin"
 )
 
 PINNED = [
-    # (library class, method, parameters, our recorder that overrides it)
-    # The SQLite and PostgreSQL recorders replace the library's whole insert (their own transaction, chain
-    # included): what must hold is that the library still appends through this method, with these parameters.
+    # (library class, method, parameters, our recorder that overrides it) The SQLite and PostgreSQL
+    # recorders replace the library's whole insert (their own transaction, chain included): what
+    # must hold is that the library still appends through this method, with these parameters.
     (
         SQLiteAggregateRecorder,
         "insert_events",
@@ -376,8 +385,9 @@ def test_the_memory_recorder_holds_the_library_lock_it_extends() -> None:
 def test_an_event_hidden_below_the_first_position_is_named_by_the_chain_walk(
     app: LineageApp,
 ) -> None:
-    """A row inserted by hand at a position <= 0 has no link; the library's aggregate reads would still see it
-    (an attack review used it to let a contradicting fact through while `verify` said intact)."""
+    """A row inserted by hand at a position <= 0 has no link; the library's aggregate reads would
+    still see it (an attack review used it to let a contradicting fact through while `verify` said
+    intact)."""
     if not hasattr(app.recorder, "events_table_name"):
         pytest.skip("the in-memory log has no SQL to insert through")
     _recorded(app)

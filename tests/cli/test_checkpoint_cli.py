@@ -1,5 +1,6 @@
-"""Checkpoints through the CLI: keys, signing, `verify --checkpoint` across appends and against every way of
-changing the log before the checkpoint, and `prove` with proofs checked without a store."""
+"""Checkpoints through the CLI: keys, signing, `verify --checkpoint` across appends and against
+every way of changing the log before the checkpoint, and `prove` with proofs checked without a
+store."""
 
 from __future__ import annotations
 
@@ -211,8 +212,8 @@ def test_prove_prints_proofs_that_check_without_a_store(
 def test_an_edited_inner_node_is_named_by_verify_and_prove_refuses_plainly(
     tmp_path: Path, keys: tuple[Path, Path]
 ) -> None:
-    """A node off the right edge was never compared (only the root), so `verify` said intact and `prove`, whose
-    own check refused the proof, died with a traceback (an attack review's find)."""
+    """A node off the right edge was never compared (only the root), so `verify` said intact and
+    `prove`, whose own check refused the proof, died with a traceback (an attack review's find)."""
     cli = Cli(tmp_path / "home")
     cli("init")
     ingest(cli, FACTS, tmp_path)

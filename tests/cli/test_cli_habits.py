@@ -1,5 +1,6 @@
-"""Habits a terminal user expects (issue #27): "did you mean", hints that name `lineage runs`, dates where times
-are taken, `-` for stdout, Ctrl-C at any moment, one exit code for a missing input file, run-id prefixes."""
+"""Habits a terminal user expects (issue #27): "did you mean", hints that name `lineage runs`, dates
+where times are taken, `-` for stdout, Ctrl-C at any moment, one exit code for a missing input file,
+run-id prefixes."""
 
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def test_dash_means_stdout_for_to(
 def test_a_missing_input_file_or_folder_exits_1_and_creates_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README: exit 1 is refused input (an invalid file); a missing import folder was a usage error (2)."""
+    """README: exit 1 is refused input (an invalid file); a missing import folder was a usage error
+    (2)."""
     monkeypatch.chdir(tmp_path)
     cli = Cli(tmp_path / "store")
     for command in (
@@ -108,8 +110,8 @@ def test_log_takes_a_run_id_prefix_like_other_commands(examples: Cli) -> None:
     assert ambiguous.exit_code == 1 and "matching" in ambiguous.stderr
 
 
-#: Starts the interpreter (its own start-up and `site` are Python's, before any code of ours can run), says so,
-#: then runs `python -m rollout_lineage.cli ARGS` as the console script would.
+#: Starts the interpreter (its own start-up and `site` are Python's, before any code of ours can
+#: run), says so, then runs `python -m rollout_lineage.cli ARGS` as the console script would.
 LAUNCH = (
     "import runpy, sys; sys.stdout.write('up\\n'); sys.stdout.flush(); "
     "sys.argv = ['lineage', *sys.argv[1:]]; "
@@ -119,14 +121,16 @@ LAUNCH = (
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ctrl_c_delivered")
-# From 10 ms on: a signal sooner can land while Python imports the package, before cli/__main__'s guard
-# runs (about 1 run in 8 at 2 ms printed a traceback from inside `typing`); the closing note says so.
+# From 10 ms on: a signal sooner can land while Python imports the package, before cli/__main__'s
+# guard runs (about 1 run in 8 at 2 ms printed a traceback from inside `typing`); the closing note
+# says so.
 @pytest.mark.parametrize("delay", [0.01, 0.03, 0.06, 0.1, 0.2, 0.4])
 def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
     examples: Cli, delay: float
 ) -> None:
-    """Interrupted while click and DuckDB load, while the command runs or while it closes: one line, exit 130.
-    Before, start-up printed a KeyboardInterrupt traceback and click's own handling said "Aborted!", exit 1."""
+    """Interrupted while click and DuckDB load, while the command runs or while it closes: one line,
+    exit 130. Before, start-up printed a KeyboardInterrupt traceback and click's own handling said
+    "Aborted!", exit 1."""
     env = {**os.environ, "LINEAGE_HOME": str(examples.home), "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
         [sys.executable, "-c", LAUNCH, "tree", CSV_DEDUPE],
@@ -141,8 +145,8 @@ def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert "Traceback" not in err and "Aborted" not in err, err
-    # A command that finished before the signal arrived exits 0 with its whole answer; one caught while the
-    # interpreter shuts down after it exits 130 at once, its answer already written.
+    # A command that finished before the signal arrived exits 0 with its whole answer; one caught
+    # while the interpreter shuts down after it exits 130 at once, its answer already written.
     assert process.returncode in (0, 130), err
     if process.returncode == 0 or "interrupted" not in err:
         assert "root" in out, (process.returncode, err)

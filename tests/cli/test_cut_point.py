@@ -1,4 +1,5 @@
-"""`lineage cut-point`: K from the stage registry like benchflow's --cut-stage, failing closed; served cut points."""
+"""`lineage cut-point`: K from the stage registry like benchflow's --cut-stage, failing closed;
+served cut points."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_resolution_rules() -> None:
         ("pre-verify", "recorded 0 exchanges"),
         (
             "post-verify",
-            "did not record stage 'post-verify'; recorded stages: ['env-ready', 'post-research', 'pre-verify']",
+            "did not record stage 'post-verify'; recorded "
+            "stages: ['env-ready', 'post-research', 'pre-verify']",
         ),
     ):
         with pytest.raises(ReplayCutPointError, match=re.escape(message)):
@@ -70,7 +72,8 @@ def test_a_stage_cut_point_and_the_continuations_served(lineage: Lineage, run_cl
     assert run_cli("cut-point", s.SOURCE, "--stage", "post-research").stdout.splitlines() == [
         f"cut point of {s.SOURCE} at stage post-research: K = 12 exchanges (node n1)",
         f"cut points served for continuations of {s.SOURCE}:",
-        f"  {s.CONTINUED}: served accounting, stage post-research, configured K 12, served K 12, 1 divergence(s)",
+        f"  {s.CONTINUED}: served accounting, stage post-research, "
+        f"configured K 12, served K 12, 1 divergence(s)",
         "    exchange 7: served sha256:"
         + "bb" * 32
         + " vs recorded sha256:"
@@ -96,7 +99,8 @@ def test_a_stage_cut_point_and_the_continuations_served(lineage: Lineage, run_cl
         ),
         (
             ("--stage", "post-verify"),
-            "did not record stage 'post-verify'; recorded stages: ['env-ready', 'post-research', 'pre-verify']",
+            "did not record stage 'post-verify'; recorded "
+            "stages: ['env-ready', 'post-research', 'pre-verify']",
         ),
         (("--exchanges", "0"), "expected K >= 1 exchanges to replay, found 0"),
     ],
@@ -139,11 +143,13 @@ def test_exchanges_and_the_listing_of_usable_stages(lineage: Lineage, run_cli: C
         ]
     )
     assert run_cli("cut-point", NIGHTLY_RUN, "--exchanges", "7").stdout.splitlines()[0] == (
-        f"cut point of {NIGHTLY_RUN} at K = 7 exchanges; the last recorded stage at or before it is post-research (K = 5)"
+        f"cut point of {NIGHTLY_RUN} at K = 7 exchanges; the last "
+        f"recorded stage at or before it is post-research (K = 5)"
     )
     assert run_cli("cut-point", NIGHTLY_RUN).stdout.splitlines() == [
         f"stages of {NIGHTLY_RUN} a replay can cut at:",
-        "  env-ready: not usable, its exchanges_completed is unknown (null), and a cut point is never guessed",
+        "  env-ready: not usable, its exchanges_completed "
+        "is unknown (null), and a cut point is never guessed",
         "  post-research: K = 5",
         "  pre-verify: K = 9",
         f"no continuation of {NIGHTLY_RUN} is recorded",

@@ -1,4 +1,5 @@
-"""`lineage diff`: delta chains from the common ancestor, rewards, per-test outcomes with flips first."""
+"""`lineage diff`: delta chains from the common ancestor, rewards, per-test outcomes with flips
+first."""
 
 from __future__ import annotations
 
@@ -65,9 +66,11 @@ def test_two_arms_of_an_ablation(lineage: Lineage, run_cli: Cli) -> None:
         f"B  {ABLATE_RUN}:root/no-skill",
         f"common ancestor: {ABLATE_RUN}",
         "delta chain of A from the common ancestor:",
-        f"  {ABLATE_RUN}:n2: child 0 of fork root, arm with-skill: skill_mode=with-skill, fresh-rollout",
+        f"  {ABLATE_RUN}:n2: child 0 of fork root, arm "
+        f"with-skill: skill_mode=with-skill, fresh-rollout",
         "delta chain of B from the common ancestor:",
-        f"  {ABLATE_RUN}:n3: child 1 of fork root, arm no-skill: skill_mode=no-skill, fresh-rollout",
+        f"  {ABLATE_RUN}:n3: child 1 of fork root, arm "
+        f"no-skill: skill_mode=no-skill, fresh-rollout",
         "A: reward 1.0 (fork child scored)",
         "B: reward 0.0 (fork child scored)",
         "tests: 2 flipped, 0 changed otherwise, 0 reported by one side only, 2 the same",

@@ -1,5 +1,6 @@
-"""Docs that cannot drift: the README tour names every command and only options that exist; docs/modules.md's
-module and read-model tables match the files and the projections; every file ARCHITECTURE.md names exists."""
+"""Docs that cannot drift: the README tour names every command and only options that exist;
+docs/modules.md's module and read-model tables match the files and the projections; every file
+ARCHITECTURE.md names exists."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from rollout_lineage.projections.reports.audit import EXIT_CODES, SLOT_FIELDS
 from rollout_lineage.projections.reports.audit_gate import ORACLE
 from tests.conftest import Cli
 
-NORMAL_TIMEOUT = '"normal_timeout"'  # the healthy timeout's result word, as `projections/reports/audit.py` spells it
+# the healthy timeout's result word, as `projections/reports/audit.py` spells it
+NORMAL_TIMEOUT = '"normal_timeout"'
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -45,7 +47,8 @@ ROOMS = (
 
 
 def command_tree() -> dict[tuple[str, ...], click.Command]:
-    """Every command by its path (`("export", "tree")`), groups included, loaded the way `lineage` loads them."""
+    """Every command by its path (`("export", "tree")`), groups included, loaded the way `lineage`
+    loads them."""
     found: dict[tuple[str, ...], click.Command] = {}
 
     def walk(group: click.Group, path: tuple[str, ...]) -> None:
@@ -149,13 +152,15 @@ def test_the_read_model_table_matches_the_projections() -> None:
 
 
 def test_every_file_and_name_architecture_points_to_exists() -> None:
-    """ARCHITECTURE.md names files, and its "How to add" steps name what to edit in them (`NAME` in `path`):
-    a file moved or a table renamed fails here, so the steps never send a newcomer to something gone."""
+    """ARCHITECTURE.md names files, and its "How to add" steps name what to edit in them (`NAME` in
+    `path`): a file moved or a table renamed fails here, so the steps never send a newcomer to
+    something gone."""
     assert "(modules.md)" in ARCHITECTURE, "ARCHITECTURE.md must link the module tables"
     folders = (*ROOMS, "rollout_lineage", "tests/unit", "tests/cli")
 
     def found(path: str) -> Path | None:
-        """A path from the repository's root, or a bare file name (`rundir.py`) in one of the folders."""
+        """A path from the repository's root, or a bare file name (`rundir.py`) in one of the
+        folders."""
         places = [ROOT / path] if "/" in path else [ROOT / folder / path for folder in folders]
         return next((place for place in places if place.exists()), None)
 
@@ -179,7 +184,7 @@ def test_every_file_and_name_architecture_points_to_exists() -> None:
     assert not missing, f"ARCHITECTURE.md points to what is not there: {missing}"
 
 
-# --- the README's first lines, glossary, output habits and exit codes ---------------------------------
+# --- the README's first lines, glossary, output habits and exit codes -----------------------------
 
 
 def first_block() -> list[str]:
@@ -200,8 +205,8 @@ def test_the_readme_opens_with_two_commands_and_ci_runs_the_second() -> None:
 def test_the_first_command_runs_in_a_fresh_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every `lineage` call of the first command, as typed, in a folder holding only `examples`: each exits 0,
-    the store is the embedded `./.lineage` and `report.html` is written there."""
+    """Every `lineage` call of the first command, as typed, in a folder holding only `examples`:
+    each exits 0, the store is the embedded `./.lineage` and `report.html` is written there."""
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     calls = first_block()[0].split(" && ")[1:]
@@ -277,8 +282,8 @@ def format_type(command: click.Command) -> click.ParamType | None:
 
 
 def defined_exit_codes() -> set[int]:
-    """Every code the CLI can end with: success, click's usage error, each error class's code, the audit's
-    verdicts, and Ctrl-C (asked of the function that handles it)."""
+    """Every code the CLI can end with: success, click's usage error, each error class's code, the
+    audit's verdicts, and Ctrl-C (asked of the function that handles it)."""
     errors, stack = set(), [LineageError]
     while stack:
         kind = stack.pop()

@@ -1,4 +1,5 @@
-"""The domain on a real SQLite file: a long-lived writer reads only the events stored since its last record."""
+"""The domain on a real SQLite file: a long-lived writer reads only the events stored since its last
+record."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ RUN = "job/task__1"
 
 
 def test_recording_into_a_long_run_reads_only_what_is_new(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A long-lived writer catches its cached run up with the events stored since, not the whole stream (issue
-    #14): the events read per record stay flat as the run grows, and another writer's events are still seen."""
+    """A long-lived writer catches its cached run up with the events stored since, not the whole
+    stream (issue #14): the events read per record stay flat as the run grows, and another writer's
+    events are still seen."""
     from tests.conftest import open_lineage
 
     url = f"sqlite:///{tmp_path / 'events.sqlite'}"

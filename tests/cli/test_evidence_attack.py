@@ -1,6 +1,6 @@
-"""A second attack on one log and its evidence (issue #23, item 6), by someone with write access to the store
-but no signing key: variants of the positions, sequence, side-table, proof-file and checkpoint attacks the
-first tests do not try, on SQLite and PostgreSQL, through the CLI.
+"""A second attack on one log and its evidence (issue #23, item 6), by someone with write access to
+the store but no signing key: variants of the positions, sequence, side-table, proof-file and
+checkpoint attacks the first tests do not try, on SQLite and PostgreSQL, through the CLI.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def trusted(keys: Path) -> tuple[str, str]:
     return "--trusted-keys", str(keys / "writer.pub")
 
 
-# --- positions --------------------------------------------------------------------------------------------
+# --- positions ------------------------------------------------------------------------------------
 
 
 def test_reordered_positions_relinked_fail_the_signatures_and_a_kept_head(
@@ -104,8 +104,9 @@ def test_a_gap_at_the_very_start_is_named(store_url: str, tmp_path: Path, keys: 
 def test_the_last_batch_removed_with_its_link_and_leaf_is_named_by_its_signature(
     store_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """Truncation with the chain and the tree made consistent again: the signed batch the writer stored
-    beside the removed event still names its positions, so the signature check must not ignore it."""
+    """Truncation with the chain and the tree made consistent again: the signed batch the writer
+    stored beside the removed event still names its positions, so the signature check must not
+    ignore it."""
     cli = three(store_url, tmp_path, keys)
     with raw_store(store_url) as raw:
         raw.execute(f"DELETE FROM {raw.events_table} WHERE {raw.position} = 3")
@@ -120,8 +121,8 @@ def test_the_last_batch_removed_with_its_link_and_leaf_is_named_by_its_signature
 def test_a_signed_writer_refuses_plainly_to_reuse_the_positions_of_a_removed_tail(
     store_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """The writer's signature row would collide with the removed batch's: read as a lost race, it was
-    retried and then ended in a traceback."""
+    """The writer's signature row would collide with the removed batch's: read as a lost race, it
+    was retried and then ended in a traceback."""
     cli = three(store_url, tmp_path, keys)
     with raw_store(store_url) as raw:
         raw.execute(f"DELETE FROM {raw.events_table} WHERE {raw.position} = 3")
@@ -133,7 +134,7 @@ def test_a_signed_writer_refuses_plainly_to_reuse_the_positions_of_a_removed_tai
         assert raw.execute("SELECT count(*) FROM lineage_chain") == [(2,)]
 
 
-# --- PostgreSQL sequences ---------------------------------------------------------------------------------
+# --- PostgreSQL sequences -------------------------------------------------------------------------
 
 
 @pytest.mark.postgres
@@ -175,9 +176,10 @@ def test_a_moved_sequence_never_hides_or_gaps_an_event(
 def test_an_event_stored_without_a_position_is_named_by_verify_readers_and_writers(
     postgres_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """With the column's NOT NULL dropped, an event at a NULL position: every read in position order missed
-    it (`verify --trusted-keys --head --read-models --saved-states` exit 0, "2 events signed", the run
-    pending) while the writer's aggregate saw it and refused the real score as contradicting it."""
+    """With the column's NOT NULL dropped, an event at a NULL position: every read in position order
+    missed it (`verify --trusted-keys --head --read-models --saved-states` exit 0, "2 events
+    signed", the run pending) while the writer's aggregate saw it and refused the real score as
+    contradicting it."""
     home = tmp_path / "home"
     signed(postgres_url, home, keys, "jobs/t__1", "jobs/t__2")
     cli = Cli(home, postgres_url)
@@ -212,7 +214,7 @@ def test_an_event_stored_without_a_position_is_named_by_verify_readers_and_write
         signed(postgres_url, home, keys, "jobs/t__3")
 
 
-# --- chain side tables ------------------------------------------------------------------------------------
+# --- chain side tables ----------------------------------------------------------------------------
 
 
 @pytest.mark.postgres
@@ -238,9 +240,9 @@ def test_a_deleted_link_row_is_named(store_url: str, tmp_path: Path, keys: Path)
 def test_a_role_forged_and_relinked_is_not_vouched_for_by_the_signatures(
     postgres_url: str, tmp_path: Path, keys: Path, forged: str
 ) -> None:
-    """Leaves hold no role, and the chain that hashes it is unkeyed: re-linked over a forged role (or none),
-    the log passed `verify --trusted-keys --read-models` with the forged role shown. The signature now
-    covers the role too."""
+    """Leaves hold no role, and the chain that hashes it is unkeyed: re-linked over a forged role
+    (or none), the log passed `verify --trusted-keys --read-models` with the forged role shown. The
+    signature now covers the role too."""
     cli = three(postgres_url, tmp_path, keys)
     with raw_store(postgres_url) as raw:
         raw.execute(f"UPDATE lineage_chain SET {CHAINED_ROLE} = {forged} WHERE position = 2")
@@ -291,12 +293,12 @@ def test_a_signature_row_copied_under_another_batch_is_refused(
     assert code == 3, report
 
 
-# --- the Merkle tree's tables -----------------------------------------------------------------------------
+# --- the Merkle tree's tables ---------------------------------------------------------------------
 
 
 def forge_tree(store_url: str, leaves: dict[int, bytes]) -> None:
-    """What a careful forger of the tree does: leaves replaced or added (position -> leaf hash), and every
-    inner node made again over them, so the tree is consistent in itself."""
+    """What a careful forger of the tree does: leaves replaced or added (position -> leaf hash), and
+    every inner node made again over them, so the tree is consistent in itself."""
     with raw_store(store_url) as raw:
         kept = dict(raw.execute("SELECT position, leaf_hash FROM lineage_merkle_leaves"))
         kept = {int(p): bytes(h) for p, h in kept.items()} | leaves
@@ -332,8 +334,9 @@ def test_a_node_planted_ahead_of_the_tree_is_named_before_it_is_used(
 def test_a_leaf_and_its_nodes_planted_ahead_of_the_log_are_never_signed(
     store_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """A leaf for position 4 before event 4 exists, with the nodes over it: catch-up would start after it
-    and never store the real event's leaf, so every later checkpoint would be over the planted one."""
+    """A leaf for position 4 before event 4 exists, with the nodes over it: catch-up would start
+    after it and never store the real event's leaf, so every later checkpoint would be over the
+    planted one."""
     home = tmp_path / "home"
     signed(store_url, home, keys, "jobs/t__1", "jobs/t__2", "jobs/t__3")
     cli = Cli(home, store_url)
@@ -349,8 +352,9 @@ def test_a_leaf_and_its_nodes_planted_ahead_of_the_log_are_never_signed(
 def test_a_tree_forged_over_the_events_is_never_signed_into_a_checkpoint(
     store_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """A signed checkpoint over a forged tree would make forged entries provable to anyone holding only
-    the checkpoint (`prove --check` needs no store); `verify` names it, and signing must not go ahead."""
+    """A signed checkpoint over a forged tree would make forged entries provable to anyone holding
+    only the checkpoint (`prove --check` needs no store); `verify` names it, and signing must not go
+    ahead."""
     home = tmp_path / "home"
     signed(store_url, home, keys, *(f"jobs/t__{i}" for i in range(1, 6)))
     cli = Cli(home, store_url)
@@ -373,7 +377,7 @@ def test_a_tree_forged_over_the_events_is_never_signed_into_a_checkpoint(
     assert code == 3 and report["first_bad_position"] == 2, report
 
 
-# --- proof files and checkpoints --------------------------------------------------------------------------
+# --- proof files and checkpoints ------------------------------------------------------------------
 
 
 def proved(tmp_path: Path) -> tuple[Cli, Path, dict]:
@@ -516,8 +520,8 @@ def test_prove_refuses_a_position_past_the_stores_integers_plainly(
 def test_a_cached_position_sequence_keeps_two_writers_dense(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """`CACHE 20` hands each session its own block of positions; `setval` under the writers' lock must
-    still win over a block another session holds."""
+    """`CACHE 20` hands each session its own block of positions; `setval` under the writers' lock
+    must still win over a block another session holds."""
     with open_store(postgres_url, home=str(tmp_path / "a")) as first:
         first.record([RunRegistered(run="jobs/a0", task="t")])
         with raw_store(postgres_url) as raw:
@@ -531,7 +535,7 @@ def test_a_cached_position_sequence_keeps_two_writers_dense(
     assert Cli(tmp_path / "a", postgres_url)("verify", ok=False).exit_code == 0
 
 
-# --- long statements --------------------------------------------------------------------------------------
+# --- long statements ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -550,7 +554,8 @@ def test_new_long_statements_stop_at_a_limit(
     home_with_a_run: Path,  # noqa: F811 (the fixture imported above)
     statement: str,
 ) -> None:
-    """The second attack's statements (none escaped): each ends at the timeout or the cap, exit 4."""
+    """The second attack's statements (none escaped): each ends at the timeout or the cap, exit
+    4."""
     code, err, seconds, peak_kb = run_sql_measured(home_with_a_run, "--timeout", "1", statement)
     assert code == 4 and "Traceback" not in err, err
     assert seconds < ENDED_WITHIN_S and peak_kb < PEAK_BOUND_KB, (seconds, peak_kb, err)
@@ -576,8 +581,8 @@ def test_the_read_api_under_a_small_cap_stops_long_statements(tmp_path: Path) ->
 def test_a_bundle_carries_the_signed_role_and_refuses_another(
     postgres_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """Batch signatures on PostgreSQL cover the role (`batch_message`), so a bundle carries it with each
-    batch, and a bundle with the role changed no longer verifies."""
+    """Batch signatures on PostgreSQL cover the role (`batch_message`), so a bundle carries it with
+    each batch, and a bundle with the role changed no longer verifies."""
     cli = three(postgres_url, tmp_path, keys)
     bundle = tmp_path / "b.json"
     cli("bundle", "jobs/t__1", "--to", str(bundle), "--sign", str(keys / "writer.key"))

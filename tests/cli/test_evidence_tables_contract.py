@@ -1,9 +1,11 @@
-"""One contract, every implementation of the `EvidenceTables` port: the SQLite file and the PostgreSQL server.
+"""One contract, every implementation of the `EvidenceTables` port: the SQLite file and the
+PostgreSQL server.
 
-The Merkle tree, signed batches and bundle provenance write each statement once, with `?` marks, and read rows
-as tuples; these cases hold each recorder to what that code relies on, through the port only, and check what
-landed with a raw connection of an outsider (`tests/raw_store.py`). The in-memory log keeps no evidence tables:
-every reader of them refuses it, saying so, and appends nothing.
+The Merkle tree, signed batches and bundle provenance write each statement once, with `?` marks, and
+read rows as tuples; these cases hold each recorder to what that code relies on, through the port
+only, and check what landed with a raw connection of an outsider (`tests/raw_store.py`). The
+in-memory log keeps no evidence tables: every reader of them refuses it, saying so, and appends
+nothing.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def test_inserted_rows_read_back_as_the_same_plain_tuples(
 def test_values_are_bound_never_pasted_into_the_statement(
     store: EvidenceTables, store_url: str
 ) -> None:
-    """A `?` or `%s` in a value is the value: the marks are rewritten in our statement, never in what is bound."""
+    """A `?` or `%s` in a value is the value: the marks are rewritten in our statement, never in
+    what is bound."""
     hostile = "x?'); DROP TABLE lineage_signatures; -- %s %(a)s"
     with store.transaction(commit=True) as cursor:
         store.insert(cursor, SIGNATURES, [(5, 6, hostile, b"?")])
@@ -108,7 +111,8 @@ def test_values_are_bound_never_pasted_into_the_statement(
 
 
 def test_keep_existing_leaves_a_stored_row_as_it_was(store: EvidenceTables, store_url: str) -> None:
-    """Two readers catching the tree up write the same rows; a second one never replaces the first."""
+    """Two readers catching the tree up write the same rows; a second one never replaces the
+    first."""
     with store.transaction(commit=True) as cursor:
         store.insert(cursor, LEAVES, [(0, 1, b"first")])
     with store.transaction(commit=True) as cursor:
@@ -165,8 +169,9 @@ def test_batch_evidence_is_written_through_the_port_in_the_batch_s_transaction(
 def test_a_batch_whose_evidence_fails_appends_nothing(
     app: LineageApp, store: EvidenceTables, store_url: str
 ) -> None:
-    """A failure writing the batch's evidence (here provenance) fails the batch: events, links and evidence
-    alike, on PostgreSQL too, where the library commits a transaction whose hook raised in Python."""
+    """A failure writing the batch's evidence (here provenance) fails the batch: events, links and
+    evidence alike, on PostgreSQL too, where the library commits a transaction whose hook raised in
+    Python."""
     app.record([f.RunRegistered(run="r/1", task="t")])
 
     def failing(ids: Any, rows: Any) -> list[tuple[Any, ...]]:
@@ -184,7 +189,7 @@ def test_a_batch_whose_evidence_fails_appends_nothing(
     )
 
 
-# --- the in-memory log keeps no evidence tables ------------------------------------------------------------
+# --- the in-memory log keeps no evidence tables ---------------------------------------------------
 
 REFUSED = (
     r"expected a SQLite or PostgreSQL store, found ChainedMemoryRecorder: the in-memory log keeps"
@@ -192,7 +197,8 @@ REFUSED = (
 
 
 class _Impostor:
-    """What the old probes looked for (a `datastore`, `chain_table`, `log_rows`), without the port."""
+    """What the old probes looked for (a `datastore`, `chain_table`, `log_rows`), without the
+    port."""
 
     datastore = object()
     chain_table = ("schema", "lineage_chain")

@@ -1,8 +1,10 @@
-"""`lineage export openlineage`: RunEvents that the OpenLineage client's own models accept and write back equal.
+"""`lineage export openlineage`: RunEvents that the OpenLineage client's own models accept and write
+back equal.
 
-Each exported line is rebuilt with `openlineage-python`'s generated models (which check run ids are UUIDs,
-event times ISO-8601 with a time, event types from the spec's enum, facets with a producer and schema URL) and
-serialised again with the client's `Serde`: a field the spec does not know, or one missing, makes them differ.
+Each exported line is rebuilt with `openlineage-python`'s generated models (which check run ids are
+UUIDs, event times ISO-8601 with a time, event types from the spec's enum, facets with a producer
+and schema URL) and serialised again with the client's `Serde`: a field the spec does not know, or
+one missing, makes them differ.
 """
 
 from __future__ import annotations

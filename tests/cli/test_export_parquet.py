@@ -1,4 +1,5 @@
-"""`lineage export parquet DIR`: every read model as a Parquet file DuckDB wrote, with users' SQL still sealed."""
+"""`lineage export parquet DIR`: every read model as a Parquet file DuckDB wrote, with users' SQL
+still sealed."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def test_a_directory_that_cannot_be_made_is_refused_plainly(run_cli: Cli, tmp_pa
 def test_a_folder_named_like_an_export_file_is_refused_before_anything_is_replaced(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Found only while moving the files in, it would leave DIR half replaced (an attack review's find)."""
+    """Found only while moving the files in, it would leave DIR half replaced (an attack review's
+    find)."""
     run_cli("import", str(EXAMPLES / "pr-layout"))
     target = tmp_path / "out"
     target.mkdir()

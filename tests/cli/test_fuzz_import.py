@@ -1,17 +1,19 @@
-"""Fuzzing `lineage import`: a damaged run directory is imported whole or not at all, and never crashes it.
+"""Fuzzing `lineage import`: a damaged run directory is imported whole or not at all, and never
+crashes it.
 
-Each example copies a real run directory (the examples/pr-layout runs, plus one benchflow main-line and one Harbor
-run from examples/public) and damages it: a file truncated, a byte flipped, a JSON value replaced by one of the
-wrong type or dropped, a file deleted, replaced by a link out of the run, a FIFO, a directory or a file over the
-(lowered) size cap, a branch directory linked out or renamed, a stray file added. Then:
+Each example copies a real run directory (the examples/pr-layout runs, plus one benchflow main-line
+and one Harbor run from examples/public) and damages it: a file truncated, a byte flipped, a JSON
+value replaced by one of the wrong type or dropped, a file deleted, replaced by a link out of the
+run, a FIFO, a directory or a file over the (lowered) size cap, a branch directory linked out or
+renamed, a stray file added. Then:
 
 - `lineage import` ends with exit 0 or 1 and no traceback, and a dry run ends the same way;
-- exit 1 leaves the log exactly as it was; exit 0 appends exactly the facts the dry run printed, and importing
-  again appends nothing;
-- a single damage that certainly breaks a file the importer reads (unparseable JSON, over the cap, a link out, a
-  FIFO or a directory where a file belongs) is refused;
-- next to an intact run, with --keep-going, the intact run is imported in full and the damaged one whole or not
-  at all.
+- exit 1 leaves the log exactly as it was; exit 0 appends exactly the facts the dry run printed, and
+  importing again appends nothing;
+- a single damage that certainly breaks a file the importer reads (unparseable JSON, over the cap, a
+  link out, a FIFO or a directory where a file belongs) is refused;
+- next to an intact run, with --keep-going, the intact run is imported in full and the damaged one
+  whole or not at all.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from tests.fuzz_strategies import (
 )
 
 PUBLIC = EXAMPLES / "public" / "benchflow-ai"
-#: name -> (directory to copy, where it goes under the jobs folder: keeps the job/run names, so the run key)
+#: name -> (directory to copy, where it goes under the jobs folder: keeps the job/run names, so the
+#: run key)
 SOURCES: dict[str, tuple[Path, str]] = {
     "pr nightly": (
         EXAMPLES / "pr-layout/jobs/nightly/csv-dedupe__7c1f2a90",
@@ -79,7 +82,8 @@ DIRS = {
     name: sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_dir())
     for name, (src, _) in SOURCES.items()
 }
-#: JSON files the importers read (the tests in test_import_*.py show each one's effect); a child's config.json is not.
+#: JSON files the importers read (the tests in test_import_*.py show each one's effect); a child's
+#: config.json is not.
 READ_JSON = {
     "config.json",
     "result.json",
@@ -91,7 +95,8 @@ READ_JSON = {
     "ctrf.json",
     "observation.json",
 }
-#: The JSON size cap during fuzzing: above every file the sources hold, so "over the cap" costs kilobytes.
+#: The JSON size cap during fuzzing: above every file the sources hold, so "over the cap" costs
+#: kilobytes.
 CAP = max(p.stat().st_size for src, _ in SOURCES.values() for p in src.rglob("*.json")) + 1024
 SEED = {"type": "run.registered", "run": "seed/run__0", "task": "seed"}
 
@@ -102,21 +107,23 @@ def is_read(relative: str) -> bool:
 
 
 def tolerated(relative: str) -> bool:
-    """A branch child's ctrf.json is read as benchflow's artifact_test_outcomes reads it: content that is broken,
-    empty or too large is "not observed", never a refusal (docs/benchflow-formats.md §8)."""
+    """A branch child's ctrf.json is read as benchflow's artifact_test_outcomes reads it: content
+    that is broken, empty or too large is "not observed", never a refusal (docs/benchflow-formats.md
+    §8)."""
     path = PurePosixPath(relative)
     return path.name == "ctrf.json" and "branches" in path.parts
 
 
 def in_custody(relative: str) -> bool:
-    """A hold (`parent/`) or hand-off (`mounted/`) lists what it holds; a link there is named, never followed, and
-    never refuses the run (benchflow's shutil.move hands links over as links)."""
+    """A hold (`parent/`) or hand-off (`mounted/`) lists what it holds; a link there is named, never
+    followed, and never refuses the run (benchflow's shutil.move hands links over as links)."""
     return bool({"parent", "mounted"} & set(PurePosixPath(relative).parts))
 
 
 @contextmanager
 def workspace() -> Iterator[Path]:
-    """A folder holding `jobs/`, a store under `home/`, `outside/` for links out; the JSON cap lowered to CAP."""
+    """A folder holding `jobs/`, a store under `home/`, `outside/` for links out; the JSON cap
+    lowered to CAP."""
     with (
         tempfile.TemporaryDirectory(prefix="fuzz-import-") as folder,
         pytest.MonkeyPatch.context() as patch,
@@ -138,7 +145,7 @@ def seed(home: Path) -> None:
     assert invoke(home, "ingest", "-", input=json.dumps(SEED) + "\n").exit_code == 0
 
 
-# -- damage ---------------------------------------------------------------------------------------------------------
+# -- damage ----------------------------------------------------------------------------------------
 
 DAMAGE = (
     "truncate",
@@ -156,7 +163,8 @@ DAMAGE = (
     "rename_dir",
     "stray_file",
 )
-#: Damage that certainly breaks the file it hits (when the importer reads that file): see `certainly_broken`.
+#: Damage that certainly breaks the file it hits (when the importer reads that file): see
+#: `certainly_broken`.
 BREAKING = {"link_out", "fifo", "directory", "over_cap"}
 
 
@@ -184,7 +192,8 @@ def parses(data: bytes) -> bool:
 
 @st.composite
 def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, str, bool]:
-    """Damage `run` (a copy of `source`) once; returns (kind, path, whether that file is now certainly broken)."""
+    """Damage `run` (a copy of `source`) once; returns (kind, path, whether that file is now
+    certainly broken)."""
     kind = draw(st.sampled_from(DAMAGE))
     note(f"damage: {kind}")
     if kind in ("link_dir_out", "rename_dir"):
@@ -304,7 +313,7 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
     )
 
 
-# -- the property -----------------------------------------------------------------------------------------------------
+# -- the property ----------------------------------------------------------------------------------
 
 
 def moment(text: str) -> datetime:
@@ -314,7 +323,8 @@ def moment(text: str) -> datetime:
 def check_import(
     home: Path, jobs: Path, *, refused: bool = False, keep_going: bool = False
 ) -> tuple[int, list[dict]]:
-    """Import `jobs` after a dry run; assert a clean refusal or exactly the announced facts. Returns (exit, new rows)."""
+    """Import `jobs` after a dry run; assert a clean refusal or exactly the announced facts. Returns
+    (exit, new rows)."""
     flags = ("--keep-going",) if keep_going else ()
     before_head, before = head(home), log_rows(home)
     dry = invoke(home, "import", "--dry-run", *flags, str(jobs))
@@ -347,7 +357,8 @@ def check_import(
             assert re.search(r"[1-9]\d* runs rejected", result.stderr), result.stderr
     assert summary is None or int(summary[2]) == len(new_rows), result.stderr
     if result.exit_code == 0:
-        # A broken file can also be one the harness is writing this moment: such a run waits, unread, instead.
+        # A broken file can also be one the harness is writing this moment: such a run waits,
+        # unread, instead.
         assert not refused or (
             "1 runs left out as still running" in result.stderr and new_rows == []
         ), f"a certainly broken run was imported: {result.stderr}"
@@ -382,7 +393,8 @@ _pristine_facts: list[dict[str, Any]] = []
 
 
 def pristine_facts() -> list[dict[str, Any]]:
-    """The facts the intact nightly run imports as (computed once, by a dry run of an untouched copy)."""
+    """The facts the intact nightly run imports as (computed once, by a dry run of an untouched
+    copy)."""
     if not _pristine_facts:
         with workspace() as root:
             place(root, PRISTINE)
@@ -444,7 +456,7 @@ def test_each_intact_source_imports_cleanly(source: str) -> None:
         assert code == 0 and len(new_rows) > 1
 
 
-# -- known bugs -------------------------------------------------------------------------------------------------------
+# -- known bugs ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("field", ["agent", "model", "task_path"])

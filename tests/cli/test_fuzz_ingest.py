@@ -1,14 +1,15 @@
-"""Fuzzing `lineage ingest`: hostile JSON lines never crash it, never append on a refusal, and valid ones append
-exactly their new facts.
+"""Fuzzing `lineage ingest`: hostile JSON lines never crash it, never append on a refusal, and valid
+ones append exactly their new facts.
 
-Inputs start from a valid file (the ablate example's facts as a harness would send them) and are mutated one
-line at a time: a dropped field, a value of the wrong type (huge integers, NaN, odd strings, nested junk), an
-unknown or missing type, random or non-UTF-8 bytes, a truncated or over-long line, blank lines, CRLF endings.
-Whatever comes in, the command ends with exit 0 or 1 and no traceback. On exit 1 the log is untouched (same
-head, same events); on exit 0 the events appended are exactly the facts a dry run announced, and ingesting
-the same file again appends nothing. A line that is certainly wrong (not a JSON object, an unknown type, a
-missing required field, an unknown top-level field, NaN for a reward, over the line cap) must be refused by
-its line number. Each example gets its own store (see tests/fuzz_strategies.py).
+Inputs start from a valid file (the ablate example's facts as a harness would send them) and are
+mutated one line at a time: a dropped field, a value of the wrong type (huge integers, NaN, odd
+strings, nested junk), an unknown or missing type, random or non-UTF-8 bytes, a truncated or
+over-long line, blank lines, CRLF endings. Whatever comes in, the command ends with exit 0 or 1 and
+no traceback. On exit 1 the log is untouched (same head, same events); on exit 0 the events appended
+are exactly the facts a dry run announced, and ingesting the same file again appends nothing. A line
+that is certainly wrong (not a JSON object, an unknown type, a missing required field, an unknown
+top-level field, NaN for a reward, over the line cap) must be refused by its line number. Each
+example gets its own store (see tests/fuzz_strategies.py).
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ def small_line_cap() -> Iterator[None]:
 
 
 def expected_facts(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The facts a valid file appends, written out independently: each line, a snapshot per ref it marks, and a
-    location for the directory a registration names (the registration itself keeps none)."""
+    """The facts a valid file appends, written out independently: each line, a snapshot per ref it
+    marks, and a location for the directory a registration names (the registration itself keeps
+    none)."""
     out = []
     for line in lines:
         fact = {k: v for k, v in line.items() if k != "occurred_at"}
@@ -130,8 +132,8 @@ def split_lines(data: bytes) -> list[bytes]:
 
 
 def surely_invalid(raw: bytes, cap: int, *, first: bool = False) -> bool:
-    """A line no reading of the format accepts: too long, not JSON, not an object, or no known type (the first
-    line may start with a UTF-8 byte order mark, which is not part of it)."""
+    """A line no reading of the format accepts: too long, not JSON, not an object, or no known type
+    (the first line may start with a UTF-8 byte order mark, which is not part of it)."""
     if len(raw) > cap:
         return True
     text = (raw.removeprefix(b"\xef\xbb\xbf") if first else raw).strip()
@@ -157,10 +159,11 @@ def check_ingest(
     cap: int = jsonl.MAX_LINE_BYTES,
     via_stdin: bool = False,
 ) -> int:
-    """Ingest `data`; assert the outcome is a clean refusal or exactly the announced facts. Returns the exit code.
+    """Ingest `data`; assert the outcome is a clean refusal or exactly the announced facts. Returns
+    the exit code.
 
-    `invalid_line` is a line the caller knows is wrong: the file must be refused naming it (unless an earlier
-    line is already refused). Lines in `known_valid` are facts the format accepts.
+    `invalid_line` is a line the caller knows is wrong: the file must be refused naming it (unless
+    an earlier line is already refused). Lines in `known_valid` are facts the format accepts.
     """
     source = home.parent / "facts.jsonl"
     source.write_bytes(data)
@@ -223,7 +226,7 @@ def check_ingest(
     return 0
 
 
-# -- mutations of one line of a valid file ---------------------------------------------------------------------------
+# -- mutations of one line of a valid file ---------------------------------------------------------
 
 
 def paths_into(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -254,7 +257,8 @@ def required_fields(fact_type: str) -> set[str]:
 
 
 def hits_known_bug(obj: Any) -> bool:
-    """Inputs that trip a known, unfixed bug (none at present); the general fuzz tests would leave them out."""
+    """Inputs that trip a known, unfixed bug (none at present); the general fuzz tests would leave
+    them out."""
     return False
 
 
@@ -313,7 +317,8 @@ def mutated_line(draw: st.DrawFn, line: dict[str, Any]) -> tuple[bytes, bool]:
         ] or [(draw(st.sampled_from(sorted(REWARD_FIELDS))),)]
         path = draw(st.sampled_from(numeric))
         reward_field = len(path) == 1 and path[0] in REWARD_FIELDS
-        # NaN/Infinity elsewhere is a known bug (see test_non_finite_numbers_...), so it is aimed at rewards only.
+        # NaN/Infinity elsewhere is a known bug (see test_non_finite_numbers_...), so it is aimed at
+        # rewards only.
         value = draw((NON_FINITE if reward_field else st.nothing()) | HUGE_INTS | ODD_FLOATS)
         parent_of(obj, path)[path[-1]] = value
         sure = len(path) == 1 and (
@@ -326,7 +331,8 @@ def mutated_line(draw: st.DrawFn, line: dict[str, Any]) -> tuple[bytes, bool]:
         return draw(st.binary(max_size=200)).replace(b"\n", b" "), False
     elif kind == "non_utf8":
         at = draw(st.integers(0, len(raw)))
-        # (b"\xed\xa0\x80", an encoded surrogate, is a known bug: see test_a_lone_surrogate_is_refused_or_kept)
+        # (b"\xed\xa0\x80", an encoded surrogate, is a known bug: see
+        # test_a_lone_surrogate_is_refused_or_kept)
         junk = draw(
             st.sampled_from([b"\xff", b"\xc3\x28", b"\xf8\x88\x80\x80\x80", b"\x80", b"\xc0\xaf"])
         )
@@ -393,11 +399,12 @@ def test_a_valid_file_with_one_line_mutated(
             )  # nothing new in a file the log already holds
 
 
-# -- random input ---------------------------------------------------------------------------------------------------
+# -- random input ----------------------------------------------------------------------------------
 
 
 def fact_shaped(fact_type: str) -> st.SearchStrategy[dict[str, Any]]:
-    """Objects with a real fact type and some of its field names (plus the odd stranger), holding any values."""
+    """Objects with a real fact type and some of its field names (plus the odd stranger), holding
+    any values."""
     names = [*sorted(f.FACT_BY_TYPE[fact_type].model_fields), "occurred_at"]
     sensible = {
         "run": st.sampled_from(["jobs/t__1", SECOND_RUN, ""]),
@@ -496,7 +503,7 @@ def test_random_bytes(chunks: list[bytes]) -> None:
             assert all(not raw.strip() for raw in split_lines(body)) or position(head(home)) > 0
 
 
-# -- valid input ----------------------------------------------------------------------------------------------------
+# -- valid input -----------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -536,7 +543,8 @@ def test_valid_files_append_exactly_their_new_facts(
 
 
 def normalised(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Facts with their defaults filled in, as the log shows them (the schema's defaults, via a model dump)."""
+    """Facts with their defaults filled in, as the log shows them (the schema's defaults, via a
+    model dump)."""
     return [
         f.FACT_BY_TYPE[fact["type"]].model_validate(fact).model_dump(mode="json") for fact in facts
     ]
@@ -572,7 +580,7 @@ def test_known_hostile_lines_are_refused_by_number(bad: bytes) -> None:
         assert result == 1
 
 
-# -- bugs fuzzing found, now fixed: regression tests ------------------------------------------------------------
+# -- bugs fuzzing found, now fixed: regression tests -----------------------------------------------
 
 LATER_FACT = {"type": "run.failed", "run": "jobs/t__1", "error": "a later fact about the same run"}
 REGISTERED = {"type": "run.registered", "run": "jobs/t__1", "task": "t"}
@@ -586,7 +594,8 @@ FORK = {
 
 
 def ingest_twice_then_more(lines: list[str]) -> None:
-    """A file is refused, or accepted once and then again with nothing new, and the run still takes facts."""
+    """A file is refused, or accepted once and then again with nothing new, and the run still takes
+    facts."""
     with fresh_home() as home:
         source = home.parent / "facts.jsonl"
         source.write_bytes(

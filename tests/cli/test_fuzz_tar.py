@@ -1,18 +1,21 @@
-"""Fuzzing the tar verifier and `lineage snapshots import --adopt`: no crash, and nothing unverified is loaded.
+"""Fuzzing the tar verifier and `lineage snapshots import --adopt`: no crash, and nothing unverified
+is loaded.
 
-Inputs are random bytes and `docker save` tars built here (legacy and OCI layouts, as in test_snapshot_tar.py)
-damaged at the byte level (flipped bytes, truncation, two archives spliced at member boundaries) or at the member
-level (a member dropped, duplicated, reordered, replaced, a hostile member added, the repo tags rewritten).
+Inputs are random bytes and `docker save` tars built here (legacy and OCI layouts, as in
+test_snapshot_tar.py) damaged at the byte level (flipped bytes, truncation, two archives spliced at
+member boundaries) or at the member level (a member dropped, duplicated, reordered, replaced, a
+hostile member added, the repo tags rewritten).
 
-- `verify_tar` always returns a report (an unreadable path is the only `InvalidInput`), whose digest and size are
-  the file's, whose verdict agrees with its problems, and which is the same when run twice. Where the damage
-  certainly breaks the archive (a changed byte in a layer, the config, an OCI blob or after the end-of-archive
-  marker; a truncation before that marker; a missing or duplicated member; an unsafe member) it is not ok; where
-  it certainly does not (reordered members, a harmless extra file, a truncation of trailing zeros) it is ok.
-- `lineage snapshots import --adopt` of a tar that fails verification exits 3 before the engine is asked anything
-  (DOCKER_HOST names a socket nobody listens on, so reaching it would be exit 4) and records exactly one
-  `snapshot.import_rejected`; a sound tar reaches the engine (exit 4 here) and records no adoption. Without
-  --adopt an unknown tar is refused with exit 1 and nothing recorded.
+- `verify_tar` always returns a report (an unreadable path is the only `InvalidInput`), whose digest
+  and size are the file's, whose verdict agrees with its problems, and which is the same when run
+  twice. Where the damage certainly breaks the archive (a changed byte in a layer, the config, an
+  OCI blob or after the end-of-archive marker; a truncation before that marker; a missing or
+  duplicated member; an unsafe member) it is not ok; where it certainly does not (reordered members,
+  a harmless extra file, a truncation of trailing zeros) it is ok.
+- `lineage snapshots import --adopt` of a tar that fails verification exits 3 before the engine is
+  asked anything (DOCKER_HOST names a socket nobody listens on, so reaching it would be exit 4) and
+  records exactly one `snapshot.import_rejected`; a sound tar reaches the engine (exit 4 here) and
+  records no adoption. Without --adopt an unknown tar is refused with exit 1 and nothing recorded.
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ def describe(name: str, entries: list[Entry], expected: dict) -> Base:
         expected["config"],
         *(n for n in names if n.startswith("blobs/sha256/")),
     }
-    # index.json and oci-layout are not required: `docker load` reads manifest.json when it is there (verify_tar
-    # agrees), so a tar that lost them is loadable; dropping them leaves the verdict to the verifier ("unknown").
+    # index.json and oci-layout are not required: `docker load` reads manifest.json when it is there
+    # (verify_tar agrees), so a tar that lost them is loadable; dropping them leaves the verdict to
+    # the verifier ("unknown").
     required = checked | {"manifest.json"}
     regions, gzip_layers = [], []
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
@@ -163,7 +167,7 @@ def inflated(data: bytes) -> bytes | None:
         return None
 
 
-# -- byte-level damage ------------------------------------------------------------------------------------------------
+# -- byte-level damage -----------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -215,7 +219,8 @@ def test_truncated_tars(base: Base, cut: int) -> None:
     cut %= len(base.data)
     with scratch() as folder:
         report = check_report(folder, base.data[:cut])
-    # Before the first end-of-archive block the archive is incomplete; after it, only zero padding went missing.
+    # Before the first end-of-archive block the archive is incomplete; after it, only zero padding
+    # went missing.
     assert report.ok == (cut >= base.end_of_archive), (cut, base.end_of_archive, report.problems)
 
 
@@ -251,14 +256,16 @@ def test_two_archives_spliced_at_member_boundaries(
         )
     elif spliced in (first.data, second.data):
         assert report.ok
-    else:  # which members survived decides the verdict; a spliced archive missing a required member is broken
+    else:
+        # which members survived decides the verdict; a spliced archive missing a required member is
+        # broken
         with tarfile.open(fileobj=io.BytesIO(spliced)) as archive:
             names = set(archive.getnames())
         if not (first.required <= names or second.required <= names):
             assert not report.ok
 
 
-# -- member-level damage ----------------------------------------------------------------------------------------------
+# -- member-level damage ---------------------------------------------------------------------------
 
 HOSTILE = [
     special_entry("evil-link", tarfile.SYMTYPE, "/etc/shadow"),
@@ -280,11 +287,13 @@ TAGS = st.lists(st.sampled_from(REFERENCES + NOT_REFERENCES), max_size=3)
 
 @st.composite
 def member_damage(draw: st.DrawFn, base: Base) -> tuple[list[Entry], str, list[str]]:
-    """`base`'s members damaged 1-3 times; the verdict that forces ("broken", "sound" or "unknown"); the steps."""
+    """`base`'s members damaged 1-3 times; the verdict that forces ("broken", "sound" or "unknown");
+    the steps."""
     entries = list(base.entries)
     steps: list[str] = []
     original_manifest = {member.name: content for member, content in base.entries}["manifest.json"]
-    unsure = False  # a replaced member whose bytes nothing addresses, but which may be parsed (manifest, index)
+    # a replaced member whose bytes nothing addresses, but which may be parsed (manifest, index)
+    unsure = False
     bad_tags = False
     for step in range(draw(st.integers(1, 3))):
         op = draw(
@@ -364,7 +373,7 @@ def test_an_unreadable_path_is_the_only_exception() -> None:
                 verify_tar(path)
 
 
-# -- the CLI: nothing that fails verification reaches the engine --------------------------------------------------------
+# -- the CLI: nothing that fails verification reaches the engine -----------------------------------
 
 
 @st.composite
@@ -387,7 +396,8 @@ def any_tar(draw: st.DrawFn) -> bytes:
 
 
 def known_bad_tag(report: TarReport) -> bool:
-    """The adopted ref would not be a valid key: see test_adopting_a_tar_whose_first_tag_is_no_ref_is_not_a_crash."""
+    """The adopted ref would not be a valid key: see
+    test_adopting_a_tar_whose_first_tag_is_no_ref_is_not_a_crash."""
     if not report.repo_tags:
         return False
     ref = report.repo_tags[0].removesuffix(":latest")

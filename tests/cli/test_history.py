@@ -1,4 +1,5 @@
-"""`lineage history`: a node's ancestry from the root run down, each step with the events that shaped it."""
+"""`lineage history`: a node's ancestry from the root run down, each step with the events that
+shaped it."""
 
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ def test_a_fork_childs_history_from_the_root_with_when_and_who(
     assert child["arm"] == "with-skill" and child["fork"] == "root" and child["child_index"] == 0
     opened = child["events"][0]
     assert (
-        opened["summary"]
-        == "created as child 0 of fork root, arm with-skill: delta skill_mode=with-skill, fresh-rollout"
+        opened["summary"] == "created as child 0 of fork root, arm with-skill: "
+        "delta skill_mode=with-skill, fresh-rollout"
     )
     assert opened["occurred_at"] == "2026-11-02T09:02:00Z" and opened["actor"] == "tester@lab"
     assert opened["recorded_at"].endswith("Z") and opened["recorded_at"] > opened["occurred_at"]
@@ -120,7 +121,8 @@ def test_a_continuation_starts_in_the_run_it_continues(lineage: Lineage, run_cli
     ]
     served = document["steps"][2]["events"][1]["summary"]
     assert served == (
-        f"replayed {s.SOURCE} up to K=12 (served accounting, configured K=12, stage post-research), 1 divergences"
+        f"replayed {s.SOURCE} up to K=12 (served accounting, "
+        f"configured K=12, stage post-research), 1 divergences"
     )
 
 
@@ -163,8 +165,8 @@ def test_an_unknown_node_names_what_exists(lineage: Lineage, run_cli: Cli) -> No
     result = run_cli("history", f"{s.HEALTHY}:n9", ok=False)
     assert result.exit_code == 1
     assert (
-        "has no node or fork arm 'n9'; found nodes ['root', 'n1', 'n2'] and arms ['root/with-skill', 'root/no-skill']"
-        in result.stderr
+        "has no node or fork arm 'n9'; found nodes ['root', 'n1', "
+        "'n2'] and arms ['root/with-skill', 'root/no-skill']" in result.stderr
     )
     assert run_cli("history", "no/such-run:n1", ok=False).exit_code == 1
 

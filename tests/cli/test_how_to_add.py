@@ -1,10 +1,10 @@
 """ARCHITECTURE's "How to add an event", done by the letter on a copy of the code.
 
-The test copies the package into a temporary folder and adds a throw-away fact, `run.labelled`, one step
-of the doc at a time. After each step it runs the guard tests on the copy and checks which of them fail:
-a guard fails while its step is missing and passes once the step is done. At the end it ingests the fact
-with the copy's `lineage` and reads it back as a read-model column and as a line of history. When a step
-in the doc is wrong or missing, this test is where it shows.
+The test copies the package into a temporary folder and adds a throw-away fact, `run.labelled`, one
+step of the doc at a time. After each step it runs the guard tests on the copy and checks which of
+them fail: a guard fails while its step is missing and passes once the step is done. At the end it
+ingests the fact with the copy's `lineage` and reads it back as a read-model column and as a line of
+history. When a step in the doc is wrong or missing, this test is where it shows.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ FACTS = [
 
 
 def doc_steps() -> list[str]:
-    """The first words (up to the colon) of each numbered step under "An event" in ARCHITECTURE.md."""
+    """The first words (up to the colon) of each numbered step under "An event" in
+    ARCHITECTURE.md."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     block = text.split("**An event", 1)[1].split("\n**", 1)[0]
     return re.findall(r"^\d+\. ([^:\n]+):", block, flags=re.MULTILINE)
@@ -155,7 +156,8 @@ def test_an_event_and_its_column_added_the_way_architecture_says(tmp_path: Path)
     assert "found 'run.labelled'" in refused.stderr
     assert code.guards()[0] == set()
 
-    # 2. List it in FACT_TYPES: now every guard that walks the facts sees it, and each names what is missing.
+    # 2. List it in FACT_TYPES: now every guard that walks the facts sees it, and each names what is
+    #    missing.
     code.edit(
         "domain/facts.py",
         "    RunRegistered,\n    RunLocated,",
@@ -239,11 +241,13 @@ def test_an_event_and_its_column_added_the_way_architecture_says(tmp_path: Path)
         "run.labelled",
         "run labelled flaky",
     )
-    # It is decided like every fact: the same fact again appends nothing, another label is a conflict.
+    # It is decided like every fact: the same fact again appends nothing, another label is a
+    # conflict.
     assert "appended 0 events" in code.lineage("ingest", str(facts)).stderr
     facts.write_text(json.dumps({**FACTS[1], "label": "solid"}) + "\n", encoding="utf-8")
     conflict = code.lineage("ingest", str(facts), code=1).stderr
     assert "label of run 'jobs/labelled' is already recorded with different values" in conflict
 
-    # 7. Test it: the guards ran after every step above; a real fact also gets its decisions tested in
+    # 7. Test it: the guards ran after every step above; a real fact also gets its decisions tested
+    #    in
     # tests/unit/test_domain.py and its read model in tests/unit/test_projections.py.

@@ -1,4 +1,5 @@
-"""`lineage import` on the shipped examples and the public fixtures: the facts, idempotence, later states, dry runs."""
+"""`lineage import` on the shipped examples and the public fixtures: the facts, idempotence, later
+states, dry runs."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
     assert [f["ref"] for f in facts(run_cli, "snapshot.exported")] == [
         "bf-snap-csv-dedupe-a41c07e95b2d"
     ]
-    # ephemeral stage entries discard every ref they hold, the environment snapshot of pre-verify too
+    # ephemeral stage entries discard every ref they hold, the environment snapshot of pre-verify
+    # too
     assert len(facts(run_cli, "snapshot.discarded")) == 7
 
 
@@ -147,7 +149,8 @@ def test_what_a_hold_holds_besides_regular_files_is_named_not_dropped_silently(
     os.symlink("openhands.log", hold / "agent" / "latest.log")
     result = run_cli("import", str(run))
     assert (
-        f"{hold}: custody entries hold regular files only, so agent/latest.log (a link, not followed), agent/stream (a FIFO, "
+        f"{hold}: custody entries hold regular files only, so "
+        f"agent/latest.log (a link, not followed), agent/stream (a FIFO, "
         "device or socket) are not recorded"
     ) in result.stderr
     [held] = facts(run_cli, "custody.held", HOLD_RUN)
@@ -347,7 +350,8 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     (run / "result.json").write_text(result_json)
     second = len(events(run_cli))
     run_cli("import", str(run))
-    # ... and the release-gate evidence of the run and of its two fresh-rollout arms, read once it has finished
+    # ... and the release-gate evidence of the run and of its two fresh-rollout arms, read once it
+    # has finished
     assert [e["type"] for e in events(run_cli)[second:]] == [
         "run.scored",
         "run.finished",
@@ -372,8 +376,8 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
 
 
 def add_second_fork_at_n2(run: Path, unscored: str | None) -> None:
-    """A second, in-place fork at n2 from a new cursor checkpoint, as tree.json shows it once it ended: n5 scored,
-    n6 scored or unscored (benchflow then pops V, so n2 keeps no value)."""
+    """A second, in-place fork at n2 from a new cursor checkpoint, as tree.json shows it once it
+    ended: n5 scored, n6 scored or unscored (benchflow then pops V, so n2 keeps no value)."""
     tree = json.loads((run / "tree.json").read_text())
     n2 = next(node for node in tree["nodes"] if node["id"] == "n2")
     n2["value"] = 0.5
@@ -424,8 +428,8 @@ def test_a_left_over_hold_is_not_pinned_on_a_fork_that_settled_with_its_own_valu
     (hold / "openhands.log").write_text("parent's log\n")
     result = run_cli("import", str(run))
     assert (
-        "a custody hold at node 'n2', whose last fork 'n2' settled with its own V: it is a fork's that failed before "
-        "any child ran"
+        "a custody hold at node 'n2', whose last fork 'n2' settled with "
+        "its own V: it is a fork's that failed before any child ran"
     ) in result.stderr
     assert not [
         e for e in events(run_cli) if e["type"] in ("custody.held", "custody.failed")
@@ -560,7 +564,8 @@ def test_a_mainline_run_and_a_harbor_trial_still_running_are_left_out(
 
 
 def add_post_research_fork(run: Path) -> None:
-    """A second, in-place fork from the post-research snapshot at n1, as benchflow would write it."""
+    """A second, in-place fork from the post-research snapshot at n1, as benchflow would write
+    it."""
     tree = json.loads((run / "tree.json").read_text())
     tree["nodes"][1]["value"] = 0.5
     for node, reward, prompt in (("n5", 1.0, "a" * 64), ("n6", 0.0, "b" * 64)):
@@ -692,7 +697,8 @@ def test_a_folder_without_runs_is_an_error(run_cli: Cli, tmp_path: Path) -> None
 
 
 def ablation_variant(tmp_path: Path, raised: str, skipped: list[str]) -> Path:
-    """The ablate example where arm node `raised` raised and the arms on `skipped` nodes never ran."""
+    """The ablate example where arm node `raised` raised and the arms on `skipped` nodes never
+    ran."""
     out = tmp_path / ABLATE_OUT.name
     shutil.copytree(ABLATE_OUT, out)
     run = out / "ablation" / "csv-dedupe"
@@ -709,7 +715,8 @@ def ablation_variant(tmp_path: Path, raised: str, skipped: list[str]) -> Path:
     report = json.loads((out / "ablation.json").read_text())
     for arm in report["arms"]:
         if arm["node"] == raised:
-            # outcomes_for_arms still mines the raising child's CTRF (docs/benchflow-formats.md §8), so tests stay
+            # outcomes_for_arms still mines the raising child's CTRF (docs/benchflow-formats.md §8),
+            # so tests stay
             arm.update(
                 reward=None,
                 status="error",
@@ -747,7 +754,7 @@ def test_arms_that_never_ran_are_kept_with_the_fork_that_raised(
             "source": None,
             "delta": {
                 "config_override_keys": ["agent"],
-                "config_override_sha256": "sha256:aceb559c2fdd18ae537e9f220613c203b501a840168f192dcd2aa9c4453c971d",
+                "config_override_sha256": "sha256:aceb559c2fdd18ae537e9f220613c203b501a840168f192dcd2aa9c4453c971d",  # noqa: E501
                 "environment_ref": None,
                 "injected_prompt_sha256": None,
                 "skill_mode": None,

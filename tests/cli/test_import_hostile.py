@@ -1,4 +1,5 @@
-"""Hostile run directories: each is refused with an error naming the file, field and reason, and the log is unchanged."""
+"""Hostile run directories: each is refused with an error naming the file, field and reason, and the
+log is unchanged."""
 
 from __future__ import annotations
 
@@ -150,8 +151,8 @@ def test_keep_going_imports_the_other_runs_and_exits_1_with_a_summary(
         and "a-bad-run/tree.json, line 5" in stopped.stderr
     )
     assert (
-        "0 runs, 0 forks, 0 children, 0 events appended, 0 runs skipped as already known, 1 runs rejected"
-        in stopped.stderr
+        "0 runs, 0 forks, 0 children, 0 events appended, "
+        "0 runs skipped as already known, 1 runs rejected" in stopped.stderr
     )
     assert run_cli("log", "--format", "jsonl").stdout == ""
 
@@ -193,9 +194,9 @@ def test_a_contradiction_with_the_log_rejects_the_run_and_names_it(
 def test_a_result_json_linked_out_of_an_unreadable_run_is_refused_not_read(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """A run directory discovery cannot classify (a file does not parse) may be one still being written; deciding
-    that read its result.json through a link out of the directory (an attack review's find). Now the link is
-    refused as it is everywhere else, and nothing is appended."""
+    """A run directory discovery cannot classify (a file does not parse) may be one still being
+    written; deciding that read its result.json through a link out of the directory (an attack
+    review's find). Now the link is refused as it is everywhere else, and nothing is appended."""
     source = next(
         (EXAMPLES / "public").rglob("claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-*")
     )

@@ -1,6 +1,6 @@
-"""`lineage import` names every folder it leaves out, with the reason (issue #27): `lineage import examples`
-said "6 runs, 0 rejected" and nothing of two SkillsBench trials (only `verifier/ctrf.json`) and
-`user_dogfood_results` (a result.json without config.json)."""
+"""`lineage import` names every folder it leaves out, with the reason (issue #27): `lineage import
+examples` said "6 runs, 0 rejected" and nothing of two SkillsBench trials (only
+`verifier/ctrf.json`) and `user_dogfood_results` (a result.json without config.json)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Variants of the shipped formats: a failed Harbor trial, inconsistent main-line and ablation files, a missing registry."""
+"""Variants of the shipped formats: a failed Harbor trial, inconsistent main-line and ablation
+files, a missing registry."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ TRIAL = (
     "claude-code-claude-opus-4-5-skills-powerlifting-coef-calc-f40920"
 )
 MAINLINE = (
-    EXAMPLES
-    / "public/benchflow-ai/benchflow/tests/fixtures/branch_tree_claude/claude-continue/hello-world-task__0000abcd"
+    EXAMPLES / "public/benchflow-ai/benchflow/tests/fixtures/"
+    "branch_tree_claude/claude-continue/hello-world-task__0000abcd"
 )
 ABLATE_OUT = EXAMPLES / "pr-layout" / "ablate-2026-11-02__10-15-00"
 
@@ -68,8 +69,8 @@ def test_a_mainline_observation_that_disagrees_with_the_tree_is_refused(
     result = run_cli("import", str(run), ok=False)
     assert result.exit_code == 1
     assert (
-        "n9/observation.json: field reward: expected 0.0, the reward tree.json records for node 'n9', found 1.0"
-        in result.stderr
+        "n9/observation.json: field reward: expected 0.0, the "
+        "reward tree.json records for node 'n9', found 1.0" in result.stderr
     )
     assert run_cli("log", "--format", "jsonl").stdout == ""
 

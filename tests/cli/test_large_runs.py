@@ -1,8 +1,10 @@
-"""Runs of the size users have: one Harbor trial whose CTRF lists 200,000 tests, under the default memory cap.
+"""Runs of the size users have: one Harbor trial whose CTRF lists 200,000 tests, under the default
+memory cap.
 
-Per-test read models used to expand the test map once per test (quadratic): 2,000 tests exhausted the cap and
-200,000 failed even with 8 GB. The CTRF here is the shape pytest-json-ctrf writes (`results.tests[]` entries
-with name, status, duration, start, stop), copied around the public Harbor trial.
+Per-test read models used to expand the test map once per test (quadratic): 2,000 tests exhausted
+the cap and 200,000 failed even with 8 GB. The CTRF here is the shape pytest-json-ctrf writes
+(`results.tests[]` entries with name, status, duration, start, stop), copied around the public
+Harbor trial.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.settings import Settings
 from tests.conftest import EXAMPLES, Cli
 
-#: Every test here reads or writes runs of 100k-200k test outcomes, or fills a memory cap on purpose.
+#: Every test here reads or writes runs of 100k-200k test outcomes, or fills a memory cap on
+#: purpose.
 pytestmark = pytest.mark.slow
 
 TRIAL = (
@@ -99,8 +102,9 @@ def count_runs(home: Path, cap: str) -> Result:
 def test_a_checkpoint_that_does_not_fit_in_the_cap_says_to_raise_it_and_a_larger_cap_reads(
     tmp_path: Path,
 ) -> None:
-    """DuckDB checkpoints a row group's column at once: 300 runs of 2,000 tests each do not fit in 16 MB.
-    That was a traceback (a FatalException, then a refused rollback), and a WAL the next run could not open."""
+    """DuckDB checkpoints a row group's column at once: 300 runs of 2,000 tests each do not fit in
+    16 MB. That was a traceback (a FatalException, then a refused rollback), and a WAL the next run
+    could not open."""
     home = tmp_path / "home"
     record_scored_runs(home, 300, 2_000)
     for _ in range(
@@ -116,8 +120,9 @@ def test_a_checkpoint_that_does_not_fit_in_the_cap_says_to_raise_it_and_a_larger
 
 
 def test_a_write_ahead_log_larger_than_the_cap_says_to_raise_it(tmp_path: Path) -> None:
-    """A reader with a larger cap killed mid-catch-up leaves its committed pages in the WAL, replayed into memory
-    by the next open. It used to be exit 1, "DuckDB refused the read models' settings"."""
+    """A reader with a larger cap killed mid-catch-up leaves its committed pages in the WAL,
+    replayed into memory by the next open. It used to be exit 1, "DuckDB refused the read models'
+    settings"."""
     home = tmp_path / "home"
     record_scored_runs(home, 2, 10)
     assert count_runs(home, "256MB").exit_code == 0
@@ -135,8 +140,9 @@ def test_a_write_ahead_log_larger_than_the_cap_says_to_raise_it(tmp_path: Path) 
 
 
 def test_read_models_a_cap_reads_are_compared_with_a_rebuild_under_that_cap(tmp_path: Path) -> None:
-    """`verify --read-models` hashes every table; hashed whole, `run_outcomes` (each row a run's 2,000-test map)
-    needed far more than 32 MB in one vector: a traceback, then exit 4 for a store this cap reads."""
+    """`verify --read-models` hashes every table; hashed whole, `run_outcomes` (each row a run's
+    2,000-test map) needed far more than 32 MB in one vector: a traceback, then exit 4 for a store
+    this cap reads."""
     home = tmp_path / "home"
     record_scored_runs(home, 200, 2_000)
     assert count_runs(home, "32MB").exit_code == 0
@@ -161,8 +167,8 @@ def test_a_catch_up_stopped_by_the_cap_then_a_smaller_cap_says_the_log_does_not_
 
 
 def test_one_event_larger_than_the_cap_allows_is_exit_4_not_a_traceback(tmp_path: Path) -> None:
-    """One run scored with 400,000 tests (a 7.5 MB state) is read alone, but staging it needs more than 16 MB;
-    the appender ran outside the memory-limit mapping."""
+    """One run scored with 400,000 tests (a 7.5 MB state) is read alone, but staging it needs more
+    than 16 MB; the appender ran outside the memory-limit mapping."""
     home = tmp_path / "home"
     record_scored_runs(home, 1, 400_000)
     refused = count_runs(home, "16MB")
@@ -175,8 +181,8 @@ def test_one_event_larger_than_the_cap_allows_is_exit_4_not_a_traceback(tmp_path
 
 @pytest.mark.parametrize("cap", ["400KB", "1.5MB", "2MB"])
 def test_a_cap_too_small_for_even_a_few_runs_is_exit_4_naming_it(tmp_path: Path, cap: str) -> None:
-    """Found by an attack review: the schema's catalog queries and commit, and a checkpoint whose failure the
-    search-path reset then hid, were tracebacks at caps this small."""
+    """Found by an attack review: the schema's catalog queries and commit, and a checkpoint whose
+    failure the search-path reset then hid, were tracebacks at caps this small."""
     home = tmp_path / "home"
     record_scored_runs(home, 5, 10)
     refused = count_runs(home, cap)

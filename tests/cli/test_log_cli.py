@@ -1,4 +1,5 @@
-"""The log through the CLI: ingest is atomic and idempotent, verify finds tampering, head catches truncation."""
+"""The log through the CLI: ingest is atomic and idempotent, verify finds tampering, head catches
+truncation."""
 
 from __future__ import annotations
 
@@ -281,7 +282,8 @@ def test_verify_names_an_event_deleted_without_its_link_and_a_forged_event(
     other("ingest", str(write_lines(tmp_path / "g.jsonl", LINES)))
     with sqlite3.connect(store_file(other)) as db:
         db.execute(
-            "INSERT INTO stored_events SELECT originator_id, originator_version + 100, topic, state FROM stored_events WHERE rowid = 1"
+            "INSERT INTO stored_events SELECT originator_id, originator_version "
+            "+ 100, topic, state FROM stored_events WHERE rowid = 1"
         )
     assert (
         "inserted outside"

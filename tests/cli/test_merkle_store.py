@@ -1,5 +1,6 @@
-"""The stored Merkle tree: caught up from the log on both backends, equal to the tree of the events' own
-entries, usable for proofs between any two sizes, and checked against the events by `lineage verify`."""
+"""The stored Merkle tree: caught up from the log on both backends, equal to the tree of the events'
+own entries, usable for proofs between any two sizes, and checked against the events by `lineage
+verify`."""
 
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ def test_the_stored_tree_is_the_tree_of_the_events_and_proves_across_appends(
 def test_a_store_written_before_the_tree_gains_one_and_keeps_verifying(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page_bytes: int
 ) -> None:
-    """The whole tree is built by catching up, a page at a time; pages are cut by their states' bytes too, so
-    with a budget of one byte every event is a page of its own, and the tree is the same."""
+    """The whole tree is built by catching up, a page at a time; pages are cut by their states'
+    bytes too, so with a budget of one byte every event is a page of its own, and the tree is the
+    same."""
     monkeypatch.setattr(merkle_store, "PAGE_BYTES", page_bytes)
     home = tmp_path / "home"
     home.mkdir()
@@ -76,7 +78,8 @@ def test_a_store_written_before_the_tree_gains_one_and_keeps_verifying(
 
 
 def test_verify_names_an_event_edited_with_its_chain_relinked(tmp_path: Path) -> None:
-    """A careful forger re-links the chain after editing an event; the tree built earlier still differs."""
+    """A careful forger re-links the chain after editing an event; the tree built earlier still
+    differs."""
     cli = Cli(tmp_path / "home")
     cli("init")
     with open_lineage(f"sqlite:///{tmp_path / 'home' / 'events.sqlite'}", tmp_path) as lineage:

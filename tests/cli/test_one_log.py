@@ -1,9 +1,11 @@
-"""One definition of the log: whatever a writer can see, every reader and `verify` see, and positions follow
-the writers' rule (dense: the first event at 1, each one at the previous one's + 1) on both backends.
+"""One definition of the log: whatever a writer can see, every reader and `verify` see, and
+positions follow the writers' rule (dense: the first event at 1, each one at the previous one's + 1)
+on both backends.
 
 The attacks (issue #23): an unsigned, correctly linked event inserted at position 2**62+1 passed
-`verify --trusted-keys --head --read-models --saved-states`, since every reader stopped at 2**62; on PostgreSQL
-one `setval` of the position sequence moved every later event past 2**62, out of every reader's sight.
+`verify --trusted-keys --head --read-models --saved-states`, since every reader stopped at 2**62; on
+PostgreSQL one `setval` of the position sequence moved every later event past 2**62, out of every
+reader's sight.
 """
 
 from __future__ import annotations
@@ -104,8 +106,8 @@ def test_a_moved_position_sequence_hides_nothing(
 
 
 def test_a_gap_relinked_over_is_named(store_url: str, tmp_path: Path, keys: Path) -> None:
-    """A deleted event whose neighbours were linked to each other, and the tree rebuilt: before the dense
-    rule, every check inside the store passed."""
+    """A deleted event whose neighbours were linked to each other, and the tree rebuilt: before the
+    dense rule, every check inside the store passed."""
     home = tmp_path / "home"
     signed(
         store_url,
@@ -128,7 +130,8 @@ def test_a_gap_relinked_over_is_named(store_url: str, tmp_path: Path, keys: Path
 def test_an_event_at_or_below_position_0_is_named(
     store_url: str, tmp_path: Path, keys: Path, position: int
 ) -> None:
-    """Readers page from position 0 on; the walk starts below every position, so it names the event."""
+    """Readers page from position 0 on; the walk starts below every position, so it names the
+    event."""
     home = tmp_path / "home"
     signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
     with raw_store(store_url) as raw:
@@ -144,8 +147,9 @@ def test_an_event_at_or_below_position_0_is_named(
 def test_an_event_without_a_link_stops_writers_and_verify_names_it(
     store_url: str, tmp_path: Path, keys: Path, position: int
 ) -> None:
-    """Next to the last event, past 2**62, or at SQLite's last rowid (after which SQLite picks rowids at
-    random): the writer refuses plainly (no retry as if it lost a race) and appends nothing."""
+    """Next to the last event, past 2**62, or at SQLite's last rowid (after which SQLite picks
+    rowids at random): the writer refuses plainly (no retry as if it lost a race) and appends
+    nothing."""
     home = tmp_path / "home"
     signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
     signed(store_url, home, keys, RunRegistered(run="jobs/t__2", task="t"))
@@ -163,7 +167,8 @@ def test_an_event_without_a_link_stops_writers_and_verify_names_it(
 def test_a_link_without_an_event_past_the_end_stops_writers(
     store_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """A link at 2**62 that points back at the position before it: dense as far as it goes, but no event."""
+    """A link at 2**62 that points back at the position before it: dense as far as it goes, but no
+    event."""
     home = tmp_path / "home"
     signed(store_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
     with raw_store(store_url) as raw:
@@ -182,9 +187,10 @@ def test_a_link_without_an_event_past_the_end_stops_writers(
 def test_positions_moved_during_the_insert_are_refused_and_roll_back(
     postgres_url: str, tmp_path: Path, keys: Path
 ) -> None:
-    """Someone with DDL rights moves each new event's position in a trigger, after the writer set the sequence:
-    the writer's check after the insert fails the transaction in the server, so nothing is committed (a
-    Python exception alone would have been caught by the library, which then commits)."""
+    """Someone with DDL rights moves each new event's position in a trigger, after the writer set
+    the sequence: the writer's check after the insert fails the transaction in the server, so
+    nothing is committed (a Python exception alone would have been caught by the library, which then
+    commits)."""
     home = tmp_path / "home"
     signed(postgres_url, home, keys, RunRegistered(run="jobs/t__1", task="t"))
     with raw_store(postgres_url) as raw:
@@ -193,7 +199,8 @@ def test_positions_moved_during_the_insert_are_refused_and_roll_back(
             "$$BEGIN NEW.notification_id := NEW.notification_id + 10; RETURN NEW; END$$"
         )
         raw.execute(
-            "CREATE TRIGGER shift BEFORE INSERT ON lineage_events FOR EACH ROW EXECUTE FUNCTION shift()"
+            "CREATE TRIGGER shift BEFORE INSERT ON "
+            "lineage_events FOR EACH ROW EXECUTE FUNCTION shift()"
         )
     with pytest.raises(IntegrityFailure, match="refusing to append"):
         signed(postgres_url, home, keys, RunScored(run="jobs/t__1", reward=1.0, tests={}))

@@ -1,10 +1,12 @@
-"""One truth per value: every reader prints the same reward, status word and custody state for one node.
+"""One truth per value: every reader prints the same reward, status word and custody state for one
+node.
 
-Over every run of the examples (the PR layout and the public fixtures), node by node: `tree --format json`,
-the text tree, the report's drawn boxes (class, hover title, drawn text), the `children`, `runs` and `custody`
-views, `arms`, `export tree` (benchflow's tree.json), `export ablation` and `export openlineage` must agree.
-A step (a node without an outcome of its own) shows no reward anywhere; OpenLineage, which must close every
-node, closes it with the outcome of the node the tree names as its owner.
+Over every run of the examples (the PR layout and the public fixtures), node by node: `tree --format
+json`, the text tree, the report's drawn boxes (class, hover title, drawn text), the `children`,
+`runs` and `custody` views, `arms`, `export tree` (benchflow's tree.json), `export ablation` and
+`export openlineage` must agree. A step (a node without an outcome of its own) shows no reward
+anywhere; OpenLineage, which must close every node, closes it with the outcome of the node the tree
+names as its owner.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def drawn_boxes(html: str) -> dict[int, dict[str, dict[str, Any]]]:
 
 
 def openlineage_outcomes(run_cli: Cli, run: str) -> dict[str, dict[str, Any]]:
-    """node -> the rolloutLineage_outcome facet of its terminal event (`run.facets` carry the node's name)."""
+    """node -> the rolloutLineage_outcome facet of its terminal event (`run.facets` carry the node's
+    name)."""
     found: dict[str, dict[str, Any]] = {}
     tree = json.loads(run_cli("tree", run, "--format", "json").stdout)
     by_id = {run_id(run, n["node"]): n["node"] for n in tree["nodes"]}
@@ -146,8 +149,8 @@ def test_every_reader_prints_the_same_reward_and_status_for_each_node(
 def test_custody_reads_the_same_in_the_view_and_the_report_and_as_the_files_say(
     examples_cli: Cli, tmp_path: Path
 ) -> None:
-    """7c1f2a90's hold was released (benchflow removes `branches/n2/parent/` only once every entry is back,
-    and there is none); d4e5f6a7's was left behind."""
+    """7c1f2a90's hold was released (benchflow removes `branches/n2/parent/` only once every entry
+    is back, and there is none); d4e5f6a7's was left behind."""
     run_cli = examples_cli
     custody = {(c["run"], c["fork"]): c for c in rows(run_cli, "sql", "SELECT * FROM custody")}
     assert custody[("nightly/csv-dedupe__7c1f2a90", "n2")]["released"] is True

@@ -1,6 +1,6 @@
-"""Output for pipes and people, as a user types it: TSV when piped, exact floats, one time format, no `None`,
-`--no-headers`, global options after the subcommand, run ids by unique prefix, `sql -` and `-p`, `diff
---exit-code`, Ctrl-C."""
+"""Output for pipes and people, as a user types it: TSV when piped, exact floats, one time format,
+no `None`, `--no-headers`, global options after the subcommand, run ids by unique prefix, `sql -`
+and `-p`, `diff --exit-code`, Ctrl-C."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def test_decimals_are_json_numbers(examples: Cli) -> None:
 
 
 def test_times_print_in_one_iso_form_in_log_sql_and_runs(examples: Cli) -> None:
-    """The same event's recording time from `log` (the stored text) and `sql` (a TIMESTAMPTZ) is the same
-    string, in every format."""
+    """The same event's recording time from `log` (the stored text) and `sql` (a TIMESTAMPTZ) is the
+    same string, in every format."""
     logged = json.loads(examples("log", "--limit", "1", "--format", "jsonl").stdout)
     for fmt in ("jsonl", "csv", "tsv"):
         out = examples(
@@ -109,7 +109,8 @@ def test_text_output_never_shows_python_none(examples: Cli) -> None:
 
 
 def test_global_options_work_after_the_subcommand(examples: Cli, tmp_path: Path) -> None:
-    """`--home` (and `--store`, `--actor`) are accepted before or after the subcommand, as people type them."""
+    """`--home` (and `--store`, `--actor`) are accepted before or after the subcommand, as people
+    type them."""
     from click.testing import CliRunner
 
     from rollout_lineage.cli.main import cli
@@ -216,7 +217,8 @@ def test_shell_completion_offers_commands_and_run_ids(examples: Cli) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> None:
-    """`lineage ingest -` waiting on a terminal's stdin, interrupted: one line on stderr, no traceback."""
+    """`lineage ingest -` waiting on a terminal's stdin, interrupted: one line on stderr, no
+    traceback."""
     env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "store")}
     subprocess.run([sys.executable, "-m", "rollout_lineage.cli", "init"], env=env, check=True)
     process = subprocess.Popen(
@@ -245,8 +247,8 @@ def test_ctrl_c_exits_130_with_one_line_and_appends_nothing(tmp_path: Path) -> N
 @pytest.mark.slow
 @pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_during_a_long_query_exits_130_with_one_line(tmp_path: Path) -> None:
-    """DuckDB stops a statement on SIGINT and raises its own "Query interrupted" (a RuntimeError), which was a
-    traceback and exit 1."""
+    """DuckDB stops a statement on SIGINT and raises its own "Query interrupted" (a RuntimeError),
+    which was a traceback and exit 1."""
     env = {**os.environ, "LINEAGE_HOME": str(tmp_path / "store")}
     subprocess.run([sys.executable, "-m", "rollout_lineage.cli", "init"], env=env, check=True)
     process = subprocess.Popen(
@@ -274,8 +276,8 @@ def test_ctrl_c_during_a_long_query_exits_130_with_one_line(tmp_path: Path) -> N
 def test_every_row_format_streams_rows_as_they_come(
     fmt: str, capsys: pytest.CaptureFixture
 ) -> None:
-    """Rows are written as the source yields them, never gathered first: a source that fails after five rows
-    has already printed them (so a million rows need the memory of one batch)."""
+    """Rows are written as the source yields them, never gathered first: a source that fails after
+    five rows has already printed them (so a million rows need the memory of one batch)."""
     from rollout_lineage.cli.output import write_rows
 
     def source():
@@ -290,7 +292,8 @@ def test_every_row_format_streams_rows_as_they_come(
 
 
 def test_list_commands_stream_from_the_read_models(examples: Cli) -> None:
-    """`runs` and `snapshots list` hand the printer DuckDB's cursor, a batch at a time, not a list."""
+    """`runs` and `snapshots list` hand the printer DuckDB's cursor, a batch at a time, not a
+    list."""
     import types
 
     from rollout_lineage.bootstrap import Lineage

@@ -1,5 +1,6 @@
-"""Progress on stderr for the long operations (rebuild and catch-up, verify, chunked ingest, tar verify): shown
-when asked (LINEAGE_PROGRESS=1, as on a terminal), never on stdout, never when nobody watches."""
+"""Progress on stderr for the long operations (rebuild and catch-up, verify, chunked ingest, tar
+verify): shown when asked (LINEAGE_PROGRESS=1, as on a terminal), never on stdout, never when nobody
+watches."""
 
 from __future__ import annotations
 

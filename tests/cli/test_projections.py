@@ -1,5 +1,6 @@
-"""Read models behind the CLI on real files: catch-up before reads, rebuilds, read-only SQL, lineage macros,
-the read-model file lock (the in-memory catch-up and paging tests: tests/unit/test_projections.py)."""
+"""Read models behind the CLI on real files: catch-up before reads, rebuilds, read-only SQL, lineage
+macros, the read-model file lock (the in-memory catch-up and paging tests:
+tests/unit/test_projections.py)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,11 @@ from tests.scenarios import ABLATE_RUN, ablate_run_facts, nightly_run_facts
 
 @pytest.mark.slow
 def test_runs_with_large_test_reports_are_read_under_a_small_memory_cap(tmp_path: Path) -> None:
-    """Twenty runs scored with 10,000 tests each, their outcomes read from a CTRF report as benchflow's verifier
-    writes it (`results.tests`, parsed by the importer's `parse_ctrf`). DuckDB parses a vector's facts together:
-    read as one page, the 20 facts (about 6 MB of JSON) needed more than a 64 MB cap. Pages are now cut by the
-    bytes they hold (`paging.READ_SHARE_OF_MEMORY`)."""
+    """Twenty runs scored with 10,000 tests each, their outcomes read from a CTRF report as
+    benchflow's verifier writes it (`results.tests`, parsed by the importer's `parse_ctrf`). DuckDB
+    parses a vector's facts together: read as one page, the 20 facts (about 6 MB of JSON) needed
+    more than a 64 MB cap. Pages are now cut by the bytes they hold
+    (`paging.READ_SHARE_OF_MEMORY`)."""
     report = {
         "results": {
             "tests": [
@@ -153,7 +155,8 @@ def test_lineage_macros_walk_the_tree(lineage: Lineage, run_cli: Cli) -> None:
 def test_tables_documents_every_read_model(run_cli: Cli) -> None:
     listed = json.loads(run_cli("tables", "--format", "json").stdout)
     names = {row["name"] for row in listed}
-    # Views are made on a connection when a statement names them; a catalog query names none and gets them all.
+    # Views are made on a connection when a statement names them; a catalog query names none and
+    # gets them all.
     assert all(row["columns"] for row in listed if row["kind"] != "macro")
     assert {
         "runs",
@@ -193,7 +196,8 @@ def test_as_of_accepts_a_time_and_rejects_nonsense(lineage: Lineage, run_cli: Cl
 
 @contextmanager
 def lock_held(path: Path) -> Iterator[int]:
-    """Another process holding `path` read-write (DuckDB then locks every other process out); yields its PID."""
+    """Another process holding `path` read-write (DuckDB then locks every other process out); yields
+    its PID."""
     import subprocess
     import sys
 
@@ -201,7 +205,8 @@ def lock_held(path: Path) -> Iterator[int]:
         [
             sys.executable,
             "-c",
-            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
+            f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
+            f"print('ready', flush=True); time.sleep(30)",
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -234,7 +239,8 @@ def test_a_locked_read_model_file_waits_then_names_the_holder(lineage: Lineage, 
 def test_a_command_waiting_for_the_lock_says_so_at_once_naming_the_holder(
     run_cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the CLI: the notice comes before the wait ends (here, in the timeout's error), with the PID."""
+    """Through the CLI: the notice comes before the wait ends (here, in the timeout's error), with
+    the PID."""
     run_cli("init")
     run_cli("project")
     path = home / "projections.duckdb"
@@ -283,7 +289,8 @@ def test_a_query_opens_the_read_models_once_when_current_and_twice_after_a_write
 def test_a_read_model_file_dated_in_the_future_is_still_caught_up(
     lineage: Lineage, run_cli: Cli
 ) -> None:
-    """The open-path guess compares file times; a clock set back (or a copied file) makes it wrong, never the answer."""
+    """The open-path guess compares file times; a clock set back (or a copied file) makes it wrong,
+    never the answer."""
     lineage.record(nightly_run_facts())
     run_cli("sql", "SELECT 1")
     models = run_cli.home / "projections.duckdb"

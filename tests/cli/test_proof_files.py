@@ -1,9 +1,11 @@
-"""Proof files: `prove --check` checks every field a reader sees against the entry and the checkpoint given,
-and `prove ADDRESS` proves every event `lineage history ADDRESS` lists under that node.
+"""Proof files: `prove --check` checks every field a reader sees against the entry and the
+checkpoint given, and `prove ADDRESS` proves every event `lineage history ADDRESS` lists under that
+node.
 
-The attacks (issue #23): a proof relabelled `"position": 77` (it proves position 5), with another `leaf_hash`,
-`root` and checkpoint text, printed "1 inclusion proofs verify"; `prove RUN:NODE` proved one of a fork child's
-events and left out its reward and custody hand-off; `RUN:FORK/ARM`, which `diff` takes, was refused.
+The attacks (issue #23): a proof relabelled `"position": 77` (it proves position 5), with another
+`leaf_hash`, `root` and checkpoint text, printed "1 inclusion proofs verify"; `prove RUN:NODE`
+proved one of a fork child's events and left out its reward and custody hand-off; `RUN:FORK/ARM`,
+which `diff` takes, was refused.
 """
 
 from __future__ import annotations

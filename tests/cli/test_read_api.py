@@ -1,4 +1,5 @@
-"""The Python read API beside the write API: `Lineage.sql`, `.arrow()`, `.df()`, with `lineage sql`'s rules."""
+"""The Python read API beside the write API: `Lineage.sql`, `.arrow()`, `.df()`, with `lineage
+sql`'s rules."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""A store on a read-only mount or copy (issue #27): reads work while the read models are current, and say what
-would do when they are not. `lineage runs` and `lineage tree` were exit 4 ("Read-only file system") though
-`lineage sql` worked.
+"""A store on a read-only mount or copy (issue #27): reads work while the read models are current,
+and say what would do when they are not. `lineage runs` and `lineage tree` were exit 4 ("Read-only
+file system") though `lineage sql` worked.
 
-Root ignores file modes, so as root the store is mounted read-only (a bind mount in a mount namespace of its
-own: `unshare -m`); anyone else gets `chmod -R a-w`. The test skips only when neither can be had."""
+Root ignores file modes, so as root the store is mounted read-only (a bind mount in a mount
+namespace of its own: `unshare -m`); anyone else gets `chmod -R a-w`. The test skips only when
+neither can be had."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def test_reads_of_current_read_models_work_on_a_read_only_store(
         result = reader(*home, *args)
         assert result.returncode == 0, (name, result.stderr)
         assert result.stdout == expected[name], name
-    # What must write them says so in our words (it was DuckDB's "attached in read-only mode", a traceback).
+    # What must write them says so in our words (it was DuckDB's "attached in read-only mode", a
+    # traceback).
     rebuilt = reader(*home, "rebuild")
     assert rebuilt.returncode == 4 and "Traceback" not in rebuilt.stderr
     assert (
@@ -131,7 +133,8 @@ def test_read_models_behind_a_read_only_store_are_refused_saying_what_would_do(
     done = reader("--home", str(elsewhere), "--store", url, "runs", "--format", "csv")
     assert done.returncode == 0, done.stderr
     assert "jobs/late__1" in done.stdout
-    # A command that must write the store (here: extend the log's Merkle tree) says so, not "could not be read".
+    # A command that must write the store (here: extend the log's Merkle tree) says so, not "could
+    # not be read".
     verify = reader(*home, "verify")
     assert verify.returncode == 4
     assert "read-only" in verify.stderr and "Traceback" not in verify.stderr

@@ -1,8 +1,9 @@
-"""The read side, attacked: user SQL cannot write, reads check the log they come from, a tampered file cannot matter.
+"""The read side, attacked: user SQL cannot write, reads check the log they come from, a tampered
+file cannot matter.
 
-Each test is an attack that worked against the first landing (issue #12): a writing CTE, `EXPLAIN ANALYZE` of
-DDL, a macro planted for the next catch-up, a log edited after the read models were built, a read-model file
-built from another log, an edited view.
+Each test is an attack that worked against the first landing (issue #12): a writing CTE, `EXPLAIN
+ANALYZE` of DDL, a macro planted for the next catch-up, a log edited after the read models were
+built, a read-model file built from another log, an edited view.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ REWARDS = "SELECT run, reward FROM runs ORDER BY run"
 
 #: Statements that must change nothing, whatever DuckDB or our guard says about them.
 ATTACKS = (
-    f"WITH x AS (UPDATE run_outcomes SET reward = 1 WHERE run = '{ABLATE_RUN}' RETURNING run) SELECT * FROM x",
+    f"WITH x AS (UPDATE run_outcomes SET reward = 1 WHERE "
+    f"run = '{ABLATE_RUN}' RETURNING run) SELECT * FROM x",
     "WITH x AS (DELETE FROM fork_children RETURNING *) SELECT count(*) FROM x",
-    "WITH x AS (INSERT INTO run_outcomes (run, kind, reward) VALUES ('forged', 'scored', 1) RETURNING run) SELECT * FROM x",
+    "WITH x AS (INSERT INTO run_outcomes (run, kind, reward) "
+    "VALUES ('forged', 'scored', 1) RETURNING run) SELECT * FROM x",
     "EXPLAIN ANALYZE CREATE TABLE planted (a INT)",
     "EXPLAIN ANALYZE DROP VIEW runs",
     "EXPLAIN ANALYZE CREATE OR REPLACE VIEW runs AS SELECT 'forged' AS run, 1.0 AS reward",
     "EXPLAIN ANALYZE DELETE FROM lineage_tracking",
     "EXPLAIN ANALYZE UPDATE lineage_tracking SET position = 0",
-    "EXPLAIN ANALYZE CREATE OR REPLACE MACRO json_or_null(j) AS (SELECT content FROM read_text('/etc/hostname'))",
+    "EXPLAIN ANALYZE CREATE OR REPLACE MACRO json_or_null(j) "
+    "AS (SELECT content FROM read_text('/etc/hostname'))",
     "EXPLAIN CREATE TABLE planted (a INT)",
     "DELETE FROM events",
     "UPDATE run_outcomes SET reward = 1",
@@ -144,14 +148,16 @@ def test_as_of_answers_are_read_only_too(lineage: Lineage, run_cli: Cli) -> None
 def test_a_macro_planted_in_the_file_is_replaced_before_the_next_catch_up(
     lineage: Lineage, run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Someone who can write the file plants a macro the projections call; the next reader re-creates it from code."""
+    """Someone who can write the file plants a macro the projections call; the next reader
+    re-creates it from code."""
     secret = tmp_path / "secret.txt"
     secret.write_text("do-not-leak")
     lineage.record(ablate_run_facts(with_late_reward=False))
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
         db.execute(
-            f"CREATE OR REPLACE MACRO json_or_null(j) AS (SELECT content FROM read_text('{secret}'))"
+            f"CREATE OR REPLACE MACRO json_or_null(j) AS "
+            f"(SELECT content FROM read_text('{secret}'))"
         )
         db.execute("CREATE OR REPLACE VIEW runs AS SELECT 'forged' AS run")
     lineage.record(
@@ -224,7 +230,8 @@ def test_rebuild_refuses_a_broken_chain_and_names_the_position(
 def test_an_edit_after_the_read_models_is_refused_by_the_next_read(
     lineage: Lineage, run_cli: Cli
 ) -> None:
-    """Events not yet projected are checked as they are read: a tampered reward never reaches a read model."""
+    """Events not yet projected are checked as they are read: a tampered reward never reaches a read
+    model."""
     lineage.record(nightly_run_facts())
     run_cli("sql", "SELECT 1")
     lineage.record(ablate_run_facts())
@@ -240,7 +247,8 @@ def test_an_edit_after_the_read_models_is_refused_by_the_next_read(
 def test_read_models_of_another_log_are_rebuilt_not_shown(
     tmp_path: Path, run_cli: Cli, lineage: Lineage
 ) -> None:
-    """Same store URL, same or longer log, different history: the head hash kept in the file tells them apart."""
+    """Same store URL, same or longer log, different history: the head hash kept in the file tells
+    them apart."""
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     lineage.close()
@@ -283,8 +291,9 @@ def test_an_edited_row_in_the_read_models_is_caught_by_verify_read_models(
 def test_a_macro_planted_in_the_file_never_runs_in_a_catch_up(
     lineage: Lineage, run_cli: Cli
 ) -> None:
-    """The projections' own statements call `json_or_null` too (each `fork.opened` child's override keys): a catch-up
-    that used the file's copy would store what the planter chose in a table, for every later reader."""
+    """The projections' own statements call `json_or_null` too (each `fork.opened` child's override
+    keys): a catch-up that used the file's copy would store what the planter chose in a table, for
+    every later reader."""
     lineage.record(nightly_run_facts())
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
@@ -305,16 +314,18 @@ def test_a_macro_planted_in_the_file_never_runs_in_a_catch_up(
     "query",
     [
         "SELECT run, reward FROM runs ORDER BY run",  # by its name
-        "SELECT run, reward FROM query_table('ru' || 'ns') ORDER BY run",  # a name built at run time
+        # a name built at run time
+        "SELECT run, reward FROM query_table('ru' || 'ns') ORDER BY run",
         "SELECT run, reward FROM query('SELECT * FROM ' || 'ru' || 'ns') ORDER BY run",
-        "SELECT r.run, r.reward FROM (SELECT 1) x, LATERAL (FROM query_table(reverse('snur'))) r ORDER BY 1",
+        "SELECT r.run, r.reward FROM (SELECT 1) x, LATERAL "
+        "(FROM query_table(reverse('snur'))) r ORDER BY 1",
     ],
 )
 def test_a_view_edited_in_the_file_is_never_what_a_query_reads(
     lineage: Lineage, run_cli: Cli, query: str
 ) -> None:
-    """Each connection makes this code's views when a statement names them; a name that is not spelled out
-    (built by `query_table`) must not reach the file's copy instead."""
+    """Each connection makes this code's views when a statement names them; a name that is not
+    spelled out (built by `query_table`) must not reach the file's copy instead."""
     lineage.record(ablate_run_facts())
     honest = run_cli("sql", REWARDS, "--format", "json").stdout
     with duckdb.connect(str(read_model_file(run_cli))) as db:
@@ -358,8 +369,9 @@ def serialized(sql: str) -> str:
 def test_a_query_run_on_a_connection_of_its_own_finds_no_view_in_the_file(
     lineage: Lineage, run_cli: Cli, planted: str
 ) -> None:
-    """`json_execute_serialized_sql` runs its query on a new connection: no TEMP views there, only the file. The
-    file keeps tables only, and one holding a view or a table of another name is rebuilt before it is read."""
+    """`json_execute_serialized_sql` runs its query on a new connection: no TEMP views there, only
+    the file. The file keeps tables only, and one holding a view or a table of another name is
+    rebuilt before it is read."""
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
@@ -381,12 +393,14 @@ def test_a_query_run_on_a_connection_of_its_own_finds_no_view_in_the_file(
         ("SELECT * FROM json_execute_serialized_sql($q)", False),
         ("SELECT v FROM runs, JSON_EXECUTE_SERIALIZED_SQL($q) LIMIT 1", False),
         (
-            "SELECT * FROM query('SELECT * FROM json_execute_' || 'serialized_sql(''' || $q || ''')')",
+            "SELECT * FROM query('SELECT * FROM json_execute_' "
+            "|| 'serialized_sql(''' || $q || ''')')",
             False,
         ),
         ("EXPLAIN ANALYZE SELECT * FROM json_execute_serialized_sql($q)", False),
         ("SELECT 1; SELECT * FROM json_execute_serialized_sql($q)", False),
-        # The SQL that calls it only in a parameter of query(), whose name is quoted or followed by a comment.
+        # The SQL that calls it only in a parameter of query(), whose name is quoted or followed by
+        # a comment.
         ('SELECT * FROM "query"($q)', True),
         ("SELECT * FROM query/**/($q)", True),
     ],
@@ -394,8 +408,9 @@ def test_a_query_run_on_a_connection_of_its_own_finds_no_view_in_the_file(
 def test_sql_run_on_a_connection_of_its_own_is_refused(
     lineage: Lineage, run_cli: Cli, statement: str, q_is_the_calling_sql: bool
 ) -> None:
-    """That connection resolves names in the file before built-ins (`lower`) and sees none of our definitions,
-    and `--timeout` cannot interrupt it; its name may be built at run time, so the plan is what is checked."""
+    """That connection resolves names in the file before built-ins (`lower`) and sees none of our
+    definitions, and `--timeout` cannot interrupt it; its name may be built at run time, so the plan
+    is what is checked."""
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
@@ -414,7 +429,8 @@ def test_sql_run_on_a_connection_of_its_own_is_refused(
 def test_a_macro_in_the_file_cannot_stand_in_for_a_pg_catalog_built_in(
     lineage: Lineage, run_cli: Cli
 ) -> None:
-    """About 45 built-ins live in DuckDB's pg_catalog schema, searched after the path a connection sets."""
+    """About 45 built-ins live in DuckDB's pg_catalog schema, searched after the path a connection
+    sets."""
     lineage.record(ablate_run_facts())
     run_cli("sql", "SELECT 1")
     with duckdb.connect(str(read_model_file(run_cli))) as db:
@@ -426,8 +442,9 @@ def test_a_macro_in_the_file_cannot_stand_in_for_a_pg_catalog_built_in(
 
 
 def test_the_check_of_a_statement_stops_at_its_timeout(run_cli: Cli) -> None:
-    """Checking a statement plans it, and planning folds constants: hours of them here. The check and the
-    statement share the one --timeout (a subprocess, so a check that ignored it fails the test, not CI)."""
+    """Checking a statement plans it, and planning folds constants: hours of them here. The check
+    and the statement share the one --timeout (a subprocess, so a check that ignored it fails the
+    test, not CI)."""
     import subprocess
     import sys
 
@@ -440,7 +457,8 @@ def test_the_check_of_a_statement_stops_at_its_timeout(run_cli: Cli) -> None:
 
 
 def test_users_sql_spills_nothing_to_disk(lineage: Lineage, run_cli: Cli) -> None:
-    """Past the memory cap a read fails (exit 4); it never spills into a temp folder beside the file."""
+    """Past the memory cap a read fails (exit 4); it never spills into a temp folder beside the
+    file."""
     lineage.record(ablate_run_facts())
     out = run_cli("sql", "SELECT current_setting('temp_directory') AS t", "--format", "csv").stdout
     assert out == 't\n""\n'  # an empty string, not a missing value
@@ -454,7 +472,8 @@ def test_users_sql_spills_nothing_to_disk(lineage: Lineage, run_cli: Cli) -> Non
     [
         ["CREATE SCHEMA s", "CREATE TABLE s.anything (a INT)"],
         ["CREATE SCHEMA s", "CREATE VIEW s.runs AS SELECT 'forged' AS run, 1.0 AS reward"],
-        # A type named like a built-in would be what the rebuild's CREATE TABLE used (the view forces one).
+        # A type named like a built-in would be what the rebuild's CREATE TABLE used (the view
+        # forces one).
         ["CREATE TYPE json AS BLOB", "CREATE VIEW v AS SELECT 1"],
         ["CREATE TYPE json AS INTEGER", "CREATE VIEW v AS SELECT 1"],
     ],
@@ -482,7 +501,8 @@ def test_other_kinds_of_objects_planted_in_the_file_are_removed_by_the_next_read
 
 
 def test_a_macro_in_the_file_cannot_shadow_a_built_in(lineage: Lineage, run_cli: Cli) -> None:
-    """`avg` and `min` stored in the file as macros would change mean rewards and what --as-of TIME means."""
+    """`avg` and `min` stored in the file as macros would change mean rewards and what --as-of TIME
+    means."""
     lineage.record(ablate_run_facts())
     honest = run_cli("sql", "SELECT fork, mean_reward FROM forks", "--format", "json").stdout
     as_of = run_cli(

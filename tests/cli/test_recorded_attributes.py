@@ -1,9 +1,9 @@
 """Every attribute the tool shows as recorded is inside a chain hash, or not shown as recorded.
 
 The attack (issue #23): on PostgreSQL, `update lineage_chain set recorded_by = ...` passed `verify
---read-models` and `events.recorded_by` showed the forged role. The role is now hashed into each link (its
-own column); the old column, outside the chain, is never shown. `recorded_at` is the envelope's `timestamp`,
-inside the stored state every link hashes.
+--read-models` and `events.recorded_by` showed the forged role. The role is now hashed into each
+link (its own column); the old column, outside the chain, is never shown. `recorded_at` is the
+envelope's `timestamp`, inside the stored state every link hashes.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def test_an_edited_recording_time_breaks_the_chain(store_url: str, tmp_path: Pat
 
 @pytest.fixture
 def imported(store_url: str, tmp_path: Path) -> Cli:
-    """A store (either backend) holding run jobs/b, imported from a bundle of a SQLite store signed by lab."""
+    """A store (either backend) holding run jobs/b, imported from a bundle of a SQLite store signed
+    by lab."""
     from tests.cli_helpers import source_store
 
     Cli(tmp_path / "unused")("keys", "generate", "lab", "--dir", str(tmp_path))
@@ -114,8 +115,9 @@ def imported(store_url: str, tmp_path: Path) -> Cli:
 def test_an_edited_provenance_field_is_not_proven(
     store_url: str, imported: Cli, column: str, forged: str, said: str
 ) -> None:
-    """The provenance table is outside the chain: every field `bundle sources` shows is checked against the
-    source entry and checkpoint (an edited origin or source position used to print `proven yes`)."""
+    """The provenance table is outside the chain: every field `bundle sources` shows is checked
+    against the source entry and checkpoint (an edited origin or source position used to print
+    `proven yes`)."""
     with raw_store(store_url) as raw:
         raw.execute(f"UPDATE lineage_provenance SET {column} = {forged} WHERE position = 1")
     result = imported("bundle", "sources", "--format", "json", ok=False)
@@ -186,8 +188,8 @@ def test_a_provenance_value_of_the_wrong_kind_is_not_proven(
 def test_a_role_edited_with_the_chain_relinked_fails_a_kept_head(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """A careful forger re-links the whole chain over the edited role: the chain is consistent again, but
-    the head kept elsewhere no longer matches (as for any edit of the log)."""
+    """A careful forger re-links the whole chain over the edited role: the chain is consistent
+    again, but the head kept elsewhere no longer matches (as for any edit of the log)."""
     cli = recorded(postgres_url, tmp_path / "home")
     kept = cli("head").stdout.strip()
     with raw_store(postgres_url) as raw:

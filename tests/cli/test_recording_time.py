@@ -1,7 +1,9 @@
-"""Recorded time never goes backwards along the log, on both backends, and `--as-of TIME` is always a prefix.
+"""Recorded time never goes backwards along the log, on both backends, and `--as-of TIME` is always
+a prefix.
 
-The attack: a writer whose clock says 2020 appends at the log's tail; `--as-of 2021-01-01` used to show runs
-recorded in 2026 (every event at or before 2021 by its own claim, wherever it stood in the log).
+The attack: a writer whose clock says 2020 appends at the log's tail; `--as-of 2021-01-01` used to
+show runs recorded in 2026 (every event at or before 2021 by its own claim, wherever it stood in the
+log).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def test_a_writer_whose_clock_is_behind_records_at_the_tails_time(
 def test_as_of_a_time_is_the_prefix_before_the_first_later_recording(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Even a log written before the clamp (an early time after later ones) answers with a prefix."""
+    """Even a log written before the clamp (an early time after later ones) answers with a
+    prefix."""
     from rollout_lineage.domain.application import LineageApp
 
     lines = [{"type": "run.registered", "run": f"jobs/t__{i}", "task": "t"} for i in range(3)]
@@ -82,7 +85,8 @@ def test_as_of_a_time_is_the_prefix_before_the_first_later_recording(
 def test_the_actor_is_self_asserted_and_the_store_says_who_recorded(
     store_url: str, tmp_path: Path
 ) -> None:
-    """A writer may call itself anything; PostgreSQL also records the role it authenticated (SQLite: nobody)."""
+    """A writer may call itself anything; PostgreSQL also records the role it authenticated (SQLite:
+    nobody)."""
     with open_lineage(store_url, tmp_path / "home") as lineage:
         lineage.app.actor = "the-auditor@lab"  # a claim
         lineage.record([f.RunRegistered(run="jobs/a__1", task="t")])

@@ -1,10 +1,11 @@
 """`lineage audit PATH` names every class of the experiment-review skill as SKILL.md names it.
 
-Run directories are built by benchflow's writer functions (`tests/rollout_writer.py`: `_init_rollout`,
-`_write_config`, the ACP and LLM trajectory writers, `_build_rollout_result`,
-`build_rollout_results_record`), plus one damage step or one extra agent tool call where a class needs it.
-Judges: SKILL.md's classes, the validator (`VALIDATOR_VERDICTS`, observed from
-`scripts/validate_run_artifacts.py` at benchflow 17a3573b) and `references/reward-hacking-patterns.md`.
+Run directories are built by benchflow's writer functions (`tests/rollout_writer.py`:
+`_init_rollout`, `_write_config`, the ACP and LLM trajectory writers, `_build_rollout_result`,
+`build_rollout_results_record`), plus one damage step or one extra agent tool call where a class
+needs it. Judges: SKILL.md's classes, the validator (`VALIDATOR_VERDICTS`, observed from
+`scripts/validate_run_artifacts.py` at benchflow 17a3573b) and
+`references/reward-hacking-patterns.md`.
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ def test_unhealthy_runs_are_not_publishable_and_say_why(
 
 
 def test_every_validator_scenario_agrees_on_health(run_cli: Cli, tmp_path: Path) -> None:
-    """One batch of all the writer's scenarios: healthy exactly where the validator says so, except where
-    SKILL.md is stricter than its validator (docs/review-skill.md, "Deliberate departures") and the oracle
-    lane, which is judged apart (result and timing only)."""
+    """One batch of all the writer's scenarios: healthy exactly where the validator says so, except
+    where SKILL.md is stricter than its validator (docs/review-skill.md, "Deliberate departures")
+    and the oracle lane, which is judged apart (result and timing only)."""
     batch = tmp_path / "batch"
     for name, build in SCENARIOS.items():
         built = build(tmp_path / name)  # each under a folder of its own name: a run key of its own
@@ -132,7 +133,8 @@ def test_one_reward_hack_makes_the_run_unhealthy(
     the = the_run(report)
     assert (the["health"], the["class"]) == ("unhealthy", "reward_hacking")
     hacks = [f["message"] for f in report["findings"] if f["check"] == "reward-hacking"]
-    # The inserted call is the file's fifth line; the evidence quotes the command (as the shell reads it).
+    # The inserted call is the file's fifth line; the evidence quotes the command (as the shell
+    # reads it).
     named = [
         m for m in hacks if f"({kind}) at trajectory/acp_trajectory.jsonl:5, tool execute: " in m
     ]

@@ -1,9 +1,11 @@
-"""The experiment-review skill's five eval scenarios (`evals/evals.json` at benchflow 17a3573b), as tests.
+"""The experiment-review skill's five eval scenarios (`evals/evals.json` at benchflow 17a3573b), as
+tests.
 
-Each writes a rollout folder in the evals' layout (`run_config.json`, `result.json`, `trajectory/`), with
-records shaped as the eval fixtures shape them but written here, and checks `lineage audit PATH` against
-that eval's expectations. The fixtures predate the validator's `results.jsonl` gate (benchflow 380425f8),
-so a scenario the evals call healthy gets the trainer-facing row that gate asks for (docs/review-skill.md).
+Each writes a rollout folder in the evals' layout (`run_config.json`, `result.json`, `trajectory/`),
+with records shaped as the eval fixtures shape them but written here, and checks `lineage audit
+PATH` against that eval's expectations. The fixtures predate the validator's `results.jsonl` gate
+(benchflow 380425f8), so a scenario the evals call healthy gets the trainer-facing row that gate
+asks for (docs/review-skill.md).
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ def audit(run_cli: Cli, folder: Path, code: int) -> tuple[dict, dict]:
 
 
 def review_of(run_cli: Cli, folder: Path) -> dict:
-    """What import recorded of the folder's skills (audited in place; the store is a scratch one)."""
+    """What import recorded of the folder's skills (audited in place; the store is a scratch
+    one)."""
     scratch = Cli(folder.parent / "scratch-home")
     scratch("import", str(folder))
     [row] = json.loads(scratch("sql", "SELECT review FROM evidence", "--format", "json").stdout)
@@ -277,7 +280,8 @@ def test_eval_4_a_timeout_without_its_api_key_is_experiment_fidelity(
             {"bash": 1},
             timing={**TIMING, "ended_at": None, "duration_seconds": 900},
             verifier_started_after_agent=False,
-            error="Missing REQUIRED_TASK_API_KEY prevented task execution; token_usage was not recorded.",
+            error="Missing REQUIRED_TASK_API_KEY prevented "
+            "task execution; token_usage was not recorded.",
         ),
         [
             {

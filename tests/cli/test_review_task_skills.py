@@ -1,20 +1,24 @@
-"""Skill loading judged against the task's own skill names, which benchflow's run directories never state.
+"""Skill loading judged against the task's own skill names, which benchflow's run directories never
+state.
 
-Inputs: run directories built by benchflow's writer functions (`tests/rollout_writer.py`: `_init_rollout`,
-`_write_config`, `_write_llm_trajectory`, `_build_rollout_result`, `build_rollout_results_record`; the task's
-provenance by `task_file_hashes` / `task_source_provenance`), for OpenHands, Claude Code, Codex and Gemini,
-each run showing a harness-global skill (`code-review`, kept where the harness keeps its own) and, where the
-case says, the task's skill (`csv-tools`). Where the names come from is each batch's point: the task's
-`source.file_hashes`, the custom runtime skills folder, a skills folder the configuration names, inference
-across the batch's two arms, or nothing at all.
+Inputs: run directories built by benchflow's writer functions (`tests/rollout_writer.py`:
+`_init_rollout`, `_write_config`, `_write_llm_trajectory`, `_build_rollout_result`,
+`build_rollout_results_record`; the task's provenance by `task_file_hashes` /
+`task_source_provenance`), for OpenHands, Claude Code, Codex and Gemini, each run showing a
+harness-global skill (`code-review`, kept where the harness keeps its own) and, where the case says,
+the task's skill (`csv-tools`). Where the names come from is each batch's point: the task's
+`source.file_hashes`, the custom runtime skills folder, a skills folder the configuration names,
+inference across the batch's two arms, or nothing at all.
 
-Judge: the experiment-review skill's own scripts at benchflow `SKILL_COMMIT`: `validate_run_artifacts.py
---json` on the run directory and `extract_harness_skills.py <llm_trajectory.jsonl> --task-skill csv-tools`
-(the SOP: "use repeated `--task-skill <name>` ... when that metadata is unavailable"), combined as SKILL.md
-says: with-skill healthy when `task_skills_loading` is 1 (else experiment fidelity), no-skill healthy when it
-is 0 (else leakage). `SCRIPT_VERDICTS` is what they said, observed by running them
-(`python -m tests.cli.test_review_task_skills BENCHFLOW_GIT_DIR` prints the table again);
-`test_the_skills_scripts_still_say_so` runs them again when benchflow's repository is on this machine.
+Judge: the experiment-review skill's own scripts at benchflow `SKILL_COMMIT`:
+`validate_run_artifacts.py --json` on the run directory and `extract_harness_skills.py
+<llm_trajectory.jsonl> --task-skill csv-tools` (the SOP: "use repeated `--task-skill <name>` ...
+when that metadata is unavailable"), combined as SKILL.md says: with-skill healthy when
+`task_skills_loading` is 1 (else experiment fidelity), no-skill healthy when it is 0 (else leakage).
+`SCRIPT_VERDICTS` is what they said, observed by running them (`python -m
+tests.cli.test_review_task_skills BENCHFLOW_GIT_DIR` prints the table again);
+`test_the_skills_scripts_still_say_so` runs them again when benchflow's repository is on this
+machine.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import pytest
 from tests.conftest import Cli
 from tests.rollout_writer import Rollout, fixing_run, task_source, write_rollout, write_task
 
-#: The newest revision of the skill's scripts on any branch of benchflow (`git log --all -- .agents/skills`).
+#: The newest revision of the skill's scripts on any branch of benchflow (`git log --all --
+#: .agents/skills`).
 SKILL_COMMIT = "17a3573bf059e6e06682ce5a04f8d358abddebaf"
 SKILL_DIR = ".agents/skills/benchflow-experiment-review/scripts"
 TASK = "csv-dedupe"
@@ -45,9 +50,10 @@ HARNESSES = {
     "gemini": "gemini",
 }
 
-# --- the runs: one description per case, the names' source set per batch ----------------------------
+# --- the runs: one description per case, the names' source set per batch --------------------------
 
-#: case -> (skill mode, startup catalog, skills it loads); `a`, `b`, `c` are the three cases of the gap.
+#: case -> (skill mode, startup catalog, skills it loads); `a`, `b`, `c` are the three cases of the
+#: gap.
 CASES: dict[str, tuple[str, list[tuple[str, str]], tuple[str, ...]]] = {
     # (a) with-skill, only the harness-global skill in the catalog, and it loads that one
     "a_with_global_only": ("with-skill", [GLOBAL_SKILL], (GLOBAL_SKILL[0],)),
@@ -85,7 +91,8 @@ def task_dir(root: Path) -> Path:
     )
 
 
-#: A with-skill run that shows only the harness-global skill and invokes nothing, alone in its batch.
+#: A with-skill run that shows only the harness-global skill and invokes nothing, alone in its
+#: batch.
 LONE = {"lone_with_global_uninvoked": ("with-skill", [GLOBAL_SKILL], ())}
 Batch = Callable[
     [Path], Path
@@ -93,7 +100,8 @@ Batch = Callable[
 
 
 def file_hashes_batch(harness: str) -> Batch:
-    """Source 3: the task has provenance, so config.json and result.json carry `source.file_hashes`."""
+    """Source 3: the task has provenance, so config.json and result.json carry
+    `source.file_hashes`."""
 
     def build(root: Path) -> Path:
         source = task_source(task_dir(root))
@@ -105,7 +113,8 @@ def file_hashes_batch(harness: str) -> Batch:
 
 
 def inferred_batch(harness: str) -> Batch:
-    """Source 5: nothing in any run names the skills; both arms of the task and harness are imported."""
+    """Source 5: nothing in any run names the skills; both arms of the task and harness are
+    imported."""
 
     def build(root: Path) -> Path:
         for case in CASES:
@@ -116,8 +125,9 @@ def inferred_batch(harness: str) -> Batch:
 
 
 def runtime_folder_batch(root: Path) -> Path:
-    """Source 2: `Rollout(skills_dir=...)` (custom_runtime) with the folder still on this machine; the
-    task's bundled `csv-tools` (in its file_hashes) was stripped from the run, so it is not expected."""
+    """Source 2: `Rollout(skills_dir=...)` (custom_runtime) with the folder still on this machine;
+    the task's bundled `csv-tools` (in its file_hashes) was stripped from the run, so it is not
+    expected."""
     folder = root / "runtime-skills"
     (folder / "csv-kit").mkdir(parents=True)
     (folder / "csv-kit" / "SKILL.md").write_text("---\nname: csv-kit\n---\nCSV helpers.\n")
@@ -133,7 +143,8 @@ def runtime_folder_batch(root: Path) -> Path:
 
 
 def skills_folder_batch(root: Path) -> Path:
-    """Source 4: no provenance, but the bundled skills dir config.json names is still on this machine."""
+    """Source 4: no provenance, but the bundled skills dir config.json names is still on this
+    machine."""
     folder = str(task_dir(root) / "environment" / "skills")
     for case in ("a_with_global_only", "b_with_task_uninvoked"):
         write_rollout(root / "jobs", described("openhands", case, bundled_skills_dir=folder))
@@ -167,10 +178,10 @@ SOURCES = {
     "lone": (None, None),
 }
 
-# --- what the skill's scripts said -------------------------------------------------------------------
+# --- what the skill's scripts said ----------------------------------------------------------------
 
-#: Observed at SKILL_COMMIT: run -> (validator healthy, skill mode, task_skills_loading, loading status) for
-#: each run (`<batch>/<job>`, the job naming harness and case).
+#: Observed at SKILL_COMMIT: run -> (validator healthy, skill mode, task_skills_loading, loading
+#: status) for each run (`<batch>/<job>`, the job naming harness and case).
 SCRIPT_VERDICTS: dict[str, tuple[bool, str, int, str]] = {
     "file_hashes-openhands/openhands-a_with_global_only": (
         True,
@@ -358,8 +369,8 @@ SCRIPT_VERDICTS: dict[str, tuple[bool, str, int, str]] = {
 
 
 def task_skill_args(batch: str) -> list[str]:
-    """`--task-skill` as the SOP says: the task's skill, the runtime folder's where the run was given
-    one, none where nothing names them (the lone batch: the script is as blind as we are)."""
+    """`--task-skill` as the SOP says: the task's skill, the runtime folder's where the run was
+    given one, none where nothing names them (the lone batch: the script is as blind as we are)."""
     if batch.startswith("lone"):
         return []
     return ["--task-skill", "csv-kit" if batch.startswith("runtime_folder") else TASK_SKILL[0]]
@@ -436,14 +447,15 @@ def scripts_from(git_dir: Path, into: Path) -> Path:
     return into
 
 
-# --- the tests ------------------------------------------------------------------------------------------
+# --- the tests ------------------------------------------------------------------------------------
 
 
 def expected_class(run: str) -> str:
-    """The scripts' class for the run. Codex: `extract_harness_skills.py` recognises a Codex request only
-    with `instructions`, which benchflow's `_base_record` does not log, so it reads the Responses body as
-    Claude Code's and finds no catalog (observed: every Codex row says the catalog is absent). A Codex run
-    takes the class the scripts give its case on the three harnesses they read, which agree."""
+    """The scripts' class for the run. Codex: `extract_harness_skills.py` recognises a Codex request
+    only with `instructions`, which benchflow's `_base_record` does not log, so it reads the
+    Responses body as Claude Code's and finds no catalog (observed: every Codex row says the catalog
+    is absent). A Codex run takes the class the scripts give its case on the three harnesses they
+    read, which agree."""
     batch, job = run.split("/")
     harness, case = job.split("-", 1)
     if harness != "codex":
@@ -481,7 +493,8 @@ def test_each_run_gets_the_class_the_skills_scripts_give(batch: str, tmp_path: P
         if run["class"] == "pass":
             assert run["reasons"] == []
         elif run["class"] == "experiment_fidelity" and source is not None:
-            # judged by the names, and the finding says where they came from (inferred: that they were)
+            # judged by the names, and the finding says where they came from (inferred: that they
+            # were)
             [reason] = [r for r in run["reasons"] if "task_skills_loading=0" in r]
             assert origin in reason, reason
 
@@ -503,8 +516,9 @@ def test_a_lone_with_skill_run_that_invoked_nothing_is_reviewed_by_hand(tmp_path
 def test_a_custom_runtime_run_whose_folder_is_gone_is_not_judged_by_the_stripped_skills(
     tmp_path: Path,
 ) -> None:
-    """Its file_hashes name the task's bundled `csv-tools`, which benchflow stripped from the run; with the
-    runtime folder gone nothing names `csv-kit`, so the run that invoked nothing is reviewed by hand."""
+    """Its file_hashes name the task's bundled `csv-tools`, which benchflow stripped from the run;
+    with the runtime folder gone nothing names `csv-kit`, so the run that invoked nothing is
+    reviewed by hand."""
     jobs = runtime_folder_batch(tmp_path / "runtime")
     shutil.rmtree(tmp_path / "runtime" / "runtime-skills")
     runs = by_job(audit_dirs(Cli(tmp_path / "home"), jobs))
@@ -513,8 +527,9 @@ def test_a_custom_runtime_run_whose_folder_is_gone_is_not_judged_by_the_stripped
 
 
 def test_the_names_and_their_source_are_read_from_the_log(tmp_path: Path) -> None:
-    """Imported into a store, each run's review records the names and their source; the audit of the store
-    gives the same classes after the run directories, the task and the skills folder are gone."""
+    """Imported into a store, each run's review records the names and their source; the audit of the
+    store gives the same classes after the run directories, the task and the skills folder are
+    gone."""
     cli = Cli(tmp_path / "home")
     batches = ("inferred-claude", "file_hashes-gemini", "skills_folder-openhands")
     roots = {name: BATCHES[name](tmp_path / name) for name in batches}

@@ -1,4 +1,5 @@
-"""`lineage runs`: every run with its task, agent, model, outcome, reward, forks and registration time, filtered."""
+"""`lineage runs`: every run with its task, agent, model, outcome, reward, forks and registration
+time, filtered."""
 
 from __future__ import annotations
 

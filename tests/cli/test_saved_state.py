@@ -1,5 +1,6 @@
-"""Saved aggregate states (issue #14): a new process decides from the newest saved state and the events after
-it, with exactly the decisions a full replay gives, and never trusts a state it cannot vouch for."""
+"""Saved aggregate states (issue #14): a new process decides from the newest saved state and the
+events after it, with exactly the decisions a full replay gives, and never trusts a state it cannot
+vouch for."""
 
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def tamper(tmp_path: Path, statement: str) -> None:
             "CAST(replace(CAST(state AS TEXT), '\"Node\"', '\"Evil\"') AS BLOB)",
             301,
         ),
-        # The log no longer holds the event the state was saved at (a log restored from an older copy).
+        # The log no longer holds the event the state was saved at (a log restored from an older
+        # copy).
         ("DELETE FROM stored_events WHERE originator_version > 250", 250),
     ],
     ids=["garbage", "other-code", "other-version", "unknown-part", "log-behind-the-state"],
@@ -196,8 +198,9 @@ def test_the_fingerprint_is_the_same_in_every_process() -> None:
 
 
 def test_verify_replays_every_saved_state_and_names_a_forged_one(tmp_path: Path) -> None:
-    """`lineage verify --saved-states` (exit 3): a state changed in the store, so that it would still be used (its
-    fingerprint and version kept), is named; dropping the table makes the writers replay."""
+    """`lineage verify --saved-states` (exit 3): a state changed in the store, so that it would
+    still be used (its fingerprint and version kept), is named; dropping the table makes the writers
+    replay."""
     from tests.conftest import Cli
 
     url = store(tmp_path)
@@ -208,7 +211,8 @@ def test_verify_replays_every_saved_state_and_names_a_forged_one(tmp_path: Path)
     tamper(
         tmp_path,
         "UPDATE lineage_saved_states SET state = "
-        'CAST(replace(CAST(state AS TEXT), \',"d7":["Node","d7","root",null,null]\', \'\') AS BLOB)',
+        "CAST(replace(CAST(state AS TEXT), "
+        '\',"d7":["Node","d7","root",null,null]\', \'\') AS BLOB)',
     )
     with open_lineage(url, tmp_path) as lineage:  # the forged state is used by a writer
         assert lineage.record([f.NodeOpened(run=RUN, node="d7", parent="d8")]).appended == 1

@@ -1,8 +1,9 @@
-"""`lineage serve` over HTTP, as a browser or a script would use it, on a store built from examples/.
+"""`lineage serve` over HTTP, as a browser or a script would use it, on a store built from
+examples/.
 
-Written as an attacker would: a run id and a test name holding `<script>` must stay text, a writing SQL
-statement must be refused, a POST must find no route, a wide bind must need the token, and a page elsewhere
-must not reach a loopback server through a rebound name.
+Written as an attacker would: a run id and a test name holding `<script>` must stay text, a writing
+SQL statement must be refused, a POST must find no route, a wide bind must need the token, and a
+page elsewhere must not reach a loopback server through a rebound name.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def opened(store: Path) -> Iterator[Lineage]:
 def client_for(
     lineage: Lineage, token: str | None = None, host: str = "127.0.0.1"
 ) -> Iterator[TestClient]:
-    """A client of the app as `lineage serve --host HOST` builds it; the read models closed after."""
+    """A client of the app as `lineage serve --host HOST` builds it; the read models closed
+    after."""
     reads = ServedReads(lineage, ChainChecks(lineage))
     app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
     try:
@@ -103,7 +105,7 @@ def all_runs(client: TestClient, **params: str) -> list[dict]:
     return answer["runs"]
 
 
-# --- the JSON API -----------------------------------------------------------------------------------------
+# --- the JSON API ---------------------------------------------------------------------------------
 
 
 def test_runs_filter_by_each_field_and_agree_with_sql(client: TestClient) -> None:
@@ -213,7 +215,7 @@ def test_sql_timeout_is_enforced(client: TestClient, monkeypatch: pytest.MonkeyP
     assert slow.status_code == 503 and "timeout" in slow.json()["error"].lower()
 
 
-# --- safe by default -------------------------------------------------------------------------------------
+# --- safe by default ------------------------------------------------------------------------------
 
 
 def test_no_method_but_get_exists(client: TestClient) -> None:
@@ -353,7 +355,7 @@ def test_a_rebound_name_cannot_reach_a_loopback_server(client: TestClient) -> No
     assert client.get("/api/runs", headers={"Host": "localhost:8321"}).status_code == 200
 
 
-# --- pages -------------------------------------------------------------------------------------------------
+# --- pages ----------------------------------------------------------------------------------------
 
 
 def test_runs_page_filters_sorts_and_links_each_run(client: TestClient) -> None:
@@ -400,7 +402,8 @@ def test_the_api_page_documents_every_route(client: TestClient) -> None:
 
 
 def test_new_events_show_without_a_restart(tmp_path: Path) -> None:
-    """Answers are remembered per log position: a write must reach the very next request of each kind."""
+    """Answers are remembered per log position: a write must reach the very next request of each
+    kind."""
     home = tmp_path / "home"
     Cli(home)("import", str(EXAMPLES / "pr-layout"))
     with (
@@ -422,7 +425,8 @@ def test_new_events_show_without_a_restart(tmp_path: Path) -> None:
 
 
 def test_a_log_rewritten_under_a_running_server_is_not_shown_intact(tmp_path: Path) -> None:
-    """The chain is walked in full once; after that, the head that walk ended at must still be in the log."""
+    """The chain is walked in full once; after that, the head that walk ended at must still be in
+    the log."""
     import sqlite3
 
     from rollout_lineage.adapters.event_store import CHAIN_TABLE
@@ -450,7 +454,8 @@ def test_a_log_rewritten_under_a_running_server_is_not_shown_intact(tmp_path: Pa
 
 
 def test_serves_a_server_store_live(store_url: str, tmp_path: Path) -> None:
-    """The same on the SQLite file and on PostgreSQL, whose read models live in the cache (no file times)."""
+    """The same on the SQLite file and on PostgreSQL, whose read models live in the cache (no file
+    times)."""
     home = tmp_path / "home"
     Cli(home, store=store_url)("import", str(EXAMPLES / "pr-layout"))
     settings = Settings.from_env({}, store=store_url, home=home, actor="tester@lab")
@@ -463,8 +468,8 @@ def test_serves_a_server_store_live(store_url: str, tmp_path: Path) -> None:
 
 
 def test_the_chain_walk_started_at_start_is_the_one_pages_show(opened: Lineage) -> None:
-    """`lineage serve` walks the chain in the background from the start; a page asking meanwhile waits for
-    that walk (one at a time) and shows what `lineage verify` shows."""
+    """`lineage serve` walks the chain in the background from the start; a page asking meanwhile
+    waits for that walk (one at a time) and shows what `lineage verify` shows."""
     checks = ChainChecks(opened)
     walking = checks.start()
     during = (

@@ -1,6 +1,7 @@
-"""`lineage serve`'s charts and arm statistics over HTTP: the numbers are `lineage arms --stats`'s, read back
-from the CLI on the same store (never written into the test), the grouping column is checked against the
-`runs` view, every cap says so on the page, and a hostile task or arm name stays text in the SVG.
+"""`lineage serve`'s charts and arm statistics over HTTP: the numbers are `lineage arms --stats`'s,
+read back from the CLI on the same store (never written into the test), the grouping column is
+checked against the `runs` view, every cap says so on the page, and a hostile task or arm name stays
+text in the SVG.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ SUMMARY = charts_module.SUMMARY
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two tasks of 8 paired trials (with-skill / no-skill), and a task and an arm named as an attack."""
+    """Two tasks of 8 paired trials (with-skill / no-skill), and a task and an arm named as an
+    attack."""
     home = tmp_path_factory.mktemp("charts") / "home"
     with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as lineage:
         record_trials(lineage, "csv-dedupe", {"no-skill": WITHOUT, "with-skill": WITH})
@@ -87,7 +89,7 @@ def page_stats(html: str) -> list[dict[str, str]]:
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
-# --- the numbers are `lineage arms --stats`'s ------------------------------------------------------------
+# --- the numbers are `lineage arms --stats`'s -----------------------------------------------------
 
 
 def test_chart_numbers_are_lineage_arms_stats_per_task(client: TestClient, store: Path) -> None:
@@ -107,7 +109,8 @@ def test_chart_numbers_are_lineage_arms_stats_per_task(client: TestClient, store
 def test_charts_pooled_over_every_run_are_arms_stats_all_tasks(
     client: TestClient, store: Path
 ) -> None:
-    """Grouped by a column every run shares (the agent), an arm is pooled over every task: --all-tasks."""
+    """Grouped by a column every run shares (the agent), an arm is pooled over every task:
+    --all-tasks."""
     answer = client.get("/api/charts", params={"group": "agent"}).json()
     assert answer["groups"] == ["agent"]
     shown = {row["arm"]: row for row in answer["arms"]}
@@ -155,7 +158,7 @@ def test_compare_of_nodes_without_arms_says_why_there_are_no_statistics(
     assert "is no arm of A&#x27;s run" in mixed.text
 
 
-# --- grouping, caps and budget ---------------------------------------------------------------------------
+# --- grouping, caps and budget --------------------------------------------------------------------
 
 
 def test_a_bad_group_column_is_refused_with_the_real_columns(client: TestClient) -> None:
@@ -226,7 +229,7 @@ def test_the_grid_counts_what_sql_counts(client: TestClient) -> None:
     )
 
 
-# --- safe ------------------------------------------------------------------------------------------------
+# --- safe -----------------------------------------------------------------------------------------
 
 
 def test_hostile_task_and_arm_names_stay_text_in_the_svg(client: TestClient) -> None:

@@ -1,5 +1,6 @@
-"""`lineage serve` as a process beside the other commands: they read and catch up while it runs, and a signal
-stops it with the shell's code (Ctrl-C 130, SIGTERM 143), one line on stderr, its scratch copy removed."""
+"""`lineage serve` as a process beside the other commands: they read and catch up while it runs, and
+a signal stops it with the shell's code (Ctrl-C 130, SIGTERM 143), one line on stderr, its scratch
+copy removed."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def lineage_command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A read command in its own process, with a short lock timeout: waiting on the server would fail it."""
+    """A read command in its own process, with a short lock timeout: waiting on the server would
+    fail it."""
     return subprocess.run(
         [sys.executable, "-m", "rollout_lineage.cli", "--home", str(home), *args],
         cwd=REPO,
@@ -82,7 +84,8 @@ def test_a_signal_stops_the_server_with_the_shells_code(
 
 
 def test_ctrl_c_stops_a_server_that_inherited_sigint_ignored(home: Path, tmp_path: Path) -> None:
-    """A shell starts a background job with SIGINT ignored; uvicorn's re-raise then ended it with exit 0."""
+    """A shell starts a background job with SIGINT ignored; uvicorn's re-raise then ended it with
+    exit 0."""
     previous = signal.signal(
         signal.SIGINT, signal.SIG_IGN
     )  # inherited by the child, as from `cmd &`

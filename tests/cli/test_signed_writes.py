@@ -1,5 +1,6 @@
-"""Signed writes: batches appended with a key verify against it; an appended, correctly linked forgery, an
-edited signed event and a batch signed by an untrusted key are each reported by `verify --trusted-keys`."""
+"""Signed writes: batches appended with a key verify against it; an appended, correctly linked
+forgery, an edited signed event and a batch signed by an untrusted key are each reported by `verify
+--trusted-keys`."""
 
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ def test_an_event_inserted_by_hand_with_a_correct_link_is_reported(
     )
     with sqlite3.connect(home / "events.sqlite") as db:
         row = db.execute(
-            "SELECT originator_id, originator_version, topic, state FROM stored_events WHERE rowid = 2"
+            "SELECT originator_id, originator_version, "
+            "topic, state FROM stored_events WHERE rowid = 2"
         ).fetchone()
         previous = db.execute("SELECT chain_hash FROM lineage_chain WHERE position = 2").fetchone()[
             0

@@ -1,7 +1,8 @@
 """`lineage snapshots` through the CLI, on tars built here, with no Docker engine.
 
-DOCKER_HOST points at a socket nobody listens on, so any path that reached an engine would end in exit 4 and
-"Cannot reach the Docker engine": the refusals below prove they happen before the engine is asked anything.
+DOCKER_HOST points at a socket nobody listens on, so any path that reached an engine would end in
+exit 4 and "Cannot reach the Docker engine": the refusals below prove they happen before the engine
+is asked anything.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def flip_byte_in_layer(tar: Path) -> None:
     tar.write_bytes(bytes(data))
 
 
-# -- verify ---------------------------------------------------------------------------------------------------------
+# -- verify ----------------------------------------------------------------------------------------
 
 
 def test_verify_reports_a_sound_tar_and_records_nothing(run_cli: Cli, tmp_path: Path) -> None:
@@ -156,7 +157,7 @@ def test_verify_of_a_missing_file_is_exit_1(run_cli: Cli, tmp_path: Path) -> Non
     assert "Cannot open snapshot tar" in result.stderr
 
 
-# -- import: refusals that never reach an engine --------------------------------------------------------------------
+# -- import: refusals that never reach an engine ---------------------------------------------------
 
 
 def test_unknown_tar_is_refused_without_adopt_and_nothing_is_recorded(
@@ -357,7 +358,7 @@ def test_adopting_with_the_engine_unreachable_records_no_adoption(
     assert log_rows(run_cli, "snapshot.") == []
 
 
-# -- export ---------------------------------------------------------------------------------------------------------
+# -- export ----------------------------------------------------------------------------------------
 
 
 def test_export_of_an_unknown_ref_is_refused_before_docker(run_cli: Cli, tmp_path: Path) -> None:
@@ -397,7 +398,7 @@ def test_export_file_name_follows_benchflow() -> None:
     assert export_file_name("///") == "snapshot.tar"
 
 
-# -- list and show --------------------------------------------------------------------------------------------------
+# -- list and show ---------------------------------------------------------------------------------
 
 
 def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
@@ -464,7 +465,7 @@ def test_adopted_ref_and_tag_matching() -> None:
     assert tar_names("sha256:" + "a" * 64, report(()))
 
 
-# -- who may claim what ---------------------------------------------------------------------------------------------
+# -- who may claim what ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -509,7 +510,8 @@ def test_ingest_refuses_facts_only_a_verification_here_may_produce(
 def test_adopting_a_tar_that_also_tags_another_image_is_refused_before_the_engine(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """`docker load` would re-point every tag in the tar: victim:latest must not move because bf-snap-x was adopted."""
+    """`docker load` would re-point every tag in the tar: victim:latest must not move because
+    bf-snap-x was adopted."""
     tar, _ = snapshot_tar(tmp_path / "stray.tar", tags=("bf-snap-x:latest", "victim:latest"))
     result = run_cli("snapshots", "import", str(tar), "--adopt", ok=False)
     assert (
@@ -550,8 +552,9 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
 def test_without_an_engine_list_and_show_say_the_image_was_not_checked(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """`--check` asks the engine for the recorded image id; when none answers (DOCKER_HOST points at no
-    socket here), the verdict rests on the tars and every reader is told the image was not checked."""
+    """`--check` asks the engine for the recorded image id; when none answers (DOCKER_HOST points at
+    no socket here), the verdict rests on the tars and every reader is told the image was not
+    checked."""
     tar, expected = snapshot_tar(tmp_path / "snap.tar")
     record_export(run_cli, tmp_path, tar, expected["image_id"])
     [row] = json.loads(run_cli("snapshots", "list", "--format", "json").stdout)
@@ -596,7 +599,8 @@ def test_export_never_replaces_a_tar_another_ref_maps_to(run_cli: Cli, tmp_path:
 
 
 def test_an_engine_answering_5xx_is_unavailable_not_a_refusal() -> None:
-    """A failing engine (503) says nothing about a tar or a ref: exit 4, never a recorded rejection."""
+    """A failing engine (503) says nothing about a tar or a ref: exit 4, never a recorded
+    rejection."""
     import docker.errors
     import requests
 

@@ -1,5 +1,5 @@
-"""`snapshots verify` leads with the sentence `verify_tar` puts first (the rest of verify_tar's tests are in
-tests/unit/test_snapshot_tar.py)."""
+"""`snapshots verify` leads with the sentence `verify_tar` puts first (the rest of verify_tar's
+tests are in tests/unit/test_snapshot_tar.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from tests.snapshot_tars import file_entry, legacy_entries, tar_bytes, write
 
 
 def test_the_most_important_problem_comes_first_whatever_the_order_found(tmp_path, run_cli):
-    """Bytes appended after the end-of-archive marker are found during the pass, the altered layer only after
-    it: the altered layer (content that is not what its digest says) is named first, then the damage, then
-    what is missing; the CLI's error leads with the same sentence."""
+    """Bytes appended after the end-of-archive marker are found during the pass, the altered layer
+    only after it: the altered layer (content that is not what its digest says) is named first, then
+    the damage, then what is missing; the CLI's error leads with the same sentence."""
     entries, _ = legacy_entries()
     manifest_at = next(i for i, (info, _) in enumerate(entries) if info.name == "manifest.json")
     manifest = json.loads(entries[manifest_at][1])

@@ -1,9 +1,10 @@
 """`lineage sql --timeout` and the memory cap hold for any statement (issue #23, item 4).
 
-Each statement here is one DuckDB function call over one large value: DuckDB's buffer cap does not count it and
-its interrupt is not looked at inside it, so before the process bound and the watchdog's escalation they ran
-5-70 s to a 1.8-4.1 GB peak under a 256 MB cap and a 2 s timeout. Each runs in a subprocess of its own, so its
-peak RSS is its own (`os.wait4`) and one that escaped fails the test instead of taking CI's memory.
+Each statement here is one DuckDB function call over one large value: DuckDB's buffer cap does not
+count it and its interrupt is not looked at inside it, so before the process bound and the
+watchdog's escalation they ran 5-70 s to a 1.8-4.1 GB peak under a 256 MB cap and a 2 s timeout.
+Each runs in a subprocess of its own, so its peak RSS is its own (`os.wait4`) and one that escaped
+fails the test instead of taking CI's memory.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from tests.conftest import Cli
 from tests.scenarios import nightly_run_facts
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A 256 MB cap: DuckDB's buffers, the process bound's margin, and Python with DuckDB loaded (~80 MB).
+#: A 256 MB cap: DuckDB's buffers, the process bound's margin, and Python with DuckDB loaded (~80
+#: MB).
 PEAK_BOUND_KB = 520 * 1024
 #: A 2 s timeout must stop a statement that runs >20 s unbounded: it ends well before.
 ENDED_WITHIN_S = 10.0
 
 
-#: Runs its arguments as a child and writes the child's own peak RSS (KB) to the file named by $PEAK_FILE.
-#: The measurement needs this small parent: a child forked from pytest itself starts with pytest's memory as
-#: its high-water mark (Linux keeps the larger of the two across exec), so in a long suite it read ~600 MB.
+#: Runs its arguments as a child and writes the child's own peak RSS (KB) to the file named by
+#: $PEAK_FILE. The measurement needs this small parent: a child forked from pytest itself starts
+#: with pytest's memory as its high-water mark (Linux keeps the larger of the two across exec), so
+#: in a long suite it read ~600 MB.
 MEASURE = (
     "import os, subprocess, sys\n"
     "child = subprocess.Popen(sys.argv[1:])\n"
@@ -44,7 +47,8 @@ MEASURE = (
 def run_sql_measured(
     home: Path, *args: str, stdin: str | None = None
 ) -> tuple[int, str, float, int]:
-    """`lineage sql ARGS` in a subprocess: exit code, stderr, seconds, the child's own peak RSS (KB)."""
+    """`lineage sql ARGS` in a subprocess: exit code, stderr, seconds, the child's own peak RSS
+    (KB)."""
     sql = [sys.executable, "-m", "rollout_lineage.cli", "--home", str(home), "sql", *args]
     peak_path = home.parent / "peak.txt"
     env = {
@@ -92,15 +96,16 @@ def home_with_a_run(lineage: Lineage, run_cli: Cli) -> Path:
         "SELECT len(list_distinct(range(20000000)))",
         "SELECT length(repeat('a', 1500000000))",
         "SELECT len(list_sort(range(20000000)))",
-        # The attack review's own variants: the next four escaped before too (16-90 s, one killed at the
-        # test's 90 s guard); string_agg, the recursive CTE and array_agg were within DuckDB's own cap.
+        # The attack review's own variants: the next four escaped before too (16-90 s, one killed at
+        # the test's 90 s guard); string_agg, the recursive CTE and array_agg were within DuckDB's
+        # own cap.
         "SELECT len(string_split(repeat('a,', 400000000), ','))",
         "SELECT len(list_concat(range(30000000), range(30000000)))",
         "SELECT length(regexp_replace(repeat('ab', 300000000), 'b', 'cc', 'g'))",
         "SELECT length(lpad('a', 2000000000, 'b'))",
         "SELECT length(string_agg(repeat('x', 1000000), '')) FROM range(3000)",
-        "WITH RECURSIVE t(n, s) AS (SELECT 1, 'a' UNION ALL SELECT n + 1, s || s FROM t WHERE n < 40) "
-        "SELECT max(length(s)) FROM t",
+        "WITH RECURSIVE t(n, s) AS (SELECT 1, 'a' UNION ALL SELECT n "
+        "+ 1, s || s FROM t WHERE n < 40) SELECT max(length(s)) FROM t",
         "SELECT len(array_agg(x)) FROM range(80000000) t(x)",
     ],
 )
@@ -125,8 +130,8 @@ def test_the_same_bound_holds_for_sql_read_from_stdin(home_with_a_run: Path) -> 
 
 
 def test_the_error_names_the_timeout_as_given(run_cli: Cli, lineage: Lineage) -> None:
-    """The check and the statement share one deadline; the message names the --timeout given, not what
-    was left of it for the statement (it said "1.99981 s")."""
+    """The check and the statement share one deadline; the message names the --timeout given, not
+    what was left of it for the statement (it said "1.99981 s")."""
     lineage.record(nightly_run_facts())
     result = run_cli(
         "sql", "--timeout", "0.5", "SELECT count(*) FROM range(1000000000000) a", ok=False
@@ -137,7 +142,8 @@ def test_the_error_names_the_timeout_as_given(run_cli: Cli, lineage: Lineage) ->
 
 @pytest.mark.slow
 def test_a_statement_within_the_cap_still_runs(home_with_a_run: Path) -> None:
-    """The bound is the cap plus a margin: a hash aggregate that DuckDB keeps in its buffers still answers."""
+    """The bound is the cap plus a margin: a hash aggregate that DuckDB keeps in its buffers still
+    answers."""
     code, err, _, _ = run_sql_measured(
         home_with_a_run, "SELECT count(DISTINCT x) FROM range(3000000) t(x)"
     )
@@ -147,7 +153,8 @@ def test_a_statement_within_the_cap_still_runs(home_with_a_run: Path) -> None:
 def test_the_read_api_is_bounded_and_leaves_the_process_limit_as_it_was(
     lineage: Lineage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`.sql()`, `.arrow()`, `.df()`: the same bound while DuckDB works, and the caller's limit back after."""
+    """`.sql()`, `.arrow()`, `.df()`: the same bound while DuckDB works, and the caller's limit back
+    after."""
     import resource
 
     lineage.record(nightly_run_facts())
@@ -163,8 +170,9 @@ def test_the_read_api_is_bounded_and_leaves_the_process_limit_as_it_was(
 def test_a_call_duckdb_does_not_interrupt_ends_the_process_at_the_timeout(
     home_with_a_run: Path,
 ) -> None:
-    """`list_distinct` over 4M values fits the bound (~370 MB) and ran 29 s with the interrupt pending: the
-    watchdog ends `lineage sql` a grace after the deadline, exit 4 naming the timeout."""
+    """`list_distinct` over 4M values fits the bound (~370 MB) and ran 29 s with the interrupt
+    pending: the watchdog ends `lineage sql` a grace after the deadline, exit 4 naming the
+    timeout."""
     code, err, seconds, _ = run_sql_measured(
         home_with_a_run, "--timeout", "1", "SELECT len(list_distinct(range(4000000)))"
     )
@@ -186,8 +194,9 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
-    """A call that ignores the interrupt (a sleep here) ends a process that said it is ours (the CLI), and
-    never the read API's caller: there the watchdog only interrupts, and the caller goes on."""
+    """A call that ignores the interrupt (a sleep here) ends a process that said it is ours (the
+    CLI), and never the read API's caller: there the watchdog only interrupts, and the caller goes
+    on."""
     stuck = (
         "import time\n"
         "from rollout_lineage.adapters import statement_limits as s\n"
@@ -210,8 +219,8 @@ def test_the_watchdog_ends_only_a_process_that_is_its_own() -> None:
 
 @pytest.mark.slow
 def test_calls_bounded_at_once_in_two_threads_leave_the_callers_limit_as_it_was() -> None:
-    """Read API calls in two threads overlap: the first to finish must neither lift the other's bound nor,
-    finishing last, put back the other's bound instead of the caller's limit."""
+    """Read API calls in two threads overlap: the first to finish must neither lift the other's
+    bound nor, finishing last, put back the other's bound instead of the caller's limit."""
     import resource
 
     from rollout_lineage.adapters.statement_limits import memory_bounded
@@ -229,7 +238,8 @@ def test_calls_bounded_at_once_in_two_threads_leave_the_callers_limit_as_it_was(
 
 
 def test_a_cli_sql_run_inside_another_program_leaves_it_to_the_watchdog(run_cli: Cli) -> None:
-    """CliRunner runs `lineage sql` in this process: once it returns, a stuck call must not end the program."""
+    """CliRunner runs `lineage sql` in this process: once it returns, a stuck call must not end the
+    program."""
     from rollout_lineage.adapters import statement_limits
 
     run_cli("sql", "SELECT 1")
@@ -238,9 +248,9 @@ def test_a_cli_sql_run_inside_another_program_leaves_it_to_the_watchdog(run_cli:
 
 @pytest.mark.slow
 def test_a_bad_allocation_under_the_bound_is_exit_4_every_time(home_with_a_run: Path) -> None:
-    """With DuckDB's worker threads, the bad_alloc thrown in a worker that had never thrown needed thread-local
-    memory glibc could not get under the bound, and glibc aborted the process (exit 127) in 2 runs of 6: users'
-    SQL runs on one thread, which has thrown before it is bounded."""
+    """With DuckDB's worker threads, the bad_alloc thrown in a worker that had never thrown needed
+    thread-local memory glibc could not get under the bound, and glibc aborted the process (exit
+    127) in 2 runs of 6: users' SQL runs on one thread, which has thrown before it is bounded."""
     for _ in range(4):
         code, err, _, _ = run_sql_measured(
             home_with_a_run, "--timeout", "5", "SELECT len(list_distinct(range(20000000)))"

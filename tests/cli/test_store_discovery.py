@@ -1,5 +1,6 @@
-"""Find the store, never invent one (issue #15): like git and dvc, the nearest `.lineage/` in this folder or a parent;
-read commands with no store say where they looked; `init`, `import` and `ingest` create one and say so."""
+"""Find the store, never invent one (issue #15): like git and dvc, the nearest `.lineage/` in this
+folder or a parent; read commands with no store say where they looked; `init`, `import` and `ingest`
+create one and say so."""
 
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ def test_a_refused_first_ingest_leaves_no_store_behind(here: Path) -> None:
 
 
 def test_reading_a_file_that_is_not_a_lineage_store_says_so(tmp_path: Path) -> None:
-    """Read commands open the SQLite file read-only by themselves (no write side): a file that is not a lineage
-    store is reported as such (exit 4), and nothing is written to it."""
+    """Read commands open the SQLite file read-only by themselves (no write side): a file that is
+    not a lineage store is reported as such (exit 4), and nothing is written to it."""
     from tests.conftest import Cli
 
     home = tmp_path / ".lineage"
@@ -83,7 +84,8 @@ def test_reading_a_file_that_is_not_a_lineage_store_says_so(tmp_path: Path) -> N
 def test_init_below_a_folder_with_a_store_creates_one_here(
     here: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As `git init`: it said "created an empty lineage store at PARENT/.lineage" and made nothing here."""
+    """As `git init`: it said "created an empty lineage store at PARENT/.lineage" and made nothing
+    here."""
     assert lineage("init").exit_code == 0
     sub = here / "runs"
     monkeypatch.chdir(sub)
@@ -143,8 +145,8 @@ def test_ceiling_directories_stop_the_search_as_git_does(
 def test_the_suite_searches_no_folder_above_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """tests/conftest.py sets the ceiling: two tests here failed, and the suite wrote an events.sqlite, when
-    a parent folder such as /tmp held a `.lineage/`."""
+    """tests/conftest.py sets the ceiling: two tests here failed, and the suite wrote an
+    events.sqlite, when a parent folder such as /tmp held a `.lineage/`."""
     from rollout_lineage.settings import Settings
     from tests.conftest import REPO
 
@@ -159,8 +161,8 @@ def test_the_suite_searches_no_folder_above_its_own(
 def test_a_store_named_by_url_keeps_its_read_models_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`open_store("sqlite:///data/events.sqlite")` wrote ./.lineage/projections-<hash>.duckdb wherever the
-    harness stood; `--store` did the same for the CLI."""
+    """`open_store("sqlite:///data/events.sqlite")` wrote ./.lineage/projections-<hash>.duckdb
+    wherever the harness stood; `--store` did the same for the CLI."""
     from rollout_lineage import facts, open_store
 
     work = tmp_path / "work"

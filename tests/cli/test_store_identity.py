@@ -1,4 +1,5 @@
-"""Store identity through the CLI: one read-model file per server store, and no error prints a password."""
+"""Store identity through the CLI: one read-model file per server store, and no error prints a
+password."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from rollout_lineage.cli.main import cli
 def test_two_folders_two_spellings_one_read_model_file(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the CLI against a real server: asked from two folders with two spellings of the URL, one file."""
+    """Through the CLI against a real server: asked from two folders with two spellings of the URL,
+    one file."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("LINEAGE_CACHE", str(cache))
     monkeypatch.delenv("LINEAGE_HOME", raising=False)
@@ -34,14 +36,17 @@ def test_two_folders_two_spellings_one_read_model_file(
 @pytest.mark.parametrize(
     "url",
     [
-        "postgresql://lineage:SECRET#pw@127.0.0.1:5432/lineage_test",  # '#' ends the host for the parser
+        # '#' ends the host for the parser
+        "postgresql://lineage:SECRET#pw@127.0.0.1:5432/lineage_test",
         "postgresql://lineage:SECRET/pw@127.0.0.1:5432/lineage_test",  # '/' ended the old mask
         "postgresql://lineage@127.0.0.1:1/lineage_test?password=SECRETpw",
-        "postgresql://lineage:SECRETpw@[::1:5432/lineage_test",  # an unclosed IPv6 bracket: a traceback
+        # an unclosed IPv6 bracket: a traceback
+        "postgresql://lineage:SECRETpw@[::1:5432/lineage_test",
     ],
 )
 def test_no_error_prints_a_password_however_the_url_is_malformed(tmp_path: Path, url: str) -> None:
-    """An attack review's finds: the parser's own words, a mask that stopped at '/', a query option."""
+    """An attack review's finds: the parser's own words, a mask that stopped at '/', a query
+    option."""
     result = CliRunner().invoke(
         cli, ["--home", str(tmp_path), "--store", url, "runs"], catch_exceptions=True
     )

@@ -1,7 +1,8 @@
-"""Tables on a real terminal (a pty of 80 columns): one line per row, a long cell cut with `…`; piped, whole.
+"""Tables on a real terminal (a pty of 80 columns): one line per row, a long cell cut with `…`;
+piped, whole.
 
-Before, a table folded every cell into the column: at 80 columns one run id of `lineage runs` took 7 lines, and
-`lineage arms` split test names mid-word.
+Before, a table folded every cell into the column: at 80 columns one run id of `lineage runs` took 7
+lines, and `lineage arms` split test names mid-word.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ ABLATE_RUN = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 
 
 def lineage(home: Path, *args: str, columns: int | None = None) -> str:
-    """`lineage ARGS` with stdout on a pty `columns` wide (or a pipe when None); returns what it printed."""
+    """`lineage ARGS` with stdout on a pty `columns` wide (or a pipe when None); returns what it
+    printed."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env |= {"LINEAGE_HOME": str(home), "PYTHONPATH": str(REPO)}
     command = [sys.executable, "-m", "rollout_lineage.cli", *args]

@@ -1,7 +1,9 @@
-"""Text formats print a recorded newline as `\\n`, as tables do: a run or node id cannot draw lines of its own.
+"""Text formats print a recorded newline as `\\n`, as tables do: a run or node id cannot draw lines
+of its own.
 
-Before, `tree`, `history`, `audit`, `diff` and `cut-point` text printed the id raw, so a run named with a newline and a tree drawing
-could add a node, an event or a verdict line that is not in the log.
+Before, `tree`, `history`, `audit`, `diff` and `cut-point` text printed the id raw, so a run named
+with a newline and a tree drawing could add a node, an event or a verdict line that is not in the
+log.
 """
 
 from __future__ import annotations

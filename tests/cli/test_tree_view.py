@@ -21,7 +21,7 @@ root  [env-ready] sandbox bf-snap-csv-dedupe-a41c07e95b2d (exported) · fail: re
 ├── n4  arm inject:prompts/hint.md · error: verifier produced no reward: reward.txt missing
 └── n5  arm config:{{"agent": {{"max_turns": 40}}}} · pass: reward 1.0
 V: a fork's value, the mean reward of its children; undefined unless every child was scored
-"""
+"""  # noqa: E501
 
 NIGHTLY_TREE = f"""\
 {NIGHTLY_RUN}  task csv-dedupe · pending: no outcome yet
@@ -93,7 +93,8 @@ CLASS_LINE = re.compile(rf"^    class (?P<ids>{MERMAID_ID}(?:,{MERMAID_ID})*) (?
 
 
 def parse_mermaid(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """Every line is the header, a node declaration or an edge; returns {id: label} and the edges."""
+    """Every line is the header, a node declaration or an edge; returns {id: label} and the
+    edges."""
     lines = text.splitlines()
     assert lines[0] == "flowchart TD"
     nodes: dict[str, str] = {}

@@ -1,8 +1,10 @@
-"""The two times a read is asked at: `--as-of` (what the log held) and `--occurred-before` (what had happened).
+"""The two times a read is asked at: `--as-of` (what the log held) and `--occurred-before` (what had
+happened).
 
-A run imported long after it happened is the case that tells them apart: by recording time it did not exist yet
-on its own dates; by occurrence time it did, as it stood then. An arm without an outcome at either point is
-`pending` in every export and view, in benchflow's ablation schema (the same fields, no error).
+A run imported long after it happened is the case that tells them apart: by recording time it did
+not exist yet on its own dates; by occurrence time it did, as it stood then. An arm without an
+outcome at either point is `pending` in every export and view, in benchflow's ablation schema (the
+same fields, no error).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ def _iso(moment: datetime) -> str:
 
 
 def _last_arm_scored_at() -> datetime:
-    """When the ablate scenario's fourth arm was scored (its facts are ten seconds apart from T0)."""
+    """When the ablate scenario's fourth arm was scored (its facts are ten seconds apart from
+    T0)."""
     entries = ablate_run_facts()
     [at] = [e.occurred_at for e in entries if getattr(e.fact, "index", None) == 3]
     return at
@@ -123,7 +126,8 @@ def test_occurred_before_and_as_of_together_take_both(lineage: Lineage, run_cli:
 
 
 def test_occurred_before_on_every_backend(store_url: str, tmp_path: Path) -> None:
-    """The selection is built from the log the same way on the embedded SQLite file and on PostgreSQL."""
+    """The selection is built from the log the same way on the embedded SQLite file and on
+    PostgreSQL."""
     with open_lineage(store_url, tmp_path / "home") as lineage:
         lineage.record(ablate_run_facts())
     run_cli = Cli(tmp_path / "home", store=store_url)

@@ -1,6 +1,6 @@
-"""Stores written by earlier landings stay usable: their chain verifies, the read models build, and importing the
-same runs again appends only what this version records beyond them (where each run lives, its release-gate
-evidence), never a conflict."""
+"""Stores written by earlier landings stay usable: their chain verifies, the read models build, and
+importing the same runs again appends only what this version records beyond them (where each run
+lives, its release-gate evidence), never a conflict."""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before) :]
-    # Beyond where each run lives, this version records that an ephemeral stage entry discards its environment
-    # snapshot too (rule 6), which the first landing left as merely captured, and each child's mounted/ archive
-    # as a custody hand-off (rule 8), and the release gate's evidence: new facts, never a conflict.
+    # Beyond where each run lives, this version records that an ephemeral stage entry discards its
+    # environment snapshot too (rule 6), which the first landing left as merely captured, and each
+    # child's mounted/ archive as a custody hand-off (rule 8), and the release gate's evidence: new
+    # facts, never a conflict.
     assert added and {e["type"] for e in added} == {
         "run.located",
         "snapshot.discarded",
@@ -79,9 +80,9 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr
     added = log(run_cli)[len(before) :]
-    # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that the writer rules
-    # 6 and 8 read since this store was written; the review skill's review of each run's files, a new
-    # observation of the same node), never a conflict.
+    # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that
+    # the writer rules 6 and 8 read since this store was written; the review skill's review of each
+    # run's files, a new observation of the same node), never a conflict.
     assert {e["type"] for e in added} <= {
         "run.located",
         "snapshot.discarded",
@@ -109,8 +110,9 @@ ABLATE = "ablate-2026-11-02__10-15-00/ablation/csv-dedupe"
 
 
 def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Path) -> None:
-    """The landing before the writer rules, the release gate and the read-path checks: it verifies, its read models
-    build (with the head they come from), and the same runs import again with new facts only."""
+    """The landing before the writer rules, the release gate and the read-path checks: it verifies,
+    its read models build (with the head they come from), and the same runs import again with new
+    facts only."""
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(LANDING_2, home / "events.sqlite")
@@ -144,8 +146,9 @@ REVIEW_1 = Path(__file__).resolve().parents[1] / "stores" / "review-1-examples.s
 def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
     tmp_path: Path,
 ) -> None:
-    """Its reviews carry no `task_skills_source` (read as None: nothing recorded where names came from); the
-    same runs import again with where they were read as the only new facts, and the audit is unchanged."""
+    """Its reviews carry no `task_skills_source` (read as None: nothing recorded where names came
+    from); the same runs import again with where they were read as the only new facts, and the audit
+    is unchanged."""
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(REVIEW_1, home / "events.sqlite")

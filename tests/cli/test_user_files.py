@@ -1,5 +1,6 @@
-"""Files a person names on the command line, given as an attacker (or a slip of the shell) would: a FIFO that
-would block forever, a directory, a file far past its cap. Each is refused at once with what was expected."""
+"""Files a person names on the command line, given as an attacker (or a slip of the shell) would: a
+FIFO that would block forever, a directory, a file far past its cap. Each is refused at once with
+what was expected."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_every_named_file_option_refuses_a_fifo_instead_of_hanging(
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     command = [a.format(fifo=fifo) for a in args]
-    # In a subprocess with a timeout: a reader that opened the FIFO would block, and the test must fail, not hang.
+    # In a subprocess with a timeout: a reader that opened the FIFO would block, and the test must
+    # fail, not hang.
     result = subprocess.run(
         [sys.executable, "-m", "rollout_lineage.cli", "--home", str(run_cli.home), *command],
         capture_output=True,
@@ -68,8 +70,9 @@ def test_every_named_file_option_refuses_a_fifo_instead_of_hanging(
 def test_an_output_that_a_file_cannot_replace_is_refused(
     run_cli: Cli, tmp_path: Path, kind: str
 ) -> None:
-    """`--to` / `-o` replace a regular file whole; a link, a device (`/dev/null`) or a FIFO would have been
-    replaced by a file, and an empty name died with a traceback (an attack review's find)."""
+    """`--to` / `-o` replace a regular file whole; a link, a device (`/dev/null`) or a FIFO would
+    have been replaced by a file, and an empty name died with a traceback (an attack review's
+    find)."""
     run_cli("import", str(EXAMPLES))
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")

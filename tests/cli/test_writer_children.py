@@ -1,9 +1,10 @@
 """Rule 2: in-place children grow chains (docs/benchflow-formats.md §13.2).
 
-`Rollout._commit_acp_execution` fills a pending child with its first ACP event and advances one node per further
-event; the child's own `Rollout.verify` then captures its stages on its cursor (its last node, or the child
-itself), and `_LinearState.restore_onto` puts the parent's registry back before `_write_lineage` writes it. The
-child's tags live only in tree.json, and they must come back from an export.
+`Rollout._commit_acp_execution` fills a pending child with its first ACP event and advances one node
+per further event; the child's own `Rollout.verify` then captures its stages on its cursor (its last
+node, or the child itself), and `_LinearState.restore_onto` puts the parent's registry back before
+`_write_lineage` writes it. The child's tags live only in tree.json, and they must come back from an
+export.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def child_verify(name: str) -> dict[str, dict[str, str | None]]:
 def test_in_place_children_chains_and_their_own_stage_tags_round_trip(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """branch_at_stage('pre-verify') + make_default_runner: execute(node=child) then verify() per child."""
+    """branch_at_stage('pre-verify') + make_default_runner: execute(node=child) then verify() per
+    child."""
     run = nightly_run(
         tmp_path,
         {"pre-verify"},
@@ -69,7 +71,8 @@ def test_in_place_children_chains_and_their_own_stage_tags_round_trip(
 def test_a_child_verifying_both_stages_keeps_only_the_later_tag(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """The child's verify() captures pre-verify then post-verify on its last node; post-verify's tag remains."""
+    """The child's verify() captures pre-verify then post-verify on its last node; post-verify's tag
+    remains."""
     run = nightly_run(
         tmp_path,
         {"pre-verify", "post-verify"},
@@ -99,8 +102,9 @@ def test_a_child_verifying_both_stages_keeps_only_the_later_tag(
 def test_a_cursor_branch_after_verify_keeps_the_verify_stages_off_root(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Rollout.branch() at the cursor checkpoints the verify node afresh (no stage), so neither verify stage
-    matches a node by tag or refs; both stay on that node, and its tag is the cursor checkpoint."""
+    """Rollout.branch() at the cursor checkpoints the verify node afresh (no stage), so neither
+    verify stage matches a node by tag or refs; both stay on that node, and its tag is the cursor
+    checkpoint."""
     run = WriterRun(
         tmp_path / "jobs" / "nightly" / "csv-dedupe__0a1b2c3d",
         snapshot_stages={"pre-verify", "post-verify"},

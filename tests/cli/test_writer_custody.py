@@ -1,9 +1,11 @@
-"""Rule 8: custody phases as benchflow's `MountedArtifacts` (branch_artifacts.py, fail-closed version) leaves them.
+"""Rule 8: custody phases as benchflow's `MountedArtifacts` (branch_artifacts.py, fail-closed
+version) leaves them.
 
-`hand_off()` archives each child's mounted output under `children/<child>/mounted/`; a move that fails is kept in
-`custody_failures` and raised by `raise_pending()` after the child's outcome is recorded, ending the fork (later
-arms skipped), and `bench eval ablate` reports it as the report's `error`; `release()` keeps the hold directory
-when an entry did not come back. A hand-off failure and a release failure are different facts.
+`hand_off()` archives each child's mounted output under `children/<child>/mounted/`; a move that
+fails is kept in `custody_failures` and raised by `raise_pending()` after the child's outcome is
+recorded, ending the fork (later arms skipped), and `bench eval ablate` reports it as the report's
+`error`; `release()` keeps the hold directory when an entry did not come back. A hand-off failure
+and a release failure are different facts.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ def test_each_childs_mounted_archive_is_a_hand_off(run_cli: Cli, tmp_path: Path)
 
 
 def handoff_failure_run(tmp_path: Path) -> tuple[Path, str]:
-    """The ablation example as benchflow leaves it when the hand-off after arm n3 fails: raise_pending() ends the
-    fork after n3's reward is recorded, n4 and n5 never run, release(raising=False) puts the parent back."""
+    """The ablation example as benchflow leaves it when the hand-off after arm n3 fails:
+    raise_pending() ends the fork after n3's reward is recorded, n4 and n5 never run,
+    release(raising=False) puts the parent back."""
     out = tmp_path / ABLATE.name
     shutil.copytree(ABLATE, out)
     run = out / "ablation" / "csv-dedupe"
@@ -65,8 +68,10 @@ def handoff_failure_run(tmp_path: Path) -> tuple[Path, str]:
     mounted.mkdir(parents=True)
     (mounted / "claude-code.txt").write_text("what did move before the failure\n")
     message = (
-        f"branch could not capture a child's verifier output under {RUN_DIR}/branches/root/children/n3/mounted "
-        "([Errno 28] No space left on device); files left in the mounts would leak into the next child. "
+        f"branch could not capture a child's verifier output "
+        f"under {RUN_DIR}/branches/root/children/n3/mounted "
+        "([Errno 28] No space left on device); files left "
+        "in the mounts would leak into the next child. "
         f"The parent's own evidence is preserved at {RUN_DIR}/branches/root/parent"
     )
     report = json.loads((out / "ablation.json").read_text())
@@ -108,7 +113,8 @@ def test_a_reported_hand_off_failure_is_its_own_fact(run_cli: Cli, tmp_path: Pat
     )  # the partial tree, byte for byte
     exported = json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout)
     written = json.loads((out / "ablation.json").read_text())
-    # test_attribution is derived from the arms that reported tests (this scenario did not recompute it)
+    # test_attribution is derived from the arms that reported tests (this scenario did not recompute
+    # it)
     assert {k: v for k, v in exported.items() if k != "test_attribution"} == {
         k: v for k, v in written.items() if k != "test_attribution"
     }
@@ -128,8 +134,8 @@ def test_a_hand_off_failure_and_a_failed_release_are_two_facts(
     hold.mkdir(parents=True)
     (hold / "reward.txt").write_text("0\n")
     release = (
-        f"branch could not restore the parent's {RUN_DIR}/verifier directory ([Errno 13] Permission denied) "
-        f"— the hold directory is preserved at {RUN_DIR}/branches/root/parent"
+        f"branch could not restore the parent's {RUN_DIR}/verifier directory ([Errno 13] "
+        f"Permission denied) — the hold directory is preserved at {RUN_DIR}/branches/root/parent"
     )
     report = json.loads((out / "ablation.json").read_text())
     report["error"] = f"{message}; {release}"

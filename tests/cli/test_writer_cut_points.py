@@ -1,10 +1,11 @@
-"""Rule 7: cut points as benchflow's continue-run writers write them, and `lineage cut-point` bounded by the recording.
+"""Rule 7: cut points as benchflow's continue-run writers write them, and `lineage cut-point`
+bounded by the recording.
 
-The source run is built as `_build_rollout_result` and `write_stage_snapshots` (branch_lineage.py) write it, with
-`trajectory/llm_trajectory.jsonl` as `Trajectory.to_jsonl` writes it; the continuation's provenance as
-`build_rollout_config` (continue_run/orchestrator.py) writes `source_provenance`, its cut-point block as the
-PR-head `cut_point_provenance` (configured) and `served_cut_point` (served) write it, after `resolve_cut_point`
-turned `--cut-stage` into K.
+The source run is built as `_build_rollout_result` and `write_stage_snapshots` (branch_lineage.py)
+write it, with `trajectory/llm_trajectory.jsonl` as `Trajectory.to_jsonl` writes it; the
+continuation's provenance as `build_rollout_config` (continue_run/orchestrator.py) writes
+`source_provenance`, its cut-point block as the PR-head `cut_point_provenance` (configured) and
+`served_cut_point` (served) write it, after `resolve_cut_point` turned `--cut-stage` into K.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def source_run(root: Path) -> Path:
     run_dir = benchflow_run(root)
     lines = [exchange(i) for i in range(N_RECORDED)]
     (run_dir / "trajectory").mkdir()
-    # Trajectory.to_jsonl: one exchange a line; a blank line and a torn last line are skipped by the reader.
+    # Trajectory.to_jsonl: one exchange a line; a blank line and a torn last line are skipped by the
+    # reader.
     (run_dir / "trajectory" / "llm_trajectory.jsonl").write_text(
         "\n".join([*lines[:3], "", *lines[3:], '{"request": {']) + "\n"
     )
@@ -95,8 +97,9 @@ def continuation(
 
 def test_a_pr_head_stage_cut_imports_as_what_it_is(run_cli: Cli, tmp_path: Path) -> None:
     source = source_run(tmp_path)
-    # resolve_cut_point(None, stage_tags={"post-research": 4}, cut_stage="post-research") -> (4, "post-research");
-    # served_cut_point(router, configured_max_exchanges=4, branch_stage="post-research") after the host run.
+    # resolve_cut_point(None, stage_tags={"post-research": 4}, cut_stage="post-research") -> (4,
+    # "post-research"); served_cut_point(router, configured_max_exchanges=4,
+    # branch_stage="post-research") after the host run.
     served = {
         "n_replayed_exchanges": 4,
         "cut_point_digest": DIGEST,
@@ -136,7 +139,8 @@ def test_a_pr_head_stage_cut_imports_as_what_it_is(run_cli: Cli, tmp_path: Path)
         run_cli("cut-point", SOURCE, "--stage", "post-research", "--format", "json").stdout
     )
     assert (document["resolved"]["k"], document["exchanges_recorded"]) == (4, N_RECORDED)
-    # what resolve_cut_point hands the replay for --cut-stage post-research: the K and the stage, as written
+    # what resolve_cut_point hands the replay for --cut-stage post-research: the K and the stage, as
+    # written
     assert (
         document["resolved"]["configured_max_exchanges"],
         document["resolved"]["branch_stage"],
@@ -179,8 +183,8 @@ def test_a_cut_outside_the_recording_is_refused_on_import(
     result = run_cli("import", str(continuation(tmp_path, source, block)), ok=False)
     assert result.exit_code == 1
     assert (
-        f"field source.cut_point.configured_max_exchanges: expected a cut K in 1..{N_RECORDED} (benchflow "
-        f"validates 0 < K <= n_recorded;"
+        f"field source.cut_point.configured_max_exchanges: expected a cut "
+        f"K in 1..{N_RECORDED} (benchflow validates 0 < K <= n_recorded;"
         in result.stderr
         and f"found {k}" in result.stderr
     )
@@ -189,14 +193,15 @@ def test_a_cut_outside_the_recording_is_refused_on_import(
 def test_cut_point_exchanges_beyond_the_recording_is_refused(run_cli: Cli, tmp_path: Path) -> None:
     run_cli("import", str(source_run(tmp_path)))
     assert run_cli("cut-point", SOURCE, "--exchanges", str(N_RECORDED)).stdout.splitlines()[0] == (
-        f"cut point of {SOURCE} at K = {N_RECORDED} exchanges; the last recorded stage at or before it is "
+        f"cut point of {SOURCE} at K = {N_RECORDED} exchanges; "
+        f"the last recorded stage at or before it is "
         "post-research (K = 4)"
     )
     result = run_cli("cut-point", SOURCE, "--exchanges", str(N_RECORDED + 1), ok=False)
     assert result.exit_code == 1 and result.stdout == ""
     assert (
-        f"expected a cut K in 1..{N_RECORDED} (the exchanges its recording holds), found --exchanges K = 7"
-        in result.stderr
+        f"expected a cut K in 1..{N_RECORDED} (the exchanges "
+        f"its recording holds), found --exchanges K = 7" in result.stderr
     )
     assert f"choose K <= {N_RECORDED}" in result.stderr
 

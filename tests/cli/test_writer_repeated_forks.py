@@ -1,12 +1,12 @@
 """Two forks at one recorded stage (docs/benchflow-formats.md §13.5).
 
 `rollout_branch.branch` restores `_stage_nodes` through `_LinearState.restore_onto`, so a second
-`branch_at_stage(S)` forks the node of the first; `_run_children` attaches its children after the first fork's,
-and both forks write the same `provenance.json`. `tests/benchflow_writer.py` (`WriterRun.branch_at_stage`,
-`_fork`, `restore`, `write_lineage`) builds the runs in those steps; the CLI imports them into a real SQLite
-store and the exports must equal what was written. Where V, the outcomes and the report cannot tell the forks
-apart, the children are recorded as one fork per run of siblings (what one `branch()` leaves, the common case);
-the exports still equal the files.
+`branch_at_stage(S)` forks the node of the first; `_run_children` attaches its children after the
+first fork's, and both forks write the same `provenance.json`. `tests/benchflow_writer.py`
+(`WriterRun.branch_at_stage`, `_fork`, `restore`, `write_lineage`) builds the runs in those steps;
+the CLI imports them into a real SQLite store and the exports must equal what was written. Where V,
+the outcomes and the report cannot tell the forks apart, the children are recorded as one fork per
+run of siblings (what one `branch()` leaves, the common case); the exports still equal the files.
 """
 
 from __future__ import annotations
@@ -103,8 +103,9 @@ def test_a_second_fork_whose_child_raised_keeps_the_first_forks_v(
 def test_a_second_fork_whose_release_failed_after_its_children_scored_keeps_the_first_v(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """`MountedArtifacts.release` fails closed in the second fork's finally: both its children scored, V stays
-    the first fork's, and the hold left at the node says the fork did not complete."""
+    """`MountedArtifacts.release` fails closed in the second fork's finally: both its children
+    scored, V stays the first fork's, and the hold left at the node says the fork did not
+    complete."""
     run = verified_run(tmp_path)
     run.branch_at_stage("pre-verify", pair(1.0, 0.0))
     with contextlib.suppress(ChildRaised):
@@ -158,8 +159,9 @@ def test_one_fork_of_four_passing_children_is_one_fork(run_cli: Cli, tmp_path: P
 
 
 def test_an_ablation_names_the_children_of_its_fork(run_cli: Cli, tmp_path: Path) -> None:
-    """`ablate._branch_into_arms` forks once with one child per arm: ablation.json's arms say a four-child fork
-    with an unscored child is one fork (without it, one of two and one of two would fit the same V)."""
+    """`ablate._branch_into_arms` forks once with one child per arm: ablation.json's arms say a
+    four-child fork with an unscored child is one fork (without it, one of two and one of two would
+    fit the same V)."""
     out = tmp_path / "ablate-2026-11-02__10-15-00"
     run = WriterRun(out / "ablation" / "t", snapshot_stages={"pre-verify"})
     run.execute(3)

@@ -1,9 +1,10 @@
 """Rule 3: ablation reports are written, not recomputed (docs/benchflow-formats.md §5, §13.3).
 
-`ablate._branch_into_arms` sets `value` only when `branch_at_stage` returns, `_finalize_report` puts the branch
-error on the report when no arm carries it, `_run_parent` takes `parent.reward`/`parent.error` from `verify()`
-(before `_maybe_classify_api_error` rewrites result.json), and a request-global parent failure skips the fork
-altogether. Each run below is built in those steps; the export must equal the report benchflow wrote.
+`ablate._branch_into_arms` sets `value` only when `branch_at_stage` returns, `_finalize_report` puts
+the branch error on the report when no arm carries it, `_run_parent` takes
+`parent.reward`/`parent.error` from `verify()` (before `_maybe_classify_api_error` rewrites
+result.json), and a request-global parent failure skips the fork altogether. Each run below is built
+in those steps; the export must equal the report benchflow wrote.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def parent_run(tmp_path: Path) -> WriterRun:
 
 
 def branch(run: WriterRun, release_fails: str | None = None) -> tuple[float | None, str | None]:
-    """ablate._branch_into_arms: the value branch_at_stage returned, or the branch error it raised."""
+    """ablate._branch_into_arms: the value branch_at_stage returned, or the branch error it
+    raised."""
     try:
         return run.branch_at_stage(
             "env-ready",
@@ -65,8 +67,9 @@ def export_report(run_cli: Cli, out: Path, fork: str = "root") -> tuple[dict, di
 def test_a_fork_that_raised_after_every_child_scored_exports_null_value_and_the_branch_error(
     run_cli: Cli, tmp_path: Path, hold_left: bool
 ) -> None:
-    """rollout_branch.branch: MountedArtifacts.release fails closed in the finally after both children scored;
-    branch_at_stage raises, so _branch_into_arms leaves value null and _finalize_report sets error."""
+    """rollout_branch.branch: MountedArtifacts.release fails closed in the finally after both
+    children scored; branch_at_stage raises, so _branch_into_arms leaves value null and
+    _finalize_report sets error."""
     run = parent_run(tmp_path)
     run.execute(4)
     run.verify(VERIFY_REFS)
@@ -100,8 +103,9 @@ def test_a_fork_that_raised_after_every_child_scored_exports_null_value_and_the_
 def test_the_parent_block_keeps_what_verify_returned_when_result_json_was_reclassified(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """ablate._run_parent records verify()'s reward; Rollout._build_result then runs _maybe_classify_api_error,
-    which nulls result.json's rewards and sets its error. Both are kept."""
+    """ablate._run_parent records verify()'s reward; Rollout._build_result then runs
+    _maybe_classify_api_error, which nulls result.json's rewards and sets its error. Both are
+    kept."""
     run = parent_run(tmp_path)
     run.execute(0)  # zero tokens, zero tool calls: the suspected-API-error shape
     run.verify(VERIFY_REFS)
@@ -137,15 +141,18 @@ def test_the_parent_block_keeps_what_verify_returned_when_result_json_was_reclas
 def test_a_report_whose_arms_were_all_skipped_is_recorded_and_exported(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """ablate._branch_into_arms: a request-global parent error skips the fork (no tree.json); outcomes_for_arms
-    pairs no arm with a node, and _finalize_report puts the skip message on the report."""
+    """ablate._branch_into_arms: a request-global parent error skips the fork (no tree.json);
+    outcomes_for_arms pairs no arm with a node, and _finalize_report puts the skip message on the
+    report."""
     run = parent_run(tmp_path)
     parent_error = (
         "AgentProtocolError: model 'gemini-2.5-pro' does not support reasoning effort 'xhigh'"
     )
     error = (
-        "the parent run failed with a request-global configuration error, so the arms were not attempted: "
-        f"{parent_error} — every branch child would re-run the same rejected agent/model configuration"
+        "the parent run failed with a request-global "
+        "configuration error, so the arms were not attempted: "
+        f"{parent_error} — every branch child would re-run "
+        f"the same rejected agent/model configuration"
     )
     run.write_run_files(TASK, rewards=None, error=parent_error)
     report = ablation_report(
@@ -171,15 +178,16 @@ def test_a_report_whose_arms_were_all_skipped_is_recorded_and_exported(
 def test_a_report_whose_research_marker_never_appeared_is_recorded_and_exported(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """ablate._branch_into_arms: with --mark-research-end-on and no marker, post-research was never captured, so
-    the fork is skipped; _retain_and_cleanup finds no registry entry (stage_snapshot null)."""
+    """ablate._branch_into_arms: with --mark-research-end-on and no marker, post-research was never
+    captured, so the fork is skipped; _retain_and_cleanup finds no registry entry (stage_snapshot
+    null)."""
     run = WriterRun(tmp_path / OUT / "ablation" / TASK, snapshot_stages={"post-research"})
     run.start(snap("envready000"))
     run.execute(3)
     run.verify(VERIFY_REFS)
     error = (
-        "the research-end marker 'PLAN.md' never appeared in the workspace during the parent run, so "
-        "'post-research' was never captured and there is nothing to branch"
+        "the research-end marker 'PLAN.md' never appeared in the workspace during the "
+        "parent run, so 'post-research' was never captured and there is nothing to branch"
     )
     run.write_run_files(TASK, rewards={"reward": 1.0})
     report = ablation_report(

@@ -1,8 +1,10 @@
-"""Cases a review by benchflow's side found (issue #11 follow-up), each built the way benchflow's writer builds it.
+"""Cases a review by benchflow's side found (issue #11 follow-up), each built the way benchflow's
+writer builds it.
 
-- `rollout/_results._build_rollout_result` subtracts naive `datetime.now()` times: across a DST fall-back the
-  run's `timing.total` is negative, and benchflow writes it so.
-- `branch.aggregate` is `sum(returns) / len(returns)`: V keeps that float's last digit (not `math.fsum`'s).
+- `rollout/_results._build_rollout_result` subtracts naive `datetime.now()` times: across a DST
+  fall-back the run's `timing.total` is negative, and benchflow writes it so.
+- `branch.aggregate` is `sum(returns) / len(returns)`: V keeps that float's last digit (not
+  `math.fsum`'s).
 - `cli/_failure_evidence._display_test_name` turns `tests/test_out.py::` into `""`, and keeps it.
 """
 
@@ -51,8 +53,8 @@ def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: P
     run = WriterRun(run_dir(tmp_path), snapshot_stages={"pre-verify", "post-verify"})
     run.execute(2)
     run.verify(VERIFY_REFS)
-    # the last reward differs, so no later pair of children has the mean of all ten: one fork, not several
-    # (repeated forks at one node are split by V, docs/benchflow-formats.md §13.5)
+    # the last reward differs, so no later pair of children has the mean of all ten: one fork, not
+    # several (repeated forks at one node are split by V, docs/benchflow-formats.md §13.5)
     rewards = [0.1] * 9 + [0.2]
     run.branch_at_stage(
         "pre-verify", [Child(prompt_delta(str(i)), reward=r) for i, r in enumerate(rewards)]
@@ -91,8 +93,9 @@ def forked_run(tmp_path: Path) -> Path:
 def test_links_in_a_childs_mounted_hand_off_are_named_not_followed_and_never_refuse_the_run(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """`MountedArtifacts.hand_off` moves entries with `shutil.move`, which keeps a link as a link (an agent may have
-    left one to a path of its own machine); `artifact_test_outcomes` reads a dangling ctrf.json as not observed."""
+    """`MountedArtifacts.hand_off` moves entries with `shutil.move`, which keeps a link as a link
+    (an agent may have left one to a path of its own machine); `artifact_test_outcomes` reads a
+    dangling ctrf.json as not observed."""
     child = forked_run(tmp_path)
     (child / "mounted" / "artifacts").mkdir(parents=True)
     (child / "mounted" / "artifacts" / "result.csv").symlink_to("/app/output/result.csv")

@@ -1,9 +1,10 @@
 """Rule 6: a stage entry's lifetime covers every ref it holds, sandbox and environment alike.
 
-The registry is written as `write_stage_snapshots` (branch_lineage.py) writes it at capture and annotated as
-`Rollout.cleanup()` finalizes it (`annotate_stage_snapshots_file`): without `--keep-snapshots` every stage is
-`ephemeral: true, exported: null` (the sandbox is stopped with delete, its environment plane with it); with
-`--keep-snapshots` on a backend without `export_image`, `export_error` is recorded and the entry stays ephemeral.
+The registry is written as `write_stage_snapshots` (branch_lineage.py) writes it at capture and
+annotated as `Rollout.cleanup()` finalizes it (`annotate_stage_snapshots_file`): without
+`--keep-snapshots` every stage is `ephemeral: true, exported: null` (the sandbox is stopped with
+delete, its environment plane with it); with `--keep-snapshots` on a backend without `export_image`,
+`export_error` is recorded and the entry stays ephemeral.
 """
 
 from __future__ import annotations

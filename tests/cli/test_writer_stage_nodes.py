@@ -1,11 +1,13 @@
-"""Registry stages on the node that captured them, when tags moved (docs/benchflow-formats.md §13.1-13.2).
+"""Registry stages on the node that captured them, when tags moved (docs/benchflow-formats.md
+§13.1-13.2).
 
 - A cursor `Rollout.branch()` before the parent's own `verify()`: each in-place child's `verify()`
-  (`make_default_runner`) captures its stages through `capture_stage`, which rewrites `stage_snapshots.json`
-  with the child's registry; `_LinearState.restore_onto` puts the parent's (empty) registry back and
-  `_write_lineage` rewrites the file only `if stages:`, so the file keeps the last child's entries.
-- `Rollout.mark_stage` twice (`capture_stage`): the registry entry is replaced and `_stage_nodes` moves to the
-  later cursor; the earlier node keeps its tag with the earlier refs.
+  (`make_default_runner`) captures its stages through `capture_stage`, which rewrites
+  `stage_snapshots.json` with the child's registry; `_LinearState.restore_onto` puts the parent's
+  (empty) registry back and `_write_lineage` rewrites the file only `if stages:`, so the file keeps
+  the last child's entries.
+- `Rollout.mark_stage` twice (`capture_stage`): the registry entry is replaced and `_stage_nodes`
+  moves to the later cursor; the earlier node keeps its tag with the earlier refs.
 The runs are built by `tests/benchflow_writer.py` (`WriterRun.branch`, `capture_stage`, `verify`,
 `branch_at_stage`), imported with the CLI into a real SQLite store and exported back.
 """
@@ -56,7 +58,8 @@ def test_a_cursor_branch_before_the_parents_verify_keeps_the_last_childs_stages_
     tree, stages = exports(run_cli, RUN)
     assert tree == on_disk(run.run_dir, "tree.json")
     assert stages == registry
-    # the second child (n5) verified on itself; the first child's tag on n4 is a capture no entry explains
+    # the second child (n5) verified on itself; the first child's tag on n4 is a capture no entry
+    # explains
     assert marks(run_cli) == {"pre-verify": "n5", "post-verify": "n5"}
     assert {(c["node"], c["stage"]) for c in captured(run_cli) if c["node"] == "n4"} == {
         ("n4", "post-verify")

@@ -1,9 +1,9 @@
 """Rule 1: stage tags move (docs/benchflow-formats.md §13.1).
 
-`branch_policy.capture_stage` puts a stage on the cursor node, `Rollout.verify` captures pre-verify and then
-post-verify on the same cursor (the node keeps the latest tag), and `branch_at_stage` re-tags the node through
-`adopt_checkpoint`. The runs below are built by `tests/benchflow_writer.py` in those steps, imported with the
-CLI, and exported back.
+`branch_policy.capture_stage` puts a stage on the cursor node, `Rollout.verify` captures pre-verify
+and then post-verify on the same cursor (the node keeps the latest tag), and `branch_at_stage`
+re-tags the node through `adopt_checkpoint`. The runs below are built by `tests/benchflow_writer.py`
+in those steps, imported with the CLI, and exported back.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from tests.writer_stages import TASK, VERIFY_REFS, exports, on_disk, prompt_delt
 
 
 def ablate_at(tmp_path: Path, stage: str, stages: set[str]) -> tuple[Path, WriterRun, float | None]:
-    """`bench eval ablate --stage STAGE` of a parent that verified once: the writer's steps, in order."""
+    """`bench eval ablate --stage STAGE` of a parent that verified once: the writer's steps, in
+    order."""
     out = tmp_path / "ablate-2026-11-02__10-15-00"
     run = WriterRun(out / "ablation" / TASK, snapshot_stages=stages)
     run.start(snap("envready000"))  # Rollout.start -> capture env-ready on root
@@ -55,11 +56,13 @@ def ablate_at(tmp_path: Path, stage: str, stages: set[str]) -> tuple[Path, Write
 def test_a_run_branched_at_pre_verify_imports_with_post_verify_on_the_verify_node(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Rollout.verify + branch_at_stage('pre-verify'): the verify node is re-tagged pre-verify by adopt_checkpoint,
-    so the registry's post-verify entry matches no node by tag or refs; it belongs on that same node."""
+    """Rollout.verify + branch_at_stage('pre-verify'): the verify node is re-tagged pre-verify by
+    adopt_checkpoint, so the registry's post-verify entry matches no node by tag or refs; it belongs
+    on that same node."""
     out, run, value = ablate_at(tmp_path, "pre-verify", {"pre-verify", "post-verify"})
     tree = on_disk(run.run_dir, "tree.json")
-    # n3 re-tagged by adopt_checkpoint; n5 and n6 are the children's own verify() (the last tag wins)
+    # n3 re-tagged by adopt_checkpoint; n5 and n6 are the children's own verify() (the last tag
+    # wins)
     assert [(n["id"], n["stage"]) for n in tree["nodes"] if n["stage"]] == [
         ("n3", "pre-verify"),
         ("n5", "post-verify"),
@@ -88,7 +91,8 @@ def test_a_run_branched_at_pre_verify_imports_with_post_verify_on_the_verify_nod
 def test_a_run_branched_at_post_verify_keeps_pre_verify_on_the_verify_node(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Rollout.verify + branch_at_stage('post-verify'): the tag stays post-verify; pre-verify was overwritten."""
+    """Rollout.verify + branch_at_stage('post-verify'): the tag stays post-verify; pre-verify was
+    overwritten."""
     out, run, _ = ablate_at(tmp_path, "post-verify", {"pre-verify", "post-verify"})
     run_cli("import", str(out))
     key = f"{out.name}/ablation/{TASK}"
@@ -103,8 +107,8 @@ def test_a_run_branched_at_post_verify_keeps_pre_verify_on_the_verify_node(
 def test_an_env_ready_ablation_with_both_verify_stages_moves_nothing_onto_root(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Rollout.start captures env-ready on root; Rollout.verify leaves only post-verify's tag on n3: exporting
-    the tree must not put pre-verify (or its sandbox) on root."""
+    """Rollout.start captures env-ready on root; Rollout.verify leaves only post-verify's tag on n3:
+    exporting the tree must not put pre-verify (or its sandbox) on root."""
     out, run, _ = ablate_at(tmp_path, "env-ready", {"env-ready", "pre-verify", "post-verify"})
     run_cli("import", str(out))
     key = f"{out.name}/ablation/{TASK}"
@@ -124,8 +128,9 @@ def test_an_env_ready_ablation_with_both_verify_stages_moves_nothing_onto_root(
 def test_a_research_end_marked_at_quiescence_shares_the_verify_node(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """ablate._execute_parent marks post-research after execute() when the marker appeared late, then
-    Rollout.verify captures pre- and post-verify on the same cursor: only post-verify's tag is left."""
+    """ablate._execute_parent marks post-research after execute() when the marker appeared late,
+    then Rollout.verify captures pre- and post-verify on the same cursor: only post-verify's tag is
+    left."""
     out = tmp_path / "ablate-2026-11-02__10-15-00"
     run = WriterRun(
         out / "ablation" / TASK, snapshot_stages={"env-ready", "pre-verify", "post-verify"}
@@ -186,9 +191,9 @@ def test_a_post_research_stage_no_node_explains_is_refused_with_what_to_check(
 def test_a_store_that_put_an_untagged_stage_on_root_takes_the_run_again(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Importers before the writer-order placement put pre-verify (whose tag Rollout.verify overwrote with
-    post-verify) on root. Importing the run again records the same mark on its node as a correction, never a
-    conflict, and the exports follow the latest mark."""
+    """Importers before the writer-order placement put pre-verify (whose tag Rollout.verify
+    overwrote with post-verify) on root. Importing the run again records the same mark on its node
+    as a correction, never a conflict, and the exports follow the latest mark."""
     out, run, _ = ablate_at(tmp_path, "env-ready", {"env-ready", "pre-verify", "post-verify"})
     lines = [
         json.loads(line) for line in run_cli("import", "--dry-run", str(out)).stdout.splitlines()

@@ -1,9 +1,10 @@
-"""Rule 4: per-test outcomes follow benchflow's `artifact_test_outcomes` (docs/benchflow-formats.md §8).
+"""Rule 4: per-test outcomes follow benchflow's `artifact_test_outcomes` (docs/benchflow-formats.md
+§8).
 
-`branch_report.outcomes_for_arms` mines every child that has a node, the one that raised too (its mounted/
-hand-off runs in a `finally`), through `_child_test_outcomes` (own directory, then mounted/); a report that is
-empty, 0 bytes, unparsable or not a CTRF object is "not observed"; `ctrf_test_outcomes` shortens names only
-when that is injective within the one report it reads.
+`branch_report.outcomes_for_arms` mines every child that has a node, the one that raised too (its
+mounted/ hand-off runs in a `finally`), through `_child_test_outcomes` (own directory, then
+mounted/); a report that is empty, 0 bytes, unparsable or not a CTRF object is "not observed";
+`ctrf_test_outcomes` shortens names only when that is injective within the one report it reads.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def arms_for(n: int) -> list[Arm]:
 
 
 def ablate(tmp_path: Path, stage: str, children: list[Child], arms: list[Arm]) -> tuple[Path, dict]:
-    """bench eval ablate at STAGE: _run_parent, _branch_into_arms, _finalize_report, write_ablation_report."""
+    """bench eval ablate at STAGE: _run_parent, _branch_into_arms, _finalize_report,
+    write_ablation_report."""
     out = tmp_path / OUT
     run = WriterRun(out / "ablation" / TASK, snapshot_stages={stage})
     run.start(snap("envready000"))
@@ -72,7 +74,8 @@ def exported(run_cli: Cli, out: Path, fork: str) -> dict:
 
 
 def test_the_child_that_raised_still_has_its_ctrf_mined(run_cli: Cli, tmp_path: Path) -> None:
-    """_run_children hands a raising child's mounted output off in a finally; outcomes_for_arms mines it."""
+    """_run_children hands a raising child's mounted output off in a finally; outcomes_for_arms
+    mines it."""
     arms = arms_for(3)
     out, report = ablate(
         tmp_path,
@@ -104,8 +107,9 @@ def test_the_child_that_raised_still_has_its_ctrf_mined(run_cli: Cli, tmp_path: 
 def test_reports_that_say_nothing_are_not_observed_never_refused(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """artifact_test_outcomes: no tests, 0 bytes, unparsable, not a CTRF object -> None; a broken report in the
-    child's own directory falls through to its mounted/ hand-off (child_artifact_roots order)."""
+    """artifact_test_outcomes: no tests, 0 bytes, unparsable, not a CTRF object -> None; a broken
+    report in the child's own directory falls through to its mounted/ hand-off (child_artifact_roots
+    order)."""
     arms = arms_for(5)
     children = [
         Child(arm.delta, reward=float(i % 2), ctrf=body)
@@ -142,7 +146,8 @@ def test_reports_that_say_nothing_are_not_observed_never_refused(
 
 
 def ablation_report_again(out: Path, report: dict) -> dict:
-    """The same report, its `tests` re-mined from the files as they now are (child_test_outcomes)."""
+    """The same report, its `tests` re-mined from the files as they now are
+    (child_test_outcomes)."""
     from tests.benchflow_writer import child_test_outcomes
 
     for row in report["arms"]:
@@ -154,8 +159,8 @@ def ablation_report_again(out: Path, report: dict) -> dict:
 def test_names_are_shortened_only_when_injective_within_the_arms_own_report(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """ctrf_test_outcomes decides per report: an arm whose two files both hold test_x keeps raw node ids, while the
-    other arm, with one test_x, is shortened."""
+    """ctrf_test_outcomes decides per report: an arm whose two files both hold test_x keeps raw node
+    ids, while the other arm, with one test_x, is shortened."""
     arms = arms_for(2)
     out, report = ablate(
         tmp_path,
@@ -180,8 +185,8 @@ def test_names_are_shortened_only_when_injective_within_the_arms_own_report(
 def test_a_store_that_recorded_the_raised_child_without_tests_takes_the_run_again(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """fork.child_failed had no tests before; importing the run again with them is the same outcome, not a
-    conflict (nothing is appended)."""
+    """fork.child_failed had no tests before; importing the run again with them is the same outcome,
+    not a conflict (nothing is appended)."""
     arms = arms_for(2)
     out, _ = ablate(
         tmp_path,
@@ -212,8 +217,9 @@ def test_a_store_that_recorded_the_raised_child_without_tests_takes_the_run_agai
 def test_a_store_that_recorded_an_empty_report_as_observed_exports_it_as_benchflow_reads_it(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    """Earlier importers recorded a CTRF report listing no test as {} (observed, empty); artifact_test_outcomes
-    reads it as None. Importing again appends nothing, and the export says null, as the report does."""
+    """Earlier importers recorded a CTRF report listing no test as {} (observed, empty);
+    artifact_test_outcomes reads it as None. Importing again appends nothing, and the export says
+    null, as the report does."""
     arms = arms_for(2)
     out, report = ablate(
         tmp_path,

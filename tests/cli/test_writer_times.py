@@ -1,7 +1,8 @@
-"""Rule 9: naive local times kept as written (zone unknown); Harbor rewards of any keys; a verifier timeout is a
-verifier failure. benchflow runs are built as `_build_rollout_result` writes them (`started_at = datetime.now()`,
-written with `str()`); Harbor trials as Harbor's `Trial` writes `TrialResult` (`VerifierResult.rewards:
-dict[str, float | int]`, `exception_info` from the raised exception, naive `datetime.now()` times)."""
+"""Rule 9: naive local times kept as written (zone unknown); Harbor rewards of any keys; a verifier
+timeout is a verifier failure. benchflow runs are built as `_build_rollout_result` writes them
+(`started_at = datetime.now()`, written with `str()`); Harbor trials as Harbor's `Trial` writes
+`TrialResult` (`VerifierResult.rewards: dict[str, float | int]`, `exception_info` from the raised
+exception, naive `datetime.now()` times)."""
 
 from __future__ import annotations
 
@@ -106,8 +107,8 @@ def test_harbor_rewards_with_several_keys_and_no_reward_are_kept_unscored(
 
 
 def test_a_harbor_verifier_timeout_is_a_verifier_failure(run_cli: Cli, tmp_path: Path) -> None:
-    # Harbor's Trial catches the verifier's asyncio timeout as VerifierTimeoutError into exception_info and
-    # leaves verifier_result null.
+    # Harbor's Trial catches the verifier's asyncio timeout as VerifierTimeoutError into
+    # exception_info and leaves verifier_result null.
     trial = harbor_trial(
         tmp_path,
         verifier_result=None,
@@ -134,9 +135,9 @@ def test_a_harbor_verifier_timeout_is_a_verifier_failure(run_cli: Cli, tmp_path:
 
 
 def test_a_benchflow_verifier_timeout_is_a_verifier_failure(run_cli: Cli, tmp_path: Path) -> None:
-    # `_verify_rollout` (benchflow rollout/_setup.py) on the verifier's timeout: rewards stay None and
-    # verifier_error = "verifier timed out after {budget}s"; `_build_rollout_result` writes both, with
-    # verifier_error_category from `classify_verifier_error` ("verifier_timeout").
+    # `_verify_rollout` (benchflow rollout/_setup.py) on the verifier's timeout: rewards stay None
+    # and verifier_error = "verifier timed out after {budget}s"; `_build_rollout_result` writes
+    # both, with verifier_error_category from `classify_verifier_error` ("verifier_timeout").
     run_cli(
         "import",
         str(

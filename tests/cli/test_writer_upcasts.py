@@ -1,9 +1,10 @@
-"""Facts whose meaning changed with rules 5 and 9 are read forward by upcasters, never refused as conflicts.
+"""Facts whose meaning changed with rules 5 and 9 are read forward by upcasters, never refused as
+conflicts.
 
-A store written by version 1 is simulated faithfully: the run directory is imported while the stored state is
-rewritten to what version 1 stored (no `class_version`; `request_global` false beside the `request_global`
-category; no reward `basis`; times rewritten as UTC ISO-8601 with no `time_zone`; a trajectory source version 1
-had no word for dropped). Then today's code reads that store.
+A store written by version 1 is simulated faithfully: the run directory is imported while the stored
+state is rewritten to what version 1 stored (no `class_version`; `request_global` false beside the
+`request_global` category; no reward `basis`; times rewritten as UTC ISO-8601 with no `time_zone`; a
+trajectory source version 1 had no word for dropped). Then today's code reads that store.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def version_1_store(run_cli: Cli, run_dir: Path, monkeypatch: pytest.MonkeyPatch
 def test_a_version_1_store_reads_forward_and_takes_the_same_run_again(
     run_cli: Cli, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `_build_rollout_result` (benchflow rollout/_results.py) writing a branched parent that never verified,
-    # whose session also failed with a request-global error and left a partial ACP trajectory.
+    # `_build_rollout_result` (benchflow rollout/_results.py) writing a branched parent that never
+    # verified, whose session also failed with a request-global error and left a partial ACP
+    # trajectory.
     run_dir = benchflow_run(
         tmp_path,
         rewards={"reward": 0.5, "source": "branch_aggregate"},

@@ -1,7 +1,9 @@
-"""Rule 5: benchflow's own words for skill modes, trajectory sources, request-global errors and a branch aggregate.
+"""Rule 5: benchflow's own words for skill modes, trajectory sources, request-global errors and a
+branch aggregate.
 
-Each run directory is built the way `_build_rollout_result` (benchflow rollout/_results.py) writes result.json,
-called from `Rollout._build_result` (rollout/__init__.py), and imported through the CLI into a real SQLite store.
+Each run directory is built the way `_build_rollout_result` (benchflow rollout/_results.py) writes
+result.json, called from `Rollout._build_result` (rollout/__init__.py), and imported through the CLI
+into a real SQLite store.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def test_a_self_gen_run_keeps_its_skill_mode(run_cli: Cli, tmp_path: Path) -> No
 def test_every_trajectory_source_benchflow_writes_is_kept(
     run_cli: Cli, tmp_path: Path, source: str
 ) -> None:
-    # `Rollout._trajectory_source`: "acp", "partial_acp" (`_capture_partial_acp_trajectory`), "scraped" (logs
-    # scraped after the session), "hosted_env" (hosted_env.py evidence).
+    # `Rollout._trajectory_source`: "acp", "partial_acp" (`_capture_partial_acp_trajectory`),
+    # "scraped" (logs scraped after the session), "hosted_env" (hosted_env.py evidence).
     run_cli("import", str(benchflow_run(tmp_path, trajectory_source=source)))
     assert run_row(run_cli, "trajectory")["trajectory"] == source
 
@@ -70,8 +72,8 @@ def test_an_unknown_trajectory_source_is_refused_with_the_words_benchflow_uses(
 def test_a_request_global_error_category_is_a_request_global_failure(
     run_cli: Cli, tmp_path: Path
 ) -> None:
-    # `_build_rollout_result` writes `error_category = classify_error(error)`; a request-global configuration
-    # error (e.g. an unsupported reasoning effort) classifies as "request_global".
+    # `_build_rollout_result` writes `error_category = classify_error(error)`; a request-global
+    # configuration error (e.g. an unsupported reasoning effort) classifies as "request_global".
     error = "unsupported reasoning effort 'max' for model gemini-3.1-flash-lite-preview"
     run_cli(
         "import",
@@ -84,7 +86,8 @@ def test_a_request_global_error_category_is_a_request_global_failure(
 
 def test_a_branch_aggregate_parent_was_never_verified_itself(run_cli: Cli, tmp_path: Path) -> None:
     # `Rollout._build_result` in phase "branched" with no linear rewards reports the cursor's V as
-    # rewards = {"reward": V, "source": "branch_aggregate"}: the children verified, the parent did not.
+    # rewards = {"reward": V, "source": "branch_aggregate"}: the children verified, the parent did
+    # not.
     run_cli(
         "import",
         str(benchflow_run(tmp_path, rewards={"reward": 0.5, "source": "branch_aggregate"})),
@@ -115,7 +118,8 @@ def test_a_run_scored_by_its_own_verifier_is_healthy(run_cli: Cli, tmp_path: Pat
         "reward": 1.0,
         "branch_value": None,
     }
-    # The run mirrors only what the verdict needs; the release gate's evidence files are another test's business.
+    # The run mirrors only what the verdict needs; the release gate's evidence files are another
+    # test's business.
     gate_evidence = ("missing required artifact", "token usage", "tool usage")
     assert [
         r for r in run_reasons(audit(run_cli)) if not any(part in r for part in gate_evidence)

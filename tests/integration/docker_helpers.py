@@ -1,8 +1,9 @@
 """Fixtures for tests that need a real Docker engine, and a way to make images without a registry.
 
-Without an engine the tests skip, unless LINEAGE_REQUIRE_INTEGRATION=1 (CI), where a missing engine must fail
-loudly rather than turn a red run green by skipping. Images are made by `docker import` of a rootfs tar built
-here: one text file, plus Debian's static busybox when installed so containers can run `sh -c`.
+Without an engine the tests skip, unless LINEAGE_REQUIRE_INTEGRATION=1 (CI), where a missing engine
+must fail loudly rather than turn a red run green by skipping. Images are made by `docker import` of
+a rootfs tar built here: one text file, plus Debian's static busybox when installed so containers
+can run `sh -c`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from rollout_lineage.domain.errors import StoreUnavailable
 DOCKER_SOCKET = Path("/var/run/docker.sock")
 BUSYBOX = Path("/bin/busybox")
 START_HINT = (
-    "start one with `dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver=vfs &` "
-    "and wait for /var/run/docker.sock"
+    "start one with `dockerd --iptables=false --ip6tables=false "
+    "--bridge=none --storage-driver=vfs &` and wait for /var/run/docker.sock"
 )
 
 
@@ -55,7 +56,8 @@ def docker_client(docker_engine):
 
 
 def rootfs_tar(path: Path, *, with_busybox: bool = True) -> Path:
-    """A tiny root filesystem: /hello.txt, and /bin/busybox with /bin/sh when the host has busybox-static."""
+    """A tiny root filesystem: /hello.txt, and /bin/busybox with /bin/sh when the host has
+    busybox-static."""
     with tarfile.open(path, "w") as archive:
         hello = b"hello from a lineage test image\n"
         info = tarfile.TarInfo("hello.txt")
@@ -71,7 +73,8 @@ def rootfs_tar(path: Path, *, with_busybox: bool = True) -> Path:
 
 @pytest.fixture
 def test_image(docker_client, tmp_path_factory):
-    """A fresh `lineage-test-<random>:v1` image; removed with anything derived from it after the test."""
+    """A fresh `lineage-test-<random>:v1` image; removed with anything derived from it after the
+    test."""
     repository = f"lineage-test-{uuid.uuid4().hex[:10]}"
     tar = rootfs_tar(tmp_path_factory.mktemp("rootfs") / "rootfs.tar")
     docker_client.api.import_image_from_file(str(tar), repository=repository, tag="v1")

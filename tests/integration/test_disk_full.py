@@ -1,7 +1,8 @@
-"""A disk that fills up while the read models catch up: a clean exit 4, and the file resumes once there is room.
+"""A disk that fills up while the read models catch up: a clean exit 4, and the file resumes once
+there is room.
 
-The read models live on a small tmpfs (root may mount one, as CI is; elsewhere this test skips, or fails under
-LINEAGE_REQUIRE_INTEGRATION); the log lives on the ordinary disk.
+The read models live on a small tmpfs (root may mount one, as CI is; elsewhere this test skips, or
+fails under LINEAGE_REQUIRE_INTEGRATION); the log lives on the ordinary disk.
 """
 
 from __future__ import annotations

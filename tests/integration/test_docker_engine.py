@@ -1,7 +1,7 @@
 """DockerEngine against a real engine: save, verify offline, remove, load back, commit.
 
-Tests marked `docker` need an engine (see docker_helpers); the others exercise failure paths with no engine or a
-fake SDK client, so they run everywhere.
+Tests marked `docker` need an engine (see docker_helpers); the others exercise failure paths with no
+engine or a fake SDK client, so they run everywhere.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_engine_refusals_become_lineage_errors(docker_engine, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a.tar"]
 
 
-# -- no engine needed -----------------------------------------------------------------------------------------------
+# -- no engine needed ------------------------------------------------------------------------------
 
 
 def test_unreachable_engine_is_store_unavailable(tmp_path):

@@ -1,8 +1,9 @@
-"""The Merkle tree and signed batches with several writers and checkpoint takers at once, on both backends.
+"""The Merkle tree and signed batches with several writers and checkpoint takers at once, on both
+backends.
 
-Writers append signed batches from their own processes while another process keeps catching the tree up and
-taking checkpoints; afterwards every checkpoint taken along the way is extended by the final log, the tree is
-the tree of the events, and every event is covered by the writers' key.
+Writers append signed batches from their own processes while another process keeps catching the tree
+up and taking checkpoints; afterwards every checkpoint taken along the way is extended by the final
+log, the tree is the tree of the events, and every event is covered by the writers' key.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Issue 26: many live writers on the write path, a writer killed mid-batch, the server restarted under writers.
+"""Issue 26: many live writers on the write path, a writer killed mid-batch, the server restarted
+under writers.
 
-Every writer is a spawned process recording batches of new runs (a batch's runs share its name, so a batch is
-recognisable in the log) and writing each acknowledged batch's position to its own file, one line per
-`record` returned, as a harness would keep it. Every scenario ends with the same checks: `lineage verify`
-finds the chain and the Merkle tree intact, positions are dense (the last one is the number of events), every
-batch in the log is whole, and every acknowledged position holds exactly the writer's own batch.
+Every writer is a spawned process recording batches of new runs (a batch's runs share its name, so a
+batch is recognisable in the log) and writing each acknowledged batch's position to its own file,
+one line per `record` returned, as a harness would keep it. Every scenario ends with the same
+checks: `lineage verify` finds the chain and the Merkle tree intact, positions are dense (the last
+one is the number of events), every batch in the log is whole, and every acknowledged position holds
+exactly the writer's own batch.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ def _batch(worker: int, index: int, size: int) -> list[f.Fact]:
 
 
 def _write(store_url: str, home: str, worker: int, batches: int, size: int, acks: str) -> None:
-    """Record `batches` batches, noting each acknowledged one (line-buffered: a line written is the kernel's,
-    so a kill -9 of this process right after keeps it)."""
+    """Record `batches` batches, noting each acknowledged one (line-buffered: a line written is the
+    kernel's, so a kill -9 of this process right after keeps it)."""
     from rollout_lineage.domain.errors import StoreUnavailable
 
     try:
@@ -77,7 +79,8 @@ def _acknowledged(tmp_path: Path, writers: int) -> list[tuple[int, int, int, int
 
 
 def _wait_for_acks(tmp_path: Path, writers: range, at_least: int, timeout: float = 120) -> None:
-    """Until each of `writers` has acknowledged `at_least` batches (a deadline only against a hang)."""
+    """Until each of `writers` has acknowledged `at_least` batches (a deadline only against a
+    hang)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         counts = [
@@ -116,13 +119,13 @@ def assert_log_holds_acknowledged(
             f"writer {worker} was told batch {index} is at {position}: it is not"
         )
         if appended == 0:
-            # A commit whose answer the restart lost: decided again, the batch was found in the log, and the
-            # writer told a position that covers it (read-your-writes).
+            # A commit whose answer the restart lost: decided again, the batch was found in the log,
+            # and the writer told a position that covers it (read-your-writes).
             assert position >= held[-1], f"writer {worker} batch {index}: {position} < {held}"
         else:
             assert (appended, position) == (size, held[-1]), (
-                f"writer {worker} was told position {position} ({appended} events) for batch {index}; "
-                f"the log holds it at {held}"
+                f"writer {worker} was told position {position} ({appended} "
+                f"events) for batch {index}; the log holds it at {held}"
             )
     return batches
 

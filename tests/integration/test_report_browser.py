@@ -1,7 +1,9 @@
-"""`lineage report` as a browser shows it: real headless Chromium renders the page and dumps its DOM.
+"""`lineage report` as a browser shows it: real headless Chromium renders the page and dumps its
+DOM.
 
-The DOM a browser builds is what an auditor sees, so the checks run on it, not on our own markup: node boxes
-with their outcome classes, the flip table's cells, the log head, hostile names as text, and nothing fetched.
+The DOM a browser builds is what an auditor sees, so the checks run on it, not on our own markup:
+node boxes with their outcome classes, the flip table's cells, the log head, hostile names as text,
+and nothing fetched.
 """
 
 from __future__ import annotations
@@ -119,10 +121,10 @@ def rgb(colour: str) -> tuple[int, int, int]:
 def test_in_chromium_at_1280_px_the_page_fits_and_draws_what_the_read_models_hold(
     tmp_path: Path,
 ) -> None:
-    """Every example run on one page, opened at 1,280 x 900 CSS px over the DevTools protocol: nothing is wider
-    than the window; each box's colour in a screenshot is its status's colour, and its drawn text the reward
-    the `runs`/`children` views hold (a step draws none); the hover title holds the whole label; a
-    continuation links to the run it continues."""
+    """Every example run on one page, opened at 1,280 x 900 CSS px over the DevTools protocol:
+    nothing is wider than the window; each box's colour in a screenshot is its status's colour, and
+    its drawn text the reward the `runs`/`children` views hold (a step draws none); the hover title
+    holds the whole label; a continuation links to the run it continues."""
     from rollout_lineage.projections.reports.tree_view import OUTCOME_COLOURS
     from tests.browser_cdp import Chromium, chromium_binary, png_pixels
 

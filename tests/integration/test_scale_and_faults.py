@@ -1,8 +1,9 @@
-"""Issue 7: many writers at once, kill -9 in the middle of writes and catch-ups, a PostgreSQL restart.
+"""Issue 7: many writers at once, kill -9 in the middle of writes and catch-ups, a PostgreSQL
+restart.
 
-Writers run in real processes (spawned, so nothing is shared but the store). Every scenario ends with the same
-three checks: the hash chain is intact, every fact landed exactly once, and the read models equal a fresh
-rebuild from the log.
+Writers run in real processes (spawned, so nothing is shared but the store). Every scenario ends
+with the same three checks: the hash chain is intact, every fact landed exactly once, and the read
+models equal a fresh rebuild from the log.
 """
 
 from __future__ import annotations
@@ -319,11 +320,13 @@ def test_kill_9_during_catch_up_resumes_to_a_fresh_rebuild(tmp_path: Path) -> No
             sys.executable,
             "-c",
             (
-                "import sys; from rollout_lineage.bootstrap import Lineage; from rollout_lineage.settings import Settings; "
-                "from rollout_lineage.projections.engine import runner; from rollout_lineage.adapters.duckdb_store import ReadModelDB; "
-                f"l = Lineage(Settings.from_env({{}}, home={str(home)!r})); db = ReadModelDB.open(l.settings.projections_path); "
-                "runner.ensure_schema(db, l.store_url.redacted()); "
-                "runner.catch_up(db, l.app.recorder, page=500, inside_page=lambda high: print(high, flush=True))"
+                "import sys; from rollout_lineage.bootstrap import Lineage; from "
+                "rollout_lineage.settings import Settings; from rollout_lineage.projections.engine "
+                "import runner; from rollout_lineage.adapters.duckdb_store import ReadModelDB; "
+                f"l = Lineage(Settings.from_env({{}}, home={str(home)!r})); "
+                f"db = ReadModelDB.open(l.settings.projections_path); "
+                "runner.ensure_schema(db, l.store_url.redacted()); runner.catch_up(db, "
+                "l.app.recorder, page=500, inside_page=lambda high: print(high, flush=True))"
             ),
         ],
         stdout=subprocess.PIPE,
@@ -351,7 +354,8 @@ def test_postgres_restart_while_writers_run(postgres_url: str, tmp_path: Path) -
     ]
     for writer in writers:
         writer.start()
-    # Restart only once the writers are writing (a fixed sleep raced their start-up on a busy machine).
+    # Restart only once the writers are writing (a fixed sleep raced their start-up on a busy
+    # machine).
     with open_lineage(postgres_url, home) as lineage:
         deadline = time.monotonic() + 60
         while lineage.position() < 30 and time.monotonic() < deadline:
@@ -363,7 +367,8 @@ def test_postgres_restart_while_writers_run(postgres_url: str, tmp_path: Path) -
             "a writer either retried through the restart or failed with StoreUnavailable"
         )
     with open_lineage(postgres_url, home) as lineage:
-        # Positions may skip numbers (PostgreSQL's sequence does not roll back), so count the events themselves.
+        # Positions may skip numbers (PostgreSQL's sequence does not roll back), so count the events
+        # themselves.
         events = lineage.verify().events
         assert events % 3 == 0 and events > 0, "each batch (3 events) landed whole or not at all"
         assert_consistent(lineage, events)

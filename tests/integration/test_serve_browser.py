@@ -1,8 +1,10 @@
-"""`lineage serve` in a real browser: the command started as a user starts it, headless Chromium driving it.
+"""`lineage serve` in a real browser: the command started as a user starts it, headless Chromium
+driving it.
 
-The DOM Chromium builds is what a person sees, so the checks run on it: filtering the runs list through its
-form, opening a run from the list, running an SQL query, a hostile run page whose `<script>` stays text (and,
-CSP or not, never runs), and every resource the pages loaded coming from the server itself.
+The DOM Chromium builds is what a person sees, so the checks run on it: filtering the runs list
+through its form, opening a run from the list, running an SQL query, a hostile run page whose
+`<script>` stays text (and, CSP or not, never runs), and every resource the pages loaded coming from
+the server itself.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def free_port() -> int:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    """`lineage serve` on a free loopback port over a store built from examples/, until the test ends."""
+    """`lineage serve` on a free loopback port over a store built from examples/, until the test
+    ends."""
     home = tmp_path / "home"
     Cli(home)("import", str(EXAMPLES))
     with open_lineage(f"sqlite:///{home / 'events.sqlite'}", home) as lineage:
@@ -85,7 +88,8 @@ def server(tmp_path: Path) -> Iterator[str]:
 
 
 def follow(browser: Chromium, page: str, action: str) -> None:
-    """Do `action` (JavaScript that navigates: a form submitted, a link clicked) and wait for the new page."""
+    """Do `action` (JavaScript that navigates: a form submitted, a link clicked) and wait for the
+    new page."""
     browser.evaluate(page, action)
     browser.wait_for("Page.loadEventFired", page)
 
@@ -176,8 +180,9 @@ def test_a_person_filters_runs_opens_one_and_queries(server: str, tmp_path: Path
 
 
 def test_a_person_reads_the_charts_and_regroups_them(tmp_path: Path) -> None:
-    """The charts page in Chromium: SVG drawn and styled under the CSP, the arms' numbers those of the API,
-    a hostile task and arm name shown as text, and the group changed through the page's own form."""
+    """The charts page in Chromium: SVG drawn and styled under the CSP, the arms' numbers those of
+    the API, a hostile task and arm name shown as text, and the group changed through the page's own
+    form."""
     from tests.cli.test_arm_stats import record_trials
     from tests.serve_process import serving
 
@@ -231,7 +236,8 @@ def test_a_person_reads_the_charts_and_regroups_them(tmp_path: Path) -> None:
         assert hostile_task in texts(browser, page, "svg.pass-rate text.group-label")
         fills = browser.evaluate(
             page,
-            "[...document.querySelectorAll('svg.grid g.cell rect')].map(r => getComputedStyle(r).fill)",
+            "[...document.querySelectorAll('svg.grid g.cell "
+            "rect')].map(r => getComputedStyle(r).fill)",
         )
         assert (
             fills and "rgb(255, 255, 255)" not in fills

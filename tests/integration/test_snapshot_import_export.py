@@ -1,9 +1,11 @@
-"""`lineage snapshots export/import` against a real Docker engine: the round trip, and hostile archives.
+"""`lineage snapshots export/import` against a real Docker engine: the round trip, and hostile
+archives.
 
-Every hostile archive is derived from a REAL `docker save` tar of a committed container, whose image is then
-removed from the engine, so a load that slipped through would add an image id to the engine's list. Each is
-recorded as the run's export with the hostile file's own sha256 (unless the test is about the digest), so it is
-the offline verification, not the digest comparison alone, that must refuse it.
+Every hostile archive is derived from a REAL `docker save` tar of a committed container, whose image
+is then removed from the engine, so a load that slipped through would add an image id to the
+engine's list. Each is recorded as the run's export with the hostile file's own sha256 (unless the
+test is about the digest), so it is the offline verification, not the digest comparison alone, that
+must refuse it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def sha(path: Path) -> str:
 
 
 def commit_a_change(docker_engine, docker_client, image: str, repository: str) -> str:
-    """Run a container of `image` that changes a file, and commit it as `repository:latest` (returns the id)."""
+    """Run a container of `image` that changes a file, and commit it as `repository:latest` (returns
+    the id)."""
     if BUSYBOX.exists():
         container = docker_client.containers.run(
             image, ["/bin/sh", "-c", "echo captured > /stage.txt"], network_mode="none", detach=True
@@ -75,7 +78,7 @@ def engine_name(docker_client) -> str:
     return f"{info['Name']} ({info['ID']})"
 
 
-# -- the round trip -------------------------------------------------------------------------------------------------
+# -- the round trip --------------------------------------------------------------------------------
 
 
 @pytest.mark.docker
@@ -175,7 +178,7 @@ def test_adopting_an_unrecorded_tar(docker_engine, docker_client, test_image, ru
     assert [row["status"] for row in again] == ["imported"]
 
 
-# -- hostile archives -----------------------------------------------------------------------------------------------
+# -- hostile archives ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,8 @@ class Genuine:
 
 @pytest.fixture(scope="module")
 def genuine(docker_engine, docker_client, tmp_path_factory):
-    """A real export of a committed container; its image is removed, so any load would show in the image list."""
+    """A real export of a committed container; its image is removed, so any load would show in the
+    image list."""
     repository = f"lineage-hostile-{uuid.uuid4().hex[:10]}"
     folder = tmp_path_factory.mktemp("genuine")
     docker_client.api.import_image_from_file(

@@ -1,9 +1,11 @@
-"""`snapshots list/show --check` asks a real Docker engine whether a snapshot's image is there (issue #23, item 5).
+"""`snapshots list/show --check` asks a real Docker engine whether a snapshot's image is there
+(issue #23, item 5).
 
 "Restorable" was a belief: an adopted snapshot that was exported, then lost its tars and its image
-(`docker rmi`), was still `restorable true` under `--check`, because no discard was recorded and nothing asked
-the engine. Now a snapshot is restorable under `--check` only while a tar with its recorded sha256 or an image
-with its recorded id (in the engine asked) backs it, and the reason says which, or why neither.
+(`docker rmi`), was still `restorable true` under `--check`, because no discard was recorded and
+nothing asked the engine. Now a snapshot is restorable under `--check` only while a tar with its
+recorded sha256 or an image with its recorded id (in the engine asked) backs it, and the reason says
+which, or why neither.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def shown(run_cli: Cli, ref: str, *args: str) -> dict:
 
 @pytest.fixture
 def adopted_and_exported(docker_engine, docker_client, test_image, run_cli, tmp_path):
-    """A stray image saved to a tar, adopted (loaded back), then exported: two tars, one image id."""
+    """A stray image saved to a tar, adopted (loaded back), then exported: two tars, one image
+    id."""
     ref = test_image.split(":")[0] + "-stray"
     image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
     stray, _, _ = docker_engine.save_to(ref, tmp_path, "stray.tar")
@@ -127,7 +130,8 @@ def test_a_retagged_image_still_backs_its_snapshot(
 def test_a_captured_and_exported_snapshot_removed_without_a_discard_is_not_restorable(
     docker_engine, docker_client, test_image, run_cli, tmp_path
 ) -> None:
-    """'captured; the image has not been discarded' was the belief: `docker rmi` records no discard."""
+    """'captured; the image has not been discarded' was the belief: `docker rmi` records no
+    discard."""
     ref = test_image.split(":")[0] + "-snap"
     image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
     run_dir = tmp_path / "run"

@@ -1,4 +1,5 @@
-"""One scenario, every backend: the embedded SQLite file and a real PostgreSQL server behave the same."""
+"""One scenario, every backend: the embedded SQLite file and a real PostgreSQL server behave the
+same."""
 
 from __future__ import annotations
 
@@ -92,8 +93,9 @@ def _count_reads(recorder: Any) -> list[int]:
 
 
 def test_a_new_process_reads_a_bounded_part_of_a_long_run(store_url: str, tmp_path: Path) -> None:
-    """Saved aggregate states on every backend (issue #14): recording into a run of 2,000 events from a new
-    process reads at most SAVE_EVERY of its events, and decides as a full replay would."""
+    """Saved aggregate states on every backend (issue #14): recording into a run of 2,000 events
+    from a new process reads at most SAVE_EVERY of its events, and decides as a full replay
+    would."""
     from rollout_lineage.domain import saved_state
     from rollout_lineage.domain.errors import InvariantViolated
 

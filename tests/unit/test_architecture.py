@@ -1,4 +1,5 @@
-"""Layering rules that keep the code navigable: the domain does no I/O, and every command explains itself."""
+"""Layering rules that keep the code navigable: the domain does no I/O, and every command explains
+itself."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_every_command_and_option_has_help() -> None:
                 assert param.help, f"{name} option {param.opts} has no help"
 
 
-#: Which layers each layer may import (domain <- adapters <- projections <- cli; the composition root sees all).
+#: Which layers each layer may import (domain <- adapters <- projections <- cli; the composition
+#: root sees all).
 LAYERS = {
     "domain": set(),
     "adapters": {"domain"},
@@ -39,8 +41,8 @@ LAYERS = {
     "cli": {"domain", "adapters", "projections", "rollout_lineage"},
     "rollout_lineage": {"domain", "adapters", "projections", "cli"},
 }
-#: Inside `projections/`, each room may import only the rooms before it: read models know nothing of the
-#: engine that fills them, and the engine nothing of the reports that read them.
+#: Inside `projections/`, each room may import only the rooms before it: read models know nothing of
+#: the engine that fills them, and the engine nothing of the reports that read them.
 PROJECTION_ROOMS = {
     "read_models": set(),
     "engine": {"read_models"},
@@ -52,7 +54,8 @@ REPO = Path(__file__).resolve().parents[2]
 def _layer_of_import(
     module_layer: str, node: ast.ImportFrom | ast.Import, package: list[str]
 ) -> set[str]:
-    """The project layers one import statement reaches (relative imports resolved against the module's package)."""
+    """The project layers one import statement reaches (relative imports resolved against the
+    module's package)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     elif node.level:
@@ -71,7 +74,8 @@ def _layer_of_import(
 
 
 def test_every_module_imports_only_the_layers_below_it() -> None:
-    """Checked for every module (not only those the domain test imports), lazy imports inside functions included."""
+    """Checked for every module (not only those the domain test imports), lazy imports inside
+    functions included."""
     broken = []
     for layer in ("domain", "adapters", "projections", "cli"):
         for path in sorted((REPO / layer).rglob("*.py")):
@@ -168,7 +172,8 @@ def test_no_module_name_is_used_twice() -> None:
 
 
 def test_no_private_name_is_imported_from_another_module() -> None:
-    """A leading underscore means "this module's own"; a name another module needs is made public."""
+    """A leading underscore means "this module's own"; a name another module needs is made
+    public."""
     broken = []
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text())):

@@ -27,7 +27,7 @@ def skipped(name: str) -> ArmOutcome:
     return ArmOutcome(name=name, reward=None, ran=False)
 
 
-# --- the spec's illustrative example (§1.7): scalar tie hiding flipped sub-tests ---------------------------
+# --- the spec's illustrative example (§1.7): scalar tie hiding flipped sub-tests ------------------
 
 
 def spec_example_arms() -> list[ArmOutcome]:
@@ -68,7 +68,7 @@ def test_differing_outcomes_keys_are_sorted_for_sort_keys_output():
     assert list(entry["outcomes"]) == ["no-skill", "with-skill"]
 
 
-# --- status ------------------------------------------------------------------------------------------------
+# --- status ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_a_pending_arm_carries_nothing_and_is_judged_pending():
     assert attr.report_value(arms) is None
 
 
-# --- test name normalisation ----------------------------------------------------------------------------
+# --- test name normalisation ----------------------------------------------------------------------
 
 
 def test_short_test_name_drops_node_id_path_segments():
@@ -140,7 +140,8 @@ def test_names_are_shortened_when_injective_within_each_arms_report():
 
 
 def test_each_arm_is_shortened_on_its_own_like_ctrf_test_outcomes():
-    # benchflow decides per CTRF report (one arm): a collision in one arm keeps that arm raw, not the others.
+    # benchflow decides per CTRF report (one arm): a collision in one arm keeps that arm raw, not
+    # the others.
     arms = [
         scored("with-skill", 1.0, {"a/t.py::test_x": "passed", "b/t.py::test_x": "failed"}),
         scored("no-skill", 0.0, {"b/t.py::test_x": "failed"}),
@@ -187,7 +188,7 @@ def test_ctrf_outcomes_keep_the_first_entry_and_only_valid_ones():
     assert attr.ctrf_test_outcomes([]) is None
 
 
-# --- test_attribution ------------------------------------------------------------------------------------
+# --- test_attribution -----------------------------------------------------------------------------
 
 
 def test_only_tested_arms_take_part_and_missing_tests_are_null():
@@ -219,7 +220,8 @@ def test_scalar_only_attribution_with_fewer_than_two_tested_arms():
     assert result["tying_tests"] == ["test_a", "test_b"]
     assert result["scalar_tie"] is True
     assert result["summary"] == (
-        "scalar-only attribution — 1 of 3 arms reported per-test outcomes, so no sub-test comparison was made"
+        "scalar-only attribution — 1 of 3 arms reported "
+        "per-test outcomes, so no sub-test comparison was made"
     )
 
 
@@ -239,7 +241,8 @@ def test_all_tests_tie():
     assert result["differing_tests"] == []
     assert result["tying_tests"] == ["test_a", "test_b"]
     assert result["summary"] == (
-        "2 arms reported per-test outcomes and all 2 tie — no sub-test difference in this comparison"
+        "2 arms reported per-test outcomes and all 2 "
+        "tie — no sub-test difference in this comparison"
     )
 
 
@@ -289,7 +292,7 @@ def test_explicit_tests_per_arm_must_match_the_arms():
         attr.test_attribution(spec_example_arms(), [None])
 
 
-# --- references -------------------------------------------------------------------------------------------
+# --- references -----------------------------------------------------------------------------------
 
 
 def test_skill_arms_reference_each_other_other_arms_the_parent():
@@ -307,7 +310,7 @@ def test_skill_arm_falls_back_to_parent_when_counterpart_has_no_reward():
     assert attr.arm_references(arms, parent_reward=0.0) == ["parent", None, None]
 
 
-# --- verdicts ---------------------------------------------------------------------------------------------
+# --- verdicts -------------------------------------------------------------------------------------
 
 
 def test_errored_and_skipped_verdicts():
@@ -357,7 +360,8 @@ def test_tie_with_parent_has_no_sub_test_comparison():
 
 
 def test_tie_verdict_compares_only_the_two_arms():
-    # A third arm disagrees on test_a, but the skill pair agrees, so their verdicts see no difference.
+    # A third arm disagrees on test_a, but the skill pair agrees, so their verdicts see no
+    # difference.
     arms = [
         scored("with-skill", 0.0, {"test_a": "passed"}),
         scored("no-skill", 0.0, {"test_a": "passed"}),
@@ -395,7 +399,7 @@ def test_tie_verdict_counts_a_test_missing_from_one_arm():
     )
 
 
-# --- value ------------------------------------------------------------------------------------------------
+# --- value ----------------------------------------------------------------------------------------
 
 
 def test_report_value_is_the_mean_only_when_every_arm_scored():
@@ -405,7 +409,7 @@ def test_report_value_is_the_mean_only_when_every_arm_scored():
     assert attr.report_value([]) is None
 
 
-# --- the checked-in example report ------------------------------------------------------------------------
+# --- the checked-in example report ----------------------------------------------------------------
 
 
 @pytest.mark.skipif(not ABLATIONS, reason="no examples/pr-layout/ablate-*/ablation.json checked in")

@@ -1,4 +1,5 @@
-"""The audit's checks as pure functions on read-model rows, including states the domain refuses to record."""
+"""The audit's checks as pure functions on read-model rows, including states the domain refuses to
+record."""
 
 from __future__ import annotations
 

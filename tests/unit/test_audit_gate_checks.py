@@ -1,4 +1,5 @@
-"""The experiment-review skill's checks and preservation receipts as pure functions on evidence rows."""
+"""The experiment-review skill's checks and preservation receipts as pure functions on evidence
+rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The composition root takes its parts from outside: an application, a store URL, a read-model path."""
+"""The composition root takes its parts from outside: an application, a store URL, a read-model
+path."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The catch-up's fast chain check (`integrity.aligned_head`) accepts exactly the windows the full walk accepts,
-with the same head, and hands every other window to the walk, which names the break."""
+"""The catch-up's fast chain check (`integrity.aligned_head`) accepts exactly the windows the full
+walk accepts, with the same head, and hands every other window to the walk, which names the
+break."""
 
 from __future__ import annotations
 

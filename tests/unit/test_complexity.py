@@ -1,8 +1,10 @@
-"""Every function of the package stays at radon grade C or better (cyclomatic complexity 20 or less).
+"""Every function of the package stays at radon grade C or better (cyclomatic complexity 20 or
+less).
 
-A function past that has grown more than one job; it is split along its seams (see how `import_staged_run`
-reads, then registers, then adds forks, then closes), never silenced here. The tests and `bench/` are not
-held to it: a fuzz strategy that picks one of thirty damages is one long switch on purpose.
+A function past that has grown more than one job; it is split along its seams (see how
+`import_staged_run` reads, then registers, then adds forks, then closes), never silenced here. The
+tests and `bench/` are not held to it: a fuzz strategy that picks one of thirty damages is one long
+switch on purpose.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def test_no_function_is_graded_worse_than_c() -> None:
         if rank > WORST_ALLOWED and _pending(where) is None
     ]
     assert not worse, (
-        f"expected every function at radon grade {WORST_ALLOWED} or better, found {len(worse)} worse: "
+        f"expected every function at radon grade "
+        f"{WORST_ALLOWED} or better, found {len(worse)} worse: "
         + "; ".join(worse)
         + ". Split each along its seams (reading, deciding, building facts), as the importers are."
     )

@@ -59,7 +59,8 @@ def test_a_conflicting_fact_shows_both_values(app: LineageApp) -> None:
 
 def test_where_a_run_lives_is_located_not_registered() -> None:
     app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
-    # A registration's run_dir becomes a location the harness recorded; the registration itself carries none.
+    # A registration's run_dir becomes a location the harness recorded; the registration itself
+    # carries none.
     first = app.record(
         [
             f.RunRegistered(run=RUN, task="task", run_dir="/home/ci/job/task__1"),
@@ -88,7 +89,8 @@ def test_where_a_run_lives_is_located_not_registered() -> None:
         ("read", "/a/job/task__1"),
         ("read", "/b/job/task__1"),
     ]
-    # The harness keeps a run in one directory: another one is another run, whichever way it arrives.
+    # The harness keeps a run in one directory: another one is another run, whichever way it
+    # arrives.
     assert "recorded '/home/ci/job/task__1', now '/elsewhere/task__1'" in refused(
         app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/elsewhere/task__1")
     )
@@ -106,7 +108,8 @@ def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_kno
         app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")]).appended == 0
     )
     assert app.record([f.RunRegistered(run=RUN, task="task")]).appended == 0
-    # Its run_dir is the directory the harness recorded: another one is another run, as in a new store.
+    # Its run_dir is the directory the harness recorded: another one is another run, as in a new
+    # store.
     refused(app, ConflictingFact, f.RunRegistered(run=RUN, task="task", run_dir="/b/job/task__1"))
 
 
@@ -294,7 +297,8 @@ def test_custody_comes_before_the_fork_closes(app: LineageApp) -> None:
 
 
 def test_a_child_is_restored_before_its_fork_closes(app: LineageApp) -> None:
-    """As with outcomes and custody: an attack review recorded a restore after fork.closed (Fork's decide)."""
+    """As with outcomes and custody: an attack review recorded a restore after fork.closed (Fork's
+    decide)."""
     restore = f.ChildRestored(
         run=RUN, fork="root", index=1, snapshot=f.SnapshotRefs(sandbox="snap-a")
     )
@@ -492,7 +496,8 @@ def test_the_whole_example_scenario_is_accepted_and_is_idempotent() -> None:
 
 
 def test_a_lost_race_is_decided_again_from_the_winners_result(app: LineageApp) -> None:
-    """Another writer appends the same fact between our decision and our insert: we retry, and append nothing."""
+    """Another writer appends the same fact between our decision and our insert: we retry, and
+    append nothing."""
     from eventsourcing.persistence import IntegrityError
 
     insert = app.recorder.insert_events

@@ -1,8 +1,8 @@
 """Each fact is decided and evolved by methods registered next to it (`domain/decisions.Handlers`).
 
-A new fact is its class in `facts.FACT_TYPES` and two decorated methods on its aggregate; these tests fail
-when a fact has no decider or no evolver, or when two methods claim one fact. They also fail when a fact
-has no line of history (`SUMMARIES`), where it would show as its bare type.
+A new fact is its class in `facts.FACT_TYPES` and two decorated methods on its aggregate; these
+tests fail when a fact has no decider or no evolver, or when two methods claim one fact. They also
+fail when a fact has no line of history (`SUMMARIES`), where it would show as its bare type.
 """
 
 from __future__ import annotations

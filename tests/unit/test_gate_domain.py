@@ -1,4 +1,5 @@
-"""Invariants of the release-gate evidence and of terminal preservation receipts, on the in-memory store."""
+"""Invariants of the release-gate evidence and of terminal preservation receipts, on the in-memory
+store."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def test_evidence_is_about_a_node_of_the_tree_and_each_observation_is_recorded_o
     early = f.EvidenceObserved(run=RUN, trial="task__1", results=f.ResultsRow(present=False))
     app.record([early])
     assert app.record([early]).appended == 0
-    # benchflow writes results.jsonl after result.json: a later read sees it, which is another observation, no conflict
+    # benchflow writes results.jsonl after result.json: a later read sees it, which is another
+    # observation, no conflict
     later = early.model_copy(
         update={"results": f.ResultsRow(present=True, rows=1, training_ready=True)}
     )

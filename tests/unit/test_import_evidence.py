@@ -1,4 +1,5 @@
-"""Reading release-gate evidence from a rollout directory: streamed, counted, never refused for a bad line."""
+"""Reading release-gate evidence from a rollout directory: streamed, counted, never refused for a
+bad line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Reading run directories as untrusted input: caps, links, malformed JSON, times, CTRF, run keys."""
+"""Reading run directories as untrusted input: caps, links, malformed JSON, times, CTRF, run
+keys."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_links_out_of_the_folder_are_refused_and_links_inside_are_read(tmp_path:
     folder = RunFolder(run)
     with pytest.raises(
         InvalidInput,
-        match=r"config\.json: expected a file inside .*run, found a link that resolves to .*secret\.json",
+        match=r"config\.json: expected a file inside .*run, "
+        r"found a link that resolves to .*secret\.json",
     ):
         folder.read_json("config.json")
     with pytest.raises(InvalidInput, match="outside"):

@@ -1,5 +1,5 @@
-"""The tree math against the RFC 6962/9162 test vectors (those of transparency-dev/merkle and Go's sumdb),
-plus the mutations their test suites apply to a good proof: each must fail."""
+"""The tree math against the RFC 6962/9162 test vectors (those of transparency-dev/merkle and Go's
+sumdb), plus the mutations their test suites apply to a good proof: each must fail."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Read models: exactly-once catch-up that survives a crash mid-page, rebuilds, read-only SQL, lineage macros."""
+"""Read models: exactly-once catch-up that survives a crash mid-page, rebuilds, read-only SQL,
+lineage macros."""
 
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ def test_a_crash_mid_page_resumes_to_the_same_tables_as_a_fresh_rebuild(
 def test_a_page_read_in_chunks_fails_whole_and_the_same_connection_resumes_without_doubles(
     memory_lineage: Lineage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A page is read from the store in chunks, each staged as it comes (`paging.READ`); a page that fails
-    leaves its chunks staged, and a long-lived reader (`ReadModels.refresh`) catching up again on the same
-    connection must not apply them a second time."""
+    """A page is read from the store in chunks, each staged as it comes (`paging.READ`); a page that
+    fails leaves its chunks staged, and a long-lived reader (`ReadModels.refresh`) catching up again
+    on the same connection must not apply them a second time."""
     lineage = memory_lineage
     lineage.record(ablate_run_facts())
     lineage.record(nightly_run_facts())
@@ -88,8 +89,8 @@ def test_a_page_read_in_chunks_fails_whole_and_the_same_connection_resumes_witho
 def test_a_log_ending_on_a_whole_chunk_mid_page_is_staged_whole(
     memory_lineage: Lineage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chunks are appended a few at a time; the last ones of a log that ends on a whole chunk, before its page
-    is full, are appended too."""
+    """Chunks are appended a few at a time; the last ones of a log that ends on a whole chunk,
+    before its page is full, are appended too."""
     monkeypatch.setattr(paging, "READ", 3)
     memory_lineage.record([f.RunRegistered(run=f"r{i}", task="t") for i in range(6)])
     db = ReadModelDB.open(memory_lineage.read_models_path)
@@ -99,10 +100,11 @@ def test_a_log_ending_on_a_whole_chunk_mid_page_is_staged_whole(
     assert table_contents(db) == fresh_tables(memory_lineage)
 
 
-def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stops_with_its_reader() -> (
+def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stops_with_its_reader() -> (  # noqa: E501
     None
 ):
-    """`paging._prefetched` runs the store reads on a thread of its own, up to a count and a size ahead."""
+    """`paging._prefetched` runs the store reads on a thread of its own, up to a count and a size
+    ahead."""
 
     def broken() -> Iterator[int]:
         yield 1
@@ -146,7 +148,8 @@ def test_the_page_reader_hands_over_its_failure_keeps_within_its_budget_and_stop
 @pytest.mark.slow
 @pytest.mark.usefixtures("ctrl_c_delivered")
 def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
-    """The reader is a daemon thread: Ctrl-C ends the process without joining it (it waited for the read)."""
+    """The reader is a daemon thread: Ctrl-C ends the process without joining it (it waited for the
+    read)."""
     release = threading.Event()
 
     def stuck() -> Iterator[int]:
@@ -156,7 +159,8 @@ def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
 
     pages = paging._prefetched(stuck(), 4, 10**9, lambda _: 1)
     assert next(pages) == 0
-    # Ctrl-C once this thread waits inside `next(pages)` for the item the stuck reader never hands over.
+    # Ctrl-C once this thread waits inside `next(pages)` for the item the stuck reader never hands
+    # over.
     interrupt = when_main_thread_inside(
         paging._prefetched.__code__,
         lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT),
@@ -175,8 +179,9 @@ def test_ctrl_c_does_not_wait_for_a_store_read_that_is_stuck() -> None:
 def test_a_table_hashed_a_few_rows_at_a_time_has_the_digest_of_the_whole(
     memory_lineage: Lineage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`verify --read-models` falls back to hashing by rowid windows past the memory cap: a window that skipped
-    or repeated rows would do so on both sides and still match, so the two ways must agree exactly."""
+    """`verify --read-models` falls back to hashing by rowid windows past the memory cap: a window
+    that skipped or repeated rows would do so on both sides and still match, so the two ways must
+    agree exactly."""
     memory_lineage.record(ablate_run_facts())
     memory_lineage.record(nightly_run_facts())
     db = ReadModelDB.open(":memory:")

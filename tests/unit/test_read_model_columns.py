@@ -1,9 +1,9 @@
 """Every field a fact carries reaches a read model, or is named here as deliberately left out.
 
-A read model's columns are declared once (`projections/base.Columns`), so a field is projected when some
-apply statement parses it from that fact's type. A new field on a fact, or on a model nested in one, that
-nobody projects fails `test_every_fact_field_is_projected_or_ignored_with_a_reason` until a read model
-reads it or `IGNORED` says why not.
+A read model's columns are declared once (`projections/base.Columns`), so a field is projected when
+some apply statement parses it from that fact's type. A new field on a fact, or on a model nested in
+one, that nobody projects fails `test_every_fact_field_is_projected_or_ignored_with_a_reason` until
+a read model reads it or `IGNORED` says why not.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ from rollout_lineage.projections.read_models.base import (
 )
 from rollout_lineage.projections.read_models.registry import PROJECTIONS
 
-#: Fact fields (`Fact.field` or `Fact.field.nested`) no read model projects, each with why.
-#: Empty today: every field is projected. An entry must name a field no read model reads (checked below).
+#: Fact fields (`Fact.field` or `Fact.field.nested`) no read model projects, each with why. Empty
+#: today: every field is projected. An entry must name a field no read model reads (checked below).
 IGNORED: dict[str, str] = {}
 
-# `facts_of` writes each window subquery so: the fact parsed by a spec, from the events of some types.
+# `facts_of` writes each window subquery so: the fact parsed by a spec, from the events of some
+# types.
 _WINDOW = re.compile(r"from_json\(fact, '([^']*)'\) AS j FROM events WHERE type IN \(([^)]*)\)")
 
 
@@ -192,8 +193,9 @@ def test_a_source_subquery_reads_through_its_own_names() -> None:
     assert """from_json(fact, '{"run":"VARCHAR"}')""" in statement
 
 
-#: Each projection's version and a digest of its CREATE TABLE statements. A file built by one shape is
-#: rebuilt only when the version changes, so a new shape with an old version would leave stale tables.
+#: Each projection's version and a digest of its CREATE TABLE statements. A file built by one shape
+#: is rebuilt only when the version changes, so a new shape with an old version would leave stale
+#: tables.
 SHAPES = {
     "events": (3, "43a5609b09a1b610"),
     "runs": (4, "8143dee761a5f92d"),

@@ -1,8 +1,9 @@
 """The artifact contract says what benchflow's own validator says, sentence for sentence.
 
-Inputs: run directories built by benchflow's writer functions (`tests/rollout_writer.py`: `_init_rollout`,
-`_write_config`, `_write_llm_trajectory`, `_build_rollout_result`, `build_rollout_results_record`), with
-one `damage` step where a scenario needs one. Judge: `VALIDATOR_VERDICTS`, what
+Inputs: run directories built by benchflow's writer functions (`tests/rollout_writer.py`:
+`_init_rollout`, `_write_config`, `_write_llm_trajectory`, `_build_rollout_result`,
+`build_rollout_results_record`), with one `damage` step where a scenario needs one. Judge:
+`VALIDATOR_VERDICTS`, what
 `.agents/skills/benchflow-experiment-review/scripts/validate_run_artifacts.py` at benchflow 17a3573b
 printed for each directory (observed by running it; `tests/validator_scenarios.py` says how).
 """
@@ -19,7 +20,8 @@ from rollout_lineage.adapters.importers.rundir import RunFolder
 from rollout_lineage.domain.review_facts import ArtifactIssue
 from tests.validator_scenarios import SCENARIOS, VALIDATOR_VERDICTS
 
-#: Checks the validator states of a whole file (no line), though we also record the first line concerned.
+#: Checks the validator states of a whole file (no line), though we also record the first line
+#: concerned.
 WHOLE_FILE = (
     "missing",
     "empty",

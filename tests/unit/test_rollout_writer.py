@@ -1,7 +1,9 @@
-"""tests/rollout_writer.py writes what benchflow's rollout writers write, and the validator's verdicts.
+"""tests/rollout_writer.py writes what benchflow's rollout writers write, and the validator's
+verdicts.
 
-The scenarios and the validator's observed verdicts are in tests/validator_scenarios.py (it says how to observe
-them again). The tests here pin the directories' shape; audit tests compare `lineage audit` with the table.
+The scenarios and the validator's observed verdicts are in tests/validator_scenarios.py (it says how
+to observe them again). The tests here pin the directories' shape; audit tests compare `lineage
+audit` with the table.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from tests.validator_scenarios import (
     with_skill,
 )
 
-# The table -----------------------------------------------------------------------------------------
+# The table ----------------------------------------------------------------------------------------
 
 
 def test_the_table_covers_every_scenario_and_a_verdict_follows_its_issues() -> None:
@@ -71,7 +73,7 @@ def test_every_artifact_the_validator_calls_missing_is_missing_and_no_other(
     assert {p for p in required if not (run_dir / p).is_file()} == said_missing
 
 
-# The files, and when they exist ---------------------------------------------------------------------
+# The files, and when they exist -------------------------------------------------------------------
 
 COMPLETED_RUN_FILES = {
     "agent",
@@ -145,7 +147,7 @@ def test_serialisation_follows_each_writer(tmp_path: Path) -> None:
         assert text.endswith("\n") and text.count("\n") == 1, name
 
 
-# config.json and result.json ------------------------------------------------------------------------
+# config.json and result.json ----------------------------------------------------------------------
 
 SKILL_KEYS = [
     "skill_mode",
@@ -321,7 +323,8 @@ def test_with_skill_records_the_mount_and_counts_the_invocation(
 
 CATALOG_MARKERS = {
     "openhands": "<available_skills><skill><name>csv-tools</name>",
-    "claude-agent-acp": "The following skills are available for use with the Skill tool:\n\n- csv-tools: ",
+    "claude-agent-acp": "The following skills are available "
+    "for use with the Skill tool:\n\n- csv-tools: ",
     "codex-acp": "<skills_instructions>",
     "gemini": "# Available Agent Skills",
 }
@@ -353,7 +356,7 @@ def test_error_categories(tmp_path: Path) -> None:
     assert unavailable["usage_tracking"]["endpoint_kind"] == "none"
 
 
-# results.jsonl ---------------------------------------------------------------------------------------
+# results.jsonl ------------------------------------------------------------------------------------
 
 
 def row_of(run_dir: Path) -> dict:
@@ -507,7 +510,7 @@ def test_a_retried_request_keeps_only_the_response_that_was_consumed(tmp_path: P
     assert [s["extras"]["exchange_index"] for s in steps] == [0, 2, 3, 4]
 
 
-# write_job_results_jsonl ----------------------------------------------------------------------------
+# write_job_results_jsonl --------------------------------------------------------------------------
 
 
 def test_job_results_number_examples_by_task_and_record_bad_rows(tmp_path: Path) -> None:
@@ -538,7 +541,7 @@ def test_no_rollout_rows_no_job_file(tmp_path: Path) -> None:
     assert not (tmp_path / "results.jsonl").exists()
 
 
-# damage ----------------------------------------------------------------------------------------------
+# damage -------------------------------------------------------------------------------------------
 
 
 def snapshot(run_dir: Path) -> dict[str, str]:

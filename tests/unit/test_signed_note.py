@@ -1,4 +1,5 @@
-"""The signed-note and key formats against Go's golang.org/x/mod/sumdb/note vector, and the verifying rules."""
+"""The signed-note and key formats against Go's golang.org/x/mod/sumdb/note vector, and the
+verifying rules."""
 
 from __future__ import annotations
 

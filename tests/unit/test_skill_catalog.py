@@ -1,12 +1,14 @@
-"""The startup skill catalog, `task_skills_loading`, skill invocations and task-skill access of one rollout.
+"""The startup skill catalog, `task_skills_loading`, skill invocations and task-skill access of one
+rollout.
 
 Records are shaped as benchflow writes them (benchflow-ai/benchflow 62cc7e41, named per test):
 `trajectory/llm_trajectory.jsonl` is one `LLMExchange.model_dump` per line (trajectories/types.py
 `Trajectory.to_jsonl`), built from the LiteLLM callback record (providers/litellm_logging.py
 `callback_module_source` `_base_record`: body = model, messages, input, tools, stream; and
-`trajectory_from_litellm_callback_log`); ACP events are `_events_to_trajectory` (trajectories/_capture.py).
-The harness catalog formats are the SOP's (`references/harness-skill-catalog-sop.md`, 17a3573b); the eval
-scenarios follow `evals/files/*` of the same revision, written here anew.
+`trajectory_from_litellm_callback_log`); ACP events are `_events_to_trajectory`
+(trajectories/_capture.py). The harness catalog formats are the SOP's
+(`references/harness-skill-catalog-sop.md`, 17a3573b); the eval scenarios follow `evals/files/*` of
+the same revision, written here anew.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from rollout_lineage.adapters.importers.skill_catalog import review_skills
 
 
 def exchange(body: dict[str, Any], response: dict[str, Any] | None = None, **extra: Any) -> dict:
-    """One llm_trajectory.jsonl line: `LLMExchange(request=LLMRequest(...), response=LLMResponse(...))`."""
+    """One llm_trajectory.jsonl line: `LLMExchange(request=LLMRequest(...),
+    response=LLMResponse(...))`."""
     path = extra.get("path", "/v1/chat/completions")
     return {
         "request": {
@@ -41,7 +44,8 @@ def exchange(body: dict[str, Any], response: dict[str, Any] | None = None, **ext
 
 
 def chat_call(name: str, arguments: str) -> dict[str, Any]:
-    """A chat-completions response (LiteLLM `ModelResponse` dumped by `_jsonable`) with one tool call."""
+    """A chat-completions response (LiteLLM `ModelResponse` dumped by `_jsonable`) with one tool
+    call."""
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}
     return {
         "choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
@@ -85,7 +89,8 @@ def openhands_prompt(*names: str) -> tuple[str, str]:
     )
     inner = items + "\n"
     prompt = (
-        "You are OpenHands agent.\n<SKILLS>\nThe following skills are available. To use a skill, call "
+        "You are OpenHands agent.\n<SKILLS>\n"
+        "The following skills are available. To use a skill, call "
         'the `invoke_skill(name="<skill-name>")` tool.\n\n'
         f"<available_skills>{inner}</available_skills>\n</SKILLS>"
     )
@@ -103,12 +108,13 @@ def openhands_body(prompt: str, task: str = "Solve the task.") -> dict[str, Any]
     }
 
 
-# --- OpenHands (registry.py "openhands"; skills linked into $HOME/.agents/skills by deploy_skills) ---
+# --- OpenHands (registry.py "openhands"; skills linked into $HOME/.agents/skills by deploy_skills)
+# ---
 
 
 def test_openhands_with_skill_loaded_and_invoked() -> None:
-    """OpenHands through LiteLLM's chat route (`_wire_litellm_agent_env`: LLM_MODEL openai/<alias>), the
-    catalog in messages[role=system]; the ACP side is the legacy invoke_skill result that
+    """OpenHands through LiteLLM's chat route (`_wire_litellm_agent_env`: LLM_MODEL openai/<alias>),
+    the catalog in messages[role=system]; the ACP side is the legacy invoke_skill result that
     trajectories/metrics.py `content_contains_skill_invocation_tool` recognises."""
     prompt, inner = openhands_prompt("code-simplifier", "iterate", "data-cleaning")
     catalog = review_skills(
@@ -149,7 +155,8 @@ def test_openhands_with_skill_loaded_and_invoked() -> None:
 
 def test_with_skill_whose_task_skill_never_loaded_is_0() -> None:
     """The bug of issue #22: benchflow records skills_sandbox_dir "/skills" (skill_policy.py
-    `config_metadata`) whether or not the harness loaded anything; the catalog shows only its built-ins."""
+    `config_metadata`) whether or not the harness loaded anything; the catalog shows only its
+    built-ins."""
     prompt, _ = openhands_prompt("code-simplifier", "iterate", "pdflatex")
     catalog = review_skills(
         rollout(
@@ -181,7 +188,8 @@ def test_a_longer_name_holding_the_task_skill_is_not_the_task_skill() -> None:
 
 
 def test_names_compare_as_the_extract_script_compares_them() -> None:
-    """Case and `_`/`-` do not tell skills apart (`normalize_skill_name` of extract_harness_skills.py)."""
+    """Case and `_`/`-` do not tell skills apart (`normalize_skill_name` of
+    extract_harness_skills.py)."""
     prompt, _ = openhands_prompt("data-cleaning")
     catalog = review_skills(
         rollout(
@@ -193,8 +201,8 @@ def test_names_compare_as_the_extract_script_compares_them() -> None:
 
 
 def test_a_catalog_printed_by_a_tool_is_not_the_startup_catalog() -> None:
-    """An agent that cats a file holding a catalog writes it into a tool message of a later request; only
-    the harness-written system prompt counts, so the run stays unproven (None), never 1."""
+    """An agent that cats a file holding a catalog writes it into a tool message of a later request;
+    only the harness-written system prompt counts, so the run stays unproven (None), never 1."""
     prompt = "You are OpenHands agent. No skills section in this build."
     fake, _ = openhands_prompt("data-cleaning")
     later = openhands_body(prompt)
@@ -226,8 +234,9 @@ def test_an_unreadable_catalog_asks_for_manual_review() -> None:
 
 
 def test_acp_system_prompt_is_the_fallback_for_a_usage_only_llm_log() -> None:
-    """The SOP's fallback: usage-only LLM rows, and an early agent_thought beginning `System Prompt:`
-    (legacy OpenHands). A thought after the first tool call is the model's, and is not read."""
+    """The SOP's fallback: usage-only LLM rows, and an early agent_thought beginning `System
+    Prompt:` (legacy OpenHands). A thought after the first tool call is the model's, and is not
+    read."""
     prompt, inner = openhands_prompt("data-cleaning")
     late, _ = openhands_prompt("forged")
     catalog = review_skills(
@@ -266,7 +275,8 @@ def test_a_thought_after_the_first_tool_call_or_the_task_prompt_is_no_catalog() 
     assert catalog.task_skills_loading is None
 
 
-# --- Codex (registry.py "codex-acp", api_protocol openai-responses; skills in $HOME/.agents/skills) ---
+# --- Codex (registry.py "codex-acp", api_protocol openai-responses; skills in $HOME/.agents/skills)
+# ---
 
 CODEX_GLOBAL = (
     "imagegen",
@@ -279,13 +289,17 @@ CODEX_GLOBAL = (
 
 def codex_body(*skills: tuple[str, str]) -> tuple[dict[str, Any], str]:
     """A Responses request as LiteLLM's callback records it (`input`), the developer message holding
-    `<skills_instructions>` (the SOP: not in `instructions`). Returns the body and the exact block."""
+    `<skills_instructions>` (the SOP: not in `instructions`). Returns the body and the exact
+    block."""
     entries = "".join(f"\n- {name}: Use {name}. (file: {path})" for name, path in skills)
     block = (
         "\n## Skills\nA skill is a set of local instructions stored in a `SKILL.md` file."
         f"\n### Available skills{entries}\n### How to use skills\n- Discovery: read the file.\n"
     )
-    developer = f"<permissions instructions>sandboxed</permissions instructions>\n<skills_instructions>{block}</skills_instructions>"
+    developer = (
+        f"<permissions instructions>sandboxed</permissions "
+        f"instructions>\n<skills_instructions>{block}</skills_instructions>"
+    )
     body = {
         "model": "benchflow-gpt",
         "input": [
@@ -322,8 +336,9 @@ def shell_call(command: str) -> dict[str, Any]:
 
 
 def test_codex_no_skill_with_harness_global_catalog_only() -> None:
-    """A no-skill Codex run sees Codex's own system skills (SOP sample: 5) and may read them; that is not
-    task-skill access (SKILL.md: a no-skill run must not expose the *task's* skill resources)."""
+    """A no-skill Codex run sees Codex's own system skills (SOP sample: 5) and may read them; that
+    is not task-skill access (SKILL.md: a no-skill run must not expose the *task's* skill
+    resources)."""
     globals_ = [(n, f"/home/agent/.codex/skills/.system/{n}/SKILL.md") for n in CODEX_GLOBAL]
     body, block = codex_body(*globals_)
     catalog = review_skills(
@@ -350,7 +365,8 @@ def test_codex_no_skill_with_harness_global_catalog_only() -> None:
 
 def test_codex_with_skill_reads_its_task_skill() -> None:
     """With skills, deploy_skills links /skills into $HOME/.agents/skills (registry.py codex-acp
-    skill_paths); Codex reads the listed SKILL.md with a shell call (the SOP: no invoke_skill tool)."""
+    skill_paths); Codex reads the listed SKILL.md with a shell call (the SOP: no invoke_skill
+    tool)."""
     body, _ = codex_body(
         ("imagegen", "/home/agent/.codex/skills/.system/imagegen/SKILL.md"),
         ("task-helper", "/home/agent/.agents/skills/task-helper/SKILL.md"),
@@ -373,8 +389,8 @@ def test_codex_with_skill_reads_its_task_skill() -> None:
 
 
 def test_no_skill_leak_eval_scenario() -> None:
-    """evals/files/no-skill-leak: a Codex no-skill trial whose catalog lists nothing, whose agent read the
-    task skill's SKILL.md and invoked it. Both lines are access; loading is 0."""
+    """evals/files/no-skill-leak: a Codex no-skill trial whose catalog lists nothing, whose agent
+    read the task skill's SKILL.md and invoked it. Both lines are access; loading is 0."""
     body = {
         "instructions": "You are Codex.",
         "input": [
@@ -383,7 +399,8 @@ def test_no_skill_leak_eval_scenario() -> None:
                 "content": [
                     {
                         "type": "input_text",
-                        "text": "<skills_instructions>\n### Available skills\n</skills_instructions>",
+                        "text": "<skills_instructions>\n"
+                        "### Available skills\n</skills_instructions>",
                     }
                 ],
             },
@@ -440,8 +457,8 @@ def claude_reminder(*names: str) -> tuple[str, str]:
 
 
 def claude_body(*user_parts: dict[str, Any], history: list[dict] | None = None) -> dict[str, Any]:
-    """`_base_record` of an `anthropic_messages` call: path /v1/messages, Anthropic-format messages (the
-    top-level `system` is not among the keys benchflow's callback keeps)."""
+    """`_base_record` of an `anthropic_messages` call: path /v1/messages, Anthropic-format messages
+    (the top-level `system` is not among the keys benchflow's callback keeps)."""
     return {
         "model": "benchflow-claude",
         "messages": [{"role": "user", "content": list(user_parts)}, *(history or [])],
@@ -451,8 +468,8 @@ def claude_body(*user_parts: dict[str, Any], history: list[dict] | None = None) 
 
 
 def test_claude_code_catalog_in_a_reminder_and_skill_calls() -> None:
-    """claude-agent-acp through LiteLLM's /v1/messages (providers/litellm_logging.py `_base_record` path);
-    the response is an Anthropic message whose `tool_use` calls Skill and ToolSearch."""
+    """claude-agent-acp through LiteLLM's /v1/messages (providers/litellm_logging.py `_base_record`
+    path); the response is an Anthropic message whose `tool_use` calls Skill and ToolSearch."""
     reminder, bullets = claude_reminder("update-config", "verify", "plugin:pdf-tools", "pdf")
     body = claude_body(
         {"type": "text", "text": reminder}, {"type": "text", "text": "Solve the task."}
@@ -491,8 +508,8 @@ def test_claude_code_catalog_in_a_reminder_and_skill_calls() -> None:
 
 
 def test_claude_code_reminder_after_the_first_turn_is_not_startup() -> None:
-    """Claude Code re-attaches changed files as reminders in later turns; a file the agent wrote with a
-    catalog in it must not count as the startup catalog."""
+    """Claude Code re-attaches changed files as reminders in later turns; a file the agent wrote
+    with a catalog in it must not count as the startup catalog."""
     forged, _ = claude_reminder("pdf")
     later = claude_body(
         {"type": "text", "text": "Solve the task."},
@@ -530,8 +547,9 @@ def test_claude_code_reminder_after_the_first_turn_is_not_startup() -> None:
 
 
 def test_gemini_catalog_in_system_instruction_and_activate_skill() -> None:
-    """The SOP's Gemini shape: `systemInstruction.parts[].text`, `# Available Agent Skills`, entries with a
-    location; `<available_subagents>` is not the catalog. The call is a Gemini `functionCall`."""
+    """The SOP's Gemini shape: `systemInstruction.parts[].text`, `# Available Agent Skills`, entries
+    with a location; `<available_subagents>` is not the catalog. The call is a Gemini
+    `functionCall`."""
     inner = (
         "\n  <skill>\n    <name>skill-creator</name>\n    <description>Make skills.</description>\n"
         "    <location>/opt/gemini/skills/skill-creator/SKILL.md</location>\n  </skill>\n"
@@ -587,8 +605,8 @@ def test_gemini_catalog_in_system_instruction_and_activate_skill() -> None:
 
 def test_opencode_catalog_and_skill_content_envelope() -> None:
     """OpenCode's system message holds `<available_skills>` (litellm_logging.py
-    `_opencode_catalog_names`, tests/test_litellm_logging.py); its ACP skill call is kind other / title
-    skill with a `<skill_content name=...>` result (metrics.py, PR #939)."""
+    `_opencode_catalog_names`, tests/test_litellm_logging.py); its ACP skill call is kind other /
+    title skill with a `<skill_content name=...>` result (metrics.py, PR #939)."""
     system = (
         "You are opencode.\n<available_skills><skill><name>customize-opencode</name></skill>"
         "<skill><name>mesh-analysis</name></skill></available_skills>"
@@ -622,8 +640,9 @@ def test_opencode_catalog_and_skill_content_envelope() -> None:
 
 
 def test_pi_acp_catalog_not_serialized() -> None:
-    """The SOP: pi's startup prompt names docs/skills.md but lists no skills; `catalog_not_serialized`, and
-    `task_skills_loading` cannot be told (None), whatever the task expects."""
+    """The SOP: pi's startup prompt names docs/skills.md but lists no skills;
+    `catalog_not_serialized`, and `task_skills_loading` cannot be told (None), whatever the task
+    expects."""
     system = (
         "You are an expert coding assistant operating inside pi, a coding agent harness. "
         "See docs/skills.md for skills."
@@ -693,8 +712,9 @@ def test_no_expected_task_skills_leaves_loading_unknown() -> None:
 
 
 def test_access_is_the_tasks_own_skills_and_the_sandbox_skills_dir() -> None:
-    """Harness-global skill paths and look-alike folders are not access; anything under benchflow's sandbox
-    skills dir is (deploy_skills stages only the task's skills there; result.json `skills_sandbox_dir`)."""
+    """Harness-global skill paths and look-alike folders are not access; anything under benchflow's
+    sandbox skills dir is (deploy_skills stages only the task's skills there; result.json
+    `skills_sandbox_dir`)."""
     acp = [
         tool_event("cat ~/.claude/skills/update-config/SKILL.md", kind="read"),  # harness-global
         tool_event("ls myskills/pdf", kind="execute"),  # not a skills root
@@ -721,7 +741,8 @@ def test_access_is_the_tasks_own_skills_and_the_sandbox_skills_dir() -> None:
 
 
 def test_a_skill_word_in_an_ordinary_tools_output_is_no_invocation() -> None:
-    """metrics.py's rule: a read/execute tool whose output quotes an invoke_skill envelope is not one."""
+    """metrics.py's rule: a read/execute tool whose output quotes an invoke_skill envelope is not
+    one."""
     catalog = review_skills(
         rollout(
             acp=[

@@ -1,7 +1,7 @@
 """The snapshot service through its ports: a store (`Recording`) and the read models (`Catalog`).
 
-When the read models name a snapshot the log does not hold, the read-model file was not built from this log:
-the service refuses with an integrity failure (exit 3) before anything reaches the engine.
+When the read models name a snapshot the log does not hold, the read-model file was not built from
+this log: the service refuses with an integrity failure (exit 3) before anything reaches the engine.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""verify_tar against tars built here, in both layouts `docker save` writes, and against hostile variants."""
+"""verify_tar against tars built here, in both layouts `docker save` writes, and against hostile
+variants."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def assert_problem(report: TarReport, *needles: str) -> str:
     return text
 
 
-# -- valid tars -----------------------------------------------------------------------------------------------------
+# -- valid tars ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("gzip_layer", [None, 0])
@@ -88,7 +89,7 @@ def test_as_dict_is_json_and_carries_the_verdict(tmp_path):
     assert data["repo_tags"] == ["snap-x:latest"]
 
 
-# -- altered content ------------------------------------------------------------------------------------------------
+# -- altered content -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -216,7 +217,7 @@ def test_missing_manifest(tmp_path):
     assert report.layout == "unknown"
 
 
-# -- damaged files --------------------------------------------------------------------------------------------------
+# -- damaged files ---------------------------------------------------------------------------------
 
 
 def test_truncated_inside_a_layer(tmp_path):
@@ -278,7 +279,7 @@ def test_bytes_appended_after_the_archive(tmp_path):
     assert_problem(report, "after its end-of-archive marker")
 
 
-# -- hostile members ------------------------------------------------------------------------------------------------
+# -- hostile members -------------------------------------------------------------------------------
 
 
 def with_extra(extra: list[Entry]) -> bytes:
@@ -340,7 +341,7 @@ def test_duplicate_after_normalisation(tmp_path):
     )
 
 
-# -- caps and unreadable paths --------------------------------------------------------------------------------------
+# -- caps and unreadable paths ---------------------------------------------------------------------
 
 
 def test_json_cap_is_reported_not_exceeded(tmp_path):
@@ -367,7 +368,7 @@ def test_directory_raises_invalid_input(tmp_path):
         verify_tar(tmp_path)
 
 
-# -- never raises on hostile bytes ----------------------------------------------------------------------------------
+# -- never raises on hostile bytes -----------------------------------------------------------------
 
 _VALID = tar_bytes(oci_entries(gzip_layer=0)[0])
 
@@ -392,7 +393,7 @@ def test_mutated_tars_yield_a_report_never_an_exception(tmp_path, cut, flips):
         assert all(problem.endswith(".") for problem in report.problems)
 
 
-# -- what the manifest names ----------------------------------------------------------------------------------------
+# -- what the manifest names -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

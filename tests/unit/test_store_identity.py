@@ -1,4 +1,5 @@
-"""Read models of a server store: one cache per store, whatever the URL's spelling or the folder you stand in."""
+"""Read models of a server store: one cache per store, whatever the URL's spelling or the folder you
+stand in."""
 
 from __future__ import annotations
 

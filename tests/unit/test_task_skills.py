@@ -1,7 +1,8 @@
-"""Where a task's skill names come from (`task_skills.py`), and inference across a batch's arms (pure).
+"""Where a task's skill names come from (`task_skills.py`), and inference across a batch's arms
+(pure).
 
-The sources' order and each limit are docs/review-skill.md's "Task skill names"; the whole path through
-benchflow's writers and the skill's own scripts is tests/cli/test_review_task_skills.py.
+The sources' order and each limit are docs/review-skill.md's "Task skill names"; the whole path
+through benchflow's writers and the skill's own scripts is tests/cli/test_review_task_skills.py.
 """
 
 from __future__ import annotations
@@ -45,12 +46,14 @@ def test_the_task_skills_are_what_with_skill_catalogs_show_beyond_the_no_skill_b
 
 
 def test_one_with_skill_run_that_lost_its_skill_does_not_hide_it() -> None:
-    """A with-skill catalog without the task's skill is the failure being judged, not a vote against it."""
+    """A with-skill catalog without the task's skill is the failure being judged, not a vote against
+    it."""
     assert names([arm("with-skill", T, G), arm("with-skill", G), arm("no-skill", G)]) == (T,)
 
 
 def test_a_no_skill_run_that_leaked_the_skill_does_not_hide_it() -> None:
-    """The baseline is what every no-skill catalog shows: one leaking run does not remove the name."""
+    """The baseline is what every no-skill catalog shows: one leaking run does not remove the
+    name."""
     assert names([arm("with-skill", T, G), arm("no-skill", G), arm("no-skill", T, G)]) == (T,)
 
 

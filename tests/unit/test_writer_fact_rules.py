@@ -1,4 +1,5 @@
-"""The writer-rule invariants on facts themselves, as `lineage ingest` and the Python API meet them."""
+"""The writer-rule invariants on facts themselves, as `lineage ingest` and the Python API meet
+them."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from rollout_lineage.domain import facts as f
                 rewards={"reward": 0.5, "source": "branch_aggregate"},
                 basis="verified",
             ),
-            "expected basis 'branch_aggregate' (the rewards say source 'branch_aggregate'), found 'verified'",
+            "expected basis 'branch_aggregate' (the rewards "
+            "say source 'branch_aggregate'), found 'verified'",
         ),
         (
             lambda: f.RunFinished(

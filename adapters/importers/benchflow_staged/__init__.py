@@ -1,1 +1,2 @@
-"""benchflow's staged (branching) run directories: tree, stages, forks, custody and ablation files."""
+"""benchflow's staged (branching) run directories: tree, stages, forks, custody and ablation
+files."""

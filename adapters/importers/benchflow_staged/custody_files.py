@@ -25,13 +25,14 @@ def child_dir(node: str, child: str) -> str:
 
 
 def entries(folder: RunFolder, relative: str, warnings: list[str]) -> tuple[f.CustodyEntry, ...]:
-    """Every regular file under `relative`, with its digest and size (links and special files are named, not kept)."""
+    """Every regular file under `relative`, with its digest and size (links and special files are
+    named, not kept)."""
     files, left_out = folder.regular_files(relative)
     if left_out:
         warnings.append(
-            f"{folder.root / relative}: custody entries hold regular files only, so {', '.join(left_out)} "
-            f"{'is' if len(left_out) == 1 else 'are'} not recorded; recover "
-            f"{'it' if len(left_out) == 1 else 'them'} from there by hand if needed"
+            f"{folder.root / relative}: custody entries hold regular files only, so "
+            f"{', '.join(left_out)} {'is' if len(left_out) == 1 else 'are'} not recorded; "
+            f"recover {'it' if len(left_out) == 1 else 'them'} from there by hand if needed"
         )
     return tuple(
         build(f.CustodyEntry, str(path), path=name, sha256=sha256_file(path), size=file_size(path))
@@ -63,7 +64,8 @@ def hand_off(
 
 
 def reported_messages(*errors: str | None) -> list[str]:
-    """benchflow joins the guard's failures with "; "; each starts with "branch could not" or "unexpected"."""
+    """benchflow joins the guard's failures with "; "; each starts with "branch could not" or
+    "unexpected"."""
     text = "; ".join(e for e in errors if e)
     starts = [
         m.start()
@@ -125,6 +127,6 @@ def release_error(messages: list[str], hold: str, held: int) -> str:
     if reported:
         return "; ".join(reported)
     return (
-        f"the custody hold {hold} was left behind: the parent's mounted artifacts moved there before the children "
-        f"ran were never moved back ({held} files remain there)"
+        f"the custody hold {hold} was left behind: the parent's mounted artifacts moved "
+        f"there before the children ran were never moved back ({held} files remain there)"
     )

@@ -20,8 +20,8 @@ _MANY = 2
 
 @dataclass
 class NodeForks:
-    """The children under one node that carry a delta, in attachment order, cut into runs that cannot share a
-    fork (a different fork point, or a linear sibling between them)."""
+    """The children under one node that carry a delta, in attachment order, cut into runs that
+    cannot share a fork (a different fork point, or a linear sibling between them)."""
 
     node: TreeNode
     children: list[TreeNode]
@@ -77,7 +77,8 @@ class NodeForks:
         if self._unscored[end] - self._unscored[start]:
             return "pop", None
         if end - start <= 64:  # benchflow's aggregate is a plain sum, so the last digit agrees
-            # No child here raised or is unscored (both returned above), so every reward is a number.
+            # No child here raised or is unscored (both returned above), so every reward is a
+            # number.
             rewards = [c.reward or 0.0 for c in self.children[start:end]]
             return "set", sum(rewards) / len(rewards)
         return "set", (self._sums[end] - self._sums[start]) / (end - start)
@@ -187,8 +188,8 @@ def split_forks(
     if not splits:
         return [list(run) for run in runs]
     if len(splits) > 1:
-        # The files cannot say which branch() call forked which child. One fork per run of siblings is what a
-        # single branch() leaves, by far the common case (four children that all pass), and what earlier
-        # versions recorded; the exports equal the files either way.
+        # The files cannot say which branch() call forked which child. One fork per run of siblings
+        # is what a single branch() leaves, by far the common case (four children that all pass),
+        # and what earlier versions recorded; the exports equal the files either way.
         return [list(run) for run in runs]
     return [forks.children[a:b] for a, b in splits[0]]

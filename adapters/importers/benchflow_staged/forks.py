@@ -33,7 +33,10 @@ PROVENANCE_FIELDS = (
     "delta",
     "delta_execution",
 )
-RAISED = "the child raised before an outcome was recorded (benchflow's partial tree: no reward and no unscored reason)"
+RAISED = (
+    "the child raised before an outcome was recorded "
+    "(benchflow's partial tree: no reward and no unscored reason)"
+)
 
 
 @dataclass
@@ -193,7 +196,7 @@ def check_reward_file(ctx: ForkContext, group: ForkGroup, node: TreeNode) -> Non
         raise invalid(
             doc.where("reward"),
             f"the reward {ctx.tree.file} records for node {node.id!r} "
-            f"({node.reward if node.reward is not None else 'none: ' + (node.unscored or 'the child raised')})",
+            f"({node.reward if node.reward is not None else 'none: ' + (node.unscored or 'the child raised')})",  # noqa: E501
             reward,
         )
 
@@ -305,7 +308,8 @@ def fork_children(ctx: ForkContext, group: ForkGroup, arms: list[Arm | None]) ->
 
 
 def ablation_metadata(ctx: ForkContext) -> dict[str, Any] | None:
-    """What ablation.json says about the fork it describes (and the arms it skipped); None for other forks."""
+    """What ablation.json says about the fork it describes (and the arms it skipped); None for other
+    forks."""
     if ctx.ablation is None:
         return None
     ablation = dict(ctx.ablation.metadata)
@@ -333,7 +337,8 @@ def custody_failures(
     where: str,
     held: Sequence[f.CustodyEntry],
 ) -> list[f.CustodyFailed]:
-    """Hand-offs that failed, and the release of a hold left behind, with the errors benchflow reported."""
+    """Hand-offs that failed, and the release of a hold left behind, with the errors benchflow
+    reported."""
     messages = custody.reported_messages(*reported_errors(ctx, arms))
     failures: list[f.CustodyFailed] = custody.hand_off_failures(
         ctx.folder, ctx.run, group, messages
@@ -355,7 +360,8 @@ def custody_failures(
 
 
 def reported_errors(ctx: ForkContext, arms: list[Arm | None]) -> list[str | None]:
-    """Where `bench eval ablate` puts a branch error: the report's own `error`, or the arm that raised."""
+    """Where `bench eval ablate` puts a branch error: the report's own `error`, or the arm that
+    raised."""
     if ctx.ablation is None:
         return []
     return [ctx.ablation.doc.string("error"), *(arm.error for arm in arms if arm is not None)]
@@ -369,7 +375,8 @@ def child_outcome(
     gives `fork.child_failed` (benchflow's partial tree: that child raised)."""
     wall = arm.wall_clock_sec if arm else None
     base = {"run": ctx.run, "fork": group.fork_id, "index": index, "wall_clock_sec": wall}
-    # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a finally).
+    # Mined for every child with a node, the one that raised too (its mounted/ hand-off runs in a
+    # finally).
     tests = child_test_outcomes(ctx.folder, child_dir(group.node, node.id))
     if tests is None and arm is not None:
         tests = arm.tests
@@ -399,12 +406,13 @@ def closing(
     rewards = [c.reward for c in group.children if c.reward is not None]
     failed = any(c.reward is None and c.unscored is None for c in group.children)
     if failed or custody_error or report_error:
-        # A child raised, or the release failed: benchflow raised before aggregating V (a V on the node is an
-        # earlier fork's). A report error says the same: _finalize_report sets it only when branch_at_stage raised.
+        # A child raised, or the release failed: benchflow raised before aggregating V (a V on the
+        # node is an earlier fork's). A report error says the same: _finalize_report sets it only
+        # when branch_at_stage raised.
         return "partial", None, report_error or custody_error
     if len(group.children) < MIN_COMPLETED_CHILDREN:
-        # benchflow asks for at least two children; a fork that attached fewer stopped before the others started
-        # (before V was aggregated, so a V on the node is an earlier fork's).
+        # benchflow asks for at least two children; a fork that attached fewer stopped before the
+        # others started (before V was aggregated, so a V on the node is an earlier fork's).
         return (
             "partial",
             None,

@@ -33,7 +33,8 @@ LAST = 1 << 40
 
 
 def containment_for(path: Path) -> Path:
-    """The folder a run may read from: its own, or the ablate output directory that holds ablation.json."""
+    """The folder a run may read from: its own, or the ablate output directory that holds
+    ablation.json."""
     return path.parent.parent if path.parent.name == ABLATE_JOB_NAME else path
 
 
@@ -59,7 +60,8 @@ def read_ablation(folder: RunFolder, path: Path) -> Ablation | None:
 
 
 def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
-    """Refuse a reward.json for a node the tree does not have; return nodes with a left-over custody hold."""
+    """Refuse a reward.json for a node the tree does not have; return nodes with a left-over custody
+    hold."""
     holds = []
     for node in folder.subdirs("branches"):
         for child in folder.subdirs(f"branches/{node}/children"):
@@ -69,8 +71,9 @@ def check_branch_dirs(folder: RunFolder, tree: Tree) -> list[str]:
                 known is None or known.parent != node or known.delta is None
             ):
                 raise InvalidInput(
-                    f"{folder.root / relative}: expected a reward for a branch child of node {node!r} in "
-                    f"{tree.file}, found one for node {child!r}, which that tree does not have as such",
+                    f"{folder.root / relative}: expected a reward for a branch "
+                    f"child of node {node!r} in {tree.file}, found one for "
+                    f"node {child!r}, which that tree does not have as such",
                     hint=NOTHING_APPENDED,
                 )
         if folder.is_dir(f"branches/{node}/parent"):
@@ -231,7 +234,8 @@ def add_forks(
     holders = {} if running else hold_owners(run.holds, run.groups, run.tree, run.path, plan)
     if running:
         plan.warnings.extend(
-            f"{run.path}/branches/{node}/parent: a custody hold, perhaps in use by a fork still running, "
+            f"{run.path}/branches/{node}/parent: a custody "
+            f"hold, perhaps in use by a fork still running, "
             "is not recorded; importing the run after it has finished records one left behind"
             for node in run.holds
         )
@@ -261,9 +265,11 @@ def add_closing(
     running: str | None,  # why the run may still be written to, if it may
     t0: datetime | None,
 ) -> None:
-    """Snapshot lifetimes, the run's outcome, its gate evidence and the ablation report: after every fork."""
+    """Snapshot lifetimes, the run's outcome, its gate evidence and the ablation report: after every
+    fork."""
     files = run.files
-    # Cleanup (export or discard of every stage image) runs after the branch leg, so after every child finished.
+    # Cleanup (export or discard of every stage image) runs after the branch leg, so after every
+    # child finished.
     cleanup = max(
         (moment for moment in (files.finished_at(), timeline.latest(), t0) if moment is not None),
         default=None,
@@ -288,7 +294,8 @@ def add_closing(
 
 
 def reported_failure(ablation: Ablation | None, tree: Tree) -> frozenset[str]:
-    """The fork node whose branch the report says raised (`_finalize_report` sets `error` only then)."""
+    """The fork node whose branch the report says raised (`_finalize_report` sets `error` only
+    then)."""
     if ablation is None or ablation.doc.string("error") is None:
         return frozenset()
     return frozenset(
@@ -299,8 +306,9 @@ def reported_failure(ablation: Ablation | None, tree: Tree) -> frozenset[str]:
 def gate_evidence(
     folder: RunFolder, files: RunFiles, key: str, groups: list[ForkGroup], *, continuation: bool
 ) -> list[Entry]:
-    """Release-gate evidence of the run and of each fresh-rollout arm that has a run directory of its own (an arm
-    still running is never read: the run's groups are passed only once it has finished)."""
+    """Release-gate evidence of the run and of each fresh-rollout arm that has a run directory of
+    its own (an arm still running is never read: the run's groups are passed only once it has
+    finished)."""
     root = benchflow_evidence(files, key, continuation=continuation)
     out = [Entry(root, files.finished_at())] if root is not None else []
     for group in groups:
@@ -316,7 +324,8 @@ def gate_evidence(
 def ablation_stage(
     ablation: Ablation | None, registry: dict[str, Fields] | None
 ) -> dict[str, Fields]:
-    """The branched stage's entry as ablation.json copied it: checked against the registry, or used without one."""
+    """The branched stage's entry as ablation.json copied it: checked against the registry, or used
+    without one."""
     snapshot = ablation.doc.obj("stage_snapshot") if ablation is not None else None
     if ablation is None or snapshot is None:
         return {}
@@ -347,8 +356,9 @@ def still_running(path: Path) -> str | None:
 def hold_owners(
     holds: list[str], groups: list[ForkGroup], tree: Tree, path: Path, plan: RunPlan
 ) -> dict[str, ForkGroup]:
-    """The fork each left-over custody hold belongs to: the last fork at its node, unless that fork settled with a
-    V of its own (its release then succeeded, so the hold is a later fork's that failed before any child ran)."""
+    """The fork each left-over custody hold belongs to: the last fork at its node, unless that fork
+    settled with a V of its own (its release then succeeded, so the hold is a later fork's that
+    failed before any child ran)."""
     owners = {}
     for node in holds:
         last = next((g for g in reversed(groups) if g.node == node), None)
@@ -361,16 +371,17 @@ def hold_owners(
             else f"whose last fork {last.fork_id!r} settled with its own V"
         )
         plan.warnings.append(
-            f"{path}/branches/{node}/parent: a custody hold at node {node!r}, {why}: it is a fork's "
-            "that failed before any child ran, which tree.json does not show, so it is not recorded; "
-            "its files are the parent's, preserved there for recovery by hand"
+            f"{path}/branches/{node}/parent: a custody "
+            f"hold at node {node!r}, {why}: it is a fork's "
+            "that failed before any child ran, which tree.json does not show, so it is not "
+            "recorded; its files are the parent's, preserved there for recovery by hand"
         )
     return owners
 
 
 def settled_with_own_value(group: ForkGroup, tree: Tree) -> bool:
-    """The node's V is the mean of exactly this fork's rewards (benchflow aggregates V only after a release that
-    succeeded; a V left from an earlier fork stays when a later one raised)."""
+    """The node's V is the mean of exactly this fork's rewards (benchflow aggregates V only after a
+    release that succeeded; a V left from an earlier fork stays when a later one raised)."""
     node = tree.by_id[group.node]
     rewards = [c.reward for c in group.children if c.reward is not None]
     return (
@@ -443,7 +454,8 @@ def ablated_group(
 
 
 def parent_outcome(files: RunFiles, key: str, ablation: Ablation | None) -> list[Entry]:
-    """The run's own outcome from result.json; a parent error only the report names is the run's failure."""
+    """The run's own outcome from result.json; a parent error only the report names is the run's
+    failure."""
     entries = outcome(files, key)
     parent = ablation.doc.obj("parent") if ablation is not None else None
     failed = next((e.fact for e in entries if isinstance(e.fact, f.RunFailed)), None)
@@ -465,9 +477,10 @@ def report_fact(
     outcome_facts: list[f.Fact],
     closed: f.ForkClosed | None,
 ) -> list[f.Fact]:
-    """`ablation.reported` for what the report wrote that the fork and outcome facts do not give back: a parent
-    block from `verify()` that result.json contradicts (`_maybe_classify_api_error` ran later), an error the fork's
-    closing does not carry, or a whole report without a fork (docs/benchflow-formats.md §13.3)."""
+    """`ablation.reported` for what the report wrote that the fork and outcome facts do not give
+    back: a parent block from `verify()` that result.json contradicts (`_maybe_classify_api_error`
+    ran later), an error the fork's closing does not carry, or a whole report without a fork
+    (docs/benchflow-formats.md §13.3)."""
     doc, parent = ablation.doc, ablation.doc.obj("parent")
     reward = parent.number("reward") if parent is not None else None
     error = parent.string("error") if parent is not None else None

@@ -74,14 +74,15 @@ def matching_node(tree: Tree, stage: str, doc: Fields) -> str | None:
     by_order = sorted(tree.nodes, key=lambda node: node.order, reverse=True)
     tagged = [node for node in linear if node.stage == stage]
     candidates = (
-        # a stage marked twice: capture_stage moved it to the later cursor, the older tag is an earlier capture
+        # a stage marked twice: capture_stage moved it to the later cursor, the older tag is an
+        # earlier capture
         [node for node in tagged if holds(node)],
         # a tag without the refs of a registry that records none
         [node for node in tagged if not any(entry_refs)],
         [node for node in linear if holds(node)],
-        # a child's own verify() rewrote the registry and the parent's never did (a cursor branch() before the
-        # parent verified; _write_lineage writes the registry back only when the parent has one): the entry is
-        # that child's, on the node its verify() tagged
+        # a child's own verify() rewrote the registry and the parent's never did (a cursor branch()
+        # before the parent verified; _write_lineage writes the registry back only when the parent
+        # has one): the entry is that child's, on the node its verify() tagged
         [node for node in by_order if holds(node) and node.stage == stage],
     )
     for found in candidates:
@@ -123,7 +124,8 @@ def place_stages(tree: Tree, docs: dict[str, Fields]) -> dict[str, str]:
                 docs[stage].where(),
                 f"a node of {tree.file} tagged {stage!r} or holding its snapshot refs "
                 "(benchflow captures it wherever the cursor was, so nothing else places it)",
-                "no such node; check that tree.json and stage_snapshots.json come from the same run",
+                "no such node; check that tree.json and "
+                "stage_snapshots.json come from the same run",
             )
     return placed
 
@@ -205,7 +207,8 @@ def lifetime(doc: Fields, sandbox_ref: str | None, environment_ref: str | None) 
 
 
 def tree_stage(run: str, tree: Tree, stage: str) -> StageEntry:
-    """A stage described only by the tree (no registry): the tagged node's refs, exchanges unknown."""
+    """A stage described only by the tree (no registry): the tagged node's refs, exchanges
+    unknown."""
     node = next(n for n in tree.nodes if n.stage == stage and not tree.under_fork(n.id))
     refs = node.snapshot or f.SnapshotRefs()
     mark = build(

@@ -63,7 +63,8 @@ class Tree:
         self.by_id = {node.id: node for node in self.nodes}
 
     def under_fork(self, node_id: str) -> bool:
-        """Whether a node is a branch child or below one (its stage tags belong to a child, not the run)."""
+        """Whether a node is a branch child or below one (its stage tags belong to a child, not the
+        run)."""
         node = self.by_id.get(node_id)
         while node is not None:
             if node.delta is not None:
@@ -204,7 +205,8 @@ def parse_node(doc: Fields, seen: set[str], *, first: bool) -> TreeNode:
 def check_placement(
     doc: Fields, node_id: str, parent: str | None, seen: set[str], *, first: bool
 ) -> None:
-    """Ids are used once; the first node is the root, every other one hangs under a node listed before it."""
+    """Ids are used once; the first node is the root, every other one hangs under a node listed
+    before it."""
     if node_id in seen:
         raise invalid(doc.where("id"), "a node id used once", node_id)
     if first:
