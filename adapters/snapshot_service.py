@@ -1,19 +1,8 @@
 """Moving snapshot tars between disk, a Docker engine and the log, with every move recorded.
 
-Design decision: a tar is evidence, so nothing reaches the engine until the tar has been verified
-offline (`verify_tar`, one pass) and matched to what the log recorded for its ref: the tar's sha256
-proves it is the file that was exported, the image id (the config digest, which covers every layer's
-diff_id) proves it is the world the stage captured. Only then is it streamed into the engine, and
-afterwards the ref must resolve to that image id. Every outcome is a fact: `imported` (with
-`adopted` first for a tar nobody recorded, taken in on purpose) or `import_rejected` with the
-reason, so an audit sees failed attempts too. An export is written under a hidden name, verified,
-and only then renamed into place: the final name only ever holds a verified tar.
-
-What was exported, with which digests, is read from the domain's Snapshot aggregates (the log
-itself). The read models only answer what an aggregate cannot (which refs belong to a run, which
-refs recorded this tar's digest) through the `Catalog` port; its implementation
-(`projections/reports/snapshot_queries.py`) opens them for one query at a time, so a long `docker
-load` never holds the DuckDB lock.
+A tar is evidence: nothing reaches the engine until it is verified and matched to what the log
+recorded for its ref, every outcome (a rejection too) is a fact, and an export's final name only
+ever holds a verified tar.
 """
 
 from __future__ import annotations
@@ -96,7 +85,12 @@ class RunExports:
 
 class Catalog(Protocol):
     """The read-model questions imports ask (`projections/reports/snapshot_queries.py` answers
-    them)."""
+    them).
+
+    What was exported, with which digests, is read from the domain's Snapshot aggregates (the log
+    itself); the read models answer only what an aggregate cannot (which refs belong to a run,
+    which refs recorded this tar's digest). The implementation opens them for one query at a time,
+    so a long `docker load` never holds the DuckDB lock."""
 
     def run_exports(self, run: str, stages: Sequence[str] = ()) -> RunExports:
         """The exported snapshots of `run` (of `stages`, or of every stage), refusing what cannot be
@@ -121,6 +115,11 @@ class Recording(Protocol):
 
 
 class SnapshotService:
+    """Imports and exports of snapshot tars. Every outcome is a fact: `imported` (with `adopted`
+    first for a tar nobody recorded, taken in on purpose) or `import_rejected` with the reason, so
+    an audit sees failed attempts too; an export is `exported` or `export_failed`. An engine that
+    is away says nothing about the tar or the snapshot, so that is raised and not recorded."""
+
     def __init__(
         self, lineage: Recording, catalog: Catalog, engine: DockerEngine | None = None
     ) -> None:
@@ -270,7 +269,12 @@ class SnapshotService:
         adopt: bool = False,
     ) -> Outcome:
         """Verify against the record, then load, then check the ref; any failure is recorded as a
-        rejection."""
+        rejection.
+
+        The tar was verified offline (`verify_tar`, one pass); its sha256 proves it is the file
+        that was exported, its image id (the config digest, which covers every layer's diff_id)
+        proves it is the world the stage captured. Only then is it streamed into the engine, and
+        afterwards the ref must resolve to that image id."""
         expected_id = (
             image_id or report.image_id
         )  # a null recorded id (benchflow allows it) trusts the verified tar
@@ -448,6 +452,8 @@ class SnapshotService:
         return Outcome(ref, "exported", str(path), tar_sha256, image_id)
 
     def _export(self, ref: str, dest_dir: Path) -> tuple[Path, str, str]:
+        """Save under a hidden name, verify, and only then rename into place: the final name only
+        ever holds a verified tar."""
         engine_id = self.engine.image_id(ref)
         if engine_id is None:
             raise DockerEngineError(

@@ -1,19 +1,6 @@
 """This code's own views and macros: TEMP objects of one connection, each made just before a
-statement names it.
-
-The read-model file holds tables only. Views and macros are made from code on every connection, in
-its temp catalog, so nothing someone stored in the file can stand in for them (anyone with write
-access to the file could have); reading then writes nothing to the file, so a full disk or a
-read-only copy still answers. Making all of them costs about 11 ms a connection (DuckDB parses and
-binds each), a fifth of a fresh process's one-event catch-up, while most statements name one or two.
-So each is made before the first statement that names it, together with the definitions it uses.
-
-A statement can reach a view without spelling its name only by building the name at run time
-(`query()`, `query_table()`), and one that reads the catalog lists whichever exist: such statements
-get every definition first. Names are found in the whole text, strings and comments included: a name
-found in excess costs a millisecond, never a wrong answer. `json_execute_serialized_sql` runs its
-query on a connection of its own, which sees no temp catalog, only the file: users' statements may
-not call it (`user_sql`), and the file holds no view either (`runner` rebuilds a file that does).
+statement names it, so nothing stored in the read-model file (which holds tables only) can stand in
+for them, and reading writes nothing to the file (a full disk or a read-only copy still answers).
 """
 
 from __future__ import annotations
@@ -34,8 +21,11 @@ DEFINITIONS = (
     "IS NULL OR json_type(j) = 'NULL' THEN NULL ELSE j END",
 )
 _CREATE = re.compile(r"^CREATE OR REPLACE (VIEW|MACRO) (\w+)")
-#: Statements that may reach a definition without naming it: a name built at run time, or the
-#: catalog itself.
+#: Statements that may reach a definition without naming it: a name built at run time (`query()`,
+#: `query_table()`), or the catalog itself, which lists whichever exist. They get every definition.
+#: `json_execute_serialized_sql` runs its query on a connection of its own, which sees no temp
+#: catalog, only the file: users' statements may not call it (`user_sql`), and the file holds no
+#: view either (`runner` rebuilds a file that does).
 _EVERY_DEFINITION = re.compile(
     r"\bquery(_table)?\s*\(|information_schema|\bduckdb_\w+|\bpragma|\bshow\b|\bdescribe\b|\bsummarize\b",
     re.IGNORECASE,
@@ -84,7 +74,13 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
 
 class Shadows:
     """The definitions one connection has made so far; called with every statement before DuckDB
-    sees it."""
+    sees it.
+
+    Making all of them costs about 11 ms a connection (DuckDB parses and binds each), a fifth of a
+    fresh process's one-event catch-up, while most statements name one or two; so each is made
+    before the first statement that names it, together with the definitions it uses. Names are
+    found in the whole text, strings and comments included: a name found in excess costs a
+    millisecond, never a wrong answer."""
 
     def __init__(self, db: ReadModelDB) -> None:
         self.db = db

@@ -1,19 +1,6 @@
 """What `lineage serve`'s charts page shows: per arm, pass rate and mean reward with 95% intervals;
 a task x arm grid of pass rates; runs and mean reward over time; each split by any column of the
-`runs` view.
-
-The arm numbers are `lineage arms --stats`'s own (`arm_stats.grouped_trials` selects the trials as
-that command does and `arm_stats.arm_summary` computes every number), so grouped by `task` an arm's
-row here is that command's row for any run of the task. Only the drawing is the page's
-(`adapters/web_charts.py`).
-
-Bounded whatever the store holds: at most `GROUP_CAP` groups (the ones with the most runs; the rest
-are counted as "other"), `ARM_CAP` arms per group, `GRID_TASKS` tasks in the grid and `TIME_BUCKETS`
-points in time; every sum is SQL's. A reward interval is a bootstrap whose cost grows with the arm's
-trials (~0.5 s for 1,000 on one core here), so the page resamples at most `RESAMPLE_BUDGET` trials,
-largest groups first; an arm past it shows its mean without an interval and the page says which, and
-how to get it (`lineage arms RUN --stats`). Each answer is remembered for its log position, like
-every served answer.
+`runs` view. The numbers are `lineage arms --stats`'s own, and bounded whatever the store holds.
 """
 
 from __future__ import annotations
@@ -27,13 +14,16 @@ from ...domain.errors import InvalidInput
 from .arm_stats import METHOD, NAMED, arm_summary, grouped_trials
 
 DEFAULT_GROUP = "task"
+# The bounds: at most GROUP_CAP groups (the ones with the most runs; the rest are counted as
+# "other"), ARM_CAP arms per group, GRID_TASKS x GRID_ARMS cells and TIME_BUCKETS points in time;
+# every sum is SQL's.
 GROUP_CAP = 12
 ARM_CAP = 12
 GRID_TASKS = 40
 GRID_ARMS = 12
 TIME_BUCKETS = 60
 #: The most scored trials the page bootstraps for reward intervals (the Wilson intervals cost
-#: nothing).
+#: nothing). A bootstrap's cost grows with the arm's trials (~0.5 s for 1,000 on one core here).
 RESAMPLE_BUDGET = 4000
 #: Coarser and coarser units until the runs' time span fits in TIME_BUCKETS points.
 UNITS = ("hour", "day", "week", "month", "quarter", "year")
@@ -89,6 +79,11 @@ def checked_group(db: ReadModelDB, group: str | None) -> tuple[str, list[str]]:
 
 
 def charts(db: ReadModelDB, group: str | None = None) -> Charts:
+    """The charts page's numbers, grouped by `group` (a column of `runs`, `task` by default).
+
+    With `group` `task`, an arm's row is `lineage arms --stats`'s row for any run of the task.
+    Only the drawing is the page's (`adapters/web_charts.py`); `lineage serve` remembers each
+    answer for its log position, like every served answer."""
     chosen, columns = checked_group(db, group)
     value = f'CAST(r."{chosen}" AS VARCHAR)'  # a checked name, quoted; values are never pasted
     counted = db.rows(
@@ -122,6 +117,14 @@ def charts(db: ReadModelDB, group: str | None = None) -> Charts:
 def _arm_rows(
     db: ReadModelDB, column: str, shown: list[Any]
 ) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+    """The arms' rows, the (group, arm) pairs past ARM_CAP, and the arms left without a reward
+    interval.
+
+    `arm_stats.grouped_trials` selects the trials as `lineage arms --stats` does and
+    `arm_stats.arm_summary` computes every number. Intervals are resampled in the order shown
+    (groups with the most runs first, each group's arms by name) while RESAMPLE_BUDGET lasts; an
+    arm past it shows its mean without an interval, and the page says which and how to get it
+    (`lineage arms RUN --stats`)."""
     pooled = grouped_trials(db, column, shown)
     budget = RESAMPLE_BUDGET
     rows, left_out, skipped = [], 0, []
