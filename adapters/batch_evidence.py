@@ -1,17 +1,6 @@
 """What a writer attaches to each batch it appends, in the batch's own transaction: a signature, and
-where imported events came from.
-
-Signed writes: a writer holding a key signs each batch it appends. The row (`lineage_signatures`:
-first and last position, the signer's verifier key, signature) sits beside the chain links; the key
-is kept so a bundle can carry it, never trusted for what it is. Anyone can append a correctly linked
-event (the chain is a checksum, not an authentication), but only a holder of a trusted key can make
-it covered: `lineage verify --trusted-keys` recomputes each signed batch's leaves from the events
-and reports every event no trusted signature covers.
-
-Provenance (`lineage_provenance`): an event appended by `lineage import --bundle` keeps the origin
-of the log it came from, its position there, that log's checkpoint, and its stored form and
-inclusion proof there, so a merged store can still prove each imported fact against the checkpoint
-it was handed with.
+where imported events came from. Anyone can append a correctly linked event (the chain is a
+checksum, not an authentication); only a holder of a trusted key can make it covered.
 """
 
 from __future__ import annotations
@@ -26,7 +15,14 @@ from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
 from .store_port import EvidenceTables, evidence_tables
 
+#: One row per signed batch (first and last position, the signer's verifier key, signature),
+#: beside the chain links. The key is kept so a bundle can carry it, never trusted for what it is:
+#: `lineage verify --trusted-keys` recomputes each signed batch's leaves from the events and
+#: reports every event no trusted signature covers.
 SIGNATURES = "lineage_signatures"
+#: One row per event appended by `lineage import --bundle`: the origin of the log it came from, its
+#: position there, that log's checkpoint, and its stored form and inclusion proof there, so a
+#: merged store can still prove each imported fact against the checkpoint it was handed with.
 PROVENANCE = "lineage_provenance"
 Row = tuple[
     str, int, str, bytes

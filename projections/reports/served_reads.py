@@ -1,17 +1,6 @@
-"""What `lineage serve` reads: the store's read models held open read-only, caught up when the log
-moved.
-
-One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole answer
-should), checked against the log's last position before each request (one cheap query): when a
-writer appended, the file is caught up on a writable connection and reopened read-only, as `lineage
-sql` does. Every query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
-`user_sql`); requests take turns on the connection.
-
-A view of these read models costs ~10 ms to plan and run even on a few runs (the `runs` view joins
-six tables), and a run page asks ~30 of them, so answers are remembered for the log position they
-were read at (the read models are a function of the log prefix): a repeated page costs a lookup, and
-the first request after the log moved empties the memory. Users' SQL is never remembered (`now()`,
-`random()`).
+"""What `lineage serve` reads: a private copy of the store's read models held open read-only,
+caught up when the log moved, and answers remembered for the log position they were read at. Every
+query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`, `user_sql`).
 """
 
 from __future__ import annotations
@@ -50,7 +39,9 @@ SQL_TIMEOUT_S = 30.0
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
 FACETS = ("task", "agent", "model", "outcome", "skill_mode")
-#: How many answers are remembered for the current log position.
+#: How many answers are remembered for the current log position. A view of these read models
+#: costs ~10 ms to plan and run even on a few runs (the `runs` view joins six tables), and a run
+#: page asks ~30 of them.
 REMEMBERED = 512
 T = TypeVar("T")
 
@@ -102,7 +93,10 @@ class ServedCopy:
 
 
 class ServedReads:
-    """The read side of `lineage serve` (the web adapter's `Reads` port)."""
+    """The read side of `lineage serve` (the web adapter's `Reads` port).
+
+    One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole
+    answer should); requests take turns on it."""
 
     filters: tuple[str, ...] = PAGE_FILTERS
     sorts: tuple[str, ...] = tuple(SORTS)
@@ -126,7 +120,11 @@ class ServedReads:
 
     @contextmanager
     def _current(self) -> Iterator[ReadModelDB]:
-        """The held connection, caught up first if a writer appended since the last request."""
+        """The held connection, caught up first if a writer appended since the last request.
+
+        The log's last position is checked before each request (one cheap query); when it moved,
+        the copy is caught up on a writable connection and reopened read-only, as `lineage sql`
+        does."""
         with self._lock:
             head = self._lineage.log.max_notification_id() or 0
             if self._db is None or head != self._position:
@@ -140,7 +138,8 @@ class ServedReads:
 
     def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
         """`read`'s answer at the current log position: read once, then remembered until the log
-        moves."""
+        moves (the read models are a function of the log prefix), so a repeated page costs a
+        lookup. Users' SQL is never remembered (`now()`, `random()`)."""
         with self._current() as db:
             if key in self._memo:
                 self._memo.move_to_end(key)
