@@ -1,17 +1,6 @@
 """`lineage arms --stats`: each arm's pass rate and mean reward with 95% intervals over repeated
 trials, and each arm against a baseline arm, paired trial by trial, with a verdict that says when it
-is within noise.
-
-A trial of an arm is one child of one fork; a run's arms are pooled by name over every fork of every
-run of its task (or of every task). Two arms are paired where they are children of the same fork
-(same task, same run, same state at the branch point): the k-th child of that name with the k-th.
-Only scored children (`pass`, `fail`) count; the others (`error`, `skipped`, `pending`) have no
-reward and are counted apart.
-
-The statistics are scipy's, never ours: the Wilson interval of `binomtest` for a pass rate, the
-exact McNemar test as `binomtest` on the discordant pairs (b of b + c, p = 0.5), and `bootstrap`
-(percentile, a fixed seed, so the same store prints the same intervals) for a mean reward and for
-the paired difference.
+is within noise. The statistics are scipy's, never ours.
 """
 
 from __future__ import annotations
@@ -30,6 +19,9 @@ from ...adapters.duckdb_store import ReadModelDB
 from ...domain.errors import UnknownSubject
 from .exports import require_run
 
+# The Wilson interval of `binomtest` for a pass rate, the exact McNemar test as `binomtest` on the
+# discordant pairs (b of b + c, p = 0.5), and `bootstrap` (percentile, a fixed seed, so the same
+# store prints the same intervals) for a mean reward and for the paired difference.
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE
 SEED = 0
@@ -81,7 +73,11 @@ NAMED = (
 
 @dataclass(frozen=True)
 class Trial:
-    """One scored child: which fork it belongs to (the pairing key) and what it got."""
+    """One scored child: which fork it belongs to (the pairing key) and what it got.
+
+    A trial of an arm is one child of one fork. Two arms are paired where they are children of the
+    same fork (same task, same run, same state at the branch point): the k-th child of that name
+    with the k-th."""
 
     key: tuple[
         str | None, str, str, int
@@ -140,6 +136,9 @@ def grouped_trials(
 def _pooled(
     db: ReadModelDB, group: str, where: str, params: list[Any]
 ) -> dict[Any, tuple[dict[str, list[Trial]], dict[str, int], dict[str, set[str]]]]:
+    """Arms pooled by name over every fork of the selected runs. Only scored children (`pass`,
+    `fail`) are trials; the others (`error`, `skipped`, `pending`) have no reward and are counted
+    apart, though they still take their place in the k-th-child pairing."""
     rows = db.rows(
         f"SELECT {group} AS grp, r.task, c.run, c.fork, c.arm, c.status, c.reward FROM children c "
         f"JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "

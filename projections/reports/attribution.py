@@ -1,15 +1,7 @@
-"""benchflow's ablation attribution rules, as pure functions over the arms' outcomes.
-
-`lineage export ablation` must write an `ablation.json` that is byte-compatible with the one `bench
-eval ablate` writes, so every derived field (`status`, `reference`, `verdict`, `test_attribution`,
-`value`) is recomputed here from the few facts the log holds per arm: reward, error, whether it ran,
-and its CTRF test outcomes. The module does no I/O and imports nothing outside the standard library
-and the project's error family, so the rules can be tested exhaustively and reused by any reader.
-
-Where §1.7a is silent, benchflow's report module decides: a skill arm whose counterpart has no
-reward compares against the parent instead, and a tie verdict compares only the two arms' own tests.
-One choice is benchflow's too (`_display_test_name`): a `::` inside a pytest parametrisation id
-(`test_x[a::b]`) is not a path separator.
+"""benchflow's ablation attribution rules (§1.7, §1.7a), as pure functions over the arms' outcomes:
+every derived field of `ablation.json` (`status`, `reference`, `verdict`, `test_attribution`,
+`value`) recomputed from the few facts the log holds per arm, so `lineage export ablation` writes
+the file `bench eval ablate` writes, byte for byte.
 """
 
 from __future__ import annotations
@@ -17,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+# No I/O, and nothing imported beyond the standard library, the project's error family and the
+# pass threshold, so the rules can be tested exhaustively and reused by any reader.
 from ...domain.errors import InvalidInput
 from ..read_models.outcome_words import PASS_REWARD
 
@@ -97,7 +91,8 @@ def ctrf_test_outcomes(document: object) -> OutcomeMap | None:
 
 def short_test_name(raw: str) -> str:
     """`a/b.py::Cls::test_x[p]` -> `test_x[p]`: the node id's path segments dropped, the parameters
-    kept."""
+    kept. As benchflow's `_display_test_name` decides, a `::` inside a pytest parametrisation id
+    (`test_x[a::b]`) is not a path separator."""
     bracket = raw.find("[")
     head, params = (raw, "") if bracket < 0 else (raw[:bracket], raw[bracket:])
     # Even when that leaves nothing ("t.py::" -> ""): benchflow's _display_test_name keeps the empty
@@ -221,7 +216,8 @@ def _reference(
     arm: ArmOutcome, by_name: Mapping[str, ArmOutcome], parent_reward: float | None
 ) -> tuple[str, float] | None:
     """(name, reward) this arm compares against: its skill counterpart if scored, else the parent if
-    scored."""
+    scored. §1.7a is silent on a skill arm whose counterpart has no reward; falling back to the
+    parent is what benchflow's report module does."""
     counterpart = {WITH_SKILL: NO_SKILL, NO_SKILL: WITH_SKILL}.get(arm.name)
     other = by_name.get(counterpart) if counterpart else None
     if counterpart is not None and other is not None and other.reward is not None:
@@ -284,7 +280,9 @@ def _compared(
     stage: str,
     pair: Sequence[tuple[str, OutcomeMap | None]],
 ) -> str:
-    """The verdict of a scored arm against the scored reference it compares with."""
+    """The verdict of a scored arm against the scored reference it compares with. A tie compares
+    only the two arms' own tests (`pair`), as benchflow's report module does where §1.7a is
+    silent."""
     ref_name, ref_reward = reference
     if reward == ref_reward:
         differing = [entry["test"] for entry in _differing(pair)]
