@@ -1,16 +1,6 @@
 """The single pass under `snapshot_tar.verify_tar`: a tar read once, in large chunks, each member
-hashed on the way past.
-
-Design decision: every chunk read from disk feeds two consumers. A second thread hashes the whole
-file (the `sha256` benchflow records for an export); the main thread walks the tar headers with
-`tarfile` over `TeeReader`, a forward-only file object, and `MemberDigest` hashes each member's
-bytes as zero-copy views of the same chunk. hashlib releases the GIL for large updates, so the two
-digests run on two cores and verification costs about one plain `sha256sum` of the file. A gzip
-member is also hashed decompressed, fed in small slices, because a diff_id names the uncompressed
-layer.
-
-Kept apart from `snapshot_tar` because this part is about bytes, threads and compression; what the
-digests must match (manifest, configs, diff_ids, blob names) is decided there.
+hashed on the way past, so verification costs about one plain `sha256sum` of the file. This part is
+bytes, threads and compression; what the digests must match is decided in `snapshot_tar`.
 """
 
 from __future__ import annotations
@@ -40,7 +30,12 @@ class OversizedRead(Exception):
 
 class TeeReader:
     """Forward-only file object: each chunk read from disk goes to the whole-file hasher thread and
-    to the walk."""
+    to the walk.
+
+    The second thread hashes the whole file (the `sha256` benchflow records for an export); the
+    main thread walks the tar headers with `tarfile` over this reader, and `MemberDigest` hashes
+    each member's bytes as zero-copy views of the same chunk. hashlib releases the GIL for large
+    updates, so the two digests run on two cores."""
 
     def __init__(self, raw: Any, size: int | None = None) -> None:
         self._raw = raw
@@ -141,7 +136,7 @@ class TeeReader:
 
 class MemberDigest:
     """sha256 of a member's bytes and, when it is a gzip stream, of its decompressed bytes (the
-    diff_id)."""
+    diff_id, which names the uncompressed layer), fed in small slices."""
 
     def __init__(self, name: str, head: bytes, decompressed_cap: int) -> None:
         self.name = name

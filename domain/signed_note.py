@@ -1,16 +1,7 @@
 """Checkpoints and the keys that sign them, in the C2SP text formats (c2sp.org/signed-note,
-tlog-checkpoint).
-
-Only text here: parsing and printing notes, keys and checkpoints, and the key ID rule. The Ed25519
-arithmetic lives in `adapters/ed25519.py` (the `cryptography` package). The formats are the ones
-Go's checksum database, Sigstore and the transparency-dev witnesses use, so a checkpoint this tool
-prints can be checked by their tools, and a key they generate can verify ours.
-
-- verifier key: `NAME+KEYID+BASE64(0x01 || 32-byte public key)`, KEYID 8 hex digits;
-- signer key: `PRIVATE+KEY+NAME+KEYID+BASE64(0x01 || 32-byte seed)`;
-- key ID: the first 4 bytes of SHA-256(NAME || 0x0A || 0x01 || public key);
-- note: text ending in a newline, a blank line, then lines `— NAME BASE64(key ID || signature)`;
-- checkpoint text: origin, tree size, base64 root hash, one per line.
+tlog-checkpoint) that Go's checksum database, Sigstore and the transparency-dev witnesses use, so
+their tools can check what this tool prints. Only text here: the Ed25519 arithmetic lives in
+`adapters/ed25519.py`.
 """
 
 from __future__ import annotations
@@ -31,6 +22,7 @@ MAX_SIZE_DIGITS = 20
 
 
 def key_id(name: str, public_key: bytes) -> bytes:
+    """The first 4 bytes of SHA-256(NAME || 0x0A || 0x01 || public key)."""
     return hashlib.sha256(name.encode() + b"\n" + bytes([ED25519]) + public_key).digest()[:4]
 
 
@@ -65,6 +57,8 @@ def _typed_key(text: str, what: str) -> bytes:
 
 @dataclass(frozen=True)
 class VerifierKey:
+    """`NAME+KEYID+BASE64(0x01 || 32-byte public key)`, KEYID 8 hex digits."""
+
     name: str
     public_key: bytes
 
@@ -100,6 +94,8 @@ class VerifierKey:
 
 @dataclass(frozen=True)
 class SignerKey:
+    """`PRIVATE+KEY+NAME+KEYID+BASE64(0x01 || 32-byte seed)`."""
+
     name: str
     seed: bytes
     public_key: bytes
@@ -138,6 +134,9 @@ class Signature:
 
 @dataclass(frozen=True)
 class Note:
+    """Text ending in a newline, then, if signed, a blank line and lines
+    `— NAME BASE64(key ID || signature)`."""
+
     text: str
     signatures: tuple[Signature, ...] = ()
 
@@ -185,6 +184,9 @@ def _signature(line: str, where: str) -> Signature:
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """Origin, tree size and base64 root hash, one per line; lines after them (C2SP's extension
+    lines) are not read."""
+
     origin: str
     size: int
     root: bytes
