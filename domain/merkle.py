@@ -1,16 +1,6 @@
 """The Merkle tree over the log (RFC 9162 §2.1): hashes, roots of prefixes, inclusion and
-consistency proofs.
-
-Pure tree math, no storage: every function reads complete subtrees through a `NodeSource`, so the
-same code proves from the store's node table (`adapters/merkle_store.py`), from a bundle's leaves
-held in memory, or from test vectors. A complete subtree is named (level, index): it covers leaves
-[index·2^level, (index+1)·2^level). Every node an RFC proof needs is either such a subtree or the
-tree's ragged right edge, which folds from at most log2(n) complete subtrees, so a proof at a
-million events reads a few dozen stored hashes.
-
-A leaf's entry is the event as stored, with its position (`event_entry`): a proof of a leaf
-therefore proves the exact bytes of one event at one place in the log, not merely that some fact was
-recorded somewhere.
+consistency proofs. Pure tree math, no storage: the same code proves from the store's node table
+(`adapters/merkle_store.py`), from a bundle's leaves held in memory, or from test vectors.
 """
 
 from __future__ import annotations
@@ -23,6 +13,10 @@ from dataclasses import dataclass, field
 EMPTY_ROOT = hashlib.sha256(b"").digest()
 HASH_SIZE = 32
 
+# Every function reads complete subtrees through a NodeSource. A complete subtree is named (level,
+# index): it covers leaves [index·2^level, (index+1)·2^level). Every node an RFC proof needs is
+# either such a subtree or the tree's ragged right edge, which folds from at most log2(n) complete
+# subtrees (`frontier`), so a proof at a million events reads a few dozen stored hashes.
 NodeSource = Callable[[int, int], bytes]
 """(level, index) -> the hash of that complete subtree."""
 
@@ -42,7 +36,9 @@ def node_hash(left: bytes, right: bytes) -> bytes:
 def event_entry(
     position: int, originator_id: str, originator_version: int, topic: str, state: bytes
 ) -> bytes:
-    """The bytes a leaf commits to: one stored event and where it stands in the log."""
+    """The bytes a leaf commits to: one stored event and where it stands in the log. A proof of a
+    leaf therefore proves the exact bytes of one event at one place in the log, not merely that
+    some fact was recorded somewhere."""
     header = f"rollout-lineage/event\n{position}\n{originator_id}\n{originator_version}\n{topic}\n"
     return header.encode() + state
 

@@ -1,14 +1,6 @@
-"""`lineage diff A B`: two nodes or two arms side by side.
-
-A and B use the addresses of `lineage history` (`RUN`, `RUN:NODE`, `RUN:FORK/ARM`,
-`RUN:FORK/#INDEX`), so two arms of one fork, two nodes of one tree, or nodes of a run and its
-continuation can be compared. The report holds each side's delta chain from the common ancestor
-(every step that is not shared, with the delta that made it), both outcomes (a fork child's own; for
-a run's root or cursor node, the run's), and per-test outcomes side by side. Test names are
-shortened the way `ablation.json` shortens them (only when that stays unambiguous across both
-sides). Flips (passed -> failed, failed -> passed) come first, then other changes, then tests only
-one side reported, then ties. A test a side did not report is "not reported": an absent CTRF entry
-is missing evidence, never a failure.
+"""`lineage diff A B`: two nodes or two arms side by side (any two addresses of `lineage history`):
+each side's delta chain from the common ancestor, both outcomes, and per-test outcomes, flips first.
+An absent CTRF entry is missing evidence, never a failure.
 """
 
 from __future__ import annotations
@@ -65,6 +57,7 @@ def _step_change(db: ReadModelDB, step: Step) -> str:
 
 
 def _outcome(db: ReadModelDB, ref: NodeRef) -> dict[str, Any]:
+    """A fork child's own outcome; for a run's root or cursor node, the run's."""
     if ref.fork is not None:
         row = db.rows(
             "SELECT outcome, reward, reason, tests FROM children "
@@ -94,7 +87,11 @@ def _outcome(db: ReadModelDB, ref: NodeRef) -> dict[str, Any]:
 
 
 def short_names(*sides: dict[str, str] | None) -> list[dict[str, str] | None]:
-    """Short test names when shortening stays one-to-one over both sides, else the raw names."""
+    """Short test names when shortening stays one-to-one over both sides, else the raw names.
+
+    The shortening is `ablation.json`'s (`short_test_name`), but checked over both sides together,
+    where benchflow checks each report on its own (`attribution.normalise_test_names`): a diff
+    never puts two tests on one row."""
     raw = {name for side in sides for name in (side or {})}
     short = {name: short_test_name(name) for name in raw}
     keep = len(set(short.values())) == len(raw)
@@ -104,7 +101,9 @@ def short_names(*sides: dict[str, str] | None) -> list[dict[str, str] | None]:
     ]
 
 
-KINDS = ("flip", "changed", NOT_REPORTED, "same")  # in the order rows are listed
+# In the order rows are listed: flips (passed -> failed, failed -> passed), other changes, tests
+# only one side reported ("not reported" by A or B), ties.
+KINDS = ("flip", "changed", NOT_REPORTED, "same")
 
 
 def _change(a: str, b: str) -> tuple[str, str]:
@@ -129,6 +128,10 @@ def compare_tests(a: dict[str, str] | None, b: dict[str, str] | None) -> list[di
 
 
 def diff_document(db: ReadModelDB, a: str, b: str, position: int) -> dict[str, Any]:
+    """A and B are addresses of `lineage history` (`RUN`, `RUN:NODE`, `RUN:FORK/ARM`,
+    `RUN:FORK/#INDEX`), so two arms of one fork, two nodes of one tree, or nodes of a run and its
+    continuation can be compared. Each side's delta chain holds every step that is not shared,
+    with the delta that made it."""
     sides = [(address, resolve_node(db, address)) for address in (a, b)]
     chains = [ancestry(db, ref) for _, ref in sides]
     keys = [[(s.ref.run, s.ref.node) for s in chain] for chain in chains]
