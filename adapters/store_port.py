@@ -1,14 +1,6 @@
 """The store port of the evidence code: what the Merkle tree, batch evidence and bundles need of a
-recorder.
-
-Those modules keep tables of their own beside the log (`lineage_merkle_*`, `lineage_signatures`,
-`lineage_provenance`), in the store's own database and transactions, so they need more than the
-`ChainedLog` readers use: how one of those tables is named in this store, a transaction, and
-statements that run on the store's driver, rows coming back as plain tuples. Each SQL recorder
-declares it once, by subclassing `EvidenceTables` (`event_store.ChainedSQLiteRecorder`,
-`postgres_store.ChainedPostgresRecorder`), and the evidence code writes each statement once, with
-`?` marks; `tests/unit/test_evidence_tables_contract.py` holds both to the same cases. The in-memory
-log keeps none of these tables: `evidence_tables` refuses it.
+recorder, whose tables they keep beside the log in the store's own database and transactions. Each
+SQL recorder declares it once; the evidence code writes each statement once.
 """
 
 from __future__ import annotations
@@ -26,7 +18,14 @@ if TYPE_CHECKING:  # batch_evidence imports the Merkle store, which names this p
 
 @runtime_checkable
 class EvidenceTables(ChainedLog, Protocol):
-    """The log (`ChainedLog`) and the evidence tables kept beside it, in one SQL database.
+    """The log (`ChainedLog`) and the evidence tables kept beside it (`lineage_merkle_*`,
+    `lineage_signatures`, `lineage_provenance`), in one SQL database.
+
+    More than the `ChainedLog` readers use: how one of those tables is named in this store, a
+    transaction, and statements that run on the store's driver, rows coming back as plain tuples.
+    Each SQL recorder declares it by subclassing (`event_store.ChainedSQLiteRecorder`,
+    `postgres_store.ChainedPostgresRecorder`); `tests/cli/test_evidence_tables_contract.py` holds
+    both to the same cases.
 
     Statements given to `fetch` and `read` are the evidence code's own, written with `?` for each
     parameter and no `?` or `%` of their own; values are always bound, never pasted."""
@@ -66,7 +65,7 @@ class EvidenceTables(ChainedLog, Protocol):
 
 def evidence_tables(recorder: object) -> EvidenceTables:
     """The recorder as the evidence code uses it; refused, saying why, when it keeps no evidence
-    tables."""
+    tables (the in-memory log keeps none)."""
     if not isinstance(recorder, EvidenceTables):
         raise InvalidInput(
             f"expected a SQLite or PostgreSQL store, found "

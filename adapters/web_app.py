@@ -1,13 +1,6 @@
 """`lineage serve`'s HTTP adapter: a Starlette application over the read side, with no way to write.
-
-Safe by default, since a page of the log holds names anyone could have recorded: only GET (and HEAD)
-exist, every other method is 405 before any route runs; a Content-Security-Policy lets a page load
-only this server's own style sheet (no script anywhere, no frames, forms post nowhere but here);
-every value reaches the page through Jinja2 with autoescape on; a bind other than loopback needs a
-token, checked in constant time on every request (a `?token=` visit leaves an HttpOnly cookie so
-links work), and the Host header must name the bind (a page elsewhere cannot rebind its name to
-127.0.0.1 and read the answers). What is read comes through the `Reads` port
-(`projections/reports/served_reads.py`), so this module knows HTTP, not SQL.
+Safe by default, since a page of the log holds names anyone could have recorded. What is read comes
+through the `Reads` port, so this module knows HTTP, not SQL.
 """
 
 from __future__ import annotations
@@ -117,6 +110,7 @@ class Reads(Protocol):
 
 
 def is_loopback(host: str) -> bool:
+    """Any other bind needs a token (`cli/serve_cmds.py` refuses to start without one)."""
     return host.strip("[]") in LOOPBACK or host.startswith("127.")
 
 
@@ -176,7 +170,14 @@ def _templates(escape: Callable[[Any], str]) -> Environment:
 
 class Guard(BaseHTTPMiddleware):
     """Every request: a read method, the token where one is required, and the security headers on
-    the answer."""
+    the answer.
+
+    Only GET and HEAD exist: every other method is 405 before any route runs. The token is checked
+    in constant time on every request; a page visited with `?token=` gets an HttpOnly cookie, so
+    its links work. The Host header is checked beneath this (`TrustedHostMiddleware`, the names
+    `cli/serve_cmds.allowed_hosts` gives): on a loopback bind it must name loopback, so a page
+    elsewhere cannot rebind its own name to 127.0.0.1 and read the answers; on a wider bind any
+    name passes and the token guards."""
 
     def __init__(self, app: Any, token: str | None) -> None:
         super().__init__(app)
