@@ -1,14 +1,6 @@
 """The Merkle tree over the log, stored beside the events (SQLite or PostgreSQL), caught up on
-demand.
-
-Every complete subtree is a row (`lineage_merkle_nodes`; level 0, the leaves, in
-`lineage_merkle_leaves` with the position of their event), so a root, an inclusion or a consistency
-proof at any size reads a few dozen rows however long the log is (`domain/merkle.py` says which).
-The tree is derived from the events, like the chain's links: it is extended from the last leaf
-whenever someone asks for it (`catch_up`), each page of events checked against the hash chain first,
-so a store written before the tree existed gains one on first use and nothing past a break in the
-chain is ever put into the tree. Writers do not wait for it; two readers catching up at once write
-the same rows (inserts that find a row keep it).
+demand. Derived from the events, like the chain's links, and checked against the chain as it is
+extended, so nothing past a break in the chain is ever put into the tree.
 """
 
 from __future__ import annotations
@@ -22,8 +14,12 @@ from ..domain.integrity import ChainRow, Head, check_window
 from .chained_log import merge_chain
 from .store_port import evidence_tables
 
+#: Level 0, the leaves, each with the position of its event; every other complete subtree is a row
+#: of NODES, so a root, an inclusion or a consistency proof at any size reads a few dozen rows
+#: however long the log is (`domain/merkle.py` says which).
 LEAVES = "lineage_merkle_leaves"
 NODES = "lineage_merkle_nodes"
+#: Events read at a time (catching up, and the evidence code's other walks over the log) ...
 PAGE = 5000
 #: ... and no more than this in states at a time, wherever a page need not match another read row
 #: for row: five thousand test reports of a few MB each would otherwise be read at once.
@@ -170,7 +166,11 @@ class MerkleStore:
 
     def catch_up(self) -> int:
         """Extend the tree to the end of the log (checking each page against the chain); returns its
-        size."""
+        size.
+
+        Run whenever someone asks for the tree, from its last leaf, so a store written before the
+        tree existed gains one on first use. Writers do not wait for it; two readers catching up at
+        once write the same rows (inserts that find a row keep it)."""
         size, last_position, edge = self._edge()
         start = None
         if (

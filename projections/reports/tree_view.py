@@ -1,13 +1,6 @@
 """`lineage tree RUN`: the fork tree as a person wants to see it, in the terminal or as a picture.
-
 One model (`tree_model`) is read from the read models and rendered three ways: an indented terminal
-tree (`text`), a Mermaid `flowchart TD` and a Graphviz `digraph`. Each node shows the stages
-captured on it with their snapshot refs and what became of them (captured / exported / discarded /
-imported / adopted, so a reader sees at once whether it can be restored), a fork child's arm label
-(or its delta when it has no label) and its reward or the reason it has none, and one line per fork
-opened at the node with V or why V is undefined. Picture formats never trust a node id as an
-identifier: Mermaid ids are sanitised to `[A-Za-z0-9_]` (made unique) and every label is escaped,
-because arm labels carry quotes and braces.
+tree, a Mermaid `flowchart TD` and a Graphviz `digraph`.
 """
 
 from __future__ import annotations
@@ -136,7 +129,9 @@ Refs = Callable[[str | None, str | None], str]
 
 
 def _refs(db: ReadModelDB, run: str) -> Refs:
-    """How a node's snapshot refs read: each with what became of it (captured, exported, ...)."""
+    """How a node's snapshot refs read: each with what became of it (the `snapshots` view's
+    lifetime: captured, exported, discarded, imported, adopted or rejected; "not recorded" for a
+    ref the log has no fact of), so a reader sees at once whether it can be restored."""
     lifetime = {
         r["ref"]: r["lifetime"]
         for r in db.rows(
@@ -226,6 +221,9 @@ def _link(nodes: dict[str, TreeNode], order: list[dict[str, Any]]) -> list[TreeN
 
 
 def tree_model(db: ReadModelDB, run: str) -> TreeModel:
+    """Each node with the stages captured on it and their snapshot refs, a fork child's arm label
+    (or its delta when it has no label) and its reward or the reason it has none, and one line
+    per fork opened at the node with V or why V is undefined."""
     header_row = require_run(db, run)
     refs = _refs(db, run)
     order = db.rows(
@@ -305,6 +303,9 @@ def _walk(roots: list[TreeNode]) -> list[tuple[TreeNode, TreeNode | None]]:
 
 
 def mermaid_id(node_id: str, taken: set[str]) -> str:
+    """A node id sanitised to `[A-Za-z0-9_]` and made unique: picture formats never trust a node id
+    as an identifier. Every label is escaped too (`mermaid_text`, `dot_text`), because arm labels
+    carry quotes and braces."""
     base = "n_" + re.sub(r"[^A-Za-z0-9_]", "_", node_id)
     candidate, n = base, 2
     while candidate in taken:
