@@ -1,13 +1,6 @@
 """`--occurred-before TIME`: what had happened by then, by the harness's own clocks (each event's
-`occurred_at`).
-
-`--as-of` answers what the log held at a position or recording time: a prefix of the log. This asks
-something else: a run imported today happened last week, so "before last Friday" by recording time
-shows nothing of it, and by occurrence time shows it as it stood then. Those events are a selection
-of the log, not a prefix, so the answer is built in a database of its own: the log (or its `--as-of`
-prefix) is copied in and chain-checked as usual, the events that happened at or after TIME are
-deleted, and every other read model is rebuilt from what is left, with the same SQL a catch-up runs.
-An event without an occurrence time counts at its recording time.
+`occurred_at`). A run imported today happened last week: by recording time (`--as-of`, a prefix of
+the log) "before last Friday" shows nothing of it, by occurrence time it shows as it stood then.
 """
 
 from __future__ import annotations
@@ -23,7 +16,13 @@ from .shadows import creating_in_file
 
 def keep_only_occurred_before(db: ReadModelDB, moment: datetime, position: int) -> None:
     """Rebuild `db`'s read models from its events that occurred before `moment` (`db` is a scratch
-    database)."""
+    database).
+
+    Those events are a selection of the log, not a prefix, so the answer is built in a database of
+    its own: the log (or its `--as-of` prefix) is copied in and chain-checked as usual, the events
+    that happened at or after `moment` are deleted, and every other read model is rebuilt from what
+    is left, with the same SQL a catch-up runs. An event without an occurrence time counts at its
+    recording time."""
     derived = [p for p in PROJECTIONS if p is not event_rows.PROJECTION]
     with creating_in_file(db), db.transaction():
         for projection in reversed(derived):

@@ -1,14 +1,6 @@
-"""`lineage audit --parity A B`: the skill's Daytona-vs-Docker check, slot by slot over two batches.
-
-SKILL.md: run the same canaries through both sandboxes and compare "artifact schema and semantics,
-not exact model wording": trajectory files, `results.jsonl`, token usage, timing, result status,
-reward. Missing token usage or timing in one backend is a blocker, and so is any other difference in
-those: the data is not published from either backend until the discrepancy is explained.
-
-Slots pair runs of the same task, agent, model and skill mode; within one such group the runs are
-paired in order of their trial (a benchflow trial is its rollout name, whose hash differs between
-backends), so the k-th run of a group in A meets the k-th in B. Pure: the rows come from each
-batch's audit.
+"""`lineage audit --parity A B`: the review skill's Daytona-vs-Docker check, slot by slot over two
+batches: the data is not published from either backend until every difference is explained, so
+each one is a blocker. Pure: the rows come from each batch's audit.
 """
 
 from __future__ import annotations
@@ -17,8 +9,12 @@ from typing import Any
 
 from .audit import BLOCKER, Finding
 
+#: A slot pairs runs of the same task, agent, model and skill mode (`_slots`).
 GROUP = ("task", "agent", "model", "skill_mode")
-#: What is compared, in the order findings name them, and how a row says it.
+#: What is compared, in the order findings name them, and how a row says it (`_aspects`). SKILL.md
+#: compares "artifact schema and semantics, not exact model wording": trajectory files,
+#: `results.jsonl`, token usage, timing, result status, reward; token usage or timing missing in
+#: one backend is a blocker like any other difference.
 ASPECTS = ("artifact schema", "trajectory presence", "token usage", "timing", "status", "reward")
 
 
@@ -34,6 +30,9 @@ def _aspects(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _slots(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Each run under its slot (GROUP's values and k). Within a group the runs are taken in order
+    of their trial (a benchflow trial is its rollout name, whose hash differs between backends),
+    so the k-th run of a group in A meets the k-th in B."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: (str(r["trial"]), r["run"])):
         groups.setdefault(tuple(row[k] for k in GROUP), []).append(row)
@@ -63,7 +62,7 @@ def compare_batches(
     a: list[dict[str, Any]], b: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[Finding]]:
     """One row per slot (its runs and the aspects that differ) and a blocker for every
-    difference."""
+    difference, and for a slot only one batch has a run in."""
     slots_a, slots_b = _slots(a), _slots(b)
     rows, findings = [], []
     for slot in sorted(set(slots_a) | set(slots_b), key=lambda s: tuple(map(str, s))):
