@@ -1,12 +1,6 @@
-"""Appending a verified bundle to another store, keeping where each fact came from.
-
-The facts go through the same decisions as any writer's (`LineageApp.record`, one batch, whole or
-nothing), so a fact the store already holds appends nothing and importing the same bundle twice
-appends nothing the second time; a contradiction is refused with both values. Each event that is
-appended gets a `lineage_provenance` row in the same transaction: the origin and position it had,
-the checkpoint of that log, and its stored form and inclusion proof there (`lineage bundle sources`
-re-checks them). Facts that assert a verification this tool performs (`snapshot.imported`, ...) are
-taken only from a bundle whose checkpoint a key the reader trusts signed.
+"""Appending a verified bundle to another store, keeping where each fact came from, so a merged
+store can still prove each imported fact against the checkpoint it was handed with
+(`lineage bundle sources` re-checks them).
 """
 
 from __future__ import annotations
@@ -30,6 +24,15 @@ def _key(fact: dict[str, Any]) -> str:
 
 
 def import_bundle(app: Any, report: BundleReport) -> Any:
+    """Record the bundle's facts as one batch, whole or nothing.
+
+    They go through the same decisions as any writer's (`LineageApp.record`), so a fact the store
+    already holds appends nothing, importing the same bundle twice appends nothing the second
+    time, and a contradiction is refused with both values. Facts that assert a verification this
+    tool performs (`snapshot.imported`, ...) are taken only from a bundle whose checkpoint a key
+    the reader trusts signed. Each event appended gets a `lineage_provenance` row in the same
+    transaction (`_provenance_row`: the origin and position it had, the checkpoint of that log,
+    and its stored form and inclusion proof there)."""
     batch = entries(report, app)
     claims = [entry.fact for entry in batch if entry.fact.verified_here]
     if claims and not report.trusted_signers:

@@ -1,12 +1,5 @@
 """Catching read models up with the log: checked pages, each applied to every read model in one
-transaction.
-
-A page is read from the store in chunks (`READ` events, and no more than a share of the memory cap
-in states), each checked against the hash chain (continuing from the head the file keeps) and staged
-as it arrives, while DuckDB applies the page before. Then the page is copied into `events`, every
-projection appends its rows for that window of positions with set-based SQL, and the tracking
-position moves to the page's last position, all in one transaction: a crash anywhere leaves the
-previous page's state, and the next reader resumes from there (exactly once, never skipping).
+transaction, so a crash leaves the previous page's state and the next reader resumes from there.
 `runner` decides when to catch up; this module does it.
 """
 
@@ -99,7 +92,13 @@ def catch_up(
     head kept in the file), so a broken chain stops the read models before the break
     (IntegrityFailure, exit 3). Each page moves the tracking row in the transaction that applies it;
     `pages_per_commit` pages share one transaction (a rebuild's choice: a crash then leaves the last
-    committed page, and fewer commits write less).
+    committed page, and fewer commits write less). A crash anywhere leaves the last committed
+    state, and the next reader resumes from there: every event applied exactly once, none skipped.
+
+    A page is read in chunks (`READ` events, and no more than a share of the memory cap in states),
+    each checked and staged as it arrives while DuckDB applies the page before; then it is copied
+    into `events` and every projection appends its rows for that window of positions with
+    set-based SQL (`_apply_page`).
     """
     last, head = tracked(db)
     if stop is not None and last >= stop:
