@@ -1,12 +1,6 @@
 """Checking a run bundle offline: no store, only the file, the reader's keys and the domain rules.
-
-In order: the bytes are the canonical form of the document (a changed space or escape is found at
-its byte); the document has exactly the fields of the format; every signature verifies with the key
-embedded beside it and, with `--key`, the checkpoint is signed by a key the reader trusts; the
-origin line is leaf 0's; every event hashes to a leaf proven in the checkpoint; every signed batch's
-signature covers the leaves of its events; the runs and tar digests are what the events say; and the
-events, replayed in log order into an empty in-memory store, pass the same decisions a live writer's
-facts do. The first failure is reported with where.
+Checked in order from its bytes to the domain's decisions (`_verify`); the first failure is
+reported with where.
 """
 
 from __future__ import annotations
@@ -25,6 +19,7 @@ from ..domain.signed_note import Checkpoint, Note, VerifierKey, batch_message
 from . import ed25519, strict_json
 from .bundles import FORMAT, belongs, canonical
 
+#: The fields of the document, of each event and of each batch, exactly (`_need`) ...
 TOP = {"format", "runs", "checkpoint", "checkpoint_keys", "origin", "events", "batches", "tars"}
 EVENT = {"position", "leaf_index", "originator_id", "originator_version", "topic", "state", "proof"}
 BATCH = {"first", "last", "signer", "signature", "leaves"}
@@ -295,6 +290,13 @@ def verify_bundle(data: bytes, trusted: list[VerifierKey], where: str) -> Bundle
 
 
 def _verify(data: bytes, trusted: list[VerifierKey], where: str) -> BundleReport:
+    """In order: the bytes are the canonical form of the document (a changed space or escape is
+    found at its byte) with exactly the fields of the format; every checkpoint signature verifies
+    with the key embedded beside it and, with `trusted` keys (`--key`), one of them signed it; the
+    origin line is leaf 0's; every event hashes to a leaf proven in the checkpoint; every signed
+    batch's signature covers the leaves of its events; the runs and tar digests are what the
+    events say; and the events, replayed in log order into an empty in-memory store, pass the same
+    decisions a live writer's facts do."""
     document = parse(data, where)
     report = _checkpoint(document, trusted, where)
     _origin(document, report.checkpoint, where)
