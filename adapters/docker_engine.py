@@ -1,12 +1,6 @@
-"""The one module that talks to a Docker engine, through the docker SDK.
-
-Design decision: the SDK is imported and the client built on first use, never at import time,
-because importing `docker` alone costs a quarter of a second and most `lineage` commands never touch
-an engine. Every SDK and `requests`/`urllib3` exception is translated here: an engine that cannot be
-reached becomes `StoreUnavailable`, an engine that refuses a request becomes `DockerEngineError`, so
-no caller ever catches a docker type. Tars move as streams both ways (a `docker save` export is
-hashed while it is written, never held in memory), and an export is written to a temporary file and
-renamed into place, so a partial tar never carries the final name.
+"""The one module that talks to a Docker engine, through the docker SDK. Every SDK exception is
+translated here, so no caller ever catches a docker type; the SDK is imported only on first use;
+tars move as streams, and a partial tar never carries the final name.
 """
 
 from __future__ import annotations
@@ -61,7 +55,9 @@ class DockerEngine:
     def _docker(self) -> Any:
         if self._client is None:
             with self._errors("connect"):
-                import docker  # deferred: see the module docstring
+                # Deferred to first use: importing `docker` alone costs a quarter of a second,
+                # and most `lineage` commands never touch an engine.
+                import docker
 
                 self._client = (
                     docker.DockerClient(base_url=self._base_url, timeout=self._timeout_s)
@@ -72,6 +68,9 @@ class DockerEngine:
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
+        """Every SDK and `requests`/`urllib3` exception as ours: an engine that cannot be reached,
+        or that fails (a 5xx), is `StoreUnavailable`; one that refuses a request is
+        `DockerEngineError`."""
         import docker.errors
         import requests.exceptions
         import urllib3.exceptions
@@ -162,7 +161,8 @@ class DockerEngine:
         self, ref: str, dest_dir: str | os.PathLike[str], file_name: str
     ) -> tuple[Path, str, int]:
         """`docker save` `ref` to `dest_dir/file_name` atomically; returns (path, "sha256:<hex>" of
-        the tar, size)."""
+        the tar, size). The export is hashed while it is written, never held in memory, into a
+        temporary file renamed into place, so a partial tar never carries the final name."""
         if not file_name or file_name in (".", "..") or "/" in file_name or os.sep in file_name:
             raise InvalidInput(
                 f"Snapshot file name {file_name!r} is not a "
