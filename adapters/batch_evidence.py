@@ -24,9 +24,8 @@ SIGNATURES = "lineage_signatures"
 #: position there, that log's checkpoint, and its stored form and inclusion proof there, so a
 #: merged store can still prove each imported fact against the checkpoint it was handed with.
 PROVENANCE = "lineage_provenance"
-Row = tuple[
-    str, int, str, bytes
-]  # (originator id hex, version, topic, state) as the recorders insert them
+# (originator id hex, version, topic, state) as the recorders insert them
+Row = tuple[str, int, str, bytes]
 
 
 def sqlite_ddl() -> list[str]:
@@ -158,9 +157,8 @@ def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> Signatur
     while rows := store.log_rows(after, None, PAGE, PAGE_BYTES):
         for row in rows:
             position = row[0]
-            while (
-                batch is not None and position > batch[1]
-            ):  # the batch ended before its last event
+            # the batch ended before its last event
+            while batch is not None and position > batch[1]:
                 if pending:
                     _judge(batch, pending, keys, report)
                     pending = []

@@ -150,9 +150,8 @@ def _events(document: dict[str, Any], report: BundleReport, where: str) -> None:
         _exact(event, at, int, "position", "leaf_index", "originator_version")
         _exact(event, at, str, "originator_id", "topic", "state")
         try:
-            UUID(
-                hex=event["originator_id"]
-            )  # a readable id; the entry keeps the text exactly as given
+            # a readable id; the entry keeps the text exactly as given
+            UUID(hex=event["originator_id"])
             entry = merkle.event_entry(
                 event["position"],
                 event["originator_id"],

@@ -79,9 +79,8 @@ class DockerEngine:
         try:
             yield
         except docker.errors.APIError as exc:
-            if (
-                exc.status_code is not None and exc.status_code >= 500
-            ):  # the engine is failing, not refusing
+            # the engine is failing, not refusing
+            if exc.status_code is not None and exc.status_code >= 500:
                 raise StoreUnavailable(
                     f"The Docker engine at {where} failed to {action} "
                     f"({exc.status_code}: {exc.explanation or exc}); "
@@ -151,9 +150,8 @@ class DockerEngine:
                 hint="check the path and its permissions",
             ) from exc
         with tar, self._errors(f"load {os.fspath(path)!r}"):
-            images = self._docker.images.load(
-                tar
-            )  # requests streams a file object; it is never read whole
+            # requests streams a file object; it is never read whole
+            images = self._docker.images.load(tar)
         loaded = {image.id: LoadedImage(image.id, tuple(image.tags)) for image in images}
         return list(loaded.values())
 
@@ -172,9 +170,8 @@ class DockerEngine:
         final = Path(dest_dir) / file_name
         with self._errors(f"look up image {ref!r}"):
             image = self._docker.images.get(ref)
-        named = next(
-            (tag for tag in (ref, f"{ref}:latest") if tag in image.tags), False
-        )  # keep RepoTags as docker
+        # keep RepoTags as docker
+        named = next((tag for tag in (ref, f"{ref}:latest") if tag in image.tags), False)
         digest, size = hashlib.sha256(), 0
         try:
             partial = tempfile.NamedTemporaryFile(  # noqa: SIM115 (renamed into place or removed below)
@@ -187,9 +184,8 @@ class DockerEngine:
                         digest.update(chunk)
                         size += len(chunk)
                     partial.flush()
-                    os.fsync(
-                        partial.fileno()
-                    )  # the rename below must never publish bytes still in the page cache
+                    # the rename below must never publish bytes still in the page cache
+                    os.fsync(partial.fileno())
                 os.replace(partial.name, final)
             except BaseException:
                 Path(partial.name).unlink(missing_ok=True)

@@ -138,9 +138,8 @@ class ReadModelDB:
                 "SET allowed_directories = ?", [[str(writable_directory).rstrip("/") + "/"]]
             )
             db.connection.execute("SET enable_external_access = false")
-        db.connection.execute(
-            "SET enable_progress_bar = false"
-        )  # DuckDB draws it on stdout: data only there
+        # DuckDB draws it on stdout: data only there
+        db.connection.execute("SET enable_progress_bar = false")
         if read_only:
             db.builtins_first()
             db.connection.execute("SET lock_configuration = true")

@@ -50,9 +50,8 @@ def describe_validation_error(exc: ValidationError) -> str:
 def parse_fact(obj: Any) -> Entry:
     if not isinstance(obj, dict):
         raise InvalidFact(f"expected a JSON object with a 'type', found {type(obj).__name__}")
-    if (
-        not isinstance(obj.get("type"), str) or obj["type"] not in f.FACT_BY_TYPE
-    ):  # a list or dict is unhashable
+    # a list or dict is unhashable
+    if not isinstance(obj.get("type"), str) or obj["type"] not in f.FACT_BY_TYPE:
         raise InvalidFact(
             f"field type: expected one of {sorted(f.FACT_BY_TYPE)}, found {obj.get('type')!r}",
             hint="`lineage schema` lists every type and its fields",
@@ -69,9 +68,8 @@ def parse_fact(obj: Any) -> Entry:
             f"field occurred_at: expected a time with a UTC offset, found {occurred!r}"
         )
     entry = Entry(fact, occurred_at)
-    refuse_implausible_times(
-        [entry]
-    )  # here too, so a chunked ingest refuses it before its first chunk
+    # here too, so a chunked ingest refuses it before its first chunk
+    refuse_implausible_times([entry])
     return entry
 
 
@@ -90,9 +88,8 @@ def iter_entries(lines: Iterable[bytes], source: str) -> Iterator[Entry]:
                 f"{MAX_LINE_BYTES} bytes per line, found more",
                 hint="nothing was appended; split the fact or drop bulky free-form fields",
             )
-        text = (
-            raw.strip() if number > 1 else raw.removeprefix(b"\xef\xbb\xbf").strip()
-        )  # editors may add a BOM
+        # editors may add a BOM
+        text = raw.strip() if number > 1 else raw.removeprefix(b"\xef\xbb\xbf").strip()
         if not text:
             continue
         try:

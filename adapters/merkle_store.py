@@ -173,9 +173,8 @@ class MerkleStore:
         once write the same rows (inserts that find a row keep it)."""
         size, last_position, edge = self._edge()
         start = None
-        if (
-            size
-        ):  # a last leaf whose link was deleted: no link hashes from "", so the page is a break
+        # a last leaf whose link was deleted: no link hashes from "", so the page is a break
+        if size:
             start = Head(last_position, self.recorder.chain_hash_at(last_position) or "")
             self._check_last_leaf(size - 1, last_position)
         while True:

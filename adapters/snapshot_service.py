@@ -77,9 +77,8 @@ def worst_error(errors: Sequence[LineageError], what: str) -> LineageError:
 
 @dataclass(frozen=True)
 class RunExports:
-    run_dirs: tuple[
-        str, ...
-    ]  # where the run's files are now (last located) first, then where it was registered
+    # where the run's files are now (last located) first, then where it was registered
+    run_dirs: tuple[str, ...]
     refs: tuple[str, ...]
 
 
@@ -144,9 +143,8 @@ class SnapshotService:
     def _import_recorded(
         self, ref: str, run_dirs: Sequence[str], search_dirs: Sequence[str]
     ) -> Outcome:
-        exports = list(
-            reversed(self._recorded(ref).exports)
-        )  # the newest export whose tar is found
+        # the newest export whose tar is found
+        exports = list(reversed(self._recorded(ref).exports))
         if not exports:
             raise UnknownSubject(
                 f"Snapshot {ref!r} has no recorded export; expected one to import."
@@ -275,9 +273,8 @@ class SnapshotService:
         that was exported, its image id (the config digest, which covers every layer's diff_id)
         proves it is the world the stage captured. Only then is it streamed into the engine, and
         afterwards the ref must resolve to that image id."""
-        expected_id = (
-            image_id or report.image_id
-        )  # a null recorded id (benchflow allows it) trusts the verified tar
+        # a null recorded id (benchflow allows it) trusts the verified tar
+        expected_id = image_id or report.image_id
         adoption = (
             [
                 f.SnapshotAdopted(
@@ -293,9 +290,8 @@ class SnapshotService:
         try:
             self._check_evidence(ref, path, report, tar_sha256, image_id, against)
             if adoption:
-                self.lineage.app.record(
-                    adoption, dry_run=True, verified_here=True
-                )  # a conflict is refused before loading
+                # a conflict is refused before loading
+                self.lineage.app.record(adoption, dry_run=True, verified_here=True)
             engine = self._engine_identity()
             loaded_id = self._load(ref, path, expected_id)
         except StoreUnavailable:
@@ -346,9 +342,8 @@ class SnapshotService:
                 f"it also tags {others}; loading it would re-point those "
                 f"names in the engine, and only {ref!r} may be loaded."
             )
-        found += (
-            report.problems
-        )  # after the digest findings: a long list of problems is clipped in the log
+        # after the digest findings: a long list of problems is clipped in the log
+        found += report.problems
         if found:
             raise SnapshotDigestMismatch(
                 f"Tar {str(path)!r} for snapshot {ref!r} does not match {against}: "

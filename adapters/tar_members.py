@@ -167,10 +167,11 @@ class MemberWalk:
         for view in reader.views(member.size):
             if not got:
                 digest = MemberDigest(key, bytes(view[:16]), self.member_cap)
+                # only JSON is ever parsed
                 keep = keep and bytes(view[:64]).lstrip()[:1] in (
                     b"{",
                     b"[",
-                )  # only JSON is ever parsed
+                )
             digest.update(view)
             got += len(view)
             if keep:

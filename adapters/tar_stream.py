@@ -17,9 +17,8 @@ from . import progress
 
 CHUNK_BYTES = 4 << 20  # a multiple of the 512-byte tar block, so headers never straddle two chunks
 HEADER_READ_CAP = 1 << 20  # pax and GNU long-name headers are read whole; real ones are far smaller
-_INFLATE_IN_BYTES = (
-    256 << 10
-)  # small input slices bound the copying zlib does for a highly compressed layer
+# small input slices bound the copying zlib does for a highly compressed layer
+_INFLATE_IN_BYTES = 256 << 10
 _INFLATE_OUT_BYTES = 8 << 20
 REEXPORT = "re-export the image with `docker save` and verify the new file"
 
@@ -40,9 +39,8 @@ class TeeReader:
     def __init__(self, raw: Any, size: int | None = None) -> None:
         self._raw = raw
         self.size = size  # for progress only
-        self._chunks: queue.Queue[bytes | None] = queue.Queue(
-            maxsize=4
-        )  # bounds memory if the walk runs ahead
+        # bounds memory if the walk runs ahead
+        self._chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
         self._whole = hashlib.sha256()
         self._thread = threading.Thread(target=self._hash_chunks, name="tar-sha256", daemon=True)
         self._thread.start()
@@ -176,9 +174,8 @@ class MemberDigest:
                         return
                 else:
                     data = self._inflater.unconsumed_tail
-                    if (
-                        not data and len(out) < _INFLATE_OUT_BYTES
-                    ):  # a full output may leave more pending
+                    # a full output may leave more pending
+                    if not data and len(out) < _INFLATE_OUT_BYTES:
                         return
         except zlib.error as exc:
             self._fail(f"is not a valid gzip stream ({exc})", REEXPORT)

@@ -139,9 +139,8 @@ def grid_chart(grid: dict[str, Any]) -> dict[str, Any]:
 def timeline_charts(timeline: dict[str, Any]) -> dict[str, Any]:
     """Runs registered per unit of time as stacked bars, and each series' mean reward as a line."""
     buckets: list[datetime] = timeline["buckets"]
-    series = [
-        dict(line) for line in timeline["series"]
-    ]  # coloured here, not in the remembered answer
+    # coloured here, not in the remembered answer
+    series = [dict(line) for line in timeline["series"]]
     left, width, height, top = 60, 760, 180, 10
     n = max(1, len(buckets))
     step = width / n

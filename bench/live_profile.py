@@ -68,9 +68,8 @@ def postgres_counts(path: Path) -> Counter[str]:
         if len(parts) < 3:
             continue
         side, message = parts[0], parts[2]
-        if (
-            side == "B" and last == "F"
-        ):  # the client sent, then read the server's answer: one round trip
+        # the client sent, then read the server's answer: one round trip
+        if side == "B" and last == "F":
             found["round trips"] += 1
         last = side
         if side == "B" and message == "CommandComplete":

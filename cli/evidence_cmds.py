@@ -134,9 +134,8 @@ def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> s
         report.problem = (
             f"{missing} events are not covered by a trusted signature: {coverage.describe()}"
         )
-    elif (
-        coverage.signed < report.events
-    ):  # the check read less than the walk (more: appended since)
+    # the check read less than the walk (more: appended since)
+    elif coverage.signed < report.events:
         report.first_bad_position = report.head.position if report.head else 0
         report.problem = (
             f"the signature check read {coverage.signed} events, the chain walk {report.events}: "
@@ -254,9 +253,8 @@ def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
         raise InvalidInput(
             f"{proof_file}: expected proofs as `lineage prove` prints them ({exc})"
         ) from None
-    if (
-        document["checkpoint"] != parsed.text()
-    ):  # what a reader of the file takes the proofs to be against
+    # what a reader of the file takes the proofs to be against
+    if document["checkpoint"] != parsed.text():
         raise IntegrityFailure(
             f"{proof_file}: the checkpoint the file names is not the one given (--checkpoint): "
             f"expected {parsed.text()!r}, found {str(document['checkpoint'])[:200]!r}",

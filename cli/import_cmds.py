@@ -51,9 +51,8 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
         note(f"skipped {skipped.path}: {skipped.reason}")
     for warning in summary.warnings:
         note(f"warning: {warning}")
-    for rejection in (
-        summary.errors if keep_going else ()
-    ):  # without --keep-going the error itself ends the command
+    # without --keep-going the error itself ends the command
+    for rejection in summary.errors if keep_going else ():
         note(f"rejected: {rejection.error}")
     appended = "events that would be appended" if dry_run else "events appended"
     note(

@@ -70,9 +70,8 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     result = lineage.app.record(entries, dry_run=dry_run)
     if dry_run:
         for fact in result.new_facts:
-            write_line(
-                json.dumps(fact.model_dump(mode="json"))
-            )  # ASCII: nothing for a terminal to obey
+            # ASCII: nothing for a terminal to obey
+            write_line(json.dumps(fact.model_dump(mode="json")))
         note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
     else:
         note(

@@ -95,9 +95,8 @@ def _json_default(value: Any) -> Any:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return iso_time(value)
-    if isinstance(
-        value, Decimal
-    ):  # DuckDB's DECIMAL (e.g. `0.1 + 0.2`): a JSON number, not a string
+    # DuckDB's DECIMAL (e.g. `0.1 + 0.2`): a JSON number, not a string
+    if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.decode("utf-8", "replace")
@@ -163,9 +162,8 @@ def write_rows(
     if fmt == "table":
         _write_table(rows, columns, title, _headers_wanted())
     else:
-        WRITERS[fmt](
-            sys.stdout, rows, columns, _headers_wanted()
-        )  # the stream CliRunner swaps in, too
+        # the stream CliRunner swaps in, too
+        WRITERS[fmt](sys.stdout, rows, columns, _headers_wanted())
 
 
 Writer = Callable[[Any, Iterable[dict[str, Any]], Sequence[str], bool], None]

@@ -52,9 +52,8 @@ class ChainChecks:
 
         walked = self._walked
         if walked is None or walked.head is None or not walked.intact:
-            self._walked = walked = (
-                self._lineage.verify()
-            )  # the first, an empty log's, or a broken one's
+            # the first, an empty log's, or a broken one's
+            self._walked = walked = self._lineage.verify()
             return walked.summary()
         log = self._lineage.log
         position = log.max_notification_id() or 0

@@ -86,10 +86,11 @@ EVENT_COLUMNS = (
     "tar_sha256",
     "reason",
 )
+# these get fewer, wider columns; the machine formats get every column
 HUMAN_FORMATS = (
     "table",
     "markdown",
-)  # these get fewer, wider columns; the machine formats get every column
+)
 
 
 def _service(lineage: Lineage) -> SnapshotService:

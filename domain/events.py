@@ -139,9 +139,8 @@ def _envelope_prefix(
     def moment(value: datetime) -> str:
         return json.dumps(value.isoformat().replace("+00:00", "Z"))
 
-    version = (
-        f'"class_version":{class_version},' if class_version > 1 else ""
-    )  # version 1 stays as it always was
+    # version 1 stays as it always was
+    version = f'"class_version":{class_version},' if class_version > 1 else ""
     return (
         f'{{"timestamp":{moment(timestamp)},"occurred_at":{moment(occurred_at)},"actor":{json.dumps(actor)},'
         f'"tool_version":{json.dumps(tool_version)},{version}"fact":'
@@ -185,9 +184,8 @@ class FactMapper(Mapper[UUID]):
         cls = EVENT_BY_TOPIC[stored_event.topic]
         state = json.loads(stored_event.state)
         version = state.pop("class_version", 1)
-        while (
-            version < cls.class_version
-        ):  # an event stored by an earlier version, read with today's meaning
+        # an event stored by an earlier version, read with today's meaning
+        while version < cls.class_version:
             getattr(cls, f"upcast_v{version}_v{version + 1}")(state)
             version += 1
         state["originator_id"] = stored_event.originator_id

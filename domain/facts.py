@@ -280,9 +280,8 @@ class RunFinished(Fact):
             raise ValueError(
                 f"expected time_zone {zone!r} (what the times give), found {self.time_zone!r}"
             )
-        object.__setattr__(
-            self, "time_zone", zone
-        )  # derived, like stage layers: one spelling per fact
+        # derived, like stage layers: one spelling per fact
+        object.__setattr__(self, "time_zone", zone)
         return self
 
     @staticmethod
@@ -309,10 +308,11 @@ class RunFinished(Fact):
             legacy.trajectory is None
             and self.trajectory in ("scraped", "partial_acp", "hosted_env")
         )
+        # version 1 did not count them
         same_count = legacy.exchanges_recorded in (
             None,
             self.exchanges_recorded,
-        )  # version 1 did not count them
+        )
         return (
             same_times
             and same_trajectory

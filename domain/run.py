@@ -45,9 +45,8 @@ class Run(BaseAggregate[Any]):
         self.finished: f.RunFinished | None = None
         self.forks: dict[str, Fork] = {}
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
-        self.evidence: dict[
-            str, list[f.EvidenceObserved]
-        ] = {}  # by node, each different observation once
+        # by node, each different observation once
+        self.evidence: dict[str, list[f.EvidenceObserved]] = {}
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
         self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
@@ -84,21 +83,18 @@ class Run(BaseAggregate[Any]):
 
     @RUN_HANDLERS.decides(f.RunLocated)
     def _decide_location(self, fact: f.RunLocated) -> bool:
-        if (
-            fact.kind == "recorded"
-        ):  # the harness keeps a run in one directory; another one is another run
+        # the harness keeps a run in one directory; another one is another run
+        if fact.kind == "recorded":
             recorded = next((where for where in self.locations if where.kind == "recorded"), None)
-            legacy = (
-                self.registration.run_dir if self.registration else None
-            )  # where earlier versions kept it
+            # where earlier versions kept it
+            legacy = self.registration.run_dir if self.registration else None
             if recorded is None and legacy is not None:
                 recorded = f.RunLocated(run=fact.run, path=legacy, kind="recorded")
             return is_new_or_same(
                 recorded, fact, f"directory the harness recorded for run {fact.run!r}"
             )
-        return (
-            fact not in self.locations
-        )  # each place read once, so re-importing from a known place appends nothing
+        # each place read once, so re-importing from a known place appends nothing
+        return fact not in self.locations
 
     @RUN_HANDLERS.decides(f.NodeOpened)
     def _decide_node(self, fact: f.NodeOpened) -> bool:

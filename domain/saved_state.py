@@ -95,9 +95,8 @@ def _code_digest(code: CodeType, into: Any) -> None:
     for const in code.co_consts:
         if isinstance(const, CodeType):
             _code_digest(const, into)
-        elif isinstance(
-            const, frozenset
-        ):  # `x in {"a", "b"}`: its order follows the process's hash seed
+        # `x in {"a", "b"}`: its order follows the process's hash seed
+        elif isinstance(const, frozenset):
             into.update(repr(sorted(map(repr, const))).encode())
         else:
             into.update(repr(const).encode())

@@ -12,9 +12,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-if (
-    TYPE_CHECKING
-):  # not at run time: `typing`'s first import is the slowest part of `lineage` start-up
+# not at run time: `typing`'s first import is the slowest part of `lineage` start-up
+if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Entry", "Lineage", "bootstrap", "facts", "in_memory", "open_store"]

@@ -64,9 +64,8 @@ def note(label: str) -> None:
 
 def head(home: Path) -> str:
     """`lineage head`: POSITION:HASH of the last event (a fresh store answers 0:sha256:000...)."""
-    invoke(
-        home, "init"
-    )  # read commands never create a store; a refused first write leaves none behind
+    # read commands never create a store; a refused first write leaves none behind
+    invoke(home, "init")
     result = invoke(home, "head")
     assert result.exit_code == 0, result.stderr
     return result.stdout.strip()

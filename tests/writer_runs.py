@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+# str(datetime.now()): naive, local
 STARTED, FINISHED = (
     "2026-11-03 09:12:44.208311",
     "2026-11-03 09:19:02.513002",
-)  # str(datetime.now()): naive, local
+)
 
 
 def write_config(run_dir: Path, **overrides: Any) -> None:

@@ -15,9 +15,8 @@ from .rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 
 # A status outside these is refused rather than guessed at: the fact type admits only CTRF's five.
 STATUSES = frozenset(get_args(CtrfStatus))
-ARTIFACT_READ_BYTES = (
-    64 * 1024
-)  # benchflow's _ARTIFACT_READ_BYTES: a larger report is not read at all
+# benchflow's _ARTIFACT_READ_BYTES: a larger report is not read at all
+ARTIFACT_READ_BYTES = 64 * 1024
 
 
 def parse_ctrf(document: object, where: str) -> dict[str, str]:

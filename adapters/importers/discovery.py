@@ -122,9 +122,8 @@ def survey(paths: list[str | Path]) -> Survey:
     `verifier/ctrf.json`)."""
     found: dict[Path, RunDir] = {}
     skipped: list[Skipped] = []
-    holding: dict[
-        Path, tuple[list[str], int]
-    ] = {}  # folders not in a run: files each holds, how many
+    # folders not in a run: files each holds, how many
+    holding: dict[Path, tuple[list[str], int]] = {}
     for given in paths:
         root = Path(os.path.abspath(given))
         if not root.is_dir():

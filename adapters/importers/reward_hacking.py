@@ -238,9 +238,8 @@ class _FileState:
         self.seen: set[str] = set()
         self.created: set[str] = set()
         self._outputs = outputs or []
-        self._shown: list[
-            str
-        ] = []  # tool outputs before the call being judged (`pytest` naming a file)
+        # tool outputs before the call being judged (`pytest` naming a file)
+        self._shown: list[str] = []
 
     def shown_until(self, line: int) -> None:
         while self._outputs and self._outputs[0][0] <= line:

@@ -93,9 +93,8 @@ class ImportSummary:
     errors: list[Rejection] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # folders not read, each with the reason
-    facts: list[tuple[f.Fact, datetime | None]] = field(
-        default_factory=list
-    )  # dry run: what would be appended
+    # dry run: what would be appended
+    facts: list[tuple[f.Fact, datetime | None]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -239,18 +239,16 @@ def _checked_chunks(
         high = rows[-1][0]
         links = recorder.chain_links(after, high)
         aligned = aligned_head(head, rows, links)
-        if (
-            aligned is None
-        ):  # something is off (or unusual): the full walk decides, and names a break
+        # something is off (or unusual): the full walk decides, and names a break
+        if aligned is None:
             events = iter(rows)
             aligned = check_window(head, merge_chain(events, iter(links)))
         head = aligned
         after = high
         yield _as_text(rows), head
     tail = recorder.chain_links(after, stop)
-    if tail and not recorder.log_rows(
-        after, tail[0][0], 1
-    ):  # links past the last event: its events were deleted
+    # links past the last event: its events were deleted
+    if tail and not recorder.log_rows(after, tail[0][0], 1):
         check_window(head, merge_chain(iter(()), iter(tail)))
 
 

@@ -127,7 +127,6 @@ def _log_written_since(lineage: OpenedStore) -> bool:
 def _mark_caught_up(lineage: OpenedStore) -> None:
     """The read-model file now holds the whole log: its time says so even if nothing was written to
     it."""
-    with contextlib.suppress(
-        OSError
-    ):  # a read-only copy: the guess stays wrong, and costs only the probe
+    # a read-only copy: the guess stays wrong, and costs only the probe
+    with contextlib.suppress(OSError):
         os.utime(lineage.read_models_path)

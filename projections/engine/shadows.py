@@ -148,9 +148,8 @@ def creating_in_file(db: ReadModelDB) -> Iterator[None]:
         yield
     except BaseException:
         db.before_statement = shadows
-        with suppress(
-            Exception
-        ):  # a database a fatal error invalidated refuses this too: tell the first
+        # a database a fatal error invalidated refuses this too: tell the first
+        with suppress(Exception):
             db.builtins_first()
         raise
     db.before_statement = shadows

@@ -79,9 +79,8 @@ class Trial:
     same fork (same task, same run, same state at the branch point): the k-th child of that name
     with the k-th."""
 
-    key: tuple[
-        str | None, str, str, int
-    ]  # task, run, fork, occurrence of the arm's name in that fork
+    # task, run, fork, occurrence of the arm's name in that fork
+    key: tuple[str | None, str, str, int]
     passed: bool
     reward: float
 

@@ -468,9 +468,8 @@ def audit_report(
     matrix = None
     if slots is not None:
         chosen = _chosen_slots(slots, run, task, runs)
-        matrix, slot_findings = classify_slots(
-            chosen, model_runs, superseded
-        )  # oracle lanes fill no slot
+        # oracle lanes fill no slot
+        matrix, slot_findings = classify_slots(chosen, model_runs, superseded)
         findings += slot_findings
     findings += [
         Finding(

@@ -41,9 +41,8 @@ class Charts:
     other_runs: int  # runs in groups past GROUP_CAP
     arms: list[dict[str, Any]]  # arm_summary rows, each with its `group`
     arms_left_out: int  # (group, arm) pairs past ARM_CAP
-    no_interval: list[
-        dict[str, Any]
-    ]  # (group, arm, trials) the budget left without a reward interval
+    # (group, arm, trials) the budget left without a reward interval
+    no_interval: list[dict[str, Any]]
     grid: dict[str, Any]
     timeline: dict[str, Any]
     caps: dict[str, int] = field(

@@ -400,9 +400,8 @@ def _report(
 
 def _arm_outcome(child: dict[str, Any], fork_outcome: str) -> attr.ArmOutcome:
     name = child["arm"]
-    tests = (
-        _json(child["tests"]) or None
-    )  # benchflow's artifact_test_outcomes: a report naming no test is not observed
+    # benchflow's artifact_test_outcomes: a report naming no test is not observed
+    tests = _json(child["tests"]) or None
     if child["outcome"] is None:
         if fork_outcome == "partial":
             return attr.ArmOutcome(name, None, ran=False)

@@ -189,9 +189,8 @@ class ServedReads:
         )
 
         def read(db: ReadModelDB) -> dict[str, list[str]]:
-            row = db.rows(f"SELECT {lists} FROM runs")[
-                0
-            ]  # one pass over the view, not one per filter
+            # one pass over the view, not one per filter
+            row = db.rows(f"SELECT {lists} FROM runs")[0]
             return {name: row[name] or [] for name in FACETS}
 
         return self._remembered("facets", read)

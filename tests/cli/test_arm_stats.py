@@ -199,11 +199,12 @@ def test_pairs_are_children_of_one_fork_and_unscored_arms_are_apart(
     lineage.record(trial("c0", "split", {"no-skill": None, "with-skill": None, "hint": None}))
     lineage.record(trial("d0", "split", {"other-arm": 1.0}))
     rows = arm_stats(run_cli, "c0")
+    # c0's arms only, its first the baseline
     assert list(rows) == [
         "no-skill",
         "with-skill",
         "hint",
-    ]  # c0's arms only, its first the baseline
+    ]
     assert (rows["with-skill"]["trials"], rows["no-skill"]["trials"]) == (2, 1)
     assert rows["with-skill"]["pairs"] == 0
     assert rows["with-skill"]["verdict"].startswith("not enough paired trials (n=0")

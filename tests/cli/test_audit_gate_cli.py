@@ -430,9 +430,8 @@ def test_a_run_read_before_benchflow_wrote_results_jsonl_is_observed_again_witho
 ) -> None:
     run = tmp_path / "jobs" / "nightly" / "csv-dedupe__d4e5f6a7"
     shutil.copytree(NIGHTLY / run.name, run)
-    run_cli(
-        "import", str(run)
-    )  # result.json is written, results.jsonl not yet: benchflow writes it last
+    # result.json is written, results.jsonl not yet: benchflow writes it last
+    run_cli("import", str(run))
     row = {
         "info": {"training_ready": True},
         "token_usage": {"total_tokens": 19474},

@@ -218,9 +218,8 @@ def test_verify_and_reads_catch_an_edited_topic_version_or_state_type(
 def test_a_shorter_log_rebuilds_every_read_model(run_cli: Cli, tmp_path: Path) -> None:
     ingested(run_cli, tmp_path)
     assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n4\n"
-    with sqlite3.connect(
-        store(run_cli)
-    ) as db:  # the tail cut off, links and all (only a kept head notices)
+    # the tail cut off, links and all (only a kept head notices)
+    with sqlite3.connect(store(run_cli)) as db:
         db.execute("DELETE FROM stored_events WHERE rowid > 2")
         db.execute("DELETE FROM lineage_chain WHERE position > 2")
     assert run_cli("sql", "SELECT count(*) AS n FROM runs", "--format", "csv").stdout == "n\n2\n"

@@ -35,18 +35,15 @@ def test_recording_into_a_long_run_reads_only_what_is_new(tmp_path) -> None:  # 
             read.append(0)
             writer.record([f.NodeOpened(run=RUN, node=f"n{i}", parent=parent)])
             parent = f"n{i}"
-        assert max(read[50:]) <= 1, (
-            read
-        )  # only the other writers' events since the last record (none here)
+        # only the other writers' events since the last record (none here)
+        assert max(read[50:]) <= 1, read
         other.record([f.NodeOpened(run=RUN, node="from-elsewhere", parent="n300")])
         read.append(0)
-        writer.record(
-            [f.NodeOpened(run=RUN, node="n301", parent="from-elsewhere")]
-        )  # sees the other's node
+        # sees the other's node
+        writer.record([f.NodeOpened(run=RUN, node="n301", parent="from-elsewhere")])
         assert read[-1] == 1
         with pytest.raises(InvariantViolated):
             writer.record([f.NodeOpened(run=RUN, node="n302", parent="nowhere")])
-        writer.record(
-            [f.NodeOpened(run=RUN, node="n302", parent="n301")]
-        )  # the refused batch left no trace
+        # the refused batch left no trace
+        writer.record([f.NodeOpened(run=RUN, node="n302", parent="n301")])
         assert app.run(RUN).version == 304

@@ -288,9 +288,8 @@ def damage(draw: st.DrawFn, root: Path, run: Path, source: str) -> tuple[str, st
         target.unlink()
         target.mkdir()
     elif kind == "over_cap":
-        cap = CAP * (
-            rundir.CTRF_CAP_FACTOR if target.name == "ctrf.json" else 1
-        )  # CTRF reports may be larger
+        # CTRF reports may be larger
+        cap = CAP * (rundir.CTRF_CAP_FACTOR if target.name == "ctrf.json" else 1)
         target.write_bytes(data + b" " * (cap + 1 - len(data) + draw(st.integers(0, 4096))))
     elif kind == "stray_file":
         folder = target.parent / draw(
@@ -383,9 +382,8 @@ def test_a_damaged_run_is_imported_whole_or_not_at_all(
         home = root / "home"
         seed(home)
         certainly_broken = count == 1 and hits[0][2]
-        check_import(
-            home, root / "jobs", refused=certainly_broken
-        )  # refused: rejected, or left out unread
+        # refused: rejected, or left out unread
+        check_import(home, root / "jobs", refused=certainly_broken)
 
 
 PRISTINE = "pr nightly"

@@ -394,9 +394,8 @@ def test_a_valid_file_with_one_line_mutated(
             and seeded == len(BASE)
             and replacement in (b"", b"   ", b"\t", b"\r", BASE_LINES[index])
         ):
-            assert position(head(home)) == len(
-                expected_facts(BASE)
-            )  # nothing new in a file the log already holds
+            # nothing new in a file the log already holds
+            assert position(head(home)) == len(expected_facts(BASE))
 
 
 # -- random input ----------------------------------------------------------------------------------

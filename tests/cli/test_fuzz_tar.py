@@ -63,20 +63,17 @@ class Base:
     data: bytes
     checked: frozenset[str]  # members whose bytes are content-addressed (layers, config, OCI blobs)
     required: frozenset[str]  # members whose absence breaks the archive
-    regions: tuple[
-        tuple[int, int], ...
-    ]  # byte ranges where any change breaks it (checked data, the tail)
-    gzip_layers: tuple[
-        tuple[int, int], ...
-    ]  # legacy gzip layers: only a change to what they inflate to breaks it
+    # byte ranges where any change breaks it (checked data, the tail)
+    regions: tuple[tuple[int, int], ...]
+    # legacy gzip layers: only a change to what they inflate to breaks it
+    gzip_layers: tuple[tuple[int, int], ...]
     end_of_archive: int  # offset just past the first end-of-archive block
 
     def __repr__(self) -> str:
         return f"BASES[{self.name!r}]"
 
-    def _repr_pretty_(
-        self, printer: Any, cycle: bool
-    ) -> None:  # hypothesis prints examples with this
+    # hypothesis prints examples with this
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
 
 
@@ -101,9 +98,8 @@ def describe(name: str, entries: list[Entry], expected: dict) -> Base:
                 and data[span[0] : span[0] + 2] == b"\x1f\x8b"
                 and not member.name.startswith("blobs/")
             ):
-                gzip_layers.append(
-                    span
-                )  # a legacy layer is named by its diff_id: gzip's mtime or OS byte may change
+                # a legacy layer is named by its diff_id: gzip's mtime or OS byte may change
+                gzip_layers.append(span)
             elif member.name in checked:
                 regions.append(span)
         end = archive.offset
@@ -276,10 +272,11 @@ HOSTILE = [
     file_entry("/abs/path", b"x"),
     special_entry("sparse", tarfile.GNUTYPE_SPARSE),
 ]
+# NAME:TAG, as `docker save` writes RepoTags
 REFERENCES = [
     "snap-x:latest",
     "registry:5000/team/snap:v2",
-]  # NAME:TAG, as `docker save` writes RepoTags
+]
 NOT_REFERENCES = ["bf-snap-1", "UPPER:latest", "with space:v1", "snap@sha256:" + "a" * 64]
 OCI_LAYOUT_FILES = ("index.json", "oci-layout")
 TAGS = st.lists(st.sampled_from(REFERENCES + NOT_REFERENCES), max_size=3)
@@ -436,9 +433,8 @@ def test_adopting_a_tar_that_fails_verification_never_reaches_the_engine(tar: by
 
         adopted = invoke(home, "snapshots", "import", "--adopt", str(path), "--format", "json")
         rows = log_rows(home)
-        if (
-            report.ok
-        ):  # sound, so only the engine could say more, and it is away: nothing is recorded
+        # sound, so only the engine could say more, and it is away: nothing is recorded
+        if report.ok:
             assert adopted.exit_code == 4 and UNREACHABLE in adopted.stderr, adopted.stderr
             assert rows == []
         else:

@@ -90,9 +90,8 @@ def test_pr_examples_become_the_facts_benchflow_wrote(run_cli: Cli) -> None:
         unscored["wall_clock_sec"],
     ) == (2, "verifier produced no reward: reward.txt missing", None, 136.2)
     scored = facts(run_cli, "fork.child_scored", ABLATE_RUN)
-    assert (
-        scored[1]["tests"]["tests/test_outputs.py::test_keeps_order"] == "failed"
-    )  # raw CTRF names are kept
+    # raw CTRF names are kept
+    assert scored[1]["tests"]["tests/test_outputs.py::test_keeps_order"] == "failed"
     assert facts(run_cli, "fork.closed", ABLATE_RUN) == [
         {"run": ABLATE_RUN, "fork": "root", "outcome": "completed", "value": None, "error": None}
     ]
@@ -184,9 +183,8 @@ def test_a_continuation_imported_before_its_cut_point_was_reconciled_imports_aga
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90__continued", tmp_path / "jobs")
     copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     final = (run / "result.json").read_text()
-    written = json.loads(
-        final
-    )  # as materialized: the configured-basis block, before the served one replaces it
+    # as materialized: the configured-basis block, before the served one replaces it
+    written = json.loads(final)
     served = written["source"]["cut_point"]
     written["source"]["cut_point"] = {
         "accounting": "configured",
@@ -317,14 +315,12 @@ def test_two_copies_of_a_run_import_once_each_and_then_append_nothing(
 ) -> None:
     copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "disk" / "jobs")
     backup = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "disk" / "backup")
-    (tmp_path / "disk" / "link").symlink_to(
-        backup.parent.parent
-    )  # one more spelling of the backup's path
+    # one more spelling of the backup's path
+    (tmp_path / "disk" / "link").symlink_to(backup.parent.parent)
     appended = [run_cli("import", str(tmp_path / "disk")).stderr for _ in range(2)]
     assert "0 events appended" in appended[1] and "2 runs skipped as already known" in appended[1]
-    assert (
-        len(facts(run_cli, "run.located", NIGHTLY_RUN)) == 3
-    )  # recorded by benchflow, and two places read
+    # recorded by benchflow, and two places read
+    assert len(facts(run_cli, "run.located", NIGHTLY_RUN)) == 3
 
 
 def test_a_run_path_too_long_for_a_key_still_imports(run_cli: Cli, tmp_path: Path) -> None:
@@ -338,9 +334,8 @@ def test_a_run_path_too_long_for_a_key_still_imports(run_cli: Cli, tmp_path: Pat
 def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_path: Path) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
     result_json = (run / "result.json").read_text()
-    (
-        run / "result.json"
-    ).unlink()  # the run is still verifying: forked at pre-verify, no result yet
+    # the run is still verifying: forked at pre-verify, no result yet
+    (run / "result.json").unlink()
     left_out = run_cli("import", str(run))
     assert "left out, the run may still be running (it has no result.json yet)" in left_out.stderr
     assert "1 runs left out as still running" in left_out.stderr and events(run_cli) == []
@@ -421,9 +416,8 @@ def test_a_left_over_hold_is_not_pinned_on_a_fork_that_settled_with_its_own_valu
     run_cli: Cli, tmp_path: Path
 ) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    hold = (
-        run / "branches" / "n2" / "parent" / "agent"
-    )  # a later fork at n2 failed at its hold: no child ran
+    # a later fork at n2 failed at its hold: no child ran
+    hold = run / "branches" / "n2" / "parent" / "agent"
     hold.mkdir(parents=True)
     (hold / "openhands.log").write_text("parent's log\n")
     result = run_cli("import", str(run))
@@ -431,9 +425,8 @@ def test_a_left_over_hold_is_not_pinned_on_a_fork_that_settled_with_its_own_valu
         "a custody hold at node 'n2', whose last fork 'n2' settled with "
         "its own V: it is a fork's that failed before any child ran"
     ) in result.stderr
-    assert not [
-        e for e in events(run_cli) if e["type"] in ("custody.held", "custody.failed")
-    ]  # hand-offs are the fork's
+    # hand-offs are the fork's
+    assert not [e for e in events(run_cli) if e["type"] in ("custody.held", "custody.failed")]
     assert facts(run_cli, "fork.closed")[0]["outcome"] == "completed"
 
 
@@ -441,9 +434,8 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(
     run_cli: Cli, tmp_path: Path
 ) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    add_second_fork_at_n2(
-        run, unscored=None
-    )  # n5 1.0, n6 0.0: its mean is the first fork's V by chance
+    # n5 1.0, n6 0.0: its mean is the first fork's V by chance
+    add_second_fork_at_n2(run, unscored=None)
     tree = json.loads((run / "tree.json").read_text())
     next(node for node in tree["nodes"] if node["id"] == "n6")["reward"] = (
         1.0  # so V 0.5 is the first fork's
@@ -452,9 +444,8 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(
     (run / "branches" / "n2" / "children" / "n6" / "reward.json").write_text(
         json.dumps({"reward": 1.0})
     )
-    hold = (
-        run / "branches" / "n2" / "parent" / "agent"
-    )  # its release failed, so V was never aggregated
+    # its release failed, so V was never aggregated
+    hold = run / "branches" / "n2" / "parent" / "agent"
     hold.mkdir(parents=True)
     (hold / "openhands.log").write_text("parent's log\n")
     run_cli("import", str(run))
@@ -464,9 +455,8 @@ def test_a_failed_release_after_an_earlier_fork_closes_the_later_one_partial(
     assert "custody hold branches/n2/parent was left behind" in closed["n2.2"]["error"]
     assert [f["fork"] for f in facts(run_cli, "custody.failed")] == ["n2.2"]
     exported = json.loads(run_cli("export", "tree", NIGHTLY_RUN).stdout)
-    assert (
-        next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5
-    )  # the earlier fork's V stays
+    # the earlier fork's V stays
+    assert next(node for node in exported["nodes"] if node["id"] == "n2")["value"] == 0.5
 
 
 def test_runs_caught_mid_write_are_left_out_unread_not_rejected(
@@ -486,9 +476,8 @@ def test_runs_caught_mid_write_are_left_out_unread_not_rejected(
         harbor / "result.json",
     ):
         text = half_written.read_text()
-        half_written.write_text(
-            text[: len(text) // 2]
-        )  # the harness is writing it this very moment
+        # the harness is writing it this very moment
+        half_written.write_text(text[: len(text) // 2])
     result = run_cli("import", str(tmp_path / "jobs"))
     assert "0 runs rejected, 3 runs left out as still running" in result.stderr
     for why in (
@@ -661,9 +650,8 @@ def test_mainline_branched_trial_from_the_public_fixture(run_cli: Cli) -> None:
 
 def test_harbor_trials_and_ctrf_only_folders_from_the_public_fixture(run_cli: Cli) -> None:
     result = run_cli("import", str(PUBLIC / "benchflow-ai" / "skillsbench-trajectories"))
-    assert (
-        "1 runs, 0 forks, 0 children" in result.stderr
-    )  # the two folders with only verifier/ctrf.json are not runs
+    # the two folders with only verifier/ctrf.json are not runs
+    assert "1 runs, 0 forks, 0 children" in result.stderr
     [registered] = facts(run_cli, "run.registered")
     assert (registered["run"], registered["task"], registered["agent"], registered["trial"]) == (
         HARBOR_RUN,
@@ -679,9 +667,8 @@ def test_harbor_trials_and_ctrf_only_folders_from_the_public_fixture(run_cli: Cl
         finished["started_at"] == "2026-01-26T03:23:07.723949"
         and finished["timing"]["total"] == 582.653
     )
-    assert (
-        finished["time_zone"] == "unknown"
-    )  # Harbor's datetime.now(): kept as written, zone not recorded
+    # Harbor's datetime.now(): kept as written, zone not recorded
+    assert finished["time_zone"] == "unknown"
 
 
 def test_a_branch_child_directory_is_not_a_run_of_its_own(run_cli: Cli) -> None:
@@ -803,9 +790,8 @@ def test_a_fork_that_stopped_after_its_first_child_closes_partial(
     run_cli: Cli, tmp_path: Path, outcome: dict, earlier_v: float | None
 ) -> None:
     run = copy_run(NIGHTLY / "csv-dedupe__7c1f2a90", tmp_path / "jobs")
-    tree = json.loads(
-        (run / "tree.json").read_text()
-    )  # child n4 never started (a hand-off failure after n3)
+    # child n4 never started (a hand-off failure after n3)
+    tree = json.loads((run / "tree.json").read_text())
     tree["nodes"] = [node for node in tree["nodes"] if node["id"] != "n4"]
     n2, n3 = tree["nodes"][2], tree["nodes"][3]
     del n2["value"], n3["reward"]

@@ -140,9 +140,8 @@ def test_keep_going_imports_the_other_runs_and_exits_1_with_a_summary(
     shutil.copytree(NIGHTLY, bad)
     malformed_tree(bad)
     shutil.copytree(NIGHTLY, jobs / "nightly" / NIGHTLY.name)
-    shutil.copytree(
-        HARBOR, jobs / "zz-harbor"
-    )  # sorts after the bad run, so a plain import stops before it
+    # sorts after the bad run, so a plain import stops before it
+    shutil.copytree(HARBOR, jobs / "zz-harbor")
 
     stopped = run_cli("import", str(jobs), ok=False)
     assert (

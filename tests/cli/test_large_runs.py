@@ -107,9 +107,8 @@ def test_a_checkpoint_that_does_not_fit_in_the_cap_says_to_raise_it_and_a_larger
     could not open."""
     home = tmp_path / "home"
     record_scored_runs(home, 300, 2_000)
-    for _ in range(
-        2
-    ):  # the second run replays what the first committed, and stops at the same point
+    # the second run replays what the first committed, and stops at the same point
+    for _ in range(2):
         refused = count_runs(home, "16MB")
         assert refused.exit_code == 4, refused.output + refused.stderr
         assert "could not be checkpointed within their memory cap" in refused.stderr

@@ -152,9 +152,8 @@ def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes
     )
     assert "the 3 facts before them are recorded (4 events appended)" in result.stderr
     assert "run the same command again" in result.stderr
-    assert (
-        len(log_facts(run_cli)) == 8
-    )  # the seed's run 1 and chunk 1's run 0, nothing of runs 2 and 3
+    # the seed's run 1 and chunk 1's run 0, nothing of runs 2 and 3
+    assert len(log_facts(run_cli)) == 8
     lines[5] = {**lines[5], "reward": 1.0}
     write_lines(source, lines)
     assert (
@@ -173,9 +172,8 @@ def test_a_chunked_ingest_records_only_the_lines_it_validated(
     real_iter_entries = jsonl.iter_entries
     passes = []
 
-    def grows_after_the_first_pass(
-        lines, where
-    ):  # a harness appends (half a line) between the two passes
+    # a harness appends (half a line) between the two passes
+    def grows_after_the_first_pass(lines, where):
         passes.append(where)
         if len(passes) == 2:
             with source.open("a") as out:
@@ -317,8 +315,7 @@ def test_a_kept_head_catches_a_truncated_tail(run_cli: Cli, tmp_path: Path) -> N
         db.execute("DELETE FROM lineage_merkle_leaves WHERE idx = 3")
         db.execute("DELETE FROM lineage_merkle_nodes WHERE (level, idx) IN ((1, 1), (2, 0))")
     run_cli("verify")  # the shorter chain is internally consistent...
-    result = run_cli(
-        "verify", "--head", kept, "--format", "json", ok=False
-    )  # ...but the kept head is gone
+    # ...but the kept head is gone
+    result = run_cli("verify", "--head", kept, "--format", "json", ok=False)
     assert result.exit_code == 3 and "tail was truncated" in json.loads(result.stdout)["problem"]
     assert run_cli("verify", "--head", "nonsense", ok=False).exit_code == 1

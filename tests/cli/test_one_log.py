@@ -60,9 +60,8 @@ def test_an_unsigned_event_past_2_62_is_a_jump_verify_names_and_writers_refuse(
     signed(store_url, home, keys, RunRegistered(run="jobs/t__2", task="t"))
     cli = Cli(home, store_url)
     kept = cli("head").stdout.strip()
-    with raw_store(
-        store_url
-    ) as raw:  # correctly linked, but at a jumped position and with no signature
+    # correctly linked, but at a jumped position and with no signature
+    with raw_store(store_url) as raw:
         raw.insert_copy(2, JUMP)  # in a stream the writer below does not read
         raw.relink()
     code, report = full_verify(cli, keys, kept)

@@ -33,9 +33,8 @@ def test_rebuild_and_verify_show_how_far_they_got(watched: Cli) -> None:
     assert last_draw(rebuilt.stderr, "projecting the log") == (
         f"projecting the log: {events:,} of {events:,} (100%)"
     )
-    assert rebuilt.stderr.splitlines()[-1].startswith(
-        "rebuilt the read models"
-    )  # a line of its own
+    # a line of its own
+    assert rebuilt.stderr.splitlines()[-1].startswith("rebuilt the read models")
     verified = watched("verify", "--format", "tsv")
     assert last_draw(verified.stderr, "verifying the hash chain") == (
         f"verifying the hash chain: {events:,} of {events:,} (100%)"

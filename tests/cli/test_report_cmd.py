@@ -43,12 +43,13 @@ def test_the_page_shows_tree_arms_stages_cut_point_audit_and_head(
     assert "outcome-fail" in ablate["root"] and "outcome-pass" in ablate["n2"]
     assert "outcome-error" in ablate["n4"] and "outcome-fail" in ablate["n3"]
     flipped = [page.text_of(td) for td in page.find("td", "flip")]
+    # with-skill, then no-skill's three
     assert flipped[:4] == [
         "passed",
         "passed",
         "failed",
         "failed",
-    ]  # with-skill, then no-skill's three
+    ]
     head = run_cli("head").stdout.strip()
     assert [page.text_of(c) for c in page.find("code", "head")] == [head]
     stage_cells = [page.text_of(table) for table in page.find("table", "stages")]

@@ -94,9 +94,8 @@ def task_dir(root: Path) -> Path:
 #: A with-skill run that shows only the harness-global skill and invokes nothing, alone in its
 #: batch.
 LONE = {"lone_with_global_uninvoked": ("with-skill", [GLOBAL_SKILL], ())}
-Batch = Callable[
-    [Path], Path
-]  # builds a batch of run directories under a folder, returns the folder
+# builds a batch of run directories under a folder, returns the folder
+Batch = Callable[[Path], Path]
 
 
 def file_hashes_batch(harness: str) -> Batch:

@@ -75,9 +75,8 @@ def test_a_new_process_reads_as_many_events_of_a_long_run_as_of_a_short_one(tmp_
         for i in range(3)
     ]
     assert max(reads) <= saved_state.SAVE_EVERY, reads
-    assert max(reads[3:]) <= max(reads[:3]) + 3, (
-        reads
-    )  # the 5,000-node run costs what the 250-node one does
+    # the 5,000-node run costs what the 250-node one does
+    assert max(reads[3:]) <= max(reads[:3]) + 3, reads
     # Without saved states, the same record reads the whole run.
     with sqlite3.connect(long / "events.sqlite") as connection:
         connection.execute("DELETE FROM lineage_saved_states")

@@ -293,9 +293,8 @@ def test_a_run_id_with_dot_segments_links_to_itself(client: TestClient) -> None:
     page = client.get("/runs", params={"task": "dotted"}).text
     (href,) = re.findall(r'class="run-link" href="([^"]+)"', page)
     assert "/../" not in href and "%2F..%2F" in href
-    assert (
-        client.get(href).text.count(">dotted<") == 1
-    )  # its own page, not the run the dots lead to
+    # its own page, not the run the dots lead to
+    assert client.get(href).text.count(">dotted<") == 1
     assert client.get(href.replace("/runs/", "/api/runs/")).json()["run"]["run"] == DOTTED_RUN
 
 
@@ -472,9 +471,8 @@ def test_the_chain_walk_started_at_start_is_the_one_pages_show(opened: Lineage) 
     waits for that walk (one at a time) and shows what `lineage verify` shows."""
     checks = ChainChecks(opened)
     walking = checks.start()
-    during = (
-        checks()
-    )  # waits for the background walk, or walks first and the background one finds it done
+    # waits for the background walk, or walks first and the background one finds it done
+    during = checks()
     walking.join(timeout=120)
     assert not walking.is_alive()
     expected = opened.verify().summary()

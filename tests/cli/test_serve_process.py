@@ -86,9 +86,8 @@ def test_a_signal_stops_the_server_with_the_shells_code(
 def test_ctrl_c_stops_a_server_that_inherited_sigint_ignored(home: Path, tmp_path: Path) -> None:
     """A shell starts a background job with SIGINT ignored; uvicorn's re-raise then ended it with
     exit 0."""
-    previous = signal.signal(
-        signal.SIGINT, signal.SIG_IGN
-    )  # inherited by the child, as from `cmd &`
+    # inherited by the child, as from `cmd &`
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         context = serving(home, env={"TMPDIR": str(tmp_path)})
         process, _base = context.__enter__()

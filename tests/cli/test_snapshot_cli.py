@@ -44,9 +44,8 @@ def ingest(run_cli: Cli, tmp_path: Path, facts: list[dict]) -> None:
     run_cli("ingest", str(source))
 
 
-OTHER_IMAGE = (
-    "sha256:" + "0" * 64
-)  # recorded for a tar that holds another image: imports are rejected offline
+# recorded for a tar that holds another image: imports are rejected offline
+OTHER_IMAGE = "sha256:" + "0" * 64
 
 
 def record_export(
@@ -419,9 +418,8 @@ def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
             {"type": "snapshot.discarded", "ref": "bf-snap-t-2"},
         ],
     )
-    run_cli(
-        "snapshots", "import", "--run", RUN, "--stage", "env-ready", ok=False
-    )  # another image: a rejection
+    # another image: a rejection
+    run_cli("snapshots", "import", "--run", RUN, "--stage", "env-ready", ok=False)
 
     rows = json.loads(run_cli("snapshots", "list", "--run", RUN, "--format", "json").stdout)
     assert [
@@ -536,10 +534,11 @@ def test_a_snapshot_whose_exported_tar_is_gone_or_changed_is_not_restorable(
     restorable, because = listed("--check")  # no engine answers here: the image is not checked
     assert restorable is True and because.startswith("exported to a tar whose digest is recorded")
     tar.write_bytes(tar.read_bytes() + b"\0" * 512)  # still a tar, no longer the exported one
+    # without --check only presence counts
     assert listed() == (
         True,
         "exported to a tar whose digest is recorded",
-    )  # without --check only presence counts
+    )
     restorable, because = listed("--check")
     assert restorable is False and "not the recorded" in because
     tar.unlink()

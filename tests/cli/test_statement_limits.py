@@ -83,9 +83,8 @@ def run_sql_measured(
 @pytest.fixture
 def home_with_a_run(lineage: Lineage, run_cli: Cli) -> Path:
     lineage.record(nightly_run_facts())
-    run_cli(
-        "sql", "SELECT 1"
-    )  # the read models exist and are current: the statement is what is measured
+    # the read models exist and are current: the statement is what is measured
+    run_cli("sql", "SELECT 1")
     return run_cli.home
 
 

@@ -74,9 +74,8 @@ def test_occurred_before_shows_an_arm_still_running_as_pending(
     )
     assert [row["status"] for row in children] == ["pass", "fail", "error", "pending"]
     tree = run_cli("tree", ABLATE_RUN, "--occurred-before", before).stdout
-    assert tree.splitlines()[-2].endswith(
-        "· pending: no outcome yet"
-    )  # the last line says what V is
+    # the last line says what V is
+    assert tree.splitlines()[-2].endswith("· pending: no outcome yet")
     last_arm = f'{ABLATE_RUN}:root/config:{{"agent": {{"max_turns": 40}}}}'
     diff = run_cli(
         "diff", f"{ABLATE_RUN}:root/with-skill", last_arm, "--occurred-before", before

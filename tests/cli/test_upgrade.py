@@ -42,9 +42,8 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
         "run.evidence_observed",
     }
     located = [e for e in added if e["type"] == "run.located"]
-    assert {e["fact"]["kind"] for e in located} == {
-        "read"
-    }  # the directories the harness recorded were already known
+    # the directories the harness recorded were already known
+    assert {e["fact"]["kind"] for e in located} == {"read"}
     assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == [
         "env-snap-csv-dedupe-0c55e1a7"
     ]

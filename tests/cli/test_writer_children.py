@@ -36,16 +36,14 @@ def test_in_place_children_chains_and_their_own_stage_tags_round_trip(
 ) -> None:
     """branch_at_stage('pre-verify') + make_default_runner: execute(node=child) then verify() per
     child."""
+    # n4 -> n5 -> n6, tag on n6
+    # n7 alone, tag on n7
     run = nightly_run(
         tmp_path,
         {"pre-verify"},
         [
-            Child(
-                prompt_delta("1"), events=3, reward=1.0, verify_refs=child_verify("a")
-            ),  # n4 -> n5 -> n6, tag on n6
-            Child(
-                prompt_delta("2"), events=1, reward=0.0, verify_refs=child_verify("b")
-            ),  # n7 alone, tag on n7
+            Child(prompt_delta("1"), events=3, reward=1.0, verify_refs=child_verify("a")),
+            Child(prompt_delta("2"), events=1, reward=0.0, verify_refs=child_verify("b")),
         ],
     )
     tree = json.loads((run.run_dir / "tree.json").read_text())

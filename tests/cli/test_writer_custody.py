@@ -100,17 +100,15 @@ def test_a_reported_hand_off_failure_is_its_own_fact(run_cli: Cli, tmp_path: Pat
     assert [(e["phase"], e["idx"], e["location"], e["error"]) for e in failed] == [
         ("hand-off", 1, "branches/root/children/n3/mounted", message)
     ]
-    assert not [
-        e for e in events if e["kind"] == "held"
-    ]  # the release succeeded: nothing is left to hold
+    # the release succeeded: nothing is left to hold
+    assert not [e for e in events if e["kind"] == "held"]
     [fork] = json.loads(
         run_cli("sql", "SELECT outcome, value, error FROM forks", "--format", "json").stdout
     )
     assert fork == {"outcome": "partial", "value": None, "error": message}
     tree = out / "ablation" / "csv-dedupe" / "tree.json"
-    assert (
-        run_cli("export", "tree", ABLATE_RUN).stdout == tree.read_text()
-    )  # the partial tree, byte for byte
+    # the partial tree, byte for byte
+    assert run_cli("export", "tree", ABLATE_RUN).stdout == tree.read_text()
     exported = json.loads(run_cli("export", "ablation", f"{ABLATE_RUN}:root").stdout)
     written = json.loads((out / "ablation.json").read_text())
     # test_attribution is derived from the arms that reported tests (this scenario did not recompute

@@ -69,9 +69,8 @@ def test_an_earlier_forks_v_keeps_benchflows_plain_sum(run_cli: Cli, tmp_path: P
     run_cli("import", str(tmp_path / "jobs"))
     written = json.loads((run_dir(tmp_path) / "tree.json").read_text())
     assert json.loads(run_cli("export", "tree", RUN).stdout) == written
-    assert 0.10999999999999999 in [
-        node.get("value") for node in written["nodes"]
-    ]  # benchflow's V, not 0.11
+    # benchflow's V, not 0.11
+    assert 0.10999999999999999 in [node.get("value") for node in written["nodes"]]
 
 
 def test_a_test_name_that_shortens_to_nothing_stays_empty() -> None:
@@ -101,9 +100,8 @@ def test_links_in_a_childs_mounted_hand_off_are_named_not_followed_and_never_ref
     (child / "mounted" / "artifacts" / "result.csv").symlink_to("/app/output/result.csv")
     (child / "mounted" / "artifacts" / "kept.txt").write_text("kept")
     (child / "mounted" / "verifier").mkdir()
-    (child / "mounted" / "verifier" / "ctrf.json").symlink_to(
-        "/etc/hostname"
-    )  # out of the run: never read
+    # out of the run: never read
+    (child / "mounted" / "verifier" / "ctrf.json").symlink_to("/etc/hostname")
     result = run_cli("import", str(tmp_path / "jobs"))
     assert "result.csv (a link, not followed)" in result.stderr
     [handed] = [

@@ -117,6 +117,5 @@ def test_new_facts_are_stored_with_their_class_version(
         }
     assert states["lineage:run.failed"]["class_version"] == 2
     assert states["lineage:run.failed"]["fact"]["request_global"] is True
-    assert (
-        "class_version" not in states["lineage:run.registered"]
-    )  # version 1 facts are stored as they always were
+    # version 1 facts are stored as they always were
+    assert "class_version" not in states["lineage:run.registered"]

@@ -44,9 +44,8 @@ def test_save_to_writes_a_tar_that_verifies_offline(
 ):
     path, tar_sha256, size = docker_engine.save_to(test_image, tmp_path, "snap.tar")
     assert path == tmp_path / "snap.tar"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "snap.tar"
-    ]  # no temporary file left behind
+    # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap.tar"]
     assert (tar_sha256, size) == (file_sha256(path), path.stat().st_size)
     report = verify_tar(path)
     assert report.problems == ()

@@ -44,9 +44,8 @@ def _write(store_url: str, home: str, worker: int, batches: int, size: int, acks
                 recorded = lineage.record(_batch(worker, index, size))
                 out.write(f"{recorded.position} {recorded.appended} {worker} {index}\n")
     except StoreUnavailable:
-        sys.exit(
-            4
-        )  # the server stayed away past the writer's retries: nothing of that batch committed
+        # the server stayed away past the writer's retries: nothing of that batch committed
+        sys.exit(4)
 
 
 def _start(

@@ -239,9 +239,8 @@ def test_a_person_reads_the_charts_and_regroups_them(tmp_path: Path) -> None:
             "[...document.querySelectorAll('svg.grid g.cell "
             "rect')].map(r => getComputedStyle(r).fill)",
         )
-        assert (
-            fills and "rgb(255, 255, 255)" not in fills
-        )  # the style sheet's shades, under the CSP
+        # the style sheet's shades, under the CSP
+        assert fills and "rgb(255, 255, 255)" not in fills
         interval = browser.evaluate(
             page,
             "getComputedStyle(document.querySelector('svg.pass-rate line.interval')).strokeWidth",

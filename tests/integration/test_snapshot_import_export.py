@@ -85,9 +85,8 @@ def engine_name(docker_client) -> str:
 def test_round_trip_commit_export_remove_import(
     docker_engine, docker_client, test_image, run_cli, tmp_path
 ):
-    ref = (
-        test_image.split(":")[0] + "-snap"
-    )  # untagged, as benchflow names sandbox refs; docker saves it as :latest
+    # untagged, as benchflow names sandbox refs; docker saves it as :latest
+    ref = test_image.split(":")[0] + "-snap"
     image_id = commit_a_change(docker_engine, docker_client, test_image, ref)
     run_dir = tmp_path / "run"
     capture(run_cli, tmp_path, ref, run_dir)
@@ -101,9 +100,8 @@ def test_round_trip_commit_export_remove_import(
     assert [(row["status"], row["tar_path"], row["image_id"]) for row in exported] == [
         ("exported", str(tar), image_id)
     ]
-    assert sorted(p.name for p in tar.parent.iterdir()) == [
-        tar.name
-    ]  # no staged or partial file left behind
+    # no staged or partial file left behind
+    assert sorted(p.name for p in tar.parent.iterdir()) == [tar.name]
     assert log_facts(run_cli, "snapshot.exported") == [
         {"ref": ref, "path": str(tar), "sha256": sha(tar), "image_id": image_id}
     ]
@@ -172,9 +170,8 @@ def test_adopting_an_unrecorded_tar(docker_engine, docker_client, test_image, ru
         "imported",
         None,
     )
-    again = json.loads(
-        run_cli("snapshots", "import", str(tar), "--format", "json").stdout
-    )  # now the log knows it
+    # now the log knows it
+    again = json.loads(run_cli("snapshots", "import", str(tar), "--format", "json").stdout)
     assert [row["status"] for row in again] == ["imported"]
 
 
@@ -371,6 +368,7 @@ def test_tampered_copy_of_the_recorded_export_is_rejected_on_its_digest(
 @pytest.mark.docker
 def test_recorded_image_id_that_differs_is_rejected(genuine, docker_engine, run_cli, tmp_path):
     capture(run_cli, tmp_path, genuine.ref, tmp_path / "run")
+    # another real world
     ingest(
         run_cli,
         tmp_path,
@@ -383,7 +381,7 @@ def test_recorded_image_id_that_differs_is_rejected(genuine, docker_engine, run_
                 "image_id": genuine.base_id,
             }
         ],
-    )  # another real world
+    )
     assert_rejected(
         run_cli,
         docker_engine,

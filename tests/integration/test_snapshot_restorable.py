@@ -153,9 +153,10 @@ def test_a_bare_capture_is_asked_for_by_its_ref(
     capture(run_cli, tmp_path, ref, tmp_path / "run")
     row = listed(run_cli, "--check", "--run", RUN)
     assert row["restorable"] is True and image_id in row["restorable_because"], row
+    # without --check, the belief, and the engine is not asked
     assert listed(run_cli, "--run", RUN)["restorable_because"] == (
         "captured; the image has not been discarded"
-    )  # without --check, the belief, and the engine is not asked
+    )
     assert docker_engine.remove_image(ref) is True
     row = listed(run_cli, "--check", "--run", RUN)
     assert row["restorable"] is False, row

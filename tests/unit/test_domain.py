@@ -81,9 +81,8 @@ def test_where_a_run_lives_is_located_not_registered() -> None:
     moved = [f.RunRegistered(run=RUN, task="task"), f.RunLocated(run=RUN, path="/b/job/task__1")]
     assert [fact.type for fact in app.record(moved).new_facts] == ["run.located"]
     assert app.record(moved).appended == 0
-    assert (
-        app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0
-    )  # each place read once
+    # each place read once
+    assert app.record([f.RunLocated(run=RUN, path="/a/job/task__1")]).appended == 0
     assert [(where.kind, where.path) for where in app.run(RUN).locations] == [
         ("recorded", "/home/ci/job/task__1"),
         ("read", "/a/job/task__1"),
@@ -100,9 +99,10 @@ def test_where_a_run_lives_is_located_not_registered() -> None:
 
 def test_a_registration_recorded_with_run_dir_by_an_earlier_version_is_still_known() -> None:
     app = LineageApp(env=MEMORY_ENV, actor="tester@lab", tool_version="test")
+    # as it was
     app._record_batch(
         [Entry(f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1"))], dry_run=False
-    )  # as it was
+    )
     assert app.run(RUN).registration.run_dir == "/a/job/task__1"
     assert (
         app.record([f.RunRegistered(run=RUN, task="task", run_dir="/a/job/task__1")]).appended == 0
@@ -425,9 +425,8 @@ def test_a_configured_cut_point_is_reconciled_into_a_served_one_once() -> None:
         run="cont", source_run="src", accounting="served", served_k=9, configured_k=12
     )
     assert app.record([configured]).appended == 1
-    assert (
-        app.record([configured, served]).appended == 1
-    )  # benchflow's reconciliation after the run
+    # benchflow's reconciliation after the run
+    assert app.record([configured, served]).appended == 1
     assert app.record([served]).appended == 0
     assert "served cut point of run 'cont'" in refused(
         app, ConflictingFact, served.model_copy(update={"served_k": 8})
@@ -506,9 +505,8 @@ def test_a_lost_race_is_decided_again_from_the_winners_result(app: LineageApp) -
     def losing_once(events, **kwargs):  # type: ignore[no-untyped-def]
         if not raced:
             raced.append(1)
-            app.record(
-                [f.RunRegistered(run="raced/run", task="task")]
-            )  # the winner, through the same store
+            # the winner, through the same store
+            app.record([f.RunRegistered(run="raced/run", task="task")])
             raise IntegrityError("version conflict: the stream moved")
         return insert(events, **kwargs)
 

@@ -87,9 +87,8 @@ def test_listing_a_hold_names_links_and_never_follows_them(tmp_path: Path) -> No
         "agent/again.txt (a link, not followed)"
     ]
     assert rundir.sha256_file(files[0][1]) == "sha256:" + hashlib.sha256(b"hello\n").hexdigest()
-    os.symlink(
-        "/etc", hold / "escape"
-    )  # out of the run: named, not followed, nothing of /etc recorded
+    # out of the run: named, not followed, nothing of /etc recorded
+    os.symlink("/etc", hold / "escape")
     files, left_out = folder.regular_files("branches/n1/parent")
     assert [relative for relative, _ in files] == ["agent/log.txt"]
     assert left_out == ["agent/again.txt (a link, not followed)", "escape (a link, not followed)"]

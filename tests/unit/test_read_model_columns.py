@@ -69,9 +69,8 @@ def _unread(model: type[BaseModel], parts: list[Any], where: str) -> list[str]:
         if not reads:
             missing.append(f"{where}.{name}")
             continue
-        if any(
-            isinstance(r, str) for r in reads
-        ):  # read whole: a column, or JSON holding all of it
+        # read whole: a column, or JSON holding all of it
+        if any(isinstance(r, str) for r in reads):
             continue
         elements = [r[0] if isinstance(r, list) else r for r in reads]
         structs = [e for e in elements if isinstance(e, dict)]

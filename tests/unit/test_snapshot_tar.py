@@ -29,9 +29,8 @@ from tests.snapshot_tars import (
 
 def verify_bytes(tmp_path: Path, data: bytes, **caps) -> TarReport:
     report = verify_tar(write(tmp_path, data), **caps)
-    assert report.tar_sha256 == "sha256:" + sha(
-        data
-    )  # the whole-file digest holds whatever else is wrong
+    # the whole-file digest holds whatever else is wrong
+    assert report.tar_sha256 == "sha256:" + sha(data)
     assert report.size_bytes == len(data)
     return report
 
@@ -98,9 +97,8 @@ def test_as_dict_is_json_and_carries_the_verdict(tmp_path):
 def test_one_flipped_byte_in_a_layer_is_a_diff_id_mismatch(tmp_path, build):
     entries, expected = build()
     data = bytearray(tar_bytes(entries))
-    at = (
-        data.index(b"SECOND-LAYER-MARKER") + 3
-    )  # inside the uncompressed second layer in both builds
+    # inside the uncompressed second layer in both builds
+    at = data.index(b"SECOND-LAYER-MARKER") + 3
     data[at] ^= 0x01
     report = verify_bytes(tmp_path, bytes(data))
     assert_problem(report, "Layer 1", "rootfs.diff_ids[1]", expected["diff_ids"][1])
@@ -115,9 +113,8 @@ def test_flipped_byte_in_a_gzip_layer_is_reported(tmp_path):
     data = bytearray(tar_bytes(entries))
     data[data.index(stored) + len(stored) // 2] ^= 0xFF
     report = verify_bytes(tmp_path, bytes(data))
-    assert_problem(
-        report, "has sha256"
-    )  # the blob no longer matches its name, whatever zlib makes of it
+    # the blob no longer matches its name, whatever zlib makes of it
+    assert_problem(report, "has sha256")
     assert report.layers[1].ok is False
 
 
@@ -189,9 +186,8 @@ def test_config_whose_name_is_not_its_digest(tmp_path):
     ]
     report = verify_bytes(tmp_path, tar_bytes(renamed))
     assert_problem(report, "Config", "name carries " + "f" * 64)
-    assert (
-        report.image_id == expected["image_id"]
-    )  # the id is what docker computes: the digest of the bytes
+    # the id is what docker computes: the digest of the bytes
+    assert report.image_id == expected["image_id"]
 
 
 def test_manifest_naming_a_missing_config(tmp_path):
@@ -351,9 +347,8 @@ def test_json_cap_is_reported_not_exceeded(tmp_path):
 
 def test_member_cap_is_reported(tmp_path):
     entries, expected = legacy_entries()
-    report = verify_bytes(
-        tmp_path, tar_bytes(entries), member_cap_bytes=15_000
-    )  # between the two layers' sizes
+    # between the two layers' sizes
+    report = verify_bytes(tmp_path, tar_bytes(entries), member_cap_bytes=15_000)
     assert_problem(report, expected["layers"][1], "member cap")
     assert [c.ok for c in report.layers] == [True, False]
 

@@ -192,9 +192,8 @@ def test_a_named_folder_answers_when_it_still_exists(tmp_path: Path) -> None:
     named = find_task_skills([("config.json", {"effective_skills_dir": folder})])
     assert named is not None and (named.names, named.source) == ((T,), "skills_folder")
     by_task = find_task_skills([("config.json", {"task_path": str(tmp_path / "copy")})])
-    assert by_task is not None and by_task.names == (
-        T,
-    )  # the script's <task_path>/environment/skills
+    # the script's <task_path>/environment/skills
+    assert by_task is not None and by_task.names == (T,)
     relative = {"effective_skills_dir": "tasks/csv-dedupe/environment/skills", "task_path": "copy"}
     assert find_task_skills([("config.json", relative)]) is None  # relative to benchflow's cwd
 

@@ -139,9 +139,8 @@ def import_staged_run(path: Path) -> RunPlan:
         plan.parent_run = found.parent_run
         for entry in cut_point(run.files, run.key, found):
             timeline.add((-1,), entry.fact, entry.occurred_at)
-    running = still_running(
-        run.path
-    )  # imported anyway (--unfinished): a hold may be in use, so none is recorded
+    # imported anyway (--unfinished): a hold may be in use, so none is recorded
+    running = still_running(run.path)
     add_nodes_and_stages(timeline, run.tree, run.stages, run.key, t0)
     described = ablated_group(run.ablation, run.groups, run.tree, plan)
     add_forks(timeline, run, plan, described, running, t0)
@@ -438,9 +437,8 @@ def ablated_group(
 ) -> ForkGroup | None:
     if ablation is None:
         return None
-    if (
-        not ablation.nodes
-    ):  # no arm ran (a request-global parent failure skips the fork): an ablation.reported
+    # no arm ran (a request-global parent failure skips the fork): an ablation.reported
+    if not ablation.nodes:
         return None
     for group in groups:
         if {c.id for c in group.children} == ablation.nodes:
