@@ -388,6 +388,9 @@ def _read_arguments(effects: _Effects, name: str, args: dict[str, Any]) -> None:
         _read_command(effects, command)
     paths = [_str(args.get(k)) for k in PATH_KEYS if isinstance(args.get(k), str)]
     paths += [_str(p) for k in LIST_PATH_KEYS for p in _list(args.get(k)) if isinstance(p, str)]
+    if "glob" in lowered and isinstance(args.get("pattern"), str):
+        # Claude's Glob and gemini's glob take a path pattern (`/tests/**/*.py`), not a regex: it is a listing
+        paths.append(_str(args.get("pattern")))
     sub = _str(args.get("command")).lower() if editor else ""
     writes = (sub in EDITOR_WRITES) if editor else any(w in lowered for w in WRITE_WORDS)
     patch = next((_str(args.get(k)) for k in PATCH_KEYS if isinstance(args.get(k), str)), "")
@@ -612,12 +615,40 @@ WRITE_CALL = re.compile(
 )
 
 
+#: `p = pathlib.Path('tests/a.py')` or `p = 'tests/a.py'`: a name bound to one path literal.
+PATH_BINDING = re.compile(
+    r"""(?m)(?:^|[;\s])([A-Za-z_]\w*)\s*=\s*(?:(?:pathlib\.)?(?:Pure)?(?:Posix)?Path\(\s*)?"""
+    r"""[rRbBuU]?(['"])([^'"\n]+)\2"""
+)
+
+
+def _bound_writes(code: str) -> list[str]:
+    """Paths written through a name bound to them: `p.write_text(...)`, `p.unlink()`, `open(p, 'w')`,
+    `os.remove(p)`, `shutil.copy(src, p)`."""
+    written = []
+    for match in PATH_BINDING.finditer(code):
+        name, path = re.escape(match.group(1)), match.group(3)
+        rest = code[match.end() :]
+        uses = (
+            rf"\b{name}\s*\.\s*(write_text|write_bytes|unlink|rename|replace|rmdir|touch)\s*\("
+            rf"|\b{name}\s*\.\s*open\(\s*['\"][wax+]"
+            rf"|\bopen\(\s*{name}\s*,\s*(mode\s*=\s*)?['\"][wax+]"
+            rf"|\b(os\.remove|os\.unlink|shutil\.rmtree)\(\s*{name}\s*\)"
+            rf"|\bshutil\.(copy\w*|move)\([^,\n]+,\s*{name}\s*\)"
+        )
+        if re.search(uses, rest):
+            written.append(path)
+    return written
+
+
 def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
-    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes) are writes, with
-    the whole program as what it writes; every other quoted path is a read."""
+    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes), directly or
+    through a name bound to the path, are writes, with the whole program as what it writes; every other
+    quoted path is a read."""
     if not code:
         return [], []
     written = [m.group(2) or m.group(4) for m in WRITE_CALL.finditer(code)]
+    written += [p for p in _bound_writes(code) if p not in written]
     writes = [FileWrite(p, code) for p in written if p]
     quoted = [m.group(2) for m in QUOTED.finditer(code)]
     reads = [q for q in quoted if q not in written and ("/" in q or re.search(r"\.\w{1,5}$", q))]

@@ -346,6 +346,7 @@ _GIT_RULES = {
     "diff-tree": _revisions,
     "format-patch": _revisions,
     "worktree": _revisions,
+    "show-branch": _always,
 }
 
 
