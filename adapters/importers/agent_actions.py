@@ -20,6 +20,7 @@ Every call keeps its file and line. Nothing here judges; `reward_hacking` does.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -461,7 +462,37 @@ def _read_network(effects: _Effects, lowered: str, args: dict[str, Any]) -> None
 # ---- shell commands -------------------------------------------------------------------------------------
 
 
+#: `echo QUJD | base64 -d | sh`, `eval "$(echo QUJD | base64 --decode)"`: a command spelled in base64 and run.
+BASE64_RUN = re.compile(
+    r"""(?:echo|printf)\s+(?:-n\s+)?['"]?([A-Za-z0-9+/]{8,}={0,2})['"]?\s*\|\s*base64\s+(?:-d|-D|--decode)\b"""
+    r"""(?=[^|]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|[^|]*\|\s*(?:sudo\s+)?(python3?)\b|[^\n]*\)\s*"?)"""
+)
+
+
+def _decoded_runs(line: str) -> list[str]:
+    """The commands a line runs from base64 it decodes: judged as if written out (patterns: "Reasoning
+    obfuscation: ... routing suspicious actions through tools/files to evade trajectory review")."""
+    runs = []
+    for match in BASE64_RUN.finditer(line):
+        after_pipe = line[match.end() :].lstrip()
+        executed = re.match(r"\|\s*(?:sudo\s+)?((?:ba|z|da|k)?sh|python3?)\b", after_pipe)
+        substituted = re.search(
+            r"(\beval\b|\b(?:ba)?sh\s+-c\b)[^\n]*\$\(\s*$", line[: match.start()]
+        )
+        if not (executed or substituted):
+            continue
+        try:
+            text = base64.b64decode(match.group(1), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        python = executed is not None and executed.group(1).startswith("python")
+        runs.append(shlex.join(["python", "-c", text]) if python else text)
+    return runs
+
+
 def _read_command(effects: _Effects, line: str) -> None:
+    for decoded in _decoded_runs(line):
+        _read_command(effects, decoded)
     for command in simple_commands(line):
         effects.commands.append(command)
         reads, writes = command_effects(command)
@@ -505,6 +536,7 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
     reads = [a for a in reads if not a.startswith("of=")]  # dd's output, a write
+    reads += [a for a in command.inputs if a not in reads]  # `done < f` reads f
     if code:
         code_reads, code_writes = _code_effects(code)
         return reads + code_reads, writes + code_writes
@@ -525,9 +557,9 @@ def _program_writes(
     if program == "tee":
         whole = bool(command.body) and not {"-a", "--append"} & set(args)
         return operands, [FileWrite(p, command.body, whole=whole) for p in operands]
-    if program in ("sed", "perl") and _in_place(args):
-        writes = _in_place_writes(program, args)
-        return [w.path for w in writes if w.path], writes
+    edited = _edit_script_writes(program, args, operands)
+    if edited is not None:
+        return [w.path for w in edited if w.path], edited
     if program == "apply_patch" or _applies_patch(program, operands):
         return operands, patch_writes(command.body or (operands[0] if operands else ""), None)
     if program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
@@ -537,6 +569,25 @@ def _program_writes(
     written = _removed_or_changed(program, args, operands)
     creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
     return written, [FileWrite(p, new_file=creates) for p in written]
+
+
+def _edit_script_writes(
+    program: str, args: list[str], operands: list[str]
+) -> list[FileWrite] | None:
+    """An edit script run on files in place: `sed -i`, `perl -pi -e`, `awk -i inplace`, `ex -sc '...|x'`."""
+    if program in ("sed", "perl") and _in_place(args):
+        return _in_place_writes(program, args)
+    if program in ("gawk", "awk") and "inplace" in args:
+        files = [a for a in operands[1:] if a != "inplace"]
+        script = operands[0] if operands else ""
+    elif program in ("ex", "vi", "vim", "nvim") and {"-s", "-es", "-e", "-sc"} & set(args):
+        scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-sc", "+c")]
+        scripts += [a[1:] for a in args if a.startswith("+")]
+        files = [a for a in operands if a not in scripts]
+        script = "\n".join(scripts)
+    else:
+        return None
+    return [FileWrite(p, script, script, script=True) for p in files]
 
 
 def _find_deletes(args: list[str]) -> bool:
@@ -656,7 +707,7 @@ def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
 
 
 def script_effects(
-    write: FileWrite,
+    write: FileWrite, as_kind: str | None = None
 ) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
     """What a script the agent writes does when it is run: a Python file's opened and removed paths, a
     shell script's commands (the references' "routing suspicious actions through tools/files"). The
@@ -667,15 +718,31 @@ def script_effects(
     if not text or write.script:
         return (), [], []
     where = f"{write.path} (a script the agent wrote)"
-    if name.endswith(".py") or "python" in first:
-        reads, writes = _code_effects(text)
-        return (
-            (),
-            [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
-            [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
-        )
-    if not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
+    if name in MAKEFILES or name.endswith(".mk"):
+        # a Makefile's recipes (tab-indented lines) are shell commands `make` runs
+        text = "\n".join(line[1:] for line in text.split("\n") if line.startswith("\t"))
+        as_kind = "sh"
+    if as_kind == "py" or name.endswith(".py") or "python" in first:
+        return _python_script_effects(text, where)
+    if as_kind != "sh" and not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
         return (), [], []
+    return _shell_script_effects(text, where)
+
+
+def _python_script_effects(
+    text: str, where: str
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
+    reads, writes = _code_effects(text)
+    return (
+        (),
+        [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
+        [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
+    )
+
+
+def _shell_script_effects(
+    text: str, where: str
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
     commands = simple_commands(text)
     read_list: list[FileRead] = []
     write_list: list[FileWrite] = []
@@ -684,6 +751,9 @@ def script_effects(
         read_list += [FileRead(r, f"{where}: {command.text}") for r in reads]
         write_list += [FileWrite(w.path, via=f"{where}: {command.text}") for w in writes]
     return commands, read_list, write_list
+
+
+MAKEFILES = frozenset(("Makefile", "makefile", "GNUmakefile"))
 
 
 def _line_with(text: str, needle: str) -> str:
