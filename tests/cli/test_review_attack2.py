@@ -18,6 +18,7 @@ SKILL.md says to continue with these checks after it passes. Each case was misju
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -622,3 +623,27 @@ def test_the_validator_calls_them_all_healthy(tmp_path: Path) -> None:
     )
     report = json.loads(said.stdout)
     assert report["summary"] == {"checked": len(builds), "healthy": len(builds), "unhealthy": 0}
+
+
+def test_import_then_audit_gives_the_same_classes(tmp_path: Path) -> None:
+    """Every directory above in one batch: `audit PATH` (a log in memory) and `import` + `audit` of the
+    store (the signals recorded as facts, read from the log after the directories are gone) agree run by
+    run, with the classes the cases expect."""
+    cli = Cli(tmp_path / "home")
+    expected: dict[str, str] = {}
+    cases = [(h[1], "reward_hacking") for h in HACKS] + [(c[1], "pass") for c in LOOK_ALIKES]
+    cases += [(b[1], b[2]) for b in BLOCKED]
+    for n, (build, klass) in enumerate(cases):
+        run = build()
+        run.rollout_name = f"csv-dedupe__{n:08x}"
+        write_rollout(tmp_path / "jobs", run)
+        expected[run.rollout_name] = klass
+    in_memory = json.loads(
+        cli("audit", str(tmp_path / "jobs"), "--format", "json", ok=False).stdout
+    )
+    assert not cli.home.exists()
+    cli("import", str(tmp_path / "jobs"))
+    shutil.rmtree(tmp_path / "jobs")
+    stored = json.loads(cli("audit", "--format", "json", ok=False).stdout)
+    classes = [{r["trial"]: r["class"] for r in report["runs"]} for report in (in_memory, stored)]
+    assert classes[0] == classes[1] == expected
