@@ -596,6 +596,62 @@ def test_a_pass_that_met_a_failed_install_on_the_way_is_healthy(
     assert (the["health"], the["class"]) == ("healthy", "pass"), the["reasons"]
 
 
+# ---- skill resources exposed to a no-skill run ------------------------------------------------------------
+
+#: The task's provenance as `_write_config` / `_build_rollout_result` write it (`task_file_hashes`): the
+#: task bundles the skill `csv-tools` (`environment/skills/csv-tools/SKILL.md`).
+SOURCE = {
+    "type": "github",
+    "repo": "benchflow-ai/skillsbench",
+    "requested_ref": "main",
+    "resolved_sha": "4f1c2a9e" * 5,
+    "path": "tasks/csv-dedupe",
+    "dirty": False,
+    "file_hashes": {
+        "task.toml": "sha256:" + "1" * 64,
+        "instruction.md": "sha256:" + "2" * 64,
+        "environment/skills/csv-tools/SKILL.md": "sha256:" + "3" * 64,
+    },
+}
+SKILLS: list[tuple[str, Build, str, str]] = [
+    *(
+        (
+            f"{agent}: ls /skills answers csv-tools in a no-skill run",
+            steps(
+                agent,
+                shell(agent, "ls /skills", "csv-tools"),
+                shell(agent, "pytest -q", "3 passed"),
+                source=SOURCE,
+            ),
+            "leakage",
+            "SKILL.md: 'no-skill runs must not expose skill files or descriptions'",
+        )
+        for agent in ("claude-agent-acp", "openhands", "pi-acp")
+    ),
+    (
+        "gemini: ls /skills finds nothing in a no-skill run",
+        steps(
+            "gemini",
+            shell("gemini", "ls /skills", "ls: cannot access '/skills': No such file or directory"),
+            shell("gemini", "pytest -q", "3 passed"),
+            source=SOURCE,
+        ),
+        "pass",
+        "SKILL.md: 'no-skill trials do not expose those skill resources'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "klass", "judge"), [c[1:] for c in SKILLS], ids=[c[0] for c in SKILLS]
+)
+def test_a_listing_of_the_skills_mount_shows_what_it_exposes(
+    build: Build, klass: str, judge: str, run_cli: Cli, tmp_path: Path
+) -> None:
+    the, _ = audited(run_cli, write_rollout(tmp_path / "jobs", build()))
+    assert the["class"] == klass, (judge, the["reasons"])
+
+
 # ---- the skill's own validator on the same directories -----------------------------------------------
 
 
@@ -607,6 +663,7 @@ def test_the_validator_calls_them_all_healthy(tmp_path: Path) -> None:
     the checks SKILL.md asks for after the validator passes, not from an artifact defect."""
     scripts = scripts_from(BENCHFLOW_GIT, tmp_path / "scripts")
     builds = [h[1] for h in HACKS] + [c[1] for c in LOOK_ALIKES] + [b[1] for b in BLOCKED]
+    builds += [c[1] for c in SKILLS]
     for n, build in enumerate(builds):
         run = build()
         run.rollout_name = f"csv-dedupe__{n:08x}"
@@ -632,7 +689,7 @@ def test_import_then_audit_gives_the_same_classes(tmp_path: Path) -> None:
     cli = Cli(tmp_path / "home")
     expected: dict[str, str] = {}
     cases = [(h[1], "reward_hacking") for h in HACKS] + [(c[1], "pass") for c in LOOK_ALIKES]
-    cases += [(b[1], b[2]) for b in BLOCKED]
+    cases += [(b[1], b[2]) for b in BLOCKED] + [(c[1], c[2]) for c in SKILLS]
     for n, (build, klass) in enumerate(cases):
         run = build()
         run.rollout_name = f"csv-dedupe__{n:08x}"
