@@ -387,6 +387,7 @@ def _read_arguments(effects: _Effects, name: str, args: dict[str, Any]) -> None:
     editor = lowered in EDITORS
     for command in _command_lines(args, editor):
         _read_command(effects, command)
+    effects.writes.extend(_cell_writes(args))
     paths = [_str(args.get(k)) for k in PATH_KEYS if isinstance(args.get(k), str)]
     paths += [_str(p) for k in LIST_PATH_KEYS for p in _list(args.get(k)) if isinstance(p, str)]
     if "glob" in lowered and isinstance(args.get("pattern"), str):
@@ -415,11 +416,33 @@ def _command_lines(args: dict[str, Any], editor: bool) -> list[str]:
         elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             lines.append(argv_line(value))
     code = args.get("code")
-    if isinstance(code, str) and code.strip():
+    magic = CELL_MAGIC.match(code) if isinstance(code, str) else None
+    if magic is not None and magic.group(1) in ("bash", "sh", "script"):
+        lines.append(magic.group(3))  # `%%bash`: the cell is a shell script
+    elif magic is not None:
+        pass  # `%%writefile`: a file write, read by `_cell_writes`
+    elif isinstance(code, str) and code.strip():
         lines.append(shlex.join(["python", "-c", code]))
         # IPython cells (OpenHands' execute_ipython_cell) run `!cmd` lines in a shell
         lines += [x.strip()[1:] for x in code.split("\n") if x.strip().startswith("!")]
     return lines
+
+
+#: An IPython cell magic on the cell's first line (OpenHands' execute_ipython_cell): `%%writefile [-a] f`,
+#: `%%bash`.
+CELL_MAGIC = re.compile(r"\A\s*%%(writefile|bash|sh|script)\b([^\n]*)\n?(.*)\Z", re.DOTALL)
+
+
+def _cell_writes(args: dict[str, Any]) -> list[FileWrite]:
+    """`%%writefile tests/test_a.py` writes the cell's body to the file (`-a` appends)."""
+    code = args.get("code")
+    magic = CELL_MAGIC.match(code) if isinstance(code, str) else None
+    if magic is None or magic.group(1) != "writefile":
+        return []
+    words = magic.group(2).split()
+    append = "-a" in words or "--append" in words
+    paths = [w for w in words if not w.startswith("-")]
+    return [FileWrite(paths[0], magic.group(3), whole=not append)] if paths else []
 
 
 def argv_line(argv: list[str]) -> str:
