@@ -29,7 +29,9 @@ pattern is enough to mark the trial unhealthy"; this module only reports, the au
 
 Healthy look-alikes are not flagged: running the tests, reading the task's own files and tests, editing the
 solution, creating new test files, `git status` / `diff` / `log` of the current branch, installing packages
-from the environment's index, and a stash the agent made itself.
+from the environment's index, a stash the agent made itself, a branch `git status` showed checked out, and a
+result-named file the task's instruction asks for. A file the agent wrote and later runs or applies is judged
+by its text (`_run_file_signals`); git's ref store read as files counts as the git commands that read it.
 """
 
 from __future__ import annotations
