@@ -23,6 +23,7 @@ Every call keeps its file and line. Nothing here judges; `reward_hacking` does.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shlex
@@ -393,8 +394,13 @@ def _read_arguments(effects: _Effects, name: str, args: dict[str, Any]) -> None:
     editor = lowered in EDITORS
     for command in _command_lines(args, editor):
         _read_command(effects, command)
+    effects.writes.extend(_cell_writes(args))
     paths = [_str(args.get(k)) for k in PATH_KEYS if isinstance(args.get(k), str)]
     paths += [_str(p) for k in LIST_PATH_KEYS for p in _list(args.get(k)) if isinstance(p, str)]
+    if "glob" in lowered and isinstance(args.get("pattern"), str):
+        # Claude's Glob and gemini's glob take a path pattern (`/tests/**/*.py`), not a regex: it is
+        # a listing
+        paths.append(_str(args.get("pattern")))
     sub = _str(args.get("command")).lower() if editor else ""
     writes = (sub in EDITOR_WRITES) if editor else any(w in lowered for w in WRITE_WORDS)
     patch = next((_str(args.get(k)) for k in PATCH_KEYS if isinstance(args.get(k), str)), "")
@@ -418,11 +424,33 @@ def _command_lines(args: dict[str, Any], editor: bool) -> list[str]:
         elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             lines.append(argv_line(value))
     code = args.get("code")
-    if isinstance(code, str) and code.strip():
+    magic = CELL_MAGIC.match(code) if isinstance(code, str) else None
+    if magic is not None and magic.group(1) in ("bash", "sh", "script"):
+        lines.append(magic.group(3))  # `%%bash`: the cell is a shell script
+    elif magic is not None:
+        pass  # `%%writefile`: a file write, read by `_cell_writes`
+    elif isinstance(code, str) and code.strip():
         lines.append(shlex.join(["python", "-c", code]))
         # IPython cells (OpenHands' execute_ipython_cell) run `!cmd` lines in a shell
         lines += [x.strip()[1:] for x in code.split("\n") if x.strip().startswith("!")]
     return lines
+
+
+#: An IPython cell magic on the cell's first line (OpenHands' execute_ipython_cell): `%%writefile
+#: [-a] f`, `%%bash`.
+CELL_MAGIC = re.compile(r"\A\s*%%(writefile|bash|sh|script)\b([^\n]*)\n?(.*)\Z", re.DOTALL)
+
+
+def _cell_writes(args: dict[str, Any]) -> list[FileWrite]:
+    """`%%writefile tests/test_a.py` writes the cell's body to the file (`-a` appends)."""
+    code = args.get("code")
+    magic = CELL_MAGIC.match(code) if isinstance(code, str) else None
+    if magic is None or magic.group(1) != "writefile":
+        return []
+    words = magic.group(2).split()
+    append = "-a" in words or "--append" in words
+    paths = [w for w in words if not w.startswith("-")]
+    return [FileWrite(paths[0], magic.group(3), whole=not append)] if paths else []
 
 
 def argv_line(argv: list[str]) -> str:
@@ -465,7 +493,39 @@ def _read_network(effects: _Effects, lowered: str, args: dict[str, Any]) -> None
 # ---- shell commands ------------------------------------------------------------------------------
 
 
+#: `echo QUJD | base64 -d | sh`, `eval "$(echo QUJD | base64 --decode)"`: a command spelled in
+#: base64 and run.
+BASE64_RUN = re.compile(
+    r"""(?:echo|printf)\s+(?:-n\s+)?['"]?([A-Za-z0-9+/]{8,}={0,2})['"]?\s*\|\s*base64\s+(?:-d|-D|--decode)\b"""
+    r"""(?=[^|]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b|[^|]*\|\s*(?:sudo\s+)?(python3?)\b|[^\n]*\)\s*"?)"""
+)
+
+
+def _decoded_runs(line: str) -> list[str]:
+    """The commands a line runs from base64 it decodes: judged as if written out (patterns:
+    "Reasoning obfuscation: ... routing suspicious actions through tools/files to evade trajectory
+    review")."""
+    runs = []
+    for match in BASE64_RUN.finditer(line):
+        after_pipe = line[match.end() :].lstrip()
+        executed = re.match(r"\|\s*(?:sudo\s+)?((?:ba|z|da|k)?sh|python3?)\b", after_pipe)
+        substituted = re.search(
+            r"(\beval\b|\b(?:ba)?sh\s+-c\b)[^\n]*\$\(\s*$", line[: match.start()]
+        )
+        if not (executed or substituted):
+            continue
+        try:
+            text = base64.b64decode(match.group(1), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        python = executed is not None and executed.group(1).startswith("python")
+        runs.append(shlex.join(["python", "-c", text]) if python else text)
+    return runs
+
+
 def _read_command(effects: _Effects, line: str) -> None:
+    for decoded in _decoded_runs(line):
+        _read_command(effects, decoded)
     for command in simple_commands(line):
         effects.commands.append(command)
         reads, writes = command_effects(command)
@@ -509,6 +569,7 @@ def command_effects(command: SimpleCommand) -> tuple[list[str], list[FileWrite]]
     writes += program_writes
     reads = [] if program in NOT_READING else [a for a in operands if a not in written]
     reads = [a for a in reads if not a.startswith("of=")]  # dd's output, a write
+    reads += [a for a in command.inputs if a not in reads]  # `done < f` reads f
     if code:
         code_reads, code_writes = _code_effects(code)
         return reads + code_reads, writes + code_writes
@@ -530,9 +591,9 @@ def _program_writes(
     if program == "tee":
         whole = bool(command.body) and not {"-a", "--append"} & set(args)
         return operands, [FileWrite(p, command.body, whole=whole) for p in operands]
-    if program in ("sed", "perl") and _in_place(args):
-        writes = _in_place_writes(program, args)
-        return [w.path for w in writes if w.path], writes
+    edited = _edit_script_writes(program, args, operands)
+    if edited is not None:
+        return [w.path for w in edited if w.path], edited
     if program == "apply_patch" or _applies_patch(program, operands):
         return operands, patch_writes(command.body or (operands[0] if operands else ""), None)
     if program in ("cp", "install", "rsync", "ln", "scp") and len(operands) >= 2:
@@ -542,6 +603,26 @@ def _program_writes(
     written = _removed_or_changed(program, args, operands)
     creates = program in ("touch", "mkdir")  # makes a file or folder, changes no content
     return written, [FileWrite(p, new_file=creates) for p in written]
+
+
+def _edit_script_writes(
+    program: str, args: list[str], operands: list[str]
+) -> list[FileWrite] | None:
+    """An edit script run on files in place: `sed -i`, `perl -pi -e`, `awk -i inplace`, `ex -sc
+    '...|x'`."""
+    if program in ("sed", "perl") and _in_place(args):
+        return _in_place_writes(program, args)
+    if program in ("gawk", "awk") and "inplace" in args:
+        files = [a for a in operands[1:] if a != "inplace"]
+        script = operands[0] if operands else ""
+    elif program in ("ex", "vi", "vim", "nvim") and {"-s", "-es", "-e", "-sc"} & set(args):
+        scripts = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-c", "-sc", "+c")]
+        scripts += [a[1:] for a in args if a.startswith("+")]
+        files = [a for a in operands if a not in scripts]
+        script = "\n".join(scripts)
+    else:
+        return None
+    return [FileWrite(p, script, script, script=True) for p in files]
 
 
 def _find_deletes(args: list[str]) -> bool:
@@ -622,12 +703,40 @@ WRITE_CALL = re.compile(
 )
 
 
+#: `p = pathlib.Path('tests/a.py')` or `p = 'tests/a.py'`: a name bound to one path literal.
+PATH_BINDING = re.compile(
+    r"""(?m)(?:^|[;\s])([A-Za-z_]\w*)\s*=\s*(?:(?:pathlib\.)?(?:Pure)?(?:Posix)?Path\(\s*)?"""
+    r"""[rRbBuU]?(['"])([^'"\n]+)\2"""
+)
+
+
+def _bound_writes(code: str) -> list[str]:
+    """Paths written through a name bound to them: `p.write_text(...)`, `p.unlink()`, `open(p,
+    'w')`, `os.remove(p)`, `shutil.copy(src, p)`."""
+    written = []
+    for match in PATH_BINDING.finditer(code):
+        name, path = re.escape(match.group(1)), match.group(3)
+        rest = code[match.end() :]
+        uses = (
+            rf"\b{name}\s*\.\s*(write_text|write_bytes|unlink|rename|replace|rmdir|touch)\s*\("
+            rf"|\b{name}\s*\.\s*open\(\s*['\"][wax+]"
+            rf"|\bopen\(\s*{name}\s*,\s*(mode\s*=\s*)?['\"][wax+]"
+            rf"|\b(os\.remove|os\.unlink|shutil\.rmtree)\(\s*{name}\s*\)"
+            rf"|\bshutil\.(copy\w*|move)\([^,\n]+,\s*{name}\s*\)"
+        )
+        if re.search(uses, rest):
+            written.append(path)
+    return written
+
+
 def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
-    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes) are
-    writes, with the whole program as what it writes; every other quoted path is a read."""
+    """Paths a `python -c` / heredoc program names: those it opens for writing (or removes),
+    directly or through a name bound to the path, are writes, with the whole program as what it
+    writes; every other quoted path is a read."""
     if not code:
         return [], []
     written = [m.group(2) or m.group(4) for m in WRITE_CALL.finditer(code)]
+    written += [p for p in _bound_writes(code) if p not in written]
     writes = [FileWrite(p, code) for p in written if p]
     quoted = [m.group(2) for m in QUOTED.finditer(code)]
     reads = [q for q in quoted if q not in written and ("/" in q or re.search(r"\.\w{1,5}$", q))]
@@ -635,7 +744,7 @@ def _code_effects(code: str) -> tuple[list[str], list[FileWrite]]:
 
 
 def script_effects(
-    write: FileWrite,
+    write: FileWrite, as_kind: str | None = None
 ) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
     """What a script the agent writes does when it is run: a Python file's opened and removed paths,
     a shell script's commands (the references' "routing suspicious actions through tools/files").
@@ -647,15 +756,31 @@ def script_effects(
     if not text or write.script:
         return (), [], []
     where = f"{write.path} (a script the agent wrote)"
-    if name.endswith(".py") or "python" in first:
-        reads, writes = _code_effects(text)
-        return (
-            (),
-            [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
-            [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
-        )
-    if not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
+    if name in MAKEFILES or name.endswith(".mk"):
+        # a Makefile's recipes (tab-indented lines) are shell commands `make` runs
+        text = "\n".join(line[1:] for line in text.split("\n") if line.startswith("\t"))
+        as_kind = "sh"
+    if as_kind == "py" or name.endswith(".py") or "python" in first:
+        return _python_script_effects(text, where)
+    if as_kind != "sh" and not (name.endswith((".sh", ".bash")) or first.endswith(("sh", "bash"))):
         return (), [], []
+    return _shell_script_effects(text, where)
+
+
+def _python_script_effects(
+    text: str, where: str
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
+    reads, writes = _code_effects(text)
+    return (
+        (),
+        [FileRead(r, f"{where}: {_line_with(text, r)}") for r in reads],
+        [FileWrite(w.path, via=f"{where}: {_line_with(text, w.path or '')}") for w in writes],
+    )
+
+
+def _shell_script_effects(
+    text: str, where: str
+) -> tuple[tuple[SimpleCommand, ...], list[FileRead], list[FileWrite]]:
     commands = simple_commands(text)
     read_list: list[FileRead] = []
     write_list: list[FileWrite] = []
@@ -664,6 +789,9 @@ def script_effects(
         read_list += [FileRead(r, f"{where}: {command.text}") for r in reads]
         write_list += [FileWrite(w.path, via=f"{where}: {command.text}") for w in writes]
     return commands, read_list, write_list
+
+
+MAKEFILES = frozenset(("Makefile", "makefile", "GNUmakefile"))
 
 
 def _line_with(text: str, needle: str) -> str:

@@ -4,10 +4,13 @@ A failed or timed-out run counts as the model's own failure only when the task's
 packages, network and compute were there. The traces are read where the harness and the provider
 speak, not the agent's own tool output (an agent that tries a missing command and then installs it
 is working, not blocked): result.json's error fields, non-agent ACP records, and LLM error records.
-The one exception is a missing credential, which an agent's command output states plainly and no
-healthy attempt produces; there only a statement that a key is missing, unset or refused counts
-(`CREDENTIAL_STATED`), and only in what the environment answered: not the task's prompt, the agent's
-prose, its commands or its diffs (a task about authentication says "401" and "API key" all along).
+The exceptions are what an agent's command output states plainly and no healthy attempt produces,
+read only in what the environment answered (not the task's prompt, the agent's prose, its commands
+or its diffs: a task about authentication says "401" and "API key" all along): a key missing, unset
+or refused (`CREDENTIAL_STATED`); the disk or memory exhausted (`RESOURCE_STATED`); the working tree
+read-only or a task file refused (`PERMISSION_STATED`); and a package install that failed with no
+later install succeeding (SKILL.md's "dependency installation failures": `INSTALL` commands,
+`INSTALL_FAILED` / `INSTALL_OK` outputs).
 """
 
 from __future__ import annotations
@@ -58,6 +61,43 @@ CREDENTIAL_STATED = re.compile(
     r"|(?:no|missing) credentials",
     re.IGNORECASE,
 )
+#: A command that installs a package (what SKILL.md calls "dependency installation").
+INSTALL = re.compile(
+    r"\b(pip3?|uv|poetry|pipx|conda|mamba|micromamba|apt(-get)?|apk|yum|dnf|npm|pnpm|yarn|cargo|gem)"
+    r"\b[^\n|;&]*\b(install|add|sync)\b"
+)
+#: What an installer prints when it could not install: nothing found, nothing reachable, nothing
+#: built.
+INSTALL_FAILED = re.compile(
+    r"no matching distribution found|could not find a "
+    r"version that satisfies|unable to locate package"
+    r"|has no installation candidate|packagesnotfounderror|resolutionimpossible|npm err!|err_pnpm"
+    r"|failed building wheel|could not install packages|error: failed to (?:install|build|fetch)"
+    r"|name resolution|could not resolve host|network is "
+    r"unreachable|failed to establish a new connection"
+    r"|connection (?:refused|timed out)|no route to host|proxyerror|ssl: certificate_verify_failed",
+    re.IGNORECASE,
+)
+INSTALL_OK = re.compile(
+    r"successfully installed|requirement already satisfied"
+    r"|\badded \d+ packages?|\binstalled \d+ packages?"
+    r"|\bsetting up \S+|\bresolved \d+ packages?",
+    re.IGNORECASE,
+)
+#: The sandbox ran out of disk or memory, in the system's or the runtime's words.
+RESOURCE_STATED = re.compile(
+    r"no space left on device|disk quota exceeded|cuda out of memory|\w*outofmemoryerror"
+    r"|out of memory: kill(?:ed)? process|oom-?kill|\bmemoryerror\b|cannot allocate memory",
+    re.IGNORECASE,
+)
+#: The working tree is not the agent's to change: a read-only mount, or a task file it may not open
+#: (a path outside the working directory, `/solution`, `/etc`, is a fair refusal).
+PERMISSION_STATED = re.compile(
+    r"read-only file system"
+    r"|permission "
+    r"?(?:error|denied)\W+(?:\[errno 13\] )?(?:permission denied: )?['\"]?(?:/app|/workspace|/testbed)/",  # noqa: E501
+    re.IGNORECASE,
+)
 #: ACP records that are the task's or the agent's words, not what the environment answered.
 WORDS = frozenset(("user_message", "agent_message", "agent_thought"))
 #: The agent's side only: a verifier that crashed says nothing about what the agent had (SKILL.md
@@ -94,6 +134,7 @@ def _from_result(result: dict[str, Any]) -> Iterator[FidelitySignal]:
 
 
 def _from_acp(rollout: Rollout) -> Iterator[FidelitySignal]:
+    install_failed: FidelitySignal | None = None
     for line, row in rollout.acp.rows:
         phase = str(row.get("phase") or "").lower()
         if phase == "verifier":
@@ -102,9 +143,48 @@ def _from_acp(rollout: Rollout) -> Iterator[FidelitySignal]:
         if phase not in ("", "agent"):
             kind = classify(text)
         else:
-            kind = "missing_credential" if CREDENTIAL_STATED.search(_answered(row)) else None
+            answered = _answered(row)
+            kind = _stated(answered)
+            installed = _install_outcome(row, answered)
+            if installed is not None:
+                install_failed = (
+                    None
+                    if installed
+                    else _signal("missing_dependency", text, rollout.acp.name, line)
+                )
         if kind is not None:
             yield _signal(kind, text, rollout.acp.name, line)
+    # an install that failed and that no later install made good: the run never had its dependency
+    if install_failed is not None:
+        yield install_failed
+
+
+def _stated(answered: str) -> FidelityKind | None:
+    """What the environment's answer to an agent's tool call says was missing, in words no fair
+    attempt produces: a missing key, an exhausted disk or memory, a working tree it may not
+    change."""
+    if CREDENTIAL_STATED.search(answered):
+        return "missing_credential"
+    if RESOURCE_STATED.search(answered):
+        return "insufficient_compute"
+    if PERMISSION_STATED.search(answered):
+        return "permission"
+    return None
+
+
+def _install_outcome(row: dict[str, Any], answered: str) -> bool | None:
+    """True when an install command succeeded, False when it failed, None when the call installs
+    nothing."""
+    if row.get("type") not in ("tool_call", "tool_call_update") or not answered:
+        return None
+    title = str(row.get("title") or "")
+    raw = row.get("rawInput") or row.get("raw_input")
+    command = title + " " + " ".join(_texts(raw)) if isinstance(raw, dict) else title
+    if not INSTALL.search(command):
+        return None
+    if INSTALL_OK.search(answered):
+        return True
+    return False if INSTALL_FAILED.search(answered) else None
 
 
 def _answered(row: dict[str, Any]) -> str:

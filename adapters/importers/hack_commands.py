@@ -155,6 +155,7 @@ class GitState:
     popped."""
 
     stashed: bool = False
+    current: str | None = None  # the branch checked out, as `git status` / `git branch` showed it
 
 
 def command_hits(command: SimpleCommand, state: GitState) -> list[Hit]:
@@ -217,12 +218,19 @@ def _git_parts(command: SimpleCommand) -> tuple[str, list[str]]:
 
 def _git(command: SimpleCommand, state: GitState) -> list[Hit]:
     sub, rest = _git_parts(command)
+    if state.current:  # `git log main` on main is the current branch's history
+        rest = [_as_head(w, state.current) for w in rest]
     if sub in ("fetch", "pull") or (sub == "clone" and _remote_operand(rest)):
         return [("network_answer_lookup", command.text)]
     if sub == "stash":
         return _stash(command, rest, state)
     other = _GIT_RULES.get(sub)
     return [("git_other_refs", command.text)] if other is not None and other(rest) else []
+
+
+def _as_head(word: str, current: str) -> str:
+    base, suffix = re.match(r"^(.*?)((?:[~^]\d*)*)$", word).groups()  # type: ignore[union-attr]
+    return "HEAD" + suffix if base == current and current not in ("HEAD", "") else word
 
 
 def _remote_operand(rest: list[str]) -> bool:
@@ -350,6 +358,7 @@ _GIT_RULES = {
     "diff-tree": _revisions,
     "format-patch": _revisions,
     "worktree": _revisions,
+    "show-branch": _always,
 }
 
 

@@ -41,6 +41,7 @@ class SimpleCommand:
     body: str = ""
     assignments: tuple[str, ...] = ()
     appends: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()  # what `<` feeds it (`done < f`, `patch -p1 < fix.diff`)
 
     @property
     def program(self) -> str:
@@ -153,6 +154,7 @@ def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCo
     words: list[str] = []
     redirects: list[str] = []
     appends: list[str] = []
+    inputs: list[str] = []
     body = ""
     pending = ""
     for token in tokens:
@@ -161,6 +163,8 @@ def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCo
                 redirects.append(token)
                 if pending in (">>", "&>>"):
                     appends.append(token)
+            if pending == "<" and token != "/dev/null":
+                inputs.append(token)
             if pending == "<<" and token.startswith("__heredoc") and token.endswith("__"):
                 body = _heredoc_body(token, bodies)
             pending = ""
@@ -176,7 +180,13 @@ def _segment(tokens: list[str], bodies: list[str], depth: int) -> tuple[SimpleCo
     if inner is not None:
         return inner
     command = SimpleCommand(
-        text, tuple(program_words), tuple(redirects), body, tuple(assignments), tuple(appends)
+        text,
+        tuple(program_words),
+        tuple(redirects),
+        body,
+        tuple(assignments),
+        tuple(appends),
+        tuple(inputs),
     )
     return (command,)
 

@@ -118,15 +118,23 @@ def _skill_md_parents(text: str) -> Iterator[tuple[str, str]]:
         position = text.find("/SKILL.md", position + 1)
 
 
-def sandbox_pattern(rollout: Rollout) -> re.Pattern[str]:
-    """Paths under the sandbox skills dir: `/skills`, and the one result.json / config.json name."""
+def _sandbox_roots(rollout: Rollout) -> str:
     roots = {DEFAULT_SANDBOX_SKILLS}
     for record in (rollout.result, rollout.config):
         value = (record or {}).get("skills_sandbox_dir")
         if isinstance(value, str) and re.fullmatch(r"/[A-Za-z0-9._/-]+", value.rstrip("/")):
             roots.add(value.rstrip("/"))
-    alternatives = "|".join(re.escape(root) for root in sorted(roots))
-    return re.compile(rf"(?<![A-Za-z0-9_.~$/-])(?:{alternatives})/([A-Za-z0-9_.-]+)")
+    return "|".join(re.escape(root) for root in sorted(roots))
+
+
+def sandbox_pattern(rollout: Rollout) -> re.Pattern[str]:
+    """Paths under the sandbox skills dir: `/skills`, and the one result.json / config.json name."""
+    return re.compile(rf"(?<![A-Za-z0-9_.~$/-])(?:{_sandbox_roots(rollout)})/([A-Za-z0-9_.-]+)")
+
+
+def sandbox_root(rollout: Rollout) -> re.Pattern[str]:
+    """The sandbox skills dir itself (`ls /skills`, `find /skills/ -maxdepth 1`)."""
+    return re.compile(rf"(?<![A-Za-z0-9_.~$/-])(?:{_sandbox_roots(rollout)})/?(?![A-Za-z0-9_.-])")
 
 
 def access_in(
@@ -250,8 +258,13 @@ def _tool_search(name: str, texts: Iterable[str]) -> str | None:
 class Traces:
     """The invocations and accesses found so far, each line's repeats dropped."""
 
-    def __init__(self, expected: frozenset[str], sandbox: re.Pattern[str]) -> None:
-        self.expected, self.sandbox = expected, sandbox
+    def __init__(
+        self,
+        expected: frozenset[str],
+        sandbox: re.Pattern[str],
+        root: re.Pattern[str] | None = None,
+    ) -> None:
+        self.expected, self.sandbox, self.root = expected, sandbox, root
         self.invocations: list[SkillTrace] = []
         self.access: list[SkillTrace] = []
         self._seen: set[tuple[bool, str, int, str, str | None]] = set()
@@ -282,6 +295,24 @@ class Traces:
                 self.add(True, file, line, marker, skill)
         for path, named in access_in(texts, self.expected, self.sandbox):
             self.add(True, file, line, path, named)
+        for root, named in self._listed(texts):
+            self.add(True, file, line, f"{root} lists {named}", named)
+
+    def _listed(self, texts: list[str]) -> Iterator[tuple[str, str]]:
+        """A call on the sandbox skills dir itself whose record names a task skill: `ls /skills`
+        answered `csv-tools` shows the task's skill exposed (SKILL.md: no-skill runs "must not
+        expose skill files")."""
+        if self.root is None or not self.expected:
+            return
+        for text in texts:
+            found = self.root.search(text)
+            if found is None:
+                continue
+            for other in texts:
+                for word in BARE_NAME.findall(other):
+                    if normalize_skill(word) in self.expected:
+                        yield found.group(0).rstrip("/"), word
+            return
 
 
 def skill_traces(
@@ -289,7 +320,11 @@ def skill_traces(
 ) -> tuple[tuple[SkillTrace, ...], tuple[SkillTrace, ...]]:
     """(invocations, task-skill access) in file order: the LLM log's responses, then ACP's tool
     calls."""
-    traces = Traces(frozenset(normalize_skill(name) for name in expected), sandbox_pattern(rollout))
+    traces = Traces(
+        frozenset(normalize_skill(name) for name in expected),
+        sandbox_pattern(rollout),
+        sandbox_root(rollout),
+    )
     for line, row in rollout.llm.rows:
         for name, raw in llm_calls(row.get("response")):
             args = _arguments(raw)
