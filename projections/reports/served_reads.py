@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,7 +44,44 @@ FACETS = ("task", "agent", "model", "outcome", "skill_mode")
 #: costs ~10 ms to plan and run even on a few runs (the `runs` view joins six tables), and a run
 #: page asks ~30 of them.
 REMEMBERED = 512
+#: The parts of the integrity summary a run's audit findings and verdict are made from; the rest
+#: (events, head) is shown as it stands at each request.
+INTEGRITY_FINDINGS = ("intact", "problem", "first_bad_position")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LogChange:
+    """What the log's events after a position name: the runs they are about, and the runs'
+    task and parent now; `everything` when one names no run (a snapshot fact names a ref shared
+    across runs; a fact with no run is not traced), so no run page can be kept."""
+
+    everything: bool
+    runs: frozenset[str]
+    tasks: frozenset[str | None]
+    parents: frozenset[str]
+
+
+@dataclass
+class RememberedRun:
+    """A run page as it was read: the runs its answer was read from (the run, every run of its
+    task for the arm statistics, its continuations and the run it continues), and the integrity it
+    was audited under."""
+
+    answer: tuple[RunReport, str, dict[str, str]]
+    run: str
+    task: str | None
+    depends_on: frozenset[str]
+    integrity: dict[str, Any]
+
+    def kept_after(self, change: LogChange) -> bool:
+        """Whether no event of `change` can have changed this page (it would read the same)."""
+        return not (
+            change.everything
+            or change.runs & self.depends_on
+            or self.task in change.tasks
+            or self.run in change.parents
+        )
 
 
 class ServedCopy:
@@ -117,6 +155,8 @@ class ServedReads:
         self._position = -1
         self._integrity: tuple[int, dict[str, Any]] | None = None
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
+        #: Run pages, kept across writes that did not touch what they were read from.
+        self._runs: OrderedDict[str, RememberedRun] = OrderedDict()
 
     @contextmanager
     def _current(self) -> Iterator[ReadModelDB]:
@@ -128,13 +168,27 @@ class ServedReads:
         with self._lock:
             head = self._lineage.log.max_notification_id() or 0
             if self._db is None or head != self._position:
+                before = self._position
                 self.close_unlocked()
                 self._memo.clear()
                 if self._copy is None:
                     self._copy = ServedCopy(self._lineage)
                 self._db = held_read_only_models(self._copy)
                 self._position = tracked_position(self._db)
+                self._forget_runs_changed_since(self._db, before)
             yield self._db
+
+    def _forget_runs_changed_since(self, db: ReadModelDB, before: int) -> None:
+        """Drop the remembered run pages that the events after `before` may have changed: a
+        write to one run leaves every other run's page as it was, and those stay remembered."""
+        if not self._runs:
+            return
+        if before < 0 or before > self._position:  # first open, or a log that went back
+            self._runs.clear()
+            return
+        change = log_change(db, before)
+        for run in [run for run, kept in self._runs.items() if not kept.kept_after(change)]:
+            del self._runs[run]
 
     def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
         """`read`'s answer at the current log position: read once, then remembered until the log
@@ -197,15 +251,41 @@ class ServedReads:
 
     def run(self, given: str) -> tuple[RunReport, str, dict[str, str]]:
         """One run's report, its tree drawn as `lineage report` draws it, and our element id of each
-        node."""
+        node.
 
-        def read(db: ReadModelDB) -> tuple[RunReport, str, dict[str, str]]:
-            report = run_report(db, resolve_run(db, given), self._chain(), self._position)
-            # drawn once per log position too: a 10,000-node tree takes ~0.5 s to lay out and draw
+        Remembered by run id until an event touches what it was read from (`RememberedRun`), not
+        only for one log position: after a write to another run this page is a lookup. Its audit's
+        position and integrity are the current ones either way; it is read again when the chain's
+        verdict changed. A prefix of a run id is resolved anew at each log position (a new run may
+        make it ambiguous), so only exact ids are kept across writes."""
+        with self._current() as db:
+            integrity = self._chain()
+            kept = self._runs.get(given)
+            if kept is not None and _same_findings(kept.integrity, integrity):
+                self._runs.move_to_end(given)
+                report, svg, ids = kept.answer
+                audit = {**report.audit, "position": self._position, "integrity": integrity}
+                return replace(report, audit=audit), svg, ids
+            if ("run", given) in self._memo:  # a prefix, remembered at this position only
+                self._memo.move_to_end(("run", given))
+                answer: tuple[RunReport, str, dict[str, str]] = self._memo[("run", given)]
+                return answer
+            run = resolve_run(db, given)
+            report = run_report(db, run, integrity, self._position)
+            # drawn once too: a 10,000-node tree takes ~0.5 s to lay out and draw
             ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
-            return report, tree_svg(report, 0), ids
-
-        return self._remembered(("run", given), read)
+            answer = report, tree_svg(report, 0), ids
+            if run != given:
+                self._memo[("run", given)] = answer
+                if len(self._memo) > REMEMBERED:
+                    self._memo.popitem(last=False)
+                return answer
+            self._runs[run] = RememberedRun(
+                answer, run, report.run.get("task"), run_dependencies(db, report.run), integrity
+            )
+            if len(self._runs) > REMEMBERED:
+                self._runs.popitem(last=False)
+            return answer
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:
@@ -307,6 +387,46 @@ class ServedReads:
                     return columns, rows, True
                 rows.append(row)
             return columns, rows, False
+
+
+def _same_findings(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return all(a.get(key) == b.get(key) for key in INTEGRITY_FINDINGS)
+
+
+def run_dependencies(db: ReadModelDB, run: dict[str, Any]) -> frozenset[str]:
+    """The runs a run's page is read from: itself, every run of its task (its arms' statistics
+    pool them), its continuations (its audit names what supersedes it) and the run it
+    continues."""
+    rows = db.rows(
+        "SELECT run FROM runs WHERE task IS NOT DISTINCT FROM $task OR parent_run = $run "
+        "OR run = $run OR run = $parent",
+        {"task": run.get("task"), "run": run["run"], "parent": run.get("parent_run")},
+    )
+    return frozenset(r["run"] for r in rows) | {run["run"]}
+
+
+def log_change(db: ReadModelDB, after: int) -> LogChange:
+    """What the events after position `after` are about (`LogChange`), from the read models'
+    `events` table, with each named run's task and parent as they now stand."""
+    rows = db.rows(
+        "SELECT DISTINCT subject, starts_with(type, 'snapshot.') AS snapshot FROM events "
+        "WHERE position > ?",
+        [after],
+    )
+    if any(r["subject"] is None or r["snapshot"] for r in rows):
+        return LogChange(True, frozenset(), frozenset(), frozenset())
+    named = sorted({r["subject"] for r in rows})
+    registered = (
+        db.rows("SELECT run, task, parent_run FROM runs WHERE list_contains(?, run)", [named])
+        if named
+        else []
+    )  # the few runs written, not the `runs` view's every row
+    return LogChange(
+        False,
+        frozenset(named),
+        frozenset(r["task"] for r in registered),
+        frozenset(r["parent_run"] for r in registered if r["parent_run"] is not None),
+    )
 
 
 def _facet(name: str) -> str:

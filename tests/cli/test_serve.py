@@ -26,7 +26,7 @@ from rollout_lineage.domain import facts as f
 from rollout_lineage.projections.reports.served_reads import ServedReads
 from rollout_lineage.settings import Settings
 from tests.conftest import EXAMPLES, Cli
-from tests.scenarios import ABLATE_RUN
+from tests.scenarios import ABLATE_RUN, ENV_READY_REF
 
 HOSTILE_RUN = "evil/<script>document.title='pwned'</script>"
 HOSTILE_TEST = "tests/t.py::<script>alert(1)</script>"
@@ -477,3 +477,81 @@ def test_the_chain_walk_started_at_start_is_the_one_pages_show(opened: Lineage) 
     assert not walking.is_alive()
     expected = opened.verify().summary()
     assert during == expected and checks() == expected and expected["intact"] is True
+
+
+def _fresh_page(lineage: Lineage, path: str) -> str:
+    """`path` as a server started now renders it (nothing remembered)."""
+    with client_for(lineage) as fresh:
+        return fresh.get(path).text
+
+
+def test_a_write_to_one_run_shows_on_its_page_at_once(tmp_path: Path) -> None:
+    """Run pages are remembered across writes to other runs; a write to the run itself must reach
+    its very next page, HTML and JSON alike."""
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer,
+        client_for(writer) as client,
+    ):
+        writer.record([f.RunRegistered(run="late/a", task="late-task")])
+        assert "late-node" not in client.get("/runs/late/a").text
+        client.get(f"/runs/{ABLATE_RUN}")
+        writer.record(
+            [
+                f.ForkOpened(
+                    run="late/a",
+                    fork="f",
+                    node="root",
+                    children=(f.ForkChild(index=0, node="late-node", arm="late-arm"),),
+                )
+            ]
+        )
+        page = client.get("/runs/late/a")
+        assert page.status_code == 200 and 'data-node="late-node"' in page.text
+        assert "late-node" in {n["node"] for n in client.get("/api/runs/late/a").json()["nodes"]}
+        assert page.text == _fresh_page(writer, "/runs/late/a")
+
+
+def test_a_write_to_another_run_leaves_a_run_page_remembered_and_exact(tmp_path: Path) -> None:
+    """B's page after a write to A is the one read before it (not read again), equal to what a
+    fresh server renders, with the log position and the audit's integrity of now; a write to a run
+    of B's task (its arms' statistics pool them) or a snapshot fact is read again."""
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    path = f"/runs/{ABLATE_RUN}"
+    with Lineage(Settings.from_env({}, home=home, actor="tester@lab")) as writer:
+        reads = ServedReads(writer, ChainChecks(writer))
+        app = build_app(reads, token=None, allowed_hosts=allowed_hosts("127.0.0.1"))
+        try:
+            with TestClient(app, base_url="http://127.0.0.1:8321") as client:
+                assert client.get(path).status_code == 200
+                before, _svg, _ids = reads.run(ABLATE_RUN)
+                writer.record([f.RunRegistered(run="late/a", task="late-task")])
+                page = client.get(path)
+                after, _svg, _ids = reads.run(ABLATE_RUN)
+                assert after.nodes is before.nodes and after.arms is before.arms  # from memory
+                assert f"Log position {writer.position()}." in page.text
+                assert page.text == _fresh_page(writer, path)
+                assert client.get(f"/api/runs/{ABLATE_RUN}").json() == _fresh_api(
+                    writer, ABLATE_RUN
+                )
+                assert after.audit["position"] == reads.position == writer.position()
+                assert after.audit["integrity"] == writer.verify().summary()
+
+                writer.record([f.RunRegistered(run="late/same-task", task=before.run["task"])])
+                again, _svg, _ids = reads.run(ABLATE_RUN)
+                assert again.nodes is not before.nodes  # read again: its task's pool changed
+                assert client.get(path).text == _fresh_page(writer, path)
+                writer.record([f.SnapshotDiscarded(ref=ENV_READY_REF)])
+                last, _svg, _ids = reads.run(ABLATE_RUN)
+                assert last.nodes is not again.nodes  # a snapshot it presents: read again
+                assert client.get(path).text == _fresh_page(writer, path)
+        finally:
+            reads.close()
+
+
+def _fresh_api(lineage: Lineage, run: str) -> dict:
+    with client_for(lineage) as fresh:
+        answer: dict = fresh.get(f"/api/runs/{run}").json()
+        return answer
