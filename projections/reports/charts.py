@@ -11,7 +11,7 @@ from typing import Any
 
 from ...adapters.duckdb_store import ReadModelDB
 from ...domain.errors import InvalidInput
-from .arm_stats import METHOD, NAMED, arm_summary, grouped_trials
+from .arm_stats import COLUMNS, METHOD, NAMED, arm_summary, grouped_trials
 
 DEFAULT_GROUP = "task"
 # The bounds: at most GROUP_CAP groups (the ones with the most runs; the rest are counted as
@@ -146,18 +146,7 @@ def _arm_rows(
 
 #: The columns of an arm's row here: `lineage arms --stats`'s own, up to the comparison with a
 #: baseline.
-SUMMARY = (
-    "arm",
-    "trials",
-    "passes",
-    "pass_rate",
-    "pass_low",
-    "pass_high",
-    "mean_reward",
-    "reward_low",
-    "reward_high",
-    "unscored",
-)
+SUMMARY = COLUMNS[: COLUMNS.index("unscored") + 1]
 
 
 def _grid(db: ReadModelDB) -> dict[str, Any]:
