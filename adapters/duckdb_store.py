@@ -29,6 +29,14 @@ try:
 except ImportError:  # pragma: no cover - depends on the installed DuckDB's layout
     import duckdb  # type: ignore[no-redef]
 
+# DuckDB imports the modules its results need (decimal, uuid, zoneinfo) the first time a result
+# holds one; a Ctrl-C landing inside that import comes back as DuckDB's "Required module 'zoneinfo'
+# failed to import", a traceback instead of exit 130. Imported here, before any query (the CLI has
+# loaded all but zoneinfo already: 2 ms more).
+import decimal  # noqa: F401
+import uuid  # noqa: F401
+import zoneinfo  # noqa: F401
+
 from ..domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 from .statement_limits import GRACE_S, Watchdog, headroom, memory_bounded
 

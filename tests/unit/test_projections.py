@@ -4,6 +4,8 @@ lineage macros."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -205,3 +207,24 @@ def test_snapshot_restorability_agrees_with_the_domain(memory_lineage: Lineage) 
             row["restorable"],
             row["restorable_because"],
         )
+
+
+def test_duckdb_loads_no_module_of_its_own_once_a_read_model_is_open() -> None:
+    """A Ctrl-C that lands while DuckDB imports a module mid-query (it did for `zoneinfo`, at the
+    first TIMESTAMPTZ of `lineage tree`) comes back as DuckDB's own "Required module failed to
+    import" and a traceback, not exit 130: every module it loads for results must be loaded before
+    the first query. In a fresh interpreter, since this one has imported them all already."""
+    probe = (
+        "import sys\n"
+        "from rollout_lineage.adapters.duckdb_store import ReadModelDB\n"
+        "db = ReadModelDB.open(':memory:')\n"
+        "before = set(sys.modules)\n"
+        "db.rows(\"SELECT TIMESTAMPTZ '2026-01-01 00:00:00+00', TIMESTAMP '2026-01-01', "
+        "DATE '2026-01-01', 1.5::DECIMAL(10, 2), uuid(), INTERVAL 1 DAY, TIME '10:00', "
+        "[1], {'a': 1}, '{}'::JSON, 'x'::BLOB\")\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert loaded == [], f"DuckDB imported these during a query: {loaded}"
