@@ -15,19 +15,93 @@ from typing import Any
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
-from psycopg.sql import SQL, Identifier, Literal
+from psycopg.sql import SQL, Identifier
 
-from ..domain.errors import IntegrityFailure
-from ..domain.integrity import ChainRow
+from ..domain.errors import IntegrityFailure, InvalidInput
+from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
 from .batch_evidence import BatchEvidence
-from .chained_log import merge_chain, next_links, stored_rows, until, up_to
+from .chained_log import merge_chain, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
 
-#: Batches of up to this many events (and decisions about up to this many streams) pass their values
-#: one by one; larger ones as arrays (PostgreSQL takes at most 65,535 parameters a statement).
+#: Decisions about up to this many streams pass their ids one by one; more as one array (psycopg
+#: dumps an array slower than the server runs the statement).
 ROWS_AS_VALUES = 32
+#: The server-side append (its body: `APPEND_BODY`); a new body gets a new name, so a store keeps
+#: the function of each version that wrote to it and every writer calls its own.
+APPEND_FUNCTION = "lineage_append_v1"
+#: The SQLSTATE the append function raises when the store put an event elsewhere than the position
+#: its link was made for (a trigger, a rule): the whole transaction fails in the server.
+POSITIONS_MOVED = "RL001"
+APPEND_PARAMETERS = "ids uuid[], versions bigint[], topics text[], states bytea[], lock_wait text"
+APPEND_RETURNS = (
+    "first_position bigint, last_position bigint, last_previous bigint, last_hash text, "
+    "last_event bigint, role text, unplaced bigint"
+)
+#: Under the writers' EXCLUSIVE lock on the events table: the tail (the last link, the last event,
+#: events without a position), refused (nothing appended, the tail returned for the client to name
+#: the break) unless positions are dense; else each event's link, made exactly as
+#: `domain.integrity.link` makes it (the authenticated role hashed in), the events at the positions
+#: after the last link and their links, and the position sequence moved past them (the sequence is
+#: not the log: the positions are given, so a moved sequence cannot gap or hide an event). Returns
+#: the first new position with the tail.
+APPEND_BODY = """
+DECLARE
+  tail record;
+  p0 bigint;
+  n bigint := cardinality(ids);
+  previous_hash text;
+  hashes text[] := ARRAY[]::text[];
+  placed bigint;
+  lowest bigint;
+  highest bigint;
+BEGIN
+  PERFORM set_config('lock_timeout', lock_wait, true);
+  LOCK TABLE {events} IN EXCLUSIVE MODE;
+  SELECT l.position, l.previous, l.chain_hash, e.last_event, session_user::text AS role,
+         (SELECT count(*) FROM {events} WHERE notification_id IS NULL) AS unplaced
+    INTO tail
+    FROM (SELECT max(notification_id) AS last_event FROM {events}) e
+    LEFT JOIN LATERAL (SELECT c.position, c.previous, c.chain_hash FROM {chain} c
+                       ORDER BY c.position DESC LIMIT 1) l ON true;
+  p0 := coalesce(tail.position, 0);
+  IF tail.unplaced > 0 OR (p0 <> 0 AND tail.position <> tail.previous + 1)
+     OR coalesce(tail.last_event, p0) <> p0 THEN
+    RETURN QUERY SELECT NULL::bigint, tail.position, tail.previous, tail.chain_hash,
+                        tail.last_event, tail.role, tail.unplaced;
+    RETURN;
+  END IF;
+  previous_hash := CASE WHEN p0 = 0 THEN '{genesis}' ELSE tail.chain_hash END;
+  FOR k IN 1..n LOOP
+    previous_hash := 'sha256:' || encode(sha256(
+      convert_to(previous_hash || '|' || (p0 + k) || '|' || replace(ids[k]::text, '-', '')
+                 || '|' || versions[k] || '|' || topics[k] || '|', 'UTF8')
+      || sha256(states[k]) || convert_to('|by:' || tail.role, 'UTF8')), 'hex');
+    hashes[k] := previous_hash;
+  END LOOP;
+  WITH e AS (
+    INSERT INTO {events} (notification_id, originator_id, originator_version, topic, state)
+      SELECT p0 + u.k, u.i, u.v, u.t, u.s
+      FROM unnest(ids, versions, topics, states) WITH ORDINALITY AS u(i, v, t, s, k)
+      RETURNING notification_id, originator_id, originator_version)
+  SELECT count(*), min(e.notification_id), max(e.notification_id) INTO placed, lowest, highest
+    FROM e LEFT JOIN unnest(ids, versions) WITH ORDINALITY AS u(i, v, k)
+      ON e.originator_id = u.i AND e.originator_version = u.v AND e.notification_id = p0 + u.k
+    WHERE u.k IS NOT NULL;
+  IF placed <> n THEN
+    RAISE EXCEPTION USING ERRCODE = '{moved}', MESSAGE = format(
+      'expected the store to give this batch positions %s..%s, found %s of them there (%s..%s)',
+      p0 + 1, p0 + n, placed, lowest, highest);
+  END IF;
+  INSERT INTO {chain} (position, previous, chain_hash, {role_column})
+    SELECT p0 + u.k, p0 + u.k - 1, u.h, tail.role
+    FROM unnest(hashes) WITH ORDINALITY AS u(h, k);
+  PERFORM setval(pg_get_serial_sequence('{sequence}', 'notification_id'), p0 + n);
+  RETURN QUERY SELECT p0 + 1, tail.position, tail.previous, tail.chain_hash, tail.last_event,
+                      tail.role, tail.unplaced;
+END
+"""
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
 CHAINED_ROLE = "recorded_by_chained"
 
@@ -53,72 +127,52 @@ def _unplaced(count: int, what: str, hint: str) -> IntegrityFailure:
     )
 
 
-def _continued_from(row: Any) -> tuple[tuple[int, str], str]:
-    """From the tail read under the lock: the (position, hash) the batch continues from and the role
-    to chain, or the refusal of a log whose positions are broken."""
+def _refused(row: Any) -> IntegrityFailure:
+    """Why the append function appended nothing, from the tail it read under the lock: events
+    without a position, or a break of the dense rule (a link that jumps, an event with no link)."""
     if row["unplaced"]:
-        raise _unplaced(
+        return _unplaced(
             row["unplaced"],
             "refusing to append",
             "run `lineage verify`; restore the store from a backup; nothing was appended",
         )
-    last = (row["position"], row["previous"], row["chain_hash"]) if row["position"] else None
-    position = dense_tail(last, None)[0]
-    found = row["last_event"]
-    return dense_tail(last, None if found in (None, position) else found + 1), row["role"]
+    last = (row["last_position"], row["last_previous"], row["last_hash"])
+    try:
+        position = dense_tail(last if last[0] else None, None)[0]
+        found = row["last_event"]
+        dense_tail(last if last[0] else None, None if found in (None, position) else found + 1)
+    except IntegrityFailure as exc:
+        return exc
+    return IntegrityFailure(
+        f"refusing to append: the store's append function appended nothing, yet the tail it read "
+        f"(last link {last}, last event {row['last_event']}) shows no break",
+        hint=f"the function {APPEND_FUNCTION} in the store's schema is not this version's; run "
+        "`lineage verify`; nothing of this batch was appended",
+    )
 
 
-def _append_parameters(
-    stored_events: Sequence[StoredEvent], links: Sequence[tuple[int, int, str]], role: str
-) -> list[Any]:
-    """`_append_statement`'s parameters: row by row, or as arrays past `ROWS_AS_VALUES`."""
-    if len(stored_events) <= ROWS_AS_VALUES:
-        return [
-            *(
-                value
-                for e in stored_events
-                for value in (e.originator_id, e.originator_version, e.topic, e.state)
-            ),
-            *(
-                value
-                for made, e in zip(links, stored_events, strict=True)
-                for value in (*made, role, e.originator_id, e.originator_version)
-            ),
-        ]
-    return [
+def _appended(row: Any, size: int) -> list[int]:
+    """The batch's positions, or the refusal of a batch the function did not append."""
+    if row is None or row["first_position"] is None:
+        raise _refused(row)
+    return list(range(row["first_position"], row["first_position"] + size))
+
+
+def _append_parameters(stored_events: Sequence[StoredEvent]) -> list[Any]:
+    """`_append_statement`'s parameters: value by value, or as four arrays past `ROWS_AS_VALUES`."""
+    columns: list[list[Any]] = [
         [e.originator_id for e in stored_events],
         [e.originator_version for e in stored_events],
         [e.topic for e in stored_events],
         [e.state for e in stored_events],
-        role,
-        [made[0] for made in links],
-        [made[1] for made in links],
-        [made[2] for made in links],
-        [e.originator_id for e in stored_events],
-        [e.originator_version for e in stored_events],
     ]
+    if len(stored_events) <= ROWS_AS_VALUES:
+        return [value for column in columns for value in column]
+    return columns
 
 
-def _refuse_other_positions(
-    returned: Sequence[Any], stored_events: Sequence[StoredEvent], ids: range
-) -> None:
-    """Every event of the batch at the position its link was made for, and every link written; else
-    the batch is refused before its commit."""
-    given = {(r["originator_id"], r["originator_version"]): r for r in returned}
-    wanted = [given.get((e.originator_id, e.originator_version)) for e in stored_events]
-    if all(
-        r is not None and r["notification_id"] == at and r["links"] == len(ids)
-        for r, at in zip(wanted, ids, strict=True)
-    ):
-        return
-    got = sorted(r["notification_id"] for r in returned)
-    raise IntegrityFailure(
-        f"refusing to append: expected the store to give this batch positions {ids[0]}..{ids[-1]}, "
-        f"found {got[0] if got else None}..{got[-1] if got else None}; positions must rise by 1 "
-        "from event to event",
-        hint="another process inserts events without "
-        "taking the writers' lock; run `lineage verify`",
-    )
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
@@ -126,8 +180,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        self._tail: str | None = None
-        self._appends: dict[int, Any] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
+        self._appends: dict[int, str] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
+        self._lock_wait = f"{self.datastore.lock_timeout}s"
         self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
@@ -163,145 +217,97 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
                 *self.chain_table, Identifier(CHAINED_ROLE)
             )
         )
+        self.sql_create_statements.append(SQL(self._append_function()))  # type: ignore[arg-type]
 
-    def _tail_statements(self) -> str:
-        """The first round trip of an append, sent as one simple query (no parameters, so never
-        prepared: a lock wait that times out leaves no half-prepared statement behind): BEGIN, the
-        lock timeout, the writers' EXCLUSIVE lock on the events table, and one read of what the
-        links need.
-
-        Holding the lock, the writer makes the batch's positions follow the last link (the dense
-        rule): the position sequence is not the log (a lost race rolls back positions it drew, and
-        anyone allowed to may `setval` it past 2**62), so it is set back to the last link, and a
-        break (a link that jumps, an event without a link or without a position) is refused."""
-        schema, events = Identifier(self.datastore.schema), Identifier(self.events_table_name)
-        sequence = Literal(f'"{self.datastore.schema}"."{self.events_table_name}"')
-        return (
-            SQL(
-                "BEGIN; SET LOCAL lock_timeout = '{}s'; LOCK TABLE {}.{} IN EXCLUSIVE "
-                "MODE; SELECT l.position, l.previous, l.chain_hash, e.last_event, "
-                "session_user AS role, setval(pg_get_serial_sequence({}, "
-                "'notification_id'), greatest(coalesce(l.position, 0), 1), "
-                "coalesce(l.position, 0) > 0), (SELECT count(*) FROM {}.{} WHERE "
-                "notification_id IS NULL) AS unplaced FROM (SELECT max(notification_id) "
-                "AS last_event FROM {}.{}) e LEFT JOIN LATERAL (SELECT position, "
-                "previous, chain_hash FROM {}.{} ORDER BY position DESC LIMIT 1) l ON true"
-            )
-            .format(
-                self.datastore.lock_timeout,
-                schema,
-                events,
-                sequence,
-                schema,
-                events,
-                schema,
-                events,
-                *self.chain_table,
-            )
-            .as_string(None)
-        )
-
-    def _append_statement(self, size: int) -> Any:
-        """The second round trip: the events and their links in one statement, the positions given
-        back.
-
-        The server itself refuses a link made for a position its event did not get: each link's
-        position is kept only where it equals the position the insert gave its event (matched by
-        stream and version), else it is NULL, which the links' primary key refuses, and the whole
-        transaction with it. So the COMMIT can travel with this statement. A batch of up to
-        `ROWS_AS_VALUES` events passes its values one by one (psycopg dumps arrays slower than the
-        server runs the statement); a larger one as arrays."""
+    def _append_statement(self, size: int) -> str:
+        """The call of `APPEND_FUNCTION` for a batch of `size` events, rendered once (psycopg
+        renders a composed statement on every execution): up to `ROWS_AS_VALUES` events its arrays
+        are built in the server from values passed one by one (psycopg dumps an array slower than
+        the server runs the statement), past that as four arrays."""
+        types = ("uuid", "bigint", "text", "bytea")
         if size <= ROWS_AS_VALUES:
-            events = SQL("VALUES " + ", ".join(["(%s::uuid, %s::bigint, %s, %s::bytea)"] * size))
-            links = SQL(
-                "(VALUES "
-                + ", ".join(["(%s::bigint, %s::bigint, %s, %s, %s::uuid, %s::bigint)"] * size)
-                + ")"
-            )
+            arrays = [f"ARRAY[{', '.join([f'%s::{t}'] * size)}]" for t in types]
         else:
-            events = SQL("SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])")
-            links = SQL(
-                "(SELECT p, r, h, %s, i, v FROM unnest(%s::bigint[], %s::bigint[], %s::text[], "
-                "%s::uuid[], %s::bigint[]) AS u(p, r, h, i, v))"
+            arrays = [f"%s::{t}[]" for t in types]
+        function = SQL("{}.{}").format(
+            Identifier(self.datastore.schema), Identifier(APPEND_FUNCTION)
+        )
+        return f"SELECT * FROM {function.as_string(None)}({', '.join(arrays)}, %s)"
+
+    def _append_function(self) -> str:
+        """The DDL of `APPEND_FUNCTION` in the store's schema: made only where it is missing (every
+        writer opening the store runs it; replacing a function takes a catalogue write and races).
+        A new body gets a new name."""
+        if "$" in self.datastore.schema + self.events_table_name:
+            raise InvalidInput(
+                f"expected a schema and table name without '$', found "
+                f"{self.datastore.schema!r}.{self.events_table_name!r}",
+                hint="choose a schema name of letters, digits and underscores (`?schema=` in the "
+                "store URL)",
             )
-        return SQL(
-            "WITH e AS (INSERT INTO {}.{} (originator_id, originator_version, topic, state) {} "
-            "RETURNING notification_id, originator_id, originator_version), c AS (INSERT INTO "
-            "{}.{} (position, previous, chain_hash, {}) SELECT CASE WHEN e.notification_id = "
-            "w.position THEN w.position END, w.previous, w.chain_hash, w.role FROM {} AS "
-            "w(position, previous, chain_hash, role, originator_id, originator_version) LEFT "
-            "JOIN e ON e.originator_id = w.originator_id AND e.originator_version = "
-            "w.originator_version RETURNING position) SELECT e.notification_id, "
-            "e.originator_id, e.originator_version, (SELECT count(*) FROM c) AS links FROM e"
-        ).format(
-            Identifier(self.datastore.schema),
-            Identifier(self.events_table_name),
-            events,
-            *self.chain_table,
-            Identifier(CHAINED_ROLE),
-            links,
+        schema = self.datastore.schema.replace('"', '""')
+        events = self.events_table_name.replace('"', '""')
+        body = (
+            APPEND_BODY.replace("{events}", f'"{schema}"."{events}"')
+            .replace("{chain}", f'"{schema}".{CHAIN_TABLE}')
+            .replace("{sequence}", f'"{schema}"."{events}"'.replace("'", "''"))
+            .replace("{role_column}", CHAINED_ROLE)
+            .replace("{genesis}", GENESIS)
+            .replace("{moved}", POSITIONS_MOVED)
+        )
+        function = f'"{schema}".{APPEND_FUNCTION}'
+        signature = f"{function}(uuid[], bigint[], text[], bytea[], text)"
+        return (
+            "DO $do$ BEGIN IF to_regprocedure(" + _quoted(signature) + ") IS NULL THEN "
+            f"CREATE FUNCTION {function}({APPEND_PARAMETERS}) RETURNS TABLE ({APPEND_RETURNS}) "
+            f"LANGUAGE plpgsql AS $body$ {body} $body$; END IF; END $do$"
         )
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """One transaction in two round trips: BEGIN, the lock and the tail (`_tail_statements`);
-        then the events with their links (`_append_statement`) and COMMIT, pipelined. The links are
-        computed between the two from the last link and the positions the lock guarantees, and the
-        server refuses any link whose event got another position. A failure anywhere rolls the whole
-        batch back. A batch with evidence to write (a signature, provenance) commits on its own
-        round trip, after that evidence."""
+        """One statement, its own transaction (the library's connections are in autocommit), one
+        round trip: the server's `APPEND_FUNCTION` takes the writers' lock, reads the tail, makes
+        the links and inserts the events and their links. No client round trip happens while the
+        lock is held, so a writer descheduled by the scheduler holds up nobody. A failure anywhere
+        rolls the whole batch back. A batch with evidence to write (a signature, provenance) is a
+        transaction of three round trips: the append, the evidence, the COMMIT."""
         if not stored_events:
             return []
-        if self._tail is None:
-            self._tail = self._tail_statements()
         size = min(len(stored_events), ROWS_AS_VALUES + 1)
         append = self._appends.get(size)
         if append is None:
             append = self._appends[size] = self._append_statement(size)
+        parameters = [*_append_parameters(stored_events), self._lock_wait]
         with self.datastore.get_connection() as conn:
             try:
                 with conn.cursor() as curs:
-                    curs.execute(self._tail)
-                    while curs.nextset():
-                        pass
-                    ids = self._append(conn, curs, append, stored_events, curs.fetchone())
-            except psycopg.errors.NotNullViolation as exc:
+                    if self.batch_evidence is None:
+                        # The connection is in autocommit: one statement, its own transaction.
+                        curs.execute(append, parameters, prepare=True)
+                        return _appended(curs.fetchone(), len(stored_events))
+                    curs.execute("BEGIN")
+                    curs.execute(append, parameters, prepare=True)
+                    row: Any = curs.fetchone()
+                    ids = _appended(row, len(stored_events))
+                    self.batch_evidence.write(
+                        curs, ids, stored_rows(stored_events), self, row["role"]
+                    )
+                    curs.execute("COMMIT")
+                return ids
+            except psycopg.Error as exc:
                 _rollback(conn)
+                if exc.sqlstate != POSITIONS_MOVED:
+                    raise
                 raise IntegrityFailure(
-                    "refusing to append: expected the store to give this "
-                    "batch's events the positions their links were made for, "
-                    "found another position for at least one; positions "
-                    f"must rise by 1 from event to event ({' '.join(str(exc).split())})",
-                    hint="another process inserts events without taking the writers' lock; run "
-                    "`lineage verify`; nothing of this batch was appended",
+                    f"refusing to append: {exc.diag.message_primary}; positions must rise by 1 "
+                    "from event to event",
+                    hint="something in the store (a trigger, a rule) moves events to other "
+                    "positions; run `lineage verify`; nothing of this batch was appended",
                 ) from None
             except BaseException:
                 _rollback(conn)
                 raise
-        return ids
-
-    def _append(
-        self, conn: Any, curs: Any, append: Any, stored_events: Sequence[StoredEvent], row: Any
-    ) -> list[int]:
-        previous, role = _continued_from(row)
-        ids = range(previous[0] + 1, previous[0] + 1 + len(stored_events))
-        rows = stored_rows(stored_events)
-        links = next_links(previous, ids, rows, role)
-        parameters = _append_parameters(stored_events, links, role)
-        if self.batch_evidence is None:
-            # Not prepared: a statement queued in a pipeline behind one that fails is never parsed.
-            with conn.pipeline():
-                curs.execute(append, parameters, prepare=False)
-                # As a statement: `commit()` in a pipeline syncs once more, a round trip of its own.
-                conn.execute("COMMIT", prepare=False)
-            _refuse_other_positions(curs.fetchall(), stored_events, ids)  # the server did already
-            return list(ids)
-        curs.execute(append, parameters)
-        _refuse_other_positions(curs.fetchall(), stored_events, ids)
-        self.batch_evidence.write(curs, ids, rows, self, role)
-        conn.commit()
-        return list(ids)
 
     def _decision_statement(self, size: int) -> Any:
         marks = ", ".join(["%s::uuid"] * size) if size <= ROWS_AS_VALUES else "%s::uuid[]"

@@ -211,32 +211,95 @@ def test_batches_of_every_size_get_dense_positions_and_their_links(
     assert walker.report.intact and walker.report.events == last, walker.report.problem
 
 
+#: Role names where the server's link (SQL text and `convert_to`) and `integrity.link` (Python's
+#: f-string and UTF-8) could part: quotes, a backslash, a pipe like the link's own separator,
+#: non-ASCII letters and a character outside the Basic Multilingual Plane.
+ROLES = ['w"r\\it|er', "wrïtér", "writer\U0001f600"]
+
+
 @pytest.mark.postgres
-@pytest.mark.parametrize("size", [1, 40])
-def test_the_server_refuses_links_made_for_other_positions(
-    postgres_url: str, size: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The PostgreSQL writer sends its COMMIT with the events: a link whose position is not the one
-    the server gave its event must fail the transaction there (not in the client, after the
-    commit)."""
-    from rollout_lineage.adapters import postgres_store
-    from rollout_lineage.domain.errors import IntegrityFailure
+@pytest.mark.parametrize("role", ROLES)
+def test_links_the_server_makes_are_the_links_python_makes(postgres_url: str, role: str) -> None:
+    """The PostgreSQL writer's links are made in the server (`APPEND_FUNCTION`), `lineage verify`'s
+    in Python: the two must agree byte for byte, for any role, batch size and state, else an intact
+    store reads as tampered (or a tampered one as intact)."""
+    import psycopg
+    from psycopg import sql
+
+    from rollout_lineage.adapters.postgres_store import CHAINED_ROLE
+
+    base, _, query = postgres_url.partition("?")
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD 'pw'").format(sql.Identifier(role))
+        )
+    try:
+        parts = StoreURL.parse(postgres_url).application_env()
+        app = _app({**parts, "POSTGRES_USER": role, "POSTGRES_PASSWORD": "pw"})
+        try:
+            for size in (1, 40, 1000):
+                app.record(
+                    [
+                        f.RunRegistered(run=f"{size}/r{k}", task="t" + "é" * (k % 5))
+                        for k in range(size)
+                    ]
+                )
+            rows = list(app.recorder.chain_rows())
+        finally:
+            app.close()
+        walker = ChainWalker()
+        walker.feed(iter(rows))
+        assert walker.report.intact and walker.report.events == 1041, walker.report.problem
+        with psycopg.connect(base, autocommit=True) as raw:
+            schema = query.removeprefix("schema=")
+            roles = raw.execute(
+                sql.SQL("SELECT DISTINCT {} FROM {}.lineage_chain").format(
+                    sql.Identifier(CHAINED_ROLE), sql.Identifier(schema)
+                )
+            ).fetchall()
+        assert roles == [(role,)]
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(role))
+            )
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+@pytest.mark.postgres
+def test_a_replaced_append_function_is_caught_by_verify(postgres_url: str) -> None:
+    """Anyone who may create objects in the store's schema may replace the server's append function
+    (as they may write the tables): the links it makes are still checked by Python, so a function
+    that links wrongly makes `verify` fail at the first event it wrote."""
+    import psycopg
+
+    from rollout_lineage.adapters.postgres_store import (
+        APPEND_FUNCTION,
+        APPEND_PARAMETERS,
+        APPEND_RETURNS,
+    )
 
     app = _app(StoreURL.parse(postgres_url).application_env())
     try:
         app.record([f.RunRegistered(run="r/0", task="t")])
-        before = (app.recorder.max_notification_id(), app.recorder.chain_links(0, None))
-        made_for = postgres_store.next_links
-
-        def shifted(previous: Any, ids: Any, *rest: Any) -> Any:
-            return made_for(previous, [i + 1 for i in ids], *rest)
-
-        monkeypatch.setattr(postgres_store, "next_links", shifted)
-        with pytest.raises(IntegrityFailure, match="positions their links were made for"):
-            app.record([f.RunRegistered(run=f"r/{k + 1}", task="t") for k in range(size)])
-        assert (app.recorder.max_notification_id(), app.recorder.chain_links(0, None)) == before
-        monkeypatch.setattr(postgres_store, "next_links", made_for)
-        assert app.record([f.RunRegistered(run="r/x", task="t")]).position == 2
+        base, _, query = postgres_url.partition("?")
+        schema = query.removeprefix("schema=")
+        with psycopg.connect(base, autocommit=True) as raw:
+            body = raw.execute(
+                "SELECT prosrc FROM pg_proc WHERE proname = %s AND pronamespace = %s::regnamespace",
+                (APPEND_FUNCTION, schema),
+            ).fetchone()[0]
+            forged = body.replace("'|by:'", "'|as:'")
+            assert forged != body
+            raw.execute(
+                f"CREATE OR REPLACE FUNCTION {schema}.{APPEND_FUNCTION}({APPEND_PARAMETERS}) "
+                f"RETURNS TABLE ({APPEND_RETURNS}) LANGUAGE plpgsql AS $body$" + forged + "$body$"
+            )
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        walker = ChainWalker()
+        walker.feed(app.recorder.chain_rows())
+        assert not walker.report.intact and walker.report.first_bad_position == 2
     finally:
         app.close()
 
