@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -17,6 +18,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
+from ..domain.application import TailRecordedLater
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
@@ -34,10 +36,13 @@ APPEND_FUNCTION = "lineage_append_v1"
 #: The SQLSTATE the append function raises when the store put an event elsewhere than the position
 #: its link was made for (a trigger, a rule): the whole transaction fails in the server.
 POSITIONS_MOVED = "RL001"
-APPEND_PARAMETERS = "ids uuid[], versions bigint[], topics text[], states bytea[], lock_wait text"
+APPEND_PARAMETERS = (
+    "ids uuid[], versions bigint[], topics text[], states bytea[], lock_wait text, "
+    "not_before timestamptz"
+)
 APPEND_RETURNS = (
     "first_position bigint, last_position bigint, last_previous bigint, last_hash text, "
-    "last_event bigint, role text, unplaced bigint"
+    "last_event bigint, role text, unplaced bigint, recorded_later text"
 )
 #: Under the writers' EXCLUSIVE lock on the events table: the tail (the last link, the last event,
 #: events without a position), refused (nothing appended, the tail returned for the client to name
@@ -46,7 +51,7 @@ APPEND_RETURNS = (
 #: after the last link and their links, and the position sequence moved past them (the sequence is
 #: not the log: the positions are given, so a moved sequence cannot gap or hide an event). Returns
 #: the first new position with the tail.
-APPEND_BODY = """
+APPEND_BODY = r"""
 DECLARE
   tail record;
   p0 bigint;
@@ -56,6 +61,8 @@ DECLARE
   placed bigint;
   lowest bigint;
   highest bigint;
+  stamp text;
+  later boolean;
 BEGIN
   PERFORM set_config('lock_timeout', lock_wait, true);
   LOCK TABLE {events} IN EXCLUSIVE MODE;
@@ -69,8 +76,23 @@ BEGIN
   IF tail.unplaced > 0 OR (p0 <> 0 AND tail.position <> tail.previous + 1)
      OR coalesce(tail.last_event, p0) <> p0 THEN
     RETURN QUERY SELECT NULL::bigint, tail.position, tail.previous, tail.chain_hash,
-                        tail.last_event, tail.role, tail.unplaced;
+                        tail.last_event, tail.role, tail.unplaced, NULL::text;
     RETURN;
+  END IF;
+  IF not_before IS NOT NULL AND tail.last_event IS NOT NULL THEN
+    SELECT substring(encode(substring(state FROM 1 FOR 80), 'escape')
+                     FROM '^\{"timestamp":"([^"]+)"') INTO stamp
+      FROM {events} WHERE notification_id = tail.last_event;
+    BEGIN
+      later := stamp::timestamptz > not_before;
+    EXCEPTION WHEN others THEN
+      later := true;  -- a time this cannot read: the client reads it its own way
+    END;
+    IF later THEN
+      RETURN QUERY SELECT NULL::bigint, tail.position, tail.previous, tail.chain_hash,
+                          tail.last_event, tail.role, tail.unplaced, stamp;
+      RETURN;
+    END IF;
   END IF;
   previous_hash := CASE WHEN p0 = 0 THEN '{genesis}' ELSE tail.chain_hash END;
   FOR k IN 1..n LOOP
@@ -99,7 +121,7 @@ BEGIN
     FROM unnest(hashes) WITH ORDINALITY AS u(h, k);
   PERFORM setval(pg_get_serial_sequence('{sequence}', 'notification_id'), p0 + n);
   RETURN QUERY SELECT p0 + 1, tail.position, tail.previous, tail.chain_hash, tail.last_event,
-                      tail.role, tail.unplaced;
+                      tail.role, tail.unplaced, NULL::text;
 END
 """
 #: The role that appended each event, as the server authenticated it, hashed into the event's link.
@@ -153,6 +175,8 @@ def _refused(row: Any) -> IntegrityFailure:
 
 def _appended(row: Any, size: int) -> list[int]:
     """The batch's positions, or the refusal of a batch the function did not append."""
+    if row is not None and row["recorded_later"] is not None:
+        raise TailRecordedLater(f"the log's last event was recorded at {row['recorded_later']}")
     if row is None or row["first_position"] is None:
         raise _refused(row)
     return list(range(row["first_position"], row["first_position"] + size))
@@ -232,7 +256,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         function = SQL("{}.{}").format(
             Identifier(self.datastore.schema), Identifier(APPEND_FUNCTION)
         )
-        return f"SELECT * FROM {function.as_string(None)}({', '.join(arrays)}, %s)"
+        return f"SELECT * FROM {function.as_string(None)}({', '.join(arrays)}, %s, %s)"
 
     def _append_function(self) -> str:
         """The DDL of `APPEND_FUNCTION` in the store's schema: made only where it is missing (every
@@ -256,7 +280,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             .replace("{moved}", POSITIONS_MOVED)
         )
         function = f'"{schema}".{APPEND_FUNCTION}'
-        signature = f"{function}(uuid[], bigint[], text[], bytea[], text)"
+        signature = f"{function}(uuid[], bigint[], text[], bytea[], text, timestamptz)"
         return (
             "DO $do$ BEGIN IF to_regprocedure(" + _quoted(signature) + ") IS NULL THEN "
             f"CREATE FUNCTION {function}({APPEND_PARAMETERS}) RETURNS TABLE ({APPEND_RETURNS}) "
@@ -265,6 +289,18 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        return self._append_batch(stored_events, None)
+
+    def insert_events_not_behind(
+        self, stored_events: Sequence[StoredEvent], recorded_at: datetime
+    ) -> Sequence[int] | None:
+        """`AppendsIfNotBehind`: the append, refused in the same statement (nothing appended,
+        `TailRecordedLater`) where the log's last event was recorded after `recorded_at`."""
+        return self._append_batch(stored_events, recorded_at)
+
+    def _append_batch(
+        self, stored_events: Sequence[StoredEvent], not_before: datetime | None
     ) -> Sequence[int] | None:
         """One statement, its own transaction (the library's connections are in autocommit), one
         round trip: the server's `APPEND_FUNCTION` takes the writers' lock, reads the tail, makes
@@ -278,7 +314,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         append = self._appends.get(size)
         if append is None:
             append = self._appends[size] = self._append_statement(size)
-        parameters = [*_append_parameters(stored_events), self._lock_wait]
+        parameters = [*_append_parameters(stored_events), self._lock_wait, not_before]
         with self.datastore.get_connection() as conn:
             try:
                 with conn.cursor() as curs:

@@ -37,6 +37,10 @@ from .snapshot import Snapshot
 from .vocabulary import Layer
 
 MAX_ATTEMPTS = 8  # the default RetryPolicy's
+#: Batches of up to this many facts (a live record) are first decided on what the writer holds
+#: (`LineageApp._record_held`); a larger one (an import) reads the store first, so a guess that
+#: misses never sends a large batch twice.
+HELD_BATCH = 32
 CACHED_AGGREGATES = 512  # runs and snapshots a long-lived writer keeps decided state for
 #: Every stored state starts with its recording time (see `events.encode_state`).
 _RECORDED_AT = re.compile(rb'^\{"timestamp":"([^"]+)"')
@@ -58,6 +62,28 @@ class ReadsForDeciding(Protocol):
     needs no read of its events."""
 
     def decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int], bytes | None]: ...
+
+
+class AppendsIfNotBehind(Protocol):
+    """A recorder that appends a batch only if the log's last event was recorded no later than the
+    batch (checked under its writers' lock, in the same round trip as the append); else it appends
+    nothing and raises `TailRecordedLater`. With it, a writer that holds every stream of a batch
+    decides without reading the store first (`LineageApp._record_held`)."""
+
+    def insert_events_not_behind(
+        self, stored_events: Sequence[Any], recorded_at: datetime
+    ) -> Sequence[int] | None: ...
+
+
+def _subject_ids(batch: Sequence[Entry]) -> dict[tuple[str, str], UUID]:
+    """Each subject of the batch (kind, key), in the order first named, with its stream's id."""
+    subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
+    return {subject: aggregate_id(*subject) for subject in subjects}
+
+
+class TailRecordedLater(Exception):
+    """The log's last event was recorded after the batch's recording time: nothing was appended,
+    and the batch is decided again with the time read from the log."""
 
 
 class Entry(NamedTuple):
@@ -235,6 +261,10 @@ class LineageApp(Application[UUID]):
             return self._record_batch(batch, dry_run)
 
     def _record_batch(self, batch: list[Entry], dry_run: bool) -> Recorded:
+        if not dry_run and len(batch) <= HELD_BATCH:
+            held = self._record_held(batch)
+            if held is not None:
+                return held
         attempts = self.retry.attempts
         for attempt in range(1, attempts + 1):
             try:
@@ -280,11 +310,47 @@ class LineageApp(Application[UUID]):
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
 
+    def _record_held(self, batch: Sequence[Entry]) -> Recorded | None:
+        """The batch decided on what this process holds, with no read of the store first: each
+        stream as cached, a stream not cached as new. Appended only where that cannot differ from
+        deciding on the store: every stream of the batch gets a new event (so the store's unique
+        (stream, version) key refuses the batch if any stream moved on or exists already), and the
+        recorder checks the log's last recording time under its lock. Else (a re-sent fact, a
+        refusal, a lost race, a later tail, the store away) None: nothing was appended, the streams
+        this decision touched are forgotten, and the batch is decided again on the store's reads.
+        One round trip per live record on PostgreSQL, where it was two."""
+        append = getattr(self.recorder, "insert_events_not_behind", None)
+        if append is None:
+            return None
+        ids = _subject_ids(batch)
+        now = self.clock()
+        try:
+            events, decided = self._decide_on(
+                batch, ids, {s: self._aggregates.get(i) for s, i in ids.items()}, now
+            )
+        except Exception:  # decided on what may be stale: the store's reads decide it again
+            self._forget(set(ids.values()))
+            return None
+        if {event.originator_id for event in events} != set(ids.values()):
+            self._forget({event.originator_id for event in events})
+            return None
+        try:
+            positions = append([self.mapper.to_stored_event(event) for event in events], now)
+        except (IntegrityError, OperationalError, InterfaceError, TailRecordedLater):
+            self._forget(set(ids.values()))
+            return None
+        except BaseException:
+            self._forget(set(ids.values()))
+            raise
+        for agg_id, aggregate in decided.items():
+            self._remember(agg_id, aggregate)
+        self._save_states(decided)
+        return Recorded(max(positions or [0]), len(events), tuple(event.fact for event in events))
+
     def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any]]:
         """The new events of the batch in order, and the aggregates as they stand after them; raises
         (having stored nothing) if any fact is refused."""
-        subjects = dict.fromkeys((e.fact.subject_kind, e.fact.subject_key()) for e in batch)
-        ids = {subject: aggregate_id(*subject) for subject in subjects}
+        ids = _subject_ids(batch)
         # One query says which streams exist, so new runs and snapshots cost no read at all; on the
         # chained stores the same statement reads the log's last recording time too.
         existing, tail = self._decision_reads(set(ids.values()))
@@ -292,8 +358,18 @@ class LineageApp(Application[UUID]):
             subject: self._load(agg_id, existing[agg_id]) if agg_id in existing else None
             for subject, agg_id in ids.items()
         }
+        # one transaction, one recording time
+        return self._decide_on(batch, ids, aggregates, self._recording_time(tail))
+
+    def _decide_on(
+        self,
+        batch: Sequence[Entry],
+        ids: dict[tuple[str, str], UUID],
+        aggregates: dict[tuple[str, str], Any],
+        now: datetime,
+    ) -> tuple[list[Any], dict[UUID, Any]]:
+        """`_decide` on these aggregates (None: a new stream), recorded at `now`."""
         events: list[Any] = []
-        now = self._recording_time(tail)  # one transaction, one recording time
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
         for fact, occurred_at in batch:
             subject = (fact.subject_kind, fact.subject_key())

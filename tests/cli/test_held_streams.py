@@ -1,0 +1,158 @@
+"""Issue 26: a live writer on PostgreSQL decides a small batch on the streams it holds, with no read
+of the store first (`LineageApp._record_held`), and appends it in one round trip.
+
+Each test is a way the held state could differ from the store, written to make the writer append
+what deciding on the store would have refused (or refuse what it would have appended): another
+writer moved a held stream on, created a stream this writer never saw, recorded with a later clock,
+or the batch re-sends what is known. Each must end as the store's reads decide it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from rollout_lineage.adapters.event_store import StoreURL
+from rollout_lineage.domain import facts as f
+from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.errors import ConflictingFact
+from rollout_lineage.domain.integrity import ChainWalker
+
+pytestmark = pytest.mark.postgres
+
+
+class Reads:
+    """Counts the decision reads an app's recorder is asked for."""
+
+    def __init__(self, app: LineageApp) -> None:
+        self.count = 0
+        asked = app.recorder.decision_reads
+
+        def counted(ids: Any) -> Any:
+            self.count += 1
+            return asked(ids)
+
+        app.recorder.decision_reads = counted  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def env(postgres_url: str) -> dict[str, str]:
+    return StoreURL.parse(postgres_url).application_env()
+
+
+@pytest.fixture
+def apps(env: dict[str, str]) -> Iterator[tuple[LineageApp, LineageApp]]:
+    first = LineageApp(env=env, actor="first@lab", tool_version="held")
+    second = LineageApp(env=env, actor="second@lab", tool_version="held")
+    yield first, second
+    first.close()
+    second.close()
+
+
+def _intact(app: LineageApp, events: int) -> None:
+    walker = ChainWalker()
+    walker.feed(app.recorder.chain_rows())
+    assert walker.report.intact and walker.report.events == events, walker.report.problem
+
+
+def test_a_writer_recording_into_streams_it_holds_reads_nothing_first(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    first, _ = apps
+    reads = Reads(first)
+    assert first.record([f.RunRegistered(run="r/1", task="t")]).position == 1
+    assert first.record([f.RunScored(run="r/1", reward=1.0)]).position == 2
+    recorded = first.record(
+        [
+            f.RunLocated(run="r/1", path="/runs/1", kind="recorded"),
+            f.RunRegistered(run="r/2", task="t"),
+        ]
+    )
+    assert (recorded.position, recorded.appended) == (4, 2)
+    assert reads.count == 0, "a batch on held and new streams read the store before deciding"
+    _intact(first, 4)
+
+
+def test_a_held_stream_another_writer_moved_on_is_decided_on_the_store(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """The held state says no reward; the store holds another: the writer must refuse, not append a
+    second reward at the version it held."""
+    first, second = apps
+    first.record([f.RunRegistered(run="r/1", task="t")])
+    second.record([f.RunScored(run="r/1", reward=0.0)])
+    with pytest.raises(ConflictingFact):
+        first.record([f.RunScored(run="r/1", reward=1.0)])
+    assert first.record([f.RunScored(run="r/1", reward=0.0)]).appended == 0
+    _intact(first, 2)
+
+
+def test_a_stream_another_writer_created_is_decided_on_the_store(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """Never seen by this writer, so held as new: the store's key on (stream, version 1) refuses the
+    guess, and the store's reads decide."""
+    first, second = apps
+    second.record([f.RunRegistered(run="r/1", task="t")])
+    assert first.record([f.RunRegistered(run="r/1", task="t")]).appended == 0
+    with pytest.raises(ConflictingFact):
+        first.record([f.RunRegistered(run="r/1", task="other")])
+    assert first.record([f.RunScored(run="r/1", reward=1.0)]).position == 2
+    _intact(first, 2)
+
+
+def test_a_re_sent_fact_is_checked_against_the_store(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """A batch that gives a held stream no new event is not checked by the store's key: it reads
+    the store, so the answer is the log's position, not what the writer held."""
+    first, second = apps
+    reads = Reads(first)
+    first.record([f.RunRegistered(run="r/1", task="t")])
+    second.record([f.RunRegistered(run="r/2", task="t")])
+    recorded = first.record([f.RunRegistered(run="r/1", task="t")])
+    assert (recorded.position, recorded.appended, reads.count) == (2, 0, 1)
+
+
+def test_a_mixed_batch_where_one_held_stream_gets_nothing_new_reads_the_store(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """r/1's fact is known to the writer, r/2's is new; if the store moved r/1 on with another
+    reward the batch must be refused whole."""
+    first, second = apps
+    first.record([f.RunRegistered(run="r/1", task="t"), f.RunScored(run="r/1", reward=1.0)])
+    first.record([f.RunRegistered(run="r/2", task="t")])
+    second.record([f.RunLocated(run="r/1", path="/runs/1", kind="recorded")])
+    reads = Reads(first)
+    recorded = first.record(
+        [f.RunScored(run="r/1", reward=1.0), f.RunScored(run="r/2", reward=0.5)]
+    )
+    assert (recorded.position, recorded.appended, reads.count) == (5, 1, 1)
+    _intact(first, 5)
+
+
+def test_a_writer_whose_clock_is_behind_the_tail_records_at_the_tails_time(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """The held batch carries this writer's clock; the server compares it with the last event's
+    recording time under the lock and refuses it, and the store's reads clamp it. Times are compared
+    as times: a tail in whole seconds ("...12:00:00Z") sorts after "...12:00:00.000001Z" as text."""
+    first, second = apps
+    second.clock = lambda: datetime(2030, 1, 1, 12, tzinfo=UTC)
+    second.record([f.RunRegistered(run="r/2", task="t")])
+    reads = Reads(first)
+    first.clock = lambda: datetime(2030, 1, 1, 11, 59, 59, 999999, tzinfo=UTC)
+    first.record([f.RunRegistered(run="r/1", task="t")])
+    assert reads.count == 1, "a batch recorded before the tail was appended as held"
+    first.clock = lambda: datetime(2030, 1, 1, 12, 0, 0, 1, tzinfo=UTC)
+    first.record([f.RunScored(run="r/1", reward=1.0)])
+    assert reads.count == 1, "a batch recorded a microsecond after the tail was refused"
+    times = [n.state[14:41] for n in first.recorder.select_notifications(None, 10)]
+    assert times == [
+        b'2030-01-01T12:00:00Z","occu',
+        b'2030-01-01T12:00:00Z","occu',
+        b"2030-01-01T12:00:00.000001Z",
+    ]
