@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
+from ..domain.application import TailRecordedLater, recorded_at
 from ..domain.integrity import GENESIS, ChainRow, position_gap
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
@@ -58,13 +60,25 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
         the busy timeout for another writer), one read of the log's tail, the events, their links,
         COMMIT. Five statements for a one-event batch; a reader of the log never sees events without
         their links."""
+        return self._append(stored_events, None)
+
+    def insert_events_not_behind(
+        self, stored_events: Sequence[StoredEvent], recorded_at: datetime
+    ) -> Sequence[int] | None:
+        """`AppendsIfNotBehind`: the same transaction, whose tail read also reads how the last
+        state begins; a later recording time there rolls it back (`TailRecordedLater`)."""
+        return self._append(stored_events, recorded_at)
+
+    def _append(
+        self, stored_events: Sequence[StoredEvent], not_before: datetime | None
+    ) -> Sequence[int] | None:
         if not stored_events:
             return []
         with self.datastore.get_connection(commit=True) as connection, _translated():
             c = connection.cursor()
             c.execute("BEGIN IMMEDIATE")
             try:
-                ids = self._insert_events(c, stored_events, **kwargs)
+                ids = self._insert_events(c, stored_events, not_before=not_before)
             except BaseException:
                 connection.rollback()
                 raise
@@ -76,10 +90,18 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
     ) -> Sequence[int] | None:
         if not stored_events:
             return []
-        # Holding the write lock, the tail cannot move: the last event's rowid and the last link, in
-        # one read.
-        c.execute(self._tail_statement)
-        last_id, *last_link = c.fetchone()
+        not_before: datetime | None = kwargs.get("not_before")
+        # Holding the write lock, the tail cannot move: the last event's rowid and the last link
+        # (and how the last state begins, when asked), in one read.
+        if not_before is None:
+            c.execute(self._tail_statement)
+            last_id, *last_link = c.fetchone()
+        else:
+            c.execute(self._tail_statement_with_state)
+            last_id, *last_link, tail = c.fetchone()
+            later = recorded_at(tail)
+            if later is not None and later > not_before:
+                raise TailRecordedLater(f"the log's last event was recorded at {later}")
         # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost
         # race.
         previous = dense_tail(last_link if last_link[0] is not None else None, (last_id or 0) + 1)
@@ -111,6 +133,15 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.* "
             f"FROM (SELECT 1) LEFT JOIN (SELECT position, previous, "
             f"chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
+        )
+
+    @property
+    def _tail_statement_with_state(self) -> str:
+        return (
+            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.*, (SELECT substr(state, "
+            f"1, 80) FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1) FROM (SELECT 1) "
+            f"LEFT JOIN (SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY "
+            "position DESC LIMIT 1) l"
         )
 
     def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:

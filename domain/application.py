@@ -81,6 +81,16 @@ def _subject_ids(batch: Sequence[Entry]) -> dict[tuple[str, str], UUID]:
     return {subject: aggregate_id(*subject) for subject in subjects}
 
 
+def recorded_at(state: object) -> datetime | None:
+    """The recording time a stored state begins with; None for no state or one without a readable
+    time (only an edit makes one, and `verify` names that: the chain hashes every state)."""
+    match = _RECORDED_AT.match(state[:80]) if isinstance(state, bytes) else None
+    try:
+        return datetime.fromisoformat(match[1].decode()) if match else None
+    except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not a time
+        return None
+
+
 class TailRecordedLater(Exception):
     """The log's last event was recorded after the batch's recording time: nothing was appended,
     and the batch is decided again with the time read from the log."""
@@ -399,12 +409,8 @@ class LineageApp(Application[UUID]):
         the first later one, so even then `--as-of TIME` is a prefix.
         """
         now = self.clock()
-        match = _RECORDED_AT.match(tail[:80]) if tail else None
-        if match:
-            recorded = datetime.fromisoformat(match[1].decode())
-            if recorded > now:
-                return recorded
-        return now
+        recorded = recorded_at(tail)
+        return recorded if recorded is not None and recorded > now else now
 
     def _decision_reads(self, ids: set[UUID]) -> tuple[dict[UUID, int | None], bytes | None]:
         """The streams that exist (with their last version, None where unknown) and the log's tail

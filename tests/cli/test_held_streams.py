@@ -1,5 +1,5 @@
-"""Issue 26: a live writer on PostgreSQL decides a small batch on the streams it holds, with no read
-of the store first (`LineageApp._record_held`), and appends it in one round trip.
+"""Issue 26: a live writer decides a small batch on the streams it holds, with no read of the store
+first (`LineageApp._record_held`), and appends it in one statement (PostgreSQL: one round trip).
 
 Each test is a way the held state could differ from the store, written to make the writer append
 what deciding on the store would have refused (or refuse what it would have appended): another
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +21,6 @@ from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import ConflictingFact
 from rollout_lineage.domain.integrity import ChainWalker
-
-pytestmark = pytest.mark.postgres
 
 
 class Reads:
@@ -38,9 +37,14 @@ class Reads:
         app.recorder.decision_reads = counted  # type: ignore[method-assign]
 
 
-@pytest.fixture
-def env(postgres_url: str) -> dict[str, str]:
-    return StoreURL.parse(postgres_url).application_env()
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    url = (
+        request.getfixturevalue("postgres_url")
+        if request.param == "postgresql"
+        else f"sqlite:///{tmp_path / 'events.sqlite'}"
+    )
+    return StoreURL.parse(url).application_env()
 
 
 @pytest.fixture
