@@ -338,8 +338,12 @@ class LineageApp(Application[UUID]):
             events, decided = self._decide_on(
                 batch, ids, {s: self._aggregates.get(i) for s, i in ids.items()}, now
             )
-        except Exception:  # decided on what may be stale: the store's reads decide it again
+        except BaseException as exc:  # decided on what may be stale: the store's reads decide it
+            # again; the cached aggregates were mutated in place, so forget them on every exit (a
+            # Ctrl-C too, which is then raised)
             self._forget(set(ids.values()))
+            if not isinstance(exc, Exception):
+                raise
             return None
         if {event.originator_id for event in events} != set(ids.values()):
             self._forget({event.originator_id for event in events})

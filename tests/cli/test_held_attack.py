@@ -129,12 +129,6 @@ def _restored(run: str, ref: str) -> f.ChildRestored:
 # --- the cache never holds what the store does not ----------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_record_held forgets the touched aggregates on Exception only: a KeyboardInterrupt "
-    "while deciding leaves the cached run mutated in place, and the re-sent reward is deduplicated "
-    "against it (acknowledged, never stored)",
-)
 def test_ctrl_c_while_deciding_a_held_batch_leaves_no_phantom_state(
     apps: tuple[LineageApp, LineageApp],
 ) -> None:
