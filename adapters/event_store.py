@@ -101,7 +101,7 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             last_id, *last_link, tail = c.fetchone()
             later = recorded_at(tail)
             if later is not None and later > not_before:
-                raise TailRecordedLater(f"the log's last event was recorded at {later}")
+                raise TailRecordedLater(f"the log's last event was recorded at {later}", later)
         # First: past a break (a row at 2**63-1 makes SQLite pick random rowids) this is not a lost
         # race.
         previous = dense_tail(last_link if last_link[0] is not None else None, (last_id or 0) + 1)

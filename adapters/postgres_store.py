@@ -18,7 +18,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
-from ..domain.application import TailRecordedLater
+from ..domain.application import TailRecordedLater, recorded_at
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
@@ -176,7 +176,11 @@ def _refused(row: Any) -> IntegrityFailure:
 def _appended(row: Any, size: int) -> list[int]:
     """The batch's positions, or the refusal of a batch the function did not append."""
     if row is not None and row["recorded_later"] is not None:
-        raise TailRecordedLater(f"the log's last event was recorded at {row['recorded_later']}")
+        stamp = row["recorded_later"]
+        raise TailRecordedLater(
+            f"the log's last event was recorded at {stamp}",
+            recorded_at(b'{"timestamp":"' + stamp.encode() + b'"'),
+        )
     if row is None or row["first_position"] is None:
         raise _refused(row)
     return list(range(row["first_position"], row["first_position"] + size))

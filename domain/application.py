@@ -93,7 +93,12 @@ def recorded_at(state: object) -> datetime | None:
 
 class TailRecordedLater(Exception):
     """The log's last event was recorded after the batch's recording time: nothing was appended,
-    and the batch is decided again with the time read from the log."""
+    and the batch is decided again with the time read from the log. `at`: that time as this code
+    reads it (None where it cannot: only an edit makes such a time)."""
+
+    def __init__(self, message: str, at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.at = at
 
 
 class Entry(NamedTuple):
@@ -276,9 +281,13 @@ class LineageApp(Application[UUID]):
             if held is not None:
                 return held
         attempts = self.retry.attempts
+        # Appended only if the log's last recording time is still no later than the batch's (the
+        # recorder checks it under its lock): a writer ahead may append between the read and the
+        # append.
+        not_behind = getattr(self.recorder, "insert_events_not_behind", None)
         for attempt in range(1, attempts + 1):
             try:
-                events, decided = self._decide(batch)
+                events, decided, when = self._decide(batch)
                 new_facts = tuple(event.fact for event in events)
                 if not events or dry_run:
                     if events:  # decided, not stored: those aggregates no longer match the log
@@ -286,39 +295,55 @@ class LineageApp(Application[UUID]):
                     return Recorded(self.position(), 0, new_facts)
                 # Storing the events themselves (not the aggregates) keeps the log in the order
                 # facts were given.
-                positions = self.recorder.insert_events(
-                    [self.mapper.to_stored_event(event) for event in events]
+                stored = [self.mapper.to_stored_event(event) for event in events]
+                positions = (
+                    not_behind(stored, when)
+                    if not_behind is not None
+                    else self.recorder.insert_events(stored)
                 )
+            except TailRecordedLater as exc:
+                self._forget(self._batch_ids(batch))
+                # A writer ahead appended after the tail was read: decide again at its time. A time
+                # this code reads as no later (or cannot read: an edited tail) is not waited for.
+                if exc.at is None or exc.at <= when:
+                    not_behind = None
+                self._before_retry(exc, attempt, attempts)
             except BaseException as exc:
                 # Whatever was decided in memory was not stored: the next use reads these aggregates
                 # afresh.
-                self._forget(
-                    {aggregate_id(e.fact.subject_kind, e.fact.subject_key()) for e in batch}
-                )
-                if not isinstance(exc, (IntegrityError, OperationalError, InterfaceError)):
-                    raise
-                if isinstance(exc, IntegrityError):
-                    # Another writer appended to one of these streams first: decide again from its
-                    # result.
-                    if attempt == attempts:
-                        raise
-                    self.retry.after_lost_race(attempt)
-                else:
-                    # The server went away (a restart, a failover): nothing of this batch was
-                    # committed; retry.
-                    if attempt == attempts:
-                        raise StoreUnavailable(
-                            f"the event store stayed unavailable after {attempt} attempts: {exc}",
-                            hint="check that the store is reachable and not locked by a stuck "
-                            "process; the batch was not recorded, so sending it again is safe",
-                        ) from exc
-                    self.retry.after_store_away(attempt)
+                self._forget(self._batch_ids(batch))
+                self._before_retry(exc, attempt, attempts)
             else:
                 for agg_id, aggregate in decided.items():
                     self._remember(agg_id, aggregate)
                 self._save_states(decided)
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _batch_ids(batch: Sequence[Entry]) -> set[UUID]:
+        return {aggregate_id(e.fact.subject_kind, e.fact.subject_key()) for e in batch}
+
+    def _before_retry(self, exc: BaseException, attempt: int, attempts: int) -> None:
+        """After an attempt that stored nothing: wait before deciding again, or raise."""
+        if isinstance(exc, (IntegrityError, TailRecordedLater)):
+            # Another writer appended to one of these streams first (or later in time): decide
+            # again from its result.
+            if attempt == attempts:
+                raise exc
+            self.retry.after_lost_race(attempt)
+        elif isinstance(exc, (OperationalError, InterfaceError)):
+            # The server went away (a restart, a failover): nothing of this batch was committed;
+            # retry.
+            if attempt == attempts:
+                raise StoreUnavailable(
+                    f"the event store stayed unavailable after {attempt} attempts: {exc}",
+                    hint="check that the store is reachable and not locked by a stuck "
+                    "process; the batch was not recorded, so sending it again is safe",
+                ) from exc
+            self.retry.after_store_away(attempt)
+        else:
+            raise exc
 
     def _record_held(self, batch: Sequence[Entry]) -> Recorded | None:
         """The batch decided on what this process holds, with no read of the store first: each
@@ -361,9 +386,9 @@ class LineageApp(Application[UUID]):
         self._save_states(decided)
         return Recorded(max(positions or [0]), len(events), tuple(event.fact for event in events))
 
-    def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any]]:
-        """The new events of the batch in order, and the aggregates as they stand after them; raises
-        (having stored nothing) if any fact is refused."""
+    def _decide(self, batch: Sequence[Entry]) -> tuple[list[Any], dict[UUID, Any], datetime]:
+        """The new events of the batch in order, the aggregates as they stand after them and the
+        batch's recording time; raises (having stored nothing) if any fact is refused."""
         ids = _subject_ids(batch)
         # One query says which streams exist, so new runs and snapshots cost no read at all; on the
         # chained stores the same statement reads the log's last recording time too.
@@ -373,7 +398,8 @@ class LineageApp(Application[UUID]):
             for subject, agg_id in ids.items()
         }
         # one transaction, one recording time
-        return self._decide_on(batch, ids, aggregates, self._recording_time(tail))
+        when = self._recording_time(tail)
+        return (*self._decide_on(batch, ids, aggregates, when), when)
 
     def _decide_on(
         self,
@@ -408,9 +434,10 @@ class LineageApp(Application[UUID]):
         begins) when this writer's clock is behind it: recorded time never goes backwards along the
         log, so "what the log held at TIME" is always a prefix of it.
 
-        Two writers racing with skewed clocks can still leave an earlier time after a later one (the
-        tail is read before the write lock is taken); readers resolve a time to the position before
-        the first later one, so even then `--as-of TIME` is a prefix.
+        The tail is read before the write lock is taken, so a writer ahead may append in between:
+        a recorder that `AppendsIfNotBehind` then refuses the batch and it is decided again (with a
+        bare recorder, readers resolve a time to the position before the first later one, so even
+        then `--as-of TIME` is a prefix).
         """
         now = self.clock()
         recorded = recorded_at(tail)

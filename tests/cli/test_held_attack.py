@@ -158,11 +158,6 @@ def test_ctrl_c_while_deciding_a_held_batch_leaves_no_phantom_state(
 # --- recorded time never goes backwards ---------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the store-read path appends with insert_events, without the not-before check under "
-    "the lock: a tail read before another writer appends later is clamped to, and written after it",
-)
 @pytest.mark.parametrize("size", [1, 33])
 def test_a_writer_behind_racing_a_writer_ahead_never_records_backwards(
     apps: tuple[LineageApp, LineageApp], size: int
