@@ -454,3 +454,41 @@ def test_writers_racing_in_threads_keep_one_log(
         assert len(found) == 1, (run, reward)
         assert found[0] == position if appended else found[0] <= position
     _intact(first, 2 * len(runs))
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        b"not a time",
+        pytest.param(
+            b"2030-01-01T12:00:00",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="recorded_at reads a time without an offset as naive; comparing it with "
+                "the writer's aware clock raises TypeError (SQLite held append, store-read path)",
+            ),
+        ),
+        b"infinity",
+    ],
+)
+def test_a_tail_whose_time_was_edited_still_takes_appends_and_verify_names_it(
+    apps: tuple[LineageApp, LineageApp], raw: RawStore, stamp: bytes
+) -> None:
+    """The last event's recording time is edited into something no clock wrote (PostgreSQL reads
+    some of them, this code none): writers still append, without waiting on that time forever, and
+    `verify` names the edited position (guarantees: verify intact exactly when nothing was
+    tampered; a writer is not stopped by a time it cannot read)."""
+    first, second = apps
+    first.record([f.RunRegistered(run="r/1", task="t")])
+    second.record([f.RunRegistered(run="r/0", task="t")])
+    (state,) = raw.execute(f"SELECT state FROM {raw.events_table} WHERE {raw.position} = 2")[0]
+    edited = bytes(state).replace(bytes(state)[14:41].split(b'"')[0], stamp, 1)
+    raw.execute(f"UPDATE {raw.events_table} SET state = ? WHERE {raw.position} = 2", (edited,))
+    for app in (first, second):  # the held path (first) and the store's reads (second)
+        try:
+            recorded = app.record([f.RunScored(run="r/1", reward=1.0)])
+        except TypeError as exc:  # a naive time compared with an aware one
+            pytest.fail(f"the writer crashed on the edited time: {exc}")
+    assert (recorded.position, recorded.appended) == (3, 0)
+    report = _report(first)
+    assert not report.intact and report.first_bad_position == 2
