@@ -83,12 +83,15 @@ def _subject_ids(batch: Sequence[Entry]) -> dict[tuple[str, str], UUID]:
 
 def recorded_at(state: object) -> datetime | None:
     """The recording time a stored state begins with; None for no state or one without a readable
-    time (only an edit makes one, and `verify` names that: the chain hashes every state)."""
+    time (only an edit makes one, and `verify` names that: the chain hashes every state). A time
+    without an offset is not readable: no clock of this tool writes one, and it cannot be compared
+    with one that has."""
     match = _RECORDED_AT.match(state[:80]) if isinstance(state, bytes) else None
     try:
-        return datetime.fromisoformat(match[1].decode()) if match else None
+        found = datetime.fromisoformat(match[1].decode()) if match else None
     except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not a time
         return None
+    return found if found is not None and found.utcoffset() is not None else None
 
 
 class TailRecordedLater(Exception):

@@ -460,14 +460,7 @@ def test_writers_racing_in_threads_keep_one_log(
     "stamp",
     [
         b"not a time",
-        pytest.param(
-            b"2030-01-01T12:00:00",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="recorded_at reads a time without an offset as naive; comparing it with "
-                "the writer's aware clock raises TypeError (SQLite held append, store-read path)",
-            ),
-        ),
+        b"2030-01-01T12:00:00",
         b"infinity",
     ],
 )
