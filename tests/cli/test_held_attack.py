@@ -8,6 +8,7 @@ guarantee held against that attack.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -485,3 +486,131 @@ def test_a_tail_whose_time_was_edited_still_takes_appends_and_verify_names_it(
     assert (recorded.position, recorded.appended) == (3, 0)
     report = _report(first)
     assert not report.intact and report.first_bad_position == 2
+
+
+# --- PostgreSQL: the append function and what someone with DDL rights does around it -------------
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[tuple[LineageApp, RawStore]]:
+    app = LineageApp(env=StoreURL.parse(postgres_url).application_env(), actor="first@lab")
+    store = RawStore(postgres_url)
+    yield app, store
+    store.connection.close()
+    app.close()
+
+
+@pytest.mark.postgres
+def test_a_replaced_append_function_that_links_otherwise_is_caught_by_verify(
+    pg: tuple[LineageApp, RawStore],
+) -> None:
+    """The function is replaced by one whose links leave the role out: every batch it appends
+    breaks the chain at its first event (guarantee: a replaced/edited function is caught by
+    verify)."""
+    app, raw = pg
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    (body,) = raw.execute(
+        "SELECT prosrc FROM pg_proc WHERE proname = 'lineage_append_v1' AND "
+        "pronamespace = current_schema()::regnamespace"
+    )[0]
+    assert "'|by:' || tail.role" in body
+    forged = body.replace("|| convert_to('|by:' || tail.role, 'UTF8')", "")
+    raw.connection.execute(  # no parameters: the body holds format()'s %s
+        "CREATE OR REPLACE FUNCTION lineage_append_v1(ids uuid[], versions bigint[], "
+        "topics text[], states bytea[], lock_wait text, not_before timestamptz) RETURNS TABLE "
+        "(first_position bigint, last_position bigint, last_previous bigint, last_hash text, "
+        "last_event bigint, role text, unplaced bigint, recorded_later text) LANGUAGE plpgsql "
+        "AS $body$" + forged + "$body$"
+    )
+    app.record([f.RunScored(run="r/1", reward=1.0)])
+    report = _report(app)
+    assert not report.intact and report.first_bad_position == 2
+
+
+@pytest.mark.postgres
+def test_a_trigger_moving_positions_is_refused_whole(pg: tuple[LineageApp, RawStore]) -> None:
+    """A BEFORE INSERT trigger moves each new event 10 positions on: the function's check refuses
+    the batch (RL001), nothing is appended, the held run is forgotten, and after the trigger is
+    dropped the next batch lands at the next position (guarantees: whole batches or nothing; dense
+    positions; the cache holds nothing the store does not)."""
+    app, raw = pg
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    raw.execute(
+        "CREATE FUNCTION move() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "NEW.notification_id := NEW.notification_id + 10; RETURN NEW; END $$"
+    )
+    raw.execute(
+        "CREATE TRIGGER move BEFORE INSERT ON lineage_events FOR EACH ROW EXECUTE FUNCTION move()"
+    )
+    with pytest.raises(IntegrityFailure, match=r"positions 2\.\.2"):
+        app.record([f.RunScored(run="r/1", reward=1.0)])
+    assert _run_id("r/1") not in app._aggregates
+    raw.execute("DROP TRIGGER move ON lineage_events")
+    assert len(_log(app)) == 1
+    assert app.record([f.RunScored(run="r/1", reward=1.0)]).position == 2
+    _intact(app, 2)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("moved", ["RESTART WITH 1000", "RESTART WITH 1", "INCREMENT BY 7"])
+def test_a_moved_sequence_changes_no_position(pg: tuple[LineageApp, RawStore], moved: str) -> None:
+    """The position sequence restarted or stepped otherwise: positions are given by the function,
+    so batches still land densely (guarantee: dense positions 1,2,3...)."""
+    app, raw = pg
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    raw.execute(f"ALTER SEQUENCE lineage_events_notification_id_seq {moved}")
+    app.record([f.RunScored(run="r/1", reward=1.0), f.RunRegistered(run="r/2", task="t")])
+    app.record([f.RunRegistered(run="r/3", task="t")])
+    assert [p for p, *_ in _log(app)] == [1, 2, 3, 4]
+    _intact(app, 4)
+
+
+@pytest.mark.postgres
+def test_a_duplicate_at_the_tail_without_the_unique_index_is_named_by_verify(
+    pg: tuple[LineageApp, RawStore],
+) -> None:
+    """The unique index on positions dropped and a copy stored at the tail's position: verify names
+    the store as not intact, before and after the next append (guarantee: verify intact exactly
+    when nothing was tampered)."""
+    app, raw = pg
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    (index,) = raw.connection.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND "
+        "tablename = 'lineage_events' AND indexdef LIKE '%(notification_id)%'"
+    ).fetchone()
+    raw.execute(f"DROP INDEX {index}")
+    raw.insert_copy(1, 1)
+    assert not _report(app).intact
+    with contextlib.suppress(IntegrityFailure):  # refusing is as good
+        app.record([f.RunRegistered(run="r/2", task="t")])
+    assert not _report(app).intact
+
+
+@pytest.mark.postgres
+def test_a_schema_named_in_mixed_case_takes_held_appends(postgres_url: str) -> None:
+    """A store in a schema whose name must be quoted (mixed case; eventsourcing itself cannot open
+    one with a space, a `'` or a `"`): the function is made, called and links as Python does
+    (guarantees: odd schema names; verify intact when nothing was tampered)."""
+    import psycopg
+    from psycopg.sql import SQL, Identifier
+
+    base = postgres_url.split("?")[0]
+    name = f"Held_Attack_{postgres_url[-8:]}"
+    with psycopg.connect(base, autocommit=True) as connection:
+        connection.execute(SQL("CREATE SCHEMA {}").format(Identifier(name)))
+    try:
+        from urllib.parse import quote
+
+        env = StoreURL.parse(f"{base}?schema={quote(name)}").application_env()
+        app = LineageApp(env=env, actor="odd@lab")
+        other = LineageApp(env=env, actor="other@lab")
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        other.record([f.RunRegistered(run="r/1", task="t"), f.RunScored(run="r/1", reward=0.0)])
+        with pytest.raises(ConflictingFact):
+            app.record([f.RunScored(run="r/1", reward=1.0)])
+        _intact(app, 2)
+        app.close()
+        other.close()
+    finally:
+        with psycopg.connect(base, autocommit=True) as connection:
+            connection.execute(SQL("DROP SCHEMA {} CASCADE").format(Identifier(name)))
