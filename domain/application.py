@@ -287,7 +287,9 @@ class LineageApp(Application[UUID]):
         # Appended only if the log's last recording time is still no later than the batch's (the
         # recorder checks it under its lock): a writer ahead may append between the read and the
         # append.
-        not_behind = getattr(self.recorder, "insert_events_not_behind", None)
+        not_behind = (
+            getattr(self.recorder, "insert_events_not_behind", None) if attempts > 1 else None
+        )
         for attempt in range(1, attempts + 1):
             try:
                 events, decided, when = self._decide(batch)
@@ -308,7 +310,8 @@ class LineageApp(Application[UUID]):
                 self._forget(self._batch_ids(batch))
                 # A writer ahead appended after the tail was read: decide again at its time. A time
                 # this code reads as no later (or cannot read: an edited tail) is not waited for.
-                if exc.at is None or exc.at <= when:
+                # Nor on the last attempt: appended as a bare recorder would, readers resolve it.
+                if exc.at is None or exc.at <= when or attempt + 1 >= attempts:
                     not_behind = None
                 self._before_retry(exc, attempt, attempts)
             except BaseException as exc:
@@ -362,27 +365,29 @@ class LineageApp(Application[UUID]):
             return None
         ids = _subject_ids(batch)
         now = self.clock()
+        # The cached aggregates are evolved in place: every exit that stores nothing forgets the
+        # ones this decision evolved (a Ctrl-C too, which is then raised), and only those, so a
+        # refusal on held state costs the store's reads no replay of an untouched stream.
+        touched: set[UUID] = set()
         try:
             events, decided = self._decide_on(
-                batch, ids, {s: self._aggregates.get(i) for s, i in ids.items()}, now
+                batch, ids, {s: self._aggregates.get(i) for s, i in ids.items()}, now, touched
             )
-        except BaseException as exc:  # decided on what may be stale: the store's reads decide it
-            # again; the cached aggregates were mutated in place, so forget them on every exit (a
-            # Ctrl-C too, which is then raised)
-            self._forget(set(ids.values()))
+        except BaseException as exc:  # decided on what may be stale: the store's reads decide again
+            self._forget(touched)
             if not isinstance(exc, Exception):
                 raise
             return None
-        if {event.originator_id for event in events} != set(ids.values()):
-            self._forget({event.originator_id for event in events})
+        if touched != set(ids.values()):
+            self._forget(touched)
             return None
         try:
             positions = append([self.mapper.to_stored_event(event) for event in events], now)
         except (IntegrityError, OperationalError, InterfaceError, TailRecordedLater):
-            self._forget(set(ids.values()))
+            self._forget(touched)
             return None
         except BaseException:
-            self._forget(set(ids.values()))
+            self._forget(touched)
             raise
         for agg_id, aggregate in decided.items():
             self._remember(agg_id, aggregate)
@@ -410,8 +415,10 @@ class LineageApp(Application[UUID]):
         ids: dict[tuple[str, str], UUID],
         aggregates: dict[tuple[str, str], Any],
         now: datetime,
+        touched: set[UUID] | None = None,
     ) -> tuple[list[Any], dict[UUID, Any]]:
-        """`_decide` on these aggregates (None: a new stream), recorded at `now`."""
+        """`_decide` on these aggregates (None: a new stream), recorded at `now`; the id of each
+        aggregate about to be evolved is added to `touched` first."""
         events: list[Any] = []
         envelope = {"timestamp": now, "actor": self.actor, "tool_version": self.tool_version}
         for fact, occurred_at in batch:
@@ -428,6 +435,8 @@ class LineageApp(Application[UUID]):
                 fact=fact,
                 **envelope,
             )
+            if touched is not None:
+                touched.add(ids[subject])
             aggregates[subject] = event.mutate(agg)
             events.append(event)
         return events, {ids[subject]: agg for subject, agg in aggregates.items() if agg is not None}

@@ -160,3 +160,25 @@ def test_a_writer_whose_clock_is_behind_the_tail_records_at_the_tails_time(
         b'2030-01-01T12:00:00Z","occu',
         b"2030-01-01T12:00:00.000001Z",
     ]
+
+
+def test_a_writer_that_keeps_losing_to_a_later_tail_appends_on_its_last_attempt(
+    apps: tuple[LineageApp, LineageApp],
+) -> None:
+    """A writer whose clock is behind, racing writers ahead that always append between its read and
+    its append, is refused by the time check each attempt: its last attempt appends unchecked (as a
+    bare recorder would; readers resolve such a time), never an exception after the batch was
+    fine."""
+    from rollout_lineage.domain.application import TailRecordedLater
+
+    first, _ = apps
+    checked: list[datetime] = []
+
+    def always_later(stored: Any, when: datetime) -> Any:
+        checked.append(when)
+        raise TailRecordedLater("a writer ahead", datetime(2100, 1, 1, tzinfo=UTC))
+
+    first.recorder.insert_events_not_behind = always_later  # type: ignore[method-assign]
+    recorded = first.record([f.RunRegistered(run="r/1", task="t")])
+    assert (recorded.position, recorded.appended) == (1, 1)
+    assert len(checked) == first.retry.attempts, "held once, then every attempt but the last"
