@@ -13,6 +13,7 @@ import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -109,6 +110,28 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}"
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store_env(store_url: str) -> dict[str, str]:
+    """`store_url` as the application's settings (its SQLite file's folder made)."""
+    from rollout_lineage.adapters.store_url import StoreURL
+
+    if store_url.startswith("sqlite:///"):
+        Path(store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return StoreURL.parse(store_url).application_env()
+
+
+@pytest.fixture
+def two_apps(store_env: dict[str, str]) -> Iterator[tuple[Any, Any]]:
+    """Two writers on one store, each with its own application (and cache), as two processes."""
+    from rollout_lineage.domain.application import LineageApp
+
+    first = LineageApp(env=store_env, actor="first@lab", tool_version="tests")
+    second = LineageApp(env=store_env, actor="second@lab", tool_version="tests")
+    yield first, second
+    first.close()
+    second.close()
 
 
 @pytest.fixture

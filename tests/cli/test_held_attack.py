@@ -12,7 +12,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,31 +46,9 @@ class Reads:
         app.recorder.decision_reads = counted  # type: ignore[method-assign]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgresql":
-        found: str = request.getfixturevalue("postgres_url")
-        return found
-    return f"sqlite:///{tmp_path / 'events.sqlite'}"
-
-
 @pytest.fixture
-def env(url: str) -> dict[str, str]:
-    return StoreURL.parse(url).application_env()
-
-
-@pytest.fixture
-def apps(env: dict[str, str]) -> Iterator[tuple[LineageApp, LineageApp]]:
-    first = LineageApp(env=env, actor="first@lab", tool_version="attack")
-    second = LineageApp(env=env, actor="second@lab", tool_version="attack")
-    yield first, second
-    first.close()
-    second.close()
-
-
-@pytest.fixture
-def raw(url: str, apps: tuple[LineageApp, LineageApp]) -> Iterator[RawStore]:
-    store = RawStore(url)
+def raw(store_url: str, two_apps: tuple[LineageApp, LineageApp]) -> Iterator[RawStore]:
+    store = RawStore(store_url)
     yield store
     store.connection.close()
 
@@ -131,13 +108,13 @@ def _restored(run: str, ref: str) -> f.ChildRestored:
 
 
 def test_ctrl_c_while_deciding_a_held_batch_leaves_no_phantom_state(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """Ctrl-C (KeyboardInterrupt) arrives while the held decision reads a snapshot for a
     ChildRestored, after the batch's RunScored has already mutated the cached run in place. Nothing
     was appended; the next record of that reward must append it (guarantees: the cache never holds
     state not in the store after a failed attempt; nothing acknowledged is lost)."""
-    first, _ = apps
+    first, _ = two_apps
     first.record([f.RunRegistered(run="r/1", task="t"), *_fork("r/2", "snap-a")])
     real = first.recorder.select_events
 
@@ -161,14 +138,14 @@ def test_ctrl_c_while_deciding_a_held_batch_leaves_no_phantom_state(
 
 @pytest.mark.parametrize("size", [1, 33])
 def test_a_writer_behind_racing_a_writer_ahead_never_records_backwards(
-    apps: tuple[LineageApp, LineageApp], size: int
+    two_apps: tuple[LineageApp, LineageApp], size: int
 ) -> None:
     """The first writer's clock is behind the log: its held append is refused (or, for 33 facts,
     never tried) and it decides on the store's reads, clamping to the tail it read. Between that
     read and its append, a writer whose clock is further ahead appends. The first writer must not
     append its batch at the older time after the newer one (guarantee: recorded time never goes
     backwards along the log for a writer whose clock is behind)."""
-    first, second = apps
+    first, second = two_apps
     second.clock = lambda: T0 + timedelta(hours=1)
     second.record([f.RunRegistered(run="r/0", task="t")])
     first.clock = lambda: T0
@@ -194,12 +171,12 @@ def test_a_writer_behind_racing_a_writer_ahead_never_records_backwards(
     ],
 )
 def test_recording_times_in_other_offsets_are_compared_as_times(
-    apps: tuple[LineageApp, LineageApp], tail: str, held: bool
+    two_apps: tuple[LineageApp, LineageApp], tail: str, held: bool
 ) -> None:
     """The tail was recorded by a writer whose clock runs in another offset; this writer records at
     11:00Z. The held append is refused exactly when the tail is later as a time, and the log's times
     never go backwards (guarantee: recorded time never goes backwards; times compared as times)."""
-    first, second = apps
+    first, second = two_apps
     moment = datetime.fromisoformat(tail)
     second.clock = lambda: moment
     second.record([f.RunRegistered(run="r/0", task="t")])
@@ -213,11 +190,11 @@ def test_recording_times_in_other_offsets_are_compared_as_times(
 
 
 def test_a_writer_far_ahead_drags_every_later_writer_along(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """A clock 170 years ahead records first; a writer with today's clock must record at that time,
     not before it (guarantee: recorded time never goes backwards)."""
-    first, second = apps
+    first, second = two_apps
     second.clock = lambda: datetime(2199, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
     second.record([f.RunRegistered(run="r/0", task="t")])
     first.record([f.RunRegistered(run="r/1", task="t")])
@@ -229,12 +206,12 @@ def test_a_writer_far_ahead_drags_every_later_writer_along(
 
 
 def test_an_error_making_the_stored_events_forgets_the_held_aggregates(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """`mapper.to_stored_event` raises after the held decision mutated the cached run in place: the
     writer is told, nothing is appended, and the reward is appended when sent again (guarantees: the
     cache holds nothing the store does not; a writer told an error never finds the batch)."""
-    first, _ = apps
+    first, _ = two_apps
     first.record([f.RunRegistered(run="r/1", task="t")])
     real = first.mapper.to_stored_event
 
@@ -252,12 +229,12 @@ def test_an_error_making_the_stored_events_forgets_the_held_aggregates(
 
 
 def test_a_batch_refused_past_a_break_forgets_the_held_aggregates(
-    apps: tuple[LineageApp, LineageApp], raw: RawStore
+    two_apps: tuple[LineageApp, LineageApp], raw: RawStore
 ) -> None:
     """Someone stored an event without a link at the tail: the held append is refused whole, and
     once the event is removed the held reward is not taken for known (guarantees: whole batches or
     nothing; the cache holds nothing the store does not; dense positions)."""
-    first, _ = apps
+    first, _ = two_apps
     first.record([f.RunRegistered(run="r/1", task="t"), f.RunRegistered(run="r/2", task="t")])
     raw.insert_copy(1, 3)
     with pytest.raises(IntegrityFailure):
@@ -270,13 +247,13 @@ def test_a_batch_refused_past_a_break_forgets_the_held_aggregates(
 
 
 def test_an_integrity_error_of_another_kind_appends_nothing_and_forgets(
-    apps: tuple[LineageApp, LineageApp], raw: RawStore
+    two_apps: tuple[LineageApp, LineageApp], raw: RawStore
 ) -> None:
     """A trigger on the chain table raises a unique violation (an IntegrityError that is no lost
     race): the held attempt falls back, every retry fails the same way, the writer is told, and
     nothing of the batch is ever found (guarantees: whole batches or nothing; a writer told an
     error never finds the batch appended later; the cache holds nothing the store does not)."""
-    first, _ = apps
+    first, _ = two_apps
     first.record([f.RunRegistered(run="r/1", task="t")])
     if raw.postgres:
         raw.execute(
@@ -303,12 +280,12 @@ def test_an_integrity_error_of_another_kind_appends_nothing_and_forgets(
 
 
 def test_a_dry_run_after_held_records_leaves_the_cache_as_the_store(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """A dry run decides on the held run and says what it would append; it appends nothing, and the
     next real record appends it (guarantees: dry_run appends nothing; the cache holds nothing the
     store does not)."""
-    first, _ = apps
+    first, _ = two_apps
     first.record([f.RunRegistered(run="r/1", task="t")])
     dry = first.record([f.RunScored(run="r/1", reward=1.0)], dry_run=True)
     assert (dry.appended, len(dry.new_facts)) == (0, 1)
@@ -318,13 +295,13 @@ def test_a_dry_run_after_held_records_leaves_the_cache_as_the_store(
 
 
 def test_a_claim_is_refused_before_any_held_decision(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """A snapshot.imported from a harness (not `lineage snapshots import`) is refused even on a
     stream the writer holds (guarantee: `verified_here` claims are never appended by others)."""
     from rollout_lineage.domain.errors import ClaimRefused
 
-    first, _ = apps
+    first, _ = two_apps
     first.record(
         [f.SnapshotCaptured(ref="s", layer="sandbox", run="r/1", stage="env-ready", node="root")]
     )
@@ -340,12 +317,12 @@ def test_a_claim_is_refused_before_any_held_decision(
 
 
 def test_a_child_restored_from_a_snapshot_another_writer_discarded_is_refused(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """The first writer holds a captured (restorable) snapshot; another writer records its discard.
     A held ChildRestored from it must be refused as deciding on the store refuses it (guarantee:
     conflicts decided again, for a decision that reads a stream outside the batch)."""
-    first, second = apps
+    first, second = two_apps
     first.record(_fork("r/1", "snap-a"))
     second.record([f.SnapshotDiscarded(ref="snap-a")])
     with pytest.raises(SnapshotNotRestorable):
@@ -354,12 +331,12 @@ def test_a_child_restored_from_a_snapshot_another_writer_discarded_is_refused(
 
 
 def test_a_batch_naming_one_run_twice_is_decided_whole(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """Two different rewards for one run in one held batch: refused whole, nothing appended, and a
     held stream the other writer moved on is not overwritten (guarantees: whole batches or nothing;
     a ConflictingFact where the store holds a different value)."""
-    first, second = apps
+    first, second = two_apps
     first.record([f.RunRegistered(run="r/1", task="t"), f.RunRegistered(run="r/2", task="t")])
     with pytest.raises(ConflictingFact):
         first.record(
@@ -378,14 +355,14 @@ def test_a_batch_naming_one_run_twice_is_decided_whole(
 
 @pytest.mark.parametrize("size", [32, 33])
 def test_a_batch_at_and_past_the_held_limit_races_cleanly(
-    apps: tuple[LineageApp, LineageApp], size: int
+    two_apps: tuple[LineageApp, LineageApp], size: int
 ) -> None:
     """A batch of 32 facts (held, one value per parameter) and of 33 (read first, arrays), after
     another writer registered one of its runs and scored another differently: the re-sent
     registration appends nothing, the different reward is refused, the rest lands densely and the
     returned position holds the batch's last fact (guarantees: dense positions; read-your-writes;
     conflicts decided again)."""
-    first, second = apps
+    first, second = two_apps
     runs = [f"r/{i:02}" for i in range(size)]
     second.record([f.RunRegistered(run=runs[5], task="t")])
     batch = [f.RunRegistered(run=run, task="t") for run in runs]
@@ -403,19 +380,19 @@ def test_a_batch_at_and_past_the_held_limit_races_cleanly(
 
 
 def test_writers_racing_in_threads_keep_one_log(
-    apps: tuple[LineageApp, LineageApp], env: dict[str, str]
+    two_apps: tuple[LineageApp, LineageApp], store_env: dict[str, str]
 ) -> None:
     """Four writers (one app per thread, two rewards) record the same runs: every run ends with one
     reward; each writer is told either a position (holding its fact if it appended one, at or past
     it if the fact was known) or a ConflictingFact; positions stay dense and the chain intact
     (guarantees: conflicts decided again; read-your-writes; dense positions; nothing acknowledged
     is lost)."""
-    first, second = apps
+    first, second = two_apps
     writers = [
         first,
         second,
-        LineageApp(env=env, actor="third@lab"),
-        LineageApp(env=env, actor="fourth@lab"),
+        LineageApp(env=store_env, actor="third@lab"),
+        LineageApp(env=store_env, actor="fourth@lab"),
     ]
     runs = [f"r/{i}" for i in range(6)]
     first.record([f.RunRegistered(run=run, task="t") for run in runs])
@@ -466,13 +443,13 @@ def test_writers_racing_in_threads_keep_one_log(
     ],
 )
 def test_a_tail_whose_time_was_edited_still_takes_appends_and_verify_names_it(
-    apps: tuple[LineageApp, LineageApp], raw: RawStore, stamp: bytes
+    two_apps: tuple[LineageApp, LineageApp], raw: RawStore, stamp: bytes
 ) -> None:
     """The last event's recording time is edited into something no clock wrote (PostgreSQL reads
     some of them, this code none): writers still append, without waiting on that time forever, and
     `verify` names the edited position (guarantees: verify intact exactly when nothing was
     tampered; a writer is not stopped by a time it cannot read)."""
-    first, second = apps
+    first, second = two_apps
     first.record([f.RunRegistered(run="r/1", task="t")])
     second.record([f.RunRegistered(run="r/0", task="t")])
     (state,) = raw.execute(f"SELECT state FROM {raw.events_table} WHERE {raw.position} = 2")[0]

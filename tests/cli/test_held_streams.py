@@ -9,14 +9,11 @@ or the batch re-sends what is known. Each must end as the store's reads decide i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rollout_lineage.adapters.event_store import StoreURL
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import ConflictingFact
@@ -37,25 +34,6 @@ class Reads:
         app.recorder.decision_reads = counted  # type: ignore[method-assign]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    url = (
-        request.getfixturevalue("postgres_url")
-        if request.param == "postgresql"
-        else f"sqlite:///{tmp_path / 'events.sqlite'}"
-    )
-    return StoreURL.parse(url).application_env()
-
-
-@pytest.fixture
-def apps(env: dict[str, str]) -> Iterator[tuple[LineageApp, LineageApp]]:
-    first = LineageApp(env=env, actor="first@lab", tool_version="held")
-    second = LineageApp(env=env, actor="second@lab", tool_version="held")
-    yield first, second
-    first.close()
-    second.close()
-
-
 def _intact(app: LineageApp, events: int) -> None:
     walker = ChainWalker()
     walker.feed(app.recorder.chain_rows())
@@ -63,9 +41,9 @@ def _intact(app: LineageApp, events: int) -> None:
 
 
 def test_a_writer_recording_into_streams_it_holds_reads_nothing_first(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
-    first, _ = apps
+    first, _ = two_apps
     reads = Reads(first)
     assert first.record([f.RunRegistered(run="r/1", task="t")]).position == 1
     assert first.record([f.RunScored(run="r/1", reward=1.0)]).position == 2
@@ -81,11 +59,11 @@ def test_a_writer_recording_into_streams_it_holds_reads_nothing_first(
 
 
 def test_a_held_stream_another_writer_moved_on_is_decided_on_the_store(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """The held state says no reward; the store holds another: the writer must refuse, not append a
     second reward at the version it held."""
-    first, second = apps
+    first, second = two_apps
     first.record([f.RunRegistered(run="r/1", task="t")])
     second.record([f.RunScored(run="r/1", reward=0.0)])
     with pytest.raises(ConflictingFact):
@@ -95,11 +73,11 @@ def test_a_held_stream_another_writer_moved_on_is_decided_on_the_store(
 
 
 def test_a_stream_another_writer_created_is_decided_on_the_store(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """Never seen by this writer, so held as new: the store's key on (stream, version 1) refuses the
     guess, and the store's reads decide."""
-    first, second = apps
+    first, second = two_apps
     second.record([f.RunRegistered(run="r/1", task="t")])
     assert first.record([f.RunRegistered(run="r/1", task="t")]).appended == 0
     with pytest.raises(ConflictingFact):
@@ -109,11 +87,11 @@ def test_a_stream_another_writer_created_is_decided_on_the_store(
 
 
 def test_a_re_sent_fact_is_checked_against_the_store(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """A batch that gives a held stream no new event is not checked by the store's key: it reads
     the store, so the answer is the log's position, not what the writer held."""
-    first, second = apps
+    first, second = two_apps
     reads = Reads(first)
     first.record([f.RunRegistered(run="r/1", task="t")])
     second.record([f.RunRegistered(run="r/2", task="t")])
@@ -122,11 +100,11 @@ def test_a_re_sent_fact_is_checked_against_the_store(
 
 
 def test_a_mixed_batch_where_one_held_stream_gets_nothing_new_reads_the_store(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """r/1's fact is known to the writer, r/2's is new; if the store moved r/1 on with another
     reward the batch must be refused whole."""
-    first, second = apps
+    first, second = two_apps
     first.record([f.RunRegistered(run="r/1", task="t"), f.RunScored(run="r/1", reward=1.0)])
     first.record([f.RunRegistered(run="r/2", task="t")])
     second.record([f.RunLocated(run="r/1", path="/runs/1", kind="recorded")])
@@ -139,12 +117,12 @@ def test_a_mixed_batch_where_one_held_stream_gets_nothing_new_reads_the_store(
 
 
 def test_a_writer_whose_clock_is_behind_the_tail_records_at_the_tails_time(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """The held batch carries this writer's clock; the server compares it with the last event's
     recording time under the lock and refuses it, and the store's reads clamp it. Times are compared
     as times: a tail in whole seconds ("...12:00:00Z") sorts after "...12:00:00.000001Z" as text."""
-    first, second = apps
+    first, second = two_apps
     second.clock = lambda: datetime(2030, 1, 1, 12, tzinfo=UTC)
     second.record([f.RunRegistered(run="r/2", task="t")])
     reads = Reads(first)
@@ -163,7 +141,7 @@ def test_a_writer_whose_clock_is_behind_the_tail_records_at_the_tails_time(
 
 
 def test_a_writer_that_keeps_losing_to_a_later_tail_appends_on_its_last_attempt(
-    apps: tuple[LineageApp, LineageApp],
+    two_apps: tuple[LineageApp, LineageApp],
 ) -> None:
     """A writer whose clock is behind, racing writers ahead that always append between its read and
     its append, is refused by the time check each attempt: its last attempt appends unchecked (as a
@@ -171,7 +149,7 @@ def test_a_writer_that_keeps_losing_to_a_later_tail_appends_on_its_last_attempt(
     fine."""
     from rollout_lineage.domain.application import TailRecordedLater
 
-    first, _ = apps
+    first, _ = two_apps
     checked: list[datetime] = []
 
     def always_later(stored: Any, when: datetime) -> Any:
