@@ -10,11 +10,6 @@ the server itself.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,17 +19,12 @@ import pytest
 
 from rollout_lineage.domain import facts as f
 from tests.browser_cdp import Chromium, chromium_binary
-from tests.conftest import EXAMPLES, REPO, Cli, integration_unavailable, open_lineage
+from tests.conftest import EXAMPLES, Cli, integration_unavailable, open_lineage
 from tests.scenarios import ABLATE_RUN
+from tests.serve_process import serving
 
 pytestmark = pytest.mark.browser
 HOSTILE_RUN = "evil/<script>document.title='pwned'</script>"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -45,46 +35,8 @@ def server(tmp_path: Path) -> Iterator[str]:
     Cli(home)("import", str(EXAMPLES))
     with open_lineage(f"sqlite:///{home / 'events.sqlite'}", home) as lineage:
         lineage.record([f.RunRegistered(run=HOSTILE_RUN, task="<i>t</i>")])
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rollout_lineage.cli",
-            "--home",
-            str(home),
-            "serve",
-            "--port",
-            str(port),
-        ],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/runs", timeout=5) as answer:
-                    assert answer.status == 200
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    _, err = process.communicate(timeout=10)
-                    pytest.fail(
-                        f"lineage serve did not start (exit {process.poll()}): {err.decode()}"
-                    )
-                time.sleep(0.2)
+    with serving(home) as (_, base):
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def follow(browser: Chromium, page: str, action: str) -> None:
@@ -184,7 +136,6 @@ def test_a_person_reads_the_charts_and_regroups_them(tmp_path: Path) -> None:
     the API, a hostile task and arm name shown as text, and the group changed through the page's own
     form."""
     from tests.cli.test_arm_stats import record_trials
-    from tests.serve_process import serving
 
     binary = chromium_binary()
     if binary is None:
