@@ -5,6 +5,7 @@ query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -84,15 +85,56 @@ class RememberedRun:
         )
 
 
+#: The scratch folder of a serving process's copy, in the temporary directory.
+COPY_PREFIX = "lineage-serve-"
+#: A file in that folder the serving process holds an exclusive lock on for as long as it runs: a
+#: folder whose lock another process can take belongs to a server that is gone (a kill -9 or a
+#: power cut skips `close`), and the next server to start removes it; a copy can be gigabytes.
+OWNER_LOCK = "serving.lock"
+
+
+def _owned_scratch() -> tuple[Path, Any]:
+    """A new scratch folder and the open file holding its lock. Made under a name the sweep does
+    not match and renamed once locked, so no sweep ever sees it unlocked."""
+    import fcntl
+
+    making = Path(tempfile.mkdtemp(prefix=f".{COPY_PREFIX}"))
+    lock = open(making / OWNER_LOCK, "wb")  # noqa: SIM115 (held for the server's life)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    scratch = making.with_name(making.name.removeprefix("."))
+    making.rename(scratch)
+    return scratch, lock
+
+
+def remove_abandoned_copies(parent: Path) -> list[Path]:
+    """Remove this user's copies in `parent` whose server is gone (their lock can be taken); a
+    folder without the lock file (an older version's) is left alone. Returns what was removed."""
+    import fcntl
+
+    removed = []
+    for folder in parent.glob(f"{COPY_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            with open(folder / OWNER_LOCK, "rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        except OSError:  # held (BlockingIOError), no lock file, or removed by another server
+            continue
+    return removed
+
+
 class ServedCopy:
     """An `OpenedStore` whose read models are a private copy in a scratch folder (removed by
-    `close`): the store, its log and settings are the store's own. Seeded from the store's file,
-    caught up first and read under a read-only connection, so no writer can change it while it is
-    copied."""
+    `close`; by the next server if this one is killed): the store, its log and settings are the
+    store's own. Seeded from the store's file, caught up first and read under a read-only
+    connection, so no writer can change it while it is copied."""
 
     def __init__(self, lineage: OpenedStore) -> None:
         self._lineage = lineage
-        self._scratch = Path(tempfile.mkdtemp(prefix="lineage-serve-"))
+        remove_abandoned_copies(Path(tempfile.gettempdir()))
+        self._scratch, self._lock = _owned_scratch()
         self.read_models_path = self._scratch / "projections.duckdb"
         source = Path(lineage.read_models_path)
         try:  # the store's file, caught up first (a brief write lock) and then held read-only
@@ -128,6 +170,7 @@ class ServedCopy:
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
+        self._lock.close()
 
 
 class ServedReads:

@@ -98,3 +98,27 @@ def test_ctrl_c_stops_a_server_that_inherited_sigint_ignored(home: Path, tmp_pat
         assert process.wait(timeout=60) == 130
     finally:
         context.__exit__(None, None, None)
+
+
+def test_a_killed_servers_copy_is_removed_by_the_next_and_a_live_ones_is_not(
+    home: Path, tmp_path: Path
+) -> None:
+    """kill -9 skips the server's own cleanup, and its copy of the read models (gigabytes on a big
+    store) stayed in the temporary directory for good. The next server to start removes it, never a
+    copy whose server still runs, nor a folder it cannot tell is a server's (no lock file)."""
+    env = {"TMPDIR": str(tmp_path)}
+    unknown = tmp_path / "lineage-serve-unknown"
+    unknown.mkdir()
+    with serving(home, env=env) as (killed, _base):
+        (abandoned,) = set(tmp_path.glob("lineage-serve-*")) - {unknown}
+        killed.kill()
+        killed.wait(timeout=60)
+    assert abandoned.exists(), "kill -9 ran the server's cleanup: nothing to test"
+    with serving(home, env=env) as (_first, _base):
+        (live,) = set(tmp_path.glob("lineage-serve-*")) - {unknown}
+        assert live != abandoned and not abandoned.exists()
+        with serving(home, env=env) as (_second, _base):
+            copies = set(tmp_path.glob("lineage-serve-*")) - {unknown}
+            assert live in copies and len(copies) == 2, "a running server's copy was removed"
+    assert unknown.exists()
+    assert set(tmp_path.glob("lineage-serve-*")) == {unknown}
