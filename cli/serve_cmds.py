@@ -108,7 +108,8 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     forbids scripts and fetching from anywhere else; every recorded value is shown as text. New
     events appear without a restart: each request first catches the read models up when the log
     moved. The server reads its own copy of the read models (in a scratch folder, removed when it
-    stops), so no other command ever waits for it. Ctrl-C stops it with exit 130, SIGTERM with 143.
+    stops, or by the next server if it was killed), so no other command ever waits for it. Ctrl-C
+    stops it with exit 130, SIGTERM with 143.
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
