@@ -382,7 +382,7 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     finds everything in place.
     """
     from ..domain.application import LineageApp
-    from ..domain.errors import StoreUnavailable
+    from ..domain.errors import LineageError, StoreUnavailable
 
     if url.kind == "postgresql":
         _probe_server(url)
@@ -398,6 +398,8 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
 
             app.saved_states = saved_states_for(url.kind, app)
             return app
+        except LineageError:  # already says what was expected and what to do
+            raise
         except (
             Exception
         ) as exc:  # psycopg/sqlite/eventsourcing errors all mean the same thing to a user here

@@ -257,6 +257,23 @@ def test_a_store_that_cannot_be_reached_says_why_and_never_shows_the_password(
     )
 
 
+@pytest.mark.postgres
+def test_a_schema_name_the_append_function_cannot_hold_is_refused_and_nothing_made(
+    tmp_path: Path, server_url: str
+) -> None:
+    """The server-side append's body is dollar-quoted, so a `$` in the schema name is refused
+    before anything is made there: an input error (exit 1), not "could not open the store" (exit 4)."""
+    import psycopg
+
+    url = f"{server_url}?schema=lab$1"
+    result = Cli(tmp_path / "home", store=url)("init", ok=False)
+    assert result.exit_code == 1, result.stderr
+    assert "without '$'" in result.stderr and "'lab$1'" in result.stderr
+    assert "could not open" not in result.stderr and "Traceback" not in result.output
+    with psycopg.connect(server_url, autocommit=True) as raw:
+        assert raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'lab$1'").fetchall() == []
+
+
 def test_a_stored_event_that_is_not_utf8_is_named_not_a_traceback(
     run_cli: Cli, tmp_path: Path
 ) -> None:
