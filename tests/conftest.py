@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,14 +38,21 @@ EXAMPLES = REPO / "examples"
 
 
 @pytest.fixture(autouse=True)
-def store_search_stays_in_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def store_search_stays_in_the_test(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No test finds, reads or writes a store outside its own folders: the search for a `.lineage/`
     never goes up past the test's temporary folder (or the checkout it runs from), and no store,
-    home or cache named in the developer's environment is used."""
+    home or cache named in the developer's environment is used. Scratch files (a served copy, an
+    `--as-of` rebuild) go to a temporary directory of the test's own, in this process and in the
+    commands it starts, so `lineage serve`'s sweep of abandoned copies sees only the test's."""
     monkeypatch.setenv(CEILING_ENV, os.pathsep.join([str(tmp_path.parent), str(REPO.parent)]))
     for name in ("LINEAGE_HOME", "LINEAGE_STORE", "LINEAGE_SIGNING_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LINEAGE_CACHE", str(tmp_path / "lineage-cache"))
+    scratch = tmp_path_factory.mktemp("tempdir")
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
 
 
 @pytest.fixture
