@@ -262,7 +262,8 @@ def test_a_schema_name_the_append_function_cannot_hold_is_refused_and_nothing_ma
     tmp_path: Path, server_url: str
 ) -> None:
     """The server-side append's body is dollar-quoted, so a `$` in the schema name is refused
-    before anything is made there: an input error (exit 1), not "could not open the store" (exit 4)."""
+    before anything is made there: an input error (exit 1), not "could not open the store" (exit
+    4)."""
     import psycopg
 
     url = f"{server_url}?schema=lab$1"
