@@ -93,12 +93,10 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
         not_before: datetime | None = kwargs.get("not_before")
         # Holding the write lock, the tail cannot move: the last event's rowid and the last link
         # (and how the last state begins, when asked), in one read.
-        if not_before is None:
-            c.execute(self._tail_statement)
-            last_id, *last_link = c.fetchone()
-        else:
-            c.execute(self._tail_statement_with_state)
-            last_id, *last_link, tail = c.fetchone()
+        c.execute(self._tail_statement(with_state=not_before is not None))
+        last_id, *last_link = c.fetchone()
+        if not_before is not None:
+            *last_link, tail = last_link
             later = recorded_at(tail)
             if later is not None and later > not_before:
                 raise TailRecordedLater(f"the log's last event was recorded at {later}", later)
@@ -127,21 +125,19 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             self.batch_evidence.write(c, ids, rows, self)
         return list(ids)
 
-    @property
-    def _tail_statement(self) -> str:
+    def _tail_statement(self, *, with_state: bool) -> str:
+        """The last event's rowid and the last link (position, previous, hash), and with
+        `with_state` how the last stored state begins, in one row."""
+        state = (
+            f", (SELECT substr(state, 1, 80) FROM {self.events_table_name} ORDER BY rowid DESC "
+            "LIMIT 1)"
+            if with_state
+            else ""
+        )
         return (
-            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.* "
+            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.*{state} "
             f"FROM (SELECT 1) LEFT JOIN (SELECT position, previous, "
             f"chain_hash FROM {CHAIN_TABLE} ORDER BY position DESC LIMIT 1) l"
-        )
-
-    @property
-    def _tail_statement_with_state(self) -> str:
-        return (
-            f"SELECT (SELECT max(rowid) FROM {self.events_table_name}), l.*, (SELECT substr(state, "
-            f"1, 80) FROM {self.events_table_name} ORDER BY rowid DESC LIMIT 1) FROM (SELECT 1) "
-            f"LEFT JOIN (SELECT position, previous, chain_hash FROM {CHAIN_TABLE} ORDER BY "
-            "position DESC LIMIT 1) l"
         )
 
     def decision_reads(self, ids: set[Any]) -> tuple[dict[Any, int], bytes | None]:

@@ -18,7 +18,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL, Identifier
 
-from ..domain.application import TailRecordedLater, recorded_at
+from ..domain.application import TailRecordedLater, recorded_time
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
@@ -179,7 +179,7 @@ def _appended(row: Any, size: int) -> list[int]:
         stamp = row["recorded_later"]
         raise TailRecordedLater(
             f"the log's last event was recorded at {stamp}",
-            recorded_at(b'{"timestamp":"' + stamp.encode() + b'"'),
+            recorded_time(stamp),
         )
     if row is None or row["first_position"] is None:
         raise _refused(row)

@@ -83,15 +83,23 @@ def _subject_ids(batch: Sequence[Entry]) -> dict[tuple[str, str], UUID]:
 
 def recorded_at(state: object) -> datetime | None:
     """The recording time a stored state begins with; None for no state or one without a readable
-    time (only an edit makes one, and `verify` names that: the chain hashes every state). A time
-    without an offset is not readable: no clock of this tool writes one, and it cannot be compared
-    with one that has."""
+    time (only an edit makes one, and `verify` names that: the chain hashes every state)."""
     match = _RECORDED_AT.match(state[:80]) if isinstance(state, bytes) else None
     try:
-        found = datetime.fromisoformat(match[1].decode()) if match else None
-    except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not a time
+        return recorded_time(match[1].decode()) if match else None
+    except UnicodeDecodeError:
         return None
-    return found if found is not None and found.utcoffset() is not None else None
+
+
+def recorded_time(text: str) -> datetime | None:
+    """A recording time as stored (ISO 8601), or None where it is not one. A time without an offset
+    is not readable: no clock of this tool writes one, and it cannot be compared with one that
+    has."""
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return found if found.utcoffset() is not None else None
 
 
 class TailRecordedLater(Exception):
@@ -307,7 +315,7 @@ class LineageApp(Application[UUID]):
                     else self.recorder.insert_events(stored)
                 )
             except TailRecordedLater as exc:
-                self._forget(self._batch_ids(batch))
+                self._forget(set(_subject_ids(batch).values()))
                 # A writer ahead appended after the tail was read: decide again at its time. A time
                 # this code reads as no later (or cannot read: an edited tail) is not waited for.
                 # Nor on the last attempt: appended as a bare recorder would, readers resolve it.
@@ -317,7 +325,7 @@ class LineageApp(Application[UUID]):
             except BaseException as exc:
                 # Whatever was decided in memory was not stored: the next use reads these aggregates
                 # afresh.
-                self._forget(self._batch_ids(batch))
+                self._forget(set(_subject_ids(batch).values()))
                 self._before_retry(exc, attempt, attempts)
             else:
                 for agg_id, aggregate in decided.items():
@@ -325,10 +333,6 @@ class LineageApp(Application[UUID]):
                 self._save_states(decided)
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
-
-    @staticmethod
-    def _batch_ids(batch: Sequence[Entry]) -> set[UUID]:
-        return {aggregate_id(e.fact.subject_kind, e.fact.subject_key()) for e in batch}
 
     def _before_retry(self, exc: BaseException, attempt: int, attempts: int) -> None:
         """After an attempt that stored nothing: wait before deciding again, or raise."""
