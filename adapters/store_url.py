@@ -86,7 +86,7 @@ class StoreURL:
             assert self.sqlite_path is not None
             self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
             return {
-                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "PERSISTENCE_MODULE": f"{PACKAGE}.sqlite_connections:StatementCachingSQLiteFactory",
                 "SQLITE_DBNAME": str(self.sqlite_path),
                 "SQLITE_LOCK_TIMEOUT": "60",
                 "APPLICATION_RECORDER_TOPIC": f"{RECORDERS}:ChainedSQLiteRecorder",

@@ -48,3 +48,28 @@ def test_opening_a_new_sqlite_store_tries_again_only_after_a_race(
         with pytest.raises(StoreUnavailable, match=refusal):
             event_store.open_application(url, actor="tester@lab", tool_version="test")
         assert len(attempts) == 1
+
+
+def test_a_sqlite_writer_keeps_every_statement_of_a_record_prepared(tmp_path: Path) -> None:
+    """eventsourcing opens connections with a one-statement cache (`cached_statements=True`), so a
+    live record's five statements were each parsed and planned again every time. The store's pool
+    keeps them: after two records, SQLite's own list of prepared statements (`sqlite_stmt`) on the
+    writer's connection still holds each of them, and the file is in WAL mode."""
+    from rollout_lineage import open_store
+    from rollout_lineage.domain import facts as f
+
+    path = tmp_path / "events.sqlite"
+    with open_store(f"sqlite:///{path}", actor="tester@lab") as lineage:
+        for run in ("r/1", "r/2"):
+            lineage.record([f.RunRegistered(run=run, task="t")])
+        with lineage.app.recorder.datastore.get_connection(commit=True) as connection:
+            raw = connection._sqlite_conn  # the library wraps sqlite3's connection
+            try:
+                prepared = [sql for (sql,) in raw.execute("SELECT sql FROM sqlite_stmt")]
+            except Exception as exc:  # a libsqlite3 built without SQLITE_ENABLE_STMTVTAB
+                pytest.skip(f"this SQLite cannot list prepared statements: {exc}")
+            (mode,) = raw.execute("PRAGMA journal_mode").fetchone()
+    assert mode == "wal"
+    for statement in ("BEGIN IMMEDIATE", "INSERT INTO stored_events", "INSERT INTO lineage_chain"):
+        assert any(sql.startswith(statement) for sql in prepared), (statement, prepared)
+    assert any("FROM lineage_chain ORDER BY position DESC" in sql for sql in prepared), prepared
