@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.persistence import ApplicationRecorder, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 from ..domain.application import TailRecordedLater, recorded_time
@@ -26,6 +27,7 @@ from .batch_evidence import BatchEvidence
 from .chained_log import merge_chain, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
+from .writer_connection import WriterConnection
 
 #: Decisions about up to this many streams pass their ids one by one; more as one array (psycopg
 #: dumps an array slower than the server runs the statement).
@@ -44,6 +46,7 @@ APPEND_RETURNS = (
     "first_position bigint, last_position bigint, last_previous bigint, last_hash text, "
     "last_event bigint, role text, unplaced bigint, recorded_later text"
 )
+APPEND_COLUMNS = tuple(column.split()[0] for column in APPEND_RETURNS.split(", "))
 #: Under the writers' EXCLUSIVE lock on the events table: the tail (the last link, the last event,
 #: events without a position), refused (nothing appended, the tail returned for the client to name
 #: the break) unless positions are dense; else each event's link, made exactly as
@@ -173,6 +176,12 @@ def _refused(row: Any) -> IntegrityFailure:
     )
 
 
+def _append_row(row: tuple[Any, ...] | None) -> dict[str, Any] | None:
+    """The append function's row by column name (read as a tuple: psycopg's dict rows take more
+    CPU than the statement's own protocol work)."""
+    return None if row is None else dict(zip(APPEND_COLUMNS, row, strict=True))
+
+
 def _appended(row: Any, size: int) -> list[int]:
     """The batch's positions, or the refusal of a batch the function did not append."""
     if row is not None and row["recorded_later"] is not None:
@@ -210,6 +219,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         super().__init__(datastore, **kwargs)
         self._appends: dict[int, str] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
         self._lock_wait = f"{self.datastore.lock_timeout}s"
+        self._writer = WriterConnection(self._connect_writer)
         self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
@@ -319,17 +329,18 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         if append is None:
             append = self._appends[size] = self._append_statement(size)
         parameters = [*_append_parameters(stored_events), self._lock_wait, not_before]
-        with self.datastore.get_connection() as conn:
+        with self._writer.use() as conn:
             try:
-                with conn.cursor() as curs:
+                with conn.cursor(row_factory=tuple_row) as curs:
                     if self.batch_evidence is None:
                         # The connection is in autocommit: one statement, its own transaction.
                         curs.execute(append, parameters, prepare=True)
-                        return _appended(curs.fetchone(), len(stored_events))
+                        return _appended(_append_row(curs.fetchone()), len(stored_events))
                     curs.execute("BEGIN")
                     curs.execute(append, parameters, prepare=True)
-                    row: Any = curs.fetchone()
-                    ids = _appended(row, len(stored_events))
+                    row: Any = _append_row(curs.fetchone())
+                ids = _appended(row, len(stored_events))
+                with conn.cursor() as curs:  # the evidence code reads the library's dict rows
                     self.batch_evidence.write(
                         curs, ids, stored_rows(stored_events), self, row["role"]
                     )
@@ -348,6 +359,20 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             except BaseException:
                 _rollback(conn)
                 raise
+
+    def _connect_writer(self) -> psycopg.Connection[Any]:
+        """A connection as the library's pool makes them (autocommit, its session settings)."""
+        pool = self.datastore.pool
+        settings: dict[str, Any] = pool.kwargs  # type: ignore[assignment]  # the library's dict
+        connection = psycopg.connect(
+            str(pool.conninfo), **settings, connect_timeout=max(1, int(pool.timeout))
+        )
+        self.datastore.after_connect_func()(connection)
+        return connection
+
+    def close(self) -> None:
+        """The writer's own connection (the library's pool closes with the store's datastore)."""
+        self._writer.close()
 
     def _decision_statement(self, size: int) -> Any:
         marks = ", ".join(["%s::uuid"] * size) if size <= ROWS_AS_VALUES else "%s::uuid[]"
@@ -546,3 +571,23 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             )
             row = curs.fetchone()
         return row["chain_hash"] if row else None
+
+
+class ChainedPostgresFactory(PostgresFactory):
+    """The library's factory, closing the writer connection of each recorder it made when the
+    store closes (the library closes only its pool)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self._made: list[ChainedPostgresRecorder] = []
+
+    def application_recorder(self) -> ApplicationRecorder:
+        recorder = super().application_recorder()
+        if isinstance(recorder, ChainedPostgresRecorder):
+            self._made.append(recorder)
+        return recorder
+
+    def close(self) -> None:
+        for recorder in self._made:
+            recorder.close()
+        super().close()

@@ -94,7 +94,7 @@ class StoreURL:
         parsed = urlparse(self.url)
         query = parse_qs(parsed.query)
         env = {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "PERSISTENCE_MODULE": f"{PACKAGE}.postgres_store:ChainedPostgresFactory",
             "POSTGRES_DBNAME": parsed.path.strip("/"),
             "POSTGRES_HOST": parsed.hostname or "localhost",
             "POSTGRES_PORT": str(parsed.port or 5432),

@@ -1,0 +1,62 @@
+"""The connection a PostgreSQL recorder appends through, kept open from one record to the next.
+
+Taking a connection from the library's pool and giving it back (psycopg_pool's locks, checks and
+the library's wrapper) cost 70-90 µs of client CPU per live record, about a fifth of it
+(bench/README.md, "Live recording"). A process appends one batch at a time, so the recorder keeps a
+connection of its own for it: opened on first use, dropped after any error that may have left it
+unusable (it is opened again on the next append, so a server restart costs one failed attempt, as
+with the pool), and closed with the store. Its errors are said in the library's terms, as the
+pool's are, so deciding again after a lost race or an unreachable server works the same.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from eventsourcing import persistence
+
+
+class WriterConnection:
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+        self._connect = connect
+        self._connection: psycopg.Connection[Any] | None = None
+        # Several threads of one process may append (the pool let them): one batch at a time.
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def use(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._lock:
+            try:
+                if self._connection is None or self._connection.closed:
+                    self._connection = self._connect()
+                yield self._connection
+            except psycopg.Error as exc:
+                if self._connection is not None and self._connection.broken:
+                    self._drop()
+                raise _in_library_terms(exc) from exc
+            except BaseException:  # a Ctrl-C mid-statement: its state is unknown
+                self._drop()
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+
+def _in_library_terms(exc: psycopg.Error) -> persistence.PersistenceError:
+    """The library's error of the same DB-API name (IntegrityError, OperationalError, ...), as its
+    own pool raises them."""
+    for cls in type(exc).__mro__:
+        named = getattr(persistence, cls.__name__, None)
+        if isinstance(named, type) and issubclass(named, persistence.PersistenceError):
+            return named(str(exc))
+    return persistence.PersistenceError(str(exc))
