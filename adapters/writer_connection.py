@@ -4,8 +4,10 @@ Taking a connection from the library's pool and giving it back (psycopg_pool's l
 the library's wrapper) cost 70-90 µs of client CPU per live record, about a fifth of it
 (bench/README.md, "Live recording"). A process appends one batch at a time, so the recorder keeps a
 connection of its own for it: opened on first use, dropped after any error that may have left it
-unusable (it is opened again on the next append, so a server restart costs one failed attempt, as
-with the pool), and closed with the store. Its errors are said in the library's terms, as the
+unusable or a Ctrl-C mid-statement (it is opened again on the next append, so a server restart
+costs one failed attempt, as with the pool), kept after the recorder's own refusals of a reply it
+read whole (a lost race, a later tail: opening a session per refusal cost 8 racing writers half
+their rate), and closed with the store. Its errors are said in the library's terms, as the
 pool's are, so deciding again after a lost race or an unreachable server works the same.
 """
 
@@ -38,6 +40,8 @@ class WriterConnection:
                 if self._connection is not None and self._connection.broken:
                     self._drop()
                 raise _in_library_terms(exc) from exc
+            except Exception:  # the recorder's own refusal of a reply it read whole: kept
+                raise
             except BaseException:  # a Ctrl-C mid-statement: its state is unknown
                 self._drop()
                 raise
