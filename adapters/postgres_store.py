@@ -219,7 +219,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         super().__init__(datastore, **kwargs)
         self._appends: dict[int, str] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
         self._lock_wait = f"{self.datastore.lock_timeout}s"
-        self._writer = WriterConnection(self._connect_writer)
+        self._writer = WriterConnection(self._take_writer, self.datastore.pool.putconn)
         self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
@@ -360,18 +360,13 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
                 _rollback(conn)
                 raise
 
-    def _connect_writer(self) -> psycopg.Connection[Any]:
-        """A connection as the library's pool makes them (autocommit, its session settings)."""
-        pool = self.datastore.pool
-        settings: dict[str, Any] = pool.kwargs  # type: ignore[assignment]  # the library's dict
-        connection = psycopg.connect(
-            str(pool.conninfo), **settings, connect_timeout=max(1, int(pool.timeout))
-        )
-        self.datastore.after_connect_func()(connection)
-        return connection
+    def _take_writer(self) -> psycopg.Connection[Any]:
+        """One of the library pool's connections (autocommit, its session settings), kept."""
+        self.datastore.pool.open(wait=True, timeout=30.0)  # opened already by the store's tables
+        return self.datastore.pool.getconn()
 
     def close(self) -> None:
-        """The writer's own connection (the library's pool closes with the store's datastore)."""
+        """The writer's connection back to the library's pool, which closes with the datastore."""
         self._writer.close()
 
     def _decision_statement(self, size: int) -> Any:

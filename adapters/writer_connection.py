@@ -1,14 +1,15 @@
-"""The connection a PostgreSQL recorder appends through, kept open from one record to the next.
+"""The connection a PostgreSQL recorder appends through, kept from one record to the next.
 
 Taking a connection from the library's pool and giving it back (psycopg_pool's locks, checks and
 the library's wrapper) cost 70-90 µs of client CPU per live record, about a fifth of it
-(bench/README.md, "Live recording"). A process appends one batch at a time, so the recorder keeps a
-connection of its own for it: opened on first use, dropped after any error that may have left it
-unusable or a Ctrl-C mid-statement (it is opened again on the next append, so a server restart
-costs one failed attempt, as with the pool), kept after the recorder's own refusals of a reply it
-read whole (a lost race, a later tail: opening a session per refusal cost 8 racing writers half
-their rate), and closed with the store. Its errors are said in the library's terms, as the
-pool's are, so deciding again after a lost race or an unreachable server works the same.
+(bench/README.md, "Live recording"). A process appends one batch at a time, so the recorder takes
+one of the pool's connections on its first append and keeps it: no session of its own (the pool
+holds two anyway). It goes back to the pool (which closes a broken one) after an error that broke
+it or a Ctrl-C mid-statement, and the next append takes another, so a server restart costs one
+failed attempt, as before. It is kept after the recorder's own refusals of a reply it read whole (a
+lost race, a later tail: a new session per refusal cost 8 racing writers half their rate), and
+goes back when the store closes. Its errors are said in the library's terms, as the pool's are, so
+deciding again after a lost race or an unreachable server works the same.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ from eventsourcing import persistence
 
 
 class WriterConnection:
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
-        self._connect = connect
+    def __init__(
+        self,
+        take: Callable[[], psycopg.Connection[Any]],
+        give_back: Callable[[psycopg.Connection[Any]], None],
+    ) -> None:
+        self._take, self._give_back = take, give_back
         self._connection: psycopg.Connection[Any] | None = None
         # Several threads of one process may append (the pool let them): one batch at a time.
         self._lock = threading.Lock()
@@ -34,7 +39,8 @@ class WriterConnection:
         with self._lock:
             try:
                 if self._connection is None or self._connection.closed:
-                    self._connection = self._connect()
+                    self._drop()
+                    self._connection = self._take()
                 yield self._connection
             except psycopg.Error as exc:
                 if self._connection is not None and self._connection.broken:
@@ -53,7 +59,7 @@ class WriterConnection:
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            connection.close()
+            self._give_back(connection)
 
 
 def _in_library_terms(exc: psycopg.Error) -> persistence.PersistenceError:

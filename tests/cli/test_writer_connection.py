@@ -50,9 +50,29 @@ def _intact(app: Any, events: int) -> None:
     assert walker.report.intact and walker.report.events == events, walker.report.problem
 
 
+def _client_sessions(postgres_url: str) -> int:
+    with psycopg.connect(_base(postgres_url), autocommit=True) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+            "AND datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def test_records_keep_one_session_and_closing_the_store_ends_it(postgres_url: str) -> None:
+    """What the README tells an operator sizing `max_connections`: two sessions per recording
+    process (the library's pool holds two; the writer keeps one of them), however many records."""
+    before = _client_sessions(postgres_url)
     app = _app(postgres_url)
     app.record([f.RunRegistered(run="r/1", task="t")])
+    seen = []
+    for _ in range(50):  # the probe's session (opened and closed at once) may linger a moment
+        seen.append(_client_sessions(postgres_url) - before)
+        if seen[-1] == 2:
+            break
+        time.sleep(0.1)
+    assert seen[-1] == 2, f"expected 2 sessions for one recording process, saw {seen}"
     pid = _writer_pid(app)
     for i in range(2, 6):
         app.record([f.RunRegistered(run=f"r/{i}", task="t")])
