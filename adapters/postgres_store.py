@@ -569,8 +569,8 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
 
 
 class ChainedPostgresFactory(PostgresFactory):
-    """The library's factory, closing the writer connection of each recorder it made when the
-    store closes (the library closes only its pool)."""
+    """The library's factory; when the store closes, each recorder it made gives back the pool
+    connection it keeps for appends before the library closes the pool."""
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
