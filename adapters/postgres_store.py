@@ -219,7 +219,7 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         super().__init__(datastore, **kwargs)
         self._appends: dict[int, str] = {}  # by batch size, up to ROWS_AS_VALUES + 1 (arrays)
         self._lock_wait = f"{self.datastore.lock_timeout}s"
-        self._writer = WriterConnection(self._take_writer, self.datastore.pool.putconn)
+        self._writer = WriterConnection(self.datastore.pool)
         self._decisions: dict[int, Any] = {}  # by the number of streams asked about, likewise
         self.chain_table = Identifier(self.datastore.schema), Identifier(CHAIN_TABLE)
         self.sql_create_statements.append(
@@ -359,11 +359,6 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             except BaseException:
                 _rollback(conn)
                 raise
-
-    def _take_writer(self) -> psycopg.Connection[Any]:
-        """One of the library pool's connections (autocommit, its session settings), kept."""
-        self.datastore.pool.open(wait=True, timeout=30.0)  # opened already by the store's tables
-        return self.datastore.pool.getconn()
 
     def close(self) -> None:
         """The writer's connection back to the library's pool, which closes with the datastore."""

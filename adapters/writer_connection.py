@@ -15,21 +15,21 @@ deciding again after a lost race or an unreachable server works the same.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from eventsourcing import persistence
 
+if TYPE_CHECKING:  # the library's pool (eventsourcing[postgres] brings psycopg_pool)
+    from psycopg_pool import ConnectionPool
+
 
 class WriterConnection:
-    def __init__(
-        self,
-        take: Callable[[], psycopg.Connection[Any]],
-        give_back: Callable[[psycopg.Connection[Any]], None],
-    ) -> None:
-        self._take, self._give_back = take, give_back
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        """`pool`: the library's (`datastore.pool`), opened already by the store's tables."""
+        self._pool = pool
         self._connection: psycopg.Connection[Any] | None = None
         # Several threads of one process may append (the pool let them): one batch at a time.
         self._lock = threading.Lock()
@@ -40,7 +40,7 @@ class WriterConnection:
             try:
                 if self._connection is None or self._connection.closed:
                     self._drop()
-                    self._connection = self._take()
+                    self._connection = self._pool.getconn()
                 yield self._connection
             except psycopg.Error as exc:
                 if self._connection is not None and self._connection.broken:
@@ -59,7 +59,7 @@ class WriterConnection:
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            self._give_back(connection)
+            self._pool.putconn(connection)
 
 
 def _in_library_terms(exc: psycopg.Error) -> persistence.PersistenceError:
