@@ -14,7 +14,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -247,7 +248,8 @@ class LineageGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attribute, _ = COMMANDS[cmd_name]
-        found = importlib.import_module(f"{__package__}.{module}")
+        with interrupts_held():
+            found = importlib.import_module(f"{__package__}.{module}")
         return next(command for command in found.COMMANDS if command.name == attribute)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -404,6 +406,29 @@ def with_suggestion(exc: click.UsageError) -> click.UsageError:
     return click.UsageError(
         f"{exc.message} Did you mean {' or '.join(repr(n) for n in close[:3])}?", exc.ctx
     )
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold a Ctrl-C that lands in the block and raise it after: a KeyboardInterrupt inside a native
+    module's initialisation is not ours to catch. DuckDB's engine builds its enums through Python
+    while it loads, and nanobind turns an exception there into "Critical nanobind error" and a
+    traceback. Only where SIGINT has Python's default handler, in the main thread (elsewhere it
+    is not ours to change)."""
+    held = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    if not held:
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def interrupted() -> NoReturn:

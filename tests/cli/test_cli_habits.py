@@ -152,3 +152,47 @@ def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
         assert "root" in out, (process.returncode, err)
     else:
         assert err.strip().splitlines()[-1] == "interrupted"
+
+
+#: LAUNCH, with a Ctrl-C sent at the first Python call DuckDB's engine makes while it loads
+#: (nanobind builds its enums through `enum`): the moment a timed signal hit once in CI, at 100 ms.
+CTRL_C_INSIDE_DUCKDB_LOAD = """
+import os, runpy, signal, sys
+
+def loading_duckdb(frame):
+    while frame is not None:
+        spec = frame.f_locals.get("spec") if frame.f_code.co_name == "_load_unlocked" else None
+        if getattr(spec, "name", None) == "_duckdb":
+            return True
+        frame = frame.f_back
+    return False
+
+def trace(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename.endswith("enum.py") and loading_duckdb(frame):
+        sys.settrace(None)
+        sys.stdout.write("sent\\n")
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGINT)
+
+sys.argv = ["lineage", *sys.argv[1:]]
+sys.settrace(trace)
+runpy.run_module("rollout_lineage.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.usefixtures("ctrl_c_delivered")
+def test_ctrl_c_while_duckdb_loads_exits_130_not_a_nanobind_abort(examples: Cli) -> None:
+    """The CI failure of stop 31, made certain: a KeyboardInterrupt raised inside DuckDB's module
+    initialisation was "Critical nanobind error" with a traceback and an abort. The command's
+    modules now load with the signal held, and it is raised after."""
+    env = {**os.environ, "LINEAGE_HOME": str(examples.home), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_INSIDE_DUCKDB_LOAD, "tree", CSV_DEDUPE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("sent\n"), "the signal was never sent inside DuckDB's load"
+    assert "Traceback" not in done.stderr and "nanobind" not in done.stderr, done.stderr
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
