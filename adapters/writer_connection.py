@@ -10,10 +10,17 @@ failed attempt, as before. It is kept after the recorder's own refusals of a rep
 lost race, a later tail: a new session per refusal cost 8 racing writers half their rate), and
 goes back when the store closes. Its errors are said in the library's terms, as the pool's are, so
 deciding again after a lost race or an unreachable server works the same.
+
+A process forked from the one that opened the store (multiprocessing's 'fork') inherits the kept
+connection and the pool's idle ones, each the parent's session on a shared socket: used there, the
+child's transaction would hold the parent's appends and its rollback undo them. The child forgets
+the inherited connection (closing it would end the parent's session) and appends through a session
+of its own, opened as the pool opens one, closed by the child.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,14 +40,17 @@ class WriterConnection:
         self._connection: psycopg.Connection[Any] | None = None
         # Several threads of one process may append (the pool let them): one batch at a time.
         self._lock = threading.Lock()
+        self._opener = self._owner = os.getpid()  # the pool's process; the connection's
 
     @contextmanager
     def use(self) -> Iterator[psycopg.Connection[Any]]:
+        if os.getpid() != self._owner:
+            self._forget_inherited()
         with self._lock:
             try:
                 if self._connection is None or self._connection.closed:
                     self._drop()
-                    self._connection = self._pool.getconn()
+                    self._connection = self._take()
                 yield self._connection
             except psycopg.Error as exc:
                 if self._connection is not None and self._connection.broken:
@@ -53,13 +63,33 @@ class WriterConnection:
                 raise
 
     def close(self) -> None:
+        if os.getpid() != self._owner:
+            self._forget_inherited()
         with self._lock:
             self._drop()
 
+    def _forget_inherited(self) -> None:
+        """In a forked child: the parent's session is neither used, nor closed, nor given to the
+        pool; the lock is new (a thread of the parent may have held it at the fork)."""
+        self._connection = None
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _take(self) -> psycopg.Connection[Any]:
+        if self._owner == self._opener:
+            return self._pool.getconn()
+        # The pool's idle connections here are the parent's sessions: a new one, as the pool makes
+        # them (configured: autocommit, the idle-in-transaction timeout).
+        return self._pool._connect(self._pool.timeout)
+
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
-        if connection is not None:
+        if connection is None:
+            return
+        if self._owner == self._opener:
             self._pool.putconn(connection)
+        else:
+            connection.close()
 
 
 def _in_library_terms(exc: psycopg.Error) -> persistence.PersistenceError:
