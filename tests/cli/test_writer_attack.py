@@ -6,14 +6,18 @@ tries to break. A test that passes is a regression test: the guarantee held agai
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 
 import psycopg
 import pytest
+from eventsourcing.persistence import IntegrityError
 
 from rollout_lineage.adapters.batch_evidence import BatchEvidence
 from rollout_lineage.domain import facts as f
-from rollout_lineage.domain.application import LineageApp
+from rollout_lineage.domain.application import LineageApp, RetryAtOnce
+from rollout_lineage.domain.errors import StoreUnavailable
 from rollout_lineage.domain.integrity import ChainWalker
 
 
@@ -32,6 +36,14 @@ def _positions(postgres_url: str) -> list[tuple[int, str]]:
             f"FROM {schema}.lineage_events ORDER BY notification_id"
         ).fetchall()
     return [(int(position), str(run)) for position, run in rows]
+
+
+def _waits_for_a_lock(postgres_url: str, pid: int) -> bool:
+    with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as connection:
+        row = connection.execute(
+            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
+    return row is not None and row[0] == "Lock"
 
 
 def _intact(app: Any, events: int) -> None:
@@ -71,13 +83,24 @@ def test_a_forked_child_never_shares_the_parent_s_kept_session(postgres_url: str
                     os.write(ready_w, b"0")
             finally:
                 os._exit(status)
+        session = app.recorder._writer._connection.info.backend_pid  # type: ignore[attr-defined]
+        done: list[Any] = []
+        parent = threading.Thread(
+            target=lambda: done.append(app.record([f.RunRegistered(run="r/parent", task="t")]))
+        )
         try:
             assert os.read(ready_r, 1) == b"1", "the child could not append"
-            recorded = app.record([f.RunRegistered(run="r/parent", task="t")])
+            parent.start()
+            # The parent's append waits for the child's transaction (the writers' lock), or, on a
+            # session shared with the child, runs inside it and is done at once.
+            while parent.is_alive() and not _waits_for_a_lock(postgres_url, session):
+                time.sleep(0.01)
         finally:
             os.write(go_w, b"1")
             _, status = os.waitpid(child, 0)
+            parent.join()
         assert os.waitstatus_to_exitcode(status) == 0
+        [recorded] = done
         assert recorded.appended == 1
         stored = _positions(postgres_url)
         assert (recorded.position, "r/parent") in stored, f"acknowledged, then lost: {stored}"
@@ -85,3 +108,85 @@ def test_a_forked_child_never_shares_the_parent_s_kept_session(postgres_url: str
         _intact(app, 2)
     finally:
         app.close()
+
+
+def _terminate(postgres_url: str, pid: int) -> None:
+    with psycopg.connect(postgres_url.split("?")[0], autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("where", ["evidence", "commit"])
+def test_a_session_ended_inside_a_batch_with_evidence_appends_it_once(
+    postgres_url: str, where: str
+) -> None:
+    """Whole batches or nothing, and a lost session decided again: the writer's session is ended
+    between the append and the evidence (or, with no evidence row, the COMMIT) of a batch. The
+    server rolls the transaction back; the batch is decided again on a new session and appended
+    once, with its evidence."""
+    app = _app(postgres_url)
+    recorder: Any = app.recorder
+    try:
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        calls = []
+
+        def provenance(ids: Any, rows: Any) -> list[tuple[Any, ...]]:
+            calls.append(list(ids))
+            if len(calls) == 1:
+                _terminate(postgres_url, recorder._writer._connection.info.backend_pid)
+            if where == "commit":
+                return []  # no evidence row: the COMMIT is the first statement after the end
+            return [(ids[0], "origin", 1, 0, "checkpoint", b"entry", "[]")]
+
+        recorder.batch_evidence = BatchEvidence(provenance=provenance)
+        recorded = app.record([f.RunRegistered(run="r/2", task="t")])
+        recorder.batch_evidence = None
+        assert (recorded.position, recorded.appended) == (2, 1)
+        assert len(calls) == 2, calls
+        assert _positions(postgres_url) == [(1, "r/1"), (2, "r/2")]
+        assert app.record([f.RunRegistered(run="r/3", task="t")]).position == 3
+        _intact(app, 3)
+    finally:
+        app.close()
+
+
+@pytest.mark.postgres
+def test_an_error_in_a_batch_s_evidence_leaves_the_kept_session_usable(postgres_url: str) -> None:
+    """A Ctrl-C or an error leaves nothing half-written and a later record works: evidence the
+    server refuses (a duplicate key) fails the batch's transaction; the kept session is rolled back,
+    not left in a failed transaction, so the next batch appends on it."""
+    app = _app(postgres_url)
+    recorder: Any = app.recorder
+    try:
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        session = recorder._writer._connection.info.backend_pid
+
+        def duplicated(ids: Any, rows: Any) -> list[tuple[Any, ...]]:
+            row = (ids[0], "origin", 1, 0, "checkpoint", b"entry", "[]")
+            return [row, row]  # one position twice: the table's key refuses it
+
+        recorder.batch_evidence = BatchEvidence(provenance=duplicated)
+        with pytest.raises(IntegrityError):  # the store's key, read as a lost race, eight times
+            app.record([f.RunRegistered(run="r/2", task="t")])
+        recorder.batch_evidence = None
+        assert _positions(postgres_url) == [(1, "r/1")]
+        assert app.record([f.RunRegistered(run="r/2", task="t")]).position == 2
+        assert recorder._writer._connection.info.backend_pid == session
+        _intact(app, 2)
+    finally:
+        app.close()
+
+
+@pytest.mark.postgres
+def test_a_closed_store_refuses_a_record_and_opens_no_session(postgres_url: str) -> None:
+    """A write acknowledged is durable: a record on a store already closed is refused, appends
+    nothing, and takes no session the store would never give back."""
+    app = _app(postgres_url)
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    app.close()
+    app.retry = RetryAtOnce()
+    app.retry.attempts = 1  # the closed pool says so at once; eight attempts only take longer
+    with pytest.raises(StoreUnavailable, match="cannot be reused"):
+        app.record([f.RunRegistered(run="r/2", task="t")])
+    assert app.recorder._writer._connection is None  # type: ignore[attr-defined]
+    assert _positions(postgres_url) == [(1, "r/1")]
