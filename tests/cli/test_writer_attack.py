@@ -5,9 +5,12 @@ tries to break. A test that passes is a regression test: the guarantee held agai
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -190,3 +193,83 @@ def test_a_closed_store_refuses_a_record_and_opens_no_session(postgres_url: str)
         app.record([f.RunRegistered(run="r/2", task="t")])
     assert app.recorder._writer._connection is None  # type: ignore[attr-defined]
     assert _positions(postgres_url) == [(1, "r/1")]
+
+
+def _sqlite_app(tmp_path: Path) -> LineageApp:
+    from rollout_lineage.adapters.event_store import StoreURL, open_application
+
+    url = StoreURL.parse(f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}")
+    return open_application(url, actor="writer@lab", tool_version="tests")
+
+
+def _sqlite_runs(tmp_path: Path) -> list[tuple[int, str]]:
+    with contextlib.closing(sqlite3.connect(tmp_path / "store" / "events.sqlite")) as connection:
+        rows = connection.execute(
+            "SELECT rowid, json_extract(CAST(state AS TEXT), '$.fact.run') FROM stored_events "
+            "ORDER BY rowid"
+        ).fetchall()
+    return [(int(position), str(run)) for position, run in rows]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "CREATE TABLE elsewhere (x INTEGER)",
+        "CREATE INDEX lineage_chain_by_hash ON lineage_chain (chain_hash)",
+        # the same table made again: its statements' pages are elsewhere
+        "CREATE TABLE copied AS SELECT * FROM lineage_chain; DROP TABLE lineage_chain; "
+        "CREATE TABLE lineage_chain (position INTEGER PRIMARY KEY, previous INTEGER NOT NULL, "
+        "chain_hash TEXT NOT NULL); INSERT INTO lineage_chain SELECT * FROM copied; "
+        "DROP TABLE copied",
+        "VACUUM",
+    ],
+)
+def test_a_schema_changed_under_kept_statements_is_read_afresh(tmp_path: Path, change: str) -> None:
+    """Positions dense and read-your-writes: another process changes the store's schema (makes a
+    table, an index, the chain's table again; VACUUM moves every table) between two records of a
+    writer whose connections keep their prepared statements. Each statement is prepared again on
+    the new schema; the next batches land right after the last."""
+    app = _sqlite_app(tmp_path)
+    try:
+        for i in range(3):
+            app.record([f.RunRegistered(run=f"r/{i}", task="t")])
+        with contextlib.closing(sqlite3.connect(tmp_path / "store" / "events.sqlite")) as other:
+            other.executescript(change)
+        assert app.record([f.RunRegistered(run="r/3", task="t")]).position == 4
+        assert app.record([f.RunScored(run="r/0", reward=1.0)]).position == 5
+        assert [p for p, _ in _sqlite_runs(tmp_path)] == [1, 2, 3, 4, 5]
+        _intact(app, 5)
+    finally:
+        app.close()
+
+
+def test_a_forked_sqlite_writer_and_its_parent_keep_one_dense_log(tmp_path: Path) -> None:
+    """Whole batches, dense positions, every acknowledged write readable: a process that opened a
+    SQLite store forks, and parent and child record at once through the connections (and prepared
+    statements) the parent opened."""
+    app = _sqlite_app(tmp_path)
+    try:
+        app.record([f.RunRegistered(run="r/0", task="t")])
+        child = os.fork()
+        if child == 0:  # pragma: no cover -- the child reports through its exit status
+            status = 1
+            try:
+                for i in range(40):
+                    app.record([f.RunRegistered(run=f"c/{i}", task="t")])
+                status = 0
+            finally:
+                os._exit(status)
+        try:
+            acknowledged = [
+                (app.record([f.RunRegistered(run=f"p/{i}", task="t")]).position, f"p/{i}")
+                for i in range(40)
+            ]
+        finally:
+            _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        stored = _sqlite_runs(tmp_path)
+        assert [p for p, _ in stored] == list(range(1, 82))
+        assert set(acknowledged) <= set(stored)
+        _intact(app, 81)
+    finally:
+        app.close()
