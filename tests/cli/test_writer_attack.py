@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -272,4 +273,42 @@ def test_a_forked_sqlite_writer_and_its_parent_keep_one_dense_log(tmp_path: Path
         assert set(acknowledged) <= set(stored)
         _intact(app, 81)
     finally:
+        app.close()
+
+
+class _TimedOut(Exception):
+    """What a harness's own alarm handler raises (an Exception, unlike Ctrl-C's)."""
+
+
+@pytest.mark.postgres
+def test_an_exception_from_a_signal_handler_mid_append_leaves_later_records_working(
+    postgres_url: str,
+) -> None:
+    """A later record works after an interrupted one, not only after Ctrl-C: a harness's alarm
+    handler raises its own exception while the append waits for the writers' lock, the statement
+    sent and its reply unread. The kept session is then mid-statement, not a refusal read whole: it
+    is given up, and the next records append once each on a new one."""
+    app = _app(postgres_url)
+    base, schema = postgres_url.split("?schema=")
+    before = signal.getsignal(signal.SIGALRM)
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _TimedOut("the harness's step took too long")
+
+    try:
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        with psycopg.connect(base) as holder:  # another writer, holding the writers' lock
+            holder.execute(f"LOCK TABLE {schema}.lineage_events IN EXCLUSIVE MODE")
+            signal.signal(signal.SIGALRM, alarm)
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            with pytest.raises(_TimedOut):
+                app.record([f.RunRegistered(run="r/2", task="t")])
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        assert app.record([f.RunRegistered(run="r/2", task="t")]).position == 2
+        assert app.record([f.RunRegistered(run="r/3", task="t")]).position == 3
+        assert _positions(postgres_url) == [(1, "r/1"), (2, "r/2"), (3, "r/3")]
+        _intact(app, 3)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
         app.close()
