@@ -22,6 +22,7 @@ from rollout_lineage.adapters.batch_evidence import BatchEvidence
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.errors import StoreUnavailable
+from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import ChainWalker
 
 
@@ -311,4 +312,37 @@ def test_an_exception_from_a_signal_handler_mid_append_leaves_later_records_work
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
+        app.close()
+
+
+def test_threads_of_one_app_append_one_batch_at_a_time(store_env: dict[str, str]) -> None:
+    """A kept connection is never used by two threads at once, and every acknowledged write is
+    stored at the position it was told: four threads share one application (one kept connection on
+    PostgreSQL, one pool of connections with prepared statements on SQLite) and record at once."""
+    app = LineageApp(env=store_env, actor="threads@lab", tool_version="tests")
+    told: list[tuple[int, str]] = []
+    failures: list[BaseException] = []
+
+    def write(thread: int) -> None:
+        for i in range(25):
+            run = f"t{thread}/{i}"
+            try:
+                recorded = app.record([f.RunRegistered(run=run, task="t")])
+                told.append((recorded.position, run))
+            except BaseException as exc:  # pragma: no cover - a failure to report
+                failures.append(exc)
+
+    try:
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures, failures
+        stored = {(n.id, n.originator_id) for n in app.recorder.select_notifications(None, 1000)}
+        assert sorted(p for p, _ in stored) == list(range(1, 101))
+        assert sorted(p for p, _ in told) == list(range(1, 101))
+        assert {(p, aggregate_id("run", run)) for p, run in told} == stored
+        _intact(app, 100)
+    finally:
         app.close()
