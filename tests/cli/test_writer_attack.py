@@ -24,6 +24,7 @@ from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.errors import StoreUnavailable
 from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import ChainWalker
+from tests.conftest import open_lineage
 
 
 def _app(postgres_url: str, actor: str = "writer@lab") -> LineageApp:
@@ -346,3 +347,46 @@ def test_threads_of_one_app_append_one_batch_at_a_time(store_env: dict[str, str]
         _intact(app, 100)
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("when", ["before the links", "after the events"])
+def test_verify_while_a_writer_appends_names_no_break(
+    store_url: str,
+    store_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    when: str,
+) -> None:
+    """`lineage verify` says what the log is: run beside a live writer that appends before verify
+    reads the links (or once it has read the last event), it walks the log as it stood when it
+    began and finds it intact, where it used to name the new link's event as deleted (exit 3)."""
+    writer = LineageApp(env=store_env, actor="writer@lab", tool_version="tests")
+    try:
+        writer.record([f.RunRegistered(run="r/1", task="t")])
+        with open_lineage(store_url, tmp_path / "home") as lineage:
+            log: Any = lineage.log
+            paged, made = log._paged, []
+
+            def appended_meanwhile(*args: Any) -> Any:
+                made.append(args)
+                rows = paged(*args)
+
+                def events() -> Any:
+                    yield from rows
+                    if when == "after the events":
+                        writer.record([f.RunRegistered(run="r/2", task="t")])
+
+                def links() -> Any:  # read at the walk's first step, after the events' first page
+                    if when == "before the links":
+                        writer.record([f.RunRegistered(run="r/2", task="t")])
+                    yield from rows
+
+                return events() if len(made) == 1 else links()
+
+            monkeypatch.setattr(log, "_paged", appended_meanwhile)
+            report = lineage.verify()
+            assert len(made) == 2
+            assert report.intact, report.problem
+            assert report.events == 1
+    finally:
+        writer.close()
