@@ -31,7 +31,7 @@ from ..domain.integrity import GENESIS, ChainRow, position_gap
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
 from .batch_evidence import BatchEvidence
-from .chained_log import merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
+from .chained_log import chain_stop, merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
 from .store_port import EvidenceTables
 from .store_url import StoreURL
 
@@ -196,14 +196,14 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             marks = ", ".join("?" * len(rows[0]))
             cursor.executemany(f"{verb} INTO {self.table(table)} VALUES ({marks})", rows)
 
-    def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
+    def _paged(self, sql: str, stop: int) -> Iterator[tuple[Any, ...]]:
         # From below every position: a row someone inserted at a position <= 0 must reach the chain
         # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
         # no link).
         after: float | int = float("-inf")
         while True:
             with self.datastore.transaction(commit=False) as c:
-                c.execute(sql, (after, PAGE))
+                c.execute(sql, (after, stop, PAGE))
                 rows = [tuple(row) for row in c.fetchall()]
             yield from rows
             if len(rows) < PAGE:
@@ -211,14 +211,23 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             after = rows[-1][0]
 
     def chain_rows(self) -> Iterator[ChainRow]:
+        """Every event and link up to the last position either held when the walk began
+        (`chain_stop`): a writer appending meanwhile adds nothing to one side only."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(chain_stop(self.events_table_name, CHAIN_TABLE))
+            (stop,) = c.fetchone()
+        if stop is None:
+            return iter(())
         events = self._paged(
             f"SELECT rowid, originator_id, originator_version, "
             f"topic, state FROM {self.events_table_name} "
-            "WHERE rowid > ? ORDER BY rowid LIMIT ?"
+            "WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+            stop,
         )
         links = self._paged(
             f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
-            f"WHERE position > ? ORDER BY position LIMIT ?"
+            f"WHERE position > ? AND position <= ? ORDER BY position LIMIT ?",
+            stop,
         )
         return merge_chain(events, links)
 

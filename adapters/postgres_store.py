@@ -424,14 +424,16 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             keep = " ON CONFLICT DO NOTHING" if keep_existing else ""
             cursor.executemany(f"INSERT INTO {self.table(table)} VALUES ({marks}){keep}", rows)
 
-    def _paged(self, statement: Any, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    def _paged(
+        self, statement: Any, columns: Sequence[str], stop: int
+    ) -> Iterator[tuple[Any, ...]]:
         # From below every position: a row someone inserted at a position <= 0 must reach the chain
         # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
         # no link).
         after: float | int = float("-inf")
         while True:
             with self.datastore.transaction(commit=False) as curs:
-                curs.execute(statement, (after, PAGE))
+                curs.execute(statement, (after, stop, PAGE))
                 rows = [tuple(row[c] for c in columns) for row in curs.fetchall()]
             yield from rows
             if len(rows) < PAGE:
@@ -439,15 +441,29 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
             after = rows[-1][0]
 
     def chain_rows(self) -> Iterator[ChainRow]:
+        """Every event and link up to the last position either held when the walk began (read in
+        one statement): a writer appending meanwhile, between the events' pages and the links',
+        adds nothing to one side only."""
         schema = Identifier(self.datastore.schema)
         with self.datastore.transaction(commit=False) as curs:
             self._refuse_unplaced(curs, "the log is not intact")
+            curs.execute(
+                SQL(
+                    "SELECT max(p) AS stop FROM (SELECT max(notification_id) AS p FROM {}.{} "
+                    "UNION ALL SELECT max(position) FROM {}.{}) tails"
+                ).format(schema, Identifier(self.events_table_name), *self.chain_table)
+            )
+            row: Any = curs.fetchone()  # one row, always (an aggregate)
+            stop = row["stop"]
+        if stop is None:
+            return iter(())
         events = self._paged(
             SQL(
                 "SELECT notification_id, replace(originator_id::text, '-', '') AS "
                 "originator_id, originator_version, topic, state, c.{} AS recorded_by "
                 "FROM {}.{} LEFT JOIN {}.{} c ON c.position = notification_id WHERE "
-                "notification_id > %s ORDER BY notification_id LIMIT %s"
+                "notification_id > %s AND notification_id <= %s ORDER BY notification_id "
+                "LIMIT %s"
             ).format(
                 Identifier(CHAINED_ROLE),
                 schema,
@@ -462,13 +478,15 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
                 "state",
                 "recorded_by",
             ),
+            stop,
         )
         links = self._paged(
             SQL(
                 "SELECT position, previous, chain_hash FROM {}.{} "
-                "WHERE position > %s ORDER BY position LIMIT %s"
+                "WHERE position > %s AND position <= %s ORDER BY position LIMIT %s"
             ).format(*self.chain_table),
             ("position", "previous", "chain_hash"),
+            stop,
         )
         return merge_chain(events, links)
 

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from ..domain.errors import StoreUnavailable
 from ..domain.integrity import ChainRow
-from .chained_log import merge_chain, until, up_to, up_to_bytes
+from .chained_log import chain_stop, merge_chain, until, up_to, up_to_bytes
 from .store_url import may_write
 
 EVENTS_TABLE = "stored_events"
@@ -108,23 +108,30 @@ class SQLiteLog:
         found = self._query(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))
         return found[0][0] if found else None
 
-    def _paged(self, sql: str) -> Iterator[tuple[Any, ...]]:
+    def _paged(self, sql: str, stop: int) -> Iterator[tuple[Any, ...]]:
         # From below every position: a row someone inserted at a position <= 0 must reach the chain
         # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
         # no link).
         after: float | int = float("-inf")
-        while rows := self._query(sql, (after, PAGE)):
+        while rows := self._query(sql, (after, stop, PAGE)):
             yield from rows
             after = rows[-1][0]
 
     def chain_rows(self) -> Iterator[ChainRow]:
+        """Every event and link up to the last position either held when the walk began
+        (`chain_stop`): a writer appending meanwhile adds nothing to one side only."""
+        [(stop,)] = self._query(chain_stop(EVENTS_TABLE, CHAIN_TABLE))
+        if stop is None:
+            return iter(())
         events = self._paged(
             "SELECT rowid, originator_id, originator_version, topic, state "
-            f"FROM {EVENTS_TABLE} WHERE rowid > ? ORDER BY rowid LIMIT ?"
+            f"FROM {EVENTS_TABLE} WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+            stop,
         )
         links = self._paged(
             f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
-            "WHERE position > ? ORDER BY position LIMIT ?"
+            "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?",
+            stop,
         )
         return merge_chain(events, links)
 
