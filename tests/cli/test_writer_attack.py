@@ -246,38 +246,6 @@ def test_a_schema_changed_under_kept_statements_is_read_afresh(tmp_path: Path, c
         app.close()
 
 
-def test_a_forked_sqlite_writer_and_its_parent_keep_one_dense_log(tmp_path: Path) -> None:
-    """Whole batches, dense positions, every acknowledged write readable: a process that opened a
-    SQLite store forks, and parent and child record at once through the connections (and prepared
-    statements) the parent opened."""
-    app = _sqlite_app(tmp_path)
-    try:
-        app.record([f.RunRegistered(run="r/0", task="t")])
-        child = os.fork()
-        if child == 0:  # pragma: no cover -- the child reports through its exit status
-            status = 1
-            try:
-                for i in range(40):
-                    app.record([f.RunRegistered(run=f"c/{i}", task="t")])
-                status = 0
-            finally:
-                os._exit(status)
-        try:
-            acknowledged = [
-                (app.record([f.RunRegistered(run=f"p/{i}", task="t")]).position, f"p/{i}")
-                for i in range(40)
-            ]
-        finally:
-            _, status = os.waitpid(child, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        stored = _sqlite_runs(tmp_path)
-        assert [p for p, _ in stored] == list(range(1, 82))
-        assert set(acknowledged) <= set(stored)
-        _intact(app, 81)
-    finally:
-        app.close()
-
-
 class _TimedOut(Exception):
     """What a harness's own alarm handler raises (an Exception, unlike Ctrl-C's)."""
 
