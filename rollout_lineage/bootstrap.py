@@ -8,6 +8,8 @@ notebooks.
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import cached_property
@@ -27,7 +29,8 @@ if TYPE_CHECKING:  # the write side loads on first write: read commands never ne
 
 
 class Lineage:
-    """One store, its read models and its engines, opened on demand."""
+    """One store, its read models and its engines, opened on demand; in a process forked from the
+    one that opened them, opened again there (`_leave_inherited`)."""
 
     def __init__(
         self,
@@ -50,6 +53,8 @@ class Lineage:
         if store_url is not None:
             self.__dict__["store_url"] = store_url
         self.read_models_path = read_models_path or settings.projections_path
+        self._app_handed_in = app is not None
+        _OPENED.add(self)
 
     @cached_property
     def store_url(self) -> StoreURL:
@@ -260,6 +265,17 @@ class Lineage:
 
         return read_only_models(self, as_of)
 
+    def _leave_inherited(self) -> None:
+        """In a forked child: the connections the parent opened stay the parent's, never used nor
+        closed here (a SQLite connection must not cross a fork, SQLite's own rule; a PostgreSQL
+        session is the parent's, and closing it here ends it for the parent too). The next use
+        opens this process's own. An application handed in is the caller's, and stays."""
+        if self._app_handed_in:
+            return
+        _LEFT_BEHIND.extend(
+            self.__dict__.pop(part) for part in ("app", "log") if part in self.__dict__
+        )
+
     def close(self) -> None:
         log = self.__dict__.pop("log", None)
         if log is not None and log is not getattr(self.__dict__.get("app"), "recorder", None):
@@ -273,6 +289,20 @@ class Lineage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Every `Lineage` of this process, for the fork hook; and what a forked child inherited, kept so
+#: that no finalizer closes the parent's connections from the child.
+_OPENED: weakref.WeakSet[Lineage] = weakref.WeakSet()
+_LEFT_BEHIND: list[Any] = []
+
+
+def _after_fork_in_child() -> None:
+    for lineage in list(_OPENED):
+        lineage._leave_inherited()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def bootstrap(
