@@ -31,7 +31,13 @@ from eventsourcing.persistence import (
 from . import facts as f
 from . import saved_state
 from .aggregates import AGGREGATE_FOR_SUBJECT
-from .errors import ClaimRefused, InvalidFact, SnapshotNotRestorable, StoreUnavailable
+from .errors import (
+    ClaimRefused,
+    InvalidFact,
+    SnapshotNotRestorable,
+    StoreClosed,
+    StoreUnavailable,
+)
 from .events import EVENT_FOR_FACT, FactMapper, aggregate_id
 from .snapshot import Snapshot
 from .vocabulary import Layer
@@ -255,6 +261,13 @@ class LineageApp(Application[UUID]):
         self._saved_at: dict[UUID, int] = {}
         # Replaced by the composition root with the store's own table (SQLite or PostgreSQL).
         self.saved_states: saved_state.SavedStates = saved_state.InMemorySavedStates()
+        self.closed = False
+
+    def close(self) -> None:
+        """Closes the store's connections; a later `record` is refused at once (`StoreClosed`),
+        where it was retried as a store gone away and ended, seconds later, as unreachable."""
+        self.closed = True
+        super().close()
 
     def construct_mapper(self) -> FactMapper:
         return FactMapper(transcoder=self.construct_transcoder())
@@ -275,6 +288,12 @@ class LineageApp(Application[UUID]):
         unless the caller is the code that performed it and says so; everyone else (ingest,
         importers, harnesses) may only state what they saw.
         """
+        if self.closed:
+            raise StoreClosed(
+                "expected an open store, found this application closed (close() was called on "
+                "it); nothing was recorded",
+                hint="open the store again (open_store, or a new LineageApp) and send the batch",
+            )
         with _collector_paused():
             batch = [
                 e

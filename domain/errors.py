@@ -74,6 +74,11 @@ class StoreUnavailable(LineageError):
     exit_code = 4
 
 
+class StoreClosed(LineageError):
+    """The application was closed and then asked to record: its connections are gone, and no retry
+    brings them back."""
+
+
 class ReadLimitExceeded(LineageError):
     """A read needed more than it may take: the read models' memory cap or the statement timeout."""
 

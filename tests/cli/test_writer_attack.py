@@ -21,7 +21,7 @@ from eventsourcing.persistence import IntegrityError
 from rollout_lineage.adapters.batch_evidence import BatchEvidence
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, RetryAtOnce
-from rollout_lineage.domain.errors import StoreUnavailable
+from rollout_lineage.domain.errors import StoreClosed
 from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import ChainWalker
 from tests.conftest import open_lineage
@@ -185,17 +185,41 @@ def test_an_error_in_a_batch_s_evidence_leaves_the_kept_session_usable(postgres_
 
 @pytest.mark.postgres
 def test_a_closed_store_refuses_a_record_and_opens_no_session(postgres_url: str) -> None:
-    """A write acknowledged is durable: a record on a store already closed is refused, appends
-    nothing, and takes no session the store would never give back."""
+    """A write acknowledged is durable: a record on a store already closed is refused at once and
+    says so, appends nothing, and takes no session the store would never give back. Before, it
+    was retried eight times as a store gone away (about 7 s) and ended "check that the store is
+    reachable"."""
     app = _app(postgres_url)
     app.record([f.RunRegistered(run="r/1", task="t")])
     app.close()
-    app.retry = RetryAtOnce()
-    app.retry.attempts = 1  # the closed pool says so at once; eight attempts only take longer
-    with pytest.raises(StoreUnavailable, match="cannot be reused"):
+    consulted: list[int] = []
+
+    class Counting(RetryAtOnce):
+        def after_store_away(self, attempt: int) -> None:
+            consulted.append(attempt)
+
+    app.retry = Counting()
+    with pytest.raises(StoreClosed, match="found this application closed"):
         app.record([f.RunRegistered(run="r/2", task="t")])
+    assert consulted == [], "a closed store is not a store gone away"
     assert app.recorder._writer._connection is None  # type: ignore[attr-defined]
     assert _positions(postgres_url) == [(1, "r/1")]
+
+
+def test_a_closed_sqlite_store_refuses_a_record(tmp_path: Path) -> None:
+    """The same on SQLite, and through `open_store`'s object a closed store opens again on the next
+    record, as a harness that closes and reuses it expects."""
+    app = _sqlite_app(tmp_path)
+    app.record([f.RunRegistered(run="r/1", task="t")])
+    app.close()
+    with pytest.raises(StoreClosed, match="nothing was recorded"):
+        app.record([f.RunRegistered(run="r/2", task="t")])
+    assert [p for p, _ in _sqlite_runs(tmp_path)] == [1]
+    lineage = open_lineage(f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}", tmp_path / "home")
+    lineage.record([f.RunRegistered(run="r/2", task="t")])
+    lineage.close()
+    assert lineage.record([f.RunRegistered(run="r/3", task="t")]).position == 3
+    lineage.close()
 
 
 def _sqlite_app(tmp_path: Path) -> LineageApp:
