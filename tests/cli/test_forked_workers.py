@@ -97,3 +97,57 @@ def test_a_forked_postgres_worker_that_closes_its_store_leaves_the_parent_s_sess
         assert lineage.record([f.RunRegistered(run="r/parent", task="t")]).position == 3
         report = lineage.verify()
         assert report.intact and report.events == 3, report.problem
+
+
+#: A harness process: opens the store, records, forks a worker that records and then ends as a
+#: script does (a normal exit: the interpreter finalizes what it holds, the parent's connections it
+#: set aside included); the parent then records and reads on. Prints what the parent saw.
+NORMAL_EXIT = """
+import json, os, sys
+from rollout_lineage import open_store
+from rollout_lineage.domain import facts as f
+
+lineage = open_store(sys.argv[1], actor="harness@lab")
+lineage.record([f.RunRegistered(run="r/0", task="t")])
+child = os.fork()
+if child == 0:
+    lineage.record([f.RunRegistered(run="r/child", task="t")])
+    sys.exit(0)
+_, status = os.waitpid(child, 0)
+recorded = lineage.record([f.RunRegistered(run="r/parent", task="t")])
+report = lineage.verify()
+print(json.dumps({"child": os.waitstatus_to_exitcode(status), "position": recorded.position,
+                  "intact": report.intact, "events": report.events}))
+lineage.close()
+"""
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_worker_that_exits_normally_leaves_the_parent_recording(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """What the child set aside is finalized when its interpreter ends, not used: the parent's
+    next record and its verify work on the sessions and files it had."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    url = (
+        f"sqlite:///{tmp_path / 'events.sqlite'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LINEAGE_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", NORMAL_EXIT, url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"child": 0, "position": 3, "intact": True, "events": 3}
