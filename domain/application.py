@@ -11,7 +11,9 @@ projections up to it.
 from __future__ import annotations
 
 import gc
+import os
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -166,12 +168,31 @@ def _collector_paused() -> Iterator[None]:
     rows); cyclic GC passes over them, triggered again and again while the batch grows, cost a fifth
     of recording time."""
     enabled = gc.isenabled()
+    if enabled:  # named before the collector is off, unnamed after it is on: a fork sees no gap
+        _COLLECTOR_OFF_BY.add(threading.get_ident())
     gc.disable()
     try:
         yield
     finally:
         if enabled:
             gc.enable()
+            _COLLECTOR_OFF_BY.discard(threading.get_ident())
+
+
+#: The threads whose batch turned the cyclic collector off (`_collector_paused`). A process forked
+#: while one of them records has only the thread that forked: the collector is turned back on there,
+#: or the child runs without it for good.
+_COLLECTOR_OFF_BY: set[int] = set()
+
+
+def _collector_back_in_child() -> None:
+    forked_by = threading.get_ident()
+    if _COLLECTOR_OFF_BY - {forked_by}:
+        gc.enable()
+    _COLLECTOR_OFF_BY.intersection_update({forked_by})
+
+
+os.register_at_fork(after_in_child=_collector_back_in_child)
 
 
 def _layer_refs(fact: f.StageMarked) -> tuple[tuple[Layer, str | None], ...]:
