@@ -310,11 +310,7 @@ class LineageApp(Application[UUID]):
         importers, harnesses) may only state what they saw.
         """
         if self.closed:
-            raise StoreClosed(
-                "expected an open store, found this application closed (close() was called on "
-                "it); nothing was recorded",
-                hint="open the store again (open_store, or a new LineageApp) and send the batch",
-            )
+            raise self._closed()
         with _collector_paused():
             batch = [
                 e
@@ -374,8 +370,18 @@ class LineageApp(Application[UUID]):
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
 
+    def _closed(self) -> StoreClosed:
+        return StoreClosed(
+            "expected an open store, found this application closed (close() was called on "
+            "it); nothing was recorded",
+            hint="open the store again (open_store, or a new LineageApp) and send the batch",
+        )
+
     def _before_retry(self, exc: BaseException, attempt: int, attempts: int) -> None:
         """After an attempt that stored nothing: wait before deciding again, or raise."""
+        if self.closed and isinstance(exc, Exception):
+            # Closed while this record was under way (by another thread): no retry reopens it.
+            raise self._closed() from exc
         if isinstance(exc, TailRecordedLater):
             # A writer ahead in time appended first, to other streams: decide again at once, at
             # its time. A pause only lets more writers ahead in, and made 8 PostgreSQL writers'
@@ -436,8 +442,10 @@ class LineageApp(Application[UUID]):
         except (IntegrityError, OperationalError, InterfaceError, TailRecordedLater):
             self._forget(touched)
             return None
-        except BaseException:
+        except BaseException as exc:
             self._forget(touched)
+            if self.closed and isinstance(exc, Exception):  # closed by another thread meanwhile
+                raise self._closed() from exc
             raise
         for agg_id, aggregate in decided.items():
             self._remember(agg_id, aggregate)
