@@ -119,3 +119,48 @@ def test_an_app_closed_by_another_thread_mid_record_refuses_it_as_closed(
     lineage = open_lineage(url, tmp_path / "home")
     with lineage:
         assert lineage.position() == 1
+
+
+def test_a_worker_forked_while_another_thread_opens_a_store_opens_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forked worker's next use opens its own connections: also when the process forks while
+    another thread is opening a store (any `Lineage`'s first use). On Python before 3.12 every
+    `cached_property` holds one lock for all instances while it computes; that thread does not
+    exist in the child, which waited for the lock for ever on its own first use."""
+    import signal
+
+    from rollout_lineage.adapters import event_store
+
+    lineage = open_lineage(f"sqlite:///{tmp_path / 'events.sqlite'}", tmp_path / "home")
+    other = open_lineage(f"sqlite:///{tmp_path / 'other.sqlite'}", tmp_path / "other")
+    with lineage, other:
+        lineage.record([f.RunRegistered(run="r/0", task="t")])
+        opening, release = threading.Event(), threading.Event()
+        open_application = event_store.open_application
+
+        def slow_open(*args: Any, **kwargs: Any) -> Any:
+            opening.set()
+            release.wait(10)
+            return open_application(*args, **kwargs)
+
+        monkeypatch.setattr(event_store, "open_application", slow_open)
+        thread = threading.Thread(target=lambda: other.app)
+        thread.start()
+        try:
+            assert opening.wait(10)
+
+            def work() -> bool:
+                release.set()  # the child's own open is not held up
+                # A child stuck on the lock is ended by the alarm (not pytest-timeout's handler).
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                signal.alarm(10)
+                return lineage.record([f.RunRegistered(run="r/child", task="t")]).position == 2
+
+            code = _exit_code_of_child(work)
+        finally:
+            release.set()
+            thread.join()
+        assert code != -signal.SIGALRM, "the forked worker hung on a lock of a thread it lacks"
+        assert code == 0
+        assert lineage.position() == 2
