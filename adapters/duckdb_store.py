@@ -18,16 +18,21 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from .interrupts import interrupts_held
+
 # DuckDB's engine, the extension module its `duckdb` package re-exports (same wheel, own type stubs
 # in `_duckdb-stubs`). Importing the package also loads its Python relation and expression layers
 # and reads its version through importlib.metadata: about 60 ms more per process, and 30 ms more at
 # interpreter exit, for an API nothing here calls but `fetch_whole` (which imports the package when
 # it is asked for Arrow or pandas). The engine module's name is DuckDB's own layout, not its API: a
 # release that moves it costs only the time saved.
-try:
-    import _duckdb as duckdb
-except ImportError:  # pragma: no cover - depends on the installed DuckDB's layout
-    import duckdb  # type: ignore[no-redef]
+# A command may load it while it runs, after the CLI's hold around its import: a Ctrl-C inside the
+# engine's initialisation is nanobind's abort, so it is held here too (`interrupts`).
+with interrupts_held():
+    try:
+        import _duckdb as duckdb
+    except ImportError:  # pragma: no cover - depends on the installed DuckDB's layout
+        import duckdb  # type: ignore[no-redef]
 
 # DuckDB imports the modules its results need (decimal, uuid, zoneinfo) the first time a result
 # holds one; a Ctrl-C landing inside that import comes back as DuckDB's "Required module 'zoneinfo'

@@ -1,6 +1,6 @@
 """`python -m rollout_lineage.cli` and the `lineage` console script: Ctrl-C while click and the
 command table load (start-up) is exit 130 with one line too, as it is once a command runs
-(`main.main`); a command's own modules load with the signal held (`main.interrupts_held`)."""
+(`main.main`); a command's own modules load with the signal held (`adapters/interrupts.py`)."""
 
 import sys
 

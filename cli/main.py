@@ -14,12 +14,12 @@ import logging
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import click
 
+from ..adapters.interrupts import interrupts_held
 from ..domain.errors import LineageError, StoreUnavailable
 
 #: Every subcommand: its module, its name there, and the first paragraph of its help. `lineage
@@ -406,29 +406,6 @@ def with_suggestion(exc: click.UsageError) -> click.UsageError:
     return click.UsageError(
         f"{exc.message} Did you mean {' or '.join(repr(n) for n in close[:3])}?", exc.ctx
     )
-
-
-@contextlib.contextmanager
-def interrupts_held() -> Iterator[None]:
-    """Hold a Ctrl-C that lands in the block and raise it after: a KeyboardInterrupt inside a native
-    module's initialisation is not ours to catch. DuckDB's engine builds its enums through Python
-    while it loads, and nanobind turns an exception there into "Critical nanobind error" and a
-    traceback. Only where SIGINT has Python's default handler, in the main thread (elsewhere it
-    is not ours to change)."""
-    held = threading.current_thread() is threading.main_thread() and (
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    )
-    if not held:
-        yield
-        return
-    caught: list[int] = []
-    signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if caught:
-        raise KeyboardInterrupt
 
 
 def interrupted() -> NoReturn:

@@ -11,7 +11,9 @@ projections up to it.
 from __future__ import annotations
 
 import gc
+import os
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -166,12 +168,31 @@ def _collector_paused() -> Iterator[None]:
     rows); cyclic GC passes over them, triggered again and again while the batch grows, cost a fifth
     of recording time."""
     enabled = gc.isenabled()
+    if enabled:  # named before the collector is off, unnamed after it is on: a fork sees no gap
+        _COLLECTOR_OFF_BY.add(threading.get_ident())
     gc.disable()
     try:
         yield
     finally:
         if enabled:
             gc.enable()
+            _COLLECTOR_OFF_BY.discard(threading.get_ident())
+
+
+#: The threads whose batch turned the cyclic collector off (`_collector_paused`). A process forked
+#: while one of them records has only the thread that forked: the collector is turned back on there,
+#: or the child runs without it for good.
+_COLLECTOR_OFF_BY: set[int] = set()
+
+
+def _collector_back_in_child() -> None:
+    forked_by = threading.get_ident()
+    if _COLLECTOR_OFF_BY - {forked_by}:
+        gc.enable()
+    _COLLECTOR_OFF_BY.intersection_update({forked_by})
+
+
+os.register_at_fork(after_in_child=_collector_back_in_child)
 
 
 def _layer_refs(fact: f.StageMarked) -> tuple[tuple[Layer, str | None], ...]:
@@ -289,11 +310,7 @@ class LineageApp(Application[UUID]):
         importers, harnesses) may only state what they saw.
         """
         if self.closed:
-            raise StoreClosed(
-                "expected an open store, found this application closed (close() was called on "
-                "it); nothing was recorded",
-                hint="open the store again (open_store, or a new LineageApp) and send the batch",
-            )
+            raise self._closed()
         with _collector_paused():
             batch = [
                 e
@@ -353,8 +370,18 @@ class LineageApp(Application[UUID]):
                 return Recorded(max(positions or [0]), len(events), new_facts)
         raise AssertionError("unreachable")
 
+    def _closed(self) -> StoreClosed:
+        return StoreClosed(
+            "expected an open store, found this application closed (close() was called on "
+            "it); nothing was recorded",
+            hint="open the store again (open_store, or a new LineageApp) and send the batch",
+        )
+
     def _before_retry(self, exc: BaseException, attempt: int, attempts: int) -> None:
         """After an attempt that stored nothing: wait before deciding again, or raise."""
+        if self.closed and isinstance(exc, Exception):
+            # Closed while this record was under way (by another thread): no retry reopens it.
+            raise self._closed() from exc
         if isinstance(exc, TailRecordedLater):
             # A writer ahead in time appended first, to other streams: decide again at once, at
             # its time. A pause only lets more writers ahead in, and made 8 PostgreSQL writers'
@@ -415,8 +442,10 @@ class LineageApp(Application[UUID]):
         except (IntegrityError, OperationalError, InterfaceError, TailRecordedLater):
             self._forget(touched)
             return None
-        except BaseException:
+        except BaseException as exc:
             self._forget(touched)
+            if self.closed and isinstance(exc, Exception):  # closed by another thread meanwhile
+                raise self._closed() from exc
             raise
         for agg_id, aggregate in decided.items():
             self._remember(agg_id, aggregate)

@@ -9,6 +9,7 @@ notebooks.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -298,6 +299,11 @@ _LEFT_BEHIND: list[Any] = []
 
 
 def _after_fork_in_child() -> None:
+    # Before Python 3.12 a cached_property computes under one lock for every instance: one a thread
+    # of the parent held (opening a store) is held for ever here, by a thread this process lacks.
+    for part in vars(Lineage).values():
+        if isinstance(part, cached_property) and hasattr(part, "lock"):
+            part.lock = threading.RLock()  # no such attribute from 3.12 on
     for lineage in list(_OPENED):
         lineage._leave_inherited()
 

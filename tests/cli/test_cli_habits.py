@@ -196,3 +196,26 @@ def test_ctrl_c_while_duckdb_loads_exits_130_not_a_nanobind_abort(examples: Cli)
     assert done.stdout.startswith("sent\n"), "the signal was never sent inside DuckDB's load"
     assert "Traceback" not in done.stderr and "nanobind" not in done.stderr, done.stderr
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+@pytest.mark.usefixtures("ctrl_c_delivered")
+@pytest.mark.parametrize(
+    "command", [("verify", "--read-models"), ("log", "--run", CSV_DEDUPE)], ids=["verify", "log"]
+)
+def test_ctrl_c_while_duckdb_loads_after_the_command_s_import_exits_130(
+    examples: Cli, command: tuple[str, ...]
+) -> None:
+    """Ctrl-C at any moment is exit 130 with one line, also for a command whose module loads no
+    DuckDB (`log`, `verify`): its engine loads later, while the command runs, outside the hold
+    around the command's import, and a signal there was still nanobind's abort (exit 134)."""
+    env = {**os.environ, "LINEAGE_HOME": str(examples.home), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_INSIDE_DUCKDB_LOAD, *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("sent\n"), "the signal was never sent inside DuckDB's load"
+    assert "Traceback" not in done.stderr and "nanobind" not in done.stderr, done.stderr
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
