@@ -27,11 +27,13 @@ from eventsourcing.persistence import (
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from ..domain.application import TailRecordedLater, recorded_at
+from ..domain.errors import StoreUnavailable
 from ..domain.integrity import GENESIS, ChainRow, position_gap
 from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
 from .batch_evidence import BatchEvidence
 from .chained_log import chain_stop, merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
+from .sqlite_connections import file_identity
 from .store_port import EvidenceTables
 from .store_url import StoreURL
 
@@ -78,12 +80,32 @@ class ChainedSQLiteRecorder(SQLiteApplicationRecorder, EvidenceTables):
             c = connection.cursor()
             c.execute("BEGIN IMMEDIATE")
             try:
+                self._refuse_a_replaced_file(connection)
                 ids = self._insert_events(c, stored_events, not_before=not_before)
             except BaseException:
                 connection.rollback()
                 raise
             connection.commit()
             return ids
+
+    def _refuse_a_replaced_file(self, connection: Any) -> None:
+        """Under the write lock: the file at the store's path is still the one this connection
+        opened (`sqlite_connections.opened_file`), or nothing is appended."""
+        opened = getattr(connection, "opened_file", None)
+        if opened is None:
+            return
+        path = self.datastore.pool.db_name
+        found = file_identity(path)
+        if found == opened:
+            return
+        now = "no file" if found is None else f"another file (inode {found[1]})"
+        raise StoreUnavailable(
+            f"expected to append to the store file this process opened ({path}, inode "
+            f"{opened[1]}), found {now} there: it was replaced or removed while this process held "
+            "it open (a backup restored over it?); nothing was recorded",
+            hint="open the store again (a new process, or close() and open_store) and send the "
+            "batch again; what was appended to the old file since the backup is not in the new one",
+        )
 
     def _insert_events(
         self, c: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -357,8 +379,6 @@ def _probe_server(url: StoreURL) -> None:
     then only say it got none)."""
     import psycopg
 
-    from ..domain.errors import StoreUnavailable
-
     env = url.application_env()
     try:
         psycopg.connect(
@@ -387,7 +407,7 @@ def open_application(url: StoreURL, *, actor: str, tool_version: str) -> Any:
     finds everything in place.
     """
     from ..domain.application import LineageApp
-    from ..domain.errors import LineageError, StoreUnavailable
+    from ..domain.errors import LineageError
 
     if url.kind == "postgresql":
         _probe_server(url)

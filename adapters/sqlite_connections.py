@@ -5,10 +5,16 @@ cache of one statement. A live record runs five different statements, so each wa
 planned again every time: about 0.15 ms of a 0.55 ms record's CPU (bench/README.md, "Live
 recording"). The store URL names this factory as the persistence module; its datastore's pool
 opens connections exactly as the library's does, with `sqlite3`'s own default cache.
+
+Each connection also notes which file it opened (`opened_file`): a store file replaced while a
+writer holds it open (a backup restored over it) leaves the writer's connections on the old,
+unlinked file, where an append would be acknowledged and never seen again. The append compares it
+with the file at the path, under the write lock (`event_store.ChainedSQLiteRecorder`).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from eventsourcing.persistence import InterfaceError
@@ -22,6 +28,15 @@ from eventsourcing.utils import Environment, EnvType
 
 #: Prepared statements each connection keeps (sqlite3's default when none is given).
 CACHED_STATEMENTS = 128
+
+
+def file_identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` as (device, inode); None where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 class StatementCachingPool(SQLiteConnectionPool):
@@ -44,7 +59,10 @@ class StatementCachingPool(SQLiteConnectionPool):
                 self.journal_mode_was_changed_to_wal = True
             self.is_journal_mode_wal = True
         connection.row_factory = sqlite3.Row
-        return SQLiteConnection(sqlite_conn=connection, max_age=self.max_age)
+        opened = SQLiteConnection(sqlite_conn=connection, max_age=self.max_age)
+        plain_file = not self.is_sqlite_memory_mode and not self.db_name.startswith("file:")
+        opened.opened_file = file_identity(self.db_name) if plain_file else None  # type: ignore[attr-defined]
+        return opened
 
 
 class StatementCachingSQLiteFactory(SQLiteFactory):

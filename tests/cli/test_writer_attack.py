@@ -21,7 +21,7 @@ from eventsourcing.persistence import IntegrityError
 from rollout_lineage.adapters.batch_evidence import BatchEvidence
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, RetryAtOnce
-from rollout_lineage.domain.errors import StoreClosed
+from rollout_lineage.domain.errors import StoreClosed, StoreUnavailable
 from rollout_lineage.domain.events import aggregate_id
 from rollout_lineage.domain.integrity import ChainWalker
 from tests.conftest import open_lineage
@@ -382,3 +382,37 @@ def test_verify_while_a_writer_appends_names_no_break(
             assert report.events == 1
     finally:
         writer.close()
+
+
+def test_a_store_file_replaced_under_a_writer_refuses_its_next_record(tmp_path: Path) -> None:
+    """A write acknowledged is readable: a backup restored over the store file while a writer holds
+    it open (a new file at the path) left the writer's connections on the old, unlinked file, and
+    its next record was acknowledged there and never seen again. Now it is refused, nothing
+    appended, and says what happened; a store opened again appends to the restored file."""
+    store = tmp_path / "store" / "events.sqlite"
+    app = _sqlite_app(tmp_path)
+    try:
+        app.record([f.RunRegistered(run="r/1", task="t")])
+        backup = tmp_path / "backup.sqlite"
+        with (
+            contextlib.closing(sqlite3.connect(store)) as live,
+            contextlib.closing(sqlite3.connect(backup)) as copy,
+        ):
+            live.backup(copy)
+        app.record([f.RunRegistered(run="r/2", task="t")])
+        # The restore, as an operator does it: the copy moved over the store file, and the old
+        # file's WAL and shared memory removed (else the next open replays the old WAL onto it).
+        os.replace(backup, store)
+        for stale in ("-wal", "-shm"):
+            Path(f"{store}{stale}").unlink(missing_ok=True)
+        with pytest.raises(StoreUnavailable, match="replaced or removed while this process"):
+            app.record([f.RunRegistered(run="r/3", task="t")])
+    finally:
+        app.close()
+    assert [run for _, run in _sqlite_runs(tmp_path)] == ["r/1"]
+    reopened = _sqlite_app(tmp_path)
+    try:
+        assert reopened.record([f.RunRegistered(run="r/3", task="t")]).position == 2
+        _intact(reopened, 2)
+    finally:
+        reopened.close()
