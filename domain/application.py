@@ -309,8 +309,7 @@ class LineageApp(Application[UUID]):
         unless the caller is the code that performed it and says so; everyone else (ingest,
         importers, harnesses) may only state what they saw.
         """
-        if self.closed:
-            raise self._closed()
+        self._refuse_if_closed()
         with _collector_paused():
             batch = [
                 e
@@ -373,9 +372,14 @@ class LineageApp(Application[UUID]):
     def _closed(self) -> StoreClosed:
         return StoreClosed(
             "expected an open store, found this application closed (close() was called on "
-            "it); nothing was recorded",
-            hint="open the store again (open_store, or a new LineageApp) and send the batch",
+            "it); nothing was recorded or read",
+            hint="open the store again (open_store, or a new LineageApp) and ask again",
         )
+
+    def _refuse_if_closed(self) -> None:
+        """Records and reads alike answer a closed application in our words, not the pool's."""
+        if self.closed:
+            raise self._closed()
 
     def _before_retry(self, exc: BaseException, attempt: int, attempts: int) -> None:
         """After an attempt that stored nothing: wait before deciding again, or raise."""
@@ -645,11 +649,14 @@ class LineageApp(Application[UUID]):
     # --- reading ----------------------------------------------------------------------------------
 
     def position(self) -> int:
+        self._refuse_if_closed()
         return self.recorder.max_notification_id() or 0
 
     def run(self, key: str) -> Any:
+        self._refuse_if_closed()
         return self._load(aggregate_id("run", key))
 
     def snapshot(self, ref: str) -> Snapshot | None:
+        self._refuse_if_closed()
         found = self._load(aggregate_id("snapshot", ref))
         return found if isinstance(found, Snapshot) else None

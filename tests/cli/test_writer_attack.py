@@ -214,6 +214,9 @@ def test_a_closed_sqlite_store_refuses_a_record(tmp_path: Path) -> None:
     app.close()
     with pytest.raises(StoreClosed, match="nothing was recorded"):
         app.record([f.RunRegistered(run="r/2", task="t")])
+    for read in (app.position, lambda: app.run("r/1"), lambda: app.snapshot("s")):
+        with pytest.raises(StoreClosed, match="found this application closed"):
+            read()
     assert [p for p, _ in _sqlite_runs(tmp_path)] == [1]
     lineage = open_lineage(f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}", tmp_path / "home")
     lineage.record([f.RunRegistered(run="r/2", task="t")])
