@@ -122,11 +122,8 @@ lineage.close()
 """
 
 
-@pytest.mark.parametrize(
-    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
 def test_a_worker_that_exits_normally_leaves_the_parent_recording(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    store_url: str, tmp_path: Path
 ) -> None:
     """What the child set aside is finalized when its interpreter ends, not used: the parent's
     next record and its verify work on the sessions and files it had."""
@@ -136,14 +133,9 @@ def test_a_worker_that_exits_normally_leaves_the_parent_recording(
 
     from tests.conftest import REPO
 
-    url = (
-        f"sqlite:///{tmp_path / 'events.sqlite'}"
-        if backend == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "LINEAGE_HOME": str(tmp_path / "home")}
     done = subprocess.run(
-        [sys.executable, "-c", NORMAL_EXIT, url],
+        [sys.executable, "-c", NORMAL_EXIT, store_url],
         env=env,
         capture_output=True,
         text=True,
