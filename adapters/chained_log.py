@@ -52,12 +52,12 @@ def up_to(stop: int | None, column: str = "rowid", mark: str = "?") -> str:
     return "" if stop is None else f" AND {column} <= {mark}"
 
 
-def chain_stop(events_table: str, chain_table: str) -> str:
-    """SQL for the last position the events or the links reach (NULL for neither), in one read:
-    where a chain walk stops, so that what a writer appends during the walk (its events read before
-    it, its links after) is on neither side."""
+def chain_stop(events_table: str, chain_table: str, position: str = "rowid") -> str:
+    """SQL for the last position the events (`position`: their column) or the links reach (NULL
+    for neither), in one read, as `stop`: where a chain walk stops, so that what a writer appends
+    during the walk (its events read before it, its links after) is on neither side."""
     return (
-        f"SELECT max(p) FROM (SELECT max(rowid) AS p FROM {events_table} "
+        f"SELECT max(p) AS stop FROM (SELECT max({position}) AS p FROM {events_table} "
         f"UNION ALL SELECT max(position) FROM {chain_table}) tails"
     )
 

@@ -24,7 +24,7 @@ from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import GENESIS, ChainRow
 from . import batch_evidence, merkle_store
 from .batch_evidence import BatchEvidence
-from .chained_log import merge_chain, stored_rows, until, up_to
+from .chained_log import chain_stop, merge_chain, stored_rows, until, up_to
 from .event_store import CHAIN_TABLE, PAGE, dense_tail
 from .store_port import EvidenceTables
 from .writer_connection import WriterConnection
@@ -448,10 +448,9 @@ class ChainedPostgresRecorder(PostgresApplicationRecorder, EvidenceTables):
         with self.datastore.transaction(commit=False) as curs:
             self._refuse_unplaced(curs, "the log is not intact")
             curs.execute(
-                SQL(
-                    "SELECT max(p) AS stop FROM (SELECT max(notification_id) AS p FROM {}.{} "
-                    "UNION ALL SELECT max(position) FROM {}.{}) tails"
-                ).format(schema, Identifier(self.events_table_name), *self.chain_table)
+                SQL(chain_stop("{}.{}", "{}.{}", "notification_id")).format(
+                    schema, Identifier(self.events_table_name), *self.chain_table
+                )
             )
             row: Any = curs.fetchone()  # one row, always (an aggregate)
             stop = row["stop"]
