@@ -146,9 +146,11 @@ def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
     out, err = process.communicate(timeout=60)
     assert "Traceback" not in err and "Aborted" not in err, err
     # A command that finished before the signal arrived exits 0 with its whole answer; one caught
-    # while the interpreter shuts down after it exits 130 at once, its answer already written.
-    assert process.returncode in (0, 130), err
-    if process.returncode == 0 or "interrupted" not in err:
+    # while the interpreter shuts down after it exits 130 at once, its answer already written. In
+    # shutdown's last moments Python has given SIGINT back to the system, which ends the process
+    # by the signal: what a shell also shows as 130 (CI saw it once at 0.4 s), answer written.
+    assert process.returncode in (0, 130, -signal.SIGINT), err
+    if process.returncode != 130 or "interrupted" not in err:
         assert "root" in out, (process.returncode, err)
     else:
         assert err.strip().splitlines()[-1] == "interrupted"
