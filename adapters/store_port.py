@@ -7,13 +7,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..domain.errors import InvalidInput
 from .chained_log import ChainedLog
 
-if TYPE_CHECKING:  # batch_evidence imports the Merkle store, which names this port
-    from .batch_evidence import BatchEvidence
+
+class BatchWriter(Protocol):
+    """What a recorder writes beside each batch's chain links, in the batch's own transaction
+    (`evidence/batch_evidence.py`'s `BatchEvidence`). A port, so the stores and this port import
+    nothing of the evidence code that uses them."""
+
+    def write(
+        self,
+        cursor: Any,
+        ids: Sequence[int],
+        rows: Sequence[Any],
+        store: EvidenceTables,
+        recorded_by: str | None = None,
+    ) -> None:
+        """Insert the batch's evidence with the cursor of its transaction."""
 
 
 @runtime_checkable
@@ -32,7 +45,7 @@ class EvidenceTables(ChainedLog, Protocol):
 
     #: What each appended batch carries beside its chain links (`batch_evidence.BatchEvidence`),
     #: when set: the recorder writes it in the batch's own transaction.
-    batch_evidence: BatchEvidence | None
+    batch_evidence: BatchWriter | None
 
     def table(self, name: str) -> str:
         """`name` (one of our tables) as a statement in this store names it: schema-qualified on

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import big_store
 
-from rollout_lineage.adapters import ed25519
-from rollout_lineage.adapters.checkpoints import check_extends, make_checkpoint
-from rollout_lineage.adapters.merkle_store import MerkleStore
+from rollout_lineage.adapters.evidence import ed25519
+from rollout_lineage.adapters.evidence.checkpoints import check_extends, make_checkpoint
+from rollout_lineage.adapters.evidence.merkle_store import MerkleStore
 from rollout_lineage.domain.signed_note import Checkpoint, Note
 
 

@@ -43,7 +43,7 @@ from run import binary_tree_facts
 from synthetic import EVENTS_PER_RUN, batches
 
 from rollout_lineage.adapters.importers.service import import_runs
-from rollout_lineage.adapters.web_app import build_app
+from rollout_lineage.adapters.web.app import build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f

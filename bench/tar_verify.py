@@ -20,7 +20,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from rollout_lineage.adapters.snapshot_tar import verify_tar
+from rollout_lineage.adapters.snapshots.snapshot_tar import verify_tar
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 LAYER_MIB = 128

@@ -4,7 +4,7 @@ Every command reads the read models (caught up, or rebuilt `--as-of` a position 
 query in `projections/` and writes the answer. Readable text is the default; `--format json` gives
 the full document and the row formats (`table`, `jsonl`, `csv`, `markdown`) give its main rows.
 `lineage audit` exits with its verdict: 0 publishable, 10 publishable with quarantines, 11 not
-publishable (see `projections/reports/audit.py`).
+publishable (see `projections/reports/audit/checks.py`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ..projections.reports import cut_point as cuts
 from ..projections.reports import diff as diffs
 from ..projections.reports import history as histories
 from ..projections.reports import history_text, tree_view
-from ..projections.reports.audit_matrix import read_matrix
-from ..projections.reports.audit_report import audit_report
-from ..projections.reports.audit_text import render_audit
+from ..projections.reports.audit.audit_matrix import read_matrix
+from ..projections.reports.audit.audit_report import audit_report
+from ..projections.reports.audit.audit_text import render_audit
 from ..projections.reports.run_list import resolve_address, resolve_run
 from .audit_dirs import audit_directories, parity_report, render_parity
 from .common import as_of_option, read_models, run_argument

@@ -14,9 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ..bootstrap import Lineage
-from ..projections.reports.audit import BLOCKER, EXIT_CODES, NOT_PUBLISHABLE, PUBLISHABLE, Finding
-from ..projections.reports.audit_parity import compare_batches
-from ..projections.reports.audit_report import audit_report
+from ..projections.reports.audit.audit_parity import compare_batches
+from ..projections.reports.audit.audit_report import audit_report
+from ..projections.reports.audit.checks import (
+    BLOCKER,
+    EXIT_CODES,
+    NOT_PUBLISHABLE,
+    PUBLISHABLE,
+    Finding,
+)
 from ..projections.reports.history_text import as_json
 from .output import note
 
@@ -58,7 +64,7 @@ def audit_directories(paths: list[Path], selection: dict[str, Any]) -> dict[str,
 def _parity_side(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Each run of one batch as the parity check compares it: its audit row, evidence and file
     schema."""
-    from ..adapters.importers.rundir import RunFolder
+    from ..adapters.rundir import RunFolder
 
     with _scratch([path]) as (models, scratch, unreadable):
         report = audit_report(models.db, scratch.verify().summary(), position=models.position)

@@ -60,9 +60,9 @@ def write(
     lineage: Lineage, runs: tuple[str, ...], target: str, signer_file: str | None, with_tars: bool
 ) -> None:
     """Write RUN...'s events, proofs, checkpoint, batch signatures and tar digests to one file."""
-    from ..adapters import ed25519
-    from ..adapters.bundles import build, canonical
-    from ..adapters.checkpoints import write_new
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.bundles import build, canonical
+    from ..adapters.evidence.checkpoints import write_new
 
     path = Path(target)
     to_stdout = target == "-"
@@ -84,8 +84,8 @@ def write(
 
 
 def _read(path: str, key_values: tuple[str, ...]) -> Any:
-    from ..adapters import ed25519
-    from ..adapters.bundle_check import verify_bundle
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.bundle_check import verify_bundle
     from ..adapters.user_files import read_capped
 
     data = read_capped(path, MAX_BUNDLE_BYTES, "a bundle")
@@ -143,11 +143,11 @@ def verify_command(path: str, key_values: tuple[str, ...], fmt: str) -> None:
 def show(path: str, key_values: tuple[str, ...]) -> None:
     """Verify a bundle, then print its runs' trees and the audit verdict, built in a throwaway
     store."""
-    from ..adapters.bundle_check import entries
+    from ..adapters.evidence.bundle_check import entries
     from ..projections.engine.runner import open_read_models
     from ..projections.reports import tree_view
-    from ..projections.reports.audit_report import audit_report
-    from ..projections.reports.audit_text import render_audit
+    from ..projections.reports.audit.audit_report import audit_report
+    from ..projections.reports.audit.audit_text import render_audit
     from ..settings import Settings
 
     report = _read(path, key_values)
@@ -180,8 +180,8 @@ def show(path: str, key_values: tuple[str, ...]) -> None:
 def sources_command(lineage: Lineage, key_values: tuple[str, ...], fmt: str) -> None:
     """Imported events with the origin, position and checkpoint they came from, each proof
     re-checked."""
-    from ..adapters import ed25519
-    from ..adapters.bundle_import import require_proven, sources
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.bundle_import import require_proven, sources
 
     rows = sources(lineage.app.recorder, [ed25519.load_verifier(value) for value in key_values])
     write_rows(
@@ -203,7 +203,7 @@ def import_bundle_file(
     lineage: Lineage, bundle_file: str | None, paths: tuple[str, ...], key_values: tuple[str, ...]
 ) -> None:
     """`lineage import --bundle FILE`: verify, then append whole or not at all."""
-    from ..adapters.bundle_import import import_bundle
+    from ..adapters.evidence.bundle_import import import_bundle
 
     if bundle_file is None or paths:
         raise click.UsageError(

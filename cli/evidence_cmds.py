@@ -36,8 +36,8 @@ def generate(name: str, folder: str) -> None:
 
     Refuses to overwrite either file. NAME is also the key's name in signatures.
     """
-    from ..adapters import ed25519
-    from ..adapters.checkpoints import write_new
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.checkpoints import write_new
 
     if not KEY_FILE_NAME.match(name):
         raise InvalidInput(
@@ -75,8 +75,8 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     Keep it somewhere the store's writers cannot reach; `lineage verify --checkpoint` later proves
     the log still extends it, and `lineage prove` proves single events against it.
     """
-    from ..adapters import ed25519
-    from ..adapters.checkpoints import make_checkpoint
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.checkpoints import make_checkpoint
     from ..domain.signed_note import Note
 
     signer = ed25519.load_signer(signer_file) if signer_file else None
@@ -93,8 +93,8 @@ def checked_checkpoint(
 ) -> tuple[Checkpoint, list[str]]:
     """The checkpoint in the file, its signatures verified when keys are given: (checkpoint,
     signers)."""
-    from ..adapters import ed25519
-    from ..adapters.checkpoints import read_checkpoint
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.checkpoints import read_checkpoint
 
     signed, parsed = read_checkpoint(checkpoint_file)
     signers: list[str] = []
@@ -109,7 +109,7 @@ def check_checkpoint(
 ) -> str:
     """What `verify --checkpoint` says about it; a log that does not extend it marks the report
     broken."""
-    from ..adapters.checkpoints import check_extends
+    from ..adapters.evidence.checkpoints import check_extends
 
     parsed, signers = checked_checkpoint(checkpoint_file, key_values)
     found = check_extends(lineage.tree(), parsed)
@@ -123,8 +123,8 @@ def check_checkpoint(
 def check_trusted(lineage: Lineage, report: ChainReport, trusted_file: str) -> str:
     """What `verify --trusted-keys` says; an event no trusted signature covers marks the report
     broken."""
-    from ..adapters import ed25519
-    from ..adapters.batch_evidence import check_coverage
+    from ..adapters.evidence import ed25519
+    from ..adapters.evidence.batch_evidence import check_coverage
 
     coverage = check_coverage(lineage.app.recorder, ed25519.load_verifiers(trusted_file))
     signers = ", ".join(sorted(coverage.signers)) or "no trusted key"
@@ -215,7 +215,7 @@ def prove(
     9162 verifier (leaf = SHA-256(0x00 || entry)), or with `lineage prove --check FILE --checkpoint
     CP`.
     """
-    from ..adapters.checkpoints import check_inclusion, inclusion, require_extends
+    from ..adapters.evidence.checkpoints import check_inclusion, inclusion, require_extends
 
     parsed, _ = checked_checkpoint(checkpoint_file, key_values)
     if proof_file is not None:
@@ -237,7 +237,7 @@ def prove(
 
 
 def _check_proofs(proof_file: str, parsed: Checkpoint) -> None:
-    from ..adapters.checkpoints import check_inclusion
+    from ..adapters.evidence.checkpoints import check_inclusion
     from ..adapters.strict_json import loads as loads_strict
     from ..adapters.user_files import read_capped
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..adapters.jsonl import bounded_lines, ingest_in_chunks, ingest_schema, parse_lines
-from ..adapters.log_reader import iter_events
+from ..adapters.store.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
 from ..domain.integrity import ChainReport, Head

@@ -69,7 +69,7 @@ def allowed_hosts(host: str) -> list[str]:
     """The names a request's Host header may give: loopback's on a loopback bind (so a page
     elsewhere cannot rebind its own name to 127.0.0.1), any on a wider bind, where the token
     guards."""
-    from ..adapters.web_app import LOOPBACK, is_loopback
+    from ..adapters.web.app import LOOPBACK, is_loopback
 
     if not is_loopback(host):
         return ["*"]
@@ -113,7 +113,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
-    from ..adapters.web_app import is_loopback
+    from ..adapters.web.app import is_loopback
 
     if not is_loopback(host) and not token:
         raise click.UsageError(
@@ -128,7 +128,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
         )
     import uvicorn
 
-    from ..adapters.web_app import build_app
+    from ..adapters.web.app import build_app
     from ..projections.reports.served_reads import ServedReads
 
     listening = listen(host, port)

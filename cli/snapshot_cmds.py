@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from ..adapters.docker_engine import DockerEngine
-from ..adapters.restorability import ENGINE_CHECK_TIMEOUT_S, check_restorable
-from ..adapters.snapshot_service import Outcome, SnapshotService, worst_error
-from ..adapters.snapshot_tar import verify_tar
+from ..adapters.snapshots.docker_engine import DockerEngine
+from ..adapters.snapshots.restorability import ENGINE_CHECK_TIMEOUT_S, check_restorable
+from ..adapters.snapshots.snapshot_service import Outcome, SnapshotService, worst_error
+from ..adapters.snapshots.snapshot_tar import verify_tar
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES

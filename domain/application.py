@@ -136,7 +136,7 @@ class Recorded:
 
 class RetryPolicy(Protocol):
     """How often a batch is tried and how long to wait in between: the store's adapter decides
-    (waiting is I/O policy, `adapters/backoff.py`); the application decides what a retry means
+    (waiting is I/O policy, `adapters/store/backoff.py`); the application decides what a retry means
     (decide again, or insert again)."""
 
     @property

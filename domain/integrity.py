@@ -1,7 +1,8 @@
 """Tamper evidence: every stored event is chained to its predecessor by a hash (`link`).
 
 The links live in their own table, written in the same transaction as the events
-(`adapters/event_store.py`), so an edited byte or a deleted, inserted or reordered event breaks the
+(`adapters/store/event_store.py`), so an edited byte or a deleted, inserted or reordered event
+breaks the
 walk at the first bad position; a kept `Head` proves the tail is still there.
 """
 
@@ -46,7 +47,8 @@ def position_gap(previous_position: int, position: int) -> str | None:
     """What breaks the dense rule when `position` follows `previous_position` (None when it holds).
 
     Positions are dense: the first event is at 1 and each one at the previous one's position + 1
-    (the writers' rule, `adapters/event_store.py`), so a gap, a jump or a position at or below 0 is
+    (the writers' rule, `adapters/store/event_store.py`), so a gap, a jump or a position at or
+    below 0 is
     named as such."""
     if position == previous_position + 1:
         return None

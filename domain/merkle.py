@@ -1,6 +1,6 @@
 """The Merkle tree over the log (RFC 9162 §2.1): hashes, roots of prefixes, inclusion and
 consistency proofs. Pure tree math, no storage: the same code proves from the store's node table
-(`adapters/merkle_store.py`), from a bundle's leaves held in memory, or from test vectors.
+(`adapters/evidence/merkle_store.py`), from a bundle's leaves held in memory, or from test vectors.
 """
 
 from __future__ import annotations

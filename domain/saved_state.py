@@ -47,7 +47,8 @@ class Saved(NamedTuple):
 
 
 class SavedStates(Protocol):
-    """Where saved states are kept: one per aggregate, the newest (`adapters/saved_states.py` for
+    """Where saved states are kept: one per aggregate, the newest (`adapters/store/saved_states.py`
+    for
     SQLite and PostgreSQL). Errors are eventsourcing's `PersistenceError`s.
 
     Every `SAVE_EVERY` events the application keeps the state here, outside the log (never

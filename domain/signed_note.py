@@ -1,7 +1,7 @@
 """Checkpoints and the keys that sign them, in the C2SP text formats (c2sp.org/signed-note,
 tlog-checkpoint) that Go's checksum database, Sigstore and the transparency-dev witnesses use, so
 their tools can check what this tool prints. Only text here: the Ed25519 arithmetic lives in
-`adapters/ed25519.py`.
+`adapters/evidence/ed25519.py`.
 """
 
 from __future__ import annotations

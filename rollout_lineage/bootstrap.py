@@ -22,8 +22,8 @@ from .settings import Settings, tool_version
 
 if TYPE_CHECKING:  # the write side loads on first write: read commands never need it
     from .adapters.chained_log import ChainedLog
-    from .adapters.merkle_store import MerkleStore
-    from .adapters.store_url import StoreURL
+    from .adapters.evidence.merkle_store import MerkleStore
+    from .adapters.store.store_url import StoreURL
     from .domain.application import Entry, LineageApp, Recorded
     from .domain.facts import Fact
     from .projections.engine.runner import ReadModels
@@ -59,19 +59,19 @@ class Lineage:
 
     @cached_property
     def store_url(self) -> StoreURL:
-        from .adapters.store_url import StoreURL
+        from .adapters.store.store_url import StoreURL
 
         return StoreURL.parse(self.settings.store_url)
 
     @cached_property
     def app(self) -> LineageApp:
-        from .adapters.event_store import open_application
+        from .adapters.store.event_store import open_application
         from .domain.errors import StoreUnavailable
 
         creating = self._require_store()
         signer = None
         if self.settings.signing_key:
-            from .adapters.ed25519 import load_signer
+            from .adapters.evidence.ed25519 import load_signer
 
             signer = load_signer(self.settings.signing_key)
         try:
@@ -84,7 +84,7 @@ class Lineage:
             self._refuse_if_read_only()
             raise
         if signer is not None:
-            from .adapters.batch_evidence import BatchEvidence
+            from .adapters.evidence.batch_evidence import BatchEvidence
 
             app.recorder.batch_evidence = BatchEvidence(signer=signer)
         # Only now: an open that failed (a file where the folder should be) created nothing to
@@ -110,7 +110,7 @@ class Lineage:
                     "adapters.memory_log.MEMORY_ENV"
                 )
             return recorder
-        from .adapters.sqlite_log import SQLiteLog
+        from .adapters.store.sqlite_log import SQLiteLog
 
         return SQLiteLog(path)
 
@@ -139,7 +139,7 @@ class Lineage:
     def _refuse_if_read_only(self) -> None:
         """The write side of an SQLite store that cannot be written fails in SQLite's words ("unable
         to open database file"); say what it is and which commands still work."""
-        from .adapters.store_url import may_write
+        from .adapters.store.store_url import may_write
         from .domain.errors import StoreUnavailable
 
         path = self.store_url.sqlite_path
@@ -186,7 +186,7 @@ class Lineage:
             walker.check_head(kept_head, self.log.chain_hash_at(kept_head.position))
         # The Merkle tree lives in the store's database; a log in memory has the chain only.
         if walker.report.intact and self.store_url.kind != "memory":
-            from .adapters.merkle_store import check_against_log
+            from .adapters.evidence.merkle_store import check_against_log
 
             tree = self.tree()
             found = check_against_log(tree) or _same_events(walker.report, tree)
@@ -196,7 +196,7 @@ class Lineage:
 
     def tree(self) -> MerkleStore:
         """The log's Merkle tree, caught up with the log first (checking the chain on the way)."""
-        from .adapters.merkle_store import MerkleStore
+        from .adapters.evidence.merkle_store import MerkleStore
 
         tree = MerkleStore(self.app.recorder)
         tree.catch_up()
@@ -334,8 +334,8 @@ def in_memory(
 
     `clock` (a callable returning an aware datetime) fixes recording times, so two logs fed the same
     facts hold the same bytes."""
-    from .adapters.memory_log import MEMORY_ENV, MEMORY_URL
-    from .adapters.store_url import StoreURL
+    from .adapters.store.memory_log import MEMORY_ENV, MEMORY_URL
+    from .adapters.store.store_url import StoreURL
     from .domain.application import LineageApp
 
     home_path = Path(home)

@@ -144,7 +144,7 @@ def store_identity(url: str) -> str:
     except (
         ValueError
     ):  # an unclosed IPv6 bracket: refused in the store URL's own words, password masked
-        from .adapters.store_url import StoreURL
+        from .adapters.store.store_url import StoreURL
 
         StoreURL.parse(url)
         raise

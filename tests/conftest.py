@@ -123,7 +123,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def store_env(store_url: str) -> dict[str, str]:
     """`store_url` as the application's settings (its SQLite file's folder made)."""
-    from rollout_lineage.adapters.store_url import StoreURL
+    from rollout_lineage.adapters.store.store_url import StoreURL
 
     if store_url.startswith("sqlite:///"):
         Path(store_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)

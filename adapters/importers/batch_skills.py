@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ...domain import facts as f
 from ...domain.application import Entry
-from ...domain.review_facts import SkillCatalog
+from ...domain.facts.review_facts import SkillCatalog
+from ..review_skill.task_skills import Arm, infer_task_skills, with_task_skills
 from .plan import RunPlan
-from .task_skills import Arm, infer_task_skills, with_task_skills
 
 
 def _registration(plan: RunPlan) -> f.RunRegistered | None:

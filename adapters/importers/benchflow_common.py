@@ -21,10 +21,10 @@ from typing import Any, get_args
 from ...domain import facts as f
 from ...domain.application import Entry
 from ...domain.vocabulary import BENCHFLOW_TRAJECTORY_SOURCES, SkillMode
+from ..rundir import RunFolder, parse_time
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
 from .recording import exchanges_recorded
-from .rundir import RunFolder, parse_time
 
 SKILL_MODES = frozenset(get_args(SkillMode))
 

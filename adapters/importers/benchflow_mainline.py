@@ -14,13 +14,13 @@ from datetime import datetime
 from pathlib import Path
 
 from ...domain import facts as f
+from ..rundir import RunFolder
 from .benchflow_common import RunFiles, outcome, registration
 from .ctrf import read_ctrf
-from .evidence import benchflow_evidence
 from .fields import Fields, build, invalid
 from .keys import run_key
 from .plan import RunPlan, Timeline
-from .rundir import RunFolder
+from .run_evidence import benchflow_evidence
 
 MAINLINE_KIND = "benchflow-branch-tree"
 STATUSES = ("scored", "unscored", "failed", "cancelled", "not_started")

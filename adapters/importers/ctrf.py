@@ -10,8 +10,8 @@ import json
 from typing import Any, TypeGuard, get_args
 
 from ...domain.vocabulary import CtrfStatus
+from ..rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 from .fields import invalid
-from .rundir import CTRF_CAP_FACTOR, RunFolder, require_regular
 
 # A status outside these is refused rather than guessed at: the fact type admits only CTRF's five.
 STATUSES = frozenset(get_args(CtrfStatus))

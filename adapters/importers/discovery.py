@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.errors import InvalidInput, LineageError
+from ..rundir import RunFolder
 from .benchflow_mainline import MAINLINE_KIND
 from .benchflow_staged.staged_import import containment_for
 from .continuation import CONTINUE_KIND
 from .harbor import looks_like_trial
 from .keys import run_key
 from .rollout_folder import looks_like_rollout_folder
-from .rundir import RunFolder
 
 STAGED, MAINLINE, HARBOR, UNREADABLE = "benchflow-pr", "benchflow-mainline", "harbor", "unreadable"
 ROLLOUT = "rollout-folder"

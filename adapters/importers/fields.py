@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from ...domain.errors import InvalidInput
-from .rundir import NOTHING_APPENDED
+from ..rundir import NOTHING_APPENDED
 
 _MISSING = object()
 M = TypeVar("M", bound=BaseModel)

@@ -14,12 +14,12 @@ from urllib.parse import unquote, urlparse
 from ...domain import facts as f
 from ...domain.application import Entry
 from ...domain.errors import InvalidInput, MalformedJSON
+from ..rundir import RunFolder, iso, parse_time, read_json_file
 from .ctrf import read_ctrf
-from .evidence import token_usage
 from .fields import Fields, build
 from .keys import run_key
 from .plan import RunPlan
-from .rundir import RunFolder, iso, parse_time, read_json_file
+from .run_evidence import token_usage
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 #: Exceptions Harbor's verifier raises (harbor.verifier, and the trial's verifier timeout).

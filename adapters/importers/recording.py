@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from ...domain.errors import InvalidInput
-from .rundir import NOTHING_APPENDED, RunFolder, require_regular
+from ..rundir import NOTHING_APPENDED, RunFolder, require_regular
 
 RECORDING = "trajectory/llm_trajectory.jsonl"
 MAX_LINE_BYTES = 64 * 1024 * 1024

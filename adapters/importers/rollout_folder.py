@@ -15,12 +15,12 @@ from typing import Any
 
 from ...domain import facts as f
 from ...domain.application import Entry
+from ..review_skill.review import read_rollout, review_rollout
+from ..review_skill.review_input import CONFIG_NAMES, Rollout
+from ..rundir import RunFolder, parse_time
 from .fields import build
 from .keys import run_key
 from .plan import RunPlan
-from .review import read_rollout, review_rollout
-from .review_input import CONFIG_NAMES, Rollout
-from .rundir import RunFolder, parse_time
 
 #: result.json `status` words and the run.finished status each means.
 STATUSES = {

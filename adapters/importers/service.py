@@ -31,6 +31,7 @@ from ...domain.errors import (
     MalformedJSON,
     StoreUnavailable,
 )
+from ..rundir import RunFolder
 from . import benchflow_mainline, harbor
 from .batch_skills import infer_batch
 from .benchflow_common import result_missing
@@ -38,7 +39,6 @@ from .benchflow_staged import staged_import as benchflow_staged
 from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, Skipped, survey
 from .plan import RunPlan
 from .rollout_folder import import_rollout_folder
-from .rundir import RunFolder
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
     STAGED: benchflow_staged.import_staged_run,

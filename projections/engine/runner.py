@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...adapters.chained_log import ChainedLog
 from ...adapters.duckdb_store import MISSING_OBJECT, ReadModelDB, within_limits
-from ...adapters.store_url import may_write
+from ...adapters.store.store_url import may_write
 from ...domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
 from ..read_models import event_rows as events_table
 from ..read_models.base import Projection
@@ -25,7 +25,7 @@ from .shadows import creating_in_file, shadow_on_demand
 from .timeparse import parse_moment
 
 if TYPE_CHECKING:
-    from ...adapters.store_url import StoreURL
+    from ...adapters.store.store_url import StoreURL
     from ...domain.application import LineageApp
 
 

@@ -81,7 +81,7 @@ def charts(db: ReadModelDB, group: str | None = None) -> Charts:
     """The charts page's numbers, grouped by `group` (a column of `runs`, `task` by default).
 
     With `group` `task`, an arm's row is `lineage arms --stats`'s row for any run of the task.
-    Only the drawing is the page's (`adapters/web_charts.py`); `lineage serve` remembers each
+    Only the drawing is the page's (`adapters/web/chart_svg.py`); `lineage serve` remembers each
     answer for its log position, like every served answer."""
     chosen, columns = checked_group(db, group)
     value = f'CAST(r."{chosen}" AS VARCHAR)'  # a checked name, quoted; values are never pasted

@@ -138,7 +138,7 @@ SUMMARIES: dict[str, Any] = {
             else "nothing preserved"
         )
     ),
-    # Stored facts are read with today's meaning (see the upcasters in domain/facts.py): a
+    # Stored facts are read with today's meaning (see the upcasters in domain/facts/__init__.py): a
     # branch-aggregate reward, a request_global category.
     "run.scored": lambda f, w: (
         (

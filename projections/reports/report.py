@@ -16,7 +16,7 @@ from typing import Any
 from ...adapters.duckdb_store import ReadModelDB
 from .arm_stats import ArmStats, arm_stats, has_named_arms
 from .arms import ArmsTable, arms_table
-from .audit_report import audit_report
+from .audit.audit_report import audit_report
 from .exports import require_run
 from .tree_view import OUTCOME_COLOURS, TreeModel, tree_model
 

@@ -26,7 +26,7 @@ from ..engine.timeparse import parse_moment
 from ..engine.user_sql import run_reads
 from . import arm_stats as stats
 from .arms import PARENT, arms_table, split_run_fork
-from .audit_report import audit_report
+from .audit.audit_report import audit_report
 from .charts import SUMMARY, Charts, charts
 from .diff import diff_document
 from .report import RunReport, built_from, run_report

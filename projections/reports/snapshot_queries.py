@@ -4,7 +4,8 @@ snapshots list|show`.
 Design decision: the SQL that snapshot imports and `lineage snapshots` ask lives here, in the
 projections layer that owns the `snapshots` view and `snapshot_events` table
 (`projections/read_models/stage_registry.py`), as functions of a `ReadModelDB`, so the CLI only
-parses and prints. `adapters/snapshot_service.py` may not import projections, so it asks through its
+parses and prints. `adapters/snapshots/snapshot_service.py` may not import projections, so it asks
+through its
 `Catalog` port; `ReadModelCatalog` implements that port by opening the read models for one query at
 a time, so a long `docker load` never holds the DuckDB lock. (Exports, history and audit read the
 same tables in queries of their own.)
@@ -17,8 +18,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ...adapters.duckdb_store import ReadModelDB
-from ...adapters.snapshot_service import RunExports
-from ...adapters.snapshot_tar import TarReport
+from ...adapters.snapshots.snapshot_service import RunExports
+from ...adapters.snapshots.snapshot_tar import TarReport
 from ...domain.errors import InvalidInput, StageNotRecorded, UnknownSubject
 from .run_list import LIST_RUNS_HINT
 

@@ -89,7 +89,8 @@ def test_reading_a_sqlite_store_loads_no_write_side(tmp_path) -> None:  # type: 
 
 def test_writing_to_a_sqlite_store_loads_no_postgresql_driver(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A harness or `lineage ingest` on the embedded store never imports psycopg: the PostgreSQL
-    recorder lives in `adapters/postgres_store.py`, which only a PostgreSQL store URL names (issue
+    recorder lives in `adapters/store/postgres_store.py`, which only a PostgreSQL store URL names
+    (issue
     #14: ingest start-up)."""
     facts = tmp_path / "facts.jsonl"
     facts.write_text('{"type": "run.registered", "run": "r1", "task": "t"}\n', encoding="utf-8")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.event_store import StoreURL
+from rollout_lineage.adapters.store.event_store import StoreURL
 from rollout_lineage.domain.application import LineageApp
 
 
@@ -26,7 +26,7 @@ def test_opening_a_new_sqlite_store_tries_again_only_after_a_race(
 ) -> None:
     import sqlite3
 
-    from rollout_lineage.adapters import event_store
+    from rollout_lineage.adapters.store import event_store
     from rollout_lineage.domain import application
     from rollout_lineage.domain.errors import StoreUnavailable
 

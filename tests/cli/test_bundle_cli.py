@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters import ed25519
-from rollout_lineage.adapters.bundle_check import verify_bundle
+from rollout_lineage.adapters.evidence import ed25519
+from rollout_lineage.adapters.evidence.bundle_check import verify_bundle
 from rollout_lineage.domain.errors import IntegrityFailure
 from tests.cli_helpers import source_store
 from tests.conftest import Cli
@@ -218,7 +218,7 @@ def test_a_field_re_encoded_as_another_json_type_is_refused(
 ) -> None:
     """`"1"` and `true` hash as 1, so re-encoding the bundle canonically with one of them passed
     every check and imported a value the source never held (an attack review's find)."""
-    from rollout_lineage.adapters.bundles import canonical
+    from rollout_lineage.adapters.evidence.bundles import canonical
 
     a = Cli(tmp_path / "a")
     source_store(

@@ -25,8 +25,8 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 from rollout_lineage.adapters.chained_log import ChainedLog, next_links
-from rollout_lineage.adapters.event_store import StoreURL
-from rollout_lineage.adapters.memory_log import MEMORY_ENV, ChainedMemoryRecorder
+from rollout_lineage.adapters.store.event_store import StoreURL
+from rollout_lineage.adapters.store.memory_log import MEMORY_ENV, ChainedMemoryRecorder
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.events import aggregate_id
@@ -72,7 +72,7 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LineageApp]:
 
 def _log(app: LineageApp) -> ChainedLog:
     if id(app) in READ_BACK:
-        from rollout_lineage.adapters.sqlite_log import SQLiteLog
+        from rollout_lineage.adapters.store.sqlite_log import SQLiteLog
 
         return SQLiteLog(READ_BACK[id(app)])
     assert isinstance(app.recorder, ChainedLog), type(app.recorder)
@@ -226,7 +226,7 @@ def test_links_the_server_makes_are_the_links_python_makes(postgres_url: str, ro
     import psycopg
     from psycopg import sql
 
-    from rollout_lineage.adapters.postgres_store import CHAINED_ROLE
+    from rollout_lineage.adapters.store.postgres_store import CHAINED_ROLE
 
     base, _, query = postgres_url.partition("?")
     with psycopg.connect(base, autocommit=True) as admin:
@@ -274,7 +274,7 @@ def test_a_replaced_append_function_is_caught_by_verify(postgres_url: str) -> No
     that links wrongly makes `verify` fail at the first event it wrote."""
     import psycopg
 
-    from rollout_lineage.adapters.postgres_store import (
+    from rollout_lineage.adapters.store.postgres_store import (
         APPEND_FUNCTION,
         APPEND_PARAMETERS,
         APPEND_RETURNS,

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import pytest
 
-from rollout_lineage.adapters.bundles import canonical
+from rollout_lineage.adapters.evidence.bundles import canonical
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure

@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from rollout_lineage.adapters import ed25519
-from rollout_lineage.adapters.batch_evidence import (
+from rollout_lineage.adapters.evidence import ed25519
+from rollout_lineage.adapters.evidence.batch_evidence import (
     PROVENANCE,
     SIGNATURES,
     BatchEvidence,
     check_coverage,
     signatures,
 )
-from rollout_lineage.adapters.bundle_import import sources
-from rollout_lineage.adapters.event_store import ChainedSQLiteRecorder
-from rollout_lineage.adapters.memory_log import MEMORY_ENV
-from rollout_lineage.adapters.merkle_store import LEAVES, MerkleStore
-from rollout_lineage.adapters.postgres_store import ChainedPostgresRecorder
+from rollout_lineage.adapters.evidence.bundle_import import sources
+from rollout_lineage.adapters.evidence.merkle_store import LEAVES, MerkleStore
+from rollout_lineage.adapters.store.event_store import ChainedSQLiteRecorder
+from rollout_lineage.adapters.store.memory_log import MEMORY_ENV
+from rollout_lineage.adapters.store.postgres_store import ChainedPostgresRecorder
+from rollout_lineage.adapters.store.store_url import StoreURL
 from rollout_lineage.adapters.store_port import EvidenceTables, evidence_tables
-from rollout_lineage.adapters.store_url import StoreURL
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import InvalidInput

@@ -103,7 +103,7 @@ def test_an_app_closed_by_another_thread_mid_record_refuses_it_as_closed(
     another thread closes it while the record is under way. Before, PostgreSQL retried it eight
     times as a store gone away (about 7 s) and said "check that the store is reachable"; SQLite
     raised the library's bare ConnectionPoolClosedError."""
-    from rollout_lineage.adapters.event_store import StoreURL, open_application
+    from rollout_lineage.adapters.store.event_store import StoreURL, open_application
 
     url = (
         f"sqlite:///{tmp_path / 'events.sqlite'}"
@@ -130,7 +130,7 @@ def test_a_worker_forked_while_another_thread_opens_a_store_opens_its_own(
     exist in the child, which waited for the lock for ever on its own first use."""
     import signal
 
-    from rollout_lineage.adapters import event_store
+    from rollout_lineage.adapters.store import event_store
 
     lineage = open_lineage(f"sqlite:///{tmp_path / 'events.sqlite'}", tmp_path / "home")
     other = open_lineage(f"sqlite:///{tmp_path / 'other.sqlite'}", tmp_path / "other")

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout_lineage.adapters.importers import rundir
+from rollout_lineage.adapters import rundir
 from tests.conftest import EXAMPLES
 from tests.fuzz_strategies import (
     NON_FINITE,

@@ -74,7 +74,10 @@ BASE_LINES = [json.dumps(line).encode() for line in BASE]
 SMALL_LINE_CAP = (
     4096  # the per-line cap during fuzzing, so over-long lines cost kilobytes, not megabytes
 )
-REWARD_FIELDS = {"reward", "value"}  # `Reward` fields: finite numbers only (domain/facts.py)
+REWARD_FIELDS = {
+    "reward",
+    "value",
+}  # `Reward` fields: finite numbers only (domain/facts/__init__.py)
 
 
 @contextmanager

@@ -39,7 +39,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollout_lineage.adapters.snapshot_tar import TarReport, verify_tar
+from rollout_lineage.adapters.snapshots.snapshot_tar import TarReport, verify_tar
 from rollout_lineage.domain.errors import InvalidInput
 from tests.fuzz_strategies import examples, invoke, log_rows, note
 from tests.snapshot_tars import (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rollout_lineage.adapters.event_store import StoreURL
+from rollout_lineage.adapters.store.event_store import StoreURL
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, recorded_at
 from rollout_lineage.domain.errors import ConflictingFact, IntegrityFailure, SnapshotNotRestorable

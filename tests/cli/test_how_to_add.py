@@ -150,8 +150,9 @@ def test_an_event_and_its_column_added_the_way_architecture_says(tmp_path: Path)
     facts.write_text("".join(json.dumps(fact) + "\n" for fact in FACTS), encoding="utf-8")
     assert code.guards()[0] == set(), "the guards fail on the code as it is"
 
-    # 1. Declare it: a frozen class with a `type`, in domain/facts.py. Nothing knows of it yet.
-    code.edit("domain/facts.py", "\nFACT_TYPES: tuple", THE_FACT + "FACT_TYPES: tuple")
+    # 1. Declare it: a frozen class with a `type`, in domain/facts/__init__.py. Nothing knows of it
+    # yet.
+    code.edit("domain/facts/__init__.py", "\nFACT_TYPES: tuple", THE_FACT + "FACT_TYPES: tuple")
     refused = code.lineage("ingest", str(facts), code=1)
     assert "found 'run.labelled'" in refused.stderr
     assert code.guards()[0] == set()
@@ -159,7 +160,7 @@ def test_an_event_and_its_column_added_the_way_architecture_says(tmp_path: Path)
     # 2. List it in FACT_TYPES: now every guard that walks the facts sees it, and each names what is
     #    missing.
     code.edit(
-        "domain/facts.py",
+        "domain/facts/__init__.py",
         "    RunRegistered,\n    RunLocated,",
         "    RunRegistered,\n    RunLabelled,\n    RunLocated,",
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.importers import rundir
+from rollout_lineage.adapters import rundir
 from tests.conftest import EXAMPLES, Cli
 
 NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters import merkle_store
-from rollout_lineage.adapters.merkle_store import MerkleStore, leaf_of
+from rollout_lineage.adapters.evidence import merkle_store
+from rollout_lineage.adapters.evidence.merkle_store import MerkleStore, leaf_of
 from rollout_lineage.domain import merkle
 from rollout_lineage.domain.errors import IntegrityFailure
 from rollout_lineage.domain.facts import RunRegistered, StageMarked

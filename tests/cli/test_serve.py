@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from rollout_lineage.adapters.web_app import CSP, build_app
+from rollout_lineage.adapters.web.app import CSP, build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.main import cli
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
@@ -428,7 +428,7 @@ def test_a_log_rewritten_under_a_running_server_is_not_shown_intact(tmp_path: Pa
     the log."""
     import sqlite3
 
-    from rollout_lineage.adapters.event_store import CHAIN_TABLE
+    from rollout_lineage.adapters.store.event_store import CHAIN_TABLE
 
     home = tmp_path / "home"
     Cli(home)("import", str(EXAMPLES / "pr-layout"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from rollout_lineage.adapters.web_app import build_app
+from rollout_lineage.adapters.web.app import build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f
@@ -287,7 +287,7 @@ def test_a_new_run_reaches_the_next_charts_answer(tmp_path: Path) -> None:
 
 
 def test_a_run_page_shows_the_first_arms_and_links_the_rest(tmp_path: Path) -> None:
-    from rollout_lineage.adapters.web_app import ARMS_SHOWN
+    from rollout_lineage.adapters.web.app import ARMS_SHOWN
 
     home = tmp_path / "home"
     children = tuple(f.ForkChild(index=i, node=f"n{i + 1}", arm=f"arm-{i:03}") for i in range(260))

@@ -390,7 +390,7 @@ def test_export_with_the_engine_unreachable_records_nothing(run_cli: Cli, tmp_pa
 
 
 def test_export_file_name_follows_benchflow() -> None:
-    from rollout_lineage.adapters.snapshot_files import export_file_name
+    from rollout_lineage.adapters.snapshots.snapshot_files import export_file_name
 
     assert export_file_name("bf-snap-x") == "bf-snap-x.tar"
     assert export_file_name("registry:5000/team/bf snap:v1") == "registry-5000-team-bf-snap-v1.tar"
@@ -447,8 +447,8 @@ def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
 
 
 def test_adopted_ref_and_tag_matching() -> None:
-    from rollout_lineage.adapters.snapshot_files import adopted_ref, tar_names
-    from rollout_lineage.adapters.snapshot_tar import TarReport
+    from rollout_lineage.adapters.snapshots.snapshot_files import adopted_ref, tar_names
+    from rollout_lineage.adapters.snapshots.snapshot_tar import TarReport
 
     def report(tags: tuple[str, ...], image_id: str | None = "sha256:" + "a" * 64) -> TarReport:
         return TarReport("x.tar", "sha256:" + "b" * 64, 0, "legacy", image_id, None, tags, (), ())
@@ -603,7 +603,7 @@ def test_an_engine_answering_5xx_is_unavailable_not_a_refusal() -> None:
     import docker.errors
     import requests
 
-    from rollout_lineage.adapters.docker_engine import DockerEngine
+    from rollout_lineage.adapters.snapshots.docker_engine import DockerEngine
     from rollout_lineage.domain.errors import StoreUnavailable
 
     response = requests.Response()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rollout_lineage.adapters.snapshot_tar import verify_tar
+from rollout_lineage.adapters.snapshots.snapshot_tar import verify_tar
 from tests.snapshot_tars import file_entry, legacy_entries, tar_bytes, write
 
 

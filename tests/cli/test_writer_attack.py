@@ -1,5 +1,7 @@
-"""Attacks on the kept writer connection (`adapters/writer_connection.py`) and the SQLite factory
-that keeps prepared statements (`adapters/sqlite_connections.py`), each naming the guarantee it
+"""Attacks on the kept writer connection (`adapters/store/writer_connection.py`) and the SQLite
+factory
+that keeps prepared statements (`adapters/store/sqlite_connections.py`), each naming the guarantee
+it
 tries to break. A test that passes is a regression test: the guarantee held against that attack.
 """
 
@@ -18,7 +20,7 @@ import psycopg
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from rollout_lineage.adapters.batch_evidence import BatchEvidence
+from rollout_lineage.adapters.evidence.batch_evidence import BatchEvidence
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp, RetryAtOnce
 from rollout_lineage.domain.errors import StoreClosed, StoreUnavailable
@@ -28,7 +30,7 @@ from tests.conftest import open_lineage
 
 
 def _app(postgres_url: str, actor: str = "writer@lab") -> LineageApp:
-    from rollout_lineage.adapters.event_store import StoreURL, open_application
+    from rollout_lineage.adapters.store.event_store import StoreURL, open_application
 
     return open_application(StoreURL.parse(postgres_url), actor=actor, tool_version="tests")
 
@@ -226,7 +228,7 @@ def test_a_closed_sqlite_store_refuses_a_record(tmp_path: Path) -> None:
 
 
 def _sqlite_app(tmp_path: Path) -> LineageApp:
-    from rollout_lineage.adapters.event_store import StoreURL, open_application
+    from rollout_lineage.adapters.store.event_store import StoreURL, open_application
 
     url = StoreURL.parse(f"sqlite:///{tmp_path / 'store' / 'events.sqlite'}")
     return open_application(url, actor="writer@lab", tool_version="tests")

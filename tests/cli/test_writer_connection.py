@@ -1,5 +1,5 @@
 """Issue 26: a PostgreSQL writer appends through a connection of its own, kept open between records
-(`adapters/writer_connection.py`). Each test is a way that kept connection could betray the
+(`adapters/store/writer_connection.py`). Each test is a way that kept connection could betray the
 guarantees the library's pool gave: a session the server ended, a statement cut by Ctrl-C, a
 store closed with the connection left open, errors no longer read as a lost race.
 """
@@ -19,7 +19,7 @@ from rollout_lineage.domain.integrity import ChainWalker
 
 
 def _app(postgres_url: str, actor: str = "writer@lab") -> LineageApp:
-    from rollout_lineage.adapters.event_store import StoreURL, open_application
+    from rollout_lineage.adapters.store.event_store import StoreURL, open_application
 
     return open_application(StoreURL.parse(postgres_url), actor=actor, tool_version="tests")
 

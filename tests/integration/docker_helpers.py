@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.docker_engine import DockerEngine
+from rollout_lineage.adapters.snapshots.docker_engine import DockerEngine
 from rollout_lineage.domain.errors import StoreUnavailable
 
 DOCKER_SOCKET = Path("/var/run/docker.sock")

@@ -12,8 +12,8 @@ from typing import ClassVar
 import pytest
 import urllib3.exceptions
 
-from rollout_lineage.adapters.docker_engine import DockerEngine, DockerEngineError
-from rollout_lineage.adapters.snapshot_tar import verify_tar
+from rollout_lineage.adapters.snapshots.docker_engine import DockerEngine, DockerEngineError
+from rollout_lineage.adapters.snapshots.snapshot_tar import verify_tar
 from rollout_lineage.domain.errors import InvalidInput, StoreUnavailable
 from tests.integration.docker_helpers import BUSYBOX
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from rollout_lineage.adapters import ed25519
-from rollout_lineage.adapters.batch_evidence import check_coverage
-from rollout_lineage.adapters.checkpoints import check_extends, make_checkpoint
+from rollout_lineage.adapters.evidence import ed25519
+from rollout_lineage.adapters.evidence.batch_evidence import check_coverage
+from rollout_lineage.adapters.evidence.checkpoints import check_extends, make_checkpoint
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.signed_note import Checkpoint

@@ -41,13 +41,32 @@ LAYERS = {
     "cli": {"domain", "adapters", "projections", "rollout_lineage"},
     "rollout_lineage": {"domain", "adapters", "projections", "cli"},
 }
-#: Inside `projections/`, each room may import only the rooms before it: read models know nothing of
-#: the engine that fills them, and the engine nothing of the reports that read them.
-PROJECTION_ROOMS = {
-    "read_models": set(),
-    "engine": {"read_models"},
-    "reports": {"read_models", "engine"},
+#: The rooms inside each layer and the rooms each may import ("" is the layer's own top-level
+#: modules: ports and helpers every room shares). A file in the wrong room fails
+#: `test_each_room_imports_only_the_rooms_it_may`.
+ROOMS: dict[str, dict[str, set[str]]] = {
+    # The facts (their families and base) and the aggregates and services that decide them; facts
+    # use the words in `vocabulary.py`, which the read side shares without loading pydantic.
+    "domain": {"facts": {""}, "": {"facts"}},
+    "adapters": {
+        "": set(),  # the store ports (chained_log, store_port), DuckDB, run-folder reading, files
+        "evidence": {""},  # Merkle tree, signed batches, checkpoints, bundles, keys
+        "store": {"", "evidence"},  # event stores write each batch's evidence in its transaction
+        "snapshots": {""},  # docker save tars, the engine, restorability
+        "review_skill": {""},  # the experiment-review skill's reading of one rollout
+        "importers": {"", "review_skill"},  # run-directory layouts, reviewed at import
+        "web": {""},  # lineage serve
+    },
+    # Read models know nothing of the engine that fills them, the engine nothing of the reports.
+    "projections": {
+        "read_models": set(),
+        "engine": {"read_models"},
+        "reports": {"read_models", "engine"},
+    },
 }
+#: No folder of the product holds more modules side by side: past about twenty, a newcomer can no
+#: longer see a folder's design.
+MOST_MODULES_PER_FOLDER = 20
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -109,49 +128,144 @@ def test_the_help_table_matches_the_commands() -> None:
         ), name
 
 
-def _room_of_import(node: ast.ImportFrom | ast.Import, package: list[str]) -> set[str]:
-    """The rooms of `projections/` one import statement reaches, from a module inside `package`."""
+def _imported_names(node: ast.ImportFrom | ast.Import, package: list[str]) -> list[str]:
+    """Every dotted name one import statement may reach, relative imports resolved against
+    `package`: the module and each imported name under it (which may be a module)."""
     if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
-    elif node.level:
+        return [alias.name for alias in node.names]
+    if node.level:
         base = package[: len(package) - node.level + 1]
-        stem = [*base, node.module] if node.module else base
-        names = [".".join(stem)] + [".".join([*stem, alias.name]) for alias in node.names]
+        stem = ".".join([*base, node.module] if node.module else base)
     else:
-        names = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
+        stem = node.module or ""
+    return [stem] + [f"{stem}.{alias.name}" for alias in node.names]
+
+
+def _room_of(layer: str, parts: list[str] | tuple[str, ...]) -> str:
+    """The room of a module path inside `layer` (its first folder, or "" for a top-level
+    module)."""
+    first = parts[0] if parts else ""
+    return first if first in ROOMS[layer] and first else ""
+
+
+def _rooms_reached(layer: str, node: ast.ImportFrom | ast.Import, package: list[str]) -> set[str]:
     reached = set()
-    for name in names:
+    for name in _imported_names(node, package):
         parts = name.split(".")
-        if parts[:2] == ["rollout_lineage", "projections"] and len(parts) > 2:
-            reached.add(parts[2])
-    return reached & set(PROJECTION_ROOMS)
+        if parts[:2] == ["rollout_lineage", layer] and len(parts) > 2:
+            reached.add(_room_of(layer, parts[2:]))
+    return reached
 
 
-def test_each_projection_room_imports_only_the_rooms_before_it() -> None:
+def test_each_room_imports_only_the_rooms_it_may() -> None:
     broken = []
-    rooms = REPO / "projections"
-    assert sorted(p.name for p in rooms.iterdir() if p.suffix == ".py") == ["__init__.py"], (
-        "every module of projections/ lives in a room: read_models/, engine/ or reports/"
-    )
-    for room, allowed in PROJECTION_ROOMS.items():
-        for path in sorted((rooms / room).rglob("*.py")):
-            package = ["rollout_lineage", "projections", room]
+    for layer, rooms in ROOMS.items():
+        for path in sorted((REPO / layer).rglob("*.py")):
+            inside = path.relative_to(REPO / layer).parts
+            room = _room_of(layer, inside[:-1])
+            package = ["rollout_lineage", layer, *inside[:-1]]
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    for reached in _room_of_import(node, package) - allowed - {room}:
+                    for reached in _rooms_reached(layer, node, package) - rooms[room] - {room}:
                         broken.append(
-                            f"{path.relative_to(REPO)}:{node.lineno} ({room}) imports {reached}"
+                            f"{path.relative_to(REPO)}:{node.lineno} ({layer}/{room or '.'}) "
+                            f"imports {layer}/{reached or '.'}"
                         )
     assert broken == []
 
 
+def test_every_folder_is_a_room_of_the_table() -> None:
+    """A new folder is declared in `ROOMS` with what it may import, and projections/ keeps no
+    module outside its rooms."""
+    for layer, rooms in ROOMS.items():
+        folders = {p.name for p in (REPO / layer).iterdir() if (p / "__init__.py").is_file()}
+        assert folders == set(rooms) - {""}, layer
+    top = sorted(p.name for p in (REPO / "projections").iterdir() if p.suffix == ".py")
+    assert top == ["__init__.py"], "every module of projections/ lives in a room"
+
+
 def test_the_room_check_sees_a_violation() -> None:
-    """A read model importing a report is caught, by module and by package-relative name."""
-    package = ["rollout_lineage", "projections", "read_models"]
-    for source in ("from ..reports.audit import x", "from ..reports import audit"):
+    """A read model importing a report is caught, by module and by package-relative name; so is
+    the evidence code importing an event store,."""
+    cases = [
+        ("projections", ["read_models"], "from ..reports.audit import checks", "reports"),
+        ("projections", ["read_models"], "from ..reports import history", "reports"),
+        ("adapters", ["evidence"], "from ..store.event_store import x", "store"),
+        ("adapters", ["review_skill"], "from ..importers import plan", "importers"),
+    ]
+    for layer, inside, source, room in cases:
         node = ast.parse(source).body[0]
         assert isinstance(node, ast.ImportFrom)
-        assert _room_of_import(node, package) == {"reports"}
+        package = ["rollout_lineage", layer, *inside]
+        assert room in _rooms_reached(layer, node, package) - ROOMS[layer][inside[0]], source
+
+
+def test_no_folder_holds_more_than_twenty_modules() -> None:
+    crowded = {}
+    for layer in ("domain", "adapters", "projections", "cli"):
+        for folder in [REPO / layer, *(p for p in (REPO / layer).rglob("*") if p.is_dir())]:
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            if len(modules) > MOST_MODULES_PER_FOLDER:
+                crowded[str(folder.relative_to(REPO))] = len(modules)
+    assert crowded == {}
+
+
+def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports that run when a module is imported: not those inside functions, nor under
+    `if TYPE_CHECKING:`."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+            elif isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                    visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
+def test_no_import_circles() -> None:
+    """No module imports, when it is imported, a module that imports it back, however far round:
+    a circle makes import order matter and hides which module is the lower one."""
+    modules: dict[str, tuple[Path, list[str]]] = {}
+    for path in _modules() + sorted(REPO.glob("*/**/__init__.py")):
+        if path.parts[len(REPO.parts)] == "rollout_lineage":
+            parts = ["rollout_lineage", path.stem]
+        else:
+            parts = ["rollout_lineage", *path.relative_to(REPO).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            package = parts
+        else:
+            package = parts[:-1]
+        modules[".".join(parts)] = (path, package)
+    graph: dict[str, set[str]] = {}
+    for name, (path, package) in modules.items():
+        reached = set()
+        for node in _module_level_imports(ast.parse(path.read_text())):
+            names = _imported_names(node, package)
+            if isinstance(node, ast.ImportFrom) and any(n in modules for n in names[1:]):
+                names = names[1:]  # `from . import x`: x, not the package's own __init__
+            reached |= {n for n in names if n in modules and n != name}
+        graph[name] = reached
+    circles = []
+    for start in graph:  # a depth-first walk from each module back to itself
+        seen, stack = set(), [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    circles.append(" -> ".join([*trail, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+    assert circles == []
 
 
 def _modules() -> list[Path]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_lineage.projections.reports import audit
-from rollout_lineage.projections.reports.audit import BLOCKER, QUARANTINE, WARNING, Finding
+from rollout_lineage.projections.reports.audit import checks as audit
+from rollout_lineage.projections.reports.audit.checks import BLOCKER, QUARANTINE, WARNING, Finding
 from rollout_lineage.projections.reports.cut_point import cut_point_problems
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_lineage.projections.reports import audit_gate as gate
-from rollout_lineage.projections.reports.audit import Finding
+from rollout_lineage.projections.reports.audit import audit_gate as gate
+from rollout_lineage.projections.reports.audit.checks import Finding
 
 
 def evidence_row(**overrides: object) -> dict:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.event_store import StoreURL
-from rollout_lineage.adapters.memory_log import MEMORY_ENV, MEMORY_URL
+from rollout_lineage.adapters.store.event_store import StoreURL
+from rollout_lineage.adapters.store.memory_log import MEMORY_ENV, MEMORY_URL
 from rollout_lineage.bootstrap import bootstrap, in_memory
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.integrity import Head

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rollout_lineage.adapters.memory_log import MEMORY_ENV
+from rollout_lineage.adapters.store.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import Entry, LineageApp
 from rollout_lineage.domain.errors import (
@@ -565,8 +565,8 @@ def test_a_lost_race_waits_as_the_policy_says_before_deciding_again() -> None:
 
 
 def test_stores_opened_by_url_back_off_as_the_store_adapter_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from rollout_lineage.adapters.backoff import StoreBackoff
-    from rollout_lineage.adapters.event_store import StoreURL, open_application
+    from rollout_lineage.adapters.store.backoff import StoreBackoff
+    from rollout_lineage.adapters.store.event_store import StoreURL, open_application
 
     app = open_application(
         StoreURL.parse(f"sqlite:///{tmp_path / 'events.sqlite'}"), actor="a", tool_version="t"

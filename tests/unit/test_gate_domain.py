@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from rollout_lineage.adapters.memory_log import MEMORY_ENV
+from rollout_lineage.adapters.store.memory_log import MEMORY_ENV
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.application import LineageApp
 from rollout_lineage.domain.errors import ConflictingFact, InvariantViolated, UnknownSubject

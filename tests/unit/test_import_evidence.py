@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.importers import evidence
+from rollout_lineage.adapters.importers import run_evidence as evidence
 from rollout_lineage.adapters.importers.fields import Fields
-from rollout_lineage.adapters.importers.rundir import RunFolder
+from rollout_lineage.adapters.rundir import RunFolder
 from rollout_lineage.domain.errors import InvalidInput
 
 

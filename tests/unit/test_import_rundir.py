@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.importers import rundir
+from rollout_lineage.adapters import rundir
 from rollout_lineage.adapters.importers.ctrf import parse_ctrf
 from rollout_lineage.adapters.importers.keys import run_key
-from rollout_lineage.adapters.importers.rundir import RunFolder, parse_time
+from rollout_lineage.adapters.rundir import RunFolder, parse_time
 from rollout_lineage.domain.errors import InvalidInput
 
 

@@ -20,7 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from rollout_lineage.domain import facts as f
-from rollout_lineage.domain.gate_facts import TokenUsage
+from rollout_lineage.domain.facts.gate_facts import TokenUsage
 from rollout_lineage.projections.read_models import event_rows as events_table
 from rollout_lineage.projections.read_models import runs
 from rollout_lineage.projections.read_models.base import (

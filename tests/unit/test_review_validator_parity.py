@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.importers.artifact_contract import check_rollout
-from rollout_lineage.adapters.importers.review import read_rollout
-from rollout_lineage.adapters.importers.rundir import RunFolder
-from rollout_lineage.domain.review_facts import ArtifactIssue
+from rollout_lineage.adapters.review_skill.artifact_contract import check_rollout
+from rollout_lineage.adapters.review_skill.review import read_rollout
+from rollout_lineage.adapters.rundir import RunFolder
+from rollout_lineage.domain.facts.review_facts import ArtifactIssue
 from tests.validator_scenarios import SCENARIOS, VALIDATOR_VERDICTS
 
 #: Checks the validator states of a whole file (no line), though we also record the first line

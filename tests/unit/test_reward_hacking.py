@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from rollout_lineage.adapters.importers import reward_hacking
-from rollout_lineage.adapters.importers.review_input import ACP, LLM, Jsonl, Rollout
-from rollout_lineage.adapters.importers.reward_hacking import KINDS, find_reward_hacks
-from rollout_lineage.domain.review_facts import HackSignal
+from rollout_lineage.adapters.review_skill import reward_hacking
+from rollout_lineage.adapters.review_skill.review_input import ACP, LLM, Jsonl, Rollout
+from rollout_lineage.adapters.review_skill.reward_hacking import KINDS, find_reward_hacks
+from rollout_lineage.domain.facts.review_facts import HackSignal
 
 # ---- records as benchflow writes them ------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollout_lineage.adapters import ed25519
+from rollout_lineage.adapters.evidence import ed25519
 from rollout_lineage.domain.errors import IntegrityFailure, InvalidInput
 from rollout_lineage.domain.signed_note import Checkpoint, Note, VerifierKey
 

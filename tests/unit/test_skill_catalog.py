@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from rollout_lineage.adapters.importers.review_input import ACP, LLM, Jsonl, Rollout
-from rollout_lineage.adapters.importers.skill_catalog import review_skills
+from rollout_lineage.adapters.review_skill.review_input import ACP, LLM, Jsonl, Rollout
+from rollout_lineage.adapters.review_skill.skill_catalog import review_skills
 
 
 def exchange(body: dict[str, Any], response: dict[str, Any] | None = None, **extra: Any) -> dict:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout_lineage.adapters.docker_engine import DockerEngine
-from rollout_lineage.adapters.snapshot_service import RunExports, SnapshotService
-from rollout_lineage.adapters.snapshot_tar import TarReport
+from rollout_lineage.adapters.snapshots.docker_engine import DockerEngine
+from rollout_lineage.adapters.snapshots.snapshot_service import RunExports, SnapshotService
+from rollout_lineage.adapters.snapshots.snapshot_tar import TarReport
 from rollout_lineage.bootstrap import in_memory
 from rollout_lineage.domain.errors import IntegrityFailure
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout_lineage.adapters.snapshot_tar import TarReport, verify_tar
+from rollout_lineage.adapters.snapshots.snapshot_tar import TarReport, verify_tar
 from rollout_lineage.domain.errors import InvalidInput
 from tests.snapshot_tars import (
     Entry,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rollout_lineage.adapters.importers.task_skills import (
+from rollout_lineage.adapters.review_skill.task_skills import (
     MAX_ENTRIES,
     Arm,
     Inferred,
@@ -22,7 +22,7 @@ from rollout_lineage.adapters.importers.task_skills import (
     read_skills_folder,
     with_task_skills,
 )
-from rollout_lineage.domain.review_facts import SkillCatalog, SkillTrace
+from rollout_lineage.domain.facts.review_facts import SkillCatalog, SkillTrace
 
 T, G, H = "csv-tools", "code-review", "imagegen"  # the task's skill, two harness-global ones
 

@@ -9,8 +9,8 @@ import re
 from pathlib import PurePosixPath
 
 from ....domain import facts as f
+from ...rundir import RunFolder, file_size, sha256_file
 from ..fields import build
-from ..rundir import RunFolder, file_size, sha256_file
 from .tree import ForkGroup
 
 MOUNTED = "mounted"

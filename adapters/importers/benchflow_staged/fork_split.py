@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .tree import TreeNode
+if TYPE_CHECKING:  # tree.py imports this module when it splits forks
+    from .tree import TreeNode
 
 Split = tuple[tuple[int, int], ...]  # half-open index ranges into the node's children
 _NO_SPLIT: Split = ()

@@ -16,9 +16,9 @@ from typing import Any
 from ....domain import facts as f
 from ....domain.fork import MIN_COMPLETED_CHILDREN
 from ....domain.vocabulary import STAGES
+from ...rundir import RunFolder, parse_time
 from ..ctrf import child_test_outcomes
 from ..fields import Fields, build, invalid
-from ..rundir import RunFolder, parse_time
 from . import custody_files as custody
 from .ablation import Ablation, Arm
 from .stages import StageEntry

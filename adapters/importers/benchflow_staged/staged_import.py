@@ -17,13 +17,13 @@ from ....domain import facts as f
 from ....domain.application import Entry
 from ....domain.errors import InvalidInput
 from ....domain.vocabulary import stage_rank
+from ...rundir import NOTHING_APPENDED, RunFolder
 from ..benchflow_common import RunFiles, outcome, registration, result_missing
 from ..continuation import Continuation, continuation, cut_point
-from ..evidence import benchflow_evidence
 from ..fields import Fields, build, invalid
 from ..keys import ABLATE_JOB_NAME, is_ablate_run, run_key
 from ..plan import RunPlan, Timeline
-from ..rundir import NOTHING_APPENDED, RunFolder
+from ..run_evidence import benchflow_evidence
 from .ablation import Ablation, parse_ablation
 from .forks import ForkContext, Provenance, fork_facts, read_provenance
 from .stages import StageEntry, parse_registry, stage_entries

@@ -1,0 +1,141 @@
+"""The SQLite store as readers see it (`ChainedLog`), over a plain read-only connection.
+
+Read commands (`lineage sql`, `tables`, `tree`, ...) only need the log's rows and chain to catch the
+read models up, never the write side: opening this instead of the application spares a fresh process
+the import of eventsourcing, the PostgreSQL driver and the fact models (most of its start-up), and
+can never write to the file. The tables are eventsourcing's `stored_events` and our `lineage_chain`,
+as `event_store` creates them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from ...domain.errors import StoreUnavailable
+from ...domain.integrity import ChainRow
+from ..chained_log import chain_stop, merge_chain, until, up_to, up_to_bytes
+from .store_url import may_write
+
+EVENTS_TABLE = "stored_events"
+CHAIN_TABLE = "lineage_chain"
+PAGE = 5000
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI a reader opens `path` with. A WAL-mode file can be opened read-only only with its
+    `-shm` beside it, or with leave to create one; in a folder no one may write (a read-only mount
+    or copy) whose last writer left no `-wal` to replay, the file holds the whole log, and SQLite is
+    told it cannot change (`immutable`)."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    shm, wal = (path.with_name(path.name + suffix) for suffix in ("-shm", "-wal"))
+    unwritten = not wal.exists() or wal.stat().st_size == 0
+    if not shm.exists() and unwritten and not may_write(shm):
+        uri += "&immutable=1"
+    return uri
+
+
+class SQLiteLog:
+    """`ChainedLog` over the SQLite file at `path`, opened read-only on first use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._connection: sqlite3.Connection | None = None
+
+    def _query(
+        self, sql: str, parameters: tuple[Any, ...] = (), max_bytes: int | None = None
+    ) -> list[Any]:
+        """All rows, or with `max_bytes` the log rows up to that much state (`up_to_bytes`)."""
+        try:
+            if self._connection is None:
+                self._connection = sqlite3.connect(
+                    read_only_uri(self.path), uri=True, check_same_thread=False
+                )
+            cursor = self._connection.execute(sql, parameters)
+            try:
+                return up_to_bytes(cursor, max_bytes)
+            finally:
+                cursor.close()
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"could not read the event store {self.path}: "
+                f"expected a lineage SQLite store, found {exc}",
+                hint="check the path and that this file is a lineage store (`lineage verify`)",
+            ) from None
+
+    def max_notification_id(self) -> int | None:
+        return self._query(f"SELECT max(rowid) FROM {EVENTS_TABLE}")[0][0]
+
+    def log_rows(
+        self, after: int, stop: int | None, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[Any, ...]]:
+        """(position, originator id hex, version, topic, state bytes, recorded_by): state that is
+        not a BLOB was put there by hand, so it reads as NULL and the chain check names it; a SQLite
+        file authenticates nobody, so recorded_by is NULL."""
+        return self._query(
+            "SELECT rowid, originator_id, originator_version, topic, "
+            f"CASE typeof(state) WHEN 'blob' THEN state END, NULL FROM {EVENTS_TABLE} "
+            f"WHERE rowid > ?{up_to(stop)} ORDER BY rowid LIMIT ?",
+            (after, *until(stop), limit),
+            max_bytes,
+        )
+
+    def chain_links(self, after: int, stop: int | None) -> list[tuple[int, int, str]]:
+        return self._query(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
+            f"WHERE position > ?{up_to(stop, 'position')} ORDER BY position",
+            (after, *until(stop)),
+        )
+
+    def existing_originators(self, ids: set[UUID]) -> set[UUID]:
+        """Which of these streams have a first event (the port's question, asked read-only)."""
+        found: set[UUID] = set()
+        hexes = [i.hex for i in ids]
+        for start in range(0, len(hexes), 500):
+            chunk = hexes[start : start + 500]
+            rows = self._query(
+                f"SELECT DISTINCT originator_id FROM {EVENTS_TABLE} WHERE originator_version = 1 "
+                f"AND originator_id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update(UUID(str(row[0])) for row in rows)
+        return found
+
+    def chain_hash_at(self, position: int) -> str | None:
+        found = self._query(f"SELECT chain_hash FROM {CHAIN_TABLE} WHERE position = ?", (position,))
+        return found[0][0] if found else None
+
+    def _paged(self, sql: str, stop: int) -> Iterator[tuple[Any, ...]]:
+        # From below every position: a row someone inserted at a position <= 0 must reach the chain
+        # walk too (eventsourcing's aggregate reads would see it; `verify` names it as an event with
+        # no link).
+        after: float | int = float("-inf")
+        while rows := self._query(sql, (after, stop, PAGE)):
+            yield from rows
+            after = rows[-1][0]
+
+    def chain_rows(self) -> Iterator[ChainRow]:
+        """Every event and link up to the last position either held when the walk began
+        (`chain_stop`): a writer appending meanwhile adds nothing to one side only."""
+        [(stop,)] = self._query(chain_stop(EVENTS_TABLE, CHAIN_TABLE))
+        if stop is None:
+            return iter(())
+        events = self._paged(
+            "SELECT rowid, originator_id, originator_version, topic, state "
+            f"FROM {EVENTS_TABLE} WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+            stop,
+        )
+        links = self._paged(
+            f"SELECT position, previous, chain_hash FROM {CHAIN_TABLE} "
+            "WHERE position > ? AND position <= ? ORDER BY position LIMIT ?",
+            stop,
+        )
+        return merge_chain(events, links)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

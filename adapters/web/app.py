@@ -1,0 +1,591 @@
+"""`lineage serve`'s HTTP adapter: a Starlette application over the read side, with no way to write.
+Safe by default, since a page of the log holds names anyone could have recorded. What is read comes
+through the `Reads` port, so this module knows HTTP, not SQL.
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import json
+import math
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
+from uuid import UUID
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ...domain.errors import LineageError, UnknownSubject
+from . import chart_svg
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+READ_METHODS = frozenset({"GET", "HEAD"})
+TOKEN_COOKIE = "lineage_token"
+#: Only this server's own style sheets; no script, no frame, no plugin, forms submit only here.
+CSP = (
+    "default-src 'self'; script-src 'none'; object-src 'none'; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'self'; img-src 'self' data:"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+PAGE_SIZE = 50
+#: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows
+#: them all).
+ARMS_SHOWN = 200
+#: What a runs page takes besides its filters (`q`: a part of the run, task, agent or model).
+RUNS_PARAMS = ("q", "since", "sort", "page", "token")
+
+
+def run_path(run: str) -> str:
+    """A run id as the rest of a `/runs/...` URL: its slashes kept, unless a part of it is `.` or
+    `..`, which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
+    parts = run.split("/")
+    return quote(run, safe="" if any(p in (".", "..") for p in parts) else "/")
+
+
+class Reads(Protocol):
+    """What the web pages and the API read (implemented by
+    `projections.served_reads.ServedReads`)."""
+
+    filters: tuple[str, ...]
+    sorts: tuple[str, ...]
+    sql_row_limit: int
+    tree_style: str
+    stats_columns: tuple[str, ...]
+    chart_columns: tuple[str, ...]
+
+    @property
+    def position(self) -> int: ...
+
+    def runs(
+        self, filters: dict[str, str | None], since: str | None, sort: str, page: int, size: int
+    ) -> Any: ...
+
+    def facets(self) -> dict[str, list[str]]: ...
+
+    def run(self, given: str) -> tuple[Any, str, dict[str, str]]: ...
+
+    def compare(self, a: str, b: str) -> dict[str, Any]: ...
+
+    def audit(self) -> dict[str, Any]: ...
+
+    def charts(self, group: str | None) -> Any: ...
+
+    def arms(self, given: str, baseline: str | None, every_task: bool) -> dict[str, Any]: ...
+
+    def compare_stats(self, document: dict[str, Any]) -> dict[str, Any]: ...
+
+    def rounded(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+    def head(self) -> str | None: ...
+
+    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
+
+    def escape(self, value: Any) -> str:
+        """A value as page text: HTML-escaped, quotes too, and invisible control or format
+        characters (a right-to-left override) shown as escapes, as `lineage report` shows them."""
+        ...
+
+
+def is_loopback(host: str) -> bool:
+    """Any other bind needs a token (`cli/serve_cmds.py` refuses to start without one)."""
+    return host.strip("[]") in LOOPBACK or host.startswith("127.")
+
+
+def json_value(value: Any) -> Any:
+    """A read-model value as JSON: times in ISO 8601 (UTC with `Z`), exact numbers as numbers, bytes
+    as hex; a float that JSON cannot hold (NaN, infinity) as text, never as invalid JSON."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text.replace("+00:00", "Z")
+    if isinstance(value, (date, time, UUID)):
+        return value.isoformat() if not isinstance(value, UUID) else str(value)
+    if isinstance(value, Decimal):
+        return float(value) if value.is_finite() else str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_value(v) for v in value]
+    return str(value)
+
+
+def _text(value: Any) -> str:
+    """A value as one cell of text on a page or in CSV (missing: nothing)."""
+    shown = json_value(value)
+    if shown is None:
+        return ""
+    if isinstance(shown, bool):
+        return "true" if shown else "false"
+    if isinstance(shown, (dict, list)):
+        return json.dumps(shown, ensure_ascii=False, sort_keys=True)
+    return str(shown)
+
+
+def _templates(escape: Callable[[Any], str]) -> Environment:
+    """Every `{{ value }}` passes through `escape` (autoescape stays on beneath it): only our own
+    markup, the tree drawn by `lineage report`'s renderer, is passed as `Markup`."""
+
+    def finalize(value: Any) -> Any:
+        return value if isinstance(value, Markup) else Markup(escape(value))
+
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=finalize,
+    )
+    env.filters["text"] = _text
+    env.filters["run_path"] = run_path
+    return env
+
+
+class Guard(BaseHTTPMiddleware):
+    """Every request: a read method, the token where one is required, and the security headers on
+    the answer.
+
+    Only GET and HEAD exist: every other method is 405 before any route runs. The token is checked
+    in constant time on every request; a page visited with `?token=` gets an HttpOnly cookie, so
+    its links work. The Host header is checked beneath this (`TrustedHostMiddleware`, the names
+    `cli/serve_cmds.allowed_hosts` gives): on a loopback bind it must name loopback, so a page
+    elsewhere cannot rebind its own name to 127.0.0.1 and read the answers; on a wider bind any
+    name passes and the token guards."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    def _token_given(self, request: Request) -> tuple[bool, bool]:
+        """(whether the request carries the token, whether it came in the query string)."""
+        assert self.token is not None
+        given = request.headers.get("authorization", "")
+        candidates = [
+            (given.removeprefix("Bearer ").strip(), False) if given.startswith("Bearer ") else None,
+            (request.cookies.get(TOKEN_COOKIE, ""), False),
+            (request.query_params.get("token", ""), True),
+        ]
+        for candidate in candidates:
+            if (
+                candidate
+                and candidate[0]
+                and hmac.compare_digest(candidate[0].encode(), self.token.encode())
+            ):
+                return True, candidate[1]
+        return False, False
+
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        if request.method not in READ_METHODS:
+            response: Response = JSONResponse(
+                {"error": f"expected GET, found {request.method}: lineage serve only reads"},
+                status_code=405,
+                headers={"allow": "GET, HEAD"},
+            )
+        elif self.token is not None and not (given := self._token_given(request))[0]:
+            response = JSONResponse(
+                {
+                    "error": "expected the server's token, found none or another",
+                    "hint": "send `Authorization: Bearer TOKEN`, "
+                    "or open a page once with ?token=TOKEN",
+                },
+                status_code=401,
+                headers={"www-authenticate": "Bearer"},
+            )
+        elif self.token is not None and given[1] and not request.url.path.startswith("/api"):
+            # A page visited with ?token=: the cookie from now on, and the address without the token
+            # (it would stay in the history and the address bar).
+            kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            response = RedirectResponse(
+                request.url.path + ("?" + urlencode(kept) if kept else ""), status_code=303
+            )
+            response.set_cookie(
+                TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
+            )
+        else:
+            response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+
+def _status(exc: LineageError) -> int:
+    if isinstance(exc, UnknownSubject):
+        return 404
+    # 3: the log fails its evidence (a broken chain), 4: a read limit or the store: nothing to show
+    # now.
+    return 503 if exc.exit_code in (3, 4) else 400
+
+
+def _error_document(exc: LineageError) -> dict[str, Any]:
+    return {"error": exc.message, "hint": exc.hint}
+
+
+def _page_number(request: Request) -> int:
+    text = request.query_params.get("page", "1")
+    # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few enough for an OFFSET
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or int(text) < 1:
+        raise BadParameter(
+            f"expected page to be a whole number from 1 to 999999999, found {text!r}"
+        )
+    return int(text)
+
+
+class BadParameter(LineageError):
+    """A query parameter of the HTTP API that is not what it should be."""
+
+
+def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> Starlette:
+    """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the
+    style."""
+    env = _templates(reads.escape)
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+
+    def runs_query(request: Request) -> tuple[dict[str, str | None], str | None, str, int]:
+        params = request.query_params
+        known = {*reads.filters, *RUNS_PARAMS}
+        unknown = sorted(set(params) - known)
+        if unknown:  # a misspelt filter would otherwise show every run as if it matched
+            raise BadParameter(
+                f"expected query parameters among "
+                f"{', '.join(sorted(known))}, found {', '.join(unknown)}"
+            )
+        filters = {name: params.get(name) or None for name in reads.filters}
+        if params.get("q"):
+            filters["search"] = params["q"]
+        return (
+            filters,
+            params.get("since") or None,
+            params.get("sort") or "-registered",
+            (_page_number(request)),
+        )
+
+    def html_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def wrapped(request: Request) -> Response:
+            try:
+                return handler(request)
+            except LineageError as exc:
+                return page("error.html", _status(exc), error=exc.message, hint=exc.hint)
+
+        return wrapped
+
+    def api_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def wrapped(request: Request) -> Response:
+            try:
+                return handler(request)
+            except LineageError as exc:
+                return JSONResponse(_error_document(exc), status_code=_status(exc))
+
+        return wrapped
+
+    def runs_page(request: Request) -> Response:
+        filters, since, sort, number = runs_query(request)
+        found = reads.runs(filters, since, sort, number, PAGE_SIZE)
+        chosen = {k: v for k, v in request.query_params.items() if k not in ("page", "token")}
+
+        def link(**changes: Any) -> str:
+            return "?" + urlencode({**chosen, **changes})
+
+        return page(
+            "runs.html",
+            found=found,
+            facets=reads.facets(),
+            chosen=chosen,
+            sorts=reads.sorts,
+            link=link,
+            position=reads.position,
+        )
+
+    def run_page(request: Request) -> Response:
+        report, svg, ids = reads.run(request.path_params["run"])
+        return page(
+            "run.html",
+            report=report,
+            tree=Markup(svg),
+            ids=ids,
+            position=reads.position,
+            arms_rows=report.arms.rows[:ARMS_SHOWN],
+            arms_more=max(0, len(report.arms.rows) - ARMS_SHOWN),
+            stats=report.arm_stats,
+            stats_rows=reads.rounded(report.arm_stats.rows) if report.arm_stats else [],
+            stats_columns=reads.stats_columns,
+        )
+
+    def compare_page(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        document = reads.compare(a, b) if a and b else None
+        found = reads.compare_stats(document) if document else {"stats": None}
+        return page(
+            "compare.html",
+            a=a,
+            b=b,
+            diff=document,
+            stats=found["stats"],
+            stats_error=found.get("stats_error"),
+            stats_rows=reads.rounded(found["stats"].rows) if found["stats"] else [],
+            stats_columns=reads.stats_columns,
+        )
+
+    def arms_query(request: Request) -> tuple[str, str | None, bool]:
+        params = request.query_params
+        unknown = sorted(set(params) - {"baseline", "all_tasks", "token"})
+        if unknown:
+            raise BadParameter(
+                f"expected query parameters among all_tasks, baseline, found {', '.join(unknown)}"
+            )
+        every = params.get("all_tasks", "")
+        if every not in ("", "0", "1"):
+            raise BadParameter(f"expected all_tasks=1 or all_tasks=0, found {every!r}")
+        return request.path_params["run"], params.get("baseline") or None, every == "1"
+
+    def arms_page(request: Request) -> Response:
+        given, baseline, every = arms_query(request)
+        found = reads.arms(given, baseline, every)
+        return page(
+            "arms.html",
+            found=found,
+            table=found["table"],
+            stats=found["stats"],
+            stats_error=found.get("stats_error"),
+            stats_rows=reads.rounded(found["stats"].rows) if found["stats"] else [],
+            stats_columns=reads.stats_columns,
+            baseline=baseline or "",
+            every=every,
+            position=reads.position,
+        )
+
+    def api_arms(request: Request) -> Response:
+        given, baseline, every = arms_query(request)
+        found = reads.arms(given, baseline, every)
+        table, table_stats = found["table"], found["stats"]
+        return JSONResponse(
+            json_value(
+                {
+                    "position": reads.position,
+                    "run": found["run"],
+                    "fork": found["fork"],
+                    "arms": {
+                        "baseline": table.baseline,
+                        "columns": list(table.columns),
+                        "rows": table.rows,
+                        "differing": table.differing,
+                    },
+                    "stats": None
+                    if table_stats is None
+                    else {
+                        "title": table_stats.title,
+                        "baseline": table_stats.baseline,
+                        "task": table_stats.task,
+                        "runs": table_stats.runs,
+                        "rows": table_stats.rows,
+                    },
+                    "stats_error": found.get("stats_error"),
+                }
+            )
+        )
+
+    def charts_group(request: Request) -> str | None:
+        unknown = sorted(set(request.query_params) - {"group", "token"})
+        if unknown:
+            raise BadParameter(f"expected query parameters among group, found {', '.join(unknown)}")
+        return request.query_params.get("group") or None
+
+    def charts_page(request: Request) -> Response:
+        found = reads.charts(charts_group(request))
+        return page(
+            "charts.html",
+            charts=found,
+            pass_chart=chart_svg.interval_chart(
+                found.arms, "pass_rate", "pass_low", "pass_high", (0.0, 1.0)
+            ),
+            reward_chart=chart_svg.interval_chart(
+                found.arms,
+                "mean_reward",
+                "reward_low",
+                "reward_high",
+                chart_svg.reward_axis(found.arms),
+            ),
+            grid=chart_svg.grid_chart(found.grid),
+            time=chart_svg.timeline_charts(found.timeline),
+            rounded=reads.rounded(found.arms),
+            summary=reads.chart_columns,
+            position=reads.position,
+        )
+
+    def api_charts(request: Request) -> Response:
+        found = reads.charts(charts_group(request))
+        return JSONResponse(json_value({"position": reads.position, **vars(found)}))
+
+    def sql_page(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        if not query:
+            return page("sql.html", query="", columns=None, limit=reads.sql_row_limit)
+        try:
+            columns, rows, cut = reads.sql(query)
+        except LineageError as exc:
+            return page(
+                "sql.html",
+                _status(exc),
+                query=query,
+                columns=None,
+                limit=reads.sql_row_limit,
+                error=exc.message,
+                hint=exc.hint,
+            )
+        return page(
+            "sql.html",
+            query=query,
+            columns=columns,
+            rows=rows,
+            cut=cut,
+            limit=reads.sql_row_limit,
+            download=urlencode({"q": query}),
+        )
+
+    def audit_page(request: Request) -> Response:
+        return page("audit.html", audit=reads.audit())
+
+    def api_page(request: Request) -> Response:
+        return page(
+            "api.html",
+            filters=reads.filters,
+            sorts=reads.sorts,
+            limit=reads.sql_row_limit,
+            size=PAGE_SIZE,
+        )
+
+    def api_runs(request: Request) -> Response:
+        filters, since, sort, number = runs_query(request)
+        found = reads.runs(filters, since, sort, number, PAGE_SIZE)
+        return JSONResponse(
+            {
+                "position": reads.position,
+                "total": found.total,
+                "page": found.page,
+                "pages": found.pages,
+                "page_size": found.size,
+                "sort": found.sort,
+                "runs": json_value(found.rows),
+            }
+        )
+
+    def api_run(request: Request) -> Response:
+        report, _svg, _ids = reads.run(request.path_params["run"])
+        return JSONResponse(
+            json_value(
+                {
+                    "position": reads.position,
+                    "run": report.run,
+                    "nodes": [vars(n) for n in report.nodes],
+                    "arms": {"columns": list(report.arms.columns), "rows": report.arms.rows},
+                    "forks": report.forks,
+                    "stages": report.stages,
+                    "cut_point": report.cut_point,
+                    "audit": {
+                        "verdict": report.audit["verdict"],
+                        "findings": report.audit["findings"],
+                    },
+                }
+            )
+        )
+
+    def api_compare(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        if not a or not b:
+            raise BadParameter(
+                f"expected a= and b= (two RUN:NODE addresses), found a={a!r} b={b!r}"
+            )
+        return JSONResponse(json_value(reads.compare(a, b)))
+
+    def api_audit(request: Request) -> Response:
+        return JSONResponse(json_value(reads.audit()))
+
+    def api_sql(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        fmt = request.query_params.get("format", "json")
+        if fmt not in ("json", "csv"):
+            raise BadParameter(f"expected format=json or format=csv, found {fmt!r}")
+        columns, rows, cut = reads.sql(query)
+        if fmt == "csv":
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow(columns)
+            writer.writerows([_text(v) for v in row] for row in rows)
+            return Response(
+                out.getvalue(),
+                media_type="text/csv; charset=utf-8",
+                headers={
+                    "content-disposition": 'attachment; filename="lineage-sql.csv"',
+                    "x-lineage-truncated": "true" if cut else "false",
+                },
+            )
+        return JSONResponse(
+            {
+                "position": reads.position,
+                "columns": columns,
+                "rows": [dict(zip(columns, json_value(list(row)), strict=True)) for row in rows],
+                "truncated": cut,
+                "row_limit": reads.sql_row_limit,
+            },
+            headers={"content-disposition": 'inline; filename="lineage-sql.json"'},
+        )
+
+    def tree_css(request: Request) -> Response:
+        return Response(reads.tree_style, media_type="text/css; charset=utf-8")
+
+    routes = [
+        Route("/", lambda request: RedirectResponse("/runs", status_code=303)),
+        Route("/runs", html_errors(runs_page)),
+        Route("/runs/{run:path}", html_errors(run_page)),
+        Route("/arms/{run:path}", html_errors(arms_page)),
+        Route("/compare", html_errors(compare_page)),
+        Route("/charts", html_errors(charts_page)),
+        Route("/sql", html_errors(sql_page)),
+        Route("/audit", html_errors(audit_page)),
+        Route("/api", api_page),
+        Route("/api/runs", api_errors(api_runs)),
+        Route("/api/runs/{run:path}", api_errors(api_run)),
+        Route("/api/arms/{run:path}", api_errors(api_arms)),
+        Route("/api/charts", api_errors(api_charts)),
+        Route("/api/compare", api_errors(api_compare)),
+        Route("/api/audit", api_errors(api_audit)),
+        Route("/api/sql", api_errors(api_sql)),
+        Route("/assets/tree.css", tree_css),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(Guard, token=token),
+            Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts),
+        ],
+    )
