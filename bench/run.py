@@ -33,7 +33,7 @@ from synthetic import EVENTS_PER_RUN, batches
 from rollout_lineage.adapters.jsonl import parse_lines
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.reports import exports
+from rollout_lineage.projections.reports.exports import exports
 from rollout_lineage.settings import Settings
 
 OUT = Path(__file__).resolve().parent / "out"

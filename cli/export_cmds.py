@@ -14,7 +14,7 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
 from ..domain.vocabulary import canonical_json
 from ..projections.engine.runner import resolve_as_of
-from ..projections.reports import exports
+from ..projections.reports.exports import exports
 from ..projections.reports.run_list import resolve_run
 from .common import (
     as_of_option,
@@ -174,7 +174,7 @@ def openlineage(
     """
     import json
 
-    from ..projections.reports import openlineage as ol
+    from ..projections.reports.exports import openlineage as ol
     from ..settings import tool_version
 
     emit = ol.Emitter(namespace, "urn:" + tool_version().replace(" ", ":"))
@@ -202,7 +202,7 @@ def parquet(
     Files of the same names are replaced, and only once all of them were written. Lists what it
     wrote.
     """
-    from ..projections.reports.parquet import export_parquet
+    from ..projections.reports.exports.parquet import export_parquet
 
     written = export_parquet(
         lineage, directory, resolve_as_of(lineage, as_of), occurred_moment(occurred_before)

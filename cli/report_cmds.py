@@ -64,7 +64,7 @@ def arms(
 
     Example: lineage arms ablate-2026-11-02__10-15-00/ablation/csv-dedupe:root
     """
-    from ..projections.reports import arms as arm_tables
+    from ..projections.reports.arms import arms as arm_tables
     from ..projections.reports.run_list import resolve_address
 
     if all_tasks and not stats:
@@ -86,7 +86,7 @@ def arms(
 def _arm_stats(
     db: ReadModelDB, run: str, fork: str | None, baseline: str | None, every_task: bool, fmt: str
 ) -> None:
-    from ..projections.reports import arm_stats
+    from ..projections.reports.arms import arm_stats
 
     if fork is not None:
         raise click.UsageError(

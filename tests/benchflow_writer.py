@@ -450,7 +450,7 @@ def ablation_report(
     against benchflow's rules in tests/unit/test_attribution.py), so a comparison with an export
     exercises everything else.
     """
-    from rollout_lineage.projections.reports import attribution as attr
+    from rollout_lineage.projections.reports.arms import attribution as attr
 
     children = [n for n in _preorder(run) if "delta" in run.nodes[n].state] if tree_written else []
     rows, outcomes = [], []

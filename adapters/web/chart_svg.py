@@ -1,7 +1,7 @@
 """The charts page's drawings as plain shapes (rectangles, lines, points, labels with their
 numbers), which `templates/charts.html` writes out as inline SVG: no script, nothing fetched,
 every label and title a template value (escaped there). Only geometry is computed here; what is
-drawn is `projections/reports/charts.py`'s.
+drawn is `projections/reports/arms/charts.py`'s.
 
 Colours are classes of the style sheet (`static/style.css`: `series-N` by a series' place,
 `shade-N` by a pass rate in tenths), never from recorded text; the report's tree style would

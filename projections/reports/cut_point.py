@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import LineageError
 from ...domain.vocabulary import STAGES
-from .exports import require_run
+from .exports.exports import require_run
 from .history_text import as_json
 from .text_lines import one_line
 

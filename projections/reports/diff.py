@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..read_models.outcome_words import reward_text
-from .attribution import short_test_name
+from .arms.attribution import short_test_name
 from .history import NodeRef, Step, ancestry, resolve_node
 from .history_text import as_json, delta_label
 from .text_lines import one_line

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...adapters.duckdb_store import ReadModelDB
-from .arm_stats import ArmStats, arm_stats, has_named_arms
-from .arms import ArmsTable, arms_table
+from .arms.arm_stats import ArmStats, arm_stats, has_named_arms
+from .arms.arms import ArmsTable, arms_table
 from .audit.audit_report import audit_report
-from .exports import require_run
+from .exports.exports import require_run
 from .tree_view import OUTCOME_COLOURS, TreeModel, tree_model
 
 #: The status words a node is drawn in, as `lineage tree` colours them; a node without one is a

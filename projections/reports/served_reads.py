@@ -24,10 +24,10 @@ from ..engine.read_only import held_read_only_models
 from ..engine.runner import OpenedStore, ReadSettings
 from ..engine.timeparse import parse_moment
 from ..engine.user_sql import run_reads
-from . import arm_stats as stats
-from .arms import PARENT, arms_table, split_run_fork
+from .arms import arm_stats as stats
+from .arms.arms import PARENT, arms_table, split_run_fork
+from .arms.charts import SUMMARY, Charts, charts
 from .audit.audit_report import audit_report
-from .charts import SUMMARY, Charts, charts
 from .diff import diff_document
 from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
@@ -335,8 +335,8 @@ class ServedReads:
             return diff_document(db, resolve_address(db, a), resolve_address(db, b), self._position)
 
     def charts(self, group: str | None) -> Charts:
-        """The charts page's numbers (`projections/reports/charts.py`), bounded however many runs
-        there are."""
+        """The charts page's numbers (`projections/reports/arms/charts.py`), bounded however many
+        runs there are."""
         return self._remembered(("charts", group or None), lambda db: charts(db, group))
 
     def arms(self, given: str, baseline: str | None, every_task: bool) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..read_models.outcome_words import (
     run_reason,
     run_status,
 )
-from .exports import require_run
+from .exports.exports import require_run
 from .history_text import delta_label
 from .text_lines import one_line
 

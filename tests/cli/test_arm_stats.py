@@ -305,7 +305,7 @@ def test_a_remembered_interval_is_the_one_scipy_gives_for_those_very_samples() -
     """The bootstrap is remembered by the samples' bytes: the same samples in another order, or
     paired differently, are other samples (the resamples pick by position), never an earlier
     answer."""
-    from rollout_lineage.projections.reports import arm_stats as module
+    from rollout_lineage.projections.reports.arms import arm_stats as module
 
     module._INTERVALS.clear()
     x = np.array(WITH)

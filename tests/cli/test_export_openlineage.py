@@ -98,7 +98,7 @@ def test_every_example_run_exports_valid_run_events(run_cli: Cli) -> None:
 
 
 def test_ablation_nodes_forks_rewards_and_snapshots(run_cli: Cli) -> None:
-    from rollout_lineage.projections.reports.openlineage import run_id
+    from rollout_lineage.projections.reports.exports.openlineage import run_id
 
     run_cli("import", str(EXAMPLES / "pr-layout"))
     events = export(run_cli, ABLATE_RUN, "--namespace", "bench")
@@ -129,7 +129,7 @@ def test_ablation_nodes_forks_rewards_and_snapshots(run_cli: Cli) -> None:
 
 
 def test_a_continuation_names_the_run_it_continues(run_cli: Cli) -> None:
-    from rollout_lineage.projections.reports.openlineage import run_id
+    from rollout_lineage.projections.reports.exports.openlineage import run_id
 
     run_cli("import", str(EXAMPLES / "pr-layout"))
     [start, *_] = export(run_cli, CONTINUED)
@@ -144,7 +144,7 @@ def test_a_continuation_names_the_run_it_continues(run_cli: Cli) -> None:
 
 
 def test_an_arm_still_running_stays_started(lineage: Lineage, run_cli: Cli) -> None:
-    from rollout_lineage.projections.reports.openlineage import run_id
+    from rollout_lineage.projections.reports.exports.openlineage import run_id
 
     lineage.record(ablate_run_facts(with_late_reward=False))
     events = export(run_cli, ABLATE_RUN)

@@ -19,7 +19,7 @@ import pytest
 
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.reports.openlineage import run_id
+from rollout_lineage.projections.reports.exports.openlineage import run_id
 from tests.conftest import EXAMPLES, Cli
 from tests.html_page import Page
 

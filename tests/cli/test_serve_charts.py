@@ -17,7 +17,7 @@ from rollout_lineage.adapters.web.app import build_app
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.cli.serve_cmds import ChainChecks, allowed_hosts
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.reports import charts as charts_module
+from rollout_lineage.projections.reports.arms import charts as charts_module
 from rollout_lineage.projections.reports.served_reads import ServedReads
 from rollout_lineage.settings import Settings
 from tests.cli.test_arm_stats import record_trials

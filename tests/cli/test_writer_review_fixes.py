@@ -14,7 +14,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from rollout_lineage.projections.reports.attribution import short_test_name
+from rollout_lineage.projections.reports.arms.attribution import short_test_name
 from tests.benchflow_writer import Child, ChildRaised, WriterRun
 from tests.conftest import Cli
 from tests.writer_stages import VERIFY_REFS, prompt_delta

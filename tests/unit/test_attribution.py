@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rollout_lineage.domain.errors import InvalidInput
-from rollout_lineage.projections.reports import attribution as attr
-from rollout_lineage.projections.reports.attribution import ArmOutcome
+from rollout_lineage.projections.reports.arms import attribution as attr
+from rollout_lineage.projections.reports.arms.attribution import ArmOutcome
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pr-layout"
 ABLATIONS = sorted(EXAMPLES.glob("ablate-*/ablation.json"))

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ...adapters.duckdb_store import ReadModelDB
-from ..read_models.outcome_words import run_reason, run_status
+from ....adapters.duckdb_store import ReadModelDB
+from ...read_models.outcome_words import run_reason, run_status
 from .exports import require_run
 
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"

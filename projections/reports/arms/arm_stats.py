@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import UnknownSubject
-from .exports import require_run
+from ....adapters.duckdb_store import ReadModelDB
+from ....domain.errors import UnknownSubject
+from ..exports.exports import require_run
 
 # The Wilson interval of `binomtest` for a pass rate, the exact McNemar test as `binomtest` on the
 # discordant pairs (b of b + c, p = 0.5), and `bootstrap` (percentile, a fixed seed, so the same

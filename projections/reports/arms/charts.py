@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import InvalidInput
+from ....adapters.duckdb_store import ReadModelDB
+from ....domain.errors import InvalidInput
 from .arm_stats import COLUMNS, METHOD, NAMED, arm_summary, grouped_trials
 
 DEFAULT_GROUP = "task"

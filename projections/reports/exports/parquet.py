@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...domain.errors import InvalidInput
-from ..engine.read_only import read_only_models
-from ..engine.runner import OpenedStore
-from ..read_models.registry import PROJECTIONS
+from ....domain.errors import InvalidInput
+from ...engine.read_only import read_only_models
+from ...engine.runner import OpenedStore
+from ...read_models.registry import PROJECTIONS
 
 
 def relations() -> list[str]:

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import UnknownSubject
-from ..read_models.outcome_words import run_status
+from ....adapters.duckdb_store import ReadModelDB
+from ....domain.errors import UnknownSubject
+from ...read_models.outcome_words import run_status
+from ..exports.exports import require_run
 from .attribution import short_test_name
-from .exports import require_run
 
 PARENT = "parent"
 FIXED_COLUMNS = ("fork", "arm", "node", "status", "reward")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 # No I/O, and nothing imported beyond the standard library, the project's error family and the
 # pass threshold, so the rules can be tested exhaustively and reused by any reader.
-from ...domain.errors import InvalidInput
-from ..read_models.outcome_words import PASS_REWARD
+from ....domain.errors import InvalidInput
+from ...read_models.outcome_words import PASS_REWARD
 
 WITH_SKILL = "with-skill"
 NO_SKILL = "no-skill"

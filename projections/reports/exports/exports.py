@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import UnknownSubject
-from ...domain.vocabulary import STAGES
-from . import attribution as attr
-from .run_list import LIST_RUNS_HINT
+from ....adapters.duckdb_store import ReadModelDB
+from ....domain.errors import UnknownSubject
+from ....domain.vocabulary import STAGES
+from ..arms import attribution as attr
+from ..run_list import LIST_RUNS_HINT
 
 
 def _json(value: Any) -> Any:
