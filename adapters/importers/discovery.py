@@ -174,7 +174,9 @@ def survey(paths: list[str | Path]) -> Survey:
             )
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
-            run = classify(here, set(filenames))
+            # a result.json that is a folder (or a link to one) is still the run's result.json:
+            # one that cannot be read, never a reason to look past the run
+            run = classify(here, set(filenames) | ({"result.json"} & set(dirnames)))
             if run is not None:
                 # never descended into: `branches/` holds its children (not runs of their own),
                 # `agent/` and `artifacts/` what the agent wrote, which may well hold a result.json

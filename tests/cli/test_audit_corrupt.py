@@ -105,3 +105,21 @@ def test_a_run_the_import_would_wait_for_is_judged_not_left_out(
     report = json.loads(audited.stdout)
     assert report["quarantined"] == ["nightly/csv-dedupe__7c1f2a90"]
     assert any("missing reward" in f["message"] for f in report["findings"])
+
+
+def test_a_result_json_that_is_a_folder_is_an_unhealthy_run_too(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """Not JSON at all: a folder where the file should be. Before, the rollout was no run (named on
+    no line) and the batch publishable; benchflow's validator finds it and calls it unhealthy."""
+    jobs = tmp_path / "jobs"
+    healthy_pass(jobs)
+    broken = healthy_fail(jobs)
+    (broken / "result.json").unlink()
+    (broken / "result.json").mkdir()
+    audited = run_cli("audit", str(jobs), "--format", "json", ok=False)
+    assert audited.exit_code == 10, audited.stdout + audited.stderr
+    report = json.loads(audited.stdout)
+    assert report["quarantined"] == [str(broken)]
+    [finding] = [f for f in report["findings"] if f["subject"] == str(broken)]
+    assert "result.json: expected a file, found a directory" in finding["message"]
