@@ -171,30 +171,31 @@ def read_json_file(path: Path, *, cap_factor: int = 1) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MalformedJSON(
-            f"{path}: expected UTF-8 JSON, found an undecodable byte at offset {exc.start}",
-            hint=NOTHING_APPENDED,
+        raise _malformed(
+            path, f"expected UTF-8 JSON, found an undecodable byte at offset {exc.start}"
         ) from None
     try:
         return strict_json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedJSON(
-            f"{path}, line {exc.lineno}, column {exc.colno}: "
+        raise _malformed(
+            path,
+            f"line {exc.lineno}, column {exc.colno}: "
             f"expected valid JSON, found an error: {exc.msg}",
-            hint=NOTHING_APPENDED,
+            after=", ",
         ) from None
     except ValueError as exc:
         # a repeated key, an integer past 4,300 digits: JSON, but not evidence we can read one way
-        raise InvalidInput(
-            f"{path}: expected JSON with one value per "
-            f"key and numbers of sane length, found: {exc}",
-            hint=NOTHING_APPENDED,
+        raise _malformed(
+            path, f"expected JSON with one value per key and numbers of sane length, found: {exc}"
         ) from None
     except RecursionError:
-        raise InvalidInput(
-            f"{path}: expected JSON of reasonable depth, found nesting too deep to read",
-            hint=NOTHING_APPENDED,
+        raise _malformed(
+            path, "expected JSON of reasonable depth, found nesting too deep to read"
         ) from None
+
+
+def _malformed(path: Path, reason: str, *, after: str = ": ") -> MalformedJSON:
+    return MalformedJSON(f"{path}{after}{reason}", hint=NOTHING_APPENDED, reason=reason)
 
 
 def sha256_file(path: Path) -> str:

@@ -3,7 +3,10 @@
 Both import the directories into a log held in memory, with read models in a temporary folder that
 is removed afterwards, so nothing is written to any store, as the experiment-review skill's
 validator reads a folder without recording it. A directory that cannot be read is an unhealthy run
-of its own, never skipped.
+of its own, never skipped: a corrupt result.json (`discovery.read_result`) is a `corrupt-run`
+finding, any other file that cannot be read a `run-directory` one. The import's "may still be
+running" rule does not decide an audit: a run it would wait for is read as it is (`unfinished`), so
+one that has not finished is judged, and withheld, rather than left out.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bootstrap import Lineage
+from ..domain.errors import LineageError
 from ..projections.reports.audit.audit_parity import compare_batches
 from ..projections.reports.audit.audit_report import audit_report
 from ..projections.reports.audit.checks import (
@@ -28,9 +32,10 @@ from .output import note
 
 
 @contextmanager
-def _scratch(paths: list[Path]) -> Iterator[tuple[Any, Lineage, list[tuple[str, str]]]]:
+def _scratch(paths: list[Path]) -> Iterator[tuple[Any, Lineage, list[tuple[str, LineageError]]]]:
     """PATHS imported into a log held in memory (read models in a temporary folder), thrown away
-    after."""
+    after; with the run directories that could not be read (a corrupt result.json among them), each
+    with why. Folders that hold no run are named on stderr, as `lineage import` names them."""
     import tempfile
 
     from ..adapters.importers.service import import_runs
@@ -39,12 +44,14 @@ def _scratch(paths: list[Path]) -> Iterator[tuple[Any, Lineage, list[tuple[str, 
 
     with tempfile.TemporaryDirectory(prefix="lineage-audit-") as home:
         scratch = in_memory(home, actor="lineage audit")
-        summary = import_runs(scratch, list(paths), keep_going=True)
+        summary = import_runs(scratch, list(paths), keep_going=True, unfinished=True)
+        for skipped in summary.skipped:
+            note(f"skipped {skipped.path}: {skipped.reason}")
         for warning in summary.warnings:
             note(f"warning: {warning}")
         models = open_read_models(scratch)
         try:
-            yield models, scratch, [(r.path, str(r.error)) for r in summary.errors]
+            yield models, scratch, [(r.path, r.error) for r in summary.errors]
         finally:
             models.close()
 
@@ -61,7 +68,7 @@ def audit_directories(paths: list[Path], selection: dict[str, Any]) -> dict[str,
         )
 
 
-def _parity_side(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+def _parity_side(path: Path) -> tuple[list[dict[str, Any]], list[tuple[str, LineageError]]]:
     """Each run of one batch as the parity check compares it: its audit row, evidence and file
     schema."""
     from ..adapters.rundir import RunFolder

@@ -76,6 +76,11 @@ def summary_document(summary: ImportSummary) -> dict[str, Any]:
         **summary.as_dict(),
         "skipped": [{"path": str(s.path), "reason": s.reason} for s in summary.skipped],
         "rejected": [{"path": r.path, "error": str(r.error)} for r in summary.errors],
+        # among them, the runs whose result.json exists but cannot be read
+        "corrupt": [
+            {"path": path, "file": error.file, "reason": error.reason}
+            for path, error in summary.corrupt
+        ],
         "warnings": list(summary.warnings),
     }
 
@@ -139,9 +144,11 @@ def import_command(
     ablation.json, continue-runs), benchflow main-line branched trials (tree.json kind
     benchflow-branch-tree) and Harbor trial directories. Each run is appended whole or not at all;
     importing again appends nothing. A run still being written is left out (with a warning) until it
-    has finished. With --dry-run the facts are printed as `lineage ingest` lines. Progress and the
-    summary go to stderr. Exit status: 0 when every run was imported (or already known), 1 when a
-    run was rejected (the error names the file, field and reason), 4 when the store is unreachable.
+    has finished; one whose result.json exists but cannot be read is refused as corrupt. A run that
+    cannot be read stops the import before anything is appended (--keep-going imports the others).
+    With --dry-run the facts are printed as `lineage ingest` lines. Progress and the summary go to
+    stderr. Exit status: 0 when every run was imported (or already known), 1 when a run was rejected
+    (the error names the file, field and reason), 4 when the store is unreachable.
     With --bundle FILE: the bundle's facts, after verifying it (exit 3 if it does not), each
     appended fact keeping its origin, position and checkpoint (`lineage bundle sources`).
     """

@@ -5,7 +5,8 @@ stdout carries data only; progress and diagnostics go to stderr. Every format bu
 row by row, so a long answer starts printing at once and never has to fit in memory. A table is for
 a terminal: piped, a command prints TSV unless told otherwise. One value prints the same way
 everywhere: floats in their shortest exact form, times in UTC ISO 8601 with a `Z`, nothing at all
-for a missing value.
+for a missing value. Every text format escapes what it writes (`write_rows`): values, column names
+and a table's title, so a recorded name is shown, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -155,10 +156,26 @@ def terminal_safe(text: str) -> str:
     )
 
 
+def _table_text(text: str) -> str:
+    """A value, column name or title in a table: one line, control characters shown."""
+    return terminal_safe(text).replace("\n", "\\n")  # a newline would draw a row of its own
+
+
+def _markdown_text(text: str) -> str:
+    """A value or column name in a markdown table: one line, no `|` that splits a cell."""
+    return _table_text(text).replace("|", "\\|")
+
+
 def write_rows(
     rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, *, title: str | None = None
 ) -> None:
-    """`rows` in `fmt`, each written as it comes (the table excepted: it is drawn once, capped)."""
+    """`rows` in `fmt`, each written as it comes (the table excepted: it is drawn once, capped).
+
+    The one place rows are printed, so the one place they are escaped: each text format escapes
+    everything it writes, values, column names (a test name is one in `arms`, a query's alias in
+    `sql`) and the table's title alike, and no command can print a recorded id raw. Table and
+    markdown show a newline as `\\n` (each row stays one line), TSV as COPY does; CSV keeps it,
+    inside quotes as CSV has it; JSON and JSON lines escape every control character themselves."""
     if fmt == "table":
         _write_table(rows, columns, title, _headers_wanted())
     else:
@@ -190,9 +207,9 @@ def _write_csv(
 ) -> None:
     writer = csv.writer(out, lineterminator="\n")
     if headers:
-        writer.writerow(columns)
+        writer.writerow([terminal_safe(c) for c in columns])
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        writer.writerow([terminal_safe(_cell(row.get(c))) for c in columns])
 
 
 def _write_tsv(
@@ -204,18 +221,14 @@ def _write_tsv(
         out.write("\t".join(_tsv_field(_cell(row.get(c))) for c in columns) + "\n")
 
 
-def _markdown_cell(value: Any) -> str:
-    return terminal_safe(_cell(value)).replace("|", "\\|").replace("\n", " ")
-
-
 def _write_markdown(
     out: Any, rows: Iterable[dict[str, Any]], columns: Sequence[str], headers: bool
 ) -> None:
     if headers:
-        out.write("| " + " | ".join(columns) + " |\n")
+        out.write("| " + " | ".join(_markdown_text(c) for c in columns) + " |\n")
         out.write("|" + "|".join("---" for _ in columns) + "|\n")
     for row in rows:
-        out.write("| " + " | ".join(_markdown_cell(row.get(c)) for c in columns) + " |\n")
+        out.write("| " + " | ".join(_markdown_text(_cell(row.get(c))) for c in columns) + " |\n")
 
 
 WRITERS: dict[str, Writer] = {
@@ -262,20 +275,26 @@ def _write_table(
         if len(cells) >= TABLE_ROWS:
             left_out += 1  # counted, not drawn: a long answer must not be held in memory as a table
             continue
-        # a newline in a value would draw a row of its own
-        cells.append([terminal_safe(_cell(row.get(c))).replace("\n", "\\n") for c in columns])
+        cells.append([_table_text(_cell(row.get(c))) for c in columns])
+    heads = [_table_text(c) for c in columns]
     # On a terminal a row is one line: a cell too long for its share of the width ends in `…`. A
     # table written to a pipe or a file keeps every value whole (so do the other formats).
     terminal = sys.stdout.isatty()
     width = shutil.get_terminal_size().columns if terminal else UNBOUNDED_WIDTH
     natural = [
         max([cell_len(c) if headers else 1, *(cell_len(r[i]) for r in cells)])
-        for i, c in enumerate(columns)
+        for i, c in enumerate(heads)
     ]
     fitted = column_widths(natural, width - 3 * len(columns) - 1) if terminal else natural
-    table = Table(title=title, show_lines=False, header_style="bold", show_header=headers)
-    for column, column_width in zip(columns, fitted, strict=True):
-        table.add_column(column, width=column_width, overflow="ellipsis", no_wrap=True)
+    table = Table(
+        # Text, not str, here too: a title or column name like "[red]x" is data, not rich markup.
+        title=Text(_table_text(title)) if title is not None else None,
+        show_lines=False,
+        header_style="bold",
+        show_header=headers,
+    )
+    for head, column_width in zip(heads, fitted, strict=True):
+        table.add_column(Text(head), width=column_width, overflow="ellipsis", no_wrap=True)
     for values in cells:
         # Text, not str: a value like "[red]x" is data, not rich markup.
         table.add_row(*(Text(value) for value in values))

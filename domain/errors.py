@@ -65,7 +65,26 @@ class NoStoreHere(InvalidInput):
 
 
 class MalformedJSON(InvalidInput):
-    """A file that is not valid JSON, or not yet: a harness may be writing it at this moment."""
+    """A file that is not JSON read one way: not UTF-8, a syntax error (a byte-order mark, a cut-off
+    end), a key given twice, nesting too deep. `reason` says what is wrong, without the file."""
+
+    def __init__(self, message: str, *, hint: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.reason = reason or message
+
+
+class CorruptRunFile(InvalidInput):
+    """A run file the harness writes once, when the run is over (benchflow's and Harbor's
+    result.json), that exists but cannot be read as one JSON object. Waiting will not make it
+    readable, so it is never taken for a run still being written: the import refuses the run and an
+    audit calls it unhealthy. `file` and `reason` say which file and what is wrong with it."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, file: str = "", reason: str = ""
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.file = file
+        self.reason = reason or message
 
 
 class StoreUnavailable(LineageError):

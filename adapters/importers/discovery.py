@@ -2,6 +2,9 @@
 
 Each directory is classified by its own files (`classify`); a run is never descended into, and every
 folder left out is named with the reason (`survey`): a run missing from an import is never silent.
+`classify` is also where a folder whose result.json cannot be read is called corrupt (`CORRUPT`),
+the one rule `lineage import` (which refuses the run) and `lineage audit PATH` (which calls it an
+unhealthy run of its own) both follow.
 """
 
 from __future__ import annotations
@@ -9,8 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ...domain.errors import InvalidInput, LineageError
+from ...domain.errors import CorruptRunFile, InvalidInput, LineageError, MalformedJSON
 from ..rundir import RunFolder
 from .benchflow_mainline import MAINLINE_KIND
 from .benchflow_staged.staged_import import containment_for
@@ -20,7 +24,7 @@ from .keys import run_key
 from .rollout_folder import looks_like_rollout_folder
 
 STAGED, MAINLINE, HARBOR, UNREADABLE = "benchflow-pr", "benchflow-mainline", "harbor", "unreadable"
-ROLLOUT = "rollout-folder"
+ROLLOUT, CORRUPT = "rollout-folder", "corrupt"
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ def _continues(folder: RunFolder) -> str | None:
 
 def classify(path: Path, names: set[str]) -> RunDir | None:
     """The kind of run `path` is, from the file `names` it holds, in this order:
+    - corrupt: a `result.json` that exists but is not one JSON object (`read_result`);
     - benchflow main-line: `tree.json` whose `kind` is "benchflow-branch-tree";
     - benchflow PR-#1046 layout: `tree.json` without that kind, or `stage_snapshots.json`, or
       `result.json` plus `config.json` where `result.json` has benchflow's shape (`rollout_name`, or
@@ -69,6 +74,7 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
         return None
     folder = RunFolder(path, containment_for(path))
     try:
+        result = read_result(folder) if "result.json" in names else None
         if "tree.json" in names:
             tree = folder.read_json("tree.json")
             if isinstance(tree, dict) and tree.get("kind") == MAINLINE_KIND:
@@ -76,7 +82,6 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
             return RunDir(path, STAGED, _continues(folder))
         if "stage_snapshots.json" in names:
             return RunDir(path, STAGED, _continues(folder))
-        result = folder.read_json("result.json")
         if looks_like_trial(result):
             return RunDir(path, HARBOR)
         if "config.json" in names and _benchflow_result(result):
@@ -84,9 +89,44 @@ def classify(path: Path, names: set[str]) -> RunDir | None:
         present = names | ({"trajectory"} if folder.is_dir("trajectory") else set())
         if looks_like_rollout_folder(present, result):
             return RunDir(path, ROLLOUT)
+    except CorruptRunFile as exc:
+        return RunDir(path, CORRUPT, problem=exc)
     except LineageError as exc:
         return RunDir(path, UNREADABLE, problem=exc)
     return None
+
+
+#: What a JSON value that is not an object is, in words.
+_SHAPES = {list: "a list", str: "a string", bool: "true or false", type(None): "null"}
+
+
+def read_result(folder: RunFolder) -> dict[str, Any]:
+    """The run's result.json, which must be one JSON object. benchflow writes it last, in one write,
+    once the run is over (`_build_rollout_result`), so one that exists but does not decode, parse or
+    hold an object is damaged, not being written: a `CorruptRunFile` naming the file and what is
+    wrong, never "may still be running". A file over the size cap, a link out of the run or a
+    special file stay the reader's own refusals (`RunFolder.read_json`)."""
+    file = folder.root / "result.json"
+    try:
+        document = folder.read_json("result.json")
+    except MalformedJSON as exc:
+        raise _corrupt(file, exc.reason) from None
+    if not isinstance(document, dict):
+        raise _corrupt(
+            file, f"expected a JSON object, found {_SHAPES.get(type(document), 'a number')}"
+        )
+    return document
+
+
+def _corrupt(file: Path, reason: str) -> CorruptRunFile:
+    return CorruptRunFile(
+        f"{file} is corrupt: {reason}",
+        hint="result.json is written once, when the run is over: waiting will not make it "
+        "readable; nothing was appended for this run: restore the file or move the run out of the "
+        "folder, and import again",
+        file=str(file),
+        reason=reason,
+    )
 
 
 @dataclass(frozen=True)
@@ -134,7 +174,9 @@ def survey(paths: list[str | Path]) -> Survey:
             )
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
-            run = classify(here, set(filenames))
+            # a result.json that is a folder (or a link to one) is still the run's result.json:
+            # one that cannot be read, never a reason to look past the run
+            run = classify(here, set(filenames) | ({"result.json"} & set(dirnames)))
             if run is not None:
                 # never descended into: `branches/` holds its children (not runs of their own),
                 # `agent/` and `artifacts/` what the agent wrote, which may well hold a result.json

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from ...domain import facts as f
 from ...domain.application import Entry
-from ...domain.errors import InvalidInput, MalformedJSON
+from ...domain.errors import InvalidInput
 from ..rundir import RunFolder, iso, parse_time, read_json_file
 from .ctrf import read_ctrf
 from .fields import Fields, build
@@ -221,13 +221,13 @@ def _finish(key: str, result: Fields, started: datetime | None, finished: dateti
 
 
 def still_running(path: Path) -> str | None:
-    """Harbor writes result.json as the trial goes and sets finished_at at its end."""
+    """Harbor writes result.json as the trial goes and sets finished_at at its end. Discovery has
+    read it as one JSON object already (`discovery.read_result`: one that cannot be read is a
+    corrupt run, never one still running)."""
     try:
         document = read_json_file(path / "result.json")
-    except MalformedJSON:
-        return "its result.json cannot be read yet"
     except InvalidInput:
-        return None  # over the cap, or not a regular file: the import refuses it
+        return None  # changed since discovery read it, over the cap, a special file: refused
     return (
         None
         if isinstance(document, dict) and document.get("finished_at")

@@ -4,14 +4,18 @@ A run is imported whole or not at all: its facts go to `LineageApp.record` in on
 appends them in one transaction or raises before writing anything. Every run is read before any is
 recorded, so the runs of both skill arms can name a task's skills that no run's own files name
 (`batch_skills.infer_batch`). Re-importing appends nothing (every fact is already known); a later
-state of a run appends only its new facts. Without `keep_going` the import stops at the first
-rejected run (runs before it stay imported: each was its own batch); with it, rejected runs are
+state of a run appends only its new facts. Without `keep_going` the import fails closed: a run
+refused while reading (a file that does not parse, a corrupt result.json, a link out) stops it
+before anything is recorded, and one refused while recording (a contradiction with the log) stops
+it there, the runs before it staying imported (each was its own batch); with it, rejected runs are
 reported and the others imported. A store that cannot be reached always stops the import, since no
 run could succeed. A run the harness may still be writing (`STILL_RUNNING`: no result.json yet; for
 bench eval ablate, no ablation.json; for Harbor, no finished_at) is left out, unread, unless
 `unfinished` asks for it: benchflow rewrites tree.json, the stage registry and the lineage files as
 the run goes on, so what they show before the end could contradict the finished run (or not parse at
-all), and importing it then would be refused.
+all), and importing it then would be refused. A result.json that exists but cannot be read is never
+taken for one being written: discovery calls the run corrupt (`discovery.read_result`) and it is
+refused like any run that cannot be read.
 """
 
 from __future__ import annotations
@@ -25,18 +29,27 @@ from typing import Any, Protocol
 from ...domain import facts as f
 from ...domain.application import Entry, LineageApp, expand
 from ...domain.errors import (
+    CorruptRunFile,
     IntegrityFailure,
     InvalidInput,
     LineageError,
-    MalformedJSON,
     StoreUnavailable,
 )
-from ..rundir import RunFolder
 from . import benchflow_mainline, harbor
 from .batch_skills import infer_batch
 from .benchflow_common import result_missing
 from .benchflow_staged import staged_import as benchflow_staged
-from .discovery import HARBOR, MAINLINE, ROLLOUT, STAGED, UNREADABLE, RunDir, Skipped, survey
+from .discovery import (
+    CORRUPT,
+    HARBOR,
+    MAINLINE,
+    ROLLOUT,
+    STAGED,
+    UNREADABLE,
+    RunDir,
+    Skipped,
+    survey,
+)
 from .plan import RunPlan
 from .rollout_folder import import_rollout_folder
 
@@ -49,18 +62,15 @@ IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
 
 
 def unclassified_still_running(path: Path) -> str | None:
-    """A directory discovery could not classify (one of its files did not parse) may be a run caught
-    mid-write: it waits while benchflow's signals say so, or while its result.json (Harbor writes it
-    as the trial goes) does not parse either."""
-    why = benchflow_staged.still_running(path)
-    if why is None:
-        try:  # read as any run file is: a link out of the directory is refused, never followed
-            RunFolder(path).read_json("result.json")
-        except MalformedJSON:
-            why = "its result.json cannot be read yet"
-        except InvalidInput:  # over the size cap, a link out, a FIFO: the import refuses those
-            pass
-    return why
+    """A directory discovery could not classify (one of its files did not parse, its result.json
+    did) may be a benchflow run caught mid-write: it waits while benchflow's signals say so (no
+    result.json yet; for bench eval ablate, no ablation.json)."""
+    return benchflow_staged.still_running(path)
+
+
+def finished(path: Path) -> str | None:
+    """A run whose result.json exists but cannot be read (`CORRUPT`) is over: it never waits."""
+    return None
 
 
 # Whether the harness may still be writing a run, from which files exist (and, for Harbor,
@@ -71,6 +81,7 @@ STILL_RUNNING: dict[str, Callable[[Path], str | None]] = {
     HARBOR: harbor.still_running,
     ROLLOUT: result_missing,
     UNREADABLE: unclassified_still_running,
+    CORRUPT: finished,
 }
 Progress = Callable[[int, int, str], None]
 
@@ -96,6 +107,11 @@ class ImportSummary:
     # dry run: what would be appended
     facts: list[tuple[f.Fact, datetime | None]] = field(default_factory=list)
 
+    @property
+    def corrupt(self) -> list[tuple[str, CorruptRunFile]]:
+        """The rejected runs whose result.json exists but cannot be read: (run directory, error)."""
+        return [(r.path, r.error) for r in self.errors if isinstance(r.error, CorruptRunFile)]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": self.runs,
@@ -104,6 +120,7 @@ class ImportSummary:
             "events_appended": self.events_appended,
             "runs_skipped_known": self.runs_skipped_known,
             "runs_rejected": self.runs_rejected,
+            "runs_corrupt": len(self.corrupt),
             "runs_unfinished": self.runs_unfinished,
             "folders_skipped": len(self.skipped),
         }
@@ -241,6 +258,8 @@ def import_runs(
     # Every run is read before any is recorded, so the batch's arms can name the task skills that no
     # run's own files name (batch_skills.py); each run is still recorded as one batch of its own.
     plans, rejected = _read_plans(runs, summary, keep_going, unfinished, progress)
+    if rejected and not keep_going:
+        plans = []  # fail closed: a run refused while reading stops the import before any record
     infer_batch([plan for _, _, plan in plans])
     rejected = _record_plans(lineage, plans, rejected, summary, dry_run, keep_going)
     for _, rejection in sorted(rejected, key=lambda r: r[0]):

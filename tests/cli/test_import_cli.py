@@ -467,28 +467,36 @@ def test_runs_caught_mid_write_are_left_out_unread_not_rejected(
     ablate = tmp_path / "jobs" / ABLATE_OUT.name
     shutil.copytree(ABLATE_OUT, ablate)
     (ablate / "ablation.json").unlink()
-    harbor = copy_run(
-        PUBLIC / "benchflow-ai" / "skillsbench-trajectories" / HARBOR_RUN, tmp_path / "jobs"
-    )
-    for half_written in (
-        nightly / "tree.json",
-        ablate / "ablation" / "csv-dedupe" / "tree.json",
-        harbor / "result.json",
-    ):
+    for half_written in (nightly / "tree.json", ablate / "ablation" / "csv-dedupe" / "tree.json"):
         text = half_written.read_text()
         # the harness is writing it this very moment
         half_written.write_text(text[: len(text) // 2])
     result = run_cli("import", str(tmp_path / "jobs"))
-    assert "0 runs rejected, 3 runs left out as still running" in result.stderr
+    assert "0 runs rejected, 2 runs left out as still running" in result.stderr
     for why in (
         "it has no result.json yet",
         "bench eval ablate has not written ablation.json yet",
-        "its result.json cannot be read yet",
     ):
         assert f"left out, the run may still be running ({why})" in result.stderr
     assert events(run_cli) == []
     refused = run_cli("import", "--unfinished", "--keep-going", str(tmp_path / "jobs"), ok=False)
-    assert refused.exit_code == 1 and "3 runs rejected" in refused.stderr
+    assert refused.exit_code == 1 and "2 runs rejected" in refused.stderr
+
+
+def test_a_result_json_that_does_not_parse_is_corrupt_not_still_running(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """A result.json is written once, when the run is over: one cut in half is a corrupt run, named
+    with its file and why, for a Harbor trial as for a benchflow run (issue #37)."""
+    harbor = copy_run(
+        PUBLIC / "benchflow-ai" / "skillsbench-trajectories" / HARBOR_RUN, tmp_path / "jobs"
+    )
+    text = (harbor / "result.json").read_text()
+    (harbor / "result.json").write_text(text[: len(text) // 2])
+    result = run_cli("import", str(tmp_path / "jobs"), ok=False)
+    assert result.exit_code == 1 and "still running" not in result.stderr
+    assert f"Error: {harbor / 'result.json'} is corrupt: line " in result.stderr
+    assert events(run_cli) == []
 
 
 def test_an_ablation_of_a_task_whose_id_has_a_double_underscore_waits_for_its_report(

@@ -126,8 +126,9 @@ def test_a_file_above_the_size_cap_is_refused(
     monkeypatch.setattr(rundir, "MAX_JSON_BYTES", 1024)
     result = run_cli("import", str(run), ok=False)
     assert result.exit_code == 1
+    # result.json is read first: whether it is one JSON object decides what the folder is
     assert (
-        "tree.json: expected a JSON file of at most 1024 bytes, found 1372 bytes" in result.stderr
+        "result.json: expected a JSON file of at most 1024 bytes, found 3002 bytes" in result.stderr
     )
     assert run_cli("head").stdout == seeded
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ....domain.errors import InvalidInput
+from ....domain.errors import CorruptRunFile, InvalidInput, LineageError
 from .. import cut_point
 from ..history_text import as_json
 from ..run_list import resolve_run
@@ -411,6 +411,28 @@ def _cut_point_findings(db: ReadModelDB, params: dict[str, Any]) -> list[Finding
 LEVEL_ORDER = {BLOCKER: 0, QUARANTINE: 1, WARNING: 2}
 
 
+def _unreadable_finding(path: str, error: LineageError) -> Finding:
+    """A run directory audited in place that could not be read: an unhealthy run of its own,
+    withheld. A corrupt result.json (discovery's rule, `discovery.read_result`) is a finding of its
+    own class, `corrupt-run`, naming the file and what is wrong; the skill's validator says the same
+    of it (`result.parse`)."""
+    if isinstance(error, CorruptRunFile):
+        return Finding(
+            "corrupt-run",
+            QUARANTINE,
+            path,
+            f"unhealthy (infrastructure): {error.file} is corrupt: {error.reason} [result.parse]",
+            path,
+        )
+    return Finding(
+        "run-directory",
+        QUARANTINE,
+        path,
+        f"unhealthy (infrastructure): the run directory cannot be read: {error}",
+        path,
+    )
+
+
 def _chosen_slots(
     slots: list[Slot], run: str | None, task: str | None, runs: list[dict[str, Any]]
 ) -> list[Slot]:
@@ -432,10 +454,10 @@ def audit_report(
     task: str | None = None,
     since: datetime | None = None,
     slots: list[Slot] | None = None,
-    unreadable: Sequence[tuple[str, str]] = (),
+    unreadable: Sequence[tuple[str, LineageError]] = (),
 ) -> dict[str, Any]:
     """The audit of the selected runs. `unreadable` lists run directories (audited in place) that
-    could not be read: each is an unhealthy run of its own, so it can never pass unseen."""
+    could not be read, each with why: an unhealthy run of its own, so it can never pass unseen."""
     run = _resolve_selection(db, run, task)
     runs = _selected_runs(db, run, task, since)
     keys = [r["run"] for r in runs]
@@ -471,16 +493,7 @@ def audit_report(
         # oracle lanes fill no slot
         matrix, slot_findings = classify_slots(chosen, model_runs, superseded)
         findings += slot_findings
-    findings += [
-        Finding(
-            "run-directory",
-            QUARANTINE,
-            path,
-            f"unhealthy (infrastructure): the run directory cannot be read: {why}",
-            path,
-        )
-        for path, why in unreadable
-    ]
+    findings += [_unreadable_finding(path, error) for path, error in unreadable]
     findings += _nothing_left(model_runs, findings, matrix)
     if not integrity["intact"]:
         findings.append(
