@@ -100,7 +100,7 @@ def checked_checkpoint(
     signers: list[str] = []
     if key_values:
         verifiers = [ed25519.load_verifier(value) for value in key_values]
-        signers = ed25519.verify_note(signed, verifiers, checkpoint_file)
+        signers = [key.label for key in ed25519.verify_note(signed, verifiers, checkpoint_file)]
     return parsed, signers
 
 
