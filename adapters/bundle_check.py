@@ -213,7 +213,7 @@ def _batches(
         message = batch_message(first, last, leaves, batch.get(ROLE))
         if not ed25519.signature_valid(key, message, signature):
             raise _fail(
-                at, f"the signature by {key.name} over positions {first}-{last} does not verify"
+                at, f"the signature by {key.label} over positions {first}-{last} does not verify"
             )
         verdict, yours = trusted.judge(key)
         if verdict in (FORGED, NAMESAKE):
