@@ -4,6 +4,7 @@ the sources of imported facts. `lineage import --bundle` (in import_cmds) append
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -93,24 +94,25 @@ def _read(path: str, key_values: tuple[str, ...]) -> Any:
 
 
 def summary(report: Any) -> dict[str, Any]:
-    signers = sorted(set(report.signed_by.values()))
+    """What `bundle verify` prints. Signers are named by key (`NAME+KEYID`), each marked trusted
+    only when it is a `--key` key (`TrustedKeys.judge`): two keys of one name never read alike."""
     cp = report.checkpoint
     trusted = (
-        f"signed by {', '.join(report.trusted_signers)}"
+        f"signed by {', '.join(key.label for key in report.trusted_signers)}"
         if report.trusted_signers
         else "signature not checked (no --key)"
+    )
+    counts = Counter(report.signed_by.values())
+    signers = ", ".join(
+        f"{count} by {key.label}{' (trusted)' if key in report.trusted_batches else ''}"
+        for key, count in sorted(counts.items(), key=lambda item: item[0].label)
     )
     return {
         "runs": ", ".join(report.runs),
         "events": len(report.events),
         "positions": f"{report.events[0]['position']}-{report.events[-1]['position']}",
         "checkpoint": f"{cp.origin}, {cp.size} events, {trusted}",
-        "signed_events": f"{len(report.signed_by)} by {', '.join(signers) or 'nobody'}"
-        + (
-            f" (trusted: {', '.join(sorted(report.trusted_batches))})"
-            if report.trusted_batches
-            else ""
-        ),
+        "signed_events": f"{len(report.signed_by)}: {signers}" if signers else "0",
         "tars": f"{len(report.tars)} ({sum('data' in t for t in report.tars)} carried)",
         "replay": "every event accepted by the domain rules",
     }

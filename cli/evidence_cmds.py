@@ -85,7 +85,8 @@ def checkpoint(lineage: Lineage, signer_file: str | None) -> None:
     if signer is not None:
         signed = ed25519.sign_note(signed, signer)
     write_text(str(signed))
-    note(f"checkpoint of {made.size} events{' signed by ' + signer.name if signer else ''}")
+    by = f" signed by {signer.verifier.label}" if signer else ""
+    note(f"checkpoint of {made.size} events{by}")
 
 
 def checked_checkpoint(
@@ -100,7 +101,7 @@ def checked_checkpoint(
     signers: list[str] = []
     if key_values:
         verifiers = [ed25519.load_verifier(value) for value in key_values]
-        signers = ed25519.verify_note(signed, verifiers, checkpoint_file)
+        signers = [key.label for key in ed25519.verify_note(signed, verifiers, checkpoint_file)]
     return parsed, signers
 
 

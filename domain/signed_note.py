@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidInput
@@ -66,9 +67,15 @@ class VerifierKey:
     def key_id(self) -> bytes:
         return key_id(self.name, self.public_key)
 
+    @property
+    def label(self) -> str:
+        """`NAME+KEYID`: how every message names a signer. The name alone never does: anyone can
+        make a key of any name."""
+        return f"{self.name}+{self.key_id.hex()}"
+
     def __str__(self) -> str:
         encoded = base64.b64encode(bytes([ED25519]) + self.public_key).decode()
-        return f"{self.name}+{self.key_id.hex()}+{encoded}"
+        return f"{self.label}+{encoded}"
 
     @classmethod
     def parse(cls, text: str) -> VerifierKey:
@@ -90,6 +97,72 @@ class VerifierKey:
                 hint="the key was altered or copied incompletely; take it again from its owner",
             )
         return key
+
+
+#: What a signer's key is to the keys a reader trusts (`TrustedKeys.judge`).
+TRUSTED, FORGED, NAMESAKE, STRANGER = "trusted", "forged", "namesake", "stranger"
+
+
+@dataclass(frozen=True)
+class TrustedKeys:
+    """The verifier keys a reader gave (`--key`, `--trusted-keys`), and the one rule by which every
+    command decides whether something was signed by one of them.
+
+    A signer is its key, never its name. As in C2SP signed-note, a key is named by its name *and*
+    key ID together (the ID hashes the name with the key bytes), and a signature only counts when it
+    verifies with the bytes of the trusted key, never with bytes a file carries beside it:
+
+    * TRUSTED: name, key ID and key bytes are a trusted key's.
+    * FORGED: name and key ID are a trusted key's, the bytes are not. The ID is 4 bytes, so such a
+      key takes a few billion tries to make, and it can only be meant to pass for the trusted one
+      (signed-note: a signature by a known name and ID that does not verify rejects the note).
+    * NAMESAKE: the name is a trusted key's, the ID is not: another key that took the name (anyone
+      can run `lineage keys generate writer`). Never credited to the trusted key.
+    * STRANGER: neither; a key sharing only the ID is one too (signed-note: such signatures are
+      ignored). The same bytes under another name are another key here, as in signed-note: the name
+      is part of what the ID hashes.
+    """
+
+    keys: tuple[VerifierKey, ...] = ()
+
+    @classmethod
+    def of(cls, keys: TrustedKeys | Iterable[VerifierKey]) -> TrustedKeys:
+        return keys if isinstance(keys, TrustedKeys) else cls(tuple(keys))
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def known(self, name: str, key_id: bytes) -> list[VerifierKey]:
+        """The trusted keys a signature line `— NAME BASE64(KEYID || ...)` may be by: both must
+        match. More than one only when two trusted keys collide in name and ID; the signature then
+        counts for the one whose bytes verify it."""
+        return [k for k in self.keys if k.name == name and k.key_id == key_id]
+
+    def judge(self, signer: VerifierKey) -> tuple[str, VerifierKey | None]:
+        """(TRUSTED, FORGED, NAMESAKE or STRANGER, the trusted key it is or passes for)."""
+        if signer in self.keys:
+            return TRUSTED, signer
+        same = self.known(signer.name, signer.key_id)
+        if same:
+            return FORGED, same[0]
+        named = [k for k in self.keys if k.name == signer.name]
+        if named:
+            return NAMESAKE, named[0]
+        return STRANGER, None
+
+    def labels(self) -> str:
+        return ", ".join(k.label for k in self.keys)
+
+
+def passing_for(signer: VerifierKey, verdict: str, trusted: VerifierKey | None) -> str:
+    """Why a FORGED or NAMESAKE signer is not the trusted key whose name it carries."""
+    assert trusted is not None
+    if verdict == FORGED:
+        return (
+            f"{signer.label} has the name and key ID of your key {trusted.label} but other key "
+            "bytes: made to pass for it"
+        )
+    return f"{signer.label} is another key under the name of your key {trusted.label}"
 
 
 @dataclass(frozen=True)

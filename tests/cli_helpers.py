@@ -11,6 +11,7 @@ from pathlib import Path
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain import facts as f
 from rollout_lineage.domain.integrity import GENESIS, link
+from rollout_lineage.domain.signed_note import VerifierKey
 from tests import audit_scenarios as s
 from tests.conftest import Cli
 
@@ -89,3 +90,8 @@ def relink(db: sqlite3.Connection, forget_tree: bool = True) -> None:
     if forget_tree:
         db.execute("DELETE FROM lineage_merkle_leaves")
         db.execute("DELETE FROM lineage_merkle_nodes")
+
+
+def key_label(public: Path) -> str:
+    """How every command names the key in a .pub file: `NAME+KEYID`, never the name alone."""
+    return VerifierKey.parse(public.read_text()).label

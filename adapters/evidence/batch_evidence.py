@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...domain.errors import IntegrityFailure, InvalidInput
-from ...domain.signed_note import SignerKey, VerifierKey, batch_message
+from ...domain.signed_note import (
+    FORGED,
+    NAMESAKE,
+    STRANGER,
+    SignerKey,
+    TrustedKeys,
+    VerifierKey,
+    batch_message,
+    passing_for,
+)
 from ..store_port import EvidenceTables, evidence_tables
 from . import ed25519
 from .merkle_store import PAGE, PAGE_BYTES, leaf_of
@@ -111,6 +120,7 @@ class SignatureReport:
     signed: int = 0
     #: (first position, last position, why) of every run of events no trusted signature covers.
     uncovered: list[tuple[int, int, str]] = field(default_factory=list)
+    #: the trusted keys that covered events, by label (`NAME+KEYID`)
     signers: set[str] = field(default_factory=set)
 
     def add(self, first: int, last: int, why: str) -> None:
@@ -144,11 +154,13 @@ def signatures(recorder: object, after: int = 0) -> Iterator[tuple[int, int, str
         after = rows[-1][0]
 
 
-def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> SignatureReport:
+def check_coverage(
+    recorder: object, trusted: TrustedKeys | Sequence[VerifierKey]
+) -> SignatureReport:
     """Every event of the log against the signed batches: which a trusted key covers, and why not
     the rest."""
     store = evidence_tables(recorder)
-    keys = {(k.name, k.key_id): k for k in trusted}
+    keys = TrustedKeys.of(trusted)
     report = SignatureReport()
     batches = signatures(store)
     batch = next(batches, None)
@@ -184,26 +196,33 @@ def check_coverage(recorder: object, trusted: Sequence[VerifierKey]) -> Signatur
         report.add(
             first,
             last,
-            f"a signature by {signer.split('+')[0]} covers positions {first}-{last}, but the log "
+            f"a signature by {_label(signer)} covers positions {first}-{last}, but the log "
             "holds no event there: events were removed",
         )
     return report
 
 
+def _label(signer: str) -> str:
+    """A stored signer's `NAME+KEYID` (as stored: the row is anyone's to edit)."""
+    return "+".join(signer.split("+")[:2])
+
+
 def _judge(
     batch: tuple[int, int, str, bytes],
     events: list[tuple[int, bytes, str | None]],
-    keys: dict[tuple[str, bytes], VerifierKey],
+    keys: TrustedKeys,
     report: SignatureReport,
 ) -> None:
     first, last, signer, signature = batch
     try:
-        stored_key = VerifierKey.parse(signer)
+        stored_key: VerifierKey | None = VerifierKey.parse(signer)
     except InvalidInput:
         stored_key = None
-    key = keys.get((stored_key.name, stored_key.key_id)) if stored_key else None
-    if key is None:
-        why = f"signed by {signer.split('+')[0]}, not a trusted key"
+    verdict, key = keys.judge(stored_key) if stored_key else (STRANGER, None)
+    if key is None or verdict == NAMESAKE:  # not a trusted key, nor one passing for one
+        why = f"signed by {_label(signer)}, not a trusted key"
+        if stored_key is not None and verdict == NAMESAKE:
+            why += f" ({passing_for(stored_key, verdict, key)})"
         for position, _, _ in events:
             report.add(position, position, why)
         return
@@ -213,16 +232,21 @@ def _judge(
         events[0][0] != first
         or events[-1][0] != last
         or roles  # a second role within one batch
-        or not ed25519.signature_valid(key, message, signature)
+        or not ed25519.signature_valid(key, message, signature)  # the trusted key's own bytes
     ):
         for position, _, _ in events:
             report.add(
                 position,
                 position,
-                f"the signature by {key.name} over positions "
+                f"the signature by {key.label} over positions "
                 f"{first}-{last} does not verify: an event "
-                "of that batch, or the role that recorded it, was changed, removed or inserted",
+                "of that batch, or the role that recorded it, was changed, removed or inserted"
+                + (
+                    f", or {passing_for(stored_key, verdict, key)}"
+                    if stored_key is not None and verdict == FORGED
+                    else ""
+                ),
             )
         return
     report.signed += len(events)
-    report.signers.add(key.name)
+    report.signers.add(key.label)

@@ -15,7 +15,17 @@ from uuid import UUID
 
 from ...domain import merkle
 from ...domain.errors import IntegrityFailure, InvalidInput, LineageError
-from ...domain.signed_note import Checkpoint, Note, VerifierKey, batch_message
+from ...domain.signed_note import (
+    FORGED,
+    NAMESAKE,
+    TRUSTED,
+    Checkpoint,
+    Note,
+    TrustedKeys,
+    VerifierKey,
+    batch_message,
+    passing_for,
+)
 from .. import strict_json
 from . import ed25519
 from .bundles import FORMAT, belongs, canonical
@@ -38,10 +48,13 @@ class BundleBroken(IntegrityFailure):
 class BundleReport:
     checkpoint: Checkpoint
     checkpoint_note: str
-    trusted_signers: list[str]
+    #: the `--key` keys whose checkpoint signatures verify
+    trusted_signers: list[VerifierKey]
     events: list[dict[str, Any]]
-    signed_by: dict[int, str] = field(default_factory=dict)  # position -> key name of its batch
-    trusted_batches: set[str] = field(default_factory=set)
+    #: position -> the key its batch is signed by (`TrustedKeys.judge` says whose it is)
+    signed_by: dict[int, VerifierKey] = field(default_factory=dict)
+    #: the signers of `signed_by` that are `--key` keys
+    trusted_batches: set[VerifierKey] = field(default_factory=set)
     tars: list[dict[str, Any]] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
 
@@ -98,18 +111,19 @@ def parse(data: bytes, where: str) -> dict[str, Any]:
     return document
 
 
-def _checkpoint(document: dict[str, Any], trusted: list[VerifierKey], where: str) -> BundleReport:
+def _checkpoint(document: dict[str, Any], trusted: TrustedKeys, where: str) -> BundleReport:
     note = Note.parse(str(document["checkpoint"]).encode(), f"{where}, checkpoint")
     checkpoint = Checkpoint.parse(note.text, f"{where}, checkpoint")
-    embedded = [VerifierKey.parse(k) for k in document["checkpoint_keys"]]
-    if len(embedded) != len(note.signatures):
-        raise _fail(where, f"{len(note.signatures)} checkpoint signatures but {len(embedded)} keys")
+    embedded = TrustedKeys.of(VerifierKey.parse(k) for k in document["checkpoint_keys"])
+    if len(embedded.keys) != len(note.signatures):
+        raise _fail(
+            where, f"{len(note.signatures)} checkpoint signatures but {len(embedded.keys)} keys"
+        )
     if note.signatures:
         ed25519.verify_note(note, embedded, f"{where}, checkpoint")
-        known = {(k.name, k.key_id) for k in embedded}
-        if any((s.name, s.key_id) not in known for s in note.signatures):
+        if any(not embedded.known(s.name, s.key_id) for s in note.signatures):
             raise _fail(f"{where}, checkpoint", "a signature by a key the bundle does not carry")
-    signers: list[str] = []
+    signers: list[VerifierKey] = []
     if trusted:
         signers = ed25519.verify_note(note, trusted, f"{where}, checkpoint")
     return BundleReport(checkpoint, str(note), signers, [])
@@ -179,10 +193,12 @@ def _events(document: dict[str, Any], report: BundleReport, where: str) -> None:
 
 
 def _batches(
-    document: dict[str, Any], report: BundleReport, trusted: list[VerifierKey], where: str
+    document: dict[str, Any], report: BundleReport, trusted: TrustedKeys, where: str
 ) -> None:
+    """Every batch signature verifies with the key the batch carries; a batch whose key passes for
+    one of your keys (its name, or its name and key ID, and other bytes) is refused, as `verify
+    --trusted-keys` refuses it in the store."""
     by_position = {e["position"]: e for e in report.events}
-    trusted_ids = {(k.name, k.key_id, k.public_key) for k in trusted}
     for number, raw in enumerate(document["batches"], 1):
         at = f"{where}, batch {number}"
         batch = _need(raw, BATCH | {ROLE} if isinstance(raw, dict) and ROLE in raw else BATCH, at)
@@ -198,16 +214,24 @@ def _batches(
         message = batch_message(first, last, leaves, batch.get(ROLE))
         if not ed25519.signature_valid(key, message, signature):
             raise _fail(
-                at, f"the signature by {key.name} over positions {first}-{last} does not verify"
+                at, f"the signature by {key.label} over positions {first}-{last} does not verify"
+            )
+        verdict, yours = trusted.judge(key)
+        if verdict in (FORGED, NAMESAKE):
+            raise BundleBroken(
+                f"{at}: positions {first}-{last} are signed by {key.label}, not by your key: "
+                f"{passing_for(key, verdict, yours)}",
+                hint="a signer is its key, not its name: `lineage verify --trusted-keys` on the "
+                "store names the same events",
             )
         for position in range(first, last + 1):
             event = by_position.get(position)
             if event is not None:
                 if event["leaf"] != leaves[position - first]:
                     raise _fail(at, f"position {position}: the event is not the one signed")
-                report.signed_by[position] = key.name
-        if (key.name, key.key_id, key.public_key) in trusted_ids:
-            report.trusted_batches.add(key.name)
+                report.signed_by[position] = key
+        if verdict == TRUSTED:
+            report.trusted_batches.add(key)
 
 
 def _runs_and_tars(document: dict[str, Any], report: BundleReport, where: str) -> None:
@@ -276,9 +300,11 @@ def entries(report: BundleReport, app: Any) -> list[Any]:
     return decoded
 
 
-def verify_bundle(data: bytes, trusted: list[VerifierKey], where: str) -> BundleReport:
+def verify_bundle(
+    data: bytes, trusted: TrustedKeys | list[VerifierKey], where: str
+) -> BundleReport:
     try:
-        return _verify(data, trusted, where)
+        return _verify(data, TrustedKeys.of(trusted), where)
     except IntegrityFailure:
         raise
     except (
@@ -289,12 +315,13 @@ def verify_bundle(data: bytes, trusted: list[VerifierKey], where: str) -> Bundle
         raise _fail(where, f"a field of the wrong shape ({type(exc).__name__}: {exc})") from None
 
 
-def _verify(data: bytes, trusted: list[VerifierKey], where: str) -> BundleReport:
+def _verify(data: bytes, trusted: TrustedKeys, where: str) -> BundleReport:
     """In order: the bytes are the canonical form of the document (a changed space or escape is
     found at its byte) with exactly the fields of the format; every checkpoint signature verifies
     with the key embedded beside it and, with `trusted` keys (`--key`), one of them signed it; the
     origin line is leaf 0's; every event hashes to a leaf proven in the checkpoint; every signed
-    batch's signature covers the leaves of its events; the runs and tar digests are what the
+    batch's signature covers the leaves of its events, and none is by a key that passes for a
+    `trusted` one (`TrustedKeys.judge`); the runs and tar digests are what the
     events say; and the events, replayed in log order into an empty in-memory store, pass the same
     decisions a live writer's facts do."""
     document = parse(data, where)

@@ -181,7 +181,8 @@ def _signature(note: Note, trusted: Sequence[Any], position: int) -> str:
     if not trusted:
         return "not checked (no --key): the checkpoint may be anyone's"
     try:
-        return "signed by " + ", ".join(ed25519.verify_note(note, trusted, "the checkpoint"))
+        verified = ed25519.verify_note(note, trusted, "the checkpoint")
+        return "signed by " + ", ".join(key.label for key in verified)
     except IntegrityFailure as exc:
         return f"NO: position {position}: {exc}"
 

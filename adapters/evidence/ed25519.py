@@ -3,6 +3,7 @@
 The text formats are `domain/signed_note.py`'s; this module only does the arithmetic, reads key
 files, and applies the signed-note rules for verifying: a signature from a key the verifier does not
 know is ignored, one from a known key must verify, and at least one known key must have signed.
+Which key is which is `TrustedKeys`'s one rule.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from ...domain.errors import IntegrityFailure, InvalidInput
-from ...domain.signed_note import Note, Signature, SignerKey, VerifierKey
+from ...domain.signed_note import Note, Signature, SignerKey, TrustedKeys, VerifierKey
 from ..user_files import read_capped
 
 MAX_KEY_FILE = 4096
@@ -97,27 +98,36 @@ def sign_note(note: Note, key: SignerKey) -> Note:
     return Note(note.text, (*note.signatures, signature))
 
 
-def verify_note(note: Note, keys: Sequence[VerifierKey], where: str) -> list[str]:
-    """The names of the known keys whose signatures verify; raises when one fails or none signed."""
-    known = {(k.name, k.key_id): k for k in keys}
-    verified = []
+def verify_note(
+    note: Note, keys: TrustedKeys | Sequence[VerifierKey], where: str
+) -> list[VerifierKey]:
+    """The trusted keys whose signatures verify (signed-note's rules, by `TrustedKeys.known`: name
+    and key ID name the key, its own bytes verify); raises when a known key's signature fails or no
+    known key signed."""
+    trusted = TrustedKeys.of(keys)
+    verified: list[VerifierKey] = []
     for signature in note.signatures:
-        key = known.get((signature.name, signature.key_id))
-        if key is None:
+        known = trusted.known(signature.name, signature.key_id)
+        if not known:
             # the signed-note rule: unknown keys are ignored, so co-signers can be added freely
             continue
-        if not signature_valid(key, note.text.encode(), signature.signature):
+        key = next(
+            (k for k in known if signature_valid(k, note.text.encode(), signature.signature)), None
+        )
+        if key is None:
             raise IntegrityFailure(
-                f"{where}: the signature by {key.name} does not verify; the note was changed after "
-                "it was signed, or signed by another key under this name",
+                f"{where}: the signature by {known[0].label} does not verify with your key; the "
+                "note was changed after it was signed, or signed by another key made to carry "
+                "that name and key ID",
                 hint="ask the signer for the original",
             )
-        verified.append(key.name)
+        if key not in verified:
+            verified.append(key)
     if not verified:
-        names = ", ".join(s.name for s in note.signatures) or "nobody"
+        found = ", ".join(f"{s.name}+{s.key_id.hex()}" for s in note.signatures) or "nobody"
         raise IntegrityFailure(
-            f"{where}: expected a signature by "
-            f"{', '.join(k.name for k in keys)}, found signatures by {names}",
-            hint="check that you were given the right key and the right file",
+            f"{where}: expected a signature by {trusted.labels()}, found signatures by {found}",
+            hint="a signer is its key, not its name: check that you were given the right key "
+            "and the right file",
         )
     return verified

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...adapters.chained_log import ChainedLog
 from ...adapters.duckdb_store import MISSING_OBJECT, ReadModelDB, within_limits
 from ...adapters.store.store_url import may_write
-from ...domain.errors import InvalidInput, ReadLimitExceeded, StoreUnavailable
+from ...domain.errors import InvalidInput, StoreUnavailable
 from ..read_models import event_rows as events_table
 from ..read_models.base import Projection
 from ..read_models.registry import PROJECTIONS
@@ -495,51 +495,13 @@ def differences_from_rebuild(lineage: OpenedStore) -> tuple[int, list[str]]:
     )
 
 
-def _table_digests(db: ReadModelDB) -> dict[str, tuple[int, int]]:
+def _table_digests(db: ReadModelDB) -> dict[str, str]:
+    """Each projection table's SHA-256 (`table_digest`: its columns and every row)."""
+    from .table_digest import table_digest
+
     return {
-        name: _table_digest(db, name) for projection in PROJECTIONS for name in projection.tables
+        name: table_digest(db, name) for projection in PROJECTIONS for name in projection.tables
     }
-
-
-#: Rows hashed per statement when a whole table's do not fit in the cap (a vector's large JSON
-#: values at once).
-DIGEST_ROWS = 128
-
-
-def _table_digest(db: ReadModelDB, name: str) -> tuple[int, int]:
-    """(rows, sum of row hashes) of one table: in one statement, or when that passes the memory cap
-    (a vector of rows each holding a run's 2,000-test map is hundreds of MB), `DIGEST_ROWS` rows at
-    a time by rowid (the tables are append-only). Both give the same digest, and both sides of a
-    comparison are hashed alike."""
-    try:
-        with within_limits():
-            return _two(db.connection.execute(_DIGEST.format(name=name)).fetchone())
-    except ReadLimitExceeded:
-        return _digest_by_rows(db, name)
-
-
-_DIGEST = "SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM {name} t"
-
-
-def _digest_by_rows(db: ReadModelDB, name: str) -> tuple[int, int]:
-    with within_limits():  # a single row past the cap is still exit 4
-        end = db.connection.execute(f"SELECT coalesce(max(rowid) + 1, 0) FROM {name}").fetchone()
-        assert end is not None  # an aggregate without GROUP BY returns exactly one row
-        rows = total = 0
-        for start in range(0, end[0], DIGEST_ROWS):
-            count, digest = _two(
-                db.connection.execute(
-                    _DIGEST.format(name=name) + " WHERE rowid >= ? AND rowid < ?",
-                    [start, start + DIGEST_ROWS],
-                ).fetchone()
-            )
-            rows, total = rows + count, total + digest
-    return rows, total
-
-
-def _two(row: tuple[Any, ...] | None) -> tuple[int, int]:
-    assert row is not None  # an aggregate without GROUP BY returns exactly one row
-    return row[0], row[1]
 
 
 def resolve_as_of(lineage: OpenedStore, text: str | None) -> int | None:

@@ -13,7 +13,7 @@ import pytest
 from rollout_lineage.adapters.evidence import ed25519
 from rollout_lineage.adapters.evidence.bundle_check import verify_bundle
 from rollout_lineage.domain.errors import IntegrityFailure
-from tests.cli_helpers import source_store
+from tests.cli_helpers import key_label, source_store
 from tests.conftest import Cli
 
 
@@ -52,7 +52,7 @@ def test_a_bundle_travels_sqlite_to_postgresql_and_back(
         ).stdout
     )[0]
     assert checked["runs"] == "jobs/a" and checked["events"] == 6
-    assert checked["signed_events"] == "6 by lab (trusted: lab)"
+    assert checked["signed_events"] == f"6: 6 by {key_label(keys / 'lab.pub')} (trusted)"
     pg = Cli(tmp_path / "pg", postgres_url)
     first = pg("import", "--bundle", str(tmp_path / "a.bundle"), "--key", str(keys / "lab.pub"))
     assert "appended 6 events" in first.stderr

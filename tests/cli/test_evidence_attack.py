@@ -24,6 +24,7 @@ from tests.cli.test_statement_limits import (
     home_with_a_run,  # noqa: F401 (a fixture)
     run_sql_measured,
 )
+from tests.cli_helpers import key_label
 from tests.conftest import Cli
 from tests.raw_store import CHAINED_ROLE, raw_store
 
@@ -620,7 +621,8 @@ def test_a_bundle_carries_the_signed_role_and_refuses_another(
     checked = Cli(tmp_path / "nowhere")(
         "bundle", "verify", str(bundle), "--key", str(keys / "writer.pub"), "--format", "json"
     )
-    assert json.loads(checked.stdout)[0]["signed_events"] == "1 by writer (trusted: writer)"
+    writer = key_label(keys / "writer.pub")
+    assert json.loads(checked.stdout)[0]["signed_events"] == f"1: 1 by {writer} (trusted)"
     for edit in ({"recorded_by": "auditor"}, {"recorded_by": None}, {}):
         batch = {k: v for k, v in document["batches"][0].items() if k != "recorded_by"} | edit
         bundle.write_bytes(canonical(document | {"batches": [batch]}))

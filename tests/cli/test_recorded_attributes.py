@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollout_lineage.domain.facts import RunRegistered
+from tests.cli_helpers import key_label
 from tests.conftest import Cli, open_lineage
 from tests.raw_store import CHAINED_ROLE, raw_store
 
@@ -133,7 +134,9 @@ def test_a_source_checkpoint_is_labelled_unchecked_or_checked_against_a_key(
         "not checked (no --key): the checkpoint may be anyone's"
     }
     signed = imported("bundle", "sources", "--key", str(tmp_path / "lab.pub"), "--format", "json")
-    assert {row["checkpoint_signature"] for row in json.loads(signed.stdout)} == {"signed by lab"}
+    assert {row["checkpoint_signature"] for row in json.loads(signed.stdout)} == {
+        f"signed by {key_label(tmp_path / 'lab.pub')}"
+    }
     Cli(tmp_path / "unused")("keys", "generate", "other", "--dir", str(tmp_path))
     other = imported(
         "bundle", "sources", "--key", str(tmp_path / "other.pub"), "--format", "json", ok=False

@@ -13,7 +13,7 @@ import pytest
 from rollout_lineage.bootstrap import open_store
 from rollout_lineage.domain.facts import RunRegistered, RunScored
 from rollout_lineage.domain.integrity import link
-from tests.cli_helpers import relink
+from tests.cli_helpers import key_label, relink
 from tests.conftest import Cli
 
 
@@ -47,7 +47,8 @@ def test_signed_batches_verify_and_name_their_key_as_actor(
     record_signed(store_url, home, writer_keys / "harness-7.key", range(3))
     cli = Cli(home, store_url)
     code, report = trusted_verify(cli, writer_keys)
-    assert code == 0 and report["signatures"] == "6 events signed by harness-7"
+    harness = key_label(writer_keys / "harness-7.pub")
+    assert code == 0 and report["signatures"] == f"6 events signed by {harness}"
     actors = {
         row["actor"] for row in map(json.loads, cli("log", "--format", "jsonl").stdout.splitlines())
     }
@@ -77,7 +78,8 @@ def test_a_batch_signed_by_an_untrusted_key_is_reported(tmp_path: Path, writer_k
     record_signed(store, home, writer_keys / "intruder.key", range(1, 2))
     code, report = trusted_verify(Cli(home), writer_keys)
     assert code == 3 and report["first_bad_position"] == 3
-    assert "positions 3-4: signed by intruder" in report["problem"]
+    intruder = key_label(writer_keys / "intruder.pub")
+    assert f"positions 3-4: signed by {intruder}, not a trusted key" in report["problem"]
 
 
 def test_an_event_edited_after_signing_fails_its_batch_signature(
@@ -96,7 +98,8 @@ def test_an_event_edited_after_signing_fails_its_batch_signature(
         relink(db)
     code, report = trusted_verify(Cli(home), writer_keys)
     assert code == 3 and report["first_bad_position"] == 2
-    assert "the signature by harness-7 over positions 2-2 does not verify" in report["problem"]
+    harness = key_label(writer_keys / "harness-7.pub")
+    assert f"the signature by {harness} over positions 2-2 does not verify" in report["problem"]
 
 
 def test_an_event_inserted_by_hand_with_a_correct_link_is_reported(
@@ -140,4 +143,5 @@ def test_lineage_signing_key_signs_what_the_cli_appends_and_a_bad_key_appends_no
     monkeypatch.setenv("LINEAGE_SIGNING_KEY", str(writer_keys / "harness-7.key"))
     cli("ingest", str(source))
     code, report = trusted_verify(cli, writer_keys)
-    assert code == 0 and report["signatures"] == "1 events signed by harness-7"
+    harness = key_label(writer_keys / "harness-7.pub")
+    assert code == 0 and report["signatures"] == f"1 events signed by {harness}"

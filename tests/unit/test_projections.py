@@ -15,7 +15,7 @@ import pytest
 from rollout_lineage.adapters.duckdb_store import ReadModelDB
 from rollout_lineage.bootstrap import Lineage
 from rollout_lineage.domain import facts as f
-from rollout_lineage.projections.engine import paging, runner
+from rollout_lineage.projections.engine import paging, runner, table_digest
 from tests.conftest import table_contents
 from tests.interrupts import when_main_thread_inside
 from tests.scenarios import ablate_run_facts, nightly_run_facts
@@ -189,11 +189,13 @@ def test_a_table_hashed_a_few_rows_at_a_time_has_the_digest_of_the_whole(
     db = ReadModelDB.open(":memory:")
     runner.ensure_schema(db, "test")
     runner.catch_up(db, memory_lineage.log)
-    monkeypatch.setattr(runner, "DIGEST_ROWS", 3)
+    monkeypatch.setattr(table_digest, "DIGEST_ROWS", 3)
     for name in ("events", "nodes", "test_outcomes", "stage_marks"):
-        whole = runner._table_digest(db, name)
-        assert whole[0] > 3, name
-        assert runner._digest_by_rows(db, name) == whole, name
+        columns = table_digest.columns_of(db, name)
+        by_rows = table_digest.digests_by_rows(db, name, table_digest.row_digest_sql(columns))
+        assert len(by_rows) > 3 * 32, name
+        whole = table_digest.table_digest(db, name)
+        assert table_digest.sorted_digest(table_digest.head_of(name, columns), by_rows) == whole
 
 
 def test_snapshot_restorability_agrees_with_the_domain(memory_lineage: Lineage) -> None:
