@@ -116,13 +116,19 @@ def rates(
 
     selection = sr.Selection(job, task, agent, model, skill_mode)
     with read_models(lineage, as_of, occurred_before) as models:
-        chosen = sr.selected(sr.trials(models.db), selection)
+        every = sr.trials(models.db)
+    if not every:
+        note(
+            "no benchflow trial folder is recorded: `lineage import` the jobs tree (runs imported "
+            "by a version before `lineage rates` need importing again)"
+        )
+    chosen = sr.selected(every, selection)
     options: dict[str, Any] = {
         "ks": ks,
         "solve_threshold": solve_threshold,
         "include_controls": include_controls,
     }
-    if not chosen:
+    if every and not chosen:
         note("no benchflow trial matches; every value below is over no trial")
     blocks = (
         [(key, sr.block(members, **options)) for key, members in sr.groups(chosen, by)]

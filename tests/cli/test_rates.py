@@ -386,3 +386,10 @@ def test_the_row_formats_print_a_row_per_k(run_cli: Cli, matrix: Path) -> None:
     table = run_cli("rates", "--job", "opus", "--by", "agent", "--format", "markdown").stdout
     assert table.splitlines()[0].startswith("| agent | k | pass_at_k |")
     assert "| claude-agent-acp | 2 | 0.6667 | 0.4444 |" in table
+
+
+def test_with_no_trial_recorded_it_says_how_to_record_them(run_cli: Cli) -> None:
+    result = run_cli("rates", "--format", "json")
+    block = json.loads(result.stdout)["solve_rates"]
+    assert (block["tasks"], block["trials"], block["pass_at_k"]) == (0, 0, {"1": None})
+    assert "lineage import" in result.stderr
