@@ -61,8 +61,8 @@ def _threshold(ctx: click.Context, _param: click.Parameter, value: float | None)
     "--job",
     metavar="NAME",
     help="Only the trials under a folder of this name in the imported jobs tree, as `bench eval "
-    "metrics <jobs-dir>/NAME` reads them: a job folder, or a --matrix alias (pooling its "
-    "trial-NN/<job>/ folders).",
+    "metrics <jobs-dir>/NAME` reads them: a job folder, a --matrix alias (pooling its "
+    "trial-NN/<job>/ folders), ALIAS/trial-NN, or one trial folder.",
 )
 @click.option("--task", help="Only trials of this task (result.json task_name).")
 @click.option("--agent", help="Only trials by this agent.")

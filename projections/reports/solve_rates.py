@@ -321,11 +321,23 @@ class Trial:
     def value(self, key: str) -> Any:
         return getattr(self, key)
 
+    def path_parts(self) -> tuple[str, ...]:
+        """The folders from the root down to the trial folder, as it was read."""
+        return (*PurePath(self.job_dir).parts, PurePath(self.location or self.run).name)
+
 
 def under(trials: Iterable[Trial], folder: str) -> list[Trial]:
-    """The trials whose folder lies under a folder named `folder` (its job folder, or any folder
-    above it: an alias pools its `trial-NN/<job>/` folders)."""
-    return [t for t in trials if folder in PurePath(t.job_dir).parts]
+    """The trials under a folder named `folder`: their job folder, any folder above it (an alias
+    pools its `trial-NN/<job>/` folders) or the trial folder itself. A name with slashes
+    (`opus/trial-02`) names consecutive folders."""
+    wanted = PurePath(folder).parts
+    return [t for t in trials if _within(t.path_parts(), wanted)]
+
+
+def _within(parts: tuple[str, ...], wanted: tuple[str, ...]) -> bool:
+    return bool(wanted) and any(
+        parts[i : i + len(wanted)] == wanted for i in range(len(parts) - len(wanted) + 1)
+    )
 
 
 def final_attempts(trials: Iterable[Trial]) -> list[Trial]:

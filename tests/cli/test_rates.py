@@ -125,9 +125,14 @@ def test_an_alias_pools_its_trial_folders_as_separate_samples(run_cli: Cli, matr
     haiku = rates(run_cli, "--job", "haiku")  # another alias: its own trial folders only
     assert (haiku["tasks"], haiku["trials"], haiku["solve_rate"]) == (2, 4, 0.5)
     assert haiku["pass_at_k"] == {"1": 0.5, "2": 0.5}
-    one = rates(run_cli, "--job", "trial-02")  # every alias's second trial
+    second = rates(run_cli, "--job", "trial-02")  # every alias's second trial
     # c's only trial there is unscored: no sample, so no task
-    assert (one["tasks"], one["trials"], one["unscored"]) == (2, 4, 1)
+    assert (second["tasks"], second["trials"], second["unscored"]) == (2, 4, 1)
+    opus_2 = rates(run_cli, "--job", "opus/trial-02")
+    assert (opus_2["tasks"], opus_2["trials"], opus_2["unscored"]) == (2, 2, 1)
+    [folder] = (matrix / "opus" / "trial-03").glob("*/a__*")
+    alone = rates(run_cli, "--job", folder.name)  # one trial folder, as bench eval metrics DIR
+    assert (alone["tasks"], alone["trials"], alone["solve_rate"]) == (1, 1, 0.0)
 
 
 def test_the_matrix_layout_is_recorded_with_trial_numbers(run_cli: Cli, matrix: Path) -> None:

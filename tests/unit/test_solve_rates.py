@@ -102,6 +102,10 @@ def test_a_job_names_any_folder_above_the_trial() -> None:
     chosen = sr.selected(trials, sr.Selection(job="opus"))
     assert [t.run for t in chosen] == ["a/t__1"]
     assert len(sr.selected(trials, sr.Selection(job="trial-01"))) == 2
+    assert [t.run for t in sr.selected(trials, sr.Selection(job="haiku/trial-01"))] == ["b/t__1"]
+    assert {t.run for t in sr.selected(trials, sr.Selection(job="t__1"))} == {"a/t__1", "b/t__1"}
+    with pytest.raises(InvalidInput):
+        sr.selected(trials, sr.Selection(job="opus/trial-02"))
     with pytest.raises(InvalidInput, match="opux"):
         sr.selected(trials, sr.Selection(job="opux"))
     reviewer = trial("a/t__2", purpose="reviewer", result_mtime=99.0)
