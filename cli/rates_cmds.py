@@ -144,8 +144,9 @@ def rates(
     write_rows(rows, (*by, *sr.COLUMNS), fmt)
     for key, found in blocks:
         where = ", ".join(f"{k}={v}" for k, v in key.items())
-        for caveat in found["caveats"]:
-            note(f"{where}: {caveat}" if where else caveat)
+        for caveat in found["caveats"]:  # benchflow's words, with this command's option names
+            said = caveat.replace("include_controls=True", "--include-controls")
+            note(f"{where}: {said}" if where else said)
 
 
 def _rounded(column: str, value: Any) -> Any:
