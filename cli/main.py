@@ -117,6 +117,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Print RFC 9162 inclusion proofs that the events "
         "at RUN:NODE (or POSITION) are in a checkpoint.",
     ),
+    "rates": (
+        "rates_cmds",
+        "rates",
+        "pass@k, pass^k and the solve rate over repeated trials of the imported benchflow jobs, "
+        "counted as benchflow counts them.",
+    ),
     "rebuild": (
         "query_cmds",
         "rebuild",

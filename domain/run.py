@@ -47,6 +47,8 @@ class Run(BaseAggregate[Any]):
         self.cut_points: dict[str, f.CutPointServed] = {}  # by accounting basis
         # by node, each different observation once
         self.evidence: dict[str, list[f.EvidenceObserved]] = {}
+        # each different observation of the trial folder once, in log order
+        self.samples: list[f.SampleObserved] = []
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
         self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
@@ -145,6 +147,14 @@ class Run(BaseAggregate[Any]):
         # so re-reading appends nothing and never conflicts.
         self._require_node(fact.node)
         return fact not in self.evidence.get(fact.node, [])
+
+    @RUN_HANDLERS.decides(f.SampleObserved)
+    def _decide_sample(self, fact: f.SampleObserved) -> bool:
+        # What benchflow's solve rates read of the trial folder when it was read: a folder read
+        # again after it changed (moved, its result.json rewritten) is observed again, differently;
+        # re-reading it unchanged appends nothing, and never conflicts.
+        self._require_node(ROOT_NODE)
+        return fact not in self.samples
 
     @RUN_HANDLERS.decides(f.ScorerDrained)
     def _decide_drain(self, fact: f.ScorerDrained) -> bool:
@@ -349,6 +359,10 @@ class Run(BaseAggregate[Any]):
     @RUN_HANDLERS.evolves(f.EvidenceObserved)
     def _evidence_observed(self, fact: f.EvidenceObserved) -> None:
         self.evidence.setdefault(fact.node, []).append(fact)
+
+    @RUN_HANDLERS.evolves(f.SampleObserved)
+    def _sample_observed(self, fact: f.SampleObserved) -> None:
+        self.samples.append(fact)
 
     @RUN_HANDLERS.evolves(f.ScorerDrained)
     def _scorer_drained(self, fact: f.ScorerDrained) -> None:

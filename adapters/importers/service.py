@@ -52,6 +52,7 @@ from .discovery import (
 )
 from .plan import RunPlan
 from .rollout_folder import import_rollout_folder
+from .sample_reading import add_sample
 
 IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
     STAGED: benchflow_staged.import_staged_run,
@@ -59,6 +60,9 @@ IMPORTERS: dict[str, Callable[[Path], RunPlan]] = {
     HARBOR: harbor.import_harbor_trial,
     ROLLOUT: import_rollout_folder,
 }
+#: Layouts whose run directory is a benchflow trial folder, which benchflow's solve rates count:
+#: each plan also records what they read of it (`run.sample_observed`, sample_reading.py).
+SAMPLED = frozenset({STAGED, MAINLINE})
 
 
 def unclassified_still_running(path: Path) -> str | None:
@@ -189,7 +193,10 @@ def _read_plans(
         try:
             if run.problem is not None:
                 raise run.problem
-            plans.append((done, run, IMPORTERS[run.kind](run.path)))
+            plan = IMPORTERS[run.kind](run.path)
+            if run.kind in SAMPLED:
+                add_sample(plan)
+            plans.append((done, run, plan))
         except (StoreUnavailable, IntegrityFailure):
             raise
         except (LineageError, OSError) as exc:

@@ -62,6 +62,7 @@ from .gate_facts import ScorerDrained as ScorerDrained
 from .gate_facts import SkillLoading as SkillLoading
 from .gate_facts import TokenUsage as TokenUsage
 from .gate_facts import TrajectoryFile as TrajectoryFile
+from .sample_facts import SampleObserved as SampleObserved
 from .snapshot_facts import SnapshotAdopted as SnapshotAdopted
 from .snapshot_facts import SnapshotCaptured as SnapshotCaptured
 from .snapshot_facts import SnapshotDiscarded as SnapshotDiscarded
@@ -389,6 +390,7 @@ FACT_TYPES: tuple[type[Fact], ...] = (
     CustodyFailed,
     CutPointServed,
     EvidenceObserved,
+    SampleObserved,
     ScorerDrained,
     PreservationReceipted,
     SnapshotCaptured,

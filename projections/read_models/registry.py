@@ -15,6 +15,7 @@ from . import (
     nodes,
     preservation_receipts,
     runs,
+    solve_samples,
     stage_registry,
 )
 from .base import Projection
@@ -28,4 +29,5 @@ PROJECTIONS: tuple[Projection, ...] = (
     custody_and_cut_points.PROJECTION,
     gate_evidence.PROJECTION,
     preservation_receipts.PROJECTION,
+    solve_samples.PROJECTION,
 )

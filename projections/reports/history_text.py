@@ -170,6 +170,7 @@ SUMMARIES: dict[str, Any] = {
         + (f", trajectory {f['trajectory']}" if f.get("trajectory") else "")
     ),
     "run.evidence_observed": lambda f, w: _evidence(f),
+    "run.sample_observed": lambda f, w: _sample(f),
     "scorer.drained": lambda f, w: f"scorer drained: history {short_digest(f['history_digest'])}",
     "scorer.preservation_receipted": lambda f, w: (
         f"preservation attempt {f['result']}: history {short_digest(f['history_digest'])}"
@@ -200,6 +201,22 @@ def _evidence(fact: dict[str, Any]) -> str:
         "evidence read: "
         + ", ".join([*files, f"tokens {usage.get('total_tokens') or '-'}"])
         + (f", trial {fact['trial']}" if fact.get("trial") else "")
+    )
+
+
+def _sample(fact: dict[str, Any]) -> str:
+    """What benchflow's solve rates read of the trial folder."""
+    withheld = fact.get("integration_failure")
+    return (
+        f"solve-rate sample read in job {fact['job_dir'].rstrip('/').rsplit('/', 1)[-1]}"
+        + (
+            f" of {fact.get('alias') or '-'}, trial {fact['trial_number']}"
+            if fact.get("trial_number") is not None
+            else ""
+        )
+        + f": task {fact.get('task') or '-'}, reward {_num(fact.get('reward'))}"
+        + (f", {fact['control']} control" if fact.get("control") else "")
+        + (f", reward withheld (integration failure {withheld})" if withheld else "")
     )
 
 

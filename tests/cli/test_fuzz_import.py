@@ -405,9 +405,15 @@ def pristine_facts() -> list[dict[str, Any]]:
     return _pristine_facts
 
 
+#: The fields of a fact that depend on the workspace: where the run was read, when its files were
+#: written there.
+WORKSPACE_FIELDS = {"run.located": {"path"}, "run.sample_observed": {"job_dir", "result_mtime"}}
+
+
 def comparable(fact: dict[str, Any]) -> dict[str, Any]:
-    """The fact without what depends on the workspace (where the run was read)."""
-    return {k: v for k, v in fact.items() if k != "path"} if fact["type"] == "run.located" else fact
+    """The fact without what depends on the workspace."""
+    local = WORKSPACE_FIELDS.get(fact["type"], set())
+    return {k: v for k, v in fact.items() if k not in local}
 
 
 @pytest.mark.slow

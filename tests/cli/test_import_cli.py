@@ -287,7 +287,7 @@ MAINLINE_DIR = (
         (MAINLINE_DIR, MAINLINE_RUN, None),  # nothing in a main-line run names its own directory
     ],
 )
-def test_a_moved_run_imports_as_a_new_location_only(
+def test_a_moved_run_imports_as_a_new_location_and_a_new_sample_only(
     run_cli: Cli, tmp_path: Path, source: Path, run: str, recorded_dir: str | None
 ) -> None:
     first = copy_run(source, tmp_path / "disk-a" / "jobs")
@@ -296,10 +296,14 @@ def test_a_moved_run_imports_as_a_new_location_only(
     shutil.rmtree(first)
     before = len(events(run_cli))
     result = run_cli("import", str(moved))
-    assert "1 events appended" in result.stderr
-    assert [(e["type"], e["fact"]["path"]) for e in events(run_cli)[before:]] == [
-        ("run.located", os.path.realpath(moved))
-    ]
+    assert "2 events appended" in result.stderr
+    # where it was read, and what solve rates read of it there: its job folder is another one now
+    located, sample = events(run_cli)[before:]
+    assert (located["type"], located["fact"]["path"]) == ("run.located", os.path.realpath(moved))
+    assert (sample["type"], sample["fact"]["job_dir"]) == (
+        "run.sample_observed",
+        os.path.dirname(os.path.realpath(moved)),
+    )
     [row] = json.loads(
         run_cli(
             "sql", f"SELECT run_dir, location FROM runs WHERE run = '{run}'", "--format", "json"
@@ -345,12 +349,13 @@ def test_a_later_state_of_a_run_appends_only_the_new_facts(run_cli: Cli, tmp_pat
     (run / "result.json").write_text(result_json)
     second = len(events(run_cli))
     run_cli("import", str(run))
-    # ... and the release-gate evidence of the run and of its two fresh-rollout arms, read once it
-    # has finished
+    # ... and the release-gate evidence of the run and of its two fresh-rollout arms, and what solve
+    # rates read of it, once it has finished
     assert [e["type"] for e in events(run_cli)[second:]] == [
         "run.scored",
         "run.finished",
         *["run.evidence_observed"] * 3,
+        "run.sample_observed",
     ]
 
     add_post_research_fork(run)

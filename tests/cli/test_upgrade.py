@@ -1,6 +1,6 @@
 """Stores written by earlier landings stay usable: their chain verifies, the read models build, and
 importing the same runs again appends only what this version records beyond them (where each run
-lives, its release-gate evidence), never a conflict."""
+lives, its release-gate evidence, what solve rates read of it), never a conflict."""
 
 from __future__ import annotations
 
@@ -33,13 +33,14 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     added = log(run_cli)[len(before) :]
     # Beyond where each run lives, this version records that an ephemeral stage entry discards its
     # environment snapshot too (rule 6), which the first landing left as merely captured, and each
-    # child's mounted/ archive as a custody hand-off (rule 8), and the release gate's evidence: new
-    # facts, never a conflict.
+    # child's mounted/ archive as a custody hand-off (rule 8), the release gate's evidence and what
+    # solve rates read of each trial folder: new facts, never a conflict.
     assert added and {e["type"] for e in added} == {
         "run.located",
         "snapshot.discarded",
         "custody.handed_off",
         "run.evidence_observed",
+        "run.sample_observed",
     }
     located = [e for e in added if e["type"] == "run.located"]
     # the directories the harness recorded were already known
@@ -81,12 +82,14 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     added = log(run_cli)[len(before) :]
     # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that
     # the writer rules 6 and 8 read since this store was written; the review skill's review of each
-    # run's files, a new observation of the same node), never a conflict.
+    # run's files, a new observation of the same node; what solve rates read of each trial
+    # folder), never a conflict.
     assert {e["type"] for e in added} <= {
         "run.located",
         "snapshot.discarded",
         "custody.handed_off",
         "run.evidence_observed",
+        "run.sample_observed",
     }
     evidence = run_cli(
         "sql", "SELECT count(*) AS n FROM evidence", "--format", "csv"
@@ -128,6 +131,7 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
         "snapshot.discarded",
         "custody.handed_off",
         "run.evidence_observed",
+        "run.sample_observed",
     }
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
     assert json.loads(
@@ -146,8 +150,8 @@ def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
     tmp_path: Path,
 ) -> None:
     """Its reviews carry no `task_skills_source` (read as None: nothing recorded where names came
-    from); the same runs import again with where they were read as the only new facts, and the audit
-    is unchanged."""
+    from); the same runs import again with where they were read and what solve rates read of them as
+    the only new facts, and the audit is unchanged."""
     home = tmp_path / "home"
     home.mkdir()
     shutil.copy(REVIEW_1, home / "events.sqlite")
@@ -164,7 +168,8 @@ def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
 
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr
-    assert {e["type"] for e in log(run_cli)[len(before) :]} <= {"run.located"}
+    added = {e["type"] for e in log(run_cli)[len(before) :]}
+    assert added <= {"run.located", "run.sample_observed"}
     again = run_cli("audit", ok=False)
     assert again.exit_code == audited.exit_code
     body = [

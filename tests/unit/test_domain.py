@@ -573,3 +573,17 @@ def test_stores_opened_by_url_back_off_as_the_store_adapter_says(tmp_path) -> No
     )
     assert isinstance(app.retry, StoreBackoff) and app.retry.attempts == 8
     app.close()
+
+
+def test_a_trial_folder_read_again_is_observed_again_only_when_it_changed(
+    app: LineageApp,
+) -> None:
+    sample = f.SampleObserved(
+        run=RUN, job_dir="/jobs/opus/trial-01/job", trial_number=1, alias="opus", result_mtime=1.5
+    )
+    assert app.record([sample]).appended == 1
+    assert app.record([sample]).appended == 0  # read again unchanged: nothing new, no conflict
+    touched = sample.model_copy(update={"result_mtime": 2.5})
+    assert app.record([touched]).appended == 1  # result.json rewritten: another observation
+    unknown = sample.model_copy(update={"run": "job/other__2"})
+    assert "to be registered before run.sample_observed" in refused(app, UnknownSubject, unknown)

@@ -230,3 +230,26 @@ def test_duckdb_loads_no_module_of_its_own_once_a_read_model_is_open() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
     assert loaded == [], f"DuckDB imported these during a query: {loaded}"
+
+
+def test_solve_samples_show_each_trial_folders_latest_reading(memory_lineage: Lineage) -> None:
+    lineage = memory_lineage
+    run = "2026-11-03__09-00-00/t__1f2e3d4c"
+    job = "/jobs/opus/trial-02/2026-11-03__09-00-00"
+    first = f.SampleObserved(
+        run=run, job_dir=job, evaluation_job=True, trial_number=2, alias="opus", result_mtime=10.0
+    )
+    lineage.record([f.RunRegistered(run=run, task="t"), first])
+    lineage.record([first.model_copy(update={"result_mtime": 20.0, "reward": 1.0})])
+    with lineage.read_models() as models:
+        [row] = models.db.rows(
+            "SELECT job, trial_number, alias, result_mtime, reward, observations FROM solve_samples"
+        )
+    assert row == {
+        "job": "2026-11-03__09-00-00",
+        "trial_number": 2,
+        "alias": "opus",
+        "result_mtime": 20.0,
+        "reward": 1.0,
+        "observations": 2,
+    }

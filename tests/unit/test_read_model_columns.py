@@ -204,6 +204,7 @@ SHAPES = {
     "custody_and_cut_points": (3, "f7c579689d49f071"),
     "evidence": (2, "913ba10c2e830d1b"),
     "preservation": (1, "02fedf761f40e5bc"),
+    "samples": (1, "7e8cfc9f823359ad"),
 }
 
 
