@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import sys
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -138,9 +139,10 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     before = signal.signal(signal.SIGTERM, _terminated) if main else None
     checks = ChainChecks(lineage)
     reads = ServedReads(lineage, checks)
+    walking: threading.Thread | None = None
     try:
         reads.head()  # build or catch up the read models before the first visitor waits for it
-        checks.start()
+        walking = checks.start()
         app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
         config = uvicorn.Config(app, log_level="warning", server_header=False)
         shown = f"[{host}]" if ":" in host else host
@@ -152,10 +154,30 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
         listening.close()
         if main:
             signal.signal(signal.SIGTERM, before)
+    if walking is not None and walking.is_alive() and server.stopped_by in _SIGNALLED:
+        _end_beside_a_walk(*_SIGNALLED[server.stopped_by])
     if server.stopped_by == signal.SIGINT:
         raise KeyboardInterrupt  # the CLI's one line and exit 130, as every command's Ctrl-C
     if server.stopped_by == signal.SIGTERM:
         _terminated()
+
+
+#: How a signal that stopped the server ends the process: the shell's code and the one line.
+_SIGNALLED = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated")}
+
+
+def _end_beside_a_walk(code: int, line: str) -> NoReturn:
+    """End at once while the first chain walk still runs in its thread: finalising the interpreter
+    under a thread inside SQLite or DuckDB printed that thread's traceback, or aborted in DuckDB's
+    bindings (exit 134), instead of the one line. The walk only extends the Merkle tree, each page
+    one transaction, so ending here is what a kill would leave: whole pages or none."""
+    from .output import note
+
+    note(line)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _terminated(*_: Any) -> None:

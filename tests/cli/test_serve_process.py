@@ -122,3 +122,41 @@ def test_a_killed_servers_copy_is_removed_by_the_next_and_a_live_ones_is_not(
             assert live in copies and len(copies) == 2, "a running server's copy was removed"
     assert unknown.exists()
     assert set(tmp_path.glob("lineage-serve-*")) == {unknown}
+
+
+#: Loaded by the server's interpreter (`sitecustomize`): the first chain walk runs a query that
+#: never ends, in and out of DuckDB's engine, as a long walk of a large log is when a signal comes.
+ENDLESS_WALK = """
+import duckdb
+from rollout_lineage.cli import serve_cmds
+
+def endless(self):
+    connection = duckdb.connect()
+    while True:
+        connection.execute("SELECT sum(range) FROM range(3000000)").fetchall()
+
+serve_cmds.ChainChecks._check = endless
+"""
+
+
+@pytest.mark.parametrize(
+    ("number", "code", "line"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+)
+def test_a_signal_during_the_first_chain_walk_ends_with_one_line(
+    home: Path, tmp_path: Path, number: int, code: int, line: str
+) -> None:
+    """CI saw exit -6 (DuckDB's bindings aborting) and a traceback from the Merkle store when the
+    signal came while the background walk was still inside the store: the interpreter was finalised
+    under it. The walk here never ends, so the moment does not depend on timing."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(ENDLESS_WALK, encoding="utf-8")
+    env = {"TMPDIR": str(tmp_path), "PYTHONPATH": f"{hook}{os.pathsep}{REPO}"}
+    with serving(home, env=env) as (process, base):
+        assert get(f"{base}/api/runs")[0] == 200
+        process.send_signal(number)
+        assert process.wait(timeout=60) == code
+        assert process.stderr is not None
+        assert process.stderr.read().decode().splitlines()[-1] == line
+    assert not list(tmp_path.glob("lineage-serve-*"))
