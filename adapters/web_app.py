@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import hmac
 import io
+import ipaddress
 import json
 import math
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -110,8 +112,36 @@ class Reads(Protocol):
 
 
 def is_loopback(host: str) -> bool:
-    """Any other bind needs a token (`cli/serve_cmds.py` refuses to start without one)."""
-    return host.strip("[]") in LOOPBACK or host.startswith("127.")
+    """Whether `host` resolves, and to loopback addresses only. Any other bind needs a token
+    (`cli/serve_cmds.py` refuses to start without one). Decided from the addresses, never from how
+    the name is spelt: `127.lab.example` is a name like any other, and a name that also resolves to
+    another address, or not at all, is not loopback."""
+    return all_loopback(addresses_of(host))
+
+
+def addresses_of(host: str, port: int | None = None) -> list[tuple[Any, ...]]:
+    """What `host` resolves to for a TCP listener (`socket.getaddrinfo`'s tuples), or [] when it
+    does not resolve. `[::1]` is `::1`."""
+    try:
+        return socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+
+
+def all_loopback(found: Iterable[tuple[Any, ...]]) -> bool:
+    """At least one address, and every one loopback (127.0.0.0/8, ::1, or ::ffff:127.x.y.z)."""
+    addresses = [info[4][0] for info in found]
+    return bool(addresses) and all(_loopback_address(a) for a in addresses)
+
+
+def _loopback_address(text: str) -> bool:
+    try:
+        address = ipaddress.ip_address(str(text).split("%", 1)[0])  # an IPv6 scope: fe80::1%eth0
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def json_value(value: Any) -> Any:
