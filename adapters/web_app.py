@@ -255,7 +255,7 @@ class Guard(BaseHTTPMiddleware):
             # (it would stay in the history and the address bar).
             kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             response = RedirectResponse(
-                request.url.path + ("?" + urlencode(kept) if kept else ""), status_code=303
+                own_path(request) + ("?" + urlencode(kept) if kept else ""), status_code=303
             )
             response.set_cookie(
                 TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
@@ -264,6 +264,23 @@ class Guard(BaseHTTPMiddleware):
             response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
+
+
+#: What a path keeps unescaped when it is sent back as a link: RFC 3986's unreserved characters
+#: (`quote` keeps letters, digits and `_.-~`), `/`, `%` (the escapes it came with stay as they were)
+#: and the sub-delimiters. A backslash, a space, a control character or a non-ASCII one is escaped.
+PATH_SAFE = "/%:@!$&'()*+,;="
+
+
+def own_path(request: Request) -> str:
+    """The path of `request` as a link to this server: as the client sent it, so an escaped `%2F`
+    stays inside its segment (and a run id with `..` in it stays that run's), with what a browser
+    would read otherwise escaped (a backslash is a slash to it), and one leading slash only. Two
+    (`//evil.example/x`) make a browser leave for that host, so the only redirect this server
+    answers (after a `?token=` visit) goes nowhere else."""
+    raw = request.scope.get("raw_path")
+    sent = raw.decode("latin-1") if raw else quote(request.url.path, safe="/")
+    return "/" + quote(sent, safe=PATH_SAFE).lstrip("/")
 
 
 def _status(exc: LineageError) -> int:

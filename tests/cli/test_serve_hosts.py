@@ -4,10 +4,12 @@ of it."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -15,8 +17,11 @@ from click.testing import CliRunner
 from rollout_lineage.adapters.web_app import is_loopback
 from rollout_lineage.cli.main import cli
 from tests.serve_attack import (
+    RUN,
+    TOKEN,
     pr_layout_store,
 )
+from tests.serve_process import serving
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +29,65 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return pr_layout_store(tmp_path)
+
+
+# --- 9. the token visit's redirect ----------------------------------------------------------------
+
+
+def browser_resolves(base: str, location: str) -> str:
+    """The host a browser goes to for `location` on `base` (WHATWG URL, which `urljoin` is not): it
+    drops tabs and newlines, reads `\\` as `/`, and after two leading slashes skips any more and
+    takes what follows as the host."""
+    cleaned = location.replace("\\", "/").replace("\t", "").replace("\n", "").replace("\r", "")
+    if cleaned.startswith("//"):
+        return cleaned.lstrip("/").split("/")[0].split("?")[0]
+    return urlsplit(urljoin(base + "/", cleaned)).netloc
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "//evil.example/x",
+        "///evil.example/x",
+        "/\\evil.example/x",
+        "/\\/evil.example/x",
+        "/%2F%2Fevil.example/x",
+        "/%2f/evil.example",
+        "/%5C%5Cevil.example/x",
+        "//evil.example",
+    ],
+)
+def test_a_token_visit_redirects_only_to_this_servers_own_paths(
+    home: Path, tmp_path: Path, target: str
+) -> None:
+    env = {"TMPDIR": str(tmp_path), "LINEAGE_SERVE_TOKEN": TOKEN}
+    with serving(home, env, headers={"Authorization": f"Bearer {TOKEN}"}) as (_process, base):
+        here = urlsplit(base)
+        connection = http.client.HTTPConnection(here.hostname or "", here.port, timeout=30)
+        connection.request("GET", f"{target}?token={TOKEN}&q=1")
+        answer = connection.getresponse()
+        answer.read()
+        location = answer.getheader("location") or ""
+        connection.close()
+        assert answer.status in (303, 400, 404), answer.status
+        if answer.status == 303:
+            assert browser_resolves(base, location) == here.netloc, (target, location)
+            assert location.startswith("/") and location[1:2] not in ("/", "\\"), location
+            assert location.endswith("?q=1")
+
+
+def test_a_token_visit_keeps_the_path_it_was_given(home: Path, tmp_path: Path) -> None:
+    env = {"TMPDIR": str(tmp_path), "LINEAGE_SERVE_TOKEN": TOKEN}
+    with serving(home, env, headers={"Authorization": f"Bearer {TOKEN}"}) as (_process, base):
+        here = urlsplit(base)
+        for path in ("/runs", f"/runs/{RUN}", "/runs/dots%2F..%2Fx", "/runs/a%20b"):
+            connection = http.client.HTTPConnection(here.hostname or "", here.port, timeout=30)
+            connection.request("GET", f"{path}?token={TOKEN}&q=csv")
+            answer = connection.getresponse()
+            answer.read()
+            connection.close()
+            assert answer.status == 303
+            assert answer.getheader("location") == f"{path}?q=csv"
 
 
 # --- 10. loopback is where a name resolves to -----------------------------------------------------
