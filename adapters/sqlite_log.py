@@ -10,7 +10,8 @@ as `event_store` creates them.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -39,32 +40,87 @@ def read_only_uri(path: Path) -> str:
 
 
 class SQLiteLog:
-    """`ChainedLog` over the SQLite file at `path`, opened read-only on first use."""
+    """`ChainedLog` over the SQLite file at `path`, opened read-only on first use.
+
+    It reads the evidence tables too (the read side of `store_port.EvidenceTables`: the Merkle tree
+    as stored, for `Lineage.verify(extend_tree=False)`), and refuses every write."""
+
+    #: Never set: nothing is appended through a reader.
+    batch_evidence = None
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._connection: sqlite3.Connection | None = None
 
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(read_only_uri(self.path), uri=True, check_same_thread=False)
+
     def _query(
-        self, sql: str, parameters: tuple[Any, ...] = (), max_bytes: int | None = None
+        self, sql: str, parameters: Sequence[Any] = (), max_bytes: int | None = None
     ) -> list[Any]:
         """All rows, or with `max_bytes` the log rows up to that much state (`up_to_bytes`)."""
-        try:
+        with self._reading():
             if self._connection is None:
-                self._connection = sqlite3.connect(
-                    read_only_uri(self.path), uri=True, check_same_thread=False
-                )
-            cursor = self._connection.execute(sql, parameters)
+                self._connection = self._connect()
+            cursor = self._connection.execute(sql, tuple(parameters))
             try:
                 return up_to_bytes(cursor, max_bytes)
             finally:
                 cursor.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
         except sqlite3.Error as exc:
             raise StoreUnavailable(
                 f"could not read the event store {self.path}: "
                 f"expected a lineage SQLite store, found {exc}",
                 hint="check the path and that this file is a lineage store (`lineage verify`)",
             ) from None
+
+    # --- EvidenceTables, read side: the tables as stored; a write is refused ---------------------
+
+    def table(self, name: str) -> str:
+        return name
+
+    def holds_table(self, name: str) -> bool:
+        """Whether the file has this table (a store written before the Merkle tree has none)."""
+        return bool(
+            self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        )
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[sqlite3.Cursor]:
+        """A read on a connection of its own, in one transaction (one snapshot of the file)."""
+        if commit:
+            _refuse_to_write(self.path)
+        with self._reading():
+            connection = self._connect()
+            try:
+                cursor = connection.cursor()
+                cursor.execute("BEGIN")
+                yield cursor
+            finally:
+                connection.close()
+
+    def fetch(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._reading():
+            cursor.execute(sql, tuple(params))
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._query(sql, params)
+
+    def insert(
+        self,
+        cursor: Any,
+        table: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        keep_existing: bool = False,
+    ) -> None:
+        _refuse_to_write(self.path)
 
     def max_notification_id(self) -> int | None:
         return self._query(f"SELECT max(rowid) FROM {EVENTS_TABLE}")[0][0]
@@ -139,3 +195,11 @@ class SQLiteLog:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def _refuse_to_write(path: Path) -> None:
+    raise StoreUnavailable(
+        f"expected a writer of the event store {path}, found its read-only reader: nothing is "
+        "written through it",
+        hint="open the store to write (`open_store`), where it can be written",
+    )

@@ -53,7 +53,8 @@ class ChainChecks:
         walked = self._walked
         if walked is None or walked.head is None or not walked.intact:
             # the first, an empty log's, or a broken one's
-            self._walked = walked = self._lineage.verify()
+            # Nothing written (the Merkle tree is checked as stored): a read-only store is served.
+            self._walked = walked = self._lineage.verify(extend_tree=False)
             return walked.summary()
         log = self._lineage.log
         position = log.max_notification_id() or 0
