@@ -33,7 +33,7 @@ from . import batch_evidence, merkle_store
 from .backoff import StoreBackoff
 from .batch_evidence import BatchEvidence
 from .chained_log import chain_stop, merge_chain, next_links, stored_rows, until, up_to, up_to_bytes
-from .sqlite_connections import file_identity
+from .sqlite_log import file_identity
 from .store_port import EvidenceTables
 from .store_url import StoreURL
 

@@ -9,6 +9,7 @@ as `event_store` creates them.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,15 @@ from .store_url import may_write
 EVENTS_TABLE = "stored_events"
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
+
+
+def file_identity(path: str | Path) -> tuple[int, int] | None:
+    """The file at `path` as (device, inode); None where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def read_only_uri(path: Path) -> str:
@@ -42,6 +52,13 @@ def read_only_uri(path: Path) -> str:
 class SQLiteLog:
     """`ChainedLog` over the SQLite file at `path`, opened read-only on first use.
 
+    It reads the file that is at `path` now: the connection notes the file it opened (device and
+    inode, as the writer's do: `sqlite_connections`), and each read first compares it with the file
+    at the path. A file replaced under a long-lived reader (a backup restored under `lineage
+    serve`) is then read at the next query, not the old, unlinked one for as long as the process
+    lives; whoever remembers a head from before (the server's chain walk, the read models'
+    tracking row) finds out whether the log still holds it.
+
     It reads the evidence tables too (the read side of `store_port.EvidenceTables`: the Merkle tree
     as stored, for `Lineage.verify(extend_tree=False)`), and refuses every write."""
 
@@ -51,18 +68,27 @@ class SQLiteLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._connection: sqlite3.Connection | None = None
+        self._opened: tuple[int, int] | None = None
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(read_only_uri(self.path), uri=True, check_same_thread=False)
+
+    def _current_connection(self) -> sqlite3.Connection:
+        """The connection, opened again when the file at the path is no longer the one it opened
+        (the old one is dropped, not closed: another thread may be reading on it). With no file
+        there, opening fails: nothing is read from the one that was removed."""
+        found = file_identity(self.path)
+        if self._connection is None or found != self._opened:
+            self._connection = self._connect()
+            self._opened = found
+        return self._connection
 
     def _query(
         self, sql: str, parameters: Sequence[Any] = (), max_bytes: int | None = None
     ) -> list[Any]:
         """All rows, or with `max_bytes` the log rows up to that much state (`up_to_bytes`)."""
         with self._reading():
-            if self._connection is None:
-                self._connection = self._connect()
-            cursor = self._connection.execute(sql, tuple(parameters))
+            cursor = self._current_connection().execute(sql, tuple(parameters))
             try:
                 return up_to_bytes(cursor, max_bytes)
             finally:
@@ -195,6 +221,7 @@ class SQLiteLog:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+            self._opened = None
 
 
 def _refuse_to_write(path: Path) -> None:

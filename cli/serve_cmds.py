@@ -23,9 +23,11 @@ DEFAULT_PORT = 8321
 
 class ChainChecks:
     """The hash chain as the pages show it: walked in full when the server starts (as `lineage
-    report` walks it), then, at each later log position, the head that walk ended at must still be
-    in the log with the same hash (a rewritten or truncated log is caught) while the events after it
-    were checked against the chain as the read models caught up on them
+    report` walks it, with the stored Merkle tree checked but not extended: the server writes
+    nothing, so a read-only store is served), then, at each later log head, the head that walk
+    ended at must still be in the log with the same hash (a rewritten or truncated log is caught,
+    and so is a store replaced under the server, which the log reader reads at once: `SQLiteLog`)
+    while the events after it were checked against the chain as the read models caught up on them
     (`projections/engine/paging.py`). A full walk per write took 5.5 s at 120,000 events
     (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one.
 
@@ -63,6 +65,12 @@ class ChainChecks:
             events=position, head=Head(position, log.chain_hash_at(position) or "")
         )
         walker.check_head(walked.head, log.chain_hash_at(walked.head.position))
+        if walker.report.problem is not None:
+            walker.report.problem += (
+                f"; this server walked the log up to {walked.head} when it started, so the store "
+                "was rewritten or replaced since (a backup restored?): restart `lineage serve` to "
+                f"walk the log now at {self._lineage.location}"
+            )
         return walker.report.summary()
 
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from ...adapters.duckdb_store import ReadModelDB
 from ...domain.errors import InvalidInput, LineageError
+from ...domain.integrity import Head
 from ..engine.paging import tracked_position
 from ..engine.read_only import held_read_only_models
 from ..engine.runner import OpenedStore, ReadSettings
@@ -196,7 +197,10 @@ class ServedReads:
         self._lock = threading.Lock()
         self._db: ReadModelDB | None = None
         self._position = -1
-        self._integrity: tuple[int, dict[str, Any]] | None = None
+        #: The log's head (position, chain hash) the held read models were caught up to: a log
+        #: that no longer holds it is another log (replaced or rewritten), however long.
+        self._head: Head | None = None
+        self._integrity: tuple[Head | None, dict[str, Any]] | None = None
         self._memo: OrderedDict[Hashable, Any] = OrderedDict()
         #: Run pages, kept across writes that did not touch what they were read from.
         self._runs: OrderedDict[str, RememberedRun] = OrderedDict()
@@ -205,31 +209,34 @@ class ServedReads:
     def _current(self) -> Iterator[ReadModelDB]:
         """The held connection, caught up first if a writer appended since the last request.
 
-        The log's last position is checked before each request (one cheap query); when it moved,
-        the copy is caught up on a writable connection and reopened read-only, as `lineage sql`
-        does."""
+        The log's head (its last position and that link's hash: two cheap queries) is checked
+        before each request; when it changed, the copy is caught up on a writable connection and
+        reopened read-only, as `lineage sql` does. The hash too: a store replaced by another log as
+        long (a backup restored, then written to) moves no position, and the catch-up rebuilds the
+        copy from the log now there."""
         with self._lock:
-            head = self._lineage.log.max_notification_id() or 0
-            if self._db is None or head != self._position:
-                before = self._position
+            if self._db is None or _head_of(self._lineage.log) != self._head:
+                before = self._head
                 self.close_unlocked()
                 self._memo.clear()
                 if self._copy is None:
                     self._copy = ServedCopy(self._lineage)
                 self._db = held_read_only_models(self._copy)
                 self._position = tracked_position(self._db)
+                self._head = _head_of(self._lineage.log, self._position)
                 self._forget_runs_changed_since(self._db, before)
             yield self._db
 
-    def _forget_runs_changed_since(self, db: ReadModelDB, before: int) -> None:
+    def _forget_runs_changed_since(self, db: ReadModelDB, before: Head | None) -> None:
         """Drop the remembered run pages that the events after `before` may have changed: a
-        write to one run leaves every other run's page as it was, and those stay remembered."""
+        write to one run leaves every other run's page as it was, and those stay remembered. All
+        go when the log no longer holds `before` (another log: replaced, rewritten, cut)."""
         if not self._runs:
             return
-        if before < 0 or before > self._position:  # first open, or a log that went back
+        if before is None or _head_of(self._lineage.log, before.position) != before:
             self._runs.clear()
             return
-        change = log_change(db, before)
+        change = log_change(db, before.position)
         for run in [run for run, kept in self._runs.items() if not kept.kept_after(change)]:
             del self._runs[run]
 
@@ -252,8 +259,8 @@ class ServedReads:
         return self._position
 
     def _chain(self) -> dict[str, Any]:
-        if self._integrity is None or self._integrity[0] != self._position:
-            self._integrity = (self._position, self._integrity_of())
+        if self._integrity is None or self._integrity[0] != self._head:
+            self._integrity = (self._head, self._integrity_of())
         return self._integrity[1]
 
     def close_unlocked(self) -> None:
@@ -430,6 +437,14 @@ class ServedReads:
                     return columns, rows, True
                 rows.append(row)
             return columns, rows, False
+
+
+def _head_of(log: Any, position: int | None = None) -> Head:
+    """The log's head at `position` (its last when None): the position and its link's hash ("" where
+    the log holds no link there)."""
+    if position is None:
+        position = log.max_notification_id() or 0
+    return Head(position, (log.chain_hash_at(position) or "") if position else "")
 
 
 def _same_findings(a: dict[str, Any], b: dict[str, Any]) -> bool:

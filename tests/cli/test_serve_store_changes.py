@@ -33,6 +33,57 @@ def home(tmp_path: Path) -> Path:
     return pr_layout_store(tmp_path)
 
 
+# --- 6. a store folder replaced under the server --------------------------------------------------
+
+
+def _replace(home: Path, by: Path, aside: Path) -> None:
+    home.rename(aside)
+    by.rename(home)
+
+
+def test_a_store_folder_restored_under_the_server_is_noticed(home: Path, tmp_path: Path) -> None:
+    """A backup restored over the store: the server kept reading the file it had opened, so events
+    written to the restored store never appeared and the audit called the old head intact."""
+    backup = tmp_path / "backup"
+    shutil.copytree(home, backup)
+    url = f"sqlite:///{home / 'events.sqlite'}"
+    with open_lineage(url, home) as writer:
+        writer.record([f.RunRegistered(run="after/backup", task="t")])
+    with serving(home, env={"TMPDIR": str(tmp_path / "scratch")}) as (_process, base):
+        walked = json.loads(fetch(f"{base}/api/audit")[1])["integrity"]
+        assert walked["intact"] is True
+        assert fetch(f"{base}/runs/after/backup")[0] == 200  # remembered
+        _replace(home, backup, tmp_path / "replaced")
+        with open_lineage(url, home) as writer:  # as many events as the server walked
+            writer.record([f.RunRegistered(run="restored/new", task="t")])
+        assert fetch(f"{base}/api/runs/restored/new")[0] == 200
+        assert fetch(f"{base}/api/runs/after/backup")[0] == 404
+        assert fetch(f"{base}/runs/after/backup")[0] == 404
+        runs = json.loads(fetch(f"{base}/api/runs?task=t")[1])["runs"]
+        assert [r["run"] for r in runs] == ["restored/new"]
+        audit = json.loads(fetch(f"{base}/api/audit")[1])
+        assert audit["integrity"]["intact"] is False, audit["integrity"]
+        assert walked["head"] in audit["integrity"]["problem"]
+        assert "restart" in audit["integrity"]["problem"]
+        assert audit["verdict"] != "publishable"
+
+
+def test_a_store_folder_replaced_by_its_own_copy_stays_intact(home: Path, tmp_path: Path) -> None:
+    """The same replacement, by a copy that holds every event the server walked: nothing is wrong
+    with the log, and new events written to it appear."""
+    url = f"sqlite:///{home / 'events.sqlite'}"
+    with serving(home, env={"TMPDIR": str(tmp_path / "scratch")}) as (_process, base):
+        assert json.loads(fetch(f"{base}/api/audit")[1])["integrity"]["intact"] is True
+        copy = tmp_path / "copy"
+        shutil.copytree(home, copy)
+        _replace(home, copy, tmp_path / "replaced")
+        with open_lineage(url, home) as writer:
+            writer.record([f.RunRegistered(run="copied/new", task="t")])
+        assert fetch(f"{base}/api/runs/copied/new")[0] == 200
+        audit = json.loads(fetch(f"{base}/api/audit")[1])
+        assert audit["integrity"]["intact"] is True, audit["integrity"]
+
+
 # --- 7. a read-only store -------------------------------------------------------------------------
 
 #: Mounts $1 read-only over itself, checks that it took, then runs the rest of the command line.
