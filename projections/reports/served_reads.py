@@ -5,8 +5,10 @@ query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections import OrderedDict
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from types import FunctionType, ModuleType
 from typing import Any, TypeVar
 
 from ...adapters.duckdb_store import ReadModelDB
@@ -42,10 +45,10 @@ SQL_TIMEOUT_S = 30.0
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
 FACETS = ("task", "agent", "model", "outcome", "skill_mode")
-#: How many answers are remembered for the current log position. A view of these read models
-#: costs ~10 ms to plan and run even on a few runs (the `runs` view joins six tables), and a run
-#: page asks ~30 of them.
-REMEMBERED = 512
+#: What the remembered answers may hold together, in bytes as `deep_size` counts them (run pages of
+#: a 3,000-node run take ~2.3 MB each). A view of these read models costs ~10 ms to plan and run
+#: even on a few runs (the `runs` view joins six tables), and a run page asks ~30 of them.
+REMEMBERED_BYTES = 64 * 2**20
 #: The parts of the integrity summary a run's audit findings and verdict are made from; the rest
 #: (events, head) is shown as it stands at each request.
 INTEGRITY_FINDINGS = ("intact", "problem", "first_bad_position")
@@ -84,6 +87,67 @@ class RememberedRun:
             or self.task in change.tasks
             or self.run in change.parents
         )
+
+
+class Remembered:
+    """Answers remembered, least recently used first to go once together they hold more than
+    `budget` bytes (`deep_size`, counted once, when an answer is kept); one larger than the whole
+    budget is not kept. Bounded by what the answers hold, not by how many there are: a run page
+    can be megabytes, a resolved prefix a few bytes."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.bytes = 0
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The answer kept under `key` (now the most recently used), or `default`."""
+        found = self._entries.get(key)
+        if found is None:
+            return default
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: Hashable, answer: T) -> T:
+        self.drop(key)
+        size = deep_size(answer) + deep_size(key)
+        if size <= self.budget:
+            self._entries[key] = (answer, size)
+            self.bytes += size
+        while self.bytes > self.budget:
+            _, (_, let_go) = self._entries.popitem(last=False)
+            self.bytes -= let_go
+        return answer
+
+    def drop(self, key: Hashable) -> None:
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self.bytes -= found[1]
+
+    def keep_only(self, keep: Callable[[Hashable, Any], bool]) -> None:
+        for key in [k for k, (answer, _) in self._entries.items() if not keep(k, answer)]:
+            self.drop(key)
+
+
+_NOT_KEPT = object()
+#: Objects `deep_size` does not count or look inside: code and classes, shared by every answer.
+_SHARED = (type, ModuleType, FunctionType)
+
+
+def deep_size(value: Any) -> int:
+    """Bytes `value` holds: `sys.getsizeof` of it and of every object it reaches (the garbage
+    collector's referents: containers' items, instances' attributes), each object once, classes,
+    modules and functions aside (an estimate: a string shared with other answers counts in each
+    that holds it, so it errs high)."""
+    seen: set[int] = set()
+    total = 0
+    level = [value]
+    while level:
+        new = [o for o in level if id(o) not in seen and not isinstance(o, _SHARED)]
+        seen.update(map(id, new))
+        total += sum(map(sys.getsizeof, new))
+        level = gc.get_referents(*new)
+    return total
 
 
 #: The scratch folder of a serving process's copy, in the temporary directory.
@@ -201,9 +265,9 @@ class ServedReads:
         #: that no longer holds it is another log (replaced or rewritten), however long.
         self._head: Head | None = None
         self._integrity: tuple[Head | None, dict[str, Any]] | None = None
-        self._memo: OrderedDict[Hashable, Any] = OrderedDict()
-        #: Run pages, kept across writes that did not touch what they were read from.
-        self._runs: OrderedDict[str, RememberedRun] = OrderedDict()
+        #: Answers at the current log position, and run pages (`RememberedRun`, under ("run", id)),
+        #: which are kept across writes that did not touch what they were read from.
+        self._answers = Remembered(REMEMBERED_BYTES)
 
     @contextmanager
     def _current(self) -> Iterator[ReadModelDB]:
@@ -218,7 +282,7 @@ class ServedReads:
             if self._db is None or _head_of(self._lineage.log) != self._head:
                 before = self._head
                 self.close_unlocked()
-                self._memo.clear()
+                self._answers.keep_only(lambda _key, kept: isinstance(kept, RememberedRun))
                 if self._copy is None:
                     self._copy = ServedCopy(self._lineage)
                 self._db = held_read_only_models(self._copy)
@@ -231,28 +295,35 @@ class ServedReads:
         """Drop the remembered run pages that the events after `before` may have changed: a
         write to one run leaves every other run's page as it was, and those stay remembered. All
         go when the log no longer holds `before` (another log: replaced, rewritten, cut)."""
-        if not self._runs:
+        remembered = self._answers
+        if not remembered.bytes:
             return
         if before is None or _head_of(self._lineage.log, before.position) != before:
-            self._runs.clear()
+            remembered.keep_only(lambda _key, _kept: False)
             return
         change = log_change(db, before.position)
-        for run in [run for run, kept in self._runs.items() if not kept.kept_after(change)]:
-            del self._runs[run]
+        remembered.keep_only(
+            lambda _key, kept: not isinstance(kept, RememberedRun) or kept.kept_after(change)
+        )
 
     def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
         """`read`'s answer at the current log position: read once, then remembered until the log
         moves (the read models are a function of the log prefix), so a repeated page costs a
         lookup. Users' SQL is never remembered (`now()`, `random()`)."""
         with self._current() as db:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return self._memo[key]
-            answer = read(db)
-            self._memo[key] = answer
-            if len(self._memo) > REMEMBERED:
-                self._memo.popitem(last=False)
-            return answer
+            return self._recalled(db, key, read)
+
+    def _recalled(self, db: ReadModelDB, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
+        """`_remembered`, with the held read models at hand (the lock held)."""
+        kept = self._answers.get(key, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            found: T = kept
+            return found
+        return self._answers.put(key, read(db))
+
+    def remembered_bytes(self) -> int:
+        """What the remembered answers hold together, as `deep_size` counted them."""
+        return self._answers.bytes
 
     @property
     def position(self) -> int:
@@ -303,38 +374,34 @@ class ServedReads:
         """One run's report, its tree drawn as `lineage report` draws it, and our element id of each
         node.
 
-        Remembered by run id until an event touches what it was read from (`RememberedRun`), not
-        only for one log position: after a write to another run this page is a lookup. Its audit's
-        position and integrity are the current ones either way; it is read again when the chain's
-        verdict changed. A prefix of a run id is resolved anew at each log position (a new run may
-        make it ambiguous), so only exact ids are kept across writes."""
+        Remembered by the run it names (a prefix and the id share one entry) until an event
+        touches what it was read from (`RememberedRun`), not only for one log position: after a
+        write to another run this page is a lookup. Its audit's position and integrity are the
+        current ones either way; it is read again when the chain's verdict changed. A prefix is
+        resolved anew at each log position (a new run may make it ambiguous); an id kept is an
+        exact id, which always wins, so it needs no query."""
         with self._current() as db:
             integrity = self._chain()
-            kept = self._runs.get(given)
+            kept = self._answers.get(("run", given))
+            if kept is None:
+                run = self._recalled(db, ("resolved run", given), lambda db: resolve_run(db, given))
+                kept = self._answers.get(("run", run))
+            else:
+                run = given
             if kept is not None and _same_findings(kept.integrity, integrity):
-                self._runs.move_to_end(given)
                 report, svg, ids = kept.answer
                 audit = {**report.audit, "position": self._position, "integrity": integrity}
                 return replace(report, audit=audit), svg, ids
-            if ("run", given) in self._memo:  # a prefix, remembered at this position only
-                self._memo.move_to_end(("run", given))
-                answer: tuple[RunReport, str, dict[str, str]] = self._memo[("run", given)]
-                return answer
-            run = resolve_run(db, given)
             report = run_report(db, run, integrity, self._position)
             # drawn once too: a 10,000-node tree takes ~0.5 s to lay out and draw
             ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
             answer = report, tree_svg(report, 0), ids
-            if run != given:
-                self._memo[("run", given)] = answer
-                if len(self._memo) > REMEMBERED:
-                    self._memo.popitem(last=False)
-                return answer
-            self._runs[run] = RememberedRun(
-                answer, run, report.run.get("task"), run_dependencies(db, report.run), integrity
+            self._answers.put(
+                ("run", run),
+                RememberedRun(
+                    answer, run, report.run.get("task"), run_dependencies(db, report.run), integrity
+                ),
             )
-            if len(self._runs) > REMEMBERED:
-                self._runs.popitem(last=False)
             return answer
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
@@ -352,7 +419,7 @@ class ServedReads:
         commands read them."""
 
         def read(db: ReadModelDB) -> dict[str, Any]:
-            run, fork = split_run_fork(db, resolve_address(db, given))
+            run, fork = split_run_fork(db, address)
             table = arms_table(db, run, fork, baseline or PARENT)
             found: dict[str, Any] = {"run": run, "fork": fork, "table": table, "stats": None}
             if fork is not None:
@@ -363,7 +430,11 @@ class ServedReads:
                 found.update(self._stats_or_reason(db, run, baseline, every_task))
             return found
 
-        return self._remembered(("arms", given, baseline, every_task), read)
+        with self._current() as db:  # remembered by what `given` names, as run pages are
+            address = self._recalled(
+                db, ("resolved address", given), lambda db: resolve_address(db, given)
+            )
+            return self._recalled(db, ("arms", address, baseline, every_task), read)
 
     def _stats_or_reason(
         self, db: ReadModelDB, run: str, baseline: str | None, every_task: bool
