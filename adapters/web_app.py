@@ -12,7 +12,7 @@ import ipaddress
 import json
 import math
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -27,7 +27,13 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -53,6 +59,9 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: What the end of an SQL answer's JSON may take (whether and why it was cut, or the error that cut
+#: it), kept aside under its byte cap.
+TAIL_BYTES = 2048
 #: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows
 #: them all).
 ARMS_SHOWN = 200
@@ -65,6 +74,18 @@ def run_path(run: str) -> str:
     `..`, which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
     parts = run.split("/")
     return quote(run, safe="" if any(p in (".", "..") for p in parts) else "/")
+
+
+class SQLRows(Protocol):
+    """A users' query as it is read (`served_reads.SQLAnswer`): iterate its rows, then close it
+    (closing gives its connection back; a reader that stops early must close it)."""
+
+    columns: list[str]
+    position: int
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
 
 
 class Reads(Protocol):
@@ -103,7 +124,10 @@ class Reads(Protocol):
 
     def head(self) -> str | None: ...
 
-    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
+    @property
+    def sql_answer_bytes(self) -> int: ...
+
+    def sql(self, query: str) -> SQLRows: ...
 
     def escape(self, value: Any) -> str:
         """A value as page text: HTML-escaped, quotes too, and invisible control or format
@@ -283,6 +307,74 @@ def own_path(request: Request) -> str:
     return "/" + quote(sent, safe=PATH_SAFE).lstrip("/")
 
 
+class CappedRows:
+    """An SQL answer's rows as sent, in one place for its JSON, its CSV and its page: until its
+    end, `row_limit` rows, or `byte_limit` bytes as `encode` makes each (what the answer holds
+    before its rows counts too: `spent`). `cut` says why it stopped early (None: it did not),
+    `error` what failed after rows were sent. The answer is closed at the end, however it ends."""
+
+    def __init__(self, answer: SQLRows, row_limit: int, byte_limit: int, spent: int) -> None:
+        self.answer = answer
+        self.row_limit = row_limit
+        self.byte_limit = byte_limit
+        self.spent = spent
+        self.rows = 0
+        self.cut: str | None = None
+        self.error: LineageError | None = None
+
+    def encoded(
+        self, encode: Callable[[tuple[Any, ...]], bytes]
+    ) -> Iterator[tuple[tuple[Any, ...], bytes]]:
+        try:
+            for row in self.answer:
+                if self.rows == self.row_limit:
+                    self.cut = (
+                        f"the answer has more than {self.row_limit} rows: these are the first "
+                        f"{self.row_limit}"
+                    )
+                    return
+                piece = encode(row)
+                if self.spent + len(piece) > self.byte_limit:
+                    self.cut = (
+                        f"the answer reached its cap of {self.byte_limit} bytes after "
+                        f"{self.rows} rows: ask for fewer or smaller rows (LIMIT, fewer columns)"
+                    )
+                    return
+                self.spent += len(piece)
+                self.rows += 1
+                yield row, piece
+        except LineageError as exc:
+            self.error = exc
+            self.cut = f"the query failed after {self.rows} rows: {exc.message}"
+        finally:
+            self.answer.close()
+
+
+def _json_bytes(value: Any) -> bytes:
+    """As Starlette's JSONResponse encodes (compact, UTF-8, never NaN)."""
+    return json.dumps(
+        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode()
+
+
+def _json_rows(columns: list[str]) -> Callable[[tuple[Any, ...]], bytes]:
+    """Each row as a JSON object of its columns, after the first with the comma before it."""
+    first = [True]
+
+    def encode(row: tuple[Any, ...]) -> bytes:
+        piece = _json_bytes(dict(zip(columns, json_value(list(row)), strict=True)))
+        comma, first[0] = (b"" if first[0] else b","), False
+        return comma + piece
+
+    return encode
+
+
+def _csv_line(cells: Iterable[Any]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out).writerow([_text(v) for v in cells])
+    return out.getvalue().encode()
+
+
 def _status(exc: LineageError) -> int:
     if isinstance(exc, UnknownSubject):
         return 404
@@ -293,6 +385,12 @@ def _status(exc: LineageError) -> int:
 
 def _error_document(exc: LineageError) -> dict[str, Any]:
     return {"error": exc.message, "hint": exc.hint}
+
+
+def _error_headers(exc: LineageError) -> dict[str, str] | None:
+    """A refusal to be asked again later (too many queries at once) says when: Retry-After."""
+    retry_after = getattr(exc, "retry_after", None)
+    return None if retry_after is None else {"retry-after": str(retry_after)}
 
 
 def _page_number(request: Request) -> int:
@@ -314,8 +412,12 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
     style."""
     env = _templates(reads.escape)
 
-    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+    def page(
+        name: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+    ) -> HTMLResponse:
+        return HTMLResponse(
+            env.get_template(name).render(**context), status_code=status, headers=headers
+        )
 
     def runs_query(request: Request) -> tuple[dict[str, str | None], str | None, str, int]:
         params = request.query_params
@@ -341,7 +443,13 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             try:
                 return handler(request)
             except LineageError as exc:
-                return page("error.html", _status(exc), error=exc.message, hint=exc.hint)
+                return page(
+                    "error.html",
+                    _status(exc),
+                    headers=_error_headers(exc),
+                    error=exc.message,
+                    hint=exc.hint,
+                )
 
         return wrapped
 
@@ -350,7 +458,9 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             try:
                 return handler(request)
             except LineageError as exc:
-                return JSONResponse(_error_document(exc), status_code=_status(exc))
+                return JSONResponse(
+                    _error_document(exc), status_code=_status(exc), headers=_error_headers(exc)
+                )
 
         return wrapped
 
@@ -492,30 +602,43 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         found = reads.charts(charts_group(request))
         return JSONResponse(json_value({"position": reads.position, **vars(found)}))
 
+    def capped(answer: SQLRows, spent: int = 0) -> CappedRows:
+        return CappedRows(answer, reads.sql_row_limit, reads.sql_answer_bytes, spent)
+
     def sql_page(request: Request) -> Response:
         query = request.query_params.get("q", "")
+        limits: dict[str, Any] = {
+            "limit": reads.sql_row_limit,
+            "byte_limit": reads.sql_answer_bytes,
+        }
         if not query:
-            return page("sql.html", query="", columns=None, limit=reads.sql_row_limit)
+            return page("sql.html", query="", columns=None, **limits)
         try:
-            columns, rows, cut = reads.sql(query)
+            answer = reads.sql(query)
+            # the rows shown are counted as the JSON download counts them
+            rows = capped(answer)
+            shown = [row for row, _ in rows.encoded(_json_rows(answer.columns))]
+            if rows.error is not None:
+                raise rows.error
         except LineageError as exc:
             return page(
                 "sql.html",
                 _status(exc),
+                headers=_error_headers(exc),
                 query=query,
                 columns=None,
-                limit=reads.sql_row_limit,
                 error=exc.message,
                 hint=exc.hint,
+                **limits,
             )
         return page(
             "sql.html",
             query=query,
-            columns=columns,
-            rows=rows,
-            cut=cut,
-            limit=reads.sql_row_limit,
+            columns=answer.columns,
+            rows=shown,
+            cut=rows.cut,
             download=urlencode({"q": query}),
+            **limits,
         )
 
     def audit_page(request: Request) -> Response:
@@ -527,6 +650,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             filters=reads.filters,
             sorts=reads.sorts,
             limit=reads.sql_row_limit,
+            byte_limit=reads.sql_answer_bytes,
             size=PAGE_SIZE,
         )
 
@@ -581,29 +705,59 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         fmt = request.query_params.get("format", "json")
         if fmt not in ("json", "csv"):
             raise BadParameter(f"expected format=json or format=csv, found {fmt!r}")
-        columns, rows, cut = reads.sql(query)
-        if fmt == "csv":
-            out = io.StringIO()
-            writer = csv.writer(out)
-            writer.writerow(columns)
-            writer.writerows([_text(v) for v in row] for row in rows)
-            return Response(
-                out.getvalue(),
-                media_type="text/csv; charset=utf-8",
-                headers={
-                    "content-disposition": 'attachment; filename="lineage-sql.csv"',
-                    "x-lineage-truncated": "true" if cut else "false",
-                },
-            )
-        return JSONResponse(
-            {
-                "position": reads.position,
-                "columns": columns,
-                "rows": [dict(zip(columns, json_value(list(row)), strict=True)) for row in rows],
-                "truncated": cut,
-                "row_limit": reads.sql_row_limit,
-            },
+        answer = reads.sql(query)
+        try:
+            return sql_csv(answer) if fmt == "csv" else sql_json(answer)
+        except BaseException:
+            answer.close()  # closed by its rows' end otherwise, here or as they are sent
+            raise
+
+    def sql_json(answer: SQLRows) -> Response:
+        head = (
+            _json_bytes(
+                {
+                    "position": answer.position,
+                    "columns": answer.columns,
+                    "row_limit": reads.sql_row_limit,
+                    "byte_limit": reads.sql_answer_bytes,
+                }
+            )[:-1]
+            + b',"rows":['
+        )
+        rows = capped(answer, len(head) + TAIL_BYTES)
+
+        def document() -> Iterator[bytes]:
+            """Sent as it is read: the rows so far, never the whole answer, are what it holds."""
+            yield head
+            for _row, piece in rows.encoded(_json_rows(answer.columns)):
+                yield piece
+            tail: dict[str, Any] = {"truncated": rows.cut is not None, "cut": rows.cut}
+            if rows.error is not None:
+                tail.update(_error_document(rows.error))
+            yield b"]," + _json_bytes(tail)[1:]
+
+        return StreamingResponse(
+            document(),
+            media_type="application/json",
             headers={"content-disposition": 'inline; filename="lineage-sql.json"'},
+        )
+
+    def sql_csv(answer: SQLRows) -> Response:
+        """Held until it is whole (at most the byte cap), so its headers can say whether it was
+        cut, and a query that fails on the way is an error, not a short file."""
+        header = _csv_line(answer.columns)
+        rows = capped(answer, len(header))
+        body = b"".join([header, *(piece for _row, piece in rows.encoded(_csv_line))])
+        if rows.error is not None:
+            raise rows.error
+        return Response(
+            body,
+            media_type="text/csv; charset=utf-8",
+            headers={
+                "content-disposition": 'attachment; filename="lineage-sql.csv"',
+                "x-lineage-truncated": "true" if rows.cut else "false",
+                "x-lineage-cut": rows.cut or "",
+            },
         )
 
     def tree_css(request: Request) -> Response:

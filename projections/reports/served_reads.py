@@ -6,11 +6,13 @@ query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -21,11 +23,13 @@ from types import FunctionType, ModuleType
 from typing import Any, TypeVar
 
 from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import InvalidInput, LineageError
+from ...adapters.statement_limits import GRACE_S
+from ...domain.errors import InvalidInput, LineageError, ReadLimitExceeded
 from ...domain.integrity import Head
 from ..engine.paging import tracked_position
 from ..engine.read_only import held_read_only_models
 from ..engine.runner import OpenedStore, ReadSettings
+from ..engine.shadows import shadow_on_demand
 from ..engine.timeparse import parse_moment
 from ..engine.user_sql import run_reads
 from . import arm_stats as stats
@@ -40,8 +44,19 @@ from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, 
 #: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
 #: cut.
 SQL_ROW_LIMIT = 10_000
-#: Seconds a statement may run, as `lineage sql`'s default --timeout.
+#: The most bytes an SQL answer carries as sent (its JSON or CSV; the page counts its rows as JSON):
+#: a row that would pass it is not sent, and the answer says it was cut and why.
+SQL_ANSWER_BYTES = 32 * 2**20
+#: Seconds a statement may run, as `lineage sql`'s default --timeout: its check, its run and the
+#: fetching of its answer together (an answer not read by then is closed).
 SQL_TIMEOUT_S = 30.0
+#: Users' queries that may run at once. One more is refused at once (503, with Retry-After), not
+#: queued: a query waiting its turn would hold one of the server's worker threads, and enough of
+#: them would hold up the pages again.
+SQL_AT_ONCE = 4
+#: Rows fetched from DuckDB at a time for an answer: what the server holds of one answer at once
+#: (it encodes and sends them before it fetches more).
+SQL_FETCH_ROWS = 64
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
 FACETS = ("task", "agent", "model", "outcome", "skill_mode")
@@ -150,6 +165,81 @@ def deep_size(value: Any) -> int:
     return total
 
 
+class QueriesBusy(ReadLimitExceeded):
+    """`SQL_AT_ONCE` users' queries are running already."""
+
+    #: Seconds a client may wait before it asks again (the web adapter's Retry-After).
+    retry_after = 1
+
+
+class SQLAnswer:
+    """One users' query as it is read, on a connection of its own: its columns, the log position
+    of the read models it reads, and its rows one at a time (iterate it), until `close`: by its
+    reader, at its end, or at the query's deadline (the timeout and the grace a stuck call gets)
+    if no one did by then, so a client that stops reading holds no connection. Closing it gives
+    its connection and its turn back (`release`)."""
+
+    def __init__(
+        self,
+        columns: list[str],
+        rows: Iterator[tuple[Any, ...]],
+        position: int,
+        release: Callable[[], None],
+        deadline_s: float,
+    ) -> None:
+        self.columns = columns
+        self.position = position
+        self._rows = rows
+        self._release = release
+        self._lock = threading.Lock()
+        self._closed = False
+        self._expired = False
+        self._timer = threading.Timer(deadline_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while True:
+            with self._lock:  # a fetch and the deadline's close never overlap
+                if self._closed:
+                    if self._expired:
+                        raise ReadLimitExceeded(
+                            f"the answer was not read within the query's {SQL_TIMEOUT_S:g} s "
+                            "timeout and was closed",
+                            hint="ask for less (filter, aggregate, LIMIT), or read it faster",
+                        )
+                    return
+                row = next(self._rows, None)
+            if row is None:
+                self.close()
+                return
+            yield row
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._expired = True
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._timer.cancel()
+            getattr(self._rows, "close", lambda: None)()
+        self._release()
+
+
+def _first_then(first: list[tuple[Any, ...]], rest: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+    try:
+        yield from first
+        yield from rest
+    finally:
+        getattr(rest, "close", lambda: None)()
+
+
 #: The scratch folder of a serving process's copy, in the temporary directory.
 COPY_PREFIX = "lineage-serve-"
 #: A file in that folder the serving process holds an exclusive lock on for as long as it runs: a
@@ -241,8 +331,12 @@ class ServedCopy:
 class ServedReads:
     """The read side of `lineage serve` (the web adapter's `Reads` port).
 
-    One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole
-    answer should); requests take turns on it."""
+    One connection held open (a DuckDB open costs ~15 ms, more than a whole answer should) and
+    reopened when the log moved; pages take turns on it. Users' SQL does not: each query runs on a
+    connection of its own to the same read-only database (`ReadModelDB.cursor`), outside the turns,
+    so a slow one holds up no page. The database is opened again after a write only once no query
+    reads it (they hold it open); meanwhile pages answer from it as it stands, at the position they
+    show, at most one query timeout behind, and a new query waits for the reopening."""
 
     filters: tuple[str, ...] = PAGE_FILTERS
     sorts: tuple[str, ...] = tuple(SORTS)
@@ -258,8 +352,16 @@ class ServedReads:
         self._lineage = lineage
         self._copy: ServedCopy | None = None
         self._integrity_of = integrity
-        self._lock = threading.Lock()
+        #: Pages' turns on the held connection; a query waiting for the database to be reopened
+        #: waits on it too.
+        self._lock = threading.Condition()
         self._db: ReadModelDB | None = None
+        #: Connections of users' queries open on the held database (it is not reopened while there
+        #: are any), their answers not closed yet, and their turns.
+        self._reading = 0
+        self._queries: set[SQLAnswer] = set()
+        self._turns = threading.BoundedSemaphore(SQL_AT_ONCE)
+        self._at_once = SQL_AT_ONCE
         self._position = -1
         #: The log's head (position, chain hash) the held read models were caught up to: a log
         #: that no longer holds it is another log (replaced or rewritten), however long.
@@ -277,19 +379,28 @@ class ServedReads:
         before each request; when it changed, the copy is caught up on a writable connection and
         reopened read-only, as `lineage sql` does. The hash too: a store replaced by another log as
         long (a backup restored, then written to) moves no position, and the catch-up rebuilds the
-        copy from the log now there."""
+        copy from the log now there. While users' queries read the database it is not reopened:
+        pages answer from it as it stands."""
         with self._lock:
-            if self._db is None or _head_of(self._lineage.log) != self._head:
-                before = self._head
-                self.close_unlocked()
-                self._answers.keep_only(lambda _key, kept: isinstance(kept, RememberedRun))
-                if self._copy is None:
-                    self._copy = ServedCopy(self._lineage)
-                self._db = held_read_only_models(self._copy)
-                self._position = tracked_position(self._db)
-                self._head = _head_of(self._lineage.log, self._position)
-                self._forget_runs_changed_since(self._db, before)
+            if self._db is None or (not self._reading and self._behind()):
+                self._catch_up()
+            assert self._db is not None
             yield self._db
+
+    def _behind(self) -> bool:
+        return self._db is None or _head_of(self._lineage.log) != self._head
+
+    def _catch_up(self) -> None:
+        """Reopen the held database caught up with the log (the lock held, no query reading it)."""
+        before = self._head
+        self.close_unlocked()
+        self._answers.keep_only(lambda _key, kept: isinstance(kept, RememberedRun))
+        if self._copy is None:
+            self._copy = ServedCopy(self._lineage)
+        self._db = held_read_only_models(self._copy)
+        self._position = tracked_position(self._db)
+        self._head = _head_of(self._lineage.log, self._position)
+        self._forget_runs_changed_since(self._db, before)
 
     def _forget_runs_changed_since(self, db: ReadModelDB, before: Head | None) -> None:
         """Drop the remembered run pages that the events after `before` may have changed: a
@@ -340,6 +451,10 @@ class ServedReads:
             self._db = None
 
     def close(self) -> None:
+        with self._lock:
+            open_queries = list(self._queries)
+        for answer in open_queries:
+            answer.close()
         with self._lock:
             self.close_unlocked()
             if self._copy is not None:
@@ -495,19 +610,78 @@ class ServedReads:
     def escape(self, value: Any) -> str:
         return esc(value)
 
-    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]:
-        """`lineage sql`'s check and limits (reads only, the memory cap, the timeout), at most
-        `SQL_ROW_LIMIT` rows; the flag says whether there were more."""
+    @property
+    def sql_answer_bytes(self) -> int:
+        return SQL_ANSWER_BYTES
+
+    def queries_running(self) -> int:
+        """Users' queries whose answers are open now."""
+        with self._lock:
+            return self._reading
+
+    def sql(self, query: str) -> SQLAnswer:
+        """`lineage sql`'s check and limits (reads only, the memory cap, the timeout) on a
+        connection of its own; its first rows fetched already, so a query that fails or runs past
+        its timeout says so before any answer starts. The caller reads and closes it; the web
+        adapter cuts it at `SQL_ROW_LIMIT` rows and `SQL_ANSWER_BYTES` bytes."""
         if not query.strip():
             raise InvalidInput("expected an SQL query (q=SELECT ...), found none")
-        with self._current() as db:
-            columns, stream = run_reads(db, query, timeout=SQL_TIMEOUT_S)
-            rows: list[tuple[Any, ...]] = []
-            for row in stream:
-                if len(rows) == SQL_ROW_LIMIT:
-                    return columns, rows, True
-                rows.append(row)
-            return columns, rows, False
+        if not self._turns.acquire(blocking=False):
+            raise QueriesBusy(
+                f"expected at most {self._at_once} SQL queries at once, found that many running",
+                hint=f"ask again in a moment: each ends within its {SQL_TIMEOUT_S:g} s timeout",
+            )
+        deadline = time.monotonic() + SQL_TIMEOUT_S
+        try:
+            db, position = self._connection_for_a_query(deadline)
+        except BaseException:
+            self._turns.release()
+            raise
+        answer: SQLAnswer | None = None
+
+        def release() -> None:
+            try:
+                db.close()
+            finally:
+                with self._lock:
+                    self._reading -= 1
+                    if answer is not None:
+                        self._queries.discard(answer)
+                    self._lock.notify_all()
+                self._turns.release()
+
+        try:
+            shadow_on_demand(db)
+            columns, stream = run_reads(db, query, timeout=SQL_TIMEOUT_S, batch_rows=SQL_FETCH_ROWS)
+            first = list(itertools.islice(stream, 1))
+        except BaseException:
+            release()
+            raise
+        left = deadline - time.monotonic() + GRACE_S
+        answer = SQLAnswer(columns, _first_then(first, stream), position, release, left)
+        with self._lock:
+            self._queries.add(answer)
+        return answer
+
+    def _connection_for_a_query(self, deadline: float) -> tuple[ReadModelDB, int]:
+        """A connection of its own to the held database, caught up first; when the log moved while
+        other queries read it, after they end (they do by their deadline) and it is reopened."""
+        with self._lock:
+            while self._reading and self._behind():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise QueriesBusy(
+                        "expected the read models to be caught up with the log for this query, "
+                        "found other queries still reading them as they were",
+                        hint="ask again: they end within their timeout",
+                    )
+                self._lock.wait(left)
+            if self._behind():
+                self._catch_up()
+            assert self._db is not None
+            connection = self._db.cursor()
+            self._reading += 1
+            return connection, self._position
 
 
 def _head_of(log: Any, position: int | None = None) -> Head:
