@@ -407,6 +407,21 @@ class BadParameter(LineageError):
     """A query parameter of the HTTP API that is not what it should be."""
 
 
+class ShortOfMemory(LineageError):
+    """An answer the process had no memory for: while users' queries run, the whole process works
+    under their memory bound (`statement_limits.memory_bounded`), pages too."""
+
+    exit_code = 4
+
+
+def _short_of_memory() -> ShortOfMemory:
+    return ShortOfMemory(
+        "expected memory for this answer, found the server at its bound: users' SQL queries "
+        "running now hold it",
+        hint="ask again once they end (each within its timeout)",
+    )
+
+
 def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> Starlette:
     """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the
     style."""
@@ -441,7 +456,10 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
     def html_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def wrapped(request: Request) -> Response:
             try:
-                return handler(request)
+                try:
+                    return handler(request)
+                except MemoryError:
+                    raise _short_of_memory() from None
             except LineageError as exc:
                 return page(
                     "error.html",
@@ -456,7 +474,10 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
     def api_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def wrapped(request: Request) -> Response:
             try:
-                return handler(request)
+                try:
+                    return handler(request)
+                except MemoryError:
+                    raise _short_of_memory() from None
             except LineageError as exc:
                 return JSONResponse(
                     _error_document(exc), status_code=_status(exc), headers=_error_headers(exc)

@@ -183,3 +183,26 @@ def test_each_answer_is_cut_at_its_byte_cap_saying_so(
         many = client.get("/api/sql", params={"q": "SELECT * FROM range(20000)"}).json()
         assert len(many["rows"]) == 10_000 and many["truncated"] is True
         assert "rows" in many["cut"]
+
+
+def test_a_page_short_of_memory_is_503_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While queries run the whole process works under their memory bound, pages too: a page that
+    finds no memory is told as such (503), never a 500 with a traceback."""
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab"), may_create=False) as opened,
+        served(opened) as (client, reads),
+    ):
+
+        def no_memory(*_args: object) -> None:
+            raise MemoryError
+
+        monkeypatch.setattr(reads, "facets", no_memory)
+        monkeypatch.setattr(reads, "audit", no_memory)
+        page = client.get("/runs")
+        assert page.status_code == 503 and "memory" in page.text
+        api = client.get("/api/audit")
+        assert api.status_code == 503 and "memory" in api.json()["error"]
