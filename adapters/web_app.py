@@ -59,6 +59,10 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: What the SQL page shows of an answer, in bytes of its cells as the page escapes them: a table a
+#: browser can hold, and what the page holds while it is made (escaping can make text six times
+#: longer); its downloads carry up to the answer's own cap.
+SQL_PAGE_BYTES = 2 * 2**20
 #: What the end of an SQL answer's JSON may take (whether and why it was cut, or the error that cut
 #: it), kept aside under its byte cap.
 TAIL_BYTES = 2048
@@ -631,14 +635,18 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         limits: dict[str, Any] = {
             "limit": reads.sql_row_limit,
             "byte_limit": reads.sql_answer_bytes,
+            "page_bytes": min(SQL_PAGE_BYTES, reads.sql_answer_bytes),
         }
         if not query:
             return page("sql.html", query="", columns=None, **limits)
+
+        def cells(row: tuple[Any, ...]) -> bytes:  # as the page shows them
+            return "".join(f"<td>{reads.escape(_text(v))}</td>" for v in row).encode()
+
         try:
             answer = reads.sql(query)
-            # the rows shown are counted as the JSON download counts them
-            rows = capped(answer)
-            shown = [row for row, _ in rows.encoded(_json_rows(answer.columns))]
+            rows = CappedRows(answer, reads.sql_row_limit, limits["page_bytes"], 0)
+            shown = [row for row, _ in rows.encoded(cells)]
             if rows.error is not None:
                 raise rows.error
         except LineageError as exc:

@@ -206,3 +206,22 @@ def test_a_page_short_of_memory_is_503_saying_why(
         assert page.status_code == 503 and "memory" in page.text
         api = client.get("/api/audit")
         assert api.status_code == 503 and "memory" in api.json()["error"]
+
+
+def test_the_sql_page_shows_a_bounded_part_of_a_large_answer(tmp_path: Path) -> None:
+    """Escaping makes `<` four bytes: 10,000 rows of 3,000 of them were a 120 MB page (and more
+    while it was made). The page shows what fits SQL_PAGE_BYTES of escaped cells, says it was
+    cut, and links the downloads."""
+    from rollout_lineage.adapters.web_app import SQL_PAGE_BYTES
+
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab"), may_create=False) as opened,
+        served(opened) as (client, _reads),
+    ):
+        page = client.get("/sql", params={"q": "SELECT repeat('<', 3000) AS s FROM range(10000)"})
+        assert page.status_code == 200
+        assert SQL_PAGE_BYTES // 2 < len(page.content) < SQL_PAGE_BYTES + 64 * 1024
+        assert "cut: the answer reached its cap of" in page.text and 'class="csv"' in page.text
+        assert "<<" not in page.text
