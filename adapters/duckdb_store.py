@@ -509,9 +509,14 @@ _THREADS = threading.local()
 
 def _warm_this_thread(connection: duckdb.DuckDBPyConnection) -> None:
     """`_warm`, once per thread: a server runs users' statements and fetches their rows from any of
-    its worker threads, each with thread-local state of its own."""
+    its worker threads, each with thread-local state of its own. On a connection of its own: a
+    statement on `connection` would end the result a fetch is reading."""
     if not getattr(_THREADS, "warm", False):
-        _warm(connection)
+        spare = connection.cursor()
+        try:
+            _warm(spare)
+        finally:
+            spare.close()
 
 
 def _past_timeout(timeout: float | None) -> ReadLimitExceeded:

@@ -63,6 +63,8 @@ PAGE_SIZE = 50
 #: browser can hold, and what the page holds while it is made (escaping can make text six times
 #: longer); its downloads carry up to the answer's own cap.
 SQL_PAGE_BYTES = 2 * 2**20
+#: About what a streamed SQL answer sends at a time.
+SEND_BYTES = 64 * 1024
 #: What the end of an SQL answer's JSON may take (whether and why it was cut, or the error that cut
 #: it), kept aside under its byte cap.
 TAIL_BYTES = 2048
@@ -756,14 +758,19 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         rows = capped(answer, len(head) + TAIL_BYTES)
 
         def document() -> Iterator[bytes]:
-            """Sent as it is read: the rows so far, never the whole answer, are what it holds."""
-            yield head
+            """Sent as it is read, in pieces of about SEND_BYTES (each is a hop to a worker thread
+            and back): what it holds is the rows of one fetch, never the whole answer."""
+            pending, held = [head], len(head)
             for _row, piece in rows.encoded(_json_rows(answer.columns)):
-                yield piece
+                pending.append(piece)
+                held += len(piece)
+                if held >= SEND_BYTES:
+                    yield b"".join(pending)
+                    pending, held = [], 0
             tail: dict[str, Any] = {"truncated": rows.cut is not None, "cut": rows.cut}
             if rows.error is not None:
                 tail.update(_error_document(rows.error))
-            yield b"]," + _json_bytes(tail)[1:]
+            yield b"".join([*pending, b"],", _json_bytes(tail)[1:]])
 
         return StreamingResponse(
             document(),

@@ -54,6 +54,10 @@ SQL_TIMEOUT_S = 30.0
 #: queued: a query waiting its turn would hold one of the server's worker threads, and enough of
 #: them would hold up the pages again.
 SQL_AT_ONCE = 4
+#: Seconds a query may read the read models behind the log while other queries read them (they
+#: hold the database open, so it cannot be caught up); past that a query waits for them to end
+#: and the database to be caught up, so pages are never more than this and one timeout behind.
+SQL_JOIN_BEHIND_S = 2.0
 #: Rows fetched from DuckDB at a time for an answer: what the server holds of one answer at once
 #: (it encodes and sends them before it fetches more).
 SQL_FETCH_ROWS = 64
@@ -336,7 +340,8 @@ class ServedReads:
     connection of its own to the same read-only database (`ReadModelDB.cursor`), outside the turns,
     so a slow one holds up no page. The database is opened again after a write only once no query
     reads it (they hold it open); meanwhile pages answer from it as it stands, at the position they
-    show, at most one query timeout behind, and a new query waits for the reopening."""
+    show, and so does a new query for `SQL_JOIN_BEHIND_S`; after that a new query waits for the
+    others to end and the reopening, so neither is more than that and one timeout behind."""
 
     filters: tuple[str, ...] = PAGE_FILTERS
     sorts: tuple[str, ...] = tuple(SORTS)
@@ -360,6 +365,8 @@ class ServedReads:
         #: are any), their answers not closed yet, and their turns.
         self._reading = 0
         self._queries: set[SQLAnswer] = set()
+        #: When a request first found the log ahead of the held database while queries read it.
+        self._behind_since: float | None = None
         self._turns = threading.BoundedSemaphore(SQL_AT_ONCE)
         self._at_once = SQL_AT_ONCE
         self._position = -1
@@ -382,8 +389,11 @@ class ServedReads:
         copy from the log now there. While users' queries read the database it is not reopened:
         pages answer from it as it stands."""
         with self._lock:
-            if self._db is None or (not self._reading and self._behind()):
-                self._catch_up()
+            if self._behind():
+                if not self._reading:
+                    self._catch_up()
+                elif self._behind_since is None:
+                    self._behind_since = time.monotonic()
             assert self._db is not None
             yield self._db
 
@@ -400,6 +410,7 @@ class ServedReads:
         self._db = held_read_only_models(self._copy)
         self._position = tracked_position(self._db)
         self._head = _head_of(self._lineage.log, self._position)
+        self._behind_since = None
         self._forget_runs_changed_since(self._db, before)
 
     def _forget_runs_changed_since(self, db: ReadModelDB, before: Head | None) -> None:
@@ -664,19 +675,24 @@ class ServedReads:
         return answer
 
     def _connection_for_a_query(self, deadline: float) -> tuple[ReadModelDB, int]:
-        """A connection of its own to the held database, caught up first; when the log moved while
-        other queries read it, after they end (they do by their deadline) and it is reopened."""
+        """A connection of its own to the held database, caught up first. When the log moved while
+        other queries read it: on it as it stands for `SQL_JOIN_BEHIND_S`, then only once they end
+        (they do by their deadline) and it is caught up."""
         with self._lock:
             while self._reading and self._behind():
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if self._behind_since is None:
+                    self._behind_since = now
+                if now - self._behind_since < SQL_JOIN_BEHIND_S:
+                    break  # the held database as it stands: its position is in the answer
+                if now >= deadline:
                     raise QueriesBusy(
                         "expected the read models to be caught up with the log for this query, "
                         "found other queries still reading them as they were",
                         hint="ask again: they end within their timeout",
                     )
-                self._lock.wait(left)
-            if self._behind():
+                self._lock.wait(deadline - now)
+            if not self._reading and self._behind():
                 self._catch_up()
             assert self._db is not None
             connection = self._db.cursor()

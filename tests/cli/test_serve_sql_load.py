@@ -5,8 +5,10 @@ page answered while the query still runs), the memory test about the server's pe
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -225,3 +227,26 @@ def test_the_sql_page_shows_a_bounded_part_of_a_large_answer(tmp_path: Path) -> 
         assert SQL_PAGE_BYTES // 2 < len(page.content) < SQL_PAGE_BYTES + 64 * 1024
         assert "cut: the answer reached its cap of" in page.text and 'class="csv"' in page.text
         assert "<<" not in page.text
+
+
+def test_an_answer_read_from_other_threads_than_the_one_that_asked(tmp_path: Path) -> None:
+    """The server fetches an answer's rows from whichever worker thread sends the next piece. A
+    thread's first call into DuckDB warms its error path with a statement of its own, which, run
+    on the answer's connection, ended the result being read ("No open result set", mid-answer)."""
+    home = tmp_path / "home"
+    Cli(home)("import", str(EXAMPLES / "pr-layout"))
+    with (
+        Lineage(Settings.from_env({}, home=home, actor="tester@lab"), may_create=False) as opened,
+        served(opened) as (_client, reads),
+    ):
+        answer = reads.sql("SELECT i FROM range(5000) t(i)")
+        rows: list[Any] = []
+        for _ in range(3):  # three fresh threads, each reading a part of it
+            thread, out = in_background(lambda: list(itertools.islice(answer, 1000)))
+            thread.join(timeout=60)
+            assert isinstance(out[0], list), out[0]
+            rows += out[0]
+        rest, _ = in_background(lambda: list(answer))
+        rest.join(timeout=60)
+        assert [i for (i,) in rows] == list(range(3000))
+        assert reads.queries_running() == 0
