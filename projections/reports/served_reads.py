@@ -44,8 +44,9 @@ from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, 
 #: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
 #: cut.
 SQL_ROW_LIMIT = 10_000
-#: The most bytes an SQL answer carries as sent (its JSON or CSV; the page counts its rows as JSON):
-#: a row that would pass it is not sent, and the answer says it was cut and why.
+#: The most bytes an SQL answer carries as sent (its JSON or CSV; the page shows less of it:
+#: `web_app.SQL_PAGE_BYTES`): a row that would pass it is not sent, and the answer says it was cut
+#: and why.
 SQL_ANSWER_BYTES = 32 * 2**20
 #: Seconds a statement may run, as `lineage sql`'s default --timeout: its check, its run and the
 #: fetching of its answer together (an answer not read by then is closed).
@@ -64,9 +65,9 @@ SQL_FETCH_ROWS = 64
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
 FACETS = ("task", "agent", "model", "outcome", "skill_mode")
-#: What the remembered answers may hold together, in bytes as `deep_size` counts them (run pages of
-#: a 3,000-node run take ~2.3 MB each). A view of these read models costs ~10 ms to plan and run
-#: even on a few runs (the `runs` view joins six tables), and a run page asks ~30 of them.
+#: What the remembered answers may hold together, in bytes as `deep_size` counts them (it counts
+#: 7.4 MB for the page of a 3,001-node run). A view of these read models costs ~10 ms to plan and
+#: run even on a few runs (the `runs` view joins six tables), and a run page asks ~30 of them.
 REMEMBERED_BYTES = 64 * 2**20
 #: The parts of the integrity summary a run's audit findings and verdict are made from; the rest
 #: (events, head) is shown as it stands at each request.
