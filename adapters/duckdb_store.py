@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -157,6 +158,17 @@ class ReadModelDB:
             db.builtins_first()
             db.connection.execute("SET lock_configuration = true")
             _warm(db.connection)
+        return db
+
+    def cursor(self) -> ReadModelDB:
+        """A connection of its own to this one's database (DuckDB's `cursor()`): it runs beside
+        this one, from another thread, and sees what this one sees. What the database was opened
+        as holds for it too (read-only, sealed, the memory cap, the locked configuration); this
+        connection's TEMP objects and search path do not, so the caller makes its own
+        (`shadows.shadow_on_demand`). Close it before the database is opened again: it keeps the
+        database open."""
+        db = type(self)(self.connection.cursor(), self.path)
+        db.memory_limit_bytes = self.memory_limit_bytes
         return db
 
     def builtins_first(self) -> None:
@@ -307,12 +319,15 @@ class ReadModelDB:
         timeout: float | None = None,
         params: dict[str, Any] | None = None,
         stated_timeout: float | None = None,
+        batch_rows: int = 2048,
     ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run a user's statement; past `timeout` seconds (running and fetching) it is interrupted.
 
         Errors become InvalidInput with DuckDB's own words; the memory cap and the timeout become
         ReadLimitExceeded naming which (`stated_timeout`: the --timeout given, when `timeout` is
-        what is left of it). Every call into DuckDB runs under `statement_limits.memory_bounded`.
+        what is left of it). Every call into DuckDB runs under `statement_limits.memory_bounded`;
+        rows are fetched `batch_rows` at a time, so that many is what the process holds of them
+        at once (a reader that keeps none: the server's answers).
         """
         cursor, watchdog = self._run_users(sql, params, timeout, stated_timeout=stated_timeout)
         names = [d[0] for d in cursor.description or ()]
@@ -322,7 +337,7 @@ class ReadModelDB:
             try:
                 while True:
                     with self._users_limits(said, watchdog):
-                        chunk = cursor.fetchmany(2048)
+                        chunk = cursor.fetchmany(batch_rows)
                     if not chunk:
                         break
                     yield from chunk
@@ -427,6 +442,7 @@ class ReadModelDB:
         and what DuckDB raises told as the limit that was hit (the deadline, once the watchdog
         fired, whatever DuckDB raised while it stopped; else the memory, when an allocation
         failed)."""
+        _warm_this_thread(self.connection)
         try:
             with memory_bounded(headroom(self.memory_limit_bytes)):
                 yield
@@ -484,6 +500,23 @@ def _warm(connection: duckdb.DuckDBPyConnection) -> None:
     `threads` in `open`)."""
     with suppress(duckdb.Error):
         connection.execute("SELECT error('warming up the error path')")
+    _THREADS.warm = True
+
+
+#: Which threads have thrown inside DuckDB already (`_warm`).
+_THREADS = threading.local()
+
+
+def _warm_this_thread(connection: duckdb.DuckDBPyConnection) -> None:
+    """`_warm`, once per thread: a server runs users' statements and fetches their rows from any of
+    its worker threads, each with thread-local state of its own. On a connection of its own: a
+    statement on `connection` would end the result a fetch is reading."""
+    if not getattr(_THREADS, "warm", False):
+        spare = connection.cursor()
+        try:
+            _warm(spare)
+        finally:
+            spare.close()
 
 
 def _past_timeout(timeout: float | None) -> ReadLimitExceeded:

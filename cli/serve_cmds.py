@@ -24,9 +24,11 @@ DEFAULT_PORT = 8321
 
 class ChainChecks:
     """The hash chain as the pages show it: walked in full when the server starts (as `lineage
-    report` walks it), then, at each later log position, the head that walk ended at must still be
-    in the log with the same hash (a rewritten or truncated log is caught) while the events after it
-    were checked against the chain as the read models caught up on them
+    report` walks it, with the stored Merkle tree checked but not extended: the server writes
+    nothing, so a read-only store is served), then, at each later log head, the head that walk
+    ended at must still be in the log with the same hash (a rewritten or truncated log is caught,
+    and so is a store replaced under the server, which the log reader reads at once: `SQLiteLog`)
+    while the events after it were checked against the chain as the read models caught up on them
     (`projections/engine/paging.py`). A full walk per write took 5.5 s at 120,000 events
     (`bench/serve.py`); restart the server, or run `lineage verify`, for a new one.
 
@@ -54,7 +56,8 @@ class ChainChecks:
         walked = self._walked
         if walked is None or walked.head is None or not walked.intact:
             # the first, an empty log's, or a broken one's
-            self._walked = walked = self._lineage.verify()
+            # Nothing written (the Merkle tree is checked as stored): a read-only store is served.
+            self._walked = walked = self._lineage.verify(extend_tree=False)
             return walked.summary()
         log = self._lineage.log
         position = log.max_notification_id() or 0
@@ -63,16 +66,22 @@ class ChainChecks:
             events=position, head=Head(position, log.chain_hash_at(position) or "")
         )
         walker.check_head(walked.head, log.chain_hash_at(walked.head.position))
+        if walker.report.problem is not None:
+            walker.report.problem += (
+                f"; this server walked the log up to {walked.head} when it started, so the store "
+                "was rewritten or replaced since (a backup restored?): restart `lineage serve` to "
+                f"walk the log now at {self._lineage.location}"
+            )
         return walker.report.summary()
 
 
-def allowed_hosts(host: str) -> list[str]:
+def allowed_hosts(host: str, loopback: bool | None = None) -> list[str]:
     """The names a request's Host header may give: loopback's on a loopback bind (so a page
     elsewhere cannot rebind its own name to 127.0.0.1), any on a wider bind, where the token
-    guards."""
+    guards. `loopback`: what `is_loopback(host)` said where the bind was decided."""
     from ..adapters.web.app import LOOPBACK, is_loopback
 
-    if not is_loopback(host):
+    if not (is_loopback(host) if loopback is None else loopback):
         return ["*"]
     return sorted({host, *LOOPBACK, "[::1]"})
 
@@ -114,9 +123,13 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
 
     Example: lineage serve --port 8321   (then open http://127.0.0.1:8321/)
     """
-    from ..adapters.web.app import is_loopback
+    from ..adapters.web.app import addresses_of, all_loopback
 
-    if not is_loopback(host) and not token:
+    # Resolved once: the addresses judged here are the ones bound (a name resolved again could
+    # answer otherwise the second time).
+    addresses = addresses_of(host, port)
+    loopback = all_loopback(addresses)
+    if not loopback and not token:
         raise click.UsageError(
             f"expected --token TOKEN (or LINEAGE_SERVE_TOKEN) to listen on {host!r}, found none: "
             "anyone who can reach that address could read the log; bind 127.0.0.1 or give a token",
@@ -132,7 +145,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     from ..adapters.web.app import build_app
     from ..projections.reports.served_reads import ServedReads
 
-    listening = listen(host, port)
+    listening = listen(host, port, addresses)
     # Until the server takes the signals over: a SIGTERM while the read models are built ends it as
     # one.
     main = threading.current_thread() is threading.main_thread()
@@ -143,7 +156,7 @@ def serve(lineage: Lineage, host: str, port: int, token: str | None) -> None:
     try:
         reads.head()  # build or catch up the read models before the first visitor waits for it
         walking = checks.start()
-        app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host))
+        app = build_app(reads, token=token, allowed_hosts=allowed_hosts(host, loopback))
         config = uvicorn.Config(app, log_level="warning", server_header=False)
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"lineage serve: http://{shown}:{port}/ (Ctrl-C stops)", err=True)
@@ -221,19 +234,23 @@ def _stopping_server(config: Any) -> Any:
     return StoppedBy(config)
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound here so a taken port or a bad address is a usage error naming it
+def listen(host: str, port: int, addresses: list[tuple[Any, ...]]) -> socket.socket:
+    """The listening socket on the first of `addresses` (what `host` resolved to when the bind was
+    judged loopback or not), bound here so a taken port or a bad address is a usage error naming it
     (uvicorn would exit 3, which is this tool's code for evidence that does not match)."""
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        if not addresses:
+            socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)  # says why
+            raise OSError("it resolves to no address")
+        family, _type, _proto, _name, address = addresses[0]
         listening = socket.socket(family, socket.SOCK_STREAM)
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:
         raise click.UsageError(
             f"expected an address to listen on, found --host {host!r}: {exc}"
         ) from None
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind((host, port))
+        listening.bind(address)
         listening.listen(128)
     except OSError as exc:
         listening.close()

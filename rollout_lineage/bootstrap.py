@@ -173,7 +173,14 @@ class Lineage:
     def head(self) -> Head | None:
         return self.verify().head
 
-    def verify(self, kept_head: Head | None = None) -> ChainReport:
+    def verify(self, kept_head: Head | None = None, *, extend_tree: bool = True) -> ChainReport:
+        """Walk the hash chain, then check the Merkle tree against the events.
+
+        With `extend_tree` (the commands') the tree is first extended to the end of the log, so it
+        can prove every event. Without it nothing is written, and the store need not be writable
+        (`lineage serve`, which may read a read-only store): the tree is checked as it is stored.
+        That checks as much: a leaf the tree does not hold yet would be made from the very events
+        being walked, so it has nothing to differ from."""
         walker = ChainWalker()
         from .adapters.progress import counted
 
@@ -188,8 +195,10 @@ class Lineage:
         if walker.report.intact and self.store_url.kind != "memory":
             from .adapters.evidence.merkle_store import check_against_log
 
-            tree = self.tree()
-            found = check_against_log(tree) or _same_events(walker.report, tree)
+            tree = self.tree() if extend_tree else self._stored_tree()
+            found = None
+            if tree is not None:
+                found = check_against_log(tree) or _same_events(walker.report, tree, extend_tree)
             if found:
                 walker.report.first_bad_position, walker.report.problem = found
         return walker.report
@@ -201,6 +210,18 @@ class Lineage:
         tree = MerkleStore(self.app.recorder)
         tree.catch_up()
         return tree
+
+    def _stored_tree(self) -> MerkleStore | None:
+        """The Merkle tree as stored, read without the write side where the log reader can (a
+        SQLite file opened read-only); None when the store keeps none yet (written before trees)."""
+        from .adapters.evidence.merkle_store import LEAVES, MerkleStore
+        from .adapters.store_port import EvidenceTables
+
+        log = self.log
+        if not isinstance(log, EvidenceTables):
+            return MerkleStore(self.app.recorder)
+        holds = getattr(log, "holds_table", None)
+        return MerkleStore(log) if holds is None or holds(LEAVES) else None
 
     def read_models(self, *, as_of: int | None = None, catch_up: bool = True) -> ReadModels:
         from .projections.engine.runner import open_read_models
@@ -366,14 +387,19 @@ def open_store(
     return Lineage(Settings.from_env(store=store, home=home, actor=actor, signing_key=signing_key))
 
 
-def _same_events(report: ChainReport, tree: MerkleStore) -> tuple[int, str] | None:
+def _same_events(
+    report: ChainReport, tree: MerkleStore, extended: bool = True
+) -> tuple[int, str] | None:
     """The Merkle tree must hold the events the chain walk counted: its leaf for the walk's last
     event is the walk's count (more leaves are events appended since the walk, each checked by
-    `check_against_log`)."""
+    `check_against_log`). A tree not `extended` to the log may also stop short of that event: it
+    then holds fewer leaves than the walk counted, each checked against its event."""
     if report.problem is not None or report.head is None:
         return None
     index = tree.index_of(report.head.position)
     if index == report.events - 1:
+        return None
+    if index is None and not extended and tree.size() < report.events:
         return None
     return report.head.position, (
         f"the chain walk counts {report.events} events through position "

@@ -25,9 +25,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def get(url: str) -> tuple[int, bytes]:
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=30) as answer:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers or {}), timeout=30
+        ) as answer:
             return answer.status, answer.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -35,13 +37,19 @@ def get(url: str) -> tuple[int, bytes]:
 
 @contextmanager
 def serving(
-    home: Path, env: dict[str, str] | None = None
+    home: Path,
+    env: dict[str, str] | None = None,
+    *,
+    wrap: list[str] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen, str]]:
     """(the process, its base URL), once `/api/runs` answers; stopped (SIGTERM, then SIGKILL) at the
-    end unless the test stopped it."""
+    end unless the test stopped it. `wrap` runs it inside another command (`unshare -m sh -c ...`,
+    which must exec it); `headers` are what the readiness probe sends (a token)."""
     port = free_port()
     process = subprocess.Popen(
         [
+            *(wrap or []),
             sys.executable,
             "-m",
             "rollout_lineage.cli",
@@ -61,7 +69,7 @@ def serving(
         deadline = time.monotonic() + DEADLINE_S
         while True:
             try:
-                if get(f"{base}/api/runs")[0] == 200:
+                if get(f"{base}/api/runs", headers)[0] == 200:
                     break
             except (urllib.error.URLError, ConnectionError):
                 pass

@@ -42,7 +42,7 @@ from ..evidence import batch_evidence, merkle_store
 from ..evidence.batch_evidence import BatchEvidence
 from ..store_port import EvidenceTables
 from .backoff import StoreBackoff
-from .sqlite_connections import file_identity
+from .sqlite_log import file_identity
 from .store_url import StoreURL
 
 CHAIN_TABLE = "lineage_chain"

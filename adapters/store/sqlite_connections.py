@@ -14,7 +14,6 @@ with the file at the path, under the write lock (`event_store.ChainedSQLiteRecor
 
 from __future__ import annotations
 
-import os
 import sqlite3
 
 from eventsourcing.persistence import InterfaceError
@@ -26,17 +25,10 @@ from eventsourcing.sqlite import (
 )
 from eventsourcing.utils import Environment, EnvType
 
+from .sqlite_log import file_identity
+
 #: Prepared statements each connection keeps (sqlite3's default when none is given).
 CACHED_STATEMENTS = 128
-
-
-def file_identity(path: str) -> tuple[int, int] | None:
-    """The file at `path` as (device, inode); None where there is none."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 class StatementCachingPool(SQLiteConnectionPool):

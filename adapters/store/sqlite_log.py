@@ -9,8 +9,10 @@ as `event_store` creates them.
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -23,6 +25,15 @@ from .store_url import may_write
 EVENTS_TABLE = "stored_events"
 CHAIN_TABLE = "lineage_chain"
 PAGE = 5000
+
+
+def file_identity(path: str | Path) -> tuple[int, int] | None:
+    """The file at `path` as (device, inode); None where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def read_only_uri(path: Path) -> str:
@@ -39,32 +50,103 @@ def read_only_uri(path: Path) -> str:
 
 
 class SQLiteLog:
-    """`ChainedLog` over the SQLite file at `path`, opened read-only on first use."""
+    """`ChainedLog` over the SQLite file at `path`, opened read-only on first use.
+
+    It reads the file that is at `path` now: the connection notes the file it opened (device and
+    inode, as the writer's do: `sqlite_connections`), and each read first compares it with the file
+    at the path. A file replaced under a long-lived reader (a backup restored under `lineage
+    serve`) is then read at the next query, not the old, unlinked one for as long as the process
+    lives; whoever remembers a head from before (the server's chain walk, the read models'
+    tracking row) finds out whether the log still holds it.
+
+    It reads the evidence tables too (the read side of `store_port.EvidenceTables`: the Merkle tree
+    as stored, for `Lineage.verify(extend_tree=False)`), and refuses every write."""
+
+    #: Never set: nothing is appended through a reader.
+    batch_evidence = None
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._connection: sqlite3.Connection | None = None
+        self._opened: tuple[int, int] | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(read_only_uri(self.path), uri=True, check_same_thread=False)
+
+    def _current_connection(self) -> sqlite3.Connection:
+        """The connection, opened again when the file at the path is no longer the one it opened
+        (the old one is dropped, not closed: another thread may be reading on it). With no file
+        there, opening fails: nothing is read from the one that was removed."""
+        found = file_identity(self.path)
+        if self._connection is None or found != self._opened:
+            self._connection = self._connect()
+            self._opened = found
+        return self._connection
 
     def _query(
-        self, sql: str, parameters: tuple[Any, ...] = (), max_bytes: int | None = None
+        self, sql: str, parameters: Sequence[Any] = (), max_bytes: int | None = None
     ) -> list[Any]:
         """All rows, or with `max_bytes` the log rows up to that much state (`up_to_bytes`)."""
-        try:
-            if self._connection is None:
-                self._connection = sqlite3.connect(
-                    read_only_uri(self.path), uri=True, check_same_thread=False
-                )
-            cursor = self._connection.execute(sql, parameters)
+        with self._reading():
+            cursor = self._current_connection().execute(sql, tuple(parameters))
             try:
                 return up_to_bytes(cursor, max_bytes)
             finally:
                 cursor.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
         except sqlite3.Error as exc:
             raise StoreUnavailable(
                 f"could not read the event store {self.path}: "
                 f"expected a lineage SQLite store, found {exc}",
                 hint="check the path and that this file is a lineage store (`lineage verify`)",
             ) from None
+
+    # --- EvidenceTables, read side: the tables as stored; a write is refused ---------------------
+
+    def table(self, name: str) -> str:
+        return name
+
+    def holds_table(self, name: str) -> bool:
+        """Whether the file has this table (a store written before the Merkle tree has none)."""
+        return bool(
+            self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        )
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[sqlite3.Cursor]:
+        """A read on a connection of its own, in one transaction (one snapshot of the file)."""
+        if commit:
+            _refuse_to_write(self.path)
+        with self._reading():
+            connection = self._connect()
+            try:
+                cursor = connection.cursor()
+                cursor.execute("BEGIN")
+                yield cursor
+            finally:
+                connection.close()
+
+    def fetch(self, cursor: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._reading():
+            cursor.execute(sql, tuple(params))
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._query(sql, params)
+
+    def insert(
+        self,
+        cursor: Any,
+        table: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        keep_existing: bool = False,
+    ) -> None:
+        _refuse_to_write(self.path)
 
     def max_notification_id(self) -> int | None:
         return self._query(f"SELECT max(rowid) FROM {EVENTS_TABLE}")[0][0]
@@ -139,3 +221,12 @@ class SQLiteLog:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+            self._opened = None
+
+
+def _refuse_to_write(path: Path) -> None:
+    raise StoreUnavailable(
+        f"expected a writer of the event store {path}, found its read-only reader: nothing is "
+        "written through it",
+        hint="open the store to write (`open_store`), where it can be written",
+    )

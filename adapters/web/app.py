@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import hmac
 import io
+import ipaddress
 import json
 import math
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -25,7 +27,13 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -51,6 +59,15 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 PAGE_SIZE = 50
+#: What the SQL page shows of an answer, in bytes of its cells as the page escapes them: a table a
+#: browser can hold, and what the page holds while it is made (escaping can make text six times
+#: longer); its downloads carry up to the answer's own cap.
+SQL_PAGE_BYTES = 2 * 2**20
+#: About what a streamed SQL answer sends at a time.
+SEND_BYTES = 64 * 1024
+#: What the end of an SQL answer's JSON may take (whether and why it was cut, or the error that cut
+#: it), kept aside under its byte cap.
+TAIL_BYTES = 2048
 #: The arms x tests rows a run page shows (a search tree can have thousands; the arms page shows
 #: them all).
 ARMS_SHOWN = 200
@@ -63,6 +80,18 @@ def run_path(run: str) -> str:
     `..`, which a browser would resolve away (`a/../b` is `b`): then every slash is encoded too."""
     parts = run.split("/")
     return quote(run, safe="" if any(p in (".", "..") for p in parts) else "/")
+
+
+class SQLRows(Protocol):
+    """A users' query as it is read (`served_reads.SQLAnswer`): iterate its rows, then close it
+    (closing gives its connection back; a reader that stops early must close it)."""
+
+    columns: list[str]
+    position: int
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]: ...
+
+    def close(self) -> None: ...
 
 
 class Reads(Protocol):
@@ -101,7 +130,10 @@ class Reads(Protocol):
 
     def head(self) -> str | None: ...
 
-    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
+    @property
+    def sql_answer_bytes(self) -> int: ...
+
+    def sql(self, query: str) -> SQLRows: ...
 
     def escape(self, value: Any) -> str:
         """A value as page text: HTML-escaped, quotes too, and invisible control or format
@@ -110,8 +142,36 @@ class Reads(Protocol):
 
 
 def is_loopback(host: str) -> bool:
-    """Any other bind needs a token (`cli/serve_cmds.py` refuses to start without one)."""
-    return host.strip("[]") in LOOPBACK or host.startswith("127.")
+    """Whether `host` resolves, and to loopback addresses only. Any other bind needs a token
+    (`cli/serve_cmds.py` refuses to start without one). Decided from the addresses, never from how
+    the name is spelt: `127.lab.example` is a name like any other, and a name that also resolves to
+    another address, or not at all, is not loopback."""
+    return all_loopback(addresses_of(host))
+
+
+def addresses_of(host: str, port: int | None = None) -> list[tuple[Any, ...]]:
+    """What `host` resolves to for a TCP listener (`socket.getaddrinfo`'s tuples), or [] when it
+    does not resolve. `[::1]` is `::1`."""
+    try:
+        return socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+
+
+def all_loopback(found: Iterable[tuple[Any, ...]]) -> bool:
+    """At least one address, and every one loopback (127.0.0.0/8, ::1, or ::ffff:127.x.y.z)."""
+    addresses = [info[4][0] for info in found]
+    return bool(addresses) and all(_loopback_address(a) for a in addresses)
+
+
+def _loopback_address(text: str) -> bool:
+    try:
+        address = ipaddress.ip_address(str(text).split("%", 1)[0])  # an IPv6 scope: fe80::1%eth0
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def json_value(value: Any) -> Any:
@@ -225,7 +285,7 @@ class Guard(BaseHTTPMiddleware):
             # (it would stay in the history and the address bar).
             kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             response = RedirectResponse(
-                request.url.path + ("?" + urlencode(kept) if kept else ""), status_code=303
+                own_path(request) + ("?" + urlencode(kept) if kept else ""), status_code=303
             )
             response.set_cookie(
                 TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
@@ -234,6 +294,91 @@ class Guard(BaseHTTPMiddleware):
             response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
+
+
+#: What a path keeps unescaped when it is sent back as a link: RFC 3986's unreserved characters
+#: (`quote` keeps letters, digits and `_.-~`), `/`, `%` (the escapes it came with stay as they were)
+#: and the sub-delimiters. A backslash, a space, a control character or a non-ASCII one is escaped.
+PATH_SAFE = "/%:@!$&'()*+,;="
+
+
+def own_path(request: Request) -> str:
+    """The path of `request` as a link to this server: as the client sent it, so an escaped `%2F`
+    stays inside its segment (and a run id with `..` in it stays that run's), with what a browser
+    would read otherwise escaped (a backslash is a slash to it), and one leading slash only. Two
+    (`//evil.example/x`) make a browser leave for that host, so the only redirect this server
+    answers (after a `?token=` visit) goes nowhere else."""
+    raw = request.scope.get("raw_path")
+    sent = raw.decode("latin-1") if raw else quote(request.url.path, safe="/")
+    return "/" + quote(sent, safe=PATH_SAFE).lstrip("/")
+
+
+class CappedRows:
+    """An SQL answer's rows as sent, in one place for its JSON, its CSV and its page: until its
+    end, `row_limit` rows, or `byte_limit` bytes as `encode` makes each (what the answer holds
+    before its rows counts too: `spent`). `cut` says why it stopped early (None: it did not),
+    `error` what failed after rows were sent. The answer is closed at the end, however it ends."""
+
+    def __init__(self, answer: SQLRows, row_limit: int, byte_limit: int, spent: int) -> None:
+        self.answer = answer
+        self.row_limit = row_limit
+        self.byte_limit = byte_limit
+        self.spent = spent
+        self.rows = 0
+        self.cut: str | None = None
+        self.error: LineageError | None = None
+
+    def encoded(
+        self, encode: Callable[[tuple[Any, ...]], bytes]
+    ) -> Iterator[tuple[tuple[Any, ...], bytes]]:
+        try:
+            for row in self.answer:
+                if self.rows == self.row_limit:
+                    self.cut = (
+                        f"the answer has more than {self.row_limit} rows: these are the first "
+                        f"{self.row_limit}"
+                    )
+                    return
+                piece = encode(row)
+                if self.spent + len(piece) > self.byte_limit:
+                    self.cut = (
+                        f"the answer reached its cap of {self.byte_limit} bytes after "
+                        f"{self.rows} rows: ask for fewer or smaller rows (LIMIT, fewer columns)"
+                    )
+                    return
+                self.spent += len(piece)
+                self.rows += 1
+                yield row, piece
+        except LineageError as exc:
+            self.error = exc
+            self.cut = f"the query failed after {self.rows} rows: {exc.message}"
+        finally:
+            self.answer.close()
+
+
+def _json_bytes(value: Any) -> bytes:
+    """As Starlette's JSONResponse encodes (compact, UTF-8, never NaN)."""
+    return json.dumps(
+        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode()
+
+
+def _json_rows(columns: list[str]) -> Callable[[tuple[Any, ...]], bytes]:
+    """Each row as a JSON object of its columns, after the first with the comma before it."""
+    first = [True]
+
+    def encode(row: tuple[Any, ...]) -> bytes:
+        piece = _json_bytes(dict(zip(columns, json_value(list(row)), strict=True)))
+        comma, first[0] = (b"" if first[0] else b","), False
+        return comma + piece
+
+    return encode
+
+
+def _csv_line(cells: Iterable[Any]) -> bytes:
+    out = io.StringIO()
+    csv.writer(out).writerow([_text(v) for v in cells])
+    return out.getvalue().encode()
 
 
 def _status(exc: LineageError) -> int:
@@ -246,6 +391,12 @@ def _status(exc: LineageError) -> int:
 
 def _error_document(exc: LineageError) -> dict[str, Any]:
     return {"error": exc.message, "hint": exc.hint}
+
+
+def _error_headers(exc: LineageError) -> dict[str, str] | None:
+    """A refusal to be asked again later (too many queries at once) says when: Retry-After."""
+    retry_after = getattr(exc, "retry_after", None)
+    return None if retry_after is None else {"retry-after": str(retry_after)}
 
 
 def _page_number(request: Request) -> int:
@@ -262,13 +413,32 @@ class BadParameter(LineageError):
     """A query parameter of the HTTP API that is not what it should be."""
 
 
+class ShortOfMemory(LineageError):
+    """An answer the process had no memory for: while users' queries run, the whole process works
+    under their memory bound (`statement_limits.memory_bounded`), pages too."""
+
+    exit_code = 4
+
+
+def _short_of_memory() -> ShortOfMemory:
+    return ShortOfMemory(
+        "expected memory for this answer, found the server at its bound: users' SQL queries "
+        "running now hold it",
+        hint="ask again once they end (each within its timeout)",
+    )
+
+
 def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> Starlette:
     """The application: HTML pages for people, `/api/...` JSON for programs, `/static` for the
     style."""
     env = _templates(reads.escape)
 
-    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+    def page(
+        name: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+    ) -> HTMLResponse:
+        return HTMLResponse(
+            env.get_template(name).render(**context), status_code=status, headers=headers
+        )
 
     def runs_query(request: Request) -> tuple[dict[str, str | None], str | None, str, int]:
         params = request.query_params
@@ -292,18 +462,32 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
     def html_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def wrapped(request: Request) -> Response:
             try:
-                return handler(request)
+                try:
+                    return handler(request)
+                except MemoryError:
+                    raise _short_of_memory() from None
             except LineageError as exc:
-                return page("error.html", _status(exc), error=exc.message, hint=exc.hint)
+                return page(
+                    "error.html",
+                    _status(exc),
+                    headers=_error_headers(exc),
+                    error=exc.message,
+                    hint=exc.hint,
+                )
 
         return wrapped
 
     def api_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def wrapped(request: Request) -> Response:
             try:
-                return handler(request)
+                try:
+                    return handler(request)
+                except MemoryError:
+                    raise _short_of_memory() from None
             except LineageError as exc:
-                return JSONResponse(_error_document(exc), status_code=_status(exc))
+                return JSONResponse(
+                    _error_document(exc), status_code=_status(exc), headers=_error_headers(exc)
+                )
 
         return wrapped
 
@@ -445,30 +629,47 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         found = reads.charts(charts_group(request))
         return JSONResponse(json_value({"position": reads.position, **vars(found)}))
 
+    def capped(answer: SQLRows, spent: int = 0) -> CappedRows:
+        return CappedRows(answer, reads.sql_row_limit, reads.sql_answer_bytes, spent)
+
     def sql_page(request: Request) -> Response:
         query = request.query_params.get("q", "")
+        limits: dict[str, Any] = {
+            "limit": reads.sql_row_limit,
+            "byte_limit": reads.sql_answer_bytes,
+            "page_bytes": min(SQL_PAGE_BYTES, reads.sql_answer_bytes),
+        }
         if not query:
-            return page("sql.html", query="", columns=None, limit=reads.sql_row_limit)
+            return page("sql.html", query="", columns=None, **limits)
+
+        def cells(row: tuple[Any, ...]) -> bytes:  # as the page shows them
+            return "".join(f"<td>{reads.escape(_text(v))}</td>" for v in row).encode()
+
         try:
-            columns, rows, cut = reads.sql(query)
+            answer = reads.sql(query)
+            rows = CappedRows(answer, reads.sql_row_limit, limits["page_bytes"], 0)
+            shown = [row for row, _ in rows.encoded(cells)]
+            if rows.error is not None:
+                raise rows.error
         except LineageError as exc:
             return page(
                 "sql.html",
                 _status(exc),
+                headers=_error_headers(exc),
                 query=query,
                 columns=None,
-                limit=reads.sql_row_limit,
                 error=exc.message,
                 hint=exc.hint,
+                **limits,
             )
         return page(
             "sql.html",
             query=query,
-            columns=columns,
-            rows=rows,
-            cut=cut,
-            limit=reads.sql_row_limit,
+            columns=answer.columns,
+            rows=shown,
+            cut=rows.cut,
             download=urlencode({"q": query}),
+            **limits,
         )
 
     def audit_page(request: Request) -> Response:
@@ -480,6 +681,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             filters=reads.filters,
             sorts=reads.sorts,
             limit=reads.sql_row_limit,
+            byte_limit=reads.sql_answer_bytes,
             size=PAGE_SIZE,
         )
 
@@ -534,29 +736,64 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         fmt = request.query_params.get("format", "json")
         if fmt not in ("json", "csv"):
             raise BadParameter(f"expected format=json or format=csv, found {fmt!r}")
-        columns, rows, cut = reads.sql(query)
-        if fmt == "csv":
-            out = io.StringIO()
-            writer = csv.writer(out)
-            writer.writerow(columns)
-            writer.writerows([_text(v) for v in row] for row in rows)
-            return Response(
-                out.getvalue(),
-                media_type="text/csv; charset=utf-8",
-                headers={
-                    "content-disposition": 'attachment; filename="lineage-sql.csv"',
-                    "x-lineage-truncated": "true" if cut else "false",
-                },
-            )
-        return JSONResponse(
-            {
-                "position": reads.position,
-                "columns": columns,
-                "rows": [dict(zip(columns, json_value(list(row)), strict=True)) for row in rows],
-                "truncated": cut,
-                "row_limit": reads.sql_row_limit,
-            },
+        answer = reads.sql(query)
+        try:
+            return sql_csv(answer) if fmt == "csv" else sql_json(answer)
+        except BaseException:
+            answer.close()  # closed by its rows' end otherwise, here or as they are sent
+            raise
+
+    def sql_json(answer: SQLRows) -> Response:
+        head = (
+            _json_bytes(
+                {
+                    "position": answer.position,
+                    "columns": answer.columns,
+                    "row_limit": reads.sql_row_limit,
+                    "byte_limit": reads.sql_answer_bytes,
+                }
+            )[:-1]
+            + b',"rows":['
+        )
+        rows = capped(answer, len(head) + TAIL_BYTES)
+
+        def document() -> Iterator[bytes]:
+            """Sent as it is read, in pieces of about SEND_BYTES (each is a hop to a worker thread
+            and back): what it holds is the rows of one fetch, never the whole answer."""
+            pending, held = [head], len(head)
+            for _row, piece in rows.encoded(_json_rows(answer.columns)):
+                pending.append(piece)
+                held += len(piece)
+                if held >= SEND_BYTES:
+                    yield b"".join(pending)
+                    pending, held = [], 0
+            tail: dict[str, Any] = {"truncated": rows.cut is not None, "cut": rows.cut}
+            if rows.error is not None:
+                tail.update(_error_document(rows.error))
+            yield b"".join([*pending, b"],", _json_bytes(tail)[1:]])
+
+        return StreamingResponse(
+            document(),
+            media_type="application/json",
             headers={"content-disposition": 'inline; filename="lineage-sql.json"'},
+        )
+
+    def sql_csv(answer: SQLRows) -> Response:
+        """Held until it is whole (at most the byte cap), so its headers can say whether it was
+        cut, and a query that fails on the way is an error, not a short file."""
+        header = _csv_line(answer.columns)
+        rows = capped(answer, len(header))
+        body = b"".join([header, *(piece for _row, piece in rows.encoded(_csv_line))])
+        if rows.error is not None:
+            raise rows.error
+        return Response(
+            body,
+            media_type="text/csv; charset=utf-8",
+            headers={
+                "content-disposition": 'attachment; filename="lineage-sql.csv"',
+                "x-lineage-truncated": "true" if rows.cut else "false",
+                "x-lineage-cut": rows.cut or "",
+            },
         )
 
     def tree_css(request: Request) -> Response:

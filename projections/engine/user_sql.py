@@ -106,9 +106,10 @@ def run_reads(
     params: Mapping[str, Any] | None = None,
     *,
     timeout: float | None = None,
+    batch_rows: int = 2048,
 ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
-    """Column names and a stream of rows, after `require_reads`; past `timeout` seconds (the check
-    and the statement together) it is stopped."""
+    """Column names and a stream of rows (fetched `batch_rows` at a time), after `require_reads`;
+    past `timeout` seconds (the check and the statement together) it is stopped."""
     started = time.monotonic()
     require_reads(db, query, params, timeout=timeout)
     return db.query(
@@ -116,6 +117,7 @@ def run_reads(
         timeout=_left(timeout, started),
         params=dict(params) if params else None,
         stated_timeout=timeout,
+        batch_rows=batch_rows,
     )
 
 

@@ -5,23 +5,31 @@ query is one of the commands' own (`run_list`, `report`, `diff`, `audit_report`,
 
 from __future__ import annotations
 
+import gc
+import itertools
 import os
 import shutil
+import sys
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from types import FunctionType, ModuleType
 from typing import Any, TypeVar
 
 from ...adapters.duckdb_store import ReadModelDB
-from ...domain.errors import InvalidInput, LineageError
+from ...adapters.statement_limits import GRACE_S
+from ...domain.errors import InvalidInput, LineageError, ReadLimitExceeded
+from ...domain.integrity import Head
 from ..engine.paging import tracked_position
 from ..engine.read_only import held_read_only_models
 from ..engine.runner import OpenedStore, ReadSettings
+from ..engine.shadows import shadow_on_demand
 from ..engine.timeparse import parse_moment
 from ..engine.user_sql import run_reads
 from .arms import arm_stats as stats
@@ -36,15 +44,31 @@ from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, 
 #: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
 #: cut.
 SQL_ROW_LIMIT = 10_000
-#: Seconds a statement may run, as `lineage sql`'s default --timeout.
+#: The most bytes an SQL answer carries as sent (its JSON or CSV; the page shows less of it:
+#: `web_app.SQL_PAGE_BYTES`): a row that would pass it is not sent, and the answer says it was cut
+#: and why.
+SQL_ANSWER_BYTES = 32 * 2**20
+#: Seconds a statement may run, as `lineage sql`'s default --timeout: its check, its run and the
+#: fetching of its answer together (an answer not read by then is closed).
 SQL_TIMEOUT_S = 30.0
+#: Users' queries that may run at once. One more is refused at once (503, with Retry-After), not
+#: queued: a query waiting its turn would hold one of the server's worker threads, and enough of
+#: them would hold up the pages again.
+SQL_AT_ONCE = 4
+#: Seconds a query may read the read models behind the log while other queries read them (they
+#: hold the database open, so it cannot be caught up); past that a query waits for them to end
+#: and the database to be caught up, so pages are never more than this and one timeout behind.
+SQL_JOIN_BEHIND_S = 2.0
+#: Rows fetched from DuckDB at a time for an answer: what the server holds of one answer at once
+#: (it encodes and sends them before it fetches more).
+SQL_FETCH_ROWS = 64
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
 FACETS = ("task", "agent", "model", "outcome", "skill_mode")
-#: How many answers are remembered for the current log position. A view of these read models
-#: costs ~10 ms to plan and run even on a few runs (the `runs` view joins six tables), and a run
-#: page asks ~30 of them.
-REMEMBERED = 512
+#: What the remembered answers may hold together, in bytes as `deep_size` counts them (it counts
+#: 7.4 MB for the page of a 3,001-node run). A view of these read models costs ~10 ms to plan and
+#: run even on a few runs (the `runs` view joins six tables), and a run page asks ~30 of them.
+REMEMBERED_BYTES = 64 * 2**20
 #: The parts of the integrity summary a run's audit findings and verdict are made from; the rest
 #: (events, head) is shown as it stands at each request.
 INTEGRITY_FINDINGS = ("intact", "problem", "first_bad_position")
@@ -83,6 +107,142 @@ class RememberedRun:
             or self.task in change.tasks
             or self.run in change.parents
         )
+
+
+class Remembered:
+    """Answers remembered, least recently used first to go once together they hold more than
+    `budget` bytes (`deep_size`, counted once, when an answer is kept); one larger than the whole
+    budget is not kept. Bounded by what the answers hold, not by how many there are: a run page
+    can be megabytes, a resolved prefix a few bytes."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.bytes = 0
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The answer kept under `key` (now the most recently used), or `default`."""
+        found = self._entries.get(key)
+        if found is None:
+            return default
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: Hashable, answer: T) -> T:
+        self.drop(key)
+        size = deep_size(answer) + deep_size(key)
+        if size <= self.budget:
+            self._entries[key] = (answer, size)
+            self.bytes += size
+        while self.bytes > self.budget:
+            _, (_, let_go) = self._entries.popitem(last=False)
+            self.bytes -= let_go
+        return answer
+
+    def drop(self, key: Hashable) -> None:
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self.bytes -= found[1]
+
+    def keep_only(self, keep: Callable[[Hashable, Any], bool]) -> None:
+        for key in [k for k, (answer, _) in self._entries.items() if not keep(k, answer)]:
+            self.drop(key)
+
+
+_NOT_KEPT = object()
+#: Objects `deep_size` does not count or look inside: code and classes, shared by every answer.
+_SHARED = (type, ModuleType, FunctionType)
+
+
+def deep_size(value: Any) -> int:
+    """Bytes `value` holds: `sys.getsizeof` of it and of every object it reaches (the garbage
+    collector's referents: containers' items, instances' attributes), each object once, classes,
+    modules and functions aside (an estimate: a string shared with other answers counts in each
+    that holds it, so it errs high)."""
+    seen: set[int] = set()
+    total = 0
+    level = [value]
+    while level:
+        new = [o for o in level if id(o) not in seen and not isinstance(o, _SHARED)]
+        seen.update(map(id, new))
+        total += sum(map(sys.getsizeof, new))
+        level = gc.get_referents(*new)
+    return total
+
+
+class QueriesBusy(ReadLimitExceeded):
+    """`SQL_AT_ONCE` users' queries are running already."""
+
+    #: Seconds a client may wait before it asks again (the web adapter's Retry-After).
+    retry_after = 1
+
+
+class SQLAnswer:
+    """One users' query as it is read, on a connection of its own: its columns, the log position
+    of the read models it reads, and its rows one at a time (iterate it), until `close`: by its
+    reader, at its end, or at the query's deadline (the timeout and the grace a stuck call gets)
+    if no one did by then, so a client that stops reading holds no connection. Closing it gives
+    its connection and its turn back (`release`)."""
+
+    def __init__(
+        self,
+        columns: list[str],
+        rows: Iterator[tuple[Any, ...]],
+        position: int,
+        release: Callable[[], None],
+        deadline_s: float,
+    ) -> None:
+        self.columns = columns
+        self.position = position
+        self._rows = rows
+        self._release = release
+        self._lock = threading.Lock()
+        self._closed = False
+        self._expired = False
+        self._timer = threading.Timer(deadline_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while True:
+            with self._lock:  # a fetch and the deadline's close never overlap
+                if self._closed:
+                    if self._expired:
+                        raise ReadLimitExceeded(
+                            f"the answer was not read within the query's {SQL_TIMEOUT_S:g} s "
+                            "timeout and was closed",
+                            hint="ask for less (filter, aggregate, LIMIT), or read it faster",
+                        )
+                    return
+                row = next(self._rows, None)
+            if row is None:
+                self.close()
+                return
+            yield row
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._expired = True
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._timer.cancel()
+            getattr(self._rows, "close", lambda: None)()
+        self._release()
+
+
+def _first_then(first: list[tuple[Any, ...]], rest: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+    try:
+        yield from first
+        yield from rest
+    finally:
+        getattr(rest, "close", lambda: None)()
 
 
 #: The scratch folder of a serving process's copy, in the temporary directory.
@@ -176,8 +336,13 @@ class ServedCopy:
 class ServedReads:
     """The read side of `lineage serve` (the web adapter's `Reads` port).
 
-    One connection for the life of the server (a DuckDB open costs ~15 ms, more than a whole
-    answer should); requests take turns on it."""
+    One connection held open (a DuckDB open costs ~15 ms, more than a whole answer should) and
+    reopened when the log moved; pages take turns on it. Users' SQL does not: each query runs on a
+    connection of its own to the same read-only database (`ReadModelDB.cursor`), outside the turns,
+    so a slow one holds up no page. The database is opened again after a write only once no query
+    reads it (they hold it open); meanwhile pages answer from it as it stands, at the position they
+    show, and so does a new query for `SQL_JOIN_BEHIND_S`; after that a new query waits for the
+    others to end and the reopening, so neither is more than that and one timeout behind."""
 
     filters: tuple[str, ...] = PAGE_FILTERS
     sorts: tuple[str, ...] = tuple(SORTS)
@@ -193,67 +358,103 @@ class ServedReads:
         self._lineage = lineage
         self._copy: ServedCopy | None = None
         self._integrity_of = integrity
-        self._lock = threading.Lock()
+        #: Pages' turns on the held connection; a query waiting for the database to be reopened
+        #: waits on it too.
+        self._lock = threading.Condition()
         self._db: ReadModelDB | None = None
+        #: Connections of users' queries open on the held database (it is not reopened while there
+        #: are any), their answers not closed yet, and their turns.
+        self._reading = 0
+        self._queries: set[SQLAnswer] = set()
+        #: When a request first found the log ahead of the held database while queries read it.
+        self._behind_since: float | None = None
+        self._turns = threading.BoundedSemaphore(SQL_AT_ONCE)
+        self._at_once = SQL_AT_ONCE
         self._position = -1
-        self._integrity: tuple[int, dict[str, Any]] | None = None
-        self._memo: OrderedDict[Hashable, Any] = OrderedDict()
-        #: Run pages, kept across writes that did not touch what they were read from.
-        self._runs: OrderedDict[str, RememberedRun] = OrderedDict()
+        #: The log's head (position, chain hash) the held read models were caught up to: a log
+        #: that no longer holds it is another log (replaced or rewritten), however long.
+        self._head: Head | None = None
+        self._integrity: tuple[Head | None, dict[str, Any]] | None = None
+        #: Answers at the current log position, and run pages (`RememberedRun`, under ("run", id)),
+        #: which are kept across writes that did not touch what they were read from.
+        self._answers = Remembered(REMEMBERED_BYTES)
 
     @contextmanager
     def _current(self) -> Iterator[ReadModelDB]:
         """The held connection, caught up first if a writer appended since the last request.
 
-        The log's last position is checked before each request (one cheap query); when it moved,
-        the copy is caught up on a writable connection and reopened read-only, as `lineage sql`
-        does."""
+        The log's head (its last position and that link's hash: two cheap queries) is checked
+        before each request; when it changed, the copy is caught up on a writable connection and
+        reopened read-only, as `lineage sql` does. The hash too: a store replaced by another log as
+        long (a backup restored, then written to) moves no position, and the catch-up rebuilds the
+        copy from the log now there. While users' queries read the database it is not reopened:
+        pages answer from it as it stands."""
         with self._lock:
-            head = self._lineage.log.max_notification_id() or 0
-            if self._db is None or head != self._position:
-                before = self._position
-                self.close_unlocked()
-                self._memo.clear()
-                if self._copy is None:
-                    self._copy = ServedCopy(self._lineage)
-                self._db = held_read_only_models(self._copy)
-                self._position = tracked_position(self._db)
-                self._forget_runs_changed_since(self._db, before)
+            if self._behind():
+                if not self._reading:
+                    self._catch_up()
+                elif self._behind_since is None:
+                    self._behind_since = time.monotonic()
+            assert self._db is not None
             yield self._db
 
-    def _forget_runs_changed_since(self, db: ReadModelDB, before: int) -> None:
+    def _behind(self) -> bool:
+        return self._db is None or _head_of(self._lineage.log) != self._head
+
+    def _catch_up(self) -> None:
+        """Reopen the held database caught up with the log (the lock held, no query reading it)."""
+        before = self._head
+        self.close_unlocked()
+        self._answers.keep_only(lambda _key, kept: isinstance(kept, RememberedRun))
+        if self._copy is None:
+            self._copy = ServedCopy(self._lineage)
+        self._db = held_read_only_models(self._copy)
+        self._position = tracked_position(self._db)
+        self._head = _head_of(self._lineage.log, self._position)
+        self._behind_since = None
+        self._forget_runs_changed_since(self._db, before)
+
+    def _forget_runs_changed_since(self, db: ReadModelDB, before: Head | None) -> None:
         """Drop the remembered run pages that the events after `before` may have changed: a
-        write to one run leaves every other run's page as it was, and those stay remembered."""
-        if not self._runs:
+        write to one run leaves every other run's page as it was, and those stay remembered. All
+        go when the log no longer holds `before` (another log: replaced, rewritten, cut)."""
+        remembered = self._answers
+        if not remembered.bytes:
             return
-        if before < 0 or before > self._position:  # first open, or a log that went back
-            self._runs.clear()
+        if before is None or _head_of(self._lineage.log, before.position) != before:
+            remembered.keep_only(lambda _key, _kept: False)
             return
-        change = log_change(db, before)
-        for run in [run for run, kept in self._runs.items() if not kept.kept_after(change)]:
-            del self._runs[run]
+        change = log_change(db, before.position)
+        remembered.keep_only(
+            lambda _key, kept: not isinstance(kept, RememberedRun) or kept.kept_after(change)
+        )
 
     def _remembered(self, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
         """`read`'s answer at the current log position: read once, then remembered until the log
         moves (the read models are a function of the log prefix), so a repeated page costs a
         lookup. Users' SQL is never remembered (`now()`, `random()`)."""
         with self._current() as db:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return self._memo[key]
-            answer = read(db)
-            self._memo[key] = answer
-            if len(self._memo) > REMEMBERED:
-                self._memo.popitem(last=False)
-            return answer
+            return self._recalled(db, key, read)
+
+    def _recalled(self, db: ReadModelDB, key: Hashable, read: Callable[[ReadModelDB], T]) -> T:
+        """`_remembered`, with the held read models at hand (the lock held)."""
+        kept = self._answers.get(key, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            found: T = kept
+            return found
+        return self._answers.put(key, read(db))
+
+    def remembered_bytes(self) -> int:
+        """What the remembered answers hold together, as `deep_size` counted them."""
+        return self._answers.bytes
 
     @property
     def position(self) -> int:
         return self._position
 
     def _chain(self) -> dict[str, Any]:
-        if self._integrity is None or self._integrity[0] != self._position:
-            self._integrity = (self._position, self._integrity_of())
+        if self._integrity is None or self._integrity[0] != self._head:
+            self._integrity = (self._head, self._integrity_of())
         return self._integrity[1]
 
     def close_unlocked(self) -> None:
@@ -262,6 +463,10 @@ class ServedReads:
             self._db = None
 
     def close(self) -> None:
+        with self._lock:
+            open_queries = list(self._queries)
+        for answer in open_queries:
+            answer.close()
         with self._lock:
             self.close_unlocked()
             if self._copy is not None:
@@ -296,38 +501,34 @@ class ServedReads:
         """One run's report, its tree drawn as `lineage report` draws it, and our element id of each
         node.
 
-        Remembered by run id until an event touches what it was read from (`RememberedRun`), not
-        only for one log position: after a write to another run this page is a lookup. Its audit's
-        position and integrity are the current ones either way; it is read again when the chain's
-        verdict changed. A prefix of a run id is resolved anew at each log position (a new run may
-        make it ambiguous), so only exact ids are kept across writes."""
+        Remembered by the run it names (a prefix and the id share one entry) until an event
+        touches what it was read from (`RememberedRun`), not only for one log position: after a
+        write to another run this page is a lookup. Its audit's position and integrity are the
+        current ones either way; it is read again when the chain's verdict changed. A prefix is
+        resolved anew at each log position (a new run may make it ambiguous); an id kept is an
+        exact id, which always wins, so it needs no query."""
         with self._current() as db:
             integrity = self._chain()
-            kept = self._runs.get(given)
+            kept = self._answers.get(("run", given))
+            if kept is None:
+                run = self._recalled(db, ("resolved run", given), lambda db: resolve_run(db, given))
+                kept = self._answers.get(("run", run))
+            else:
+                run = given
             if kept is not None and _same_findings(kept.integrity, integrity):
-                self._runs.move_to_end(given)
                 report, svg, ids = kept.answer
                 audit = {**report.audit, "position": self._position, "integrity": integrity}
                 return replace(report, audit=audit), svg, ids
-            if ("run", given) in self._memo:  # a prefix, remembered at this position only
-                self._memo.move_to_end(("run", given))
-                answer: tuple[RunReport, str, dict[str, str]] = self._memo[("run", given)]
-                return answer
-            run = resolve_run(db, given)
             report = run_report(db, run, integrity, self._position)
             # drawn once too: a 10,000-node tree takes ~0.5 s to lay out and draw
             ids = {n.node: node_id(0, i) for i, n in enumerate(report.nodes)}
             answer = report, tree_svg(report, 0), ids
-            if run != given:
-                self._memo[("run", given)] = answer
-                if len(self._memo) > REMEMBERED:
-                    self._memo.popitem(last=False)
-                return answer
-            self._runs[run] = RememberedRun(
-                answer, run, report.run.get("task"), run_dependencies(db, report.run), integrity
+            self._answers.put(
+                ("run", run),
+                RememberedRun(
+                    answer, run, report.run.get("task"), run_dependencies(db, report.run), integrity
+                ),
             )
-            if len(self._runs) > REMEMBERED:
-                self._runs.popitem(last=False)
             return answer
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
@@ -345,7 +546,7 @@ class ServedReads:
         commands read them."""
 
         def read(db: ReadModelDB) -> dict[str, Any]:
-            run, fork = split_run_fork(db, resolve_address(db, given))
+            run, fork = split_run_fork(db, address)
             table = arms_table(db, run, fork, baseline or PARENT)
             found: dict[str, Any] = {"run": run, "fork": fork, "table": table, "stats": None}
             if fork is not None:
@@ -356,7 +557,11 @@ class ServedReads:
                 found.update(self._stats_or_reason(db, run, baseline, every_task))
             return found
 
-        return self._remembered(("arms", given, baseline, every_task), read)
+        with self._current() as db:  # remembered by what `given` names, as run pages are
+            address = self._recalled(
+                db, ("resolved address", given), lambda db: resolve_address(db, given)
+            )
+            return self._recalled(db, ("arms", address, baseline, every_task), read)
 
     def _stats_or_reason(
         self, db: ReadModelDB, run: str, baseline: str | None, every_task: bool
@@ -417,19 +622,91 @@ class ServedReads:
     def escape(self, value: Any) -> str:
         return esc(value)
 
-    def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]:
-        """`lineage sql`'s check and limits (reads only, the memory cap, the timeout), at most
-        `SQL_ROW_LIMIT` rows; the flag says whether there were more."""
+    @property
+    def sql_answer_bytes(self) -> int:
+        return SQL_ANSWER_BYTES
+
+    def queries_running(self) -> int:
+        """Users' queries whose answers are open now."""
+        with self._lock:
+            return self._reading
+
+    def sql(self, query: str) -> SQLAnswer:
+        """`lineage sql`'s check and limits (reads only, the memory cap, the timeout) on a
+        connection of its own; its first rows fetched already, so a query that fails or runs past
+        its timeout says so before any answer starts. The caller reads and closes it; the web
+        adapter cuts it at `SQL_ROW_LIMIT` rows and `SQL_ANSWER_BYTES` bytes."""
         if not query.strip():
             raise InvalidInput("expected an SQL query (q=SELECT ...), found none")
-        with self._current() as db:
-            columns, stream = run_reads(db, query, timeout=SQL_TIMEOUT_S)
-            rows: list[tuple[Any, ...]] = []
-            for row in stream:
-                if len(rows) == SQL_ROW_LIMIT:
-                    return columns, rows, True
-                rows.append(row)
-            return columns, rows, False
+        if not self._turns.acquire(blocking=False):
+            raise QueriesBusy(
+                f"expected at most {self._at_once} SQL queries at once, found that many running",
+                hint=f"ask again in a moment: each ends within its {SQL_TIMEOUT_S:g} s timeout",
+            )
+        deadline = time.monotonic() + SQL_TIMEOUT_S
+        try:
+            db, position = self._connection_for_a_query(deadline)
+        except BaseException:
+            self._turns.release()
+            raise
+        answer: SQLAnswer | None = None
+
+        def release() -> None:
+            try:
+                db.close()
+            finally:
+                with self._lock:
+                    self._reading -= 1
+                    if answer is not None:
+                        self._queries.discard(answer)
+                    self._lock.notify_all()
+                self._turns.release()
+
+        try:
+            shadow_on_demand(db)
+            columns, stream = run_reads(db, query, timeout=SQL_TIMEOUT_S, batch_rows=SQL_FETCH_ROWS)
+            first = list(itertools.islice(stream, 1))
+        except BaseException:
+            release()
+            raise
+        left = deadline - time.monotonic() + GRACE_S
+        answer = SQLAnswer(columns, _first_then(first, stream), position, release, left)
+        with self._lock:
+            self._queries.add(answer)
+        return answer
+
+    def _connection_for_a_query(self, deadline: float) -> tuple[ReadModelDB, int]:
+        """A connection of its own to the held database, caught up first. When the log moved while
+        other queries read it: on it as it stands for `SQL_JOIN_BEHIND_S`, then only once they end
+        (they do by their deadline) and it is caught up."""
+        with self._lock:
+            while self._reading and self._behind():
+                now = time.monotonic()
+                if self._behind_since is None:
+                    self._behind_since = now
+                if now - self._behind_since < SQL_JOIN_BEHIND_S:
+                    break  # the held database as it stands: its position is in the answer
+                if now >= deadline:
+                    raise QueriesBusy(
+                        "expected the read models to be caught up with the log for this query, "
+                        "found other queries still reading them as they were",
+                        hint="ask again: they end within their timeout",
+                    )
+                self._lock.wait(deadline - now)
+            if not self._reading and self._behind():
+                self._catch_up()
+            assert self._db is not None
+            connection = self._db.cursor()
+            self._reading += 1
+            return connection, self._position
+
+
+def _head_of(log: Any, position: int | None = None) -> Head:
+    """The log's head at `position` (its last when None): the position and its link's hash ("" where
+    the log holds no link there)."""
+    if position is None:
+        position = log.max_notification_id() or 0
+    return Head(position, (log.chain_hash_at(position) or "") if position else "")
 
 
 def _same_findings(a: dict[str, Any], b: dict[str, Any]) -> bool:
