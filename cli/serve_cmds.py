@@ -203,8 +203,11 @@ def listen(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so a taken port or a bad address is a usage error naming it
     (uvicorn would exit 3, which is this tool's code for evidence that does not match)."""
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        listening = socket.socket(family, socket.SOCK_STREAM)
+        family, kind, proto = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][:3]
+        # The protocol named (IPPROTO_TCP, not 0): asyncio sets TCP_NODELAY only on connections
+        # accepted from a socket whose `proto` says TCP, and without it every answer on a kept-alive
+        # connection waited for Nagle's algorithm and the peer's delayed ACK (~40 ms).
+        listening = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     except OSError as exc:
         raise click.UsageError(
             f"expected an address to listen on, found --host {host!r}: {exc}"
