@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 
 from ...domain.errors import LineageError, UnknownSubject
 from . import chart_svg
+from .trajectory_pages import evidence_href, trajectory_routes
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -101,6 +102,10 @@ class Reads(Protocol):
 
     def head(self) -> str | None: ...
 
+    def trajectory(
+        self, given: str, node: str, file: str | None, page: int | None, line: int | None
+    ) -> Any: ...
+
     def sql(self, query: str) -> tuple[list[str], list[tuple[Any, ...]], bool]: ...
 
     def escape(self, value: Any) -> str:
@@ -165,6 +170,7 @@ def _templates(escape: Callable[[Any], str]) -> Environment:
     )
     env.filters["text"] = _text
     env.filters["run_path"] = run_path
+    env.filters["evidence_href"] = evidence_href
     return env
 
 
@@ -580,6 +586,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         Route("/api/audit", api_errors(api_audit)),
         Route("/api/sql", api_errors(api_sql)),
         Route("/assets/tree.css", tree_css),
+        *trajectory_routes(reads, page, html_errors),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     return Starlette(

@@ -32,6 +32,7 @@ from .diff import diff_document
 from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
 from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, resolve_run
+from .trajectory import Timeline, timeline, trajectory_source
 
 #: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
 #: cut.
@@ -329,6 +330,16 @@ class ServedReads:
             if len(self._runs) > REMEMBERED:
                 self._runs.popitem(last=False)
             return answer
+
+    def trajectory(
+        self, given: str, node: str, file: str | None, page: int | None, line: int | None
+    ) -> Timeline:
+        """A node's trajectory page: what the log recorded (remembered per log position), then the
+        file read outside the lock, shown only while it has the recorded digest."""
+        source = self._remembered(
+            ("trajectory", given, node), lambda db: trajectory_source(db, given, node)
+        )
+        return timeline(source, file, page, line)
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:
