@@ -206,12 +206,12 @@ def acp_items(record: dict[str, Any]) -> list[Item]:
     update = _dict(_dict(record.get("params")).get("update")) or record
     kind = str(update.get("type") or update.get("sessionUpdate") or "event")
     said = " · ".join(str(update[k]) for k in ("phase", "kind", "status", "title") if update.get(k))
-    items = [Item("event", kind, said)]
+    items = []
     if kind in ("tool_call", "tool_call_update"):
-        items += _acp_tool_items(update)
+        items += [Item("event", kind, said), *_acp_tool_items(update)]
     else:
         text = content_text(update.get("content")) or str(update.get("text") or "")
-        items += [Item("message", kind, short(text))] if text else []
+        items += [Item("message", kind, short(text))] if text else [Item("event", kind, said)]
     if update.get("error"):
         items.append(Item("error", "error", short(update["error"])))
     found = usage(update)

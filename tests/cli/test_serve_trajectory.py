@@ -5,7 +5,9 @@ paged; every value is text; and a file is shown only while it has the SHA-256 re
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 import re
 import shutil
 from pathlib import Path
@@ -131,3 +133,67 @@ def test_a_long_trajectory_is_paged_and_a_line_opens_its_page(tmp_path: Path) ->
         assert get(base + first + "&page=99")[0] == 404
         assert get(base + first + "&page=0")[0] == 400
         assert get(base + first + "&file=nope")[0] == 400
+
+
+ATIF = {
+    "schema_version": "ATIF-v1.2",
+    "session_id": "s-1",
+    "agent": {"name": "claude-code", "version": "2.0", "model_name": "claude-opus-4-5"},
+    "steps": [
+        {"step_id": 1, "source": "user", "message": "Compute the coefficient."},
+        {
+            "step_id": 2,
+            "source": "agent",
+            "message": "Listing the data first.",
+            "tool_calls": [
+                {
+                    "tool_call_id": "c1",
+                    "function_name": "Bash",
+                    "arguments": {"command": "ls /root/data"},
+                }
+            ],
+            "observation": {"results": [{"source_call_id": "c1", "content": "lifts.csv"}]},
+            "metrics": {"prompt_tokens": 1200, "completion_tokens": 34},
+        },
+        {"step_id": 3, "source": "agent", "message": "Done: 0.81 <i>x</i>."},
+    ],
+}
+
+
+def test_a_harbor_trials_atif_trajectory_is_recorded_and_shown_by_step(tmp_path: Path) -> None:
+    from tests.cli.test_writer_times import harbor_trial
+
+    trial = harbor_trial(tmp_path)
+    (trial / "agent").mkdir(exist_ok=True)
+    atif = trial / "agent" / "trajectory.json"
+    atif.write_text(json.dumps(ATIF, indent=2))
+    home = tmp_path / "home"
+    run_cli = Cli(home)
+    run_cli("import", str(trial))
+    [row] = json.loads(
+        run_cli(
+            "sql",
+            "SELECT run, atif_present, atif_size, atif_sha256, atif_records, folder FROM evidence",
+            "--format",
+            "json",
+        ).stdout
+    )
+    digest = "sha256:" + hashlib.sha256(atif.read_bytes()).hexdigest()
+    assert (row["atif_present"], row["atif_size"], row["atif_sha256"]) == (
+        True,
+        atif.stat().st_size,
+        digest,
+    )
+    assert (row["atif_records"], row["folder"]) == (3, ".")
+    with serving(home) as (_, base):
+        address = f"{base}/trajectory/{row['run']}?node=root&file=atif"
+        status, body = get(address + "&line=2")
+        page = body.decode()
+        assert status == 200 and "Shown:" in page
+        assert re.search(r'<li id="L2" class="entry highlighted', page)
+        assert "tool call Bash" in page and "ls /root/data" in page and "lifts.csv" in page
+        assert "prompt_tokens 1,200" in page and "completion_tokens 34" in page
+        assert "&lt;i&gt;x&lt;/i&gt;" in page and "<i>x</i>" not in page
+        atif.write_text(json.dumps({**ATIF, "steps": ATIF["steps"][:1]}))
+        page = get(address)[1].decode()
+        assert "Changed since import" in page and "ls /root/data" not in page
