@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from ...adapters.duckdb_store import ReadModelDB
@@ -304,8 +305,12 @@ def _lines(
     known = _known(key, recorded)
     digest = hashlib.sha256() if known is None else None
     window = _Window(first, last)
-    with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_ino != stat.st_ino:
+    # Non-blocking: a FIFO swapped in after the checks must not hang the server; the handle must
+    # be the regular file that was checked (its inode), not whatever is at the path now.
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        opened = os.fstat(descriptor)
+        if not S_ISREG(opened.st_mode) or opened.st_ino != stat.st_ino:
             raise Changed("changed", f"{path} was replaced while it was read")
         window.read(handle, digest)
         after = os.fstat(handle.fileno())
