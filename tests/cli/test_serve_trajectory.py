@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -110,9 +111,16 @@ def test_a_link_out_of_the_run_directory_is_not_followed(tmp_path: Path) -> None
     acp.unlink()
     acp.symlink_to(outside)  # the very bytes, but outside the run's directory
     with serving(home) as (_, base):
-        page = get(base + finding_link(base).split("#")[0])[1].decode()
+        link = finding_link(base).split("#")[0]
+        page = get(base + link)[1].decode()
         assert 'class="timeline"' not in page and "Not shown" in page
         assert "outside" in page
+        # a FIFO where the file was: refused without opening it (opening would block the server)
+        acp.unlink()
+        os.mkfifo(acp)
+        status, body = get(base + link)
+        assert status == 200 and "not a regular file" in body.decode()
+        assert get(f"{base}/api/runs")[0] == 200
 
 
 def test_a_long_trajectory_is_paged_and_a_line_opens_its_page(tmp_path: Path) -> None:
