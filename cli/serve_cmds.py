@@ -242,8 +242,11 @@ def listen(host: str, port: int, addresses: list[tuple[Any, ...]]) -> socket.soc
         if not addresses:
             socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)  # says why
             raise OSError("it resolves to no address")
-        family, _type, _proto, _name, address = addresses[0]
-        listening = socket.socket(family, socket.SOCK_STREAM)
+        family, kind, proto, _name, address = addresses[0]
+        # The protocol named (IPPROTO_TCP, not 0): asyncio sets TCP_NODELAY only on connections
+        # accepted from a socket whose `proto` says TCP, and without it every answer on a kept-alive
+        # connection waited for Nagle's algorithm and the peer's delayed ACK (~40 ms).
+        listening = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     except (OSError, UnicodeError) as exc:
         raise click.UsageError(
             f"expected an address to listen on, found --host {host!r}: {exc}"

@@ -145,8 +145,14 @@ class Run(BaseAggregate[Any]):
         # after result.json, so a run read between the two is observed again, differently, later.
         # Each observation is kept (the audit judges the latest and warns that the files changed),
         # so re-reading appends nothing and never conflicts.
+        # An observation recorded before file digests and folders were (issue #36) says the same as
+        # one that adds them to identical contents: reading the same files again is nothing new.
         self._require_node(fact.node)
-        return fact not in self.evidence.get(fact.node, [])
+        recorded = self.evidence.get(fact.node, [])
+        if fact in recorded:
+            return False
+        earlier = [e for e in recorded if e.folder is None]
+        return not earlier or _without_digests(fact) not in [_without_digests(e) for e in earlier]
 
     @RUN_HANDLERS.decides(f.SampleObserved)
     def _decide_sample(self, fact: f.SampleObserved) -> bool:
@@ -388,3 +394,20 @@ class Run(BaseAggregate[Any]):
     @property
     def key(self) -> str:
         return self.registration.run if self.registration else "?"
+
+
+def _without_digests(fact: f.EvidenceObserved) -> f.EvidenceObserved:
+    """The observation as a version before issue #36 recorded it: no file digests, ATIF file or
+    folder."""
+
+    def bare(file: f.TrajectoryFile | None) -> f.TrajectoryFile | None:
+        return file.model_copy(update={"sha256": None}) if file is not None else None
+
+    return fact.model_copy(
+        update={
+            "acp_trajectory": bare(fact.acp_trajectory),
+            "llm_trajectory": bare(fact.llm_trajectory),
+            "atif_trajectory": None,
+            "folder": None,
+        }
+    )

@@ -19,7 +19,7 @@ from .ctrf import read_ctrf
 from .fields import Fields, build
 from .keys import run_key
 from .plan import RunPlan
-from .run_evidence import token_usage
+from .run_evidence import atif_file, token_usage
 
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 #: Exceptions Harbor's verifier raises (harbor.verifier, and the trial's verifier timeout).
@@ -147,7 +147,7 @@ def import_harbor_trial(path: Path) -> RunPlan:
     entries = [Entry(registered, started)]
     entries.extend(Entry(fact, finished or started) for fact in outcome(key, folder, result))
     if finished is not None:
-        entries.extend(_finish(key, result, started, finished))
+        entries.extend(_finish(key, result, started, finished, atif_file(folder)))
     return RunPlan(key, path, entries, recorded_dir=recorded_dir)
 
 
@@ -190,7 +190,13 @@ def _timing(result: Fields, started: datetime | None, finished: datetime) -> dic
     return timing
 
 
-def _finish(key: str, result: Fields, started: datetime | None, finished: datetime) -> list[Entry]:
+def _finish(
+    key: str,
+    result: Fields,
+    started: datetime | None,
+    finished: datetime,
+    atif: f.TrajectoryFile | None,
+) -> list[Entry]:
     """The finished trial: its run.finished with timing, and its release-gate evidence (the token
     usage from `agent_result`, and the timing). Harbor writes naive local times (`datetime.now()`):
     they are kept as written (`time_zone: unknown`), and durations come from naive subtraction, so a
@@ -216,6 +222,8 @@ def _finish(key: str, result: Fields, started: datetime | None, finished: dateti
         started_at=iso(started),
         finished_at=iso(finished),
         duration_sec=total if total is not None and total >= 0 else None,
+        atif_trajectory=atif,
+        folder=".",
     )
     return [Entry(finished_fact, finished), Entry(evidence, finished)]
 

@@ -16,6 +16,7 @@ fills the trial of the run it continues, whose rollout name benchflow extends wi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -24,8 +25,16 @@ from typing import Any
 
 from ...domain import facts as f
 from ...domain.errors import InvalidInput
+from .. import rundir
 from ..review_skill.review import read_rollout, review_rollout
-from ..rundir import NOTHING_APPENDED, RunFolder, iso, require_regular
+from ..rundir import (
+    NOTHING_APPENDED,
+    RunFolder,
+    iso,
+    read_json_file,
+    require_regular,
+    sha256_file,
+)
 from .benchflow_common import RunFiles
 from .fields import Fields, build, invalid
 
@@ -34,6 +43,7 @@ ACP, LLM, RESULTS = (
     "trajectory/llm_trajectory.jsonl",
     "results.jsonl",
 )
+ATIF = "agent/trajectory.json"  # Harbor's trial: the agent's ATIF trajectory
 #: A longer line is counted as malformed without being parsed (a trajectory line is a request or an
 #: event).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -75,6 +85,7 @@ class Scan:
     records: int = 0
     malformed: int = 0
     marker_lines: int = 0
+    sha256: str | None = None  # of the bytes read, which `size` counts
 
 
 def scan_jsonl(
@@ -84,14 +95,19 @@ def scan_jsonl(
     if path is None:
         return Scan()
     require_regular(path)
-    scan = Scan(present=True, size=os.stat(path).st_size)
+    scan = Scan(present=True)
+    digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
             while line := handle.readline(MAX_LINE_BYTES + 1):
+                digest.update(line)
+                scan.size += len(line)
                 if len(line) > MAX_LINE_BYTES:
                     scan.malformed += 1
                     while line and not line.endswith(b"\n"):  # the rest of the overlong line
                         line = handle.readline(MAX_LINE_BYTES)
+                        digest.update(line)
+                        scan.size += len(line)
                     continue
                 if not line.strip():
                     continue
@@ -109,6 +125,7 @@ def scan_jsonl(
         raise InvalidInput(
             f"{path}: cannot be read ({exc.strerror})", hint=NOTHING_APPENDED
         ) from None
+    scan.sha256 = "sha256:" + digest.hexdigest()
     return scan
 
 
@@ -152,6 +169,7 @@ def acp_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
         records=scan.records,
         malformed=scan.malformed,
         agent_events=events[0] if scan.present else None,
+        sha256=scan.sha256,
     ), scan.marker_lines
 
 
@@ -171,6 +189,7 @@ def llm_file(folder: RunFolder) -> tuple[f.TrajectoryFile, int]:
         size=scan.size,
         records=scan.records,
         malformed=scan.malformed,
+        sha256=scan.sha256,
         **found,
     ), scan.marker_lines
 
@@ -264,10 +283,15 @@ def duration(files: RunFiles) -> float | None:
 
 
 def benchflow_evidence(
-    files: RunFiles, run: str, node: str = "root", *, continuation: bool = False
+    files: RunFiles,
+    run: str,
+    node: str = "root",
+    *,
+    continuation: bool = False,
+    relative: str = ".",
 ) -> f.EvidenceObserved | None:
-    """Evidence of a finished benchflow rollout directory (root or a fresh-rollout arm); None until
-    result.json exists."""
+    """Evidence of a finished benchflow rollout directory (root or a fresh-rollout arm, whose folder
+    is `relative` to the run's); None until result.json exists."""
     result = files.result
     if result is None:
         return None
@@ -304,4 +328,33 @@ def benchflow_evidence(
         partial_trajectory=result.boolean("partial_trajectory"),
         skills=skills,
         review=review_rollout(read_rollout(folder)),
+        folder=relative,
+    )
+
+
+def atif_file(folder: RunFolder) -> f.TrajectoryFile | None:
+    """Harbor's ATIF trajectory (`agent/trajectory.json`): present, size, SHA-256 and its steps
+    (None when the trial wrote none). The file is hashed in chunks; its steps are counted only when
+    it is small enough to parse (`MAX_JSON_BYTES`), and a file that is not an ATIF document is
+    counted as one malformed record, not refused: the trajectory is evidence, not the run."""
+    path = folder.resolve(ATIF)
+    if path is None:
+        return None
+    require_regular(path)
+    size = os.stat(path).st_size
+    digest = sha256_file(path)
+    steps: int | None = None
+    if size <= rundir.MAX_JSON_BYTES:
+        try:
+            document = read_json_file(path)
+        except InvalidInput:
+            document = None
+        if isinstance(document, dict) and isinstance(document.get("steps"), list):
+            steps = len(document["steps"])
+    return f.TrajectoryFile(
+        present=True,
+        size=size,
+        records=steps or 0,
+        malformed=0 if steps is not None else 1,
+        sha256=digest,
     )

@@ -39,6 +39,7 @@ from starlette.staticfiles import StaticFiles
 
 from ...domain.errors import LineageError, UnknownSubject
 from . import chart_svg
+from .trajectory_pages import evidence_href, trajectory_routes
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -133,6 +134,10 @@ class Reads(Protocol):
     @property
     def sql_answer_bytes(self) -> int: ...
 
+    def trajectory(
+        self, given: str, node: str, file: str | None, page: int | None, line: int | None
+    ) -> Any: ...
+
     def sql(self, query: str) -> SQLRows: ...
 
     def escape(self, value: Any) -> str:
@@ -225,6 +230,7 @@ def _templates(escape: Callable[[Any], str]) -> Environment:
     )
     env.filters["text"] = _text
     env.filters["run_path"] = run_path
+    env.filters["evidence_href"] = evidence_href
     return env
 
 
@@ -817,6 +823,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         Route("/api/audit", api_errors(api_audit)),
         Route("/api/sql", api_errors(api_sql)),
         Route("/assets/tree.css", tree_css),
+        *trajectory_routes(reads, page, html_errors),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     return Starlette(

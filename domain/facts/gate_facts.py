@@ -40,6 +40,9 @@ class TrajectoryFile(Model):
     requests: Count | None = None  # LLM: request records with a body
     responses: Count | None = None  # LLM: response records with a body
     responses_with_usage: Count | None = None  # LLM: response bodies carrying positive token usage
+    #: The file's SHA-256 as read at import (None: recorded before digests were, or not present):
+    #: `lineage serve` shows the file only while it still has this digest and `size`.
+    sha256: Digest | None = None
 
 
 class ResultsRow(Model):
@@ -100,6 +103,12 @@ class EvidenceObserved(Fact):
     review: ReviewObservation | None = (
         None  # the skill's judges on these files (None: read before they ran)
     )
+    #: Harbor's ATIF trajectory (`agent/trajectory.json`; `records` counts its steps). None: the
+    #: layout writes none, or recorded before it was read.
+    atif_trajectory: TrajectoryFile | None = None
+    #: Where the node's files were read, relative to the run's directory ("." for the run's own,
+    #: `branches/<node>/children/<arm>` for a fresh-rollout arm). None: recorded before it was.
+    folder: Text | None = None
 
 
 # --- terminal preservation receipts (EdgeBench #8593) ---------------------------------------------

@@ -22,6 +22,7 @@ TRAJECTORY = {
     "requests": "INTEGER",
     "responses": "INTEGER",
     "responses_with_usage": "INTEGER",
+    "sha256": "VARCHAR",
 }
 
 
@@ -57,12 +58,14 @@ EVIDENCE = Columns.of(
     fact("skills.invocations", "INTEGER", name="skill_invocations"),
     fact("skills.marker_lines", "INTEGER", name="skill_marker_lines"),
     fact("review", "JSON"),
+    _file("atif_trajectory", "atif"),
+    fact("folder"),
     OCCURRED_AT,
 )
 
 PROJECTION = Projection.of(
     name="evidence",
-    version=2,
+    version=3,
     columns=(EVIDENCE,),
     views={
         "evidence": """SELECT * EXCLUDE (occurred_at), occurred_at AS observed_at,
@@ -74,8 +77,10 @@ PROJECTION = Projection.of(
         "evidence": "one row per run node (root, or a fresh-rollout arm's node) whose directory "
         "was read for the release gate, its latest observation (observations: how many different "
         "ones were recorded): trial, ACP and LLM trajectory files (acp_* / llm_*: present, size, "
-        "records, malformed lines, agent events, requests, responses, responses with usage; NULL "
-        "when the layout writes none), results.jsonl (rows, training_ready and its reason, "
+        "records, malformed lines, agent events, requests, responses, responses with usage, "
+        "sha256 as read; NULL when the layout writes none), Harbor's ATIF agent/trajectory.json "
+        "(atif_*: records are its steps), the folder the node's files were read from (relative "
+        "to the run's directory), results.jsonl (rows, training_ready and its reason, "
         "training-ready rows without token usage, rows calling tools they do not list), token "
         "usage, timing, tool calls, skill loading, and review: what the experiment-review "
         "skill's judges found (validator issues, reward-hacking signals, the startup skill "

@@ -192,6 +192,7 @@ def _evidence(fact: dict[str, Any]) -> str:
         for name, part in (
             ("acp", fact.get("acp_trajectory")),
             ("llm", fact.get("llm_trajectory")),
+            ("atif", fact.get("atif_trajectory")),
             ("results.jsonl", fact.get("results")),
         )
         if part is not None

@@ -40,13 +40,14 @@ from .diff import diff_document
 from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
 from .run_list import PAGE_FILTERS, SORTS, RunPage, page_runs, resolve_address, resolve_run
+from .trajectory import Timeline, timeline, trajectory_source
 
 #: The most rows an SQL answer carries (the page, its CSV and its JSON alike); one more says it was
 #: cut.
 SQL_ROW_LIMIT = 10_000
 #: The most bytes an SQL answer carries as sent (its JSON or CSV; the page shows less of it:
-#: `web_app.SQL_PAGE_BYTES`): a row that would pass it is not sent, and the answer says it was cut
-#: and why.
+#: `web/app.py`'s `SQL_PAGE_BYTES`): a row that would pass it is not sent, and the answer says it
+#: was cut and why.
 SQL_ANSWER_BYTES = 32 * 2**20
 #: Seconds a statement may run, as `lineage sql`'s default --timeout: its check, its run and the
 #: fetching of its answer together (an answer not read by then is closed).
@@ -530,6 +531,16 @@ class ServedReads:
                 ),
             )
             return answer
+
+    def trajectory(
+        self, given: str, node: str, file: str | None, page: int | None, line: int | None
+    ) -> Timeline:
+        """A node's trajectory page: what the log recorded (remembered per log position), then the
+        file read outside the lock, shown only while it has the recorded digest."""
+        source = self._remembered(
+            ("trajectory", given, node), lambda db: trajectory_source(db, given, node)
+        )
+        return timeline(source, file, page, line)
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:

@@ -104,3 +104,37 @@ def test_evidence_is_about_a_node_of_the_tree_and_each_observation_is_recorded_o
     assert app.run(RUN).evidence["root"] == [early, later]
     with pytest.raises(ValidationError):
         f.EvidenceObserved(run=RUN, acp_trajectory={"present": True, "lines": 3})
+
+
+def test_file_digests_default_to_none_and_adding_them_to_the_same_read_is_nothing_new(
+    app: LineageApp,
+) -> None:
+    """Issue #36: each trajectory file's SHA-256 (and the node's folder, Harbor's ATIF file) are
+    recorded at import; an observation recorded before them reads as None, and reading the same
+    files again with digests appends nothing (it would otherwise look like files that changed)."""
+    old = f.EvidenceObserved.model_validate(
+        {
+            "type": "run.evidence_observed",
+            "run": RUN,
+            "acp_trajectory": {"present": True, "size": 3},
+        }
+    )
+    assert old.acp_trajectory is not None and old.acp_trajectory.sha256 is None
+    assert (old.folder, old.atif_trajectory) == (None, None)
+    app.record([old])
+    digested = old.model_copy(
+        update={
+            "acp_trajectory": f.TrajectoryFile(present=True, size=3, sha256=HISTORY),
+            "atif_trajectory": f.TrajectoryFile(present=True, size=9, records=2, sha256=OTHER),
+            "folder": ".",
+        }
+    )
+    assert app.record([digested]).appended == 0
+    # other contents are another observation, digests or not
+    grown = digested.model_copy(
+        update={"acp_trajectory": f.TrajectoryFile(present=True, size=4, sha256=OTHER)}
+    )
+    assert app.record([grown]).appended == 1
+    assert app.record([grown]).appended == 0
+    with pytest.raises(ValidationError):
+        f.TrajectoryFile(present=True, sha256="md5:abc")

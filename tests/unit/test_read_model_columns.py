@@ -202,7 +202,7 @@ SHAPES = {
     "stages": (1, "12daa9d76eedbb91"),
     "forks": (5, "944f332d28452956"),
     "custody_and_cut_points": (3, "f7c579689d49f071"),
-    "evidence": (2, "913ba10c2e830d1b"),
+    "evidence": (3, "ab65eb61056c0d6d"),
     "preservation": (1, "02fedf761f40e5bc"),
     "samples": (1, "7e8cfc9f823359ad"),
 }

@@ -315,7 +315,7 @@ def gate_evidence(
             relative = f"branches/{group.node}/children/{child.id}"
             if folder.exists(f"{relative}/result.json"):
                 arm_files = RunFiles.read(RunFolder(folder.root / relative, folder.containment))
-                arm = benchflow_evidence(arm_files, key, child.id)
+                arm = benchflow_evidence(arm_files, key, child.id, relative=relative)
                 out += [Entry(arm, arm_files.finished_at())] if arm is not None else []
     return out
 
