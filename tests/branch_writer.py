@@ -465,7 +465,7 @@ class BranchTrial:
             record["error"] = error_record(fork.checkpoint_raises)
             self.persist(record)
             return record
-        ref = fork.reuse_ref or f"bf-snap-{record['id'][:12]}"
+        ref = fork.reuse_ref or f"bf-snap-{record['id'][-12:]}"
         if fork.reuse_ref:
             record["snapshot"]["reused"] = True
         timing["checkpoint"] = round(fork.checkpoint_seconds, 3)
@@ -478,6 +478,16 @@ class BranchTrial:
             failures = self.run_isolated_children(record, parent, fork, fork_dir)
         else:
             failures = self.run_in_place_children(record, parent, fork, fork_dir)
+        if failures:
+            # `_combined_failure`: one failure as it is, a cancellation over the others, else a
+            # group
+            record["error"] = error_record(
+                "CancelledError"
+                if "CancelledError" in failures
+                else failures[0]
+                if len(failures) == 1
+                else "ExceptionGroup"
+            )
         timing["children"] = round(sum(c.seconds for c in fork.children), 3)
         if not fork.restore_parent:
             record["parent_restore"] = "skipped"
