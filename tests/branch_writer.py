@@ -15,7 +15,7 @@ are the writer's, the code is ours. Commits (benchflow-ai/benchflow):
 - `rollout/_results._build_rollout_result(branches=...)` (e0b5e2f6).
 
 Seconds are given, not measured: a test says how long each phase took. Fork ids are `uuid4().hex`
-in benchflow; here they count up (`00…01`), as in benchflow's own fixture.
+in benchflow; here the trial's id and a count (`a1b2c3d4` + `00…01`), unique across trials.
 """
 
 from __future__ import annotations
@@ -272,6 +272,7 @@ class BranchTrial:
         provider: str = "daytona",
     ) -> None:
         self.name = f"{task}__{trial_id}"
+        self.trial_id = trial_id
         self.task = task
         self.dir = jobs / job / self.name
         self.model = model
@@ -333,7 +334,8 @@ class BranchTrial:
     ) -> dict[str, Any]:
         self.fork_ids += 1
         record: dict[str, Any] = {
-            "id": f"{self.fork_ids:032x}",
+            # uuid4().hex in benchflow: unique across trials; here the trial's id and a count
+            "id": f"{self.trial_id}{self.fork_ids:024x}",
             "rollout": rollout,
             "parent_node": parent.id,
             "requested_children": n,
@@ -465,7 +467,7 @@ class BranchTrial:
             record["error"] = error_record(fork.checkpoint_raises)
             self.persist(record)
             return record
-        ref = fork.reuse_ref or f"bf-snap-{record['id'][-12:]}"
+        ref = fork.reuse_ref or f"bf-snap-{record['id']}"
         if fork.reuse_ref:
             record["snapshot"]["reused"] = True
         timing["checkpoint"] = round(fork.checkpoint_seconds, 3)
@@ -691,7 +693,10 @@ class BranchTrial:
         }
         if status == "kept":
             row.update(
-                provider=self.provider, ref=f"bf-snap-ckpt-{prompt}", status="kept", seconds=9.5
+                provider=self.provider,
+                ref=f"bf-snap-{self.trial_id}-ckpt-{prompt}",
+                status="kept",
+                seconds=9.5,
             )
         else:
             row["error"] = {"type": "RuntimeError", "code": "snapshot_failed"}

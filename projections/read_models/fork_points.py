@@ -150,10 +150,13 @@ PROJECTION = Projection.of(
                    coalesce(any_value(cl.outcome), 'open') AS outcome, any_value(cl.value) AS value,
                    CASE WHEN count(o.idx) FILTER (WHERE o.kind = 'scored') = f.n_children THEN avg(o.reward) END AS mean_reward,
                    any_value(cl.error) AS error, f.ablation IS NOT NULL AS is_ablation, f.occurred_at AS opened_at, f.position,
-                   f.kind, f.reason, f.checkpoint, f.rollout
+                   f.kind, f.reason, f.checkpoint, f.rollout, any_value(d.parent_restore) AS parent_restore,
+                   any_value(d.tokens) AS tokens, any_value(d.usd) AS usd, any_value(d.usd_known) AS usd_known,
+                   any_value(d.sandbox_seconds) AS sandbox_seconds
             FROM fork_openings f
             LEFT JOIN child_outcomes o USING (run, fork)
             LEFT JOIN fork_closures cl USING (run, fork)
+            LEFT JOIN fork_descriptions d USING (run, fork)
             GROUP BY f.run, f.fork, f.node, f.stage, f.layers, f.sandbox_ref, f.environment_ref, f.n_children, f.ablation,
                      f.occurred_at, f.position, f.kind, f.reason, f.checkpoint, f.rollout""",  # noqa: E501
     },
@@ -161,8 +164,9 @@ PROJECTION = Projection.of(
         "forks": "one row per fork: run, fork id, node, stage (or cursor), "
         "layers, snapshot refs, children counts by outcome, closing outcome, "
         "V (value) and the mean of rewards when every child was scored; kind fork or retry "
-        "(a checkpoint retry, with its reason and checkpoint: never an arm), and the rollout "
-        "that forked (a child's node for a nested fork)",
+        "(a checkpoint retry, with its reason and checkpoint: never an arm), the rollout "
+        "that forked (a child's node for a nested fork), its parent restore and cost (tokens, "
+        "usd null when unknown, usd_known, sandbox_seconds)",
         "children": "one row per fork child: arm label and kind, "
         "delta and its hashes, delta execution, status (pass / fail "
         "/ error / skipped / pending), reward or reason, restore refs; fork_kind (a retry's "

@@ -389,3 +389,148 @@ def branch_view(db: ReadModelDB, run: str, prices: dict[str, Any] | None = None)
         "pricing": prices,
         "forks": forks,
     }
+
+
+# --- the same records in words, for the tree, the report and `lineage serve` ----------------------
+
+UNKNOWN_USD = "unknown"
+
+
+def fork_kind_text(fork: dict[str, Any]) -> str:
+    """`fork`, or `retry (failure) from prompt:1`: a checkpoint retry is never an arm."""
+    if fork.get("kind") != "retry":
+        return "fork"
+    return f"retry ({fork.get('reason') or '-'}) from {fork.get('checkpoint') or '-'}"
+
+
+def cost_text(row: dict[str, Any]) -> str | None:
+    """`5000 tokens · USD unknown · 80.0 sandbox-s` from a row's `tokens`, `usd` and
+    `sandbox_seconds`; USD a provider did not report is unknown, never 0. None without a cost."""
+    tokens, usd, seconds = row.get("tokens"), row.get("usd"), row.get("sandbox_seconds")
+    if tokens is None and usd is None and seconds is None:
+        return None
+    return " · ".join(
+        [
+            f"{tokens if tokens is not None else '-'} tokens",
+            f"USD {usd!r}" if usd is not None else f"USD {UNKNOWN_USD}",
+            f"{seconds!r} sandbox-s" if seconds is not None else "- sandbox-s",
+        ]
+    )
+
+
+def retry_text(run: dict[str, Any]) -> str | None:
+    """A run's checkpoint retry beside its own reward: `completed: reward 1.0 (the trial's own
+    reward stands)`; None without one."""
+    status = run.get("retry_status")
+    if status is None:
+        return None
+    reward = run.get("retry_reward")
+    return (
+        f"{status}"
+        + (f": reward {reward!r}" if reward is not None else "")
+        + " (the trial's own reward stands)"
+    )
+
+
+def _usd_text(usd: Any) -> str:
+    return f"USD {usd!r}" if isinstance(usd, (int, float)) else f"USD {UNKNOWN_USD}"
+
+
+def _child_line(child: dict[str, Any]) -> dict[str, Any]:
+    cost = _obj(child["cost"])
+    start = _obj(child["snapshot_start"])
+    timing = _obj(child["timing_sec"])
+    setup = [timing.get(k) for k in ("sandbox_from_snapshot", "install_agent", "finalize")]
+    return {
+        **child,
+        "tokens": cost.get("tokens"),
+        "usd_text": _usd_text(cost.get("usd")) if cost else None,
+        "sandbox_seconds": cost.get("sandbox_seconds"),
+        "setup_seconds": round(math.fsum(s for s in setup if isinstance(s, (int, float))), 3)
+        if any(isinstance(s, (int, float)) for s in setup)
+        else None,
+        "reused": ", ".join(f"{key} {value}" for key, value in start.items()) or None,
+        "recaptured": start.get("verifier_baseline") == "recaptured",
+        "error_text": " ".join(str(v) for v in _obj(child["error"]).values() if v) or None,
+    }
+
+
+def _fork_lines(fork: dict[str, Any]) -> dict[str, Any]:
+    cost = _obj(fork["cost"])
+    mode = _obj(fork["children_mode"])
+    timing = _obj(fork["timing_sec"])
+    if fork["kind"] == "retry":
+        title = f"Retry ({fork['reason'] or '-'}) from {fork['checkpoint'] or '-'}"
+    else:
+        label = fork["forked_by"]["child_label"] or fork["forked_by"]["child_node"]
+        title = f"Fork at {fork['parent_node']}" + (f", forked from {label}" if label else "")
+    return {
+        **fork,
+        "title": title,
+        "mode_text": (
+            f"own sandboxes, {mode.get('concurrency')} at once, {mode.get('prewarm')} prepared "
+            "ahead"
+            if mode.get("isolated")
+            else "in place"
+        )
+        if mode
+        else None,
+        "cost_text": " · ".join(
+            [
+                f"{cost.get('tokens')} tokens",
+                _usd_text(cost.get("usd") if cost.get("usd_known") else None),
+                f"{cost.get('sandbox_seconds')!r} sandbox-s",
+                f"{cost.get('wall_seconds')!r} s wall",
+            ]
+        )
+        if cost
+        else None,
+        "time_text": " · ".join(
+            f"{name} {timing[key]!r} s"
+            for name, key in (
+                ("snapshot", "checkpoint"),
+                ("children", "children"),
+                ("parent restore", "parent_restore"),
+            )
+            if timing.get(key) is not None
+        )
+        or None,
+        "children": [_child_line(child) for child in fork["children"]],
+    }
+
+
+def branch_page(document: dict[str, Any]) -> dict[str, Any]:
+    """The branch view as `lineage serve`'s run page shows it: forks by depth, retries apart, a
+    cost line per fork and per child (USD unknown, never 0, when a provider reported none)."""
+    forks = [_fork_lines(fork) for fork in document["forks"]]
+    depths: dict[int, list[dict[str, Any]]] = {}
+    for fork in forks:
+        if fork["kind"] != "retry":
+            depths.setdefault(fork["depth"], []).append(fork)
+    trial = document["trial"]
+    retry = _obj(trial["retry"])
+    cost = _obj(document["totals"]["cost"])
+    return {
+        "depths": sorted(depths.items()),
+        "retries": [fork for fork in forks if fork["kind"] == "retry"],
+        "cost_text": " · ".join(
+            [
+                f"{cost.get('tokens')} tokens",
+                _usd_text(cost.get("usd") if cost.get("usd_known") else None),
+                f"{cost.get('sandbox_seconds')!r} sandbox-s",
+            ]
+        )
+        if cost
+        else None,
+        "retry_text": (
+            f"Retry from {retry.get('checkpoint') or '-'} ({retry.get('reason') or '-'}): "
+            f"{retry.get('status')}, reward {retry.get('reward')!r}; trial reward "
+            f"{trial['reward']!r}"
+        )
+        if retry
+        else None,
+        "parent_text": "parent discarded by design (unscored by design)"
+        if trial["unscored_by_design"]
+        else None,
+        "totals": document["totals"],
+    }

@@ -27,6 +27,7 @@ from ..engine.user_sql import run_reads
 from . import arm_stats as stats
 from .arms import PARENT, arms_table, split_run_fork
 from .audit.audit_report import audit_report
+from .branch_view import branch_view
 from .charts import SUMMARY, Charts, charts
 from .diff import diff_document
 from .report import RunReport, built_from, run_report
@@ -329,6 +330,12 @@ class ServedReads:
             if len(self._runs) > REMEMBERED:
                 self._runs.popitem(last=False)
             return answer
+
+    def branches(self, given: str) -> dict[str, Any]:
+        """`lineage export branch-view RUN`: benchflow's branch view of the trial."""
+        return self._remembered(
+            ("branches", given), lambda db: branch_view(db, resolve_run(db, given))
+        )
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:
