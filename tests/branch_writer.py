@@ -1,5 +1,5 @@
 """Branched trials laid out the way benchflow's main-line writers lay them out today (facts in
-docs/benchflow-formats.md §15).
+docs/benchflow-formats.md §16).
 
 Each method mirrors one writer function and is named after it; the steps, the keys and their order
 are the writer's, the code is ours. Commits (benchflow-ai/benchflow):

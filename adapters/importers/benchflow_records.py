@@ -1,6 +1,6 @@
 """A main-line fork and its children as benchflow's `tree.json` records them, as `fork.described`
-and `fork.child_described` (docs/benchflow-formats.md §15.2, §15.3), and the fork's `labels.json`
-checked against the tree (§15.4).
+and `fork.child_described` (docs/benchflow-formats.md §16.2, §16.3), and the fork's `labels.json`
+checked against the tree (§16.4).
 
 Written by `branch_lineage.ForkRecord` (benchflow bf6e8412) with fields set by
 `rollout_branch.branch` and `checkpoint_retry.run_checkpoint_retry` (e0b5e2f6). Blocks benchflow's

@@ -1,7 +1,7 @@
 """What a benchflow trial's own files say about its branches beyond its outcome, as
 `run.trial_described`: result.json's `branches.parent` and `branches.cost` and its checkpoint-retry
-block (`retry`), `checkpoint_source.json` and `checkpoints.json` (docs/benchflow-formats.md §15.5-
-§15.7).
+block (`retry`), `checkpoint_source.json` and `checkpoints.json` (docs/benchflow-formats.md §16.5-
+§16.7).
 
 Also the small readers the main-line importer shares with it: benchflow's `{type, code}` error
 records, and blocks kept as written.

@@ -1,5 +1,5 @@
 """Branch records: what benchflow's main-line writers record about a branched trial beyond the
-outcomes (docs/benchflow-formats.md §15). Part of the vocabulary in `facts.py`, which re-exports
+outcomes (docs/benchflow-formats.md §16). Part of the vocabulary in `facts.py`, which re-exports
 them.
 
 `fork.opened`, the children's outcomes and `fork.closed` say what happened; these say how benchflow

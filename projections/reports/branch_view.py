@@ -5,7 +5,7 @@ The document is benchflow's contract for viewers (its `docs/reference/branch-vie
 (nested forks and checkpoint retries too) and every child, with what was requested, reward and
 advantage, tokens, USD, sandbox-seconds, timings and where the child's files are. Its fields are
 derived here from the branch records (`fork.described`, `fork.child_described`,
-`run.trial_described`) by the contract's rules (docs/benchflow-formats.md §16), so it equals what
+`run.trial_described`) by the contract's rules (docs/benchflow-formats.md §17), so it equals what
 benchflow builds from the same trial's files. Snapshot refs never appear, nor do prompts or error
 messages. `prices` is the document's own `pricing` object; without it `usd_estimate` is null
 (except 0 for a child that used no tokens).

@@ -1,7 +1,7 @@
 """Today's benchflow branched trials, written the way its writers write them
 (tests/branch_writer.py), imported through the CLI, and `lineage export branch-view` against
 benchflow's branch-view contract (its docs/reference/branch-view.md; facts in
-docs/benchflow-formats.md §15-§16).
+docs/benchflow-formats.md §16-§17).
 
 Expected documents and values are written here from the contract, and where benchflow's own tests
 assert a value for the same trial (`tests/test_branch_view.py`, `test_branch_view_1_1.py`,
