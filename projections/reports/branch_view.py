@@ -175,12 +175,25 @@ def _records(db: ReadModelDB, run: str) -> tuple[dict[str, Any], list[dict[str, 
     """The trial's latest reading and its described forks in `tree.json` order, each with its
     described children in index order."""
     trials = db.rows("SELECT * FROM trials WHERE run = ?", [run])
+    if not trials and not db.scalar("SELECT count(*) FROM fork_openings WHERE run = ?", [run]):
+        # A trial that never forked, retried or kept a checkpoint wrote no branch files: its view
+        # has no fork, and names the trial by its folder and task.
+        registered = db.rows("SELECT task FROM runs WHERE run = ?", [run])[0]
+        return {
+            "folder": run.rsplit("/", 1)[-1],
+            "rollout_name": None,
+            "task_name": registered["task"],
+            "parent": None,
+            "cost": None,
+            "retry": None,
+            "checkpoint_source": None,
+        }, []
     if not trials:
         raise UnknownSubject(
             f"expected the branch records of run {run!r} (a benchflow trial's tree.json and "
-            "result.json as imported), found none",
-            hint="only benchflow trials have a branch view; a trial imported by an earlier "
-            "version gets its records when it is imported again (`lineage import` its folder)",
+            "result.json as imported), found forks without them",
+            hint="a trial imported by an earlier version gets them when it is imported again "
+            "(`lineage import` its folder); a PR-#1046 run has no branch view",
         )
     forks = db.rows(
         """SELECT o.fork, o.kind, o.reason, o.checkpoint, o.node, o.rollout, d.fork_order, d.status,

@@ -727,3 +727,55 @@ def test_a_moved_trial_reimports_as_a_new_location_only(run_cli: Cli, tmp_path: 
     again = run_cli("import", str(moved))
     assert "1 events appended" in again.stderr, again.stderr
     assert run_cli("head").stdout != head
+
+
+@pytest.mark.parametrize("branched", [True, False])
+def test_a_trial_read_before_its_retry_takes_the_retry_later(
+    run_cli: Cli, tmp_path: Path, branched: bool
+) -> None:
+    """`checkpoint_retry` runs after the trial finished and rewrites result.json: a trial imported
+    in between (with or without forks of its own) takes the retry on the next import."""
+    trial = BranchTrial(tmp_path / "jobs", JOB, "fix-bug", "0000face")
+    trial.execute(2)
+    trial.after_prompt(1)
+    trial.execute(2)
+    if branched:
+        trial.branch(Fork([Child("a", reward=0.0), Child("b", reward=0.0)]))
+    trial.finalize(0.0)
+    run = imported(run_cli, trial)
+    before = view(run_cli, run) if branched else None
+    trial.retry(Child(reward=1.0))
+    again = run_cli("import", str(trial.dir))
+    assert "0 runs rejected" in again.stderr, again.stderr
+    document = view(run_cli, run)
+    assert document["trial"]["retry"]["status"] == "completed"
+    assert document["trial"]["reward"] == 0.0
+    assert [fork["kind"] for fork in document["forks"]] == ["fork"] * branched + ["retry"]
+    if before is not None:
+        assert document["forks"][0] == before["forks"][0]
+    assert len(facts(run_cli, "run.trial_described")) == 2
+
+
+def test_a_trial_that_never_forked_has_a_view_without_forks(run_cli: Cli, tmp_path: Path) -> None:
+    """benchflow's view of a trial without tree.json: no fork, no parent, its own reward."""
+    trial = BranchTrial(tmp_path / "jobs", JOB, "fix-bug", "000000f0")
+    trial.execute(3)
+    trial.finalize(1.0)
+    document = view(run_cli, imported(run_cli, trial))
+    assert document["trial"] == {
+        "name": trial.name,
+        "task": "fix-bug",
+        "reward": 1.0,
+        "retry": None,
+        "checkpoint_source": None,
+        "parent": None,
+        "unscored_by_design": False,
+    }
+    assert document["forks"] == [] and document["totals"]["cost"] is None
+    assert document["totals"]["per_scored_child"]["scored"] == 0
+    # a PR-#1046 run's forks are no main-line forks: it has no branch view
+    run_cli("import", str(EXAMPLES / "pr-layout" / "ablate-2026-11-02__10-15-00"))
+    refused = run_cli(
+        "export", "branch-view", "ablate-2026-11-02__10-15-00/ablation/csv-dedupe", ok=False
+    )
+    assert refused.exit_code == 1 and "forks without them" in refused.stderr
