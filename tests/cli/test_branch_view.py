@@ -439,6 +439,7 @@ def test_a_discarded_parent_is_unscored_by_design_not_pending(run_cli: Cli, tmp_
     assert document["forks"][0]["timing_sec"]["parent_restore"] is None
     [row] = json.loads(run_cli("runs", "--format", "json").stdout)
     assert row["outcome"] == "discarded"
+    assert "skipped: unscored by design" in run_cli("tree", run).stdout
     # not attempted-and-unscored: the release gate asks no reward of it (the review skill still
     # reads its files, which this writer leaves without trajectories)
     audit = run_cli("audit", "--format", "json", ok=False)
