@@ -17,7 +17,7 @@ from ...domain import facts as f
 from ..rundir import RunFolder
 from .benchflow_common import RunFiles, outcome, registration
 from .benchflow_records import archive_of, check_labels, describe_child, describe_fork
-from .benchflow_trial import error_record, trial_description
+from .benchflow_trial import error_record, text_of, trial_description
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
 from .keys import run_key
@@ -236,7 +236,8 @@ def _fork_opened(
                 child.where(),
                 index=index,
                 node=child.text("node_id"),
-                arm=intervention.string("label") if intervention else None,
+                # an empty label names no arm (the child goes by its node)
+                arm=text_of(intervention, "label") or None if intervention else None,
             )
         )
     kind = fork.raw("kind") or "fork"

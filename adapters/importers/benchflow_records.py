@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from ...domain import facts as f
 from ..rundir import RunFolder
-from .benchflow_trial import block, error_record
+from .benchflow_trial import block, error_record, text_of
 from .fields import Fields, build, invalid
 
 LABELS_KIND = "benchflow-branch-labels"
@@ -23,7 +23,7 @@ def archive_of(child: Fields, fork_id: str) -> str:
     """The child's folder relative to the trial: its `artifacts.path`, else where benchflow puts
     it."""
     artifacts = child.obj("artifacts")
-    path = artifacts.string("path") if artifacts is not None else None
+    path = text_of(artifacts, "path") if artifacts is not None else None
     return path or f"branches/{fork_id}/children/{child.text('node_id')}"
 
 
@@ -65,12 +65,12 @@ def _snapshot(fork: Fields) -> f.SnapshotRecord | None:
         snapshot.where(),
         requested_layers=snapshot.items("requested_layers"),
         captured_layers=snapshot.items("captured_layers"),
-        agent_session=snapshot.string("agent_session"),
-        retention=snapshot.string("retention"),
-        provider=sandbox.string("provider") if sandbox is not None else None,
+        agent_session=text_of(snapshot, "agent_session"),
+        retention=text_of(snapshot, "retention"),
+        provider=text_of(sandbox, "provider") if sandbox is not None else None,
         digest=sandbox.string("digest") if sandbox is not None else None,
         reused=snapshot.raw("reused") is True,
-        lifetime=snapshot.string("lifetime"),
+        lifetime=text_of(snapshot, "lifetime"),
         restore_available=snapshot.boolean("restore_available"),
         excluded=excluded,
         environment=environment if isinstance(environment, dict) else None,
@@ -85,7 +85,7 @@ def describe_child(
     `observation.json` and an isolated child's own `result.json` when they exist)."""
     intervention = child.obj("intervention")
     artifacts = child.obj("artifacts")
-    archive = artifacts.string("path") if artifacts is not None else None
+    archive = text_of(artifacts, "path") if artifacts is not None else None
     error, _ = error_record(child, "error")
     cleanup_error, _ = error_record(child, "cleanup_error")
     retried_after, _ = error_record(child, "retried_after")
@@ -98,10 +98,10 @@ def describe_child(
         node=child.string("node_id"),
         status=child.string("status", required=True),
         reward=child.number("reward"),
-        reward_source=child.string("reward_source"),
-        label=intervention.string("label") if intervention is not None else None,
-        requested=intervention.string("requested") if intervention is not None else None,
-        execution=intervention.string("execution") if intervention is not None else None,
+        reward_source=text_of(child, "reward_source"),
+        label=text_of(intervention, "label") if intervention is not None else None,
+        requested=text_of(intervention, "requested") if intervention is not None else None,
+        execution=text_of(intervention, "execution") if intervention is not None else None,
         error=error,
         cleanup_error=cleanup_error,
         attempts=child.integer("attempts"),
@@ -111,7 +111,7 @@ def describe_child(
         timing_sec=block(child, "timing_sec"),
         snapshot_start=block(child, "snapshot_start"),
         archive=archive,
-        archive_status=artifacts.string("status") if artifacts is not None else None,
+        archive_status=text_of(artifacts, "status") if artifacts is not None else None,
         observation=_is_file(folder, archive, "observation.json"),
         result=_is_file(folder, archive, "result.json"),
     )
@@ -149,7 +149,7 @@ def check_labels(folder: RunFolder, fork_id: str, children: list[Fields]) -> Non
     for entry, child in zip(entries, children, strict=True):
         intervention = child.obj("intervention")
         artifacts = child.obj("artifacts")
-        path = artifacts.string("path") if artifacts is not None else None
+        path = text_of(artifacts, "path") if artifacts is not None else None
         expected = {
             "label": intervention.raw("label") if intervention is not None else None,
             "node_id": child.raw("node_id"),

@@ -20,6 +20,14 @@ CHECKPOINTS = "checkpoints.json"
 CHECKPOINTS_KIND = "benchflow-checkpoints"
 
 
+def text_of(fields: Fields, key: str) -> str | None:
+    """A string as written, empty or not (benchflow's view passes these through), or null."""
+    value = fields.raw(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise invalid(fields.where(key), "text or null", value)
+
+
 def error_record(fields: Fields, key: str) -> tuple[f.ErrorCode | None, str | None]:
     """benchflow's error record `{type, code}` and a text for the outcome facts; an older tree's
     error string is kept as text only (benchflow's branch view reads it as no record)."""
@@ -31,7 +39,7 @@ def error_record(fields: Fields, key: str) -> tuple[f.ErrorCode | None, str | No
     record = fields.obj(key)
     assert record is not None
     error = build(
-        f.ErrorCode, record.where(), type=record.string("type"), code=record.string("code")
+        f.ErrorCode, record.where(), type=text_of(record, "type"), code=text_of(record, "code")
     )
     text = ": ".join(part for part in (error.type, error.code) if part)
     return error, text or None
@@ -66,8 +74,8 @@ def trial_description(files: RunFiles, key: str, *, always: bool) -> Entry | Non
         str(files.folder.root / "result.json"),
         run=key,
         folder=files.folder.root.name,
-        rollout_name=result.string("rollout_name") if result is not None else None,
-        task_name=result.string("task_name") if result is not None else None,
+        rollout_name=text_of(result, "rollout_name") if result is not None else None,
+        task_name=text_of(result, "task_name") if result is not None else None,
         parent=parent,
         cost=block(branches, "cost") if branches is not None else None,
         retry=retry,
@@ -85,11 +93,11 @@ def _checkpoint_source(files: RunFiles, document: object) -> f.CheckpointSource 
     return build(
         f.CheckpointSource,
         source.where(),
-        trial=source.string("trial"),
-        trial_path=source.string("trial_path"),
-        checkpoint=source.string("fork_id"),
-        provider=source.string("provider"),
-        ref=source.string("ref"),
+        trial=text_of(source, "trial"),
+        trial_path=text_of(source, "trial_path"),
+        checkpoint=text_of(source, "fork_id"),
+        provider=text_of(source, "provider"),
+        ref=text_of(source, "ref"),
         prefix_events=source.integer("prefix_events"),
         snapshot_start=block(source, "snapshot_start"),
     )
@@ -112,12 +120,12 @@ def _checkpoints(files: RunFiles, document: object) -> f.CheckpointList | None:
                 row.where(),
                 id=row.text("id"),
                 after_prompt=row.integer("after_prompt"),
-                node=row.string("node_id"),
+                node=text_of(row, "node_id"),
                 trajectory_events=row.integer("trajectory_events"),
-                agent_session_id=row.string("agent_session_id"),
-                provider=row.string("provider"),
-                ref=row.string("ref"),
-                created_at=row.string("created_at"),
+                agent_session_id=text_of(row, "agent_session_id"),
+                provider=text_of(row, "provider"),
+                ref=text_of(row, "ref"),
+                created_at=text_of(row, "created_at"),
                 seconds=row.number("seconds"),
                 status=row.text("status"),
                 error=error,
@@ -126,7 +134,7 @@ def _checkpoints(files: RunFiles, document: object) -> f.CheckpointList | None:
     return build(
         f.CheckpointList,
         listed.where(),
-        rollout=listed.string("rollout"),
+        rollout=text_of(listed, "rollout"),
         policy=block(listed, "policy"),
         checkpoints=tuple(rows),
     )
