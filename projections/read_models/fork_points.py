@@ -138,9 +138,7 @@ PROJECTION = Projection.of(
             LEFT JOIN child_restores r USING (run, fork, idx)
             LEFT JOIN fork_closures cl USING (run, fork)
             LEFT JOIN fork_openings op USING (run, fork)
-            LEFT JOIN (SELECT run, fork, idx, arg_max(tokens, position) AS tokens, arg_max(usd, position) AS usd,
-                              arg_max(sandbox_seconds, position) AS sandbox_seconds
-                       FROM child_descriptions GROUP BY run, fork, idx) d USING (run, fork, idx)""",  # noqa: E501
+            LEFT JOIN child_descriptions d USING (run, fork, idx)""",  # noqa: E501
         "forks": """
             SELECT f.run, f.fork, f.node, coalesce(f.stage, 'cursor:' || f.node) AS branch_point, f.stage, f.layers,
                    f.sandbox_ref, f.environment_ref, f.n_children,

@@ -171,3 +171,6 @@ def test_the_run_page_shows_forks_by_depth_retries_apart_and_costs(
     assert "recaptured: tampering before the fork is not undone" in nested
     arms = client.get(f"/arms/{run}").text
     assert ">retry<" not in arms and "<th>usd</th>" in arms
+    charts = client.get("/api/charts").json()
+    assert "retry" not in {arm["arm"] for arm in charts["arms"]}
+    assert "retry" not in charts["grid"]["arms"]
