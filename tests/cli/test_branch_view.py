@@ -780,3 +780,28 @@ def test_a_trial_that_never_forked_has_a_view_without_forks(run_cli: Cli, tmp_pa
         "export", "branch-view", "ablate-2026-11-02__10-15-00/ablation/csv-dedupe", ok=False
     )
     assert refused.exit_code == 1 and "forks without them" in refused.stderr
+
+
+def test_forks_nest_at_any_depth(run_cli: Cli, tmp_path: Path) -> None:
+    """An isolated child forks from its own rollout, and a child of that fork again: each fork's
+    `rollout` is the node id of the child that made it."""
+    deepest = Fork([Child("x"), Child("y", reward=0.0)], isolated=True)
+    middle = Fork([Child("deep", forks=[deepest]), Child("flat")], isolated=True)
+    trial = BranchTrial(tmp_path / "jobs", JOB, "fix-bug", "000deep0")
+    trial.execute(4)
+    trial.branch(Fork([Child("top", forks=[middle]), Child("other")], isolated=True))
+    trial.finalize(1.0)
+    forks = view(run_cli, imported(run_cli, trial))["forks"]
+    assert [(f["depth"], f["forked_by"]["child_label"]) for f in forks] == [
+        (1, None),
+        (2, "top"),
+        (3, "deep"),
+    ]
+    top = forks[0]["children"][0]
+    deep = forks[1]["children"][0]
+    assert (top["nested_forks"], deep["nested_forks"]) == ([forks[1]["id"]], [forks[2]["id"]])
+    assert forks[2]["forked_by"]["rollout"] == deep["node_id"]
+    # the nested forks' parent sandboxes are their children's: counted once in the totals
+    assert view(run_cli, f"{JOB}/{trial.name}")["totals"]["cost"]["sandbox_seconds"] == (
+        150.0 + 3 * 120.0
+    )
