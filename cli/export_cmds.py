@@ -1,5 +1,5 @@
-"""`lineage export tree|stages|ablation|openlineage|parquet`: benchflow's own files, and formats
-other tools read."""
+"""`lineage export tree|stages|ablation|branch-view|openlineage|parquet`: benchflow's own files,
+and formats other tools read."""
 
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ output_option = click.option(
 
 @click.group()
 def export() -> None:
-    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json), OpenLineage
-    events or Parquet files from the log."""
+    """Write benchflow artifacts (tree.json, stage_snapshots.json, ablation.json, the branch
+    view), OpenLineage events or Parquet files from the log."""
 
 
 def _run_document_command(
@@ -126,6 +126,54 @@ stages = _run_document_command(
     exports.stages_document,
     "RUN's stage_snapshots.json, with each stage's snapshot lifetime.",
 )
+
+
+#: A prices file is a small JSON object.
+MAX_PRICES_BYTES = 1_000_000
+
+
+@export.command("branch-view")
+@run_argument()
+@click.option(
+    "--prices",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A JSON file holding the document's own pricing object ({model, source, usd_per_token: "
+    "{input, output, cache_read, cache_creation}}): each child's usd_estimate is priced with it. "
+    "Without it usd_estimate is null (0 for a child that used no tokens).",
+)
+@as_of_option
+@output_option
+@click.pass_obj
+def branch_view(
+    lineage: Lineage,
+    run: str,
+    prices: Path | None,
+    as_of: str | None,
+    occurred_before: str | None,
+    output: str | None,
+) -> None:
+    """RUN's benchflow.branch-view/1 document (version 1.1): every fork, retry and nested fork
+    with its children, rewards, advantages, tokens, USD and sandbox-seconds.
+
+    What benchflow's build_branch_view gives for the same trial's files (prices=None unless
+    --prices); snapshot refs, prompts and error messages never appear.
+    """
+    from ..adapters.strict_json import loads
+    from ..adapters.user_files import read_capped
+    from ..projections.reports.branch_view import branch_view as build
+    from ..projections.reports.branch_view import check_prices
+
+    pricing = None
+    if prices is not None:
+        data = read_capped(prices, MAX_PRICES_BYTES, "prices")
+        try:
+            document = loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInput(f"{prices}: expected JSON prices, found: {exc}") from None
+        pricing = check_prices(document, str(prices))
+    with read_models(lineage, as_of, occurred_before) as models:
+        _write(build(models.db, resolve_run(models.db, run), pricing), output)
 
 
 @export.command()

@@ -66,7 +66,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "export_cmds",
         "export",
         "Write benchflow artifacts (tree.json, stage_snapshots.json, "
-        "ablation.json), OpenLineage events or Parquet files from the log.",
+        "ablation.json, the branch view), OpenLineage events or Parquet files from the log.",
     ),
     "head": (
         "log_cmds",

@@ -48,6 +48,8 @@ class Fork:
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     closed: f.ForkClosed | None = None
     custody: Custody = field(default_factory=Custody)
+    described: f.ForkDescribed | None = None
+    children_described: dict[int, f.ChildDescribed] = field(default_factory=dict)
 
     @property
     def n_children(self) -> int:
@@ -59,7 +61,7 @@ class Fork:
     def expected_value(self) -> float | None:
         """V: the mean of the children's rewards, defined only when every child was scored."""
         rewards = [o.reward for o in self.outcomes.values() if isinstance(o, f.ChildScored)]
-        if len(rewards) != self.n_children:
+        if not rewards or len(rewards) != self.n_children:
             return None
         return math.fsum(rewards) / len(rewards)
 
@@ -141,11 +143,18 @@ class Fork:
             return False
         expected = self.expected_value()
         if fact.outcome == "completed":
-            if self.n_children < MIN_COMPLETED_CHILDREN:
+            # A retry re-runs the trial once from a checkpoint: its one child is all it has.
+            least = 1 if self.opened.kind == "retry" else MIN_COMPLETED_CHILDREN
+            if self.n_children < least:
                 raise InvariantViolated(
-                    f"{self.where()}: expected at least {MIN_COMPLETED_CHILDREN} "
-                    f"children to close it completed (a fork compares arms, benchflow "
-                    f"asks for n >= 2), found {self.n_children}; the others never started",
+                    f"{self.where()}: expected at least {least} "
+                    f"children to close it completed ("
+                    + (
+                        "a retry runs one child"
+                        if least == 1
+                        else "a fork compares arms, benchflow asks for n >= 2"
+                    )
+                    + f"), found {self.n_children}; the others never started",
                     hint="close it as partial",
                 )
             pending = [
@@ -173,8 +182,39 @@ class Fork:
             )
         return True
 
+    @FORK_HANDLERS.decides(f.ForkDescribed)
+    def _decide_description(self, fact: f.ForkDescribed) -> bool:
+        # How benchflow recorded the fork; it may arrive after the close (a store that holds the
+        # fork from before descriptions were imported learns of them later), and changes nothing
+        # the close decided.
+        return is_new_or_same(self.described, fact, f"description of {self.where()}")
+
+    @FORK_HANDLERS.decides(f.ChildDescribed)
+    def _decide_child_description(self, fact: f.ChildDescribed) -> bool:
+        # The started children are the fork's children; one that never started has no node.
+        started = self.opened.children[fact.index].node if fact.index < self.n_children else None
+        if fact.node != started:
+            raise InvariantViolated(
+                f"{self.where()}: expected child {fact.index} described with node {started!r} "
+                f"(its node in fork.opened, or none for a child that never started), found "
+                f"{fact.node!r}"
+            )
+        return is_new_or_same(
+            self.children_described.get(fact.index),
+            fact,
+            f"{self.where()}, description of child {fact.index}",
+        )
+
     def when(self, fact: f.Fact) -> None:
         FORK_HANDLERS.evolvers[type(fact)](self, fact)
+
+    @FORK_HANDLERS.evolves(f.ForkDescribed)
+    def _described(self, fact: f.ForkDescribed) -> None:
+        self.described = fact
+
+    @FORK_HANDLERS.evolves(f.ChildDescribed)
+    def _child_described(self, fact: f.ChildDescribed) -> None:
+        self.children_described[fact.index] = fact
 
     @FORK_HANDLERS.evolves(f.ChildRestored)
     def _restored(self, fact: f.ChildRestored) -> None:

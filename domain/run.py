@@ -52,6 +52,8 @@ class Run(BaseAggregate[Any]):
         self.drained: f.ScorerDrained | None = None
         self.receipt: f.PreservationReceipted | None = None
         self.report: f.AblationReported | None = None  # a bench eval ablate report's own fields
+        # each different reading of a benchflow trial's branch files, in log order
+        self.trial_descriptions: list[f.TrialDescribed] = []
 
     @classmethod
     def blank(cls) -> Run:
@@ -175,6 +177,13 @@ class Run(BaseAggregate[Any]):
         if fact.fork is not None:
             self._fork(fact.fork)
         return is_new_or_same(self.report, fact, f"ablation report of run {fact.run!r}")
+
+    @RUN_HANDLERS.decides(f.TrialDescribed)
+    def _decide_trial_description(self, fact: f.TrialDescribed) -> bool:
+        # benchflow's checkpoint retry rewrites result.json after the trial finished (its `retry`
+        # and `branches`), so a trial read before and after it says two things, both true when
+        # read: each is kept, readers take the latest, and re-reading appends nothing.
+        return fact not in self.trial_descriptions
 
     @RUN_HANDLERS.decides(*FORK_FACTS)
     def _decide_in_fork(self, fact: f.Fact) -> bool:
@@ -382,6 +391,10 @@ class Run(BaseAggregate[Any]):
     def _in_fork(self, fact: f.Fact) -> None:
         # Routed here only for fork facts, each of which declares `fork` (the base `Fact` does not).
         self.forks[fact.fork].when(fact)  # type: ignore[attr-defined]
+
+    @RUN_HANDLERS.evolves(f.TrialDescribed)
+    def _trial_described(self, fact: f.TrialDescribed) -> None:
+        self.trial_descriptions.append(fact)
 
     @RUN_HANDLERS.evolves(f.AblationReported)
     def _reported(self, fact: f.AblationReported) -> None:

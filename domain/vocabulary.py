@@ -36,6 +36,8 @@ REQUEST_GLOBAL = "request_global"
 BRANCH_AGGREGATE = "branch_aggregate"
 RewardBasis = Literal["verified", "branch_aggregate"]
 RunRole = Literal["root", "branch-child", "continuation"]
+#: A fork compares arms; a retry re-runs a finished trial from a checkpoint and compares nothing.
+ForkKind = Literal["fork", "retry"]
 ArmKind = Literal["skill-mode", "inject", "config-override", "environment-ref"]
 CtrfStatus = Literal["passed", "failed", "skipped", "pending", "other"]
 FRESH_ROLLOUT = "fresh-rollout"

@@ -16,6 +16,8 @@ from pathlib import Path
 from ...domain import facts as f
 from ..rundir import RunFolder
 from .benchflow_common import RunFiles, outcome, registration
+from .benchflow_records import archive_of, check_labels, describe_child, describe_fork
+from .benchflow_trial import error_record, text_of, trial_description
 from .ctrf import read_ctrf
 from .fields import Fields, build, invalid
 from .keys import run_key
@@ -23,13 +25,15 @@ from .plan import RunPlan, Timeline
 from .run_evidence import benchflow_evidence
 
 MAINLINE_KIND = "benchflow-branch-tree"
-STATUSES = ("scored", "unscored", "failed", "cancelled", "not_started")
+STATUSES = ("scored", "unscored", "failed", "cancelled", "not_started", "running")
+FORK_KINDS = ("fork", "retry")
 
 
 def import_mainline_run(path: Path) -> RunPlan:
     """Registration, `run.node_opened` for every node that is not a fork child (those come with
-    `fork.opened`), each fork's facts, then the run's outcome and evidence. `step_id`, usage, timing
-    and intervention evidence have no place in the facts and are not recorded."""
+    `fork.opened`), each fork's facts in `tree.json` order, then the run's outcome and evidence and
+    what its files say about its branches (`run.trial_described`). A node's `step_id` has no place
+    in the facts and is not recorded."""
     path = Path(os.path.abspath(path))
     folder = RunFolder(path)
     key = run_key(path)
@@ -46,9 +50,12 @@ def import_mainline_run(path: Path) -> RunPlan:
     for index, node in enumerate(nodes):
         position[node.text("id")] = index
     forks = tree.objects("forks")
+    # A child that never started has no node (benchflow attaches in-place children one at a time).
     fork_children = {
-        child.text("node_id") for fork in forks for child in fork.objects("children", required=True)
-    }
+        child.string("node_id")
+        for fork in forks
+        for child in fork.objects("children", required=True)
+    } - {None}
     for index, node in enumerate(nodes):
         node_id, parent = node.text("id"), node.string("parent")
         if parent is None:
@@ -65,13 +72,16 @@ def import_mainline_run(path: Path) -> RunPlan:
                 build(f.NodeOpened, node.where(), run=key, node=node_id, parent=parent),
                 t0,
             )
-    for fork in forks:
-        fork_facts(timeline, folder, key, fork, position, t0)
+    for order, fork in enumerate(forks):
+        fork_facts(timeline, folder, key, fork, position, t0, order)
     for entry in outcome(files, key):
         timeline.add((1 << 40,), entry.fact, entry.occurred_at)
     evidence = benchflow_evidence(files, key)
     if evidence is not None:
         timeline.add((1 << 40, 1), evidence, files.finished_at())
+    described = trial_description(files, key, always=True)
+    assert described is not None
+    timeline.add((1 << 40, 2), described.fact, described.occurred_at)
     return RunPlan(key, path, timeline.entries())
 
 
@@ -102,30 +112,37 @@ def fork_facts(
     fork: Fields,
     position: dict[str, int],
     t0: datetime | None,
+    order: int = 0,
 ) -> None:
-    """`fork.opened` and its children's outcomes, then `fork.closed`: completed with the fork's
-    `value` when its status is "completed" and every child has an outcome, else partial with the
-    fork's `error`."""
+    """`fork.opened` with the children that started, `fork.described`, each child's
+    `fork.child_described` and outcome, then `fork.closed`: completed with the fork's `value` when
+    its status is "completed" and every child has an outcome, else partial with the fork's
+    `error`."""
     fork_id, node = fork.text("id"), fork.text("parent_node")
-    children = _fork_children(fork, node, position)
-    order = min(position[c.text("node_id")] for c in children) if children else position[node] + 1
+    children = fork.objects("children", required=True)
+    started = _started_children(fork, children, node, position)
+    place = min(position[c.text("node_id")] for c in started) if started else position[node] + 1
     refs = snapshot_refs(fork)
 
     def add(sub: int, fact: f.Fact) -> None:
-        timeline.add((order, -1 if sub < 0 else 0, sub), fact, t0)
+        timeline.add((place, -1 if sub < 0 else 0, sub), fact, t0)
 
     _snapshot_facts(add, fork, refs, key, node)
-    add(0, _fork_opened(fork, key, node, refs, children))
-    complete = fork.raw("status") == "completed"
+    add(0, _fork_opened(fork, key, node, refs, started))
+    add(1, describe_fork(fork, key, order))
+    complete = fork.raw("status") == "completed" and len(started) == len(children) > 0
     for index, child in enumerate(children):
+        add(2 + 2 * index, describe_child(folder, key, fork_id, index, child))
         fact = _child_outcome(folder, key, fork_id, index, child)
         if fact is not None:
-            add(1 + index, fact)
+            add(3 + 2 * index, fact)
         if not isinstance(fact, (f.ChildScored, f.ChildUnscored)):
             complete = False
+    check_labels(folder, fork_id, children)
     value = fork.number("value")
+    _, error = error_record(fork, "error")
     add(
-        10_000,
+        1_000_000,
         build(
             f.ForkClosed,
             fork.where(),
@@ -133,32 +150,52 @@ def fork_facts(
             fork=fork_id,
             outcome="completed" if complete else "partial",
             value=value if complete else None,
-            error=None if complete else fork.string("error"),
+            error=None if complete else error,
         ),
     )
 
 
-def _fork_children(fork: Fields, node: str, position: dict[str, int]) -> list[Fields]:
-    """The fork's children, each a node of the tree, as is the node it forks at."""
+def _started_children(
+    fork: Fields, children: list[Fields], node: str, position: dict[str, int]
+) -> list[Fields]:
+    """The children that started, each a node of the tree, as is the node the fork is at. They come
+    first: benchflow attaches in-place children one at a time (those after a fatal failure never
+    get a node), isolated ones all before any runs."""
     if node not in position:
         raise invalid(
             fork.where("parent_node"), f"a node of the tree, one of {sorted(position)}", node
         )
-    children = fork.objects("children", required=True)
-    for child in children:
-        if child.text("node_id") not in position:
+    started: list[Fields] = []
+    for index, child in enumerate(children):
+        if child.raw("index", index) != index:
             raise invalid(
-                child.where("node_id"), "a node listed in tree.json nodes", child.raw("node_id")
+                child.where("index"), f"{index} (children in index order)", child.raw("index")
             )
-    return children
+        node_id = child.string("node_id")
+        if node_id is None:
+            continue
+        if len(started) != index:
+            raise invalid(
+                child.where("node_id"),
+                "no node after a child that never started (benchflow starts children in order)",
+                node_id,
+            )
+        if node_id not in position:
+            raise invalid(child.where("node_id"), "a node listed in tree.json nodes", node_id)
+        started.append(child)
+    return started
 
 
 def _snapshot_facts(
     add: Callable[[int, f.Fact], None], fork: Fields, refs: f.SnapshotRefs, key: str, node: str
 ) -> None:
     """Each layer the fork snapshotted is captured before it (`snapshot.captured`, stage null, on
-    the fork node); with retention "deleted" it is discarded after the fork closed."""
+    the fork node); with retention "deleted" it is discarded after the fork closed. A fork that
+    reused an existing image (`reused`: a kept checkpoint, perhaps another trial's) captured
+    nothing."""
     snapshot = fork.obj("snapshot")
+    if snapshot is not None and snapshot.raw("reused") is True:
+        return
     for layer, ref in (("environment", refs.environment), ("sandbox", refs.sandbox)):
         if ref:
             add(
@@ -175,14 +212,14 @@ def _snapshot_facts(
             if snapshot is not None and snapshot.raw("retention") == "deleted":
                 # Retention runs when the fork is done with the snapshot: after its children and its
                 # closing.
-                add(10_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
+                add(1_000_001, build(f.SnapshotDiscarded, snapshot.where("retention"), ref=ref))
 
 
 def _fork_opened(
-    fork: Fields, key: str, node: str, refs: f.SnapshotRefs, children: list[Fields]
+    fork: Fields, key: str, node: str, refs: f.SnapshotRefs, started: list[Fields]
 ) -> f.ForkOpened:
-    """The fork with its children in index order, each arm named by `intervention.label`, zero
-    delta."""
+    """The fork with the children that started, in index order, each arm named by
+    `intervention.label`, zero delta; a retry (`kind: "retry"`) with its reason and checkpoint."""
     layers = tuple(
         sorted(
             layer
@@ -191,11 +228,7 @@ def _fork_opened(
         )
     )
     entries = []
-    for index, child in enumerate(children):
-        if child.raw("index", index) != index:
-            raise invalid(
-                child.where("index"), f"{index} (children in index order)", child.raw("index")
-            )
+    for index, child in enumerate(started):
         intervention = child.obj("intervention")
         entries.append(
             build(
@@ -203,9 +236,13 @@ def _fork_opened(
                 child.where(),
                 index=index,
                 node=child.text("node_id"),
-                arm=intervention.string("label") if intervention else None,
+                # an empty label names no arm (the child goes by its node)
+                arm=text_of(intervention, "label") or None if intervention else None,
             )
         )
+    kind = fork.raw("kind") or "fork"
+    if kind not in FORK_KINDS:
+        raise invalid(fork.where("kind"), f"one of {list(FORK_KINDS)} or absent", kind)
     return build(
         f.ForkOpened,
         fork.where(),
@@ -215,24 +252,33 @@ def _fork_opened(
         layers=layers,
         snapshot=refs if layers else None,
         children=tuple(entries),
+        kind=kind,
+        reason=fork.string("reason"),
+        checkpoint=fork.string("checkpoint"),
+        rollout=fork.string("rollout"),
     )
 
 
 def _child_outcome(
     folder: RunFolder, key: str, fork_id: str, index: int, child: Fields
 ) -> f.Fact | None:
-    """The child's scored, unscored or failed fact from its `status`; None for `cancelled` and
-    `not_started`, which record no outcome and so close the fork as partial."""
+    """The child's scored, unscored or failed fact from its `status`; None for `cancelled`,
+    `running` and `not_started`, which record no outcome and so close the fork as partial."""
     status = child.string("status")
     if status not in STATUSES:
         raise invalid(child.where("status"), f"one of {list(STATUSES)}", status)
+    node = child.string("node_id")
+    if node is None:
+        if status != "not_started":
+            raise invalid(child.where("node_id"), f"the node of a child {status}", None)
+        return None
     base = {"run": key, "fork": fork_id, "index": index}
-    directory = f"branches/{fork_id}/children/{child.text('node_id')}"
+    directory = archive_of(child, fork_id)
     check_observation(folder, directory, child)
     tests = read_ctrf(
         folder, f"{directory}/verifier/ctrf.json", f"{directory}/mounted/verifier/ctrf.json"
     )
-    error = child.string("error")
+    _, error = error_record(child, "error")
     if status == "scored":
         return build(
             f.ChildScored,

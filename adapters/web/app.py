@@ -119,6 +119,8 @@ class Reads(Protocol):
 
     def compare(self, a: str, b: str) -> dict[str, Any]: ...
 
+    def branches(self, given: str) -> dict[str, Any]: ...
+
     def audit(self) -> dict[str, Any]: ...
 
     def charts(self, group: str | None) -> Any: ...
@@ -726,6 +728,10 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             )
         )
 
+    def api_branches(request: Request) -> Response:
+        # benchflow's branch-view document, the route its docs suggest to viewers
+        return JSONResponse(reads.branches(request.path_params["run"]))
+
     def api_compare(request: Request) -> Response:
         a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
         if not a or not b:
@@ -816,6 +822,7 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
         Route("/audit", html_errors(audit_page)),
         Route("/api", api_page),
         Route("/api/runs", api_errors(api_runs)),
+        Route("/api/runs/{run:path}/branches", api_errors(api_branches)),
         Route("/api/runs/{run:path}", api_errors(api_run)),
         Route("/api/arms/{run:path}", api_errors(api_arms)),
         Route("/api/charts", api_errors(api_charts)),

@@ -25,6 +25,14 @@ from ..vocabulary import (
     Stage,
     TrajectorySource,
 )
+from .branch_facts import CheckpointList as CheckpointList
+from .branch_facts import CheckpointRow as CheckpointRow
+from .branch_facts import CheckpointSource as CheckpointSource
+from .branch_facts import ChildDescribed as ChildDescribed
+from .branch_facts import ErrorCode as ErrorCode
+from .branch_facts import ForkDescribed as ForkDescribed
+from .branch_facts import SnapshotRecord as SnapshotRecord
+from .branch_facts import TrialDescribed as TrialDescribed
 from .fact_base import (
     Count,
     Digest,
@@ -400,6 +408,9 @@ FACT_TYPES: tuple[type[Fact], ...] = (
     SnapshotImported,
     SnapshotImportRejected,
     SnapshotAdopted,
+    ForkDescribed,
+    ChildDescribed,
+    TrialDescribed,
 )
 
 FACT_BY_TYPE: dict[str, type[Fact]] = {cls.model_fields["type"].default: cls for cls in FACT_TYPES}

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..vocabulary import ArmKind, BranchSkillMode, CtrfStatus, Layer, Stage
+from ..vocabulary import ArmKind, BranchSkillMode, CtrfStatus, ForkKind, Layer, Stage
 from .fact_base import (
     Count,
     Digest,
@@ -58,6 +58,12 @@ class SnapshotRefs(Model):
 
 
 class ForkOpened(Fact):
+    """Children branched from `node`. `kind` is `fork` (arms compared with each other) or `retry`
+    (benchflow's checkpoint retry: one child re-running a finished trial from a kept checkpoint,
+    for `reason` failure or timeout, from `checkpoint` `prompt:N`; never an arm). `rollout` is the
+    rollout that forked as benchflow names it: the trial, or a child's node id for a fork that child
+    made (a nested fork)."""
+
     type: Literal["fork.opened"] = "fork.opened"
     run: Key
     fork: Key
@@ -67,15 +73,22 @@ class ForkOpened(Fact):
     snapshot: SnapshotRefs | None = None
     children: tuple[ForkChild, ...]
     ablation: JsonObject | None = None
+    kind: ForkKind = "fork"
+    reason: Text | None = None
+    checkpoint: Text | None = None
+    rollout: Text | None = None
 
     @model_validator(mode="after")
     def _children_are_a_vector(self) -> ForkOpened:
         # benchflow asks for n >= 2 children, but attaches them one by one: when the first one
-        # raises, the tree holds that one only. Such a fork is on record as it happened; it can
-        # never close completed.
-        if not self.children:
+        # raises, the tree holds that one only, and when the checkpoint fails none started. Such a
+        # fork is on record as it happened; it can never close completed.
+        if self.kind == "retry" and len(self.children) > 1:
+            raise ValueError(f"a retry runs one child, found {len(self.children)} children")
+        if self.kind == "fork" and (self.reason is not None or self.checkpoint is not None):
             raise ValueError(
-                "a fork needs at least 1 child (the children that were started), found none"
+                "expected reason and checkpoint only on a retry (kind 'retry'), found them on "
+                "a fork"
             )
         indices = [child.index for child in self.children]
         if indices != list(range(len(indices))):

@@ -28,6 +28,9 @@ OPENINGS = Columns.of(
     derived("n_children", "INTEGER", "len(j.children)", children=["JSON"]),
     fact("ablation", "JSON"),
     OCCURRED_AT,
+    # forks recorded before retries were told apart are forks
+    derived("kind", "VARCHAR", "coalesce(j.kind, 'fork')", kind="VARCHAR"),
+    facts("reason", "checkpoint", "rollout"),
 )
 CHILDREN = Columns.of(
     "fork_children",
@@ -118,7 +121,7 @@ TESTS = Columns.of(
 
 PROJECTION = Projection.of(
     name="forks",
-    version=5,
+    version=6,
     columns=(OPENINGS, CHILDREN, OUTCOMES, RESTORES, CLOSURES, TESTS, REPORTS),
     views={
         "tests": """SELECT t.position, t.run, t.fork, t.idx, coalesce(c.node, 'root') AS node, t.test, t.status
@@ -128,11 +131,14 @@ PROJECTION = Projection.of(
                    c.delta, c.skill_mode, c.environment_ref, c.config_override_sha256, c.injected_prompt_sha256,
                    c.config_override_keys, c.delta_execution, {CHILD_STATUS} AS status, o.kind AS outcome, o.reward,
                    o.reason, o.tests, o.wall_clock_sec, r.sandbox_ref AS restored_sandbox_ref,
-                   r.environment_ref AS restored_environment_ref, o.occurred_at AS outcome_at
+                   r.environment_ref AS restored_environment_ref, o.occurred_at AS outcome_at,
+                   coalesce(op.kind, 'fork') AS fork_kind, d.tokens, d.usd, d.sandbox_seconds
             FROM fork_children c
             LEFT JOIN child_outcomes o USING (run, fork, idx)
             LEFT JOIN child_restores r USING (run, fork, idx)
-            LEFT JOIN fork_closures cl USING (run, fork)""",  # noqa: E501
+            LEFT JOIN fork_closures cl USING (run, fork)
+            LEFT JOIN fork_openings op USING (run, fork)
+            LEFT JOIN child_descriptions d USING (run, fork, idx)""",  # noqa: E501
         "forks": """
             SELECT f.run, f.fork, f.node, coalesce(f.stage, 'cursor:' || f.node) AS branch_point, f.stage, f.layers,
                    f.sandbox_ref, f.environment_ref, f.n_children,
@@ -141,20 +147,28 @@ PROJECTION = Projection.of(
                    count(o.idx) FILTER (WHERE o.kind = 'failed') AS n_failed,
                    coalesce(any_value(cl.outcome), 'open') AS outcome, any_value(cl.value) AS value,
                    CASE WHEN count(o.idx) FILTER (WHERE o.kind = 'scored') = f.n_children THEN avg(o.reward) END AS mean_reward,
-                   any_value(cl.error) AS error, f.ablation IS NOT NULL AS is_ablation, f.occurred_at AS opened_at, f.position
+                   any_value(cl.error) AS error, f.ablation IS NOT NULL AS is_ablation, f.occurred_at AS opened_at, f.position,
+                   f.kind, f.reason, f.checkpoint, f.rollout, any_value(d.parent_restore) AS parent_restore,
+                   any_value(d.tokens) AS tokens, any_value(d.usd) AS usd, any_value(d.usd_known) AS usd_known,
+                   any_value(d.sandbox_seconds) AS sandbox_seconds
             FROM fork_openings f
             LEFT JOIN child_outcomes o USING (run, fork)
             LEFT JOIN fork_closures cl USING (run, fork)
+            LEFT JOIN fork_descriptions d USING (run, fork)
             GROUP BY f.run, f.fork, f.node, f.stage, f.layers, f.sandbox_ref, f.environment_ref, f.n_children, f.ablation,
-                     f.occurred_at, f.position""",  # noqa: E501
+                     f.occurred_at, f.position, f.kind, f.reason, f.checkpoint, f.rollout""",  # noqa: E501
     },
     docs={
         "forks": "one row per fork: run, fork id, node, stage (or cursor), "
         "layers, snapshot refs, children counts by outcome, closing outcome, "
-        "V (value) and the mean of rewards when every child was scored",
+        "V (value) and the mean of rewards when every child was scored; kind fork or retry "
+        "(a checkpoint retry, with its reason and checkpoint: never an arm), the rollout "
+        "that forked (a child's node for a nested fork), its parent restore and cost (tokens, "
+        "usd null when unknown, usd_known, sandbox_seconds)",
         "children": "one row per fork child: arm label and kind, "
         "delta and its hashes, delta execution, status (pass / fail "
-        "/ error / skipped / pending), reward or reason, restore refs",
+        "/ error / skipped / pending), reward or reason, restore refs; fork_kind (a retry's "
+        "child is no arm) and its cost: tokens, usd (null when unknown), sandbox_seconds",
         "tests": "one row per (run or fork child) x test: "
         "the CTRF status as reported (raw test names)",
         "test_outcomes": "the per-test rows of scored and "

@@ -21,7 +21,7 @@ STATUS_WORDS = {
     "fail": f"scored, reward below {PASS_REWARD!r}",
     "error": "no reward, and a reason (unscored, or it raised)",
     "skipped": "no reward and no reason (the fork ended "
-    "first, or only a fork's aggregate scored it)",
+    "first, or only a fork's aggregate scored it, or its fork discarded it by design)",
     "pending": "no outcome recorded yet",
 }
 
@@ -43,7 +43,7 @@ def run_status(row: dict[str, Any]) -> str:
         return "pass" if row["reward"] >= PASS_REWARD else "fail"
     if row["outcome"] in ("unscored", "failed"):
         return "error"
-    return "skipped" if row["outcome"] == "branch_aggregate" else "pending"
+    return "skipped" if row["outcome"] in ("branch_aggregate", "discarded") else "pending"
 
 
 def run_reason(row: dict[str, Any]) -> str | None:
@@ -52,6 +52,11 @@ def run_reason(row: dict[str, Any]) -> str | None:
         value = row["branch_value"]
         return "no reward of its own: only its fork's aggregate" + (
             f" (V={value!r})" if value is not None else ""
+        )
+    if row["outcome"] == "discarded":
+        return (
+            "unscored by design: its fork discarded the parent (--parent discard), so it was "
+            "never verified; its children carry the scores"
         )
     return row["unscored_reason"] or row["error"]
 

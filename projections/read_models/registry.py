@@ -8,6 +8,7 @@ tuple.
 from __future__ import annotations
 
 from . import (
+    branch_records,
     custody_and_cut_points,
     event_rows,
     fork_points,
@@ -22,6 +23,7 @@ from .base import Projection
 
 PROJECTIONS: tuple[Projection, ...] = (
     event_rows.PROJECTION,
+    branch_records.PROJECTION,
     runs.PROJECTION,
     nodes.PROJECTION,
     stage_registry.PROJECTION,

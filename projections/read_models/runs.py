@@ -82,13 +82,14 @@ PROJECTION = Projection.of(
                    coalesce(loc.read, loc.recorded, r.run_dir) AS location, r.config_sha256, r.source,
                    CASE WHEN s.basis = 'branch_aggregate' THEN 'branch_aggregate' WHEN s.run IS NOT NULL THEN 'scored'
                         WHEN u.run IS NOT NULL THEN 'unscored' WHEN f.run IS NOT NULL THEN 'failed'
-                        ELSE 'pending' END AS outcome,
+                        WHEN t.parent = 'discarded' THEN 'discarded' ELSE 'pending' END AS outcome,
                    CASE WHEN s.basis = 'branch_aggregate' THEN NULL ELSE s.reward END AS reward,
                    CASE WHEN s.basis = 'branch_aggregate' THEN s.reward END AS branch_value,
                    coalesce(s.rewards, u.rewards) AS rewards, coalesce(s.verifier_error, u.verifier_error) AS verifier_error,
                    u.reason AS unscored_reason, f.error, f.category AS error_category,
                    coalesce(f.request_global, false) AS request_global, fin.status, fin.started_at, fin.finished_at,
-                   fin.time_zone, fin.timing, fin.trajectory, fin.exchanges_recorded, r.occurred_at AS registered_at, r.position
+                   fin.time_zone, fin.timing, fin.trajectory, fin.exchanges_recorded, r.occurred_at AS registered_at, r.position,
+                   t.retry_status, TRY_CAST(t.retry->>'reward' AS DOUBLE) AS retry_reward
             FROM run_registrations r
             LEFT JOIN run_outcomes s ON s.run = r.run AND s.kind = 'scored'
             LEFT JOIN run_outcomes u ON u.run = r.run AND u.kind = 'unscored'
@@ -96,15 +97,19 @@ PROJECTION = Projection.of(
             LEFT JOIN run_outcomes fin ON fin.run = r.run AND fin.kind = 'finished'
             LEFT JOIN (SELECT run, arg_max(path, position) FILTER (WHERE kind = 'recorded') AS recorded,
                               arg_max(path, position) FILTER (WHERE kind = 'read') AS read
-                       FROM run_locations GROUP BY run) loc ON loc.run = r.run""",  # noqa: E501
+                       FROM run_locations GROUP BY run) loc ON loc.run = r.run
+            LEFT JOIN trials t ON t.run = r.run""",  # noqa: E501
     },
     docs={
         "runs": "one row per run: registration (task, agent, model, skill mode, trial, "
         "role, parent; run_dir as the harness recorded it, location where its files were "
         "last newly read), outcome (scored / branch_aggregate / unscored / failed / "
-        "pending) with reward or reason, finish status and timing; a branch_aggregate run "
-        "never verified itself: its result's reward is its fork's V (branch_value), not its "
-        "own; started_at / finished_at as the harness wrote them, time_zone unknown for "
+        "discarded / pending) with reward or reason, finish status and timing; a "
+        "branch_aggregate run never verified itself: its result's reward is its fork's V "
+        "(branch_value), not its own; a discarded run is a benchflow trial whose parent its "
+        "fork discarded (--parent discard): unscored by design; retry_status and retry_reward: "
+        "its checkpoint retry, beside its own reward, never replacing it; "
+        "started_at / finished_at as the harness wrote them, time_zone unknown for "
         "naive local times (utc-assumed where an earlier version read them as UTC); "
         "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",
         "run_registrations": "run.registered facts, one row per run",

@@ -17,8 +17,16 @@ from .run_list import LIST_RUNS_HINT
 if TYPE_CHECKING:
     from ...adapters.duckdb_store import ReadModelDB
 
-FORK_LEVEL = {"fork.opened", "fork.closed", "custody.held", "custody.released", "custody.failed"}
+FORK_LEVEL = {
+    "fork.opened",
+    "fork.closed",
+    "fork.described",
+    "custody.held",
+    "custody.released",
+    "custody.failed",
+}
 CHILD_LEVEL = {
+    "fork.child_described",
     "fork.child_restored",
     "fork.child_scored",
     "fork.child_unscored",

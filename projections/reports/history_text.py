@@ -66,7 +66,69 @@ def _fork_opened(fact: dict[str, Any], where: NodeRef) -> str:
         )
     at = fact.get("stage") or f"cursor {fact['node']}"
     n = len(fact["children"])
+    if fact.get("kind") == "retry":
+        return (
+            f"retry {fact['fork']} of the finished trial ({fact.get('reason') or '-'}) from "
+            f"checkpoint {fact.get('checkpoint') or '-'} at {at}: not an arm"
+        )
     return f"fork {fact['fork']} opened at {at} into {n} {'child' if n == 1 else 'children'}"
+
+
+def _error_code(error: Any) -> str:
+    """benchflow's `{type, code}` error record in a few words."""
+    if not error:
+        return "-"
+    return "/".join(part for part in (error.get("type"), error.get("code")) if part) or "-"
+
+
+def _fork_described(fact: dict[str, Any], where: NodeRef) -> str:
+    cost = fact.get("cost") or {}
+    return (
+        f"fork {fact['fork']} recorded {fact['status']}"
+        + (f", parent {fact['parent_restore']}" if fact.get("parent_restore") else "")
+        + (f", error {_error_code(fact['error'])}" if fact.get("error") else "")
+        + (
+            f", cost {cost.get('tokens', '-')} tokens, USD "
+            f"{_num(cost.get('usd')) if cost.get('usd') is not None else 'unknown'}, "
+            f"{_num(cost.get('sandbox_seconds'))} sandbox-seconds"
+            if cost
+            else ""
+        )
+    )
+
+
+def _child_described(fact: dict[str, Any], where: NodeRef) -> str:
+    return (
+        f"child {fact['index']} recorded {fact['status']}"
+        + (f" ({fact['label']})" if fact.get("label") else "")
+        + (f", error {_error_code(fact['error'])}" if fact.get("error") else "")
+        + (f", {fact['attempts']} attempts" if (fact.get("attempts") or 0) > 1 else "")
+    )
+
+
+def _trial_described(fact: dict[str, Any], where: NodeRef) -> str:
+    retry = fact.get("retry") or {}
+    return (
+        "trial files read"
+        + (f": parent {fact['parent']}" if fact.get("parent") else "")
+        + (
+            f", retry {retry.get('status')} (reward {_num(retry.get('reward'))}, beside the "
+            f"trial's own)"
+            if retry
+            else ""
+        )
+        + (
+            f", started from checkpoint {fact['checkpoint_source'].get('checkpoint') or '-'} of "
+            f"{fact['checkpoint_source'].get('trial') or '-'}"
+            if fact.get("checkpoint_source")
+            else ""
+        )
+        + (
+            f", {len(fact['checkpoints'].get('checkpoints') or [])} checkpoints"
+            if fact.get("checkpoints")
+            else ""
+        )
+    )
 
 
 SUMMARIES: dict[str, Any] = {
@@ -116,6 +178,9 @@ SUMMARIES: dict[str, Any] = {
         + (f", parent error: {f['parent_error']}" if f.get("parent_error") else "")
         + (f", error: {f['error']}" if f.get("error") else "")
     ),
+    "fork.described": _fork_described,
+    "fork.child_described": _child_described,
+    "run.trial_described": _trial_described,
     "fork.closed": lambda f, w: (
         f"fork {f['fork']} closed {f['outcome']}, V {_num(f.get('value'))}"
         + (f", error: {f['error']}" if f.get("error") else "")

@@ -17,6 +17,7 @@ from ...adapters.duckdb_store import ReadModelDB
 from .arms.arm_stats import ArmStats, arm_stats, has_named_arms
 from .arms.arms import ArmsTable, arms_table
 from .audit.audit_report import audit_report
+from .branch_view import branch_page, branch_view
 from .exports.exports import require_run
 from .tree_view import OUTCOME_COLOURS, TreeModel, tree_model
 
@@ -52,6 +53,9 @@ class RunReport:
     continues_from: str | None = None
     #: Its arms pooled over every run of its task (`lineage arms RUN --stats`); None: no named arms.
     arm_stats: ArmStats | None = None
+    #: benchflow's branch view of the trial (`lineage export branch-view`) as the run page shows it:
+    #: forks by depth, retries apart, costs; None for a run without benchflow branch records.
+    branches: dict[str, Any] | None = None
 
 
 def _nodes(model: TreeModel) -> list[ReportNode]:
@@ -115,4 +119,7 @@ def run_report(db: ReadModelDB, run: str, integrity: dict[str, Any], position: i
         continues=model.continues,
         continues_from=model.continues_from,
         arm_stats=arm_stats(db, run) if has_named_arms(db, run) else None,
+        branches=branch_page(branch_view(db, run))
+        if db.scalar("SELECT count(*) FROM trials WHERE run = ?", [run])
+        else None,
     )

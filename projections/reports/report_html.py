@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..read_models.outcome_words import STATUS_WORDS, V_MEANING
+from .arms.arms import FIXED_COLUMNS
+from .branch_view import UNKNOWN_USD, cost_text, fork_kind_text, retry_text
 from .report import OUTCOMES, ReportNode, RunReport
 from .tree_view import OUTCOME_COLOURS
 
@@ -166,6 +168,13 @@ def tree_svg(report: RunReport, index: int, sections: dict[str, int] | None = No
     )
 
 
+def _cell(row: dict[str, Any], column: str) -> Any:
+    """An arms row's value; USD not reported reads "unknown" where tokens were counted."""
+    if column == "usd" and row["usd"] is None and row["tokens"] is not None:
+        return UNKNOWN_USD
+    return row[column]
+
+
 def _arms(report: RunReport) -> str:
     table = report.arms
     if len(table.rows) <= 1:
@@ -173,7 +182,7 @@ def _arms(report: RunReport) -> str:
     head = "".join(f"<th>{esc(c)}</th>" for c in (*table.columns[:-1],))
     body = []
     for row in table.rows:
-        cells = [f"<td>{esc(row[c])}</td>" for c in ("fork", "arm", "node", "status", "reward")]
+        cells = [f"<td>{esc(_cell(row, c))}</td>" for c in FIXED_COLUMNS]
         for test in table.tests:
             flip = ' class="test flip"' if test in row["flips"] else ' class="test"'
             cells.append(f"<td{flip}>{esc(row[test])}</td>")
@@ -182,10 +191,15 @@ def _arms(report: RunReport) -> str:
         f"fork {esc(fork)}: {esc(', '.join(names) or 'none')}"
         for fork, names in table.differing.items()
     )
+    retries = (
+        f" Checkpoint retries, which are no arms: {esc(', '.join(table.retries))}."
+        if table.retries
+        else ""
+    )
     return (
         f'<table class="arms"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
         f"<p>Highlighted: differs from {esc(table.baseline)}. "
-        f"Tests that differ between arms: {differing}.</p>"
+        f"Tests that differ between arms: {differing}.{retries}</p>"
     )
 
 
@@ -248,16 +262,18 @@ def _stages(report: RunReport) -> str:
 
 def _forks_and_custody(report: RunReport) -> str:
     forks = _table(
-        ("fork", "node", "branch point", "children", "outcome", "V", "error"),
+        ("fork", "kind", "node", "branch point", "children", "outcome", "V", "error", "cost"),
         (
             (
                 f["fork"],
+                fork_kind_text(f),
                 f["node"],
                 f["branch_point"],
                 f["n_children"],
                 f["outcome"],
                 f["value"],
                 f["error"],
+                cost_text(f),
             )
             for f in report.forks
         ),
@@ -360,7 +376,7 @@ def _audit(report: RunReport, index: int) -> str:
 def _run_section(report: RunReport, index: int, sections: dict[str, int]) -> str:
     run = report.run
     summary = _table(
-        ("task", "agent", "model", "outcome", "reward", "role", "parent run", "run dir"),
+        ("task", "agent", "model", "outcome", "reward", "retry", "role", "parent run", "run dir"),
         [
             [
                 run["task"],
@@ -368,6 +384,7 @@ def _run_section(report: RunReport, index: int, sections: dict[str, int]) -> str
                 run["model"],
                 run["outcome"],
                 run["reward"],
+                retry_text(run),
                 run["role"],
                 run["parent_run"],
                 run["run_dir"],

@@ -36,6 +36,7 @@ from .arms import arm_stats as stats
 from .arms.arms import PARENT, arms_table, split_run_fork
 from .arms.charts import SUMMARY, Charts, charts
 from .audit.audit_report import audit_report
+from .branch_view import branch_view
 from .diff import diff_document
 from .report import RunReport, built_from, run_report
 from .report_html import STYLE, esc, node_id, tree_svg
@@ -541,6 +542,12 @@ class ServedReads:
             ("trajectory", given, node), lambda db: trajectory_source(db, given, node)
         )
         return timeline(source, file, page, line)
+
+    def branches(self, given: str) -> dict[str, Any]:
+        """`lineage export branch-view RUN`: benchflow's branch view of the trial."""
+        return self._remembered(
+            ("branches", given), lambda db: branch_view(db, resolve_run(db, given))
+        )
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         with self._current() as db:

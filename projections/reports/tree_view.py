@@ -18,6 +18,7 @@ from ..read_models.outcome_words import (
     run_reason,
     run_status,
 )
+from .branch_view import cost_text, fork_kind_text
 from .exports.exports import require_run
 from .history_text import delta_label
 from .text_lines import one_line
@@ -191,11 +192,17 @@ def _forks(
             f"{refs(fork['sandbox_ref'], fork['environment_ref'])}"
         )
         value = fork_value(fork, by_fork.get(fork["fork"], []))
-        nodes[fork["node"]].forks.append(f"fork {fork['fork']} {at}, {fork['outcome']}: {value}")
+        cost = cost_text(fork)
+        line = f"fork {fork['fork']} {at}, {fork['outcome']}: {value}"
+        if fork.get("kind") == "retry":
+            # a re-run of the finished trial from a checkpoint, beside its reward: no arm, no V
+            line = f"{fork_kind_text(fork)}: {fork['fork']} {at}, {fork['outcome']}; not an arm"
+        nodes[fork["node"]].forks.append(line + (f" · {cost}" if cost else ""))
         fork_rows.append(
             {
                 "fork": fork["fork"],
                 "node": fork["node"],
+                "kind": fork.get("kind") or "fork",
                 "outcome": fork["outcome"],
                 "value": fork["value"],
                 "value_text": value,

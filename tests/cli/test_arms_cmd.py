@@ -58,7 +58,8 @@ def test_flips_against_a_named_arm_and_the_table_marks_them(run_cli: Cli) -> Non
     ]
     table = run_cli("arms", ABLATE_RUN, "--baseline", "with-skill", "--format", "markdown").stdout
     header, _, *lines = table.splitlines()
-    assert header.split(" | ")[5:9] == list(TESTS)
+    # after fork, arm, node, status, reward and the cost columns (tokens, usd, sandbox_seconds)
+    assert header.split(" | ")[8:12] == list(TESTS)
     no_skill = next(line for line in lines if "| no-skill |" in line)
     assert "| failed (flip) | failed (flip) |" in no_skill
     csv_text = run_cli("arms", ABLATE_RUN, "--format", "csv").stdout

@@ -260,6 +260,7 @@ def test_tree_as_json_is_the_model_the_text_is_drawn_from(lineage: Lineage, run_
         {
             "fork": "root",
             "node": "root",
+            "kind": "fork",
             "outcome": "completed",
             "value": None,
             "value_text": "V undefined (child 2 error)",

@@ -19,6 +19,11 @@ def log(run_cli: Cli) -> list[dict]:
     return [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()]
 
 
+#: The main-line fixture's branch records (docs/benchflow-formats.md §16): a store written before
+#: they were read learns them when the trial is imported again, as new facts, never a conflict.
+BRANCH_RECORDS = {"fork.described", "fork.child_described", "run.trial_described"}
+
+
 def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -41,6 +46,7 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
         "custody.handed_off",
         "run.evidence_observed",
         "run.sample_observed",
+        *BRANCH_RECORDS,
     }
     located = [e for e in added if e["type"] == "run.located"]
     # the directories the harness recorded were already known
@@ -90,6 +96,7 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
         "custody.handed_off",
         "run.evidence_observed",
         "run.sample_observed",
+        *BRANCH_RECORDS,
     }
     evidence = run_cli(
         "sql", "SELECT count(*) AS n FROM evidence", "--format", "csv"
@@ -132,6 +139,7 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
         "custody.handed_off",
         "run.evidence_observed",
         "run.sample_observed",
+        *BRANCH_RECORDS,
     }
     assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
     assert json.loads(
@@ -169,7 +177,7 @@ def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
     result = run_cli("import", str(EXAMPLES))
     assert "0 runs rejected" in result.stderr
     added = {e["type"] for e in log(run_cli)[len(before) :]}
-    assert added <= {"run.located", "run.sample_observed"}
+    assert added <= {"run.located", "run.sample_observed", *BRANCH_RECORDS}
     again = run_cli("audit", ok=False)
     assert again.exit_code == audited.exit_code
     body = [

@@ -132,8 +132,6 @@ def test_stage_layers_must_match_the_refs() -> None:
 
 
 def test_a_fork_needs_children_with_ordered_indices() -> None:
-    with pytest.raises(ValidationError, match="at least 1 child"):
-        f.ForkOpened(run=RUN, fork="x", node="root", children=())
     with pytest.raises(ValidationError, match=r"indices must be 0\.\.1"):
         f.ForkOpened(
             run=RUN,
@@ -587,3 +585,66 @@ def test_a_trial_folder_read_again_is_observed_again_only_when_it_changed(
     assert app.record([touched]).appended == 1  # result.json rewritten: another observation
     unknown = sample.model_copy(update={"run": "job/other__2"})
     assert "to be registered before run.sample_observed" in refused(app, UnknownSubject, unknown)
+
+
+def test_a_fork_whose_checkpoint_failed_has_no_child_and_closes_partial(app: LineageApp) -> None:
+    """benchflow attaches in-place children one at a time: when the checkpoint fails none started,
+    and tree.json lists every child not_started with no node."""
+    app.record([f.ForkOpened(run=RUN, fork="x", node="root", children=())])
+    refused(app, InvariantViolated, f.ForkClosed(run=RUN, fork="x", outcome="completed"))
+    described = f.ChildDescribed(run=RUN, fork="x", index=1, status="not_started")
+    app.record([described, f.ForkClosed(run=RUN, fork="x", outcome="partial")])
+    message = refused(
+        app,
+        InvariantViolated,
+        f.ChildDescribed(run=RUN, fork="x", index=0, node="n9", status="scored", reward=1.0),
+    )
+    assert "expected child 0 described with node None" in message
+
+
+def test_a_retry_is_one_child_that_may_close_completed(app: LineageApp) -> None:
+    retry = f.ForkOpened(
+        run=RUN,
+        fork="r",
+        node="root",
+        kind="retry",
+        reason="failure",
+        checkpoint="prompt:1",
+        children=(f.ForkChild(index=0, node="n1", arm="retry"),),
+    )
+    app.record(
+        [
+            retry,
+            f.ChildScored(run=RUN, fork="r", index=0, reward=1.0),
+            f.ForkClosed(run=RUN, fork="r", outcome="completed", value=1.0),
+        ]
+    )
+    with pytest.raises(ValidationError, match="a retry runs one child"):
+        f.ForkOpened(run=RUN, fork="r2", node="root", kind="retry", children=two_children())
+    with pytest.raises(ValidationError, match="only on a retry"):
+        f.ForkOpened(run=RUN, fork="r3", node="root", reason="failure", children=two_children())
+
+
+def test_descriptions_of_a_fork_and_its_children_are_decided_in_the_fork(app: LineageApp) -> None:
+    app.record([fork()])
+    described = f.ForkDescribed(run=RUN, fork="root", order=0, status="running")
+    app.record([described])
+    assert app.record([described]).appended == 0
+    refused(app, ConflictingFact, described.model_copy(update={"status": "completed"}))
+    refused(
+        app,
+        UnknownSubject,
+        f.ForkDescribed(run=RUN, fork="elsewhere", order=1, status="running"),
+    )
+    with pytest.raises(ValidationError, match="expected a node"):
+        f.ChildDescribed(run=RUN, fork="root", index=0, status="scored")
+    with pytest.raises(ValidationError, match="a reward only on a scored child"):
+        f.ChildDescribed(run=RUN, fork="root", index=0, node="n1", status="failed", reward=0.0)
+
+
+def test_each_reading_of_a_trial_is_kept(app: LineageApp) -> None:
+    before = f.TrialDescribed(run=RUN, folder="task__1", parent="kept")
+    after = before.model_copy(update={"retry": {"status": "completed", "reward": 1.0}})
+    app.record([before])
+    assert app.record([after]).appended == 1
+    assert app.record([before, after]).appended == 0

@@ -197,10 +197,11 @@ def test_a_source_subquery_reads_through_its_own_names() -> None:
 #: tables.
 SHAPES = {
     "events": (3, "43a5609b09a1b610"),
+    "branch_records": (1, "4f94cef3362ab237"),
     "runs": (4, "8143dee761a5f92d"),
     "nodes": (1, "6b99a8b2094975fb"),
     "stages": (1, "12daa9d76eedbb91"),
-    "forks": (5, "944f332d28452956"),
+    "forks": (6, "4da8b391eb77b272"),
     "custody_and_cut_points": (3, "f7c579689d49f071"),
     "evidence": (3, "ab65eb61056c0d6d"),
     "preservation": (1, "02fedf761f40e5bc"),

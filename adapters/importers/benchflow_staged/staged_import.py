@@ -19,6 +19,7 @@ from ....domain.errors import InvalidInput
 from ....domain.vocabulary import stage_rank
 from ...rundir import NOTHING_APPENDED, RunFolder
 from ..benchflow_common import RunFiles, outcome, registration, result_missing
+from ..benchflow_trial import trial_description
 from ..continuation import Continuation, continuation, cut_point
 from ..fields import Fields, build, invalid
 from ..keys import ABLATE_JOB_NAME, is_ablate_run, run_key
@@ -283,6 +284,10 @@ def add_closing(
         run.folder, files, run.key, [] if running else run.groups, continuation=continues
     ):
         timeline.add((LAST, 2), entry.fact, entry.occurred_at)
+    # A trial that never branched may still have been retried or checkpointed (main-line writers).
+    trial = trial_description(files, run.key, always=False)
+    if trial is not None:
+        timeline.add((LAST, 3), trial.fact, trial.occurred_at)
     if run.ablation is not None:
         fork = described.fork_id if described is not None else None
         when = entries[-1].occurred_at if entries else files.finished_at() or t0

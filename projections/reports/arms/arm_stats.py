@@ -17,6 +17,7 @@ from scipy import stats
 
 from ....adapters.duckdb_store import ReadModelDB
 from ....domain.errors import UnknownSubject
+from ..branch_view import UNKNOWN_USD
 from ..exports.exports import require_run
 
 # The Wilson interval of `binomtest` for a pass rate, the exact McNemar test as `binomtest` on the
@@ -50,6 +51,11 @@ COLUMNS = (
     "reward_low",
     "reward_high",
     "unscored",
+    # beside the reward, what the arm's children cost over the pooled runs: tokens, USD (null,
+    # shown "unknown", unless every child's provider reported one: never 0) and sandbox-seconds
+    "tokens",
+    "usd",
+    "sandbox_seconds",
     "pairs",
     "gains",
     "losses",
@@ -61,13 +67,14 @@ COLUMNS = (
 )
 #: Machine formats carry the method in every row (they have no title line).
 MACHINE_COLUMNS = (*COLUMNS, "method")
-ROUNDED = frozenset(COLUMNS[3:9]) | {"reward_diff", "diff_low", "diff_high"}
+ROUNDED = frozenset(COLUMNS[3:9]) | {"reward_diff", "diff_low", "diff_high", "sandbox_seconds"}
 
 #: Only children recorded with an arm name: `children.arm` falls back to the node for the others (a
-#: search's plain branches), and a node name is no arm to pool across runs.
+#: search's plain branches), and a node name is no arm to pool across runs. A checkpoint retry's
+#: child is no arm either (it re-runs a finished trial, it compares nothing).
 NAMED = (
     "JOIN fork_children named ON named.run = c.run AND named.fork = c.fork "
-    "AND named.idx = c.child_index AND named.arm IS NOT NULL"
+    "AND named.idx = c.child_index AND named.arm IS NOT NULL AND f.kind = 'fork'"
 )
 
 
@@ -276,6 +283,27 @@ def _verdict(
     return f"difference within noise (p={p:.3g}, {interval} includes 0)"
 
 
+def _arm_costs(db: ReadModelDB, task: str | None, every_task: bool) -> dict[str, dict[str, Any]]:
+    """Each arm's cost summed over the children `_trials` pools (scored or not: a failed child
+    cost too); USD only when every one of them reported it."""
+    where = "" if every_task else "AND r.task IS NOT DISTINCT FROM ?"
+    rows = db.rows(
+        "SELECT c.arm, sum(c.tokens) AS tokens, CASE WHEN count(c.usd) = count(*) THEN "
+        "sum(c.usd) END AS usd, sum(c.sandbox_seconds) AS sandbox_seconds FROM children c "
+        f"JOIN runs r USING (run) JOIN forks f ON f.run = c.run AND f.fork = c.fork {NAMED} "
+        f"WHERE TRUE {where} GROUP BY c.arm",
+        [] if every_task else [task],
+    )
+    return {
+        row["arm"]: {
+            "tokens": None if row["tokens"] is None else int(row["tokens"]),
+            "usd": row["usd"],
+            "sandbox_seconds": row["sandbox_seconds"],
+        }
+        for row in rows
+    }
+
+
 def _own_arms(db: ReadModelDB, run: str) -> list[str]:
     """RUN's arm names in the order its forks list them: the arms its statistics are about."""
     rows = db.rows(
@@ -310,10 +338,12 @@ def arm_stats(
             hint="name one of those arms with --baseline, or leave it out to use the first",
         )
     scored, unscored, runs_of = _trials(db, task, every_task)
+    costs = _arm_costs(db, task, every_task)
     runs = len(set().union(*(runs_of[arm] for arm in own)))
     rows = []
     for arm in [base, *(arm for arm in own if arm != base)]:
         row = arm_summary(arm, scored[arm], unscored[arm])
+        row.update(costs.get(arm, {}))
         if arm == base:
             row["verdict"] = "baseline"
         else:
@@ -329,8 +359,12 @@ def rounded_rows(table: ArmStats) -> list[dict[str, Any]]:
 
 
 def rounded_row(row: dict[str, Any]) -> dict[str, Any]:
-    """One row as `rounded_rows` gives it (the charts' rows too)."""
-    return {key: value if value is None else _rounded(key, value) for key, value in row.items()}
+    """One row as `rounded_rows` gives it (the charts' rows too): USD not known reads "unknown"
+    where tokens were counted."""
+    out = {key: value if value is None else _rounded(key, value) for key, value in row.items()}
+    if "usd" in out and out["usd"] is None and out.get("tokens") is not None:
+        out["usd"] = UNKNOWN_USD
+    return out
 
 
 def _rounded(key: str, value: Any) -> Any:

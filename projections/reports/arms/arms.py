@@ -18,11 +18,15 @@ from typing import Any
 from ....adapters.duckdb_store import ReadModelDB
 from ....domain.errors import UnknownSubject
 from ...read_models.outcome_words import run_status
+from ..branch_view import UNKNOWN_USD
 from ..exports.exports import require_run
 from .attribution import short_test_name
 
 PARENT = "parent"
-FIXED_COLUMNS = ("fork", "arm", "node", "status", "reward")
+#: Beside the reward, what the arm cost (benchflow's child `cost`): tokens, USD (null, shown
+#: "unknown", when the provider reported none: never 0) and the sandbox-seconds it held.
+COST_COLUMNS = ("tokens", "usd", "sandbox_seconds")
+FIXED_COLUMNS = ("fork", "arm", "node", "status", "reward", *COST_COLUMNS)
 FLIP_MARK = "(flip)"
 
 
@@ -36,6 +40,8 @@ class ArmsTable:
     tests: list[str]
     rows: list[dict[str, Any]]
     differing: dict[str, list[str]] = field(default_factory=dict)
+    #: the run's checkpoint retries: re-runs of the finished trial, never arms
+    retries: list[str] = field(default_factory=list)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -61,18 +67,25 @@ def _tests_by_owner(
     return {owner: short_names(tests) for owner, tests in found.items()}
 
 
-def _forks(db: ReadModelDB, run: str, fork: str | None) -> list[str]:
-    known = [
-        r["fork"] for r in db.rows("SELECT fork FROM forks WHERE run = ? ORDER BY position", [run])
-    ]
+def _forks(db: ReadModelDB, run: str, fork: str | None) -> tuple[list[str], list[str]]:
+    """The forks whose children are arms (FORK's, or every one), and the run's retries."""
+    rows = db.rows("SELECT fork, kind FROM forks WHERE run = ? ORDER BY position", [run])
+    known = [r["fork"] for r in rows if r["kind"] != "retry"]
+    retries = [r["fork"] for r in rows if r["kind"] == "retry"]
     if fork is None:
-        return known
+        return known, retries
+    if fork in retries:
+        raise UnknownSubject(
+            f"expected a fork of arms, found fork {fork!r} of run {run!r} a checkpoint retry "
+            "(one re-run of the finished trial, beside its own reward): it has no arms",
+            hint=f"`lineage tree {run}` shows the retry; forks with arms: {known}",
+        )
     if fork not in known:
         raise UnknownSubject(
             f"expected fork {fork!r} of run {run!r}, found forks {known}",
             hint=f"`lineage tree {run}` shows the run's forks",
         )
-    return [fork]
+    return [fork], retries
 
 
 def split_run_fork(db: ReadModelDB, address: str) -> tuple[str, str | None]:
@@ -99,6 +112,7 @@ def arms_table(
                 "node": "root",
                 "status": run_status(run_row),
                 "reward": run_row["reward"],
+                **dict.fromkeys(COST_COLUMNS),
                 "tests": tests.get((None, None)),
             }
         )
@@ -107,12 +121,13 @@ def arms_table(
     # for a 10,000-node tree), grouped here in the forks' order.
     children: dict[str, list[dict[str, Any]]] = {}
     for child in db.rows(
-        "SELECT fork, arm, node, status, reward, child_index FROM children "
-        "WHERE run = ? AND (? IS NULL OR fork = ?) ORDER BY child_index",
+        "SELECT fork, arm, node, status, reward, child_index, tokens, usd, sandbox_seconds "
+        "FROM children WHERE run = ? AND (? IS NULL OR fork = ?) ORDER BY child_index",
         [run, fork, fork],
     ):
         children.setdefault(child["fork"], []).append(child)
-    for fork_id in _forks(db, run, fork):
+    forks, retries = _forks(db, run, fork)
+    for fork_id in forks:
         arms = [
             {
                 "fork": fork_id,
@@ -120,6 +135,7 @@ def arms_table(
                 "node": child["node"],
                 "status": child["status"],
                 "reward": child["reward"],
+                **{name: child[name] for name in COST_COLUMNS},
                 "tests": tests.get((fork_id, child["child_index"])),
             }
             for child in children.get(fork_id, [])
@@ -133,7 +149,9 @@ def arms_table(
             )
         differing[fork_id] = _differing([arm["tests"] for arm in arms])
         rows.extend(arms)
-    return _flatten(run, baseline, rows, differing)
+    table = _flatten(run, baseline, rows, differing)
+    table.retries = retries
+    return table
 
 
 def _differing(reported: list[dict[str, str] | None]) -> list[str]:
@@ -179,6 +197,7 @@ def marked_rows(table: ArmsTable) -> list[dict[str, Any]]:
             **row,
             **{name: f"{row[name]} {FLIP_MARK}" for name in row["flips"]},
             "flips": len(row["flips"]),
+            "usd": UNKNOWN_USD if row["usd"] is None and row["tokens"] is not None else row["usd"],
         }
         for row in table.rows
     ]
@@ -191,4 +210,5 @@ def legend(table: ArmsTable) -> str:
     return (
         f"{FLIP_MARK}: differs from {table.baseline}; "
         f"tests differing between arms: {between or 'no forks'}"
+        + (f"; retries (not arms): {', '.join(table.retries)}" if table.retries else "")
     )

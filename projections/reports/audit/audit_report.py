@@ -25,6 +25,7 @@ from .checks import (
     WARNING,
     Finding,
     Slot,
+    check_branch_starts,
     check_custody,
     check_forks,
     check_snapshots,
@@ -383,6 +384,9 @@ def _fork_and_custody_findings(db: ReadModelDB, params: dict[str, Any]) -> list[
         (r["run"], r["fork"])
         for r in db.rows(f"SELECT run, fork FROM fork_closures WHERE {_in('run')}", params)
     }
+    findings += check_branch_starts(
+        db.rows(f"SELECT * FROM child_descriptions WHERE {_in('run')} ORDER BY position", params)
+    )
     return findings + check_custody(
         db.rows(
             f"SELECT e.*, o.node FROM custody_events e LEFT JOIN fork_openings o USING (run, fork) "

@@ -102,6 +102,11 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         )
     elif row["outcome"] == "unscored":
         reasons.append(f"unscored: {row['unscored_reason']}")
+    elif row["outcome"] == "discarded":
+        # benchflow's `--parent discard`: the fork left the world in its last child's state and the
+        # trial was finalized unverified. Unscored by design, not attempted-and-unscored: its
+        # children carry the scores.
+        pass
     elif row["outcome"] != "scored":
         reasons.append("missing reward: neither run.scored nor run.unscored is recorded")
     if row.get("status") in ("failed", "cancelled") and not row.get("error"):
@@ -110,6 +115,8 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         reasons.append("missing trajectory evidence: run.finished records trajectory none")
     if reasons:
         return {"health": "unhealthy", "result": None, "reasons": reasons}
+    if row["outcome"] == "discarded":
+        return {"health": "healthy", "result": "discarded", "reasons": []}
     result = "normal_timeout" if timed_out else "pass" if row["reward"] >= 1.0 else "fail"
     return {"health": "healthy", "result": result, "reasons": []}
 
@@ -146,6 +153,9 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
         node = fork.get("node")
         if problem:
             findings.append(Finding("fork-consistency", BLOCKER, where, problem, run, node))
+        if fork.get("kind") == "retry":
+            findings += _retry_findings(fork, kids, where)
+            continue
         for child in kids:
             if child["outcome"] in ("unscored", "failed"):
                 findings.append(
@@ -182,6 +192,45 @@ def check_forks(forks: list[dict[str, Any]], children: list[dict[str, Any]]) -> 
                 )
             )
     return findings
+
+
+def _retry_findings(fork: dict[str, Any], kids: list[dict[str, Any]], where: str) -> list[Finding]:
+    """A checkpoint retry is no arm: the trial's own reward stands whatever it got, so a retry that
+    failed or was not scored is said, not quarantined."""
+    return [
+        Finding(
+            "fork-consistency",
+            WARNING,
+            where,
+            f"retry ({fork.get('reason') or '-'}) from {fork.get('checkpoint') or '-'} "
+            f"{child['outcome']}: {child['reason']}; the trial's own reward stands",
+            fork["run"],
+            child.get("node"),
+        )
+        for child in kids
+        if child["outcome"] in ("unscored", "failed")
+    ]
+
+
+def check_branch_starts(children: list[dict[str, Any]]) -> list[Finding]:
+    """A child whose sandbox started from a snapshot without the pre-agent verifier baseline
+    (`snapshot_start.verifier_baseline: recaptured`): tampering before the fork is not undone when
+    it is verified, so its reward may count work done before the fork."""
+    return [
+        Finding(
+            "branch-snapshot",
+            WARNING,
+            f"{child['run']}:{child['fork']}",
+            f"child {child['idx']}"
+            + (f" ({child['label']})" if child.get("label") else "")
+            + " was verified against a recaptured verifier baseline: changes made before the "
+            "fork are not undone at verification",
+            child["run"],
+            child.get("node"),
+        )
+        for child in children
+        if child.get("verifier_baseline") == "recaptured"
+    ]
 
 
 # --- custody --------------------------------------------------------------------------------------

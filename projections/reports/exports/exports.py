@@ -231,6 +231,12 @@ def ablation_document(db: ReadModelDB, run: str, fork: str) -> dict[str, Any]:
         ]
         raise UnknownSubject(f"expected fork {fork!r} of run {run!r}, found forks {known}")
     fork_row = forks[0]
+    if fork_row["kind"] == "retry":
+        raise UnknownSubject(
+            f"expected a fork of arms, found fork {fork!r} of run {run!r} a checkpoint retry "
+            "(one re-run of the finished trial, beside its own reward): it has no arms to ablate",
+            hint=f"`lineage export branch-view {run}` shows the retry",
+        )
     ablation = (
         _json(
             db.scalar("SELECT ablation FROM fork_openings WHERE run = ? AND fork = ?", [run, fork])
