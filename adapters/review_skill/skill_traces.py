@@ -118,13 +118,18 @@ def _skill_md_parents(text: str) -> Iterator[tuple[str, str]]:
         position = text.find("/SKILL.md", position + 1)
 
 
-def _sandbox_roots(rollout: Rollout) -> str:
+def sandbox_dirs(rollout: Rollout) -> tuple[str, ...]:
+    """benchflow's sandbox skills dir: `/skills`, and the one result.json / config.json name."""
     roots = {DEFAULT_SANDBOX_SKILLS}
     for record in (rollout.result, rollout.config):
         value = (record or {}).get("skills_sandbox_dir")
         if isinstance(value, str) and re.fullmatch(r"/[A-Za-z0-9._/-]+", value.rstrip("/")):
             roots.add(value.rstrip("/"))
-    return "|".join(re.escape(root) for root in sorted(roots))
+    return tuple(sorted(roots))
+
+
+def _sandbox_roots(rollout: Rollout) -> str:
+    return "|".join(re.escape(root) for root in sandbox_dirs(rollout))
 
 
 def sandbox_pattern(rollout: Rollout) -> re.Pattern[str]:

@@ -777,3 +777,66 @@ def test_hostile_lines_are_read_without_crashing() -> None:
     )
     assert catalog.skills == ("bad\\ud800name",)
     assert [(t.line, t.skill) for t in catalog.task_skill_access] == [(1, "pdf")]
+
+
+# --- a with-skill run's own catalog names its task skills when nothing else does ---
+
+
+def test_a_with_skill_run_named_by_nothing_takes_its_task_skills_from_its_catalog() -> None:
+    """Every catalog skill the harness does not ship is the task's: by name where the format
+    gives no file (OpenHands), by a file under the sandbox skills dir where it does (Gemini's
+    `<location>`: `/opt/task-skills` is this run's `skills_sandbox_dir`)."""
+    prompt, _ = openhands_prompt("code-simplifier", "data-cleaning")
+    catalog = review_skills(
+        rollout(
+            llm=[exchange(openhands_body(prompt))], harness="openhands", skill_mode="with-skill"
+        )
+    )
+    assert (catalog.expected_task_skills, catalog.task_skills_source) == (
+        ("data-cleaning",),
+        "catalog",
+    )
+    assert catalog.task_skills_loading == 1
+    assert catalog.task_skills_from == (
+        f"the startup catalog at {LLM}:1 (request.body.messages[0].content), less the harness's "
+        "own skills"
+    )
+    items = "".join(
+        f"<skill><name>{n}</name><description>d</description><location>{p}</location></skill>"
+        for n, p in (
+            ("skill-creator", "/opt/gemini/skills/skill-creator/SKILL.md"),
+            ("notes", "/home/agent/.gemini/skills/notes/SKILL.md"),
+            ("csv-tools", "/opt/task-skills/csv-tools/SKILL.md"),
+        )
+    )
+    system = f"# Available Agent Skills\n<available_skills>{items}</available_skills>"
+    gemini = review_skills(
+        rollout(
+            llm=[exchange({"systemInstruction": {"parts": [{"text": system}]}})],
+            harness="gemini",
+            skill_mode="with-skill",
+            config={"skills_sandbox_dir": "/opt/task-skills"},
+        )
+    )
+    assert gemini.expected_task_skills == ("csv-tools",) and gemini.task_skills_loading == 1
+
+
+def test_a_catalog_names_nothing_for_a_no_skill_run_or_one_its_files_named() -> None:
+    """The catalog stands in only for a with-skill run no other source answered for: a no-skill
+    run's catalog is what it must not show, and names from the files (even none) come first."""
+    prompt, _ = openhands_prompt("data-cleaning")
+    body = openhands_body(prompt)
+    no_skill = review_skills(
+        rollout(llm=[exchange(body)], harness="openhands", skill_mode="no-skill")
+    )
+    assert (no_skill.expected_task_skills, no_skill.task_skills_source) == ((), None)
+    bundles_none = review_skills(
+        rollout(
+            llm=[exchange(body)],
+            harness="openhands",
+            skill_mode="with-skill",
+            task_skills_source="file_hashes",
+        )
+    )
+    assert bundles_none.task_skills_source == "file_hashes"
+    assert bundles_none.expected_task_skills == ()

@@ -318,6 +318,7 @@ SOURCE_WORDS = {
     "runtime_folder": "read from the runtime skills folder",
     "file_hashes": "named by",
     "skills_folder": "read from the skills folder",
+    "catalog": "read from",
 }
 
 
