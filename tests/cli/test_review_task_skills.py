@@ -34,7 +34,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tests.rollout_writer import Rollout, fixing_run, task_source, write_rollout, write_task
+from tests.rollout_writer import (
+    FIXING,
+    Rollout,
+    bash,
+    fixing_run,
+    scripted_run,
+    task_source,
+    write_rollout,
+    write_task,
+)
 
 #: The newest revision of the skill's scripts on any branch of benchflow (`git log --all --
 #: .agents/skills`).
@@ -667,6 +676,60 @@ def test_the_clean_pass_eval_built_by_benchflows_writers_is_publishable(tmp_path
         1,
         ["data-cleaning"],
     )
+
+
+#: Where a no-skill agent may find a task's skill file: benchflow's mount, each harness's skills
+#: folder (agents/registry.py `skill_paths`), a task checkout.
+SKILL_FILES = (
+    "/root/.agents/skills/csv-tools/SKILL.md",
+    "/home/agent/.claude/skills/csv-tools/SKILL.md",
+    "~/.codex/skills/csv-tools/SKILL.md",
+    "/app/tasks/csv-dedupe/environment/skills/csv-tools/SKILL.md",
+)
+
+
+@pytest.mark.parametrize("path", SKILL_FILES)
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
+def test_a_no_skill_run_that_reads_a_skill_file_is_leakage(
+    harness: str, path: str, tmp_path: Path
+) -> None:
+    """A no-skill run, alone and with nothing naming the task's skills, whose agent `cat`s a
+    `SKILL.md` in a skills folder: the SOP's leakage scan ("scan tool/file traces for access to
+    `SKILL.md`") flags it, so it is quarantined as leakage, the read named with its line."""
+    own = OWN_SKILLS[harness]
+    actions = [bash(f"cat {path}", "---\nname: csv-tools\n---\nUse csv.\n", "Reading it."), *FIXING]
+    run = scripted_run(
+        TASK,
+        actions,
+        agent=HARNESSES[harness],
+        skill_mode="no-skill",
+        catalog=[own],
+        harness_skills=(own[0],),
+        final="Fixed.",
+    )
+    write_rollout(tmp_path / "runs" / "jobs", run)
+    [audited] = audit_json_of(Cli(tmp_path / "home"), tmp_path / "runs" / "jobs", code=11)["runs"]
+    assert audited["class"] == "leakage"
+    [reason] = audited["reasons"]
+    assert f"{path} at trajectory/llm_trajectory.jsonl:" in reason
+    assert f"{path} at trajectory/acp_trajectory.jsonl:" in reason
+
+
+def test_a_no_skill_run_that_only_reads_the_harness_own_skill_file_stays_healthy(
+    tmp_path: Path,
+) -> None:
+    """With the task's skills named (its file_hashes), a no-skill Codex run reading a skill Codex
+    ships (`.codex/skills/.system/...`) has not touched the task's: healthy (SKILL.md's `0` is
+    "task-specific skills were not injected")."""
+    source = task_source(task_dir(tmp_path))
+    path = "/home/agent/.codex/skills/.system/skill-creator/SKILL.md"
+    actions = [bash(f"cat {path}", "---\nname: skill-creator\n---\n", "Reading it."), *FIXING]
+    run = scripted_run(
+        TASK, actions, agent="codex-acp", skill_mode="no-skill", source=source, final="Fixed."
+    )
+    write_rollout(tmp_path / "runs" / "jobs", run)
+    [audited] = audit_json_of(Cli(tmp_path / "home"), tmp_path / "runs" / "jobs", code=0)["runs"]
+    assert (audited["class"], audited["reasons"]) == ("pass", [])
 
 
 BENCHFLOW_GIT = Path(

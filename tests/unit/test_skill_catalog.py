@@ -390,7 +390,8 @@ def test_codex_with_skill_reads_its_task_skill() -> None:
 
 def test_no_skill_leak_eval_scenario() -> None:
     """evals/files/no-skill-leak: a Codex no-skill trial whose catalog lists nothing, whose agent
-    read the task skill's SKILL.md and invoked it. Both lines are access; loading is 0."""
+    read the task skill's SKILL.md and invoked it. Both lines are access, and both skill uses (the
+    read is one the SOP's leakage scan lists); loading is 0."""
     body = {
         "instructions": "You are Codex.",
         "input": [
@@ -436,7 +437,8 @@ def test_no_skill_leak_eval_scenario() -> None:
     assert catalog.status == "recovered" and catalog.skills == ()
     assert catalog.task_skills_loading == 0
     assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
-        (2, "invoke_skill", "task-helper")
+        (1, "/home/agent/.codex/skills/task-helper/SKILL.md", "task-helper"),
+        (2, "invoke_skill", "task-helper"),
     ]
     assert [(t.file, t.line, t.marker, t.skill) for t in catalog.task_skill_access] == [
         (ACP, 1, "skills/task-helper", "task-helper"),
@@ -737,7 +739,12 @@ def test_access_is_the_tasks_own_skills_and_the_sandbox_skills_dir() -> None:
         (5, "/opt/task-skills/pdf-extra", "pdf-extra"),
         (6, "pdf/SKILL.md", "pdf"),
     ]
-    assert catalog.invocations == ()
+    # a SKILL.md read in a skills folder is a skill use either way (harness-global or not); only
+    # the task's is access
+    assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
+        (1, "~/.claude/skills/update-config/SKILL.md", "update-config"),
+        (3, "~/.claude/skills/pdf/SKILL.md", "pdf"),
+    ]
 
 
 def test_a_skill_word_in_an_ordinary_tools_output_is_no_invocation() -> None:
@@ -779,7 +786,37 @@ def test_hostile_lines_are_read_without_crashing() -> None:
     assert [(t.line, t.skill) for t in catalog.task_skill_access] == [(1, "pdf")]
 
 
-# --- a with-skill run's own catalog names its task skills when nothing else does ---
+# --- a SKILL.md read is a skill use; a with-skill run's own catalog names its task skills ---
+
+
+def test_a_skill_file_read_is_found_in_what_the_agent_sent_never_in_what_it_got() -> None:
+    """`skills/<name>/SKILL.md` in a call's input (any skills folder, a glob too) is a skill use;
+    the same path in a tool's output (a `find` listing), a look-alike folder (`myskills/`) or a
+    SKILL.md outside a skills folder is not."""
+    acp = [
+        tool_event("cat /root/.agents/skills/csv-tools/SKILL.md", kind="read"),
+        tool_event("head -5 .claude/skills/*/SKILL.md", kind="read"),
+        tool_event("find / -name SKILL.md", text="/root/.agents/skills/pdf/SKILL.md"),
+        tool_event("cat myskills/pdf/SKILL.md", kind="read"),
+        tool_event("cat docs/SKILL.md", kind="read"),
+    ]
+    catalog = review_skills(rollout(acp=acp, harness="claude-code", skill_mode="no-skill"))
+    assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
+        (1, "/root/.agents/skills/csv-tools/SKILL.md", "csv-tools"),
+        (2, ".claude/skills/*/SKILL.md", None),
+    ]
+    assert catalog.task_skill_access == ()
+
+
+def test_a_long_run_of_skill_files_is_read_in_linear_time() -> None:
+    """Each `/SKILL.md` looks back a bounded way: 100,000 of them in one argument are one pass."""
+    command = "cat " + "skills/" * 3 + "x/SKILL.md" * 100_000
+    body = {"choices": [{"message": {"tool_calls": [{"function": {"name": "bash"}}]}}]}
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = command
+    catalog = review_skills(
+        rollout(llm=[exchange({"messages": []}, body)], harness="openhands", skill_mode="no-skill")
+    )
+    assert [t.marker for t in catalog.invocations] == ["skills/skills/skills/x/SKILL.md"]
 
 
 def test_a_with_skill_run_named_by_nothing_takes_its_task_skills_from_its_catalog() -> None:
