@@ -330,21 +330,22 @@ class Traces:
         texts: list[str],
         inputs: list[str],
     ) -> None:
-        """One tool call: an invocation when `marker` is set or its input names a skill's
-        `SKILL.md` (the SOP's leakage scan and Codex's way of loading one); access for a task skill
-        or its paths. `inputs` is what the agent sent (arguments, the command a title shows), never
-        what the tool answered."""
+        """One tool call: an invocation when `marker` is set; access for a task skill or its paths;
+        and a skill's `SKILL.md` its input names (the SOP's leakage scan, and Codex's way of loading
+        a skill), an invocation unless the same call is access to that skill already. `inputs` is
+        what the agent sent (arguments, the command a title shows), never what the tool answered."""
         if marker is not None:
             self.add(False, file, line, marker, skill)
             if skill is not None and normalize_skill(skill) in self.expected:
                 self.add(True, file, line, marker, skill)
-        for text in inputs:
-            for path, named in skill_files(text):
-                self.add(False, file, line, path, named)
         for path, named in access_in(texts, self.expected, self.sandbox):
             self.add(True, file, line, path, named)
         for root, named in self._listed(texts):
             self.add(True, file, line, f"{root} lists {named}", named)
+        for text in inputs:
+            for path, read in skill_files(text):
+                if read is None or (True, file, line, "", normalize_skill(read)) not in self._seen:
+                    self.add(False, file, line, path, read)
 
     def _listed(self, texts: list[str]) -> Iterator[tuple[str, str]]:
         """A call on the sandbox skills dir itself whose record names a task skill: `ls /skills`

@@ -390,8 +390,7 @@ def test_codex_with_skill_reads_its_task_skill() -> None:
 
 def test_no_skill_leak_eval_scenario() -> None:
     """evals/files/no-skill-leak: a Codex no-skill trial whose catalog lists nothing, whose agent
-    read the task skill's SKILL.md and invoked it. Both lines are access, and both skill uses (the
-    read is one the SOP's leakage scan lists); loading is 0."""
+    read the task skill's SKILL.md and invoked it. Both lines are access; loading is 0."""
     body = {
         "instructions": "You are Codex.",
         "input": [
@@ -437,8 +436,7 @@ def test_no_skill_leak_eval_scenario() -> None:
     assert catalog.status == "recovered" and catalog.skills == ()
     assert catalog.task_skills_loading == 0
     assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
-        (1, "/home/agent/.codex/skills/task-helper/SKILL.md", "task-helper"),
-        (2, "invoke_skill", "task-helper"),
+        (2, "invoke_skill", "task-helper")
     ]
     assert [(t.file, t.line, t.marker, t.skill) for t in catalog.task_skill_access] == [
         (ACP, 1, "skills/task-helper", "task-helper"),
@@ -739,11 +737,10 @@ def test_access_is_the_tasks_own_skills_and_the_sandbox_skills_dir() -> None:
         (5, "/opt/task-skills/pdf-extra", "pdf-extra"),
         (6, "pdf/SKILL.md", "pdf"),
     ]
-    # a SKILL.md read in a skills folder is a skill use either way (harness-global or not); only
-    # the task's is access
+    # a SKILL.md read in a skills folder is a skill use: the task's is access (above), any other
+    # an invocation
     assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
-        (1, "~/.claude/skills/update-config/SKILL.md", "update-config"),
-        (3, "~/.claude/skills/pdf/SKILL.md", "pdf"),
+        (1, "~/.claude/skills/update-config/SKILL.md", "update-config")
     ]
 
 
