@@ -1,5 +1,6 @@
 """`lineage audit` at scale: counts per class first, runs filtered, grouped and paged without
-changing the verdict, and a verdict line that names counts and a few runs.
+changing the verdict, a verdict line that names counts and a few runs, and the bundled examples that
+show each verdict (exit 0, 10 and 11).
 
 Inputs: run directories written by benchflow's writer functions at 17a3573b as
 `tests/rollout_writer.py` mirrors them (`_init_rollout`, `_write_config`, `_write_llm_trajectory`,
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import EXAMPLES, Cli
+from tests.publishable_batch import write_batch
 from tests.rollout_writer import FIXING, bash, damage, fixing_run, scripted_run, write_rollout
 
 TASK = "csv-dedupe"
@@ -206,3 +208,34 @@ def test_slots_are_filtered_and_grouped_by_state(
     ]
     refused = cli("audit", "--slot", "missing", ok=False)
     assert refused.exit_code == 1 and "expected --matrix with a slot filter" in refused.stderr
+
+
+def test_the_publishable_example_is_what_benchflows_writers_write(tmp_path: Path) -> None:
+    """examples/publishable is `tests/publishable_batch.write_batch`'s output, file for file and
+    byte for byte (git keeps no empty folder, so `_init_rollout`'s empty `artifacts/` is not
+    there)."""
+    written = write_batch(tmp_path / "publishable")
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {
+            path.relative_to(root).as_posix(): path.read_bytes()
+            for path in sorted(root.rglob("*"))
+            if path.is_file()
+        }
+
+    assert files(written) == files(EXAMPLES / "publishable")
+
+
+def test_the_examples_show_every_verdict(tmp_path: Path) -> None:
+    """A newcomer sees exit 0 (the publishable batch), 10 (every example: quarantines named, healthy
+    runs left) and 11 (the PR-layout runs alone: nothing healthy left)."""
+    cli = Cli(tmp_path / "home")
+    assert audit(cli, str(EXAMPLES / "publishable"), code=0).splitlines()[-1] == (
+        "verdict: publishable"
+    )
+    assert "verdict: publishable with quarantines: 6 quarantined" in audit(
+        cli, str(EXAMPLES), code=10
+    )
+    assert "verdict: not publishable: 1 blocker(s) (selection 1)" in audit(
+        cli, str(EXAMPLES / "pr-layout"), code=11
+    )
