@@ -261,12 +261,14 @@ def _view_options(function: Any) -> Any:
             ),
             click.option(
                 "--page",
-                type=click.IntRange(min=1, max=MAX_POSITION),
+                type=click.IntRange(min=1),
+                metavar="N",
                 help="Which page of runs (or groups) to list, from 1.",
             ),
             click.option(
                 "--page-size",
-                type=click.IntRange(min=1, max=MAX_POSITION),
+                type=click.IntRange(min=1),
+                metavar="N",
                 help=f"Runs (or groups) a page lists: text {PAGE_SIZE} unless given; json and "
                 "row formats list all unless --page or --page-size is given.",
             ),

@@ -41,10 +41,6 @@ class AuditView:
     page: int = 1
     size: int | None = None
 
-    @property
-    def narrows(self) -> bool:
-        return any(self.filters.values())
-
 
 def run_slots(report: dict[str, Any]) -> dict[str, str]:
     """Each run's slot state: the state of the slot it fills, `outside` when it fills none (only
@@ -67,7 +63,7 @@ def _tally(values: Any, order: tuple[str, ...] = ()) -> dict[str, int]:
     for value in values:
         counted[value] = counted.get(value, 0) + 1
     known = [k for k in order if k in counted]
-    return {k: counted[k] for k in known + sorted(k for k in counted if k not in order)}
+    return {k: counted[k] for k in known + sorted((k for k in counted if k not in order), key=str)}
 
 
 def counts(report: dict[str, Any]) -> dict[str, Any]:
