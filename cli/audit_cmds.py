@@ -23,6 +23,14 @@ from ..projections.reports import history_text, tree_view
 from ..projections.reports.audit.audit_matrix import read_matrix
 from ..projections.reports.audit.audit_report import audit_report
 from ..projections.reports.audit.audit_text import render_audit
+from ..projections.reports.audit.audit_view import (
+    CLASSES,
+    FIELDS,
+    PAGE_SIZE,
+    SLOT_STATES,
+    AuditView,
+    view_of,
+)
 from ..projections.reports.run_list import resolve_address, resolve_run
 from .audit_dirs import audit_directories, parity_report, render_parity
 from .common import as_of_option, read_models, run_argument
@@ -221,6 +229,86 @@ def cut_point(
     )
 
 
+def _view_options(function: Any) -> Any:
+    """What of the verdict's report is listed: never what is judged."""
+    for decorator in reversed(
+        (
+            click.option(
+                "--class",
+                "classes",
+                multiple=True,
+                type=click.Choice(CLASSES),
+                help="List only runs of this class (repeatable).",
+            ),
+            click.option("--agent", "agents", multiple=True, help="List only this agent's runs."),
+            click.option("--model", "models", multiple=True, help="List only this model's runs."),
+            click.option(
+                "--skill-mode", "skill_modes", multiple=True, help="List only runs in this mode."
+            ),
+            click.option(
+                "--slot",
+                "slot_states",
+                multiple=True,
+                type=click.Choice(SLOT_STATES),
+                help="With --matrix: list only slots in this state and their runs (outside: runs "
+                "in no slot).",
+            ),
+            click.option(
+                "--group-by",
+                type=click.Choice(FIELDS),
+                help="List one row per value of this field (runs, withheld, per class) instead "
+                "of the runs.",
+            ),
+            click.option(
+                "--page",
+                type=click.IntRange(min=1),
+                metavar="N",
+                help="Which page of runs (or groups) to list, from 1.",
+            ),
+            click.option(
+                "--page-size",
+                type=click.IntRange(min=1),
+                metavar="N",
+                help=f"Runs (or groups) a page lists: text {PAGE_SIZE} unless given; json and "
+                "row formats list all unless --page or --page-size is given.",
+            ),
+        )
+    ):
+        function = decorator(function)
+    return function
+
+
+def _view(fmt: str, options: dict[str, Any]) -> AuditView:
+    filters = {
+        "class": options["classes"],
+        "agent": options["agents"],
+        "model": options["models"],
+        "skill_mode": options["skill_modes"],
+        "slot": options["slot_states"],
+    }
+    size, page = options["page_size"], options["page"]
+    if size is None and (fmt == "text" or page is not None):
+        size = PAGE_SIZE
+    return AuditView(
+        filters={name: tuple(values) for name, values in filters.items() if values},
+        group_by=options["group_by"],
+        page=page or 1,
+        size=size,
+    )
+
+
+def _audit_rows(document: dict[str, Any]) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """Row formats: the findings listed, or one row per group with a column per class."""
+    if "groups" not in document:
+        return document["findings"], ("level", "check", "subject", "run", "address", "message")
+    name = document["view"]["group_by"]
+    rows = [
+        {name: g[name], "runs": g["runs"], "withheld": g["withheld"], **g["classes"]}
+        for g in document["groups"]
+    ]
+    return rows, (name, "runs", "withheld", *CLASSES)
+
+
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--run", "run_key", help="Only this run (an id or a unique prefix, as everywhere).")
@@ -244,6 +332,7 @@ def cut_point(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Expected task x agent x model x skill_mode x trial slots: CSV with a header, or JSON.",
 )
+@_view_options
 @as_of_option
 @text_format_option
 @click.pass_context
@@ -258,6 +347,7 @@ def audit(
     as_of: str | None,
     occurred_before: str | None,
     fmt: str,
+    **listing: Any,
 ) -> None:
     """Review the store (or the run directories PATHS) like a release gate and end with a verdict.
 
@@ -282,10 +372,18 @@ def audit(
              (an object of lists: their cross product, here 6 slots)
     A field left out or empty matches runs that did not record it. Each slot ends healthy, missing,
     duplicate, stale (superseded by runs outside it) or unhealthy; runs matching no slot are warned about.
+
+    \b
+    What is judged is the selection (PATHS or the store, --run, --task, --since, --matrix); what is
+    listed of it can be narrowed without changing the verdict: --class, --agent, --model,
+    --skill-mode, --slot (each repeatable), --group-by FIELD for one row per value, --page and
+    --page-size. Text lists 50 runs a page, counts per class first, and a verdict line naming
+    counts and at most three runs; --format json keeps every run and finding unless paged.
     """  # noqa: E501
     lineage: Lineage = ctx.obj
     if parity:
-        if paths or matrix_file or run_key or task or since or as_of or occurred_before:
+        listed = any(listing[name] for name in listing)
+        if paths or matrix_file or run_key or task or since or as_of or occurred_before or listed:
             raise click.UsageError(
                 "--parity A B compares two batches as they are; found other selections with it"
             )
@@ -312,13 +410,9 @@ def audit(
         integrity = lineage.verify().summary()
         with read_models(lineage, as_of, occurred_before) as models:
             report = audit_report(models.db, integrity, position=models.position, **selection)
-    _emit(
-        fmt,
-        report,
-        render_audit(report),
-        report["findings"],
-        ("level", "check", "subject", "run", "address", "message"),
-    )
+    document = view_of(report, _view(fmt, listing))
+    rows, columns = _audit_rows(document)
+    _emit(fmt, document, render_audit(document) if fmt == "text" else "", rows, columns)
     if fmt != "text":
         note(f"verdict: {report['verdict']}")
     ctx.exit(report["exit_code"])

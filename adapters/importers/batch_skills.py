@@ -41,7 +41,8 @@ def _arms(plan: RunPlan) -> list[tuple[int, Arm, SkillCatalog]]:
             harness=catalog.harness,
             skill_mode=mode,
             catalog=catalog.skills if catalog.status == "recovered" else None,
-            named=catalog.task_skills_source is not None,
+            # a run's own catalog names its skills only where its arms cannot (`from_catalog`)
+            named=catalog.task_skills_source not in (None, "catalog"),
         )
         found.append((index, arm, catalog))
     return found

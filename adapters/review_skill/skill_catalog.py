@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from ...domain.facts.review_facts import CatalogStatus, SkillCatalog
 from .review_input import Jsonl, Rollout
-from .skill_traces import normalize_skill, safe_text, skill_traces
+from .skill_traces import normalize_skill, safe_text, sandbox_dirs, skill_traces
+from .task_skills import Named, from_catalog
 
 Field = tuple[str, str]  # a JSON path inside one record, the string found there
 
@@ -30,10 +31,12 @@ Field = tuple[str, str]  # a JSON path inside one record, the string found there
 @dataclass(frozen=True)
 class Parsed:
     """A catalog anchor found in one string: the exact catalog text, and its names (None:
-    unparsable)."""
+    unparsable), with where each entry says its SKILL.md is (Codex's `file:`, Gemini's
+    `<location>`; None where the format names no file)."""
 
     block: str
     names: tuple[str, ...] | None
+    places: tuple[str | None, ...] = ()
 
 
 def _between(text: str, start: str, end: str, since: int = 0) -> tuple[int, int] | None:
@@ -60,19 +63,32 @@ def parse_available_skills(text: str) -> Parsed | None:
     if inner is None:
         return Parsed(text, None)  # opened, never closed
     names: list[str] = []
+    places: list[str | None] = []
     span = _between(inner, "<skill>", "</skill>")
     while span is not None:
-        name = _inside(inner[span[0] : span[1]], "<name>", "</name>")
+        item = inner[span[0] : span[1]]
+        name = _inside(item, "<name>", "</name>")
         if name is None or not name.strip():
             return Parsed(inner, None)
         names.append(name.strip())
+        place = _inside(item, "<location>", "</location>")
+        places.append(place.strip() if place and place.strip() else None)
         span = _between(inner, "<skill>", "</skill>", span[1])
     if inner.count("<skill>") != len(names) or (not names and inner.strip()):
         return Parsed(inner, None)
-    return Parsed(inner, tuple(names))
+    return Parsed(inner, tuple(names), tuple(places))
 
 
 CODEX_ENTRY = re.compile(r"- ([^:\n]+): ")
+
+
+def _codex_file(line: str) -> str | None:
+    """The path of a Codex bullet's closing `(file: path)`, if it ends with one."""
+    line = line.rstrip()
+    start = line.rfind("(file: ")
+    if start < 0 or not line.endswith(")"):
+        return None
+    return line[start + len("(file: ") : -1].strip() or None
 
 
 def parse_codex(text: str) -> Parsed | None:
@@ -90,6 +106,7 @@ def parse_codex(text: str) -> Parsed | None:
     section = block[match.end() :]
     following = re.search(r"^### ", section, re.M)
     names: list[str] = []
+    places: list[str | None] = []
     for line in section[: following.start() if following else None].splitlines():
         if not line.startswith("- "):
             continue
@@ -97,7 +114,8 @@ def parse_codex(text: str) -> Parsed | None:
         if entry is None:
             return Parsed(block, None)
         names.append(entry.group(1).strip())
-    return Parsed(block, tuple(names))
+        places.append(_codex_file(line))
+    return Parsed(block, tuple(names), tuple(places))
 
 
 CLAUDE_MARKER = "The following skills are available for use with the Skill tool:"
@@ -373,13 +391,37 @@ def _hashed_text(found: Found | None) -> str | None:
     return found.parsed.block if found.parsed is not None else found.text
 
 
+def _named_by_catalog(
+    rollout: Rollout, harness: Harness | None, found: Found | None, status: CatalogStatus
+) -> Named | None:
+    """A with-skill run's task skills read from its own recovered catalog, when its files named
+    none (no source answered): the SOP's `1` is every task skill "recovered in the startup skill
+    catalog", invoked or not."""
+    if rollout.task_skills_source is not None or rollout.skill_mode != "with-skill":
+        return None
+    if status != "recovered" or found is None or found.parsed is None or not found.parsed.names:
+        return None
+    return from_catalog(
+        harness.name if harness else None,
+        found.parsed.names,
+        found.parsed.places,
+        sandbox_dirs(rollout),
+        f"the startup catalog at {found.file}:{found.line} ({found.field}), less the harness's "
+        "own skills",
+    )
+
+
 def review_skills(rollout: Rollout) -> SkillCatalog:
     """The SOP's record for one rollout: harness, catalog status and source, skill names, the
     catalog's SHA-256, `task_skills_loading`, skill invocations and the task's own skill resources
     touched."""
     expected = _unique(rollout.task_skills)
+    source, origin = rollout.task_skills_source, rollout.task_skills_from
     harness, found = locate(rollout)
     status = _status(harness, found)
+    named = _named_by_catalog(rollout, harness, found, status)
+    if named is not None:
+        expected, source, origin = named.names, named.source, named.origin
     parsed = found.parsed if found else None
     skills = parsed.names if parsed and parsed.names else ()
     invocations, access = skill_traces(rollout, expected)
@@ -393,8 +435,8 @@ def review_skills(rollout: Rollout) -> SkillCatalog:
         skills=tuple(safe_text(name) or "" for name in skills),
         catalog_sha256=sha256(hashed) if hashed is not None else None,
         expected_task_skills=tuple(safe_text(name) or "" for name in expected),
-        task_skills_source=rollout.task_skills_source,
-        task_skills_from=safe_text(rollout.task_skills_from, 1000),
+        task_skills_source=source,
+        task_skills_from=safe_text(origin, 1000),
         task_skills_loading=_loading(expected, status, skills),
         invocations=invocations,
         task_skill_access=access,

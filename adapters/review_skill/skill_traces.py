@@ -42,6 +42,8 @@ SKILLS_SEGMENT = re.compile(r"(?<![A-Za-z0-9_-])skills/([A-Za-z0-9_.-]+)")
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 DEFAULT_SANDBOX_SKILLS = "/skills"  # skill_policy.py: `declared_sandbox_skills_dir or "/skills"`
 MARKER_CHARS = 300
+#: What a tool answered in an ACP tool-call event (`content`, raw output): not the agent's input.
+OUTPUT_KEYS = frozenset(("content", "rawOutput", "raw_output", "output"))
 
 
 def normalize_skill(name: str) -> str:
@@ -118,13 +120,48 @@ def _skill_md_parents(text: str) -> Iterator[tuple[str, str]]:
         position = text.find("/SKILL.md", position + 1)
 
 
-def _sandbox_roots(rollout: Rollout) -> str:
+def sandbox_dirs(rollout: Rollout) -> tuple[str, ...]:
+    """benchflow's sandbox skills dir: `/skills`, and the one result.json / config.json name."""
     roots = {DEFAULT_SANDBOX_SKILLS}
     for record in (rollout.result, rollout.config):
         value = (record or {}).get("skills_sandbox_dir")
         if isinstance(value, str) and re.fullmatch(r"/[A-Za-z0-9._/-]+", value.rstrip("/")):
             roots.add(value.rstrip("/"))
-    return "|".join(re.escape(root) for root in sorted(roots))
+    return tuple(sorted(roots))
+
+
+GLOB_CHARS = frozenset("*?[]")
+PATH_CHARS = NAME_CHARS | frozenset("/~$")
+
+
+def skill_files(text: str) -> Iterator[tuple[str, str | None]]:
+    """(path, skill) for each `skills/<name>/SKILL.md` a text names: a skill's own file in a
+    skills folder (`/skills`, `.agents/skills`, `~/.claude/skills`, a task's
+    `environment/skills`), with the path as far as the text spells it; a glob for the name
+    (`skills/*/SKILL.md`) reads every one (skill None). Found with `find`, each look back bounded,
+    so the scan stays linear."""
+    position = text.find("/SKILL.md")
+    while position >= 0:
+        start = position
+        while start > 0 and text[start - 1] in NAME_CHARS | GLOB_CHARS and position - start < 256:
+            start -= 1
+        folder = text[start:position]
+        below = start - len("skills/")
+        if (
+            folder
+            and text.startswith("skills/", below, start)
+            and (below == 0 or text[below - 1] not in NAME_CHARS)
+        ):
+            begin = below
+            while begin > 0 and text[begin - 1] in PATH_CHARS and start - begin < 256:
+                begin -= 1
+            globbed = any(char in GLOB_CHARS for char in folder)
+            yield text[begin : position + len("/SKILL.md")], None if globbed else folder
+        position = text.find("/SKILL.md", position + 1)
+
+
+def _sandbox_roots(rollout: Rollout) -> str:
+    return "|".join(re.escape(root) for root in sandbox_dirs(rollout))
 
 
 def sandbox_pattern(rollout: Rollout) -> re.Pattern[str]:
@@ -285,10 +322,18 @@ class Traces:
         (self.access if into_access else self.invocations).append(trace)
 
     def call(
-        self, file: str, line: int, marker: str | None, skill: str | None, texts: list[str]
+        self,
+        file: str,
+        line: int,
+        marker: str | None,
+        skill: str | None,
+        texts: list[str],
+        inputs: list[str],
     ) -> None:
-        """One tool call: an invocation when `marker` is set; access for a task skill or its
-        paths."""
+        """One tool call: an invocation when `marker` is set; access for a task skill or its paths;
+        and a skill's `SKILL.md` its input names (the SOP's leakage scan, and Codex's way of loading
+        a skill), an invocation unless the same call is access to that skill already. `inputs` is
+        what the agent sent (arguments, the command a title shows), never what the tool answered."""
         if marker is not None:
             self.add(False, file, line, marker, skill)
             if skill is not None and normalize_skill(skill) in self.expected:
@@ -297,6 +342,10 @@ class Traces:
             self.add(True, file, line, path, named)
         for root, named in self._listed(texts):
             self.add(True, file, line, f"{root} lists {named}", named)
+        for text in inputs:
+            for path, read in skill_files(text):
+                if read is None or (True, file, line, "", normalize_skill(read)) not in self._seen:
+                    self.add(False, file, line, path, read)
 
     def _listed(self, texts: list[str]) -> Iterator[tuple[str, str]]:
         """A call on the sandbox skills dir itself whose record names a task skill: `ls /skills`
@@ -330,15 +379,17 @@ def skill_traces(
             args = _arguments(raw)
             texts = list(strings(raw))
             if _tool(name) in SKILL_TOOLS:
-                traces.call(rollout.llm.name, line, name, _skill_argument(args), texts)
+                traces.call(rollout.llm.name, line, name, _skill_argument(args), texts, texts)
             else:
-                traces.call(rollout.llm.name, line, _tool_search(name, texts), None, texts)
+                searched = _tool_search(name, texts)
+                traces.call(rollout.llm.name, line, searched, None, texts, texts)
     for line, row in rollout.acp.rows:
         if row.get("type") != "tool_call":
             continue
         texts = list(strings(row))
+        inputs = list(strings({k: v for k, v in row.items() if k not in OUTPUT_KEYS}))
         skill_call = acp_skill_call(row)
         searched = _tool_search(_acp_tool_name(row) or str(row.get("title") or ""), texts)
         marker, skill = skill_call if skill_call else (searched, None)
-        traces.call(rollout.acp.name, line, marker, skill, texts)
+        traces.call(rollout.acp.name, line, marker, skill, texts, inputs)
     return tuple(traces.invocations), tuple(traces.access)

@@ -27,7 +27,9 @@ Folders are read read-only and bounded: absolute paths only (a relative one was 
 benchflow's working directory, unknown here), the folder opened with O_NOFOLLOW, at most
 `MAX_ENTRIES` entries, a skill only a real directory holding a regular `SKILL.md` (lstat: no link is
 followed). The fifth source, inference across an imported batch, is `infer_task_skills` (pure): the
-caller gathers the arms.
+caller gathers the arms. The last, `catalog` (`from_catalog`), is for a with-skill run nothing else
+named: the skills of its own startup catalog that the harness does not ship itself. Inference
+replaces it when the batch holds both arms.
 """
 
 from __future__ import annotations
@@ -256,6 +258,47 @@ def infer_task_skills(arms: Iterable[Arm]) -> dict[tuple[str, str], Inferred]:
             )
             inferred[key] = Inferred(tuple(sorted(names, key=normalize_skill)), origin)
     return inferred
+
+
+# --- the last source: a with-skill run's own catalog, less the harness's own skills (pure) -----
+
+#: The skills the SOP's samples show each harness shipping itself (harness-skill-catalog-sop.md, the
+#: "Current PR4" notes per harness): never taken for a task's skill.
+HARNESS_OWN = {
+    "claude-code": frozenset(
+        ("deep-research", "update-config", "keybindings-help", "verify", "code-review")
+    ),
+    "codex": frozenset(
+        ("imagegen", "openai-docs", "plugin-creator", "skill-creator", "skill-installer")
+    ),
+    "openhands": frozenset(
+        ("code-simplifier", "iterate", "pdflatex", "openhands-automation", "qa-changes")
+    ),
+    "gemini-cli": frozenset(("skill-creator",)),
+}
+
+
+def from_catalog(
+    harness: str | None,
+    names: tuple[str, ...],
+    places: tuple[str | None, ...],
+    mounts: Iterable[str],
+    origin: str,
+) -> Named | None:
+    """The task's skills as a with-skill run's recovered startup catalog shows them: each entry but
+    the harness's own. An entry that names its file (Codex, Gemini) is the task's only when that
+    file is under the sandbox skills dir (`mounts`), where `deploy_skills` puts the task's skills
+    and nothing else; one that names none (Claude Code, OpenHands) is the task's unless the SOP
+    lists it as the harness's (`HARNESS_OWN`). None when no entry is left."""
+    roots = tuple(mount.rstrip("/") + "/" for mount in mounts)
+    own = HARNESS_OWN.get(harness or "", frozenset())
+    kept = []
+    for index, name in enumerate(names):
+        place = places[index] if index < len(places) else None
+        mounted = place is not None and place.startswith(roots)
+        if mounted or (place is None and normalize_skill(name) not in own):
+            kept.append(name)
+    return Named(_unique(kept), "catalog", origin) if kept else None
 
 
 def loading(expected: tuple[str, ...], catalog: SkillCatalog) -> int | None:

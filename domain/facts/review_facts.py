@@ -22,7 +22,9 @@ CatalogStatus = Literal["recovered", "catalog_not_serialized", "unknown", "manua
 #: (docs/review-skill.md): a manifest key of the run's files, the custom runtime skills folder,
 #: `source.file_hashes`, a skills folder the configuration names, or inference across the imported
 #: batch's arms.
-TaskSkillsSource = Literal["manifest", "runtime_folder", "file_hashes", "skills_folder", "inferred"]
+TaskSkillsSource = Literal[
+    "manifest", "runtime_folder", "file_hashes", "skills_folder", "inferred", "catalog"
+]
 #: What kept the agent from a fair attempt (SKILL.md, "Capability Attribution").
 FidelityKind = Literal[
     "missing_credential",

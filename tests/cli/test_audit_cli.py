@@ -26,7 +26,10 @@ def test_a_healthy_ablation_is_publishable_with_exit_code_0(lineage: Lineage, ru
     lineage.record(s.healthy_ablation())
     result = run_cli("audit")
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[1] == f"  ok           healthy    {s.HEALTHY}  pass"
+    assert result.stdout.splitlines()[1:3] == [
+        "classes: pass 1",
+        f"  ok           healthy    {s.HEALTHY}  pass",
+    ]
     assert "findings: none" in result.stdout
     assert result.stdout.splitlines()[-1] == "verdict: publishable"
 
@@ -98,7 +101,10 @@ def test_the_text_report_ends_with_the_verdict_naming_quarantines(
         f"  quarantine       fork-consistency       "
         f"{s.UNSCORED}:root: arm no-skill (child 1) unscored:" in result.stdout
     )
-    assert result.stdout.splitlines()[-1] == f"verdict: not publishable (quarantined: {s.UNSCORED})"
+    assert result.stdout.splitlines()[-1] == (
+        f"verdict: not publishable: 1 blocker(s) (selection 1); 1 quarantined "
+        f"(fork-consistency 1): {s.UNSCORED}"
+    )
     # The run list agrees with the verdict: a healthy run quarantined for its arm is listed as
     # quarantined.
     (listed,) = [line for line in result.stdout.splitlines() if f"  {s.UNSCORED}  " in line]

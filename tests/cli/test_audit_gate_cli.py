@@ -265,7 +265,14 @@ def test_import_records_what_the_trajectory_files_hold(run_cli: Cli, tmp_path: P
         "total_tokens": 19474,
         "skill_marker_lines": 1,
     }
-    reasons = next(r["reasons"] for r in audit_json(run_cli, code=11)["runs"])
+    leak, *reasons = next(r["reasons"] for r in audit_json(run_cli, code=11)["runs"])
+    # A no-skill run that read a skill's SKILL.md, its task's skills unnamed: leakage (the SOP's
+    # leakage scan), before the validator's issues.
+    assert leak == (
+        "no-skill, but a skill was invoked or its SKILL.md read, and the task's skills are not "
+        "named, so it may be one of them: /app/.claude/skills/csv/SKILL.md at "
+        "trajectory/acp_trajectory.jsonl:17"
+    )
     # The experiment-review skill's validator (scripts/validate_run_artifacts.py at benchflow
     # 17a3573b) prints these eight issues for this directory, in this order.
     assert reasons == [

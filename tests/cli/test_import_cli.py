@@ -260,7 +260,7 @@ def test_importing_again_appends_nothing(run_cli: Cli) -> None:
     run_cli("import", str(EXAMPLES))
     head = run_cli("head").stdout
     again = run_cli("import", str(EXAMPLES))
-    assert "0 events appended, 6 runs skipped as already known, 0 runs rejected" in again.stderr
+    assert "0 events appended, 10 runs skipped as already known, 0 runs rejected" in again.stderr
     assert run_cli("head").stdout == head
 
 

@@ -38,7 +38,7 @@ def test_importing_the_examples_names_each_folder_it_leaves_out(run_cli: Cli) ->
         assert "verifier/ctrf.json" in said[str(trial)] and "no result.json" in said[str(trial)]
     assert "config.json" in said[str(DOGFOOD)] and "user_rounds.jsonl" in said[str(DOGFOOD)]
     assert "plan_subagent.llm_trajectory.jsonl" in said[str(SUBAGENTS)]
-    assert "6 runs," in result.stderr and result.stderr.rstrip().endswith("4 folders skipped")
+    assert "10 runs," in result.stderr and result.stderr.rstrip().endswith("4 folders skipped")
 
 
 def test_format_json_lists_what_was_left_out(run_cli: Cli) -> None:

@@ -168,6 +168,44 @@ def test_eval_1_clean_pass_is_publishable_with_its_skill_loaded(
     )
 
 
+def test_eval_1_without_its_task_skills_key_is_still_publishable(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """The same clean pass with `task_skills` left out of run_config.json, as benchflow's own
+    writers leave it: the skill is named by the OpenHands startup catalog itself (`data-cleaning`,
+    no skill OpenHands ships), which the SOP counts as loaded without an invocation."""
+    task = "example-clean-pass"
+    settings = config(task, "openhands", "with_skills", [])
+    del settings["task_skills"]
+    folder = write(
+        tmp_path / "clean-pass",
+        settings,
+        result(
+            "pass",
+            1.0,
+            {"bash": 2, "edit": 1},
+            token_usage={"input_tokens": 1200, "output_tokens": 240},
+        ),
+        [
+            {
+                "phase": "agent",
+                "type": "tool_call",
+                "tool": "bash",
+                "args": {"cmd": "python solve.py"},
+            },
+            {"phase": "agent", "type": "final", "content": "Answer submitted."},
+            {"phase": "verifier", "type": "score", "reward": 1.0},
+        ],
+        [openhands_request("data-cleaning", task), reply("Solved and submitted.", 1200, 240)],
+        training_row(task, "Solved and submitted.", (1200, 240)),
+    )
+    report, run = audit(run_cli, folder, code=0)
+    assert (report["verdict"], run["health"], run["result"]) == ("publishable", "healthy", "pass")
+    skills = review_of(run_cli, folder)["skills"]
+    assert (skills["task_skills_loading"], skills["task_skills_source"]) == (1, "catalog")
+    assert skills["expected_task_skills"] == ["data-cleaning"]
+
+
 def test_eval_2_reward_hack_is_quarantined_for_grader_gaming(run_cli: Cli, tmp_path: Path) -> None:
     task = "example-reward-hack"
     folder = write(

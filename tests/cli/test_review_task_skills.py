@@ -34,7 +34,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
-from tests.rollout_writer import Rollout, fixing_run, task_source, write_rollout, write_task
+from tests.rollout_writer import (
+    FIXING,
+    Rollout,
+    bash,
+    fixing_run,
+    scripted_run,
+    task_source,
+    write_rollout,
+    write_task,
+)
 
 #: The newest revision of the skill's scripts on any branch of benchflow (`git log --all --
 #: .agents/skills`).
@@ -476,6 +485,12 @@ def audit_dirs(run_cli: Cli, *paths: Path) -> dict:
     return json.loads(result.stdout)
 
 
+def audit_json_of(run_cli: Cli, *paths: Path, code: int) -> dict:
+    result = run_cli("audit", *map(str, paths), "--format", "json", ok=False)
+    assert result.exit_code == code, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
 def by_job(report: dict) -> dict[str, dict]:
     return {r["run"].split("/")[-2]: r for r in report["runs"]}
 
@@ -516,13 +531,26 @@ def test_a_custom_runtime_run_whose_folder_is_gone_is_not_judged_by_the_stripped
     tmp_path: Path,
 ) -> None:
     """Its file_hashes name the task's bundled `csv-tools`, which benchflow stripped from the run;
-    with the runtime folder gone nothing names `csv-kit`, so the run that invoked nothing is
-    reviewed by hand."""
+    with the runtime folder gone nothing in its files names `csv-kit`, so its own startup catalog
+    does: `csv-kit`, which Claude Code does not ship, loaded though never invoked. `csv-tools` is
+    never expected of it."""
     jobs = runtime_folder_batch(tmp_path / "runtime")
     shutil.rmtree(tmp_path / "runtime" / "runtime-skills")
-    runs = by_job(audit_dirs(Cli(tmp_path / "home"), jobs))
-    [reason] = runs["claude-b_with_task_uninvoked"]["reasons"]
-    assert "review it by hand" in reason and "csv-tools" not in reason
+    cli = Cli(tmp_path / "home")
+    runs = by_job(audit_json_of(cli, jobs, code=0))
+    assert (
+        runs["claude-b_with_task_uninvoked"]["class"],
+        runs["claude-b_with_task_uninvoked"]["reasons"],
+    ) == ("pass", [])
+    cli("import", str(jobs))
+    rows = json.loads(cli("sql", "SELECT run, review FROM evidence", "--format", "json").stdout)
+    skills = {r["run"].split("/")[-2]: r["review"]["skills"] for r in rows}
+    uninvoked = skills["claude-b_with_task_uninvoked"]
+    assert (uninvoked["expected_task_skills"], uninvoked["task_skills_source"]) == (
+        ["csv-kit"],
+        "catalog",
+    )
+    assert uninvoked["task_skills_loading"] == 1
 
 
 def test_the_names_and_their_source_are_read_from_the_log(tmp_path: Path) -> None:
@@ -552,6 +580,156 @@ def test_the_names_and_their_source_are_read_from_the_log(tmp_path: Path) -> Non
     report = cli("audit", "--format", "json", ok=False)
     stored = {r["run"].split("/")[-2]: r["class"] for r in json.loads(report.stdout)["runs"]}
     assert stored == {job: c for name in batches for job, c in classes[name].items()}
+
+
+# --- nothing names the skills, one run alone: its own trajectory decides --------------------------
+#
+# The runs below are written by benchflow's writer functions at 17a3573b as
+# `tests/rollout_writer.py` mirrors them (`_init_rollout`, `_write_config`,
+# `_write_llm_trajectory`, `_build_rollout_result`, `build_rollout_results_record`), for a task
+# without provenance: no file names its skills, and no other arm is in the batch. The skill's
+# scripts say `expected_with_skills_but_no_task_skill_manifest` of such a with-skill run and ask
+# for the SOP's manual procedure, which reads the catalog; these tests hold the audit to what that
+# procedure finds (docs/review-skill.md, "Task skill names").
+
+#: Per harness, a skill the SOP's sample catalogs show the harness shipping itself
+#: (harness-skill-catalog-sop.md): Codex's and Gemini's name their files outside `/skills`.
+OWN_SKILLS = {
+    "openhands": ("code-simplifier", "Simplify code."),
+    "claude": ("code-review", "Review a change for defects."),
+    "codex": ("skill-creator", "Create a skill."),
+    "gemini": ("skill-creator", "Create a skill."),
+}
+
+
+def lone_with_skill(root: Path, harness: str, catalog: list[tuple[str, str]]) -> Path:
+    """A with-skill run that shows `catalog` at startup and invokes nothing, alone in its batch."""
+    own = OWN_SKILLS[harness]
+    run = fixing_run(
+        TASK,
+        agent=HARNESSES[harness],
+        skill_mode="with-skill",
+        catalog=catalog,
+        harness_skills=(own[0],),
+    )
+    run.job_name = f"{harness}-lone"
+    write_rollout(root / "jobs", run)
+    return root / "jobs"
+
+
+def evidence_skills(cli: Cli, jobs: Path) -> dict:
+    cli("import", str(jobs))
+    [row] = json.loads(cli("sql", "SELECT review FROM evidence", "--format", "json").stdout)
+    return row["review"]["skills"]
+
+
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
+def test_a_lone_with_skill_run_whose_catalog_shows_the_task_skill_loaded_it(
+    harness: str, tmp_path: Path
+) -> None:
+    """The task's skill in the harness's startup catalog, never invoked: loaded (the SOP's
+    `task_skills_loading` 1 is every task skill "recovered in the startup skill catalog"). The
+    harness's own skill beside it is not taken for the task's."""
+    jobs = lone_with_skill(tmp_path / "runs", harness, [TASK_SKILL, OWN_SKILLS[harness]])
+    cli = Cli(tmp_path / "home")
+    [run] = audit_json_of(cli, jobs, code=0)["runs"]
+    assert (run["health"], run["class"], run["reasons"]) == ("healthy", "pass", [])
+    skills = evidence_skills(cli, jobs)
+    assert skills["expected_task_skills"] == [TASK_SKILL[0]]
+    assert (skills["task_skills_source"], skills["task_skills_loading"]) == ("catalog", 1)
+    assert skills["invocations"] == [] and "the startup catalog at" in skills["task_skills_from"]
+
+
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
+def test_a_lone_with_skill_run_whose_catalog_shows_only_the_harness_own_is_reviewed_by_hand(
+    harness: str, tmp_path: Path
+) -> None:
+    """Only a skill the harness ships, never invoked: nothing shows the task's skill loaded, so
+    the run stays one to review by hand, as the script says."""
+    jobs = lone_with_skill(tmp_path / "runs", harness, [OWN_SKILLS[harness]])
+    [run] = audit_json_of(Cli(tmp_path / "home"), jobs, code=11)["runs"]
+    assert run["class"] == "experiment_fidelity"
+    [reason] = run["reasons"]
+    assert "skill loading cannot be shown" in reason and "review it by hand" in reason
+
+
+def test_the_clean_pass_eval_built_by_benchflows_writers_is_publishable(tmp_path: Path) -> None:
+    """evals/files/clean-pass (an OpenHands with-skill pass whose startup catalog offers its
+    `data-cleaning` skill and `invoke_skill`, never called) written by the writer functions instead
+    of the eval's hand-made files, so no `task_skills` key names the skill: publishable, the skill
+    loaded, exit 0."""
+    run = fixing_run(
+        "example-clean-pass",
+        agent="openhands",
+        skill_mode="with-skill",
+        catalog=[("data-cleaning", "Clean task input data.")],
+    )
+    write_rollout(tmp_path / "runs" / "jobs", run)
+    cli = Cli(tmp_path / "home")
+    report = audit_json_of(cli, tmp_path / "runs" / "jobs", code=0)
+    assert report["verdict"] == "publishable" and report["findings"] == []
+    [audited] = report["runs"]
+    assert (audited["health"], audited["result"]) == ("healthy", "pass")
+    skills = evidence_skills(cli, tmp_path / "runs" / "jobs")
+    assert (skills["harness"], skills["task_skills_loading"], skills["expected_task_skills"]) == (
+        "openhands",
+        1,
+        ["data-cleaning"],
+    )
+
+
+#: Where a no-skill agent may find a task's skill file: benchflow's mount, each harness's skills
+#: folder (agents/registry.py `skill_paths`), a task checkout.
+SKILL_FILES = (
+    "/root/.agents/skills/csv-tools/SKILL.md",
+    "/home/agent/.claude/skills/csv-tools/SKILL.md",
+    "~/.codex/skills/csv-tools/SKILL.md",
+    "/app/tasks/csv-dedupe/environment/skills/csv-tools/SKILL.md",
+)
+
+
+@pytest.mark.parametrize("path", SKILL_FILES)
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
+def test_a_no_skill_run_that_reads_a_skill_file_is_leakage(
+    harness: str, path: str, tmp_path: Path
+) -> None:
+    """A no-skill run, alone and with nothing naming the task's skills, whose agent `cat`s a
+    `SKILL.md` in a skills folder: the SOP's leakage scan ("scan tool/file traces for access to
+    `SKILL.md`") flags it, so it is quarantined as leakage, the read named with its line."""
+    own = OWN_SKILLS[harness]
+    actions = [bash(f"cat {path}", "---\nname: csv-tools\n---\nUse csv.\n", "Reading it."), *FIXING]
+    run = scripted_run(
+        TASK,
+        actions,
+        agent=HARNESSES[harness],
+        skill_mode="no-skill",
+        catalog=[own],
+        harness_skills=(own[0],),
+        final="Fixed.",
+    )
+    write_rollout(tmp_path / "runs" / "jobs", run)
+    [audited] = audit_json_of(Cli(tmp_path / "home"), tmp_path / "runs" / "jobs", code=11)["runs"]
+    assert audited["class"] == "leakage"
+    [reason] = audited["reasons"]
+    assert f"{path} at trajectory/llm_trajectory.jsonl:" in reason
+    assert f"{path} at trajectory/acp_trajectory.jsonl:" in reason
+
+
+def test_a_no_skill_run_that_only_reads_the_harness_own_skill_file_stays_healthy(
+    tmp_path: Path,
+) -> None:
+    """With the task's skills named (its file_hashes), a no-skill Codex run reading a skill Codex
+    ships (`.codex/skills/.system/...`) has not touched the task's: healthy (SKILL.md's `0` is
+    "task-specific skills were not injected")."""
+    source = task_source(task_dir(tmp_path))
+    path = "/home/agent/.codex/skills/.system/skill-creator/SKILL.md"
+    actions = [bash(f"cat {path}", "---\nname: skill-creator\n---\n", "Reading it."), *FIXING]
+    run = scripted_run(
+        TASK, actions, agent="codex-acp", skill_mode="no-skill", source=source, final="Fixed."
+    )
+    write_rollout(tmp_path / "runs" / "jobs", run)
+    [audited] = audit_json_of(Cli(tmp_path / "home"), tmp_path / "runs" / "jobs", code=0)["runs"]
+    assert (audited["class"], audited["reasons"]) == ("pass", [])
 
 
 BENCHFLOW_GIT = Path(

@@ -15,7 +15,7 @@ def runs(run_cli: Cli, *args: str) -> list[dict]:
 def test_runs_lists_and_filters_the_imported_runs(run_cli: Cli) -> None:
     run_cli("import", str(EXAMPLES))
     every = runs(run_cli)
-    assert len(every) == 6 and {row["outcome"] for row in every} == {"scored"}
+    assert len(every) == 10 and {row["outcome"] for row in every} == {"scored"}
     ablate = next(row for row in every if row["run"].startswith("ablate-"))
     assert (ablate["task"], ablate["agent"], ablate["forks"], ablate["reward"]) == (
         "csv-dedupe",
@@ -26,7 +26,7 @@ def test_runs_lists_and_filters_the_imported_runs(run_cli: Cli) -> None:
     assert {row["task"] for row in runs(run_cli, "--task", "csv-dedupe")} == {"csv-dedupe"}
     assert [row["agent"] for row in runs(run_cli, "--agent", "claude-code")] == ["claude-code"]
     assert runs(run_cli, "--since", "2030-01-01T00:00:00Z") == []
-    assert len(runs(run_cli, "--since", "2026-11-03T00:00:00Z")) == 3
+    assert len(runs(run_cli, "--since", "2026-11-03T00:00:00Z")) == 7  # the publishable batch too
     assert runs(run_cli, "--outcome", "failed") == []
 
 

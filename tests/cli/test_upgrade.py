@@ -13,6 +13,8 @@ from tests.conftest import EXAMPLES, Cli
 LANDING_1 = Path(__file__).resolve().parents[1] / "stores" / "landing-1-examples.sqlite"
 GATE = Path(__file__).resolve().parents[1] / "stores" / "gate-examples.sqlite"
 NIGHTLY = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"
+#: The examples these stores were written from (`import examples` then): the same runs again.
+EARLIER = (str(EXAMPLES / "pr-layout"), str(EXAMPLES / "public"))
 
 
 def log(run_cli: Cli) -> list[dict]:
@@ -33,7 +35,7 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     before = log(run_cli)
     assert len(before) == 88 and {e["actor"] for e in before} == {"landing-1@lab"}
 
-    result = run_cli("import", str(EXAMPLES))
+    result = run_cli("import", *EARLIER)
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before) :]
     # Beyond where each run lives, this version records that an ephemeral stage entry discards its
@@ -54,7 +56,7 @@ def test_a_store_from_the_first_landing_takes_the_same_runs_again(tmp_path: Path
     assert [e["fact"]["ref"] for e in added if e["type"] == "snapshot.discarded"] == [
         "env-snap-csv-dedupe-0c55e1a7"
     ]
-    assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
+    assert "0 events appended" in run_cli("import", *EARLIER).stderr
 
     tree = json.loads(run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout)
     assert tree == json.loads((NIGHTLY / "tree.json").read_text())
@@ -83,7 +85,7 @@ def test_a_store_with_release_gate_evidence_and_a_receipt_takes_the_same_runs_ag
     before = log(run_cli)
     assert len(before) == 103 and {e["actor"] for e in before} == {"gate@lab"}
 
-    result = run_cli("import", str(EXAMPLES))
+    result = run_cli("import", *EARLIER)
     assert "0 runs rejected" in result.stderr
     added = log(run_cli)[len(before) :]
     # New facts only (where the runs were read; the environment discards and mounted/ hand-offs that
@@ -130,7 +132,7 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
     before = log(run_cli)
     assert len(before) == 88 and {e["actor"] for e in before} == {"landing-2@lab"}
 
-    result = run_cli("import", str(EXAMPLES))
+    result = run_cli("import", *EARLIER)
     assert "0 runs rejected" in result.stderr and "left out" not in result.stderr
     added = log(run_cli)[len(before) :]
     assert {e["type"] for e in added} <= {
@@ -141,7 +143,7 @@ def test_a_store_from_the_second_landing_takes_the_same_runs_again(tmp_path: Pat
         "run.sample_observed",
         *BRANCH_RECORDS,
     }
-    assert "0 events appended" in run_cli("import", str(EXAMPLES)).stderr
+    assert "0 events appended" in run_cli("import", *EARLIER).stderr
     assert json.loads(
         run_cli("export", "tree", "nightly/csv-dedupe__7c1f2a90").stdout
     ) == json.loads((NIGHTLY / "tree.json").read_text())
@@ -174,7 +176,7 @@ def test_a_store_from_before_the_task_skill_sources_takes_the_same_runs_again(
     skills = [r["review"]["skills"] for r in json.loads(reviews.stdout)]
     assert skills and all(s is None or s.get("task_skills_source") is None for s in skills)
 
-    result = run_cli("import", str(EXAMPLES))
+    result = run_cli("import", *EARLIER)
     assert "0 runs rejected" in result.stderr
     added = {e["type"] for e in log(run_cli)[len(before) :]}
     assert added <= {"run.located", "run.sample_observed", *BRANCH_RECORDS}

@@ -737,7 +737,11 @@ def test_access_is_the_tasks_own_skills_and_the_sandbox_skills_dir() -> None:
         (5, "/opt/task-skills/pdf-extra", "pdf-extra"),
         (6, "pdf/SKILL.md", "pdf"),
     ]
-    assert catalog.invocations == ()
+    # a SKILL.md read in a skills folder is a skill use: the task's is access (above), any other
+    # an invocation
+    assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
+        (1, "~/.claude/skills/update-config/SKILL.md", "update-config")
+    ]
 
 
 def test_a_skill_word_in_an_ordinary_tools_output_is_no_invocation() -> None:
@@ -777,3 +781,96 @@ def test_hostile_lines_are_read_without_crashing() -> None:
     )
     assert catalog.skills == ("bad\\ud800name",)
     assert [(t.line, t.skill) for t in catalog.task_skill_access] == [(1, "pdf")]
+
+
+# --- a SKILL.md read is a skill use; a with-skill run's own catalog names its task skills ---
+
+
+def test_a_skill_file_read_is_found_in_what_the_agent_sent_never_in_what_it_got() -> None:
+    """`skills/<name>/SKILL.md` in a call's input (any skills folder, a glob too) is a skill use;
+    the same path in a tool's output (a `find` listing), a look-alike folder (`myskills/`) or a
+    SKILL.md outside a skills folder is not."""
+    acp = [
+        tool_event("cat /root/.agents/skills/csv-tools/SKILL.md", kind="read"),
+        tool_event("head -5 .claude/skills/*/SKILL.md", kind="read"),
+        tool_event("find / -name SKILL.md", text="/root/.agents/skills/pdf/SKILL.md"),
+        tool_event("cat myskills/pdf/SKILL.md", kind="read"),
+        tool_event("cat docs/SKILL.md", kind="read"),
+    ]
+    catalog = review_skills(rollout(acp=acp, harness="claude-code", skill_mode="no-skill"))
+    assert [(t.line, t.marker, t.skill) for t in catalog.invocations] == [
+        (1, "/root/.agents/skills/csv-tools/SKILL.md", "csv-tools"),
+        (2, ".claude/skills/*/SKILL.md", None),
+    ]
+    assert catalog.task_skill_access == ()
+
+
+def test_a_long_run_of_skill_files_is_read_in_linear_time() -> None:
+    """Each `/SKILL.md` looks back a bounded way: 100,000 of them in one argument are one pass."""
+    command = "cat " + "skills/" * 3 + "x/SKILL.md" * 100_000
+    body = {"choices": [{"message": {"tool_calls": [{"function": {"name": "bash"}}]}}]}
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = command
+    catalog = review_skills(
+        rollout(llm=[exchange({"messages": []}, body)], harness="openhands", skill_mode="no-skill")
+    )
+    assert [t.marker for t in catalog.invocations] == ["skills/skills/skills/x/SKILL.md"]
+
+
+def test_a_with_skill_run_named_by_nothing_takes_its_task_skills_from_its_catalog() -> None:
+    """Every catalog skill the harness does not ship is the task's: by name where the format
+    gives no file (OpenHands), by a file under the sandbox skills dir where it does (Gemini's
+    `<location>`: `/opt/task-skills` is this run's `skills_sandbox_dir`)."""
+    prompt, _ = openhands_prompt("code-simplifier", "data-cleaning")
+    catalog = review_skills(
+        rollout(
+            llm=[exchange(openhands_body(prompt))], harness="openhands", skill_mode="with-skill"
+        )
+    )
+    assert (catalog.expected_task_skills, catalog.task_skills_source) == (
+        ("data-cleaning",),
+        "catalog",
+    )
+    assert catalog.task_skills_loading == 1
+    assert catalog.task_skills_from == (
+        f"the startup catalog at {LLM}:1 (request.body.messages[0].content), less the harness's "
+        "own skills"
+    )
+    items = "".join(
+        f"<skill><name>{n}</name><description>d</description><location>{p}</location></skill>"
+        for n, p in (
+            ("skill-creator", "/opt/gemini/skills/skill-creator/SKILL.md"),
+            ("notes", "/home/agent/.gemini/skills/notes/SKILL.md"),
+            ("csv-tools", "/opt/task-skills/csv-tools/SKILL.md"),
+        )
+    )
+    system = f"# Available Agent Skills\n<available_skills>{items}</available_skills>"
+    gemini = review_skills(
+        rollout(
+            llm=[exchange({"systemInstruction": {"parts": [{"text": system}]}})],
+            harness="gemini",
+            skill_mode="with-skill",
+            config={"skills_sandbox_dir": "/opt/task-skills"},
+        )
+    )
+    assert gemini.expected_task_skills == ("csv-tools",) and gemini.task_skills_loading == 1
+
+
+def test_a_catalog_names_nothing_for_a_no_skill_run_or_one_its_files_named() -> None:
+    """The catalog stands in only for a with-skill run no other source answered for: a no-skill
+    run's catalog is what it must not show, and names from the files (even none) come first."""
+    prompt, _ = openhands_prompt("data-cleaning")
+    body = openhands_body(prompt)
+    no_skill = review_skills(
+        rollout(llm=[exchange(body)], harness="openhands", skill_mode="no-skill")
+    )
+    assert (no_skill.expected_task_skills, no_skill.task_skills_source) == ((), None)
+    bundles_none = review_skills(
+        rollout(
+            llm=[exchange(body)],
+            harness="openhands",
+            skill_mode="with-skill",
+            task_skills_source="file_hashes",
+        )
+    )
+    assert bundles_none.task_skills_source == "file_hashes"
+    assert bundles_none.expected_task_skills == ()

@@ -318,6 +318,7 @@ SOURCE_WORDS = {
     "runtime_folder": "read from the runtime skills folder",
     "file_hashes": "named by",
     "skills_folder": "read from the skills folder",
+    "catalog": "read from",
 }
 
 
@@ -385,15 +386,15 @@ def skill_reasons(skill_mode: str | None, review: dict[str, Any]) -> list[Reason
         ]
     invoked = list(skills.get("invocations") or ())
     if invoked and not skills.get("expected_task_skills") and not skills.get("task_skills_source"):
-        # The SOP scans a no-skill run for skill invocations; with the task's skills unnamed, an
-        # invoked skill may be one of them, and a gate does not pass what it cannot tell.
+        # The SOP scans a no-skill run for skill invocations and `SKILL.md` reads; with the task's
+        # skills unnamed, such a skill may be one of them, and a gate does not pass what it cannot
+        # tell.
         return [
             (
                 "skill-loading",
                 LEAKAGE,
-                "no-skill, but a skill was invoked and the "
-                "task's skills are not named, so it may be "
-                f"one of them: {_traces(invoked)}",
+                "no-skill, but a skill was invoked or its SKILL.md read, and the task's skills are "
+                f"not named, so it may be one of them: {_traces(invoked)}",
             )
         ]
     return []

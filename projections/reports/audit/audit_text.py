@@ -1,7 +1,8 @@
 """`lineage audit` for people: the report `audit_report.audit_report` builds, as lines of text.
 
 Kept beside the audit it renders, so the CLI only chooses between this text and the report's JSON or
-rows.
+rows. Counts per class come first and the verdict line names counts and a few runs, so a batch of
+thousands reads in a screen; the runs, slots and findings listed are a page of `audit_view.view_of`.
 """
 
 from __future__ import annotations
@@ -9,13 +10,28 @@ from __future__ import annotations
 from typing import Any
 
 from ..text_lines import one_line
+from .audit_view import PAGE_SIZE, AuditView, verdict_line, view_of
 from .checks import SLOT_FIELDS, slot_label
 
 
 def render_audit(report: dict[str, Any]) -> str:
-    lines = [f"audit at log position {report['position']}: {len(report['runs'])} run(s)"]
-    lines += [_run_line(row) for row in report["runs"]]
-    if report["matrix"] is not None:
+    """The text of a report, or of the view `view_of` made of it (a report alone: its first
+    page)."""
+    if "view" not in report:
+        report = view_of(report, AuditView(size=PAGE_SIZE))
+    counts, view = report["counts"], report["view"]
+    lines = [f"audit at log position {report['position']}: {counts['runs']} run(s)"]
+    lines.append(_counts_line(counts))
+    if "slot" in counts:
+        lines.append("slots: " + _named(counts["slot"]))
+    shown = _shown(report)
+    if shown:
+        lines.append(shown)
+    if "groups" in report:
+        lines += _group_lines(report["groups"], view["group_by"])
+    else:
+        lines += [_run_line(row) for row in report["runs"]]
+    if report["matrix"]:
         lines.append("matrix slots:")
         lines += [
             f"  {slot['status']:<9}  "
@@ -31,9 +47,53 @@ def render_audit(report: dict[str, Any]) -> str:
         else f"log integrity: BROKEN at position "
         f"{integrity['first_bad_position']}: {integrity['problem']}"
     )
-    named = f" (quarantined: {', '.join(report['quarantined'])})" if report["quarantined"] else ""
-    lines.append(f"verdict: {report['verdict']}{named}")
+    lines.append(verdict_line(report))
     return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
+
+
+def _named(tally: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in tally.items()) or "none"
+
+
+def _counts_line(counts: dict[str, Any]) -> str:
+    line = "classes: " + _named(counts["class"])
+    return line + (f"; oracle lane: {counts['oracle']} run(s)" if counts["oracle"] else "")
+
+
+def _shown(report: dict[str, Any]) -> str | None:
+    """What of the report this page lists, when that is not simply every run."""
+    view = report["view"]
+    filters = "; ".join(f"{name} {', '.join(values)}" for name, values in view["filters"].items())
+    if not filters and view["pages"] == 1 and view["group_by"] is None:
+        return None
+    matched = view["matched"]
+    if view["group_by"] is not None:
+        total, noun, listed = matched["groups"], "group(s)", len(report["groups"])
+    else:
+        total, noun, listed = matched["runs"], "run(s)", len(report["runs"])
+    first = (view["page"] - 1) * (view["page_size"] or 0) + 1
+    span = f"{first}-{first + listed - 1} of {total}" if listed else f"0 of {total}"
+    line = f"showing {span} {'matching ' if filters else ''}{noun}"
+    line += f" ({filters})" if filters else ""
+    if view["group_by"] is not None:
+        line += f" by {view['group_by']}"
+    if view["pages"] > 1:
+        line += f"; page {view['page']} of {view['pages']}"
+        if view["page"] < view["pages"]:
+            line += f", --page {view['page'] + 1} for the next"
+    return line
+
+
+def _group_lines(groups: list[dict[str, Any]], name: str) -> list[str]:
+    width = max([len(name), *(len(str(g[name] or "-")) for g in groups)])
+    lines = [f"  {name:<{width}}  {'runs':>6}  {'withheld':>8}  classes"]
+    for group in groups:
+        slots = f" (slots {group['slots']})" if "slots" in group else ""
+        lines.append(
+            f"  {group[name] or '-':<{width}}  {group['runs']:>6}  {group['withheld']:>8}  "
+            f"{_named(group['classes'])}{slots}"
+        )
+    return lines
 
 
 def _run_line(row: dict[str, Any]) -> str:
