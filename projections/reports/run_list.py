@@ -117,33 +117,44 @@ SHOWN_CANDIDATES = 10
 
 
 def resolve_run(db: ReadModelDB, given: str) -> str:
-    """The run `given` names: its id, or a prefix that only one run's id, trial or last path part
-    starts with (`lineage tree csv-dedupe__7c` for `nightly/csv-dedupe__7c1f2a90`). An exact id
-    always wins; an ambiguous prefix is refused with the runs it could mean, and an unknown one left
-    for the caller's own error."""
+    """The run `given` names, the one resolver of every command and of `lineage serve`: its id;
+    else the one run whose trial or last path part is exactly `given`; else a prefix that only one
+    run's id, trial or last path part starts with (`lineage tree csv-dedupe__7c` for
+    `nightly/csv-dedupe__7c1f2a90`). An exact name wins over a prefix, so
+    `csv-dedupe__7c1f2a90` names that run even though `csv-dedupe__7c1f2a90__continued` starts
+    with it. Two runs answering at the same step are refused with the runs it could mean, and an
+    unknown name is left for the caller's own error."""
     if not given or db.scalar("SELECT count(*) FROM runs WHERE run = ?", [given]):
         return given
-    matches = [
-        r["run"]
-        for r in db.rows(
-            """SELECT run FROM runs
-               WHERE starts_with(run, $p) OR starts_with(coalesce(trial, ''), $p)
-                  OR starts_with(regexp_extract(run, '[^/]*$'), $p)
-               ORDER BY run""",
-            {"p": given},
-        )
-    ]
-    if len(matches) > 1:
-        shown = ", ".join(matches[:SHOWN_CANDIDATES])
-        more = len(matches) - SHOWN_CANDIDATES
-        raise InvalidInput(
-            f"expected a run id or a prefix of exactly one, "
-            f"found {given!r} matching {len(matches)} runs: "
-            + shown
-            + (f" and {more} more" if more > 0 else ""),
-            hint="type more of the id (`lineage runs` lists them)",
-        )
-    return matches[0] if matches else given
+    for test in (_NAMED_EXACTLY, _NAMED_BY_PREFIX):
+        matches = [
+            r["run"]
+            for r in db.rows(f"SELECT run FROM runs WHERE {test} ORDER BY run", {"p": given})
+        ]
+        if len(matches) > 1:
+            raise _ambiguous(given, matches)
+        if matches:
+            return matches[0]
+    return given
+
+
+#: What a name is matched on after the whole id: the trial or the last path part, exactly, then
+#: as a prefix of any of the three.
+_NAMED_EXACTLY = "coalesce(trial, '') = $p OR regexp_extract(run, '[^/]*$') = $p"
+_NAMED_BY_PREFIX = """starts_with(run, $p) OR starts_with(coalesce(trial, ''), $p)
+                      OR starts_with(regexp_extract(run, '[^/]*$'), $p)"""
+
+
+def _ambiguous(given: str, matches: list[str]) -> InvalidInput:
+    shown = ", ".join(matches[:SHOWN_CANDIDATES])
+    more = len(matches) - SHOWN_CANDIDATES
+    return InvalidInput(
+        f"expected a run id or a prefix of exactly one, "
+        f"found {given!r} matching {len(matches)} runs: "
+        + shown
+        + (f" and {more} more" if more > 0 else ""),
+        hint="type more of the id (`lineage runs` lists them)",
+    )
 
 
 def resolve_address(db: ReadModelDB, address: str) -> str:
