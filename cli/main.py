@@ -131,7 +131,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runs": (
         "query_cmds",
         "runs",
-        "List the runs: task, agent, model, outcome, reward, how many forks, when registered.",
+        "List the runs: task, agent, model, status, outcome, reward, how many forks, when "
+        "registered.",
     ),
     "serve": (
         "serve_cmds",

@@ -3,25 +3,63 @@ when)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ...adapters.duckdb_store import ReadModelDB
 from ...domain.errors import InvalidInput
+from ..read_models.outcome_words import OUTCOME_KINDS, STATUS_WORDS
 
-COLUMNS = ("run", "task", "agent", "model", "outcome", "reward", "forks", "registered_at")
+COLUMNS = (
+    "run",
+    "task",
+    "agent",
+    "model",
+    "status",
+    "outcome",
+    "reward",
+    "forks",
+    "registered_at",
+)
 #: What every "no such run" error suggests: the command that lists them, not an SQL query to type.
 LIST_RUNS_HINT = "`lineage runs` lists the recorded runs; any unique prefix of an id names one"
 
 
-_ROW = """r.run, r.task, r.agent, r.model, coalesce(r.outcome, 'pending') AS outcome, r.reward,
-                  coalesce(f.forks, 0) AS forks, r.registered_at"""
+_ROW = """r.run, r.task, r.agent, r.model, r.status, coalesce(r.outcome, 'pending') AS outcome,
+                  r.reward, coalesce(f.forks, 0) AS forks, r.registered_at"""
 _FILTERED = """FROM runs r LEFT JOIN (SELECT run, count(*) AS forks FROM fork_openings GROUP BY run) f USING (run)
            WHERE ($task IS NULL OR r.task = $task) AND ($agent IS NULL OR r.agent = $agent)
+             AND ($status IS NULL OR r.status = $status)
              AND ($outcome IS NULL OR coalesce(r.outcome, 'pending') = $outcome)
              AND ($since IS NULL OR r.registered_at >= $since)"""  # noqa: E501
+
+
+#: The filters whose values come from a closed vocabulary, each with it: `status` takes the
+#: glossary's words, `outcome` how the outcome was recorded (`outcome_words`).
+VOCABULARIES: dict[str, tuple[str, ...]] = {
+    "status": tuple(STATUS_WORDS),
+    "outcome": tuple(OUTCOME_KINDS),
+}
+
+
+def refuse_unknown_words(filters: Mapping[str, str | None]) -> None:
+    """A `status` or `outcome` filter outside its vocabulary is refused with the words it takes (a
+    typo such as `scord` would otherwise match nothing and read as "no such runs")."""
+    for name, words in VOCABULARIES.items():
+        value = filters.get(name)
+        if not value or value in words:
+            continue
+        other = next((o for o, w in VOCABULARIES.items() if o != name and value in w), None)
+        close = difflib.get_close_matches(value, words, n=1)
+        raise InvalidInput(
+            f"expected {name} to be one of {', '.join(words)}; found {value!r}",
+            hint=f"{value!r} is a {other} word: filter on {other} (`--{other}`)"
+            if other
+            else (f"did you mean {close[0]!r}?" if close else "the glossary says what each means"),
+        )
 
 
 def list_runs(
@@ -29,14 +67,16 @@ def list_runs(
     *,
     task: str | None = None,
     agent: str | None = None,
+    status: str | None = None,
     outcome: str | None = None,
     since: datetime | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Runs in registration order, streamed; each filter is an exact match (`since`: registered at
-    or after it)."""
+    or after it), `status` and `outcome` one of their words."""
+    refuse_unknown_words({"status": status, "outcome": outcome})
     return db.stream(
         f"SELECT {_ROW} {_FILTERED} ORDER BY r.position",
-        {"task": task, "agent": agent, "outcome": outcome, "since": since},
+        {"task": task, "agent": agent, "status": status, "outcome": outcome, "since": since},
     )
 
 
@@ -48,13 +88,14 @@ SORTS = {
     "task": "r.task",
     "agent": "r.agent",
     "model": "r.model",
+    "status": "r.status",
     "outcome": "coalesce(r.outcome, 'pending')",
     "reward": "r.reward",
 }
 PAGE_COLUMNS = (*COLUMNS[:4], "skill_mode", *COLUMNS[4:])
 #: What a page of runs may be filtered on, each an exact match, and `search` (a part of the run,
 #: task, agent or model, any case).
-PAGE_FILTERS = ("task", "agent", "model", "outcome", "skill_mode", "search")
+PAGE_FILTERS = ("task", "agent", "model", "status", "outcome", "skill_mode", "search")
 
 
 @dataclass
@@ -89,6 +130,7 @@ def page_runs(
             f"{', '.join(SORTS)} (`-` first for descending), page >= 1 and 1..1000 per "
             f"page; found filters {unknown or 'ok'}, sort {sort!r}, page {page}, size {size}"
         )
+    refuse_unknown_words(filters)
     params: dict[str, Any] = {name: filters.get(name) or None for name in PAGE_FILTERS}
     params.update(since=since)
     where = f"""{_FILTERED}

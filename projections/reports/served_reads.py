@@ -40,7 +40,7 @@ SQL_ROW_LIMIT = 10_000
 SQL_TIMEOUT_S = 30.0
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
-FACETS = ("task", "agent", "model", "outcome", "skill_mode")
+FACETS = ("task", "agent", "model", "status", "outcome", "skill_mode")
 #: How many answers are remembered for the current log position. A view of these read models
 #: costs ~10 ms to plan and run even on a few runs (the `runs` view joins six tables), and a run
 #: page asks ~30 of them.

@@ -73,3 +73,53 @@ def test_serve_resolves_a_run_as_the_commands_do(examples: Cli) -> None:
             assert answer.json()["run"]["run"] == {"ablate": ABLATE}.get(name, SOURCE)
         arms = client.get("/api/arms/csv-dedupe__7c1f2a90")
         assert arms.status_code == 200 and arms.json()["run"] == SOURCE, arms.text
+
+
+# --- outcomes: one vocabulary for runs, filters and serve --------------------------------------
+
+
+def test_runs_shows_the_glossary_status_and_runs_status_means_it(examples: Cli) -> None:
+    from rollout_lineage.projections.read_models.outcome_words import STATUS_WORDS
+
+    rows = json.loads(examples("runs", "--format", "json").stdout)
+    status = {row["run"]: row["status"] for row in rows}
+    assert status[ABLATE] == "fail" and status[CONTINUED] == "pass", status
+    assert {row["outcome"] for row in rows} == {"scored"}
+    words = examples("sql", "SELECT DISTINCT status FROM runs", "--format", "csv").stdout
+    assert set(words.split()[1:]) <= set(STATUS_WORDS), words  # never "completed"
+    finished = examples("sql", "SELECT finish_status FROM runs", "--format", "csv").stdout
+    assert "completed" in finished
+    passed = json.loads(examples("runs", "--status", "pass", "--format", "json").stdout)
+    assert {row["run"] for row in passed} == {r for r, s in status.items() if s == "pass"}
+
+
+@pytest.mark.parametrize(
+    ("option", "typed", "said"),
+    [
+        ("--outcome", "scord", "did you mean 'scored'?"),
+        ("--status", "passed", "did you mean 'pass'?"),
+        ("--outcome", "pass", "filter on status"),
+    ],
+)
+def test_an_unknown_outcome_or_status_is_refused_with_the_valid_ones(
+    examples: Cli, option: str, typed: str, said: str
+) -> None:
+    result = examples("runs", option, typed, ok=False)
+    assert result.exit_code == 1, result.output
+    assert "scored, branch_aggregate, unscored, failed, pending" in result.stderr or (
+        "pass, fail, error, skipped, pending" in result.stderr
+    )
+    assert said in result.stderr and result.stdout == ""
+
+
+def test_serve_filters_on_the_same_words_and_refuses_others(examples: Cli) -> None:
+    from tests.cli.test_serve import client_for
+
+    with opened(examples) as lineage, client_for(lineage) as client:
+        passed = client.get("/api/runs", params={"status": "pass"}).json()["runs"]
+        assert {row["run"] for row in passed} == {CONTINUED}
+        assert {row["status"] for row in passed} == {"pass"}
+        typo = client.get("/api/runs", params={"outcome": "scord"})
+        assert typo.status_code == 400 and "scored, branch_aggregate" in typo.text
+        assert "status" in client.get("/runs").text
+
