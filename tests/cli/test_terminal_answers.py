@@ -123,3 +123,53 @@ def test_serve_filters_on_the_same_words_and_refuses_others(examples: Cli) -> No
         assert typo.status_code == 400 and "scored, branch_aggregate" in typo.text
         assert "status" in client.get("/runs").text
 
+
+# --- counts: what was appended, merged and already known ---------------------------------------
+
+
+def test_one_run_copied_under_100_folders_is_counted_as_the_one_run_the_store_holds(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    import shutil
+
+    source = EXAMPLES / "pr-layout" / "jobs" / "nightly" / "csv-dedupe__7c1f2a90"
+    for copy in range(100):
+        shutil.copytree(source, tmp_path / "copies" / f"c{copy:03}" / "nightly" / source.name)
+    first = run_cli("import", str(tmp_path / "copies"), "--format", "json")
+    counts = json.loads(first.stdout)
+    held = json.loads(run_cli("runs", "--format", "json").stdout)
+    assert len(held) == counts["runs"] == counts["runs_new"] == 1, counts
+    assert (counts["folders"], counts["folders_merged"], counts["forks"]) == (100, 99, 1)
+    line = first.stderr.strip().splitlines()[-1]
+    assert line.startswith("1 runs, 1 forks, 2 children, "), line
+    assert "100 run folders read, 99 of them merged into a run another folder holds" in line
+    events = len(run_cli("log", "--format", "jsonl").stdout.splitlines())
+    assert f"{events} events appended (1 runs new, 0 with new facts, 0 already known;" in line
+    again = json.loads(run_cli("import", str(tmp_path / "copies"), "--format", "json").stdout)
+    assert (again["runs"], again["runs_skipped_known"], again["events_appended"]) == (1, 1, 0)
+
+
+def test_ingest_never_says_more_facts_would_be_appended_than_it_read(
+    run_cli: Cli, tmp_path: Path
+) -> None:
+    """A stage mark with a ref implies its snapshot capture: 40 lines are 60 facts, and the
+    summary counts both, never "60 of 40"."""
+    lines = [{"type": "run.registered", "run": f"j/t__{i}", "task": "t"} for i in range(20)]
+    lines += [
+        {"type": "stage.marked", "run": f"j/t__{i}", "stage": "env-ready", "sandbox_ref": f"s{i}"}
+        for i in range(20)
+    ]
+    source = tmp_path / "facts.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    dry = run_cli("ingest", "--dry-run", str(source))
+    assert len(dry.stdout.splitlines()) == 60
+    said = dry.stderr.strip()
+    assert said == (
+        "dry run: 60 events would be appended from 40 lines (60 facts with the 20 they imply, "
+        "such as a stage mark's snapshot captures; 0 already known)"
+    ), said
+    assert "60 of 40" not in said
+    done = run_cli("ingest", str(source)).stderr
+    assert done.startswith("appended 60 events from 40 lines (60 facts with the 20 they imply")
+    again = run_cli("ingest", str(source)).stderr
+    assert "appended 0 events from 40 lines (" in again and "; 60 already known)" in again
