@@ -354,3 +354,9 @@ def progress_wanted(environ: Any = None) -> bool:
     env = os.environ if environ is None else environ
     setting = env.get("LINEAGE_PROGRESS", "auto")
     return setting == "1" or (setting == "auto" and sys.stderr.isatty())
+
+
+def terminal_width() -> int | None:
+    """The width of the terminal stdout is (a longer line would be wrapped by it, across a tree's
+    guides), or None when stdout is piped or a file: every line is then kept whole."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None

@@ -173,3 +173,43 @@ def test_ingest_never_says_more_facts_would_be_appended_than_it_read(
     assert done.startswith("appended 60 events from 40 lines (60 facts with the 20 they imply")
     again = run_cli("ingest", str(source)).stderr
     assert "appended 0 events from 40 lines (" in again and "; 60 already known)" in again
+
+
+# --- continuations: the same answer from either end ---------------------------------------------
+
+
+def test_the_cut_point_is_answered_for_either_end_of_a_continuation(examples: Cli) -> None:
+    source = json.loads(examples("cut-point", SOURCE, "--format", "json").stdout)
+    continued = json.loads(examples("cut-point", CONTINUED, "--format", "json").stdout)
+    [served] = source["served"]
+    assert (served["run"], served["stage"], served["served_k"]) == (CONTINUED, "post-research", 5)
+    assert continued["continues"] == SOURCE and continued["served_to_it"] == served
+    text = examples("cut-point", CONTINUED).stdout
+    assert text.startswith(f"{CONTINUED} continues {SOURCE}, cut at:\n")
+    assert "stage post-research, configured K not set, served K 5, 1 divergence(s)" in text
+    assert "exchange 3: served sha256:" in text and "(none recorded)" in text
+    rows = examples("cut-point", CONTINUED, "--format", "csv").stdout.splitlines()
+    assert len(rows) == 2 and rows[1].startswith(f"{CONTINUED},served,post-research,")
+
+
+def test_the_text_tree_of_a_continuation_says_what_it_continues(examples: Cli) -> None:
+    text = examples("tree", CONTINUED).stdout.splitlines()
+    assert text[1] == f"continues {SOURCE} at post-research"
+    mermaid = examples("tree", CONTINUED, "--format", "mermaid").stdout
+    assert f"continues {SOURCE} at post-research" in mermaid
+
+
+# --- text trees: steps apart from arms, plain words ---------------------------------------------
+
+
+def test_a_runs_own_steps_are_not_drawn_as_the_arms_of_its_fork(examples: Cli) -> None:
+    lines = examples("tree", ABLATE).stdout.splitlines()
+    step = next(line for line in lines if "[pre-verify]" in line)
+    fork = next(line for line in lines if "fork root at env-ready" in line)
+    arms = [line for line in lines if " arm " in line]
+    assert step.startswith("├── n1  ") and fork.startswith("└── fork root at env-ready")
+    assert lines.index(step) < lines.index(fork) < lines.index(arms[0])
+    assert all(arm.startswith(("    ├── n", "    └── n")) for arm in arms), arms
+    partial = examples("tree", "nightly/csv-dedupe__d4e5f6a7").stdout
+    assert "    ├── n2\n    └── fork n1 at post-research" in partial  # n2 is n1's step
+    assert "delta zero delta" not in partial and "n3  zero delta · pass" in partial
