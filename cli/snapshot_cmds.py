@@ -285,8 +285,10 @@ def list_command(
     every column (export path and image id, imported image id, last rejection)."""
     with read_models(lineage, as_of, occurred_before) as models:
         run_dirs = snapshot_queries.run_directories(models.db)
-        if run_key is not None:
-            run_key = require_run(models.db, resolve_run(models.db, run_key))["run"]
+        if run_key is not None:  # named as everywhere; a name of nothing is refused, not []
+            run_key = resolve_run(models.db, run_key)
+            if not models.db.scalar("SELECT count(*) FROM snapshots WHERE run = ?", [run_key]):
+                require_run(models.db, run_key)
         rows = snapshot_queries.lifetimes(models.db, run_key)
         write_rows(
             check_restorable(rows, run_dirs, check=check, engine=_engine_for_check(check)),
