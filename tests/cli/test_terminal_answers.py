@@ -213,3 +213,28 @@ def test_a_runs_own_steps_are_not_drawn_as_the_arms_of_its_fork(examples: Cli) -
     partial = examples("tree", "nightly/csv-dedupe__d4e5f6a7").stdout
     assert "    ├── n2\n    └── fork n1 at post-research" in partial  # n2 is n1's step
     assert "delta zero delta" not in partial and "n3  zero delta · pass" in partial
+
+
+# --- snapshots: restorable and its reason from one rule -----------------------------------------
+
+
+@pytest.mark.parametrize("check", [(), ("--check",)], ids=["list", "list --check"])
+def test_a_snapshot_whose_exported_tar_is_gone_is_never_called_restorable(
+    examples: Cli, check: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ablation's env-ready snapshot was exported to a tar nobody kept, and was never
+    discarded: `list` said `restorable true` with the reason "its exported tar is gone", while
+    `--check` (with no engine to ask, here) said false."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    rows = json.loads(examples("snapshots", "list", *check, "--format", "json").stdout)
+    for row in rows:
+        assert not (row["restorable"] and "is gone" in row["restorable_because"]), row
+    [exported] = [row for row in rows if row["lifetime"] == "exported"]
+    assert exported["restorable"] is False
+    assert exported["restorable_because"].startswith("its exported tar is gone (looked at ")
+    because = exported["restorable_because"]
+    assert "an engine may still hold the image (`--check` asks one)" in because
+    shown = json.loads(
+        examples("snapshots", "show", exported["ref"], *check, "--format", "json").stdout
+    )["snapshot"]
+    assert shown["restorable"] is False
