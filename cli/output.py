@@ -235,17 +235,45 @@ UNBOUNDED_WIDTH = 1_000_000
 TABLE_ROWS = 1000
 
 
-def column_widths(natural: Sequence[int], available: int) -> list[int]:
+#: Columns naming what a row is about, the values people copy into the next command: on a terminal
+#: they are never cut, and the other columns give way first (a row wider than the terminal is
+#: wrapped by it rather than an id cut).
+ID_COLUMNS = frozenset({"run", "ref", "fork", "arm", "node", "position"})
+
+
+def column_widths(natural: Sequence[int], available: int, keep: Iterable[int] = ()) -> list[int]:
     """Each column's width on a terminal: its natural width when all fit, else a fair share (narrow
-    columns keep theirs, what they leave goes to the wide ones), never below one character."""
+    columns keep theirs, what they leave goes to the wide ones), never below one character. The
+    columns in `keep` (ids) always keep their natural width; the others share what they leave."""
     widths = list(natural)
-    remaining = available
-    order = sorted(range(len(natural)), key=lambda i: natural[i])
+    kept = set(keep)
+    remaining = available - sum(natural[i] for i in kept)
+    order = sorted((i for i in range(len(natural)) if i not in kept), key=lambda i: natural[i])
     for done, i in enumerate(order):
         share = max(1, remaining // (len(order) - done))
         widths[i] = max(1, min(natural[i], share))
         remaining -= widths[i]
     return widths
+
+
+#: The least a column other than an id is given on a terminal (its `…` included); a column that
+#: cannot have it is left out, and the table says so.
+MIN_CELL = 6
+
+
+def columns_that_fit(columns: Sequence[str], natural: Sequence[int], width: int) -> list[int]:
+    """The columns a terminal `width` wide shows: every id (`ID_COLUMNS`), then the others, left
+    to right, while each still gets `MIN_CELL` characters (or its whole value, if shorter)."""
+    used = 1 + sum(natural[i] + 3 for i, c in enumerate(columns) if c in ID_COLUMNS)
+    shown = []
+    for i, column in enumerate(columns):
+        if column not in ID_COLUMNS:
+            need = min(natural[i], MIN_CELL) + 3
+            if used + need > width:
+                continue
+            used += need
+        shown.append(i)
+    return shown
 
 
 def _write_table(
@@ -272,14 +300,27 @@ def _write_table(
         max([cell_len(c) if headers else 1, *(cell_len(r[i]) for r in cells)])
         for i, c in enumerate(columns)
     ]
-    fitted = column_widths(natural, width - 3 * len(columns) - 1) if terminal else natural
+    shown = list(range(len(columns)))
+    fitted = natural
+    if terminal:
+        shown = columns_that_fit(columns, natural, width)
+        natural = [natural[i] for i in shown]
+        ids = [n for n, i in enumerate(shown) if columns[i] in ID_COLUMNS]
+        fitted = column_widths(natural, width - 3 * len(shown) - 1, ids)
+        width = max(width, sum(fitted) + 3 * len(shown) + 1)  # never narrower than its ids
     table = Table(title=title, show_lines=False, header_style="bold", show_header=headers)
-    for column, column_width in zip(columns, fitted, strict=True):
-        table.add_column(column, width=column_width, overflow="ellipsis", no_wrap=True)
+    for i, column_width in zip(shown, fitted, strict=True):
+        table.add_column(columns[i], width=column_width, overflow="ellipsis", no_wrap=True)
     for values in cells:
         # Text, not str: a value like "[red]x" is data, not rich markup.
-        table.add_row(*(Text(value) for value in values))
+        table.add_row(*(Text(values[i]) for i in shown))
     Console(file=sys.stdout, width=width, soft_wrap=False).print(table)
+    if len(shown) < len(columns):
+        hidden = ", ".join(c for i, c in enumerate(columns) if i not in shown)
+        note(
+            f"left out to fit {width} columns without cutting an id: {hidden} "
+            "(a wider terminal, or --format tsv, csv or json, shows every column)"
+        )
     if left_out:
         note(
             f"showed the first {TABLE_ROWS} rows; {left_out} more were left out "
