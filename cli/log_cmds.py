@@ -360,6 +360,8 @@ def head(lineage: Lineage, as_json: bool) -> None:
         write_line(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
         return
     write_line(chain_head)
+    if report.head is None:
+        note("the log is empty: no event yet, so the head is position 0 (nothing to keep yet)")
     note(f"Merkle tree: {size} events, root {root}")
 
 

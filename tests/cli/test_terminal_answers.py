@@ -238,3 +238,14 @@ def test_a_snapshot_whose_exported_tar_is_gone_is_never_called_restorable(
         examples("snapshots", "show", exported["ref"], *check, "--format", "json").stdout
     )["snapshot"]
     assert shown["restorable"] is False
+
+
+# --- an empty store says so ----------------------------------------------------------------------
+
+
+def test_head_and_audit_on_an_empty_store_say_it_is_empty(run_cli: Cli) -> None:
+    head = run_cli("head")
+    assert head.stdout == "0:sha256:" + "0" * 64 + "\n"
+    assert "the log is empty" in head.stderr
+    audit = run_cli("audit", ok=False).stdout
+    assert "head None" not in audit and "log integrity: intact, and empty" in audit
