@@ -249,3 +249,27 @@ def test_head_and_audit_on_an_empty_store_say_it_is_empty(run_cli: Cli) -> None:
     assert "the log is empty" in head.stderr
     audit = run_cli("audit", ok=False).stdout
     assert "head None" not in audit and "log integrity: intact, and empty" in audit
+
+
+# --- docs against behaviour -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("baseline", [None, "no-skill", 'config:{"agent": {"max_turns": 40}}'])
+def test_the_first_arms_row_is_the_baseline_and_the_parent_row_stays(
+    examples: Cli, baseline: str | None
+) -> None:
+    """`arms --help`: "the first row is the baseline". With `--baseline no-skill` the first row was
+    `with-skill`, and the parent's row was gone."""
+    assert "The first row is the baseline" in examples("arms", "--help").stdout
+    given = ("--baseline", baseline) if baseline else ()
+    rows = json.loads(examples("arms", ABLATE, *given, "--format", "json").stdout)
+    assert rows[0]["arm"] == (baseline or "parent") and rows[0]["flips"] == []
+    assert [row["arm"] for row in rows].count("parent") == 1
+    assert len(rows) == 5
+    if baseline == "no-skill":  # the parent's row, measured against no-skill
+        parent = next(row for row in rows if row["arm"] == "parent")
+        assert parent["flips"] == [
+            "test_dedupe_exact",
+            "test_keeps_order",
+            "test_streaming_large_input",
+        ]
