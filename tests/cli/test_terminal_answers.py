@@ -300,3 +300,22 @@ def test_schema_descriptions_name_no_private_function(run_cli: Cli) -> None:
         for name in re.findall(r"(?<![\w.])_[A-Za-z]\w*|\b\w+\._\w+", text)
     ]
     assert not private, private
+
+
+def test_the_readmes_prove_check_runs_as_written(examples: Cli, tmp_path: Path) -> None:
+    """The tour said `prove --check FILE`, which stops at the missing --checkpoint: the form it
+    gives now is run as written, on a proof printed earlier."""
+    import re
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    [written] = re.findall(r"`(prove --check FILE[^`]*)`", readme)
+    checkpoint, proofs = tmp_path / "cp", tmp_path / "proofs"
+    checkpoint.write_text(examples("checkpoint").stdout)
+    proofs.write_text(examples("prove", f"{ABLATE}:n2", "--checkpoint", str(checkpoint)).stdout)
+    args = [
+        {"FILE": str(proofs), "cp": str(checkpoint)}.get(word, word)
+        for word in shlex.split(written)
+    ]
+    checked = examples(*args, ok=False)
+    assert checked.exit_code == 0, (written, checked.output, checked.stderr)
