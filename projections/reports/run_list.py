@@ -1,5 +1,5 @@
-"""`lineage runs`: one row per run with what people filter on (task, agent, model, outcome,
-when)."""
+"""`lineage runs`: one row per run with what people filter on (task, agent, model, status,
+outcome, when); and `resolve_run`, the one way every command and `lineage serve` name a run."""
 
 from __future__ import annotations
 
