@@ -1,5 +1,5 @@
-"""Runs: registration, where the run's files are now, status (the glossary's word: pass, fail, error,
-skipped, pending), outcome (scored, unscored, failed) and finish, one row per run."""
+"""Runs: registration, where the run's files are now, status (the glossary's word: pass, fail,
+error, skipped, pending), outcome (scored, unscored, failed) and finish, one row per run."""
 
 from __future__ import annotations
 
