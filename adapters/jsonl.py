@@ -19,7 +19,7 @@ from typing import Annotated, Any, BinaryIO, Union
 from pydantic import Field, TypeAdapter, ValidationError
 
 from ..domain import facts as f
-from ..domain.application import Entry, LineageApp, refuse_implausible_times
+from ..domain.application import Entry, LineageApp, expand, refuse_implausible_times
 from ..domain.errors import InvalidFact, InvalidInput, InvariantViolated
 from . import progress, strict_json
 
@@ -114,10 +114,17 @@ def parse_lines(lines: Iterable[bytes], source: str) -> list[Entry]:
 
 @dataclass(frozen=True)
 class ChunkedIngest:
-    facts: int
+    facts: int  # the file's lines, each a fact
     appended: int
     chunks: int
     position: int
+    implied: int = 0  # with the facts those lines imply (`expand`): what `appended` counts from
+
+
+def with_implied(entries: Iterable[Entry]) -> int:
+    """How many facts `entries` are once expanded (`expand`: a stage mark's snapshot captures, a
+    registration's run location), which is what a record decides and counts appended."""
+    return sum(len(expand(entry)) for entry in entries)
 
 
 def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIngest:
@@ -136,7 +143,7 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
 
     with path.open("rb") as stream:
         total = sum(1 for _ in iter_entries(counted(stream), str(path)))
-    facts = appended = chunks = 0
+    facts = appended = chunks = implied = 0
     position = app.position()
     with path.open("rb") as stream:
         entries = iter_entries(islice(bounded_lines(stream), checked), str(path))
@@ -166,6 +173,7 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
                 )
                 raise refused from exc
             facts, appended, chunks = facts + len(chunk), appended + recorded.appended, chunks + 1
+            implied += with_implied(chunk)
             position = recorded.position
             progress.advance("ingesting facts", facts, total)
     if facts != total:
@@ -174,7 +182,7 @@ def ingest_in_chunks(app: LineageApp, path: Path, chunk_size: int) -> ChunkedIng
             f"when recording; those {facts} are recorded ({appended} events appended)",
             hint=f"let its writer finish, then {RUN_AGAIN}",
         )
-    return ChunkedIngest(facts, appended, chunks, position)
+    return ChunkedIngest(facts, appended, chunks, position, implied)
 
 
 def ingest_schema() -> dict[str, Any]:

@@ -39,6 +39,7 @@ from .output import (
     MAX_POSITION,
     note,
     output_options,
+    terminal_width,
     write_document,
     write_rows,
     write_text,
@@ -129,6 +130,8 @@ def tree(
         model = tree_view.tree_model(models.db, resolve_run(models.db, run))
     if fmt == "json":
         write_document(model.document(), fmt)
+    elif fmt == "text":  # on a terminal, folded to its width under the tree's guides
+        write_text(tree_view.render_text(model, terminal_width()))
     else:
         write_text(tree_view.RENDERERS[fmt](model))
 
@@ -202,9 +205,11 @@ def cut_point(
     """Resolve RUN's replay cut point from its stage registry and list the cut points its
     continuations served.
 
-    Fails closed (exit 1) when RUN recorded no stages, the stage was not recorded, its exchange
-    count is unknown, or zero. Without --stage or --exchanges, lists the stages a replay can cut at.
-    Row formats list the served cut points.
+    RUN may be either end of a continuation: a continuation shows first the cut point it was
+    served (source run, stage, K, divergences), as its source lists it. Fails closed (exit 1) when
+    RUN recorded no stages, the stage was not recorded, its exchange count is unknown, or zero.
+    Without --stage or --exchanges, lists the stages a replay can cut at. Row formats list the
+    served cut points.
     """
     if stage is not None and exchanges is not None:
         raise click.UsageError("--stage and --exchanges are mutually exclusive")
@@ -215,7 +220,7 @@ def cut_point(
         fmt,
         document,
         cuts.render_cut_point(document),
-        document["served"],
+        cuts.cut_point_rows(document),
         (
             "run",
             "accounting",

@@ -12,6 +12,7 @@ import click
 
 from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput
+from .common import resolved_runs
 from .output import note, output_options, write_rows, write_text
 
 MAX_BUNDLE_BYTES = 4 * 2**30
@@ -72,7 +73,7 @@ def write(
             f"{path} already exists; refusing to overwrite it", hint="choose another name"
         )
     signer = ed25519.load_signer(signer_file) if signer_file else None
-    document = build(lineage.tree(), list(runs), signer, with_tars)
+    document = build(lineage.tree(), resolved_runs(lineage, runs), signer, with_tars)
     if to_stdout:  # canonical JSON is ASCII: nothing in it a terminal would obey
         write_text(canonical(document).decode("ascii"), escape=False)
     else:

@@ -105,3 +105,13 @@ def run_argument(name: str = "run", metavar: str | None = None) -> Callable[...,
     """A RUN (or RUN:... address) argument: completed from the store, resolved by unique prefix by
     the command."""
     return click.argument(name, metavar=metavar, shell_complete=complete_runs)
+
+
+def resolved_runs(lineage: Lineage, names: tuple[str, ...] | list[str]) -> list[str]:
+    """Each RUN as every command names one (`resolve_run`: an id, an exact trial or last path part,
+    or a unique prefix), for commands that otherwise read the log, not the read models (`bundle
+    write`, `snapshots import --run`). An unknown name is kept, for the command's own error."""
+    from ..projections.reports.run_list import resolve_run
+
+    with read_models(lineage) as models:
+        return [resolve_run(models.db, name) for name in names]

@@ -54,12 +54,25 @@ def report(summary: ImportSummary, dry_run: bool, keep_going: bool) -> None:
     # without --keep-going the error itself ends the command
     for rejection in summary.errors if keep_going else ():
         note(f"rejected: {rejection.error}")
-    appended = "events that would be appended" if dry_run else "events appended"
-    note(
-        f"{'dry run: ' if dry_run else ''}{summary.runs} runs, "
-        f"{summary.forks} forks, {summary.children} children, "
-        f"{summary.events_appended} {appended}, {summary.runs_skipped_known} "
-        f"runs skipped as already known, {summary.runs_rejected} runs rejected"
+    note(summary_line(summary, dry_run))
+
+
+def summary_line(summary: ImportSummary, dry_run: bool) -> str:
+    """The import in one line, counted by what the store holds: runs (each new, known with new
+    facts, or already known), then the folders they were read from when copies of a run merged."""
+    would = "would be " if dry_run else ""
+    merged = (
+        f"; {summary.folders} run folders read, {summary.folders_merged} of them merged into a "
+        "run another folder holds"
+        if summary.folders_merged
+        else ""
+    )
+    return (
+        f"{'dry run: ' if dry_run else ''}{summary.runs} runs, {summary.forks} forks, "
+        f"{summary.children} children, {summary.events_appended} events {would}appended "
+        f"({summary.runs_new} runs new, {summary.runs_updated} with new facts, "
+        f"{summary.runs_skipped_known} already known{merged}), "
+        f"{summary.runs_rejected} runs rejected"
         + (
             f", {summary.runs_unfinished} runs left out as still running"
             if summary.runs_unfinished

@@ -10,7 +10,13 @@ from typing import Any
 
 import click
 
-from ..adapters.jsonl import bounded_lines, ingest_in_chunks, ingest_schema, parse_lines
+from ..adapters.jsonl import (
+    bounded_lines,
+    ingest_in_chunks,
+    ingest_schema,
+    parse_lines,
+    with_implied,
+)
 from ..adapters.store.log_reader import iter_events
 from ..bootstrap import Lineage
 from ..domain.errors import IntegrityFailure, InvalidInput
@@ -56,10 +62,8 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
             done = ingest_in_chunks(lineage.app, Path(source), chunk_size)
         except OSError as exc:
             raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
-        note(
-            f"appended {done.appended} events from {done.facts} facts "
-            f"in {done.chunks} chunks; log position {done.position}"
-        )
+        counted = _ingested(done.facts, done.implied, done.appended, dry_run=False)
+        note(f"{counted} in {done.chunks} chunks; log position {done.position}")
         return
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
@@ -68,16 +72,32 @@ def ingest(lineage: Lineage, source: str, dry_run: bool, chunk_size: int | None)
     with stream:
         entries = parse_lines(bounded_lines(stream), "stdin" if source == "-" else source)
     result = lineage.app.record(entries, dry_run=dry_run)
+    implied = with_implied(entries)
     if dry_run:
         for fact in result.new_facts:
             # ASCII: nothing for a terminal to obey
             write_line(json.dumps(fact.model_dump(mode="json")))
-        note(f"dry run: {len(result.new_facts)} of {len(entries)} facts would be appended")
+        note(_ingested(len(entries), implied, len(result.new_facts), dry_run=True))
     else:
-        note(
-            f"appended {result.appended} events from "
-            f"{len(entries)} facts; log position {result.position}"
-        )
+        counted = _ingested(len(entries), implied, result.appended, dry_run=False)
+        note(f"{counted}; log position {result.position}")
+
+
+def _ingested(lines: int, facts: int, appended: int, *, dry_run: bool) -> str:
+    """What an ingest appended (or would), counted against what it decided: the lines, the facts
+    they are once a line's implied facts are added (a stage mark's snapshot captures), and how many
+    of those the log already held. Events and facts are counted alike, so the first is never more
+    than the second."""
+    implied = (
+        f"{facts} facts with the {facts - lines} they imply, such as a stage mark's snapshot "
+        "captures; "
+        if facts != lines
+        else ""
+    )
+    counts = f"from {lines} lines ({implied}{facts - appended} already known)"
+    if dry_run:
+        return f"dry run: {appended} events would be appended {counts}"
+    return f"appended {appended} events {counts}"
 
 
 @click.command("log")
@@ -340,6 +360,8 @@ def head(lineage: Lineage, as_json: bool) -> None:
         write_line(json.dumps({"head": chain_head, "tree_size": size, "root": root}))
         return
     write_line(chain_head)
+    if report.head is None:
+        note("the log is empty: no event yet, so the head is position 0 (nothing to keep yet)")
     note(f"Merkle tree: {size} events, root {root}")
 
 

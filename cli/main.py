@@ -8,6 +8,8 @@ codes (see `cli/audit_cmds.py`).
 
 from __future__ import annotations
 
+# built in: swapping SIGINT's handler through it runs no Python a Ctrl-C could land in
+import _signal  # type: ignore[import-not-found]
 import contextlib
 import importlib
 import logging
@@ -137,7 +139,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runs": (
         "query_cmds",
         "runs",
-        "List the runs: task, agent, model, outcome, reward, how many forks, when registered.",
+        "List the runs: task, agent, model, status, outcome, reward, how many forks, when "
+        "registered.",
     ),
     "serve": (
         "serve_cmds",
@@ -271,12 +274,21 @@ class LineageGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        """The command, with Ctrl-C as a KeyboardInterrupt it ends on (one line, exit 130, the store
+        closed). Run as `lineage` (`main`), a Ctrl-C before it (start-up, parsing) or after it
+        (closing, shutdown) ends the process at once with the same line instead: there a
+        KeyboardInterrupt would pass through click's main, or out of it as a traceback. The
+        handlers are swapped with `_signal`'s own functions, so no Python runs in between."""
         try:
+            if STANDALONE.ran and getattr(_signal.getsignal(SIGINT), "__name__", "") == START_UP:
+                _signal.signal(SIGINT, _signal.default_int_handler)
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise with_suggestion(exc) from None
         except KeyboardInterrupt:
             interrupted()
+        except BrokenPipeError:
+            stdout_closed()
         except LineageError as exc:
             from .output import note
 
@@ -306,6 +318,9 @@ class LineageGroup(click.Group):
                     "then retry)"
                 )
             ctx.exit(StoreUnavailable.exit_code)
+        finally:
+            if STANDALONE.ran and _signal.getsignal(SIGINT) is _signal.default_int_handler:
+                _signal.signal(SIGINT, interrupted_at_exit)
 
 
 @click.group(cls=LineageGroup)
@@ -414,6 +429,19 @@ def with_suggestion(exc: click.UsageError) -> click.UsageError:
     )
 
 
+#: What a shell shows for a command its reader stopped reading (128 + SIGPIPE), as git ends.
+BROKEN_PIPE_EXIT = 141
+
+
+def stdout_closed() -> NoReturn:
+    """The reader of stdout went away (`lineage log | head -1`): end quietly, as git does, with the
+    shell's code for it. Nothing more can reach that reader, so stdout is pointed at /dev/null
+    (Python's final flush would otherwise complain on stderr)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(BROKEN_PIPE_EXIT)
+
+
 def interrupted() -> NoReturn:
     """Ctrl-C: one line and the shell's convention (128 + SIGINT), not a traceback. Every write is
     one transaction, so an interrupted command has appended whole batches or nothing."""
@@ -423,14 +451,52 @@ def interrupted() -> NoReturn:
     sys.exit(130)
 
 
+class _Standalone:
+    """Whether this process is the `lineage` command (`main`), not a caller of `cli` (CliRunner):
+    only then are SIGINT and the unraisable hook ours to change."""
+
+    ran = False
+
+
+STANDALONE = _Standalone()
+SIGINT = signal.SIGINT
+#: The start-up's handler (`rollout_lineage.interrupted_at_start_up`), until the command runs.
+START_UP = "interrupted_at_start_up"
+
+
 def main() -> None:
     try:
+        STANDALONE.ran = True
+        sys.unraisablehook = interrupted_if_unraisable
         cli.main(prog_name="lineage")
     except KeyboardInterrupt:
         interrupted()
     finally:
-        # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, quietly
+        # the command is over: a Ctrl-C while the interpreter shuts down ends it at once, with
+        # the same one line
+        if _signal.getsignal(SIGINT) not in (signal.SIG_IGN, signal.SIG_DFL, None):
+            _signal.signal(SIGINT, interrupted_at_exit)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
+def interrupted_if_unraisable(unraisable: Any) -> None:
+    """A Ctrl-C that lands in code whose exceptions cannot propagate (a weakref callback, a
+    `__del__`, run whenever the garbage collector does) would be printed as "Exception ignored"
+    with a traceback, and lost: the command would go on and exit 0. It ends the command there
+    instead, as at start-up and shutdown (every write is one transaction, so whole batches were
+    appended or nothing); anything else is reported as Python reports it."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        interrupted_at_exit(signal.SIGINT, None)
+    sys.__unraisablehook__(unraisable)
+
+
+def interrupted_at_exit(_number: int, _frame: object) -> None:
+    """Ctrl-C where it cannot be raised as a KeyboardInterrupt the command handles: once the command
+    is over, while the interpreter shuts down (nothing is left to close or flush), or in code that
+    cannot raise (`interrupted_if_unraisable`). The line goes straight to stderr's file and the
+    process ends at once."""
+    with contextlib.suppress(OSError):
+        os.write(sys.__stderr__.fileno() if sys.__stderr__ else 2, b"interrupted\n")
+    os._exit(130)

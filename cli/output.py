@@ -248,17 +248,73 @@ UNBOUNDED_WIDTH = 1_000_000
 TABLE_ROWS = 1000
 
 
-def column_widths(natural: Sequence[int], available: int) -> list[int]:
+#: Columns naming what a row is about, the values people copy into the next command: on a terminal
+#: they are never cut, and the other columns give way first (a row wider than the terminal is
+#: wrapped by it rather than an id cut).
+ID_COLUMNS = frozenset({"run", "ref", "fork", "arm", "node", "position"})
+
+
+def column_widths(natural: Sequence[int], available: int, keep: Iterable[int] = ()) -> list[int]:
     """Each column's width on a terminal: its natural width when all fit, else a fair share (narrow
-    columns keep theirs, what they leave goes to the wide ones), never below one character."""
+    columns keep theirs, what they leave goes to the wide ones), never below one character. The
+    columns in `keep` (ids) always keep their natural width; the others share what they leave."""
     widths = list(natural)
-    remaining = available
-    order = sorted(range(len(natural)), key=lambda i: natural[i])
+    kept = set(keep)
+    remaining = available - sum(natural[i] for i in kept)
+    order = sorted((i for i in range(len(natural)) if i not in kept), key=lambda i: natural[i])
     for done, i in enumerate(order):
         share = max(1, remaining // (len(order) - done))
         widths[i] = max(1, min(natural[i], share))
         remaining -= widths[i]
     return widths
+
+
+#: The least a column other than an id is given on a terminal (its `…` included); a column that
+#: cannot have it is left out, and the table says so.
+MIN_CELL = 6
+
+
+def columns_that_fit(columns: Sequence[str], natural: Sequence[int], width: int) -> list[int]:
+    """The columns a terminal `width` wide shows: every id (`ID_COLUMNS`), then the others, left
+    to right, while each still gets `MIN_CELL` characters (or its whole value, if shorter)."""
+    used = 1 + sum(natural[i] + 3 for i, c in enumerate(columns) if c in ID_COLUMNS)
+    shown = []
+    for i, column in enumerate(columns):
+        if column not in ID_COLUMNS:
+            need = min(natural[i], MIN_CELL) + 3
+            if used + need > width:
+                continue
+            used += need
+        shown.append(i)
+    return shown
+
+
+def _table_cells(
+    rows: Iterable[dict[str, Any]], columns: Sequence[str]
+) -> tuple[list[list[str]], int]:
+    """The first `TABLE_ROWS` rows as escaped cell texts, and how many more were left out (counted,
+    not drawn: a long answer must not be held in memory as a table)."""
+    cells: list[list[str]] = []
+    left_out = 0
+    for row in rows:
+        if len(cells) >= TABLE_ROWS:
+            left_out += 1
+            continue
+        cells.append([_table_text(_cell(row.get(c))) for c in columns])
+    return cells, left_out
+
+
+def _fit_to_terminal(
+    columns: Sequence[str], natural: list[int], width: int
+) -> tuple[list[int], list[int], int]:
+    """The columns shown, their widths and the table's width on a terminal of `width`: other
+    columns give way (or are left out) before an id is cut, and the table is never narrower than
+    its ids."""
+    shown = columns_that_fit(columns, natural, width)
+    natural = [natural[i] for i in shown]
+    ids = [n for n, i in enumerate(shown) if columns[i] in ID_COLUMNS]
+    fitted = column_widths(natural, width - 3 * len(shown) - 1, ids)
+    return shown, fitted, max(width, sum(fitted) + 3 * len(shown) + 1)
 
 
 def _write_table(
@@ -269,13 +325,7 @@ def _write_table(
     from rich.table import Table
     from rich.text import Text
 
-    cells: list[list[str]] = []
-    left_out = 0
-    for row in rows:
-        if len(cells) >= TABLE_ROWS:
-            left_out += 1  # counted, not drawn: a long answer must not be held in memory as a table
-            continue
-        cells.append([_table_text(_cell(row.get(c))) for c in columns])
+    cells, left_out = _table_cells(rows, columns)
     heads = [_table_text(c) for c in columns]
     # On a terminal a row is one line: a cell too long for its share of the width ends in `…`. A
     # table written to a pipe or a file keeps every value whole (so do the other formats).
@@ -285,7 +335,9 @@ def _write_table(
         max([cell_len(c) if headers else 1, *(cell_len(r[i]) for r in cells)])
         for i, c in enumerate(heads)
     ]
-    fitted = column_widths(natural, width - 3 * len(columns) - 1) if terminal else natural
+    shown, fitted = list(range(len(columns))), natural
+    if terminal:
+        shown, fitted, width = _fit_to_terminal(columns, natural, width)
     table = Table(
         # Text, not str, here too: a title or column name like "[red]x" is data, not rich markup.
         title=Text(_table_text(title)) if title is not None else None,
@@ -293,12 +345,18 @@ def _write_table(
         header_style="bold",
         show_header=headers,
     )
-    for head, column_width in zip(heads, fitted, strict=True):
-        table.add_column(Text(head), width=column_width, overflow="ellipsis", no_wrap=True)
+    for i, column_width in zip(shown, fitted, strict=True):
+        table.add_column(Text(heads[i]), width=column_width, overflow="ellipsis", no_wrap=True)
     for values in cells:
         # Text, not str: a value like "[red]x" is data, not rich markup.
-        table.add_row(*(Text(value) for value in values))
+        table.add_row(*(Text(values[i]) for i in shown))
     Console(file=sys.stdout, width=width, soft_wrap=False).print(table)
+    if len(shown) < len(columns):
+        hidden = ", ".join(c for i, c in enumerate(columns) if i not in shown)
+        note(
+            f"left out to fit {width} columns without cutting an id: {hidden} "
+            "(a wider terminal, or --format tsv, csv or json, shows every column)"
+        )
     if left_out:
         note(
             f"showed the first {TABLE_ROWS} rows; {left_out} more were left out "
@@ -373,3 +431,9 @@ def progress_wanted(environ: Any = None) -> bool:
     env = os.environ if environ is None else environ
     setting = env.get("LINEAGE_PROGRESS", "auto")
     return setting == "1" or (setting == "auto" and sys.stderr.isatty())
+
+
+def terminal_width() -> int | None:
+    """The width of the terminal stdout is (a longer line would be wrapped by it, across a tree's
+    guides), or None when stdout is piped or a file: every line is then kept whole."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None

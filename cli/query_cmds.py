@@ -164,7 +164,13 @@ def rebuild_command(lineage: Lineage) -> None:
 @click.option("--task", help="Only runs of this task.")
 @click.option("--agent", help="Only runs by this agent.")
 @click.option(
-    "--outcome", help="Only runs with this outcome (scored, unscored, failed, pending, ...)."
+    "--status",
+    help="Only runs with this status: pass, fail, error, skipped or pending (the glossary's).",
+)
+@click.option(
+    "--outcome",
+    help="Only runs whose outcome was recorded so: scored, branch_aggregate, unscored, failed "
+    "or pending.",
 )
 @click.option(
     "--since", metavar="TIME", help="Only runs registered at or after this ISO-8601 time."
@@ -176,19 +182,27 @@ def runs_command(
     lineage: Lineage,
     task: str | None,
     agent: str | None,
+    status: str | None,
     outcome: str | None,
     since: str | None,
     as_of: str | None,
     occurred_before: str | None,
     fmt: str,
 ) -> None:
-    """List the runs: task, agent, model, outcome, reward, how many forks, when registered."""
+    """List the runs: task, agent, model, status, outcome, reward, how many forks, when registered.
+
+    status is the glossary's word (pass, fail, error, skipped, pending); outcome says how it was
+    recorded (scored, branch_aggregate, unscored, failed, pending). A filter value outside its
+    words is refused with them (exit 1).
+    """
     from ..projections.engine.timeparse import parse_moment
     from ..projections.reports.run_list import COLUMNS, list_runs
 
     moment = parse_moment(since, "--since") if since else None
     with read_models(lineage, as_of, occurred_before) as models:
-        rows = list_runs(models.db, task=task, agent=agent, outcome=outcome, since=moment)
+        rows = list_runs(
+            models.db, task=task, agent=agent, status=status, outcome=outcome, since=moment
+        )
         write_rows(rows, COLUMNS, fmt)
 
 

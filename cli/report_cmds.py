@@ -20,7 +20,8 @@ from .output import output_options, write_rows
     "--baseline",
     default=None,
     help="What a flip is measured against: the parent run (default), or the name of an arm in "
-    "each fork; with --stats, the arm the others are compared with (default: RUN's first arm).",
+    "each fork, whose rows it then starts; with --stats, the arm the others are compared with "
+    "(default: RUN's first arm).",
 )
 @click.option(
     "--stats",
@@ -51,10 +52,11 @@ def arms(
     """RUN's arms x tests: one row per arm (every fork, or FORK's), one column per test, flips
     marked.
 
-    The first row is the baseline (the parent run itself unless --baseline names an arm). In table
-    and markdown a flipped cell ends in `(flip)` and the title lists, per fork, the tests that
-    differ between arms; the other formats keep the bare outcomes and list each row's flipped tests
-    in `flips`. An empty cell: not reported.
+    The first row is the baseline: the parent run itself, or with --baseline ARM that arm (each
+    fork's rows then start with its ARM, and the parent's row comes last, measured against the
+    first fork's). In table and markdown a flipped cell ends in `(flip)` and the title lists, per
+    fork, the tests that differ between arms; the other formats keep the bare outcomes and list
+    each row's flipped tests in `flips`. An empty cell: not reported.
 
     With --stats: one row per arm of RUN, pooled over the forks of every run of its task
     (--all-tasks: of every task), its pass rate and mean reward with 95% intervals, and against the

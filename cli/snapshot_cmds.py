@@ -23,7 +23,9 @@ from ..bootstrap import Lineage
 from ..domain.errors import InvalidInput, LineageError, SnapshotDigestMismatch
 from ..domain.vocabulary import STAGES
 from ..projections.reports import snapshot_queries
-from .common import as_of_option, read_models
+from ..projections.reports.exports.exports import require_run
+from ..projections.reports.run_list import resolve_run
+from .common import as_of_option, read_models, resolved_runs
 from .output import note, output_options, write_document, write_line, write_rows
 
 VERIFY_COLUMNS = (
@@ -223,7 +225,7 @@ def import_command(
     lineage.may_create = True  # it records what it found (imports, adoptions, rejections)
     service = _service(lineage)
     outcomes = (
-        service.import_run(run_key, stages, search_dirs)
+        service.import_run(resolved_runs(lineage, [run_key])[0], stages, search_dirs)
         if run_key
         else service.import_tars(tars, adopt=adopt)
     )
@@ -283,6 +285,10 @@ def list_command(
     every column (export path and image id, imported image id, last rejection)."""
     with read_models(lineage, as_of, occurred_before) as models:
         run_dirs = snapshot_queries.run_directories(models.db)
+        if run_key is not None:  # named as everywhere; a name of nothing is refused, not []
+            run_key = resolve_run(models.db, run_key)
+            if not models.db.scalar("SELECT count(*) FROM snapshots WHERE run = ?", [run_key]):
+                require_run(models.db, run_key)
         rows = snapshot_queries.lifetimes(models.db, run_key)
         write_rows(
             check_restorable(rows, run_dirs, check=check, engine=_engine_for_check(check)),

@@ -124,3 +124,51 @@ def when_main_thread_inside(code: CodeType, then: Callable[[], None]) -> threadi
     watcher = threading.Thread(target=watch, name="ctrl-c-at-a-known-point", daemon=True)
     watcher.start()
     return watcher
+
+
+#: A console script as pip writes one for `lineage` (its file named `lineage`), that sends itself a
+#: Ctrl-C at the Nth Python call (CTRL_C_AT) counted from our package's first statement on: the
+#: moments of start-up and of the command, each reached exactly, however slow the machine. It
+#: writes where the signal was sent to CTRL_C_MARK, and how many calls it counted to CTRL_C_MARK
+#: .calls when it never sent it (CTRL_C_AT past the last call).
+CTRL_C_AT_A_CALL = """\
+import os, signal, sys
+
+TARGET = int(os.environ["CTRL_C_AT"])
+MARK = os.environ["CTRL_C_MARK"]
+PACKAGE = os.path.join("rollout_lineage", "__init__.py")
+seen = 0
+ours = False
+
+
+def trace(frame, event, arg):
+    global seen, ours
+    if event != "call":
+        return None
+    if not ours:  # the package's own frame starts the count; its first statement is the first call
+        ours = frame.f_code.co_filename.endswith(PACKAGE)
+        return None
+    seen += 1
+    if seen == TARGET:
+        sys.settrace(None)
+        with open(MARK, "w") as out:
+            out.write(f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")
+        os.kill(os.getpid(), signal.SIGINT)
+    return None
+
+
+def counted():
+    if seen < TARGET:
+        with open(MARK + ".calls", "w") as out:
+            out.write(str(seen))
+
+
+import atexit
+
+atexit.register(counted)
+sys.settrace(trace)
+from rollout_lineage.cli.__main__ import main
+
+if __name__ == "__main__":
+    sys.exit(main())
+"""

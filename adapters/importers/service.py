@@ -98,11 +98,18 @@ class Rejection:
 
 @dataclass
 class ImportSummary:
+    """What an import did, counted by what the store holds: `runs` are distinct runs (a run read
+    from several folders, such as copies of one run directory, is one run, merged), each new,
+    known with new facts, or already known; `folders` are the run folders read."""
+
     runs: int = 0
     forks: int = 0
     children: int = 0
     events_appended: int = 0
-    runs_skipped_known: int = 0
+    runs_new: int = 0  # registered by this import
+    runs_updated: int = 0  # known before, with new facts now
+    runs_skipped_known: int = 0  # known before, nothing new
+    folders: int = 0  # run folders read and recorded
     runs_rejected: int = 0
     runs_unfinished: int = 0  # left out because the harness may still be writing them
     errors: list[Rejection] = field(default_factory=list)
@@ -116,18 +123,45 @@ class ImportSummary:
         """The rejected runs whose result.json exists but cannot be read: (run directory, error)."""
         return [(r.path, r.error) for r in self.errors if isinstance(r.error, CorruptRunFile)]
 
+    @property
+    def folders_merged(self) -> int:
+        """Folders holding a run another folder of this import also holds."""
+        return self.folders - self.runs
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": self.runs,
             "forks": self.forks,
             "children": self.children,
             "events_appended": self.events_appended,
+            "runs_new": self.runs_new,
+            "runs_updated": self.runs_updated,
             "runs_skipped_known": self.runs_skipped_known,
+            "folders": self.folders,
+            "folders_merged": self.folders_merged,
             "runs_rejected": self.runs_rejected,
             "runs_corrupt": len(self.corrupt),
             "runs_unfinished": self.runs_unfinished,
             "folders_skipped": len(self.skipped),
         }
+
+
+@dataclass
+class _Tally:
+    """One run's share of the summary, over every folder that holds it."""
+
+    forks: int = 0
+    children: int = 0
+    appended: int = 0
+    registered: bool = False
+
+    def count_into(self, summary: ImportSummary) -> None:
+        summary.runs += 1
+        summary.forks += self.forks
+        summary.children += self.children
+        summary.runs_new += self.registered
+        summary.runs_updated += not self.registered and self.appended > 0
+        summary.runs_skipped_known += self.appended == 0
 
 
 def in_context(error: LineageError, run: RunDir) -> LineageError:
@@ -215,7 +249,10 @@ def _record_plans(
     keep_going: bool,
 ) -> Rejected:
     """Record each plan as one batch; without keep_going, stop at the first refused, as if no later
-    run had been read (a later run's read error is then not reported)."""
+    run had been read (a later run's read error is then not reported). Counted by run, not by
+    folder (`_Tally`); a dry run counts a fact two folders would append once, as recording does."""
+    tallies: dict[str, _Tally] = {}
+    announced: set[str] = set()
     for done, run, plan in plans:
         try:
             batch = plan.batch()
@@ -228,15 +265,24 @@ def _record_plans(
             if not keep_going:
                 break
             continue
-        appended = len(recorded.new_facts) if dry_run else recorded.appended
-        summary.runs += 1
-        summary.forks += plan.forks
-        summary.children += plan.children
-        summary.events_appended += appended
-        summary.runs_skipped_known += appended == 0
-        summary.warnings.extend(plan.warnings)
+        new_facts = recorded.new_facts
         if dry_run:
-            summary.facts.extend(_occurred(batch, recorded.new_facts))
+            new_facts = tuple(x for x in new_facts if x.model_dump_json() not in announced)
+            announced.update(x.model_dump_json() for x in new_facts)
+            summary.facts.extend(_occurred(batch, new_facts))
+        appended = len(new_facts) if dry_run else recorded.appended
+        tally = tallies.setdefault(plan.key, _Tally())
+        tally.forks, tally.children = (
+            max(tally.forks, plan.forks),
+            max(tally.children, plan.children),
+        )
+        tally.appended += appended
+        tally.registered |= any(isinstance(x, f.RunRegistered) for x in new_facts)
+        summary.folders += 1
+        summary.events_appended += appended
+        summary.warnings.extend(plan.warnings)
+    for tally in tallies.values():
+        tally.count_into(summary)
     return rejected
 
 

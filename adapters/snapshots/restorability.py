@@ -156,7 +156,7 @@ def _tar_problem(
 
 def _check_export_tar(row: dict[str, Any], run_dirs: list[str], *, rehash: bool) -> None:
     """Without --check: a snapshot restorable through its exported tar stays so while the tar is
-    there."""
+    there, and is not once it is gone (`_lose_the_tar`)."""
     if not row["restorable"] or row["lifetime"] != "exported" or not row.get("export_path"):
         return
     problem = _tar_problem(
@@ -167,10 +167,17 @@ def _check_export_tar(row: dict[str, Any], run_dirs: list[str], *, rehash: bool)
 
 
 def _lose_the_tar(row: dict[str, Any], problem: str) -> None:
-    if row["captured"] and not row["discarded"]:
-        row.update(restorable_because=f"captured; the image has not been discarded ({problem})")
-    else:
-        row.update(restorable=False, restorable_because=problem)
+    """A snapshot whose restorability rested on a recorded tar that is gone (or changed) is not
+    restorable: the one rule for `list` and `show`, with or without `--check`. Only an engine
+    found holding its recorded image (`--check`, `_check_against`) makes it restorable again; a
+    capture never discarded may still be in one, and the reason says so, never as a yes."""
+    maybe = (
+        "; captured and never recorded as discarded, so an engine may still hold the image "
+        "(`--check` asks one)"
+        if row["captured"] and not row["discarded"]
+        else ""
+    )
+    row.update(restorable=False, restorable_because=problem + maybe)
 
 
 def _check_against(row: dict[str, Any], run_dirs: list[str], view: EngineView) -> None:

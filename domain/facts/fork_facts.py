@@ -159,12 +159,17 @@ class AblationReported(Fact):
     """What a `bench eval ablate` report says that the fork facts cannot hold
     (docs/benchflow-formats.md §13.3).
 
-    `parent_reward`/`parent_error` are the parent block as `_run_parent` saw `verify()`, kept when
-    result.json says otherwise (`_maybe_classify_api_error` rewrites it later). A report whose fork
-    never happened (a request-global parent failure skips every arm, and no tree.json is written)
-    has `fork` null and keeps its request-level fields and arm definitions in `report`. `error` is
-    the report's own error as written.
+    `parent_reward`/`parent_error` are the report's parent block: the reward (or error) the parent
+    run's verifier gave, kept even where the run's result.json says otherwise (benchflow may later
+    null that reward and record an API error there). A report whose fork never happened (a
+    request-global parent failure skips every arm, and no tree.json is written) has `fork` null
+    and keeps its request-level fields and arm definitions in `report`. `error` is the report's
+    own error as written.
     """
+
+    # This docstring is `lineage schema`'s description, so it names no benchflow internals: the
+    # parent block is what `ablate._run_parent` saw `verify()` return; `_build_result` runs
+    # `_maybe_classify_api_error` after it (docs/benchflow-formats.md §13.3).
 
     type: Literal["ablation.reported"] = "ablation.reported"
     run: Key

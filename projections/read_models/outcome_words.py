@@ -3,9 +3,11 @@
 benchflow's own vocabulary (`ablate.ArmOutcome.status`): `pass` (reward >= 1.0), `fail` (a lower
 reward), `error` (no reward, with a reason: unscored or raised), `skipped` (no reward and no reason:
 a child the fork ended before, a run scored only by its fork's aggregate). `pending` is ours: no
-outcome recorded yet. The `children` view computes the word in SQL (`CHILD_STATUS`), everything else
-calls `run_status`; the tree, the report, `arms`, the views and the OpenLineage export all print
-these, so one node reads the same everywhere.
+outcome recorded yet. The `children` view computes the word in SQL (`CHILD_STATUS`), the `runs` view
+too (`RUN_STATUS`, its `status` column); `run_status` reads it. The tree, the report, `arms`,
+`lineage runs`, `lineage serve`, the views and the OpenLineage export all print these, so one node
+reads the same everywhere. How a run's outcome was recorded (`OUTCOME_KINDS`: scored, unscored,
+failed, ...) is the `runs.outcome` column; `--outcome` filters on it, `--status` on the word.
 """
 
 from __future__ import annotations
@@ -37,13 +39,29 @@ CHILD_STATUS = f"""CASE WHEN o.kind = 'scored' AND o.reward >= {PASS_REWARD!r} T
                        ELSE 'pending' END"""  # noqa: E501
 
 
+#: How a run's outcome was recorded (the `runs` view's `outcome`), each with what it means.
+OUTCOME_KINDS = {
+    "scored": "a verified reward (run.scored)",
+    "branch_aggregate": "a reward that is its fork's V, not its own",
+    "unscored": "the verifier gave no reward, and said why (run.unscored)",
+    "failed": "the run raised before a reward (run.failed)",
+    "pending": "no outcome recorded yet",
+}
+
+#: The `runs` view's status, the rule of `CHILD_STATUS` applied to a run: `s`, `u` and `f` are its
+#: scored, unscored and failed rows of `run_outcomes`.
+RUN_STATUS = f"""CASE WHEN s.basis = 'branch_aggregate' THEN 'skipped'
+                       WHEN s.run IS NOT NULL AND s.reward >= {PASS_REWARD!r} THEN 'pass'
+                       WHEN s.run IS NOT NULL THEN 'fail'
+                       WHEN u.run IS NOT NULL OR f.run IS NOT NULL THEN 'error'
+                       WHEN t.parent = 'discarded' THEN 'skipped'
+                       ELSE 'pending' END"""
+
+
 def run_status(row: dict[str, Any]) -> str:
-    """A `runs` row's own outcome as one word (the rule of `CHILD_STATUS`, applied to the run)."""
-    if row["outcome"] == "scored":
-        return "pass" if row["reward"] >= PASS_REWARD else "fail"
-    if row["outcome"] in ("unscored", "failed"):
-        return "error"
-    return "skipped" if row["outcome"] in ("branch_aggregate", "discarded") else "pending"
+    """A `runs` row's own outcome as one word: its `status` column (`RUN_STATUS`)."""
+    status: str = row["status"]
+    return status
 
 
 def run_reason(row: dict[str, Any]) -> str | None:

@@ -1,9 +1,10 @@
-"""Runs: registration, where the run's files are now, outcome (scored, unscored, failed) and finish,
-one row per run."""
+"""Runs: registration, where the run's files are now, status (the glossary's word: pass, fail,
+error, skipped, pending), outcome (scored, unscored, failed) and finish, one row per run."""
 
 from __future__ import annotations
 
 from .base import OCCURRED_AT, POSITION, RECORDED_AT, Columns, Projection, derived, fact, facts
+from .outcome_words import RUN_STATUS
 
 REGISTRATIONS = Columns.of(
     "run_registrations",
@@ -76,18 +77,18 @@ PROJECTION = Projection.of(
     version=4,
     columns=(REGISTRATIONS, OUTCOMES, LOCATIONS),
     views={
-        "runs": """
+        "runs": f"""
             SELECT r.run, r.task, r.task_path, r.agent, r.model, r.skill_mode, r.sandbox, r.trial, r.role, r.parent_run,
                    r.parent_node, coalesce(loc.recorded, r.run_dir) AS run_dir,
                    coalesce(loc.read, loc.recorded, r.run_dir) AS location, r.config_sha256, r.source,
                    CASE WHEN s.basis = 'branch_aggregate' THEN 'branch_aggregate' WHEN s.run IS NOT NULL THEN 'scored'
                         WHEN u.run IS NOT NULL THEN 'unscored' WHEN f.run IS NOT NULL THEN 'failed'
-                        WHEN t.parent = 'discarded' THEN 'discarded' ELSE 'pending' END AS outcome,
+                        WHEN t.parent = 'discarded' THEN 'discarded' ELSE 'pending' END AS outcome, {RUN_STATUS} AS status,
                    CASE WHEN s.basis = 'branch_aggregate' THEN NULL ELSE s.reward END AS reward,
                    CASE WHEN s.basis = 'branch_aggregate' THEN s.reward END AS branch_value,
                    coalesce(s.rewards, u.rewards) AS rewards, coalesce(s.verifier_error, u.verifier_error) AS verifier_error,
                    u.reason AS unscored_reason, f.error, f.category AS error_category,
-                   coalesce(f.request_global, false) AS request_global, fin.status, fin.started_at, fin.finished_at,
+                   coalesce(f.request_global, false) AS request_global, fin.status AS finish_status, fin.started_at, fin.finished_at,
                    fin.time_zone, fin.timing, fin.trajectory, fin.exchanges_recorded, r.occurred_at AS registered_at, r.position,
                    t.retry_status, TRY_CAST(t.retry->>'reward' AS DOUBLE) AS retry_reward
             FROM run_registrations r
@@ -103,12 +104,14 @@ PROJECTION = Projection.of(
     docs={
         "runs": "one row per run: registration (task, agent, model, skill mode, trial, "
         "role, parent; run_dir as the harness recorded it, location where its files were "
-        "last newly read), outcome (scored / branch_aggregate / unscored / failed / "
-        "discarded / pending) with reward or reason, finish status and timing; a "
-        "branch_aggregate run never verified itself: its result's reward is its fork's V "
-        "(branch_value), not its own; a discarded run is a benchflow trial whose parent its "
-        "fork discarded (--parent discard): unscored by design; retry_status and retry_reward: "
-        "its checkpoint retry, beside its own reward, never replacing it; "
+        "last newly read), status (pass / fail / error / skipped / pending, as the "
+        "glossary and children.status say), outcome (how it was recorded: scored / "
+        "branch_aggregate / unscored / failed / discarded / pending) with reward or reason, "
+        "finish_status (the harness's: completed, timeout, ...) and timing; a branch_aggregate run "
+        "never verified itself: its result's reward is its fork's V (branch_value), not its "
+        "own; a discarded run is a benchflow trial whose parent its fork discarded (--parent "
+        "discard): unscored by design, status skipped; retry_status and retry_reward: its "
+        "checkpoint retry, beside its own reward, never replacing it; "
         "started_at / finished_at as the harness wrote them, time_zone unknown for "
         "naive local times (utc-assumed where an earlier version read them as UTC); "
         "exchanges_recorded, the LLM exchanges its recording holds (what a replay can serve)",

@@ -216,10 +216,21 @@ def cut_point_problems(rows: list[dict[str, Any]]) -> list[tuple[bool, str, str]
     return problems
 
 
+def served_to(db: ReadModelDB, run_row: dict[str, Any]) -> dict[str, Any] | None:
+    """The cut point a continuation was served, as its source's `served_cut_points` lists it (None
+    for a run that continues none): the same answer from either end of the continuation."""
+    source = run_row.get("parent_run")
+    if run_row.get("role") != "continuation" or not source:
+        return None
+    return next(
+        (row for row in served_cut_points(db, source) if row["run"] == run_row["run"]), None
+    )
+
+
 def cut_point_document(
     db: ReadModelDB, run: str, stage: str | None, exchanges: int | None, position: int
 ) -> dict[str, Any]:
-    require_run(db, run)
+    run_row = require_run(db, run)
     stages = registry(db, run)
     resolved = None
     recorded = recorded_exchanges(db, run)
@@ -236,13 +247,26 @@ def cut_point_document(
         "exchanges_recorded": recorded,
         "resolved": resolved,
         "stages": candidates,
+        "continues": run_row["parent_run"] if run_row["role"] == "continuation" else None,
+        "served_to_it": served_to(db, run_row),
         "served": served_cut_points(db, run),
     }
+
+
+def cut_point_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The row formats' rows: the cut point RUN was served (a continuation), then those served to
+    its own continuations."""
+    own = document["served_to_it"]
+    return ([own] if own else []) + document["served"]
 
 
 def render_cut_point(document: dict[str, Any]) -> str:
     run, resolved = document["run"], document["resolved"]
     lines = []
+    if document["continues"]:
+        own = document["served_to_it"]
+        lines.append(f"{run} continues {document['continues']}, cut at:")
+        lines += _served_lines(own) if own else ["  (no cut point recorded)"]
     if resolved and resolved["by"] == "stage":
         lines.append(
             f"cut point of {run} at stage {resolved['stage']}: K = "
@@ -270,28 +294,32 @@ def render_cut_point(document: dict[str, Any]) -> str:
         else f"no continuation of {run} is recorded"
     )
     for row in document["served"]:
-        if row["served_k"] is None:
-            lines.append(f"  {row['run']}: no cut point served")
-            continue
-        stage = f", stage {row['stage']}" if row["stage"] else ""
-        divergences = row["divergences"]
-        lines.append(
-            f"  {row['run']}: {row['accounting']} accounting{stage}, configured K "
-            f"{_or_unset(row['configured_k'])}, served K {_or_unset(row['served_k'])}, "
-            + (
-                "divergences not recorded"
-                if divergences is None
-                else f"{len(divergences)} divergence(s)"
-            )
-        )
-        lines += [
-            f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} "
-            f"vs recorded {d.get('recorded_request_digest')} "
-            f"({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
-            for d in divergences or ()
-        ]
-        lines += [f"    problem: {problem}" for problem in row["problems"]]
+        lines += _served_lines(row)
     return "\n".join(one_line(line) for line in lines) + "\n"  # a recorded newline draws no line
+
+
+def _served_lines(row: dict[str, Any]) -> list[str]:
+    """One served cut point (a `served_cut_points` row), as both ends of a continuation print it."""
+    if row["served_k"] is None:
+        return [f"  {row['run']}: no cut point served"]
+    stage = f", stage {row['stage']}" if row["stage"] else ""
+    divergences = row["divergences"]
+    lines = [
+        f"  {row['run']}: {row['accounting']} accounting{stage}, configured K "
+        f"{_or_unset(row['configured_k'])}, served K {_or_unset(row['served_k'])}, "
+        + (
+            "divergences not recorded"
+            if divergences is None
+            else f"{len(divergences)} divergence(s)"
+        )
+    ]
+    lines += [
+        f"    exchange {d['exchange_index']}: served {d.get('served_request_digest')} "
+        f"vs recorded {d.get('recorded_request_digest')} "
+        f"({d.get('n_messages_served')}/{d.get('n_messages_recorded')} messages)"
+        for d in divergences or ()
+    ]
+    return lines + [f"    problem: {problem}" for problem in row["problems"]]
 
 
 def _or_unset(value: Any) -> Any:

@@ -22,6 +22,10 @@ def short_digest(digest: str | None) -> str:
     return digest[:19] if digest else "-"
 
 
+#: What `delta_label` says of a delta that changes nothing.
+ZERO_DELTA = "zero delta"
+
+
 def delta_label(delta: Any) -> str:
     """A delta (benchflow's provenance dict) in a few words; raw prompts are never recorded, only
     digests."""
@@ -35,7 +39,7 @@ def delta_label(delta: Any) -> str:
         )
     if delta.get("injected_prompt_sha256"):
         parts.append(f"injected_prompt {short_digest(delta['injected_prompt_sha256'])}")
-    return ", ".join(parts) or "zero delta"
+    return ", ".join(parts) or ZERO_DELTA
 
 
 def _num(value: Any) -> str:

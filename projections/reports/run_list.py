@@ -1,27 +1,65 @@
-"""`lineage runs`: one row per run with what people filter on (task, agent, model, outcome,
-when)."""
+"""`lineage runs`: one row per run with what people filter on (task, agent, model, status,
+outcome, when); and `resolve_run`, the one way every command and `lineage serve` name a run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ...adapters.duckdb_store import ReadModelDB
 from ...domain.errors import InvalidInput
+from ..read_models.outcome_words import OUTCOME_KINDS, STATUS_WORDS
 
-COLUMNS = ("run", "task", "agent", "model", "outcome", "reward", "forks", "registered_at")
+COLUMNS = (
+    "run",
+    "task",
+    "agent",
+    "model",
+    "status",
+    "outcome",
+    "reward",
+    "forks",
+    "registered_at",
+)
 #: What every "no such run" error suggests: the command that lists them, not an SQL query to type.
 LIST_RUNS_HINT = "`lineage runs` lists the recorded runs; any unique prefix of an id names one"
 
 
-_ROW = """r.run, r.task, r.agent, r.model, coalesce(r.outcome, 'pending') AS outcome, r.reward,
-                  coalesce(f.forks, 0) AS forks, r.registered_at"""
+_ROW = """r.run, r.task, r.agent, r.model, r.status, coalesce(r.outcome, 'pending') AS outcome,
+                  r.reward, coalesce(f.forks, 0) AS forks, r.registered_at"""
 _FILTERED = """FROM runs r LEFT JOIN (SELECT run, count(*) AS forks FROM fork_openings GROUP BY run) f USING (run)
            WHERE ($task IS NULL OR r.task = $task) AND ($agent IS NULL OR r.agent = $agent)
+             AND ($status IS NULL OR r.status = $status)
              AND ($outcome IS NULL OR coalesce(r.outcome, 'pending') = $outcome)
              AND ($since IS NULL OR r.registered_at >= $since)"""  # noqa: E501
+
+
+#: The filters whose values come from a closed vocabulary, each with it: `status` takes the
+#: glossary's words, `outcome` how the outcome was recorded (`outcome_words`).
+VOCABULARIES: dict[str, tuple[str, ...]] = {
+    "status": tuple(STATUS_WORDS),
+    "outcome": tuple(OUTCOME_KINDS),
+}
+
+
+def refuse_unknown_words(filters: Mapping[str, str | None]) -> None:
+    """A `status` or `outcome` filter outside its vocabulary is refused with the words it takes (a
+    typo such as `scord` would otherwise match nothing and read as "no such runs")."""
+    for name, words in VOCABULARIES.items():
+        value = filters.get(name)
+        if not value or value in words:
+            continue
+        other = next((o for o, w in VOCABULARIES.items() if o != name and value in w), None)
+        close = difflib.get_close_matches(value, words, n=1)
+        raise InvalidInput(
+            f"expected {name} to be one of {', '.join(words)}; found {value!r}",
+            hint=f"{value!r} is a {other} word: filter on {other} (`--{other}`)"
+            if other
+            else (f"did you mean {close[0]!r}?" if close else "the glossary says what each means"),
+        )
 
 
 def list_runs(
@@ -29,14 +67,16 @@ def list_runs(
     *,
     task: str | None = None,
     agent: str | None = None,
+    status: str | None = None,
     outcome: str | None = None,
     since: datetime | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Runs in registration order, streamed; each filter is an exact match (`since`: registered at
-    or after it)."""
+    or after it), `status` and `outcome` one of their words."""
+    refuse_unknown_words({"status": status, "outcome": outcome})
     return db.stream(
         f"SELECT {_ROW} {_FILTERED} ORDER BY r.position",
-        {"task": task, "agent": agent, "outcome": outcome, "since": since},
+        {"task": task, "agent": agent, "status": status, "outcome": outcome, "since": since},
     )
 
 
@@ -48,13 +88,14 @@ SORTS = {
     "task": "r.task",
     "agent": "r.agent",
     "model": "r.model",
+    "status": "r.status",
     "outcome": "coalesce(r.outcome, 'pending')",
     "reward": "r.reward",
 }
 PAGE_COLUMNS = (*COLUMNS[:4], "skill_mode", *COLUMNS[4:])
 #: What a page of runs may be filtered on, each an exact match, and `search` (a part of the run,
 #: task, agent or model, any case).
-PAGE_FILTERS = ("task", "agent", "model", "outcome", "skill_mode", "search")
+PAGE_FILTERS = ("task", "agent", "model", "status", "outcome", "skill_mode", "search")
 
 
 @dataclass
@@ -89,6 +130,7 @@ def page_runs(
             f"{', '.join(SORTS)} (`-` first for descending), page >= 1 and 1..1000 per "
             f"page; found filters {unknown or 'ok'}, sort {sort!r}, page {page}, size {size}"
         )
+    refuse_unknown_words(filters)
     params: dict[str, Any] = {name: filters.get(name) or None for name in PAGE_FILTERS}
     params.update(since=since)
     where = f"""{_FILTERED}
@@ -117,33 +159,44 @@ SHOWN_CANDIDATES = 10
 
 
 def resolve_run(db: ReadModelDB, given: str) -> str:
-    """The run `given` names: its id, or a prefix that only one run's id, trial or last path part
-    starts with (`lineage tree csv-dedupe__7c` for `nightly/csv-dedupe__7c1f2a90`). An exact id
-    always wins; an ambiguous prefix is refused with the runs it could mean, and an unknown one left
-    for the caller's own error."""
+    """The run `given` names, the one resolver of every command and of `lineage serve`: its id;
+    else the one run whose trial or last path part is exactly `given`; else a prefix that only one
+    run's id, trial or last path part starts with (`lineage tree csv-dedupe__7c` for
+    `nightly/csv-dedupe__7c1f2a90`). An exact name wins over a prefix, so
+    `csv-dedupe__7c1f2a90` names that run even though `csv-dedupe__7c1f2a90__continued` starts
+    with it. Two runs answering at the same step are refused with the runs it could mean, and an
+    unknown name is left for the caller's own error."""
     if not given or db.scalar("SELECT count(*) FROM runs WHERE run = ?", [given]):
         return given
-    matches = [
-        r["run"]
-        for r in db.rows(
-            """SELECT run FROM runs
-               WHERE starts_with(run, $p) OR starts_with(coalesce(trial, ''), $p)
-                  OR starts_with(regexp_extract(run, '[^/]*$'), $p)
-               ORDER BY run""",
-            {"p": given},
-        )
-    ]
-    if len(matches) > 1:
-        shown = ", ".join(matches[:SHOWN_CANDIDATES])
-        more = len(matches) - SHOWN_CANDIDATES
-        raise InvalidInput(
-            f"expected a run id or a prefix of exactly one, "
-            f"found {given!r} matching {len(matches)} runs: "
-            + shown
-            + (f" and {more} more" if more > 0 else ""),
-            hint="type more of the id (`lineage runs` lists them)",
-        )
-    return matches[0] if matches else given
+    for test in (_NAMED_EXACTLY, _NAMED_BY_PREFIX):
+        matches = [
+            r["run"]
+            for r in db.rows(f"SELECT run FROM runs WHERE {test} ORDER BY run", {"p": given})
+        ]
+        if len(matches) > 1:
+            raise _ambiguous(given, matches)
+        if matches:
+            return matches[0]
+    return given
+
+
+#: What a name is matched on after the whole id: the trial or the last path part, exactly, then
+#: as a prefix of any of the three.
+_NAMED_EXACTLY = "coalesce(trial, '') = $p OR regexp_extract(run, '[^/]*$') = $p"
+_NAMED_BY_PREFIX = """starts_with(run, $p) OR starts_with(coalesce(trial, ''), $p)
+                      OR starts_with(regexp_extract(run, '[^/]*$'), $p)"""
+
+
+def _ambiguous(given: str, matches: list[str]) -> InvalidInput:
+    shown = ", ".join(matches[:SHOWN_CANDIDATES])
+    more = len(matches) - SHOWN_CANDIDATES
+    return InvalidInput(
+        f"expected a run id or a prefix of exactly one, "
+        f"found {given!r} matching {len(matches)} runs: "
+        + shown
+        + (f" and {more} more" if more > 0 else ""),
+        hint="type more of the id (`lineage runs` lists them)",
+    )
 
 
 def resolve_address(db: ReadModelDB, address: str) -> str:

@@ -66,7 +66,7 @@ SQL_JOIN_BEHIND_S = 2.0
 SQL_FETCH_ROWS = 64
 #: How many distinct values a filter offers to choose from.
 FACET_LIMIT = 200
-FACETS = ("task", "agent", "model", "outcome", "skill_mode")
+FACETS = ("task", "agent", "model", "status", "outcome", "skill_mode")
 #: What the remembered answers may hold together, in bytes as `deep_size` counts them (it counts
 #: 7.4 MB for the page of a 3,001-node run). A view of these read models costs ~10 ms to plan and
 #: run even on a few runs (the `runs` view joins six tables), and a run page asks ~30 of them.

@@ -20,7 +20,7 @@ from ..read_models.outcome_words import (
 )
 from .branch_view import cost_text, fork_kind_text
 from .exports.exports import require_run
-from .history_text import delta_label
+from .history_text import ZERO_DELTA, delta_label
 from .text_lines import one_line
 
 if TYPE_CHECKING:
@@ -47,6 +47,10 @@ class TreeNode:
     #: The node whose outcome this one's trajectory ends in: itself, the fork child above it, or the
     #: root.
     owner: str | None = None
+    #: The fork this node is a child of (its arm), None for a step of a run's own cursor.
+    fork: str | None = None
+    #: `forks`' fork ids, in the same order (the text tree draws each fork's children under it).
+    fork_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -162,14 +166,19 @@ def _outcomes(
     view."""
     for child in children:
         node = nodes[child["node"]]
-        node.label = (
-            f"arm {child['label']}" if child["label"] else f"delta {delta_label(child['delta'])}"
-        )
+        node.label = f"arm {child['label']}" if child["label"] else _delta_text(child["delta"])
         node.status, node.reward, node.reason = child["status"], child["reward"], child["reason"]
     if "root" in nodes:
         root = nodes["root"]
         root.status, root.reward = run_status(run_row), run_row["reward"]
         root.reason = run_reason(run_row)
+
+
+def _delta_text(delta: Any) -> str:
+    """An arm without a label, by its delta: `delta skill_mode=...`, or `zero delta` (not "delta
+    zero delta")."""
+    said = delta_label(delta)
+    return said if said == ZERO_DELTA else f"delta {said}"
 
 
 def _forks(
@@ -198,6 +207,7 @@ def _forks(
             # a re-run of the finished trial from a checkpoint, beside its reward: no arm, no V
             line = f"{fork_kind_text(fork)}: {fork['fork']} {at}, {fork['outcome']}; not an arm"
         nodes[fork["node"]].forks.append(line + (f" · {cost}" if cost else ""))
+        nodes[fork["node"]].fork_ids.append(fork["fork"])
         fork_rows.append(
             {
                 "fork": fork["fork"],
@@ -238,7 +248,7 @@ def tree_model(db: ReadModelDB, run: str) -> TreeModel:
         "WHERE run = ? ORDER BY position, child_index",
         [run],
     )
-    nodes = {row["node"]: TreeNode(row["node"], row["parent"]) for row in order}
+    nodes = {row["node"]: TreeNode(row["node"], row["parent"], fork=row["fork"]) for row in order}
     for stage in db.rows("SELECT * FROM stages WHERE run = ? ORDER BY position", [run]):
         node = nodes[stage["node"]]
         node.stages.append(stage["stage"])
@@ -278,25 +288,78 @@ def _label(node: TreeNode) -> str:
     return "  ".join([node.id, " · ".join(node.details)]) if node.details else node.id
 
 
-def render_text(model: TreeModel) -> str:
-    """The indented tree; every line is one line whatever the recorded ids hold (`one_line`)."""
-    lines = [one_line(model.header)]
+#: The text tree's guides: a branch, the last branch, and what continues below each.
+BRANCH, LAST, BELOW, BELOW_LAST = "├── ", "└── ", "│   ", "    "
+#: The narrowest a folded line's text gets, however deep the tree (deeper lines run past the width).
+MIN_FOLD = 24
+
+
+def render_text(model: TreeModel, width: int | None = None) -> str:
+    """The indented tree; every line is one line whatever the recorded ids hold (`one_line`). A
+    node's own cursor steps are its branches; each fork it opened is a branch too, with that fork's
+    children (its arms) under it, so a step is never drawn as an arm. A continuation says which run
+    it continues, and where, as mermaid and JSON do. With `width` (a terminal's), a longer line is
+    folded at spaces under its own guides, so the terminal never wraps it across them."""
+    lines: list[tuple[str, str, str]] = [("", "", one_line(model.header))]
+    if model.continues:
+        lines.append(("", "", one_line(_continuation_label(model))))
+
+    def items(node: TreeNode) -> list[tuple[str, Any]]:
+        """The node's branches in tree order: cursor steps, and each fork where its first child
+        is."""
+        found: list[tuple[str, Any]] = []
+        for child in node.children:
+            if child.fork is None or child.fork not in node.fork_ids:
+                found.append(("node", child))
+            elif not any(kind == "fork" and value == child.fork for kind, value in found):
+                found.append(("fork", child.fork))
+        found += [("fork", f) for f in node.fork_ids if ("fork", f) not in found]
+        return found
 
     def walk(node: TreeNode, prefix: str, branch: str, below: str) -> None:
-        lines.append(prefix + branch + one_line(_label(node)))
         inner = prefix + below
-        lines.extend(
-            inner + ("│ " if node.children else "  ") + one_line(fork) for fork in node.forks
+        below_me = items(node)
+        lines.append(
+            (prefix + branch, inner + (BELOW if below_me else BELOW_LAST), one_line(_label(node)))
         )
-        for i, child in enumerate(node.children):
-            last = i == len(node.children) - 1
-            walk(child, inner, "└── " if last else "├── ", "    " if last else "│   ")
+        for i, (kind, value) in enumerate(below_me):
+            last = i == len(below_me) - 1
+            if kind == "node":
+                walk(value, inner, LAST if last else BRANCH, BELOW_LAST if last else BELOW)
+                continue
+            arms = [c for c in node.children if c.fork == value]
+            text = node.forks[node.fork_ids.index(value)]
+            under = inner + (BELOW_LAST if last else BELOW)
+            lines.append(
+                (
+                    inner + (LAST if last else BRANCH),
+                    under + (BELOW if arms else BELOW_LAST),
+                    one_line(text),
+                )
+            )
+            for j, arm in enumerate(arms):
+                end = j == len(arms) - 1
+                walk(arm, under, LAST if end else BRANCH, BELOW_LAST if end else BELOW)
 
     for root in model.roots:
         walk(root, "", "", "")
     if model.fork_rows:
-        lines.append(V_MEANING)
-    return "\n".join(lines) + "\n"
+        lines.append(("", "", V_MEANING))
+    return "".join(
+        line + "\n" for first, rest, text in lines for line in _fold(first, rest, text, width)
+    )
+
+
+def _fold(first: str, rest: str, text: str, width: int | None) -> list[str]:
+    """`first + text`, or on a terminal of `width` columns its lines: folded at spaces (a word
+    longer than a line is split), each after the guides `rest`."""
+    if width is None or len(first) + len(text) <= width:
+        return [first + text]
+    import textwrap
+
+    room = max(MIN_FOLD, width - max(len(first), len(rest)))
+    parts = textwrap.wrap(text, room, break_on_hyphens=False) or [text]
+    return [first + parts[0], *(rest + part for part in parts[1:])]
 
 
 def _walk(roots: list[TreeNode]) -> list[tuple[TreeNode, TreeNode | None]]:

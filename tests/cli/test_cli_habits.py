@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -110,53 +108,11 @@ def test_log_takes_a_run_id_prefix_like_other_commands(examples: Cli) -> None:
     assert ambiguous.exit_code == 1 and "matching" in ambiguous.stderr
 
 
-#: Starts the interpreter (its own start-up and `site` are Python's, before any code of ours can
-#: run), says so, then runs `python -m rollout_lineage.cli ARGS` as the console script would.
-LAUNCH = (
-    "import runpy, sys; sys.stdout.write('up\\n'); sys.stdout.flush(); "
-    "sys.argv = ['lineage', *sys.argv[1:]]; "
-    "runpy.run_module('rollout_lineage.cli', run_name='__main__', alter_sys=True)"
-)
+# Ctrl-C at any moment of a read, start-up included, sent at an exact Python call rather than
+# after a delay: tests/cli/test_terminal_processes.py.
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("ctrl_c_delivered")
-# From 10 ms on: a signal sooner can land while Python imports the package, before cli/__main__'s
-# guard runs (about 1 run in 8 at 2 ms printed a traceback from inside `typing`); the closing note
-# says so.
-@pytest.mark.parametrize("delay", [0.01, 0.03, 0.06, 0.1, 0.2, 0.4])
-def test_ctrl_c_at_any_moment_of_a_read_exits_130_without_a_traceback(
-    examples: Cli, delay: float
-) -> None:
-    """Interrupted while click and DuckDB load, while the command runs or while it closes: one line,
-    exit 130. Before, start-up printed a KeyboardInterrupt traceback and click's own handling said
-    "Aborted!", exit 1."""
-    env = {**os.environ, "LINEAGE_HOME": str(examples.home), "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", LAUNCH, "tree", CSV_DEDUPE],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == "up\n"
-    time.sleep(delay)
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    assert "Traceback" not in err and "Aborted" not in err, err
-    # A command that finished before the signal arrived exits 0 with its whole answer; one caught
-    # while the interpreter shuts down after it exits 130 at once, its answer already written. In
-    # shutdown's last moments Python has given SIGINT back to the system, which ends the process
-    # by the signal: what a shell also shows as 130 (CI saw it once at 0.4 s), answer written.
-    assert process.returncode in (0, 130, -signal.SIGINT), err
-    if process.returncode != 130 or "interrupted" not in err:
-        assert "root" in out, (process.returncode, err)
-    else:
-        assert err.strip().splitlines()[-1] == "interrupted"
-
-
-#: LAUNCH, with a Ctrl-C sent at the first Python call DuckDB's engine makes while it loads
+#: `lineage ARGS`, with a Ctrl-C sent at the first Python call DuckDB's engine makes while it loads
 #: (nanobind builds its enums through `enum`): the moment a timed signal hit once in CI, at 100 ms.
 CTRL_C_INSIDE_DUCKDB_LOAD = """
 import os, runpy, signal, sys

@@ -204,30 +204,44 @@ def first_block() -> list[str]:
     return README.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
 
 
+#: How each of the README's two commands starts: a virtual environment of its own, then the plain
+#: install to try the tool, the test extra to run the tests.
+VENV = "python -m venv .venv && . .venv/bin/activate && "
+
+
 def test_the_readme_opens_with_two_commands_and_ci_runs_the_second() -> None:
     setup, tests = first_block()  # exactly two lines
-    assert setup.startswith("pip install -e '.[test]' && lineage "), setup
+    assert setup.startswith(f"{VENV}pip install . && lineage "), setup
+    assert tests == f"{VENV}pip install -e '.[test]' && python -m pytest", tests
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().splitlines()
     assert ci[-1] == tests, f".ci/run ends with {ci[-1]!r}, the README's test command is {tests!r}"
+    assert "Python >= 3.11" in README.split("## ", 1)[0]
+    assert ">=3.11" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_the_first_command_runs_in_a_fresh_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every `lineage` call of the first command, as typed, in a folder holding only `examples`:
-    each exits 0, the store is the embedded `./.lineage` and `report.html` is written there."""
+    each exits 0, the store is the embedded `./.lineage` and the report is written in it, an
+    ignored folder, not left in the checkout (the whole command, install included, in a fresh
+    virtual environment: tests/cli/test_terminal_processes.py)."""
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
-    calls = first_block()[0].split(" && ")[1:]
+    calls = [c for c in first_block()[0].split(" && ") if c.startswith("lineage ")]
+    assert len(calls) == 4, calls
     runner = CliRunner()
     for call in calls:
         args = shlex.split(call)
-        assert args[0] == "lineage", call
         result = runner.invoke(cli, args[1:], catch_exceptions=False)
         assert result.exit_code == 0, (call, result.output, result.stderr)
         assert result.stdout or args[1] in ("import", "report"), f"{call} printed nothing"
     assert (tmp_path / ".lineage").is_dir()
-    assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    report = tmp_path / ".lineage" / "report.html"
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lineage", "examples"]
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".lineage/" in ignored and ".venv/" in ignored
 
 
 def glossary() -> dict[str, tuple[str, str]]:

@@ -534,7 +534,7 @@ def test_valid_files_append_exactly_their_new_facts(
             rows = log_rows(home)
             assert [as_fact(row) for row in rows] == normalised(expected_facts(BASE[:count]))
             new = len(expected_facts(BASE[:count])) - len(expected_facts(BASE[:already]))
-            assert f"appended {new} events from {count} facts" in result.stderr
+            assert f"appended {new} events from {count} lines" in result.stderr
         if second:
             [registered] = [
                 row

@@ -151,8 +151,8 @@ def test_keep_going_imports_the_other_runs_and_exits_1_with_a_summary(
         and "a-bad-run/tree.json, line 5" in stopped.stderr
     )
     assert (
-        "0 runs, 0 forks, 0 children, 0 events appended, "
-        "0 runs skipped as already known, 1 runs rejected" in stopped.stderr
+        "0 runs, 0 forks, 0 children, 0 events appended "
+        "(0 runs new, 0 with new facts, 0 already known), 1 runs rejected" in stopped.stderr
     )
     assert run_cli("log", "--format", "jsonl").stdout == ""
 

@@ -36,7 +36,7 @@ def position(run_cli: Cli) -> str:
 def test_ingest_appends_once_and_log_lists_the_events(run_cli: Cli, tmp_path: Path) -> None:
     source = write_lines(tmp_path / "facts.jsonl", LINES)
     first = run_cli("ingest", str(source))
-    assert "appended 4 events from 3 facts" in first.stderr
+    assert "appended 4 events from 3 lines" in first.stderr
     again = run_cli("ingest", str(source))
     assert "appended 0 events" in again.stderr
     rows = [json.loads(line) for line in run_cli("log", "--format", "jsonl").stdout.splitlines()]
@@ -116,7 +116,8 @@ def log_facts(run_cli: Cli) -> list[tuple[str, dict]]:
 def test_chunked_ingest_records_what_a_whole_ingest_does(run_cli: Cli, tmp_path: Path) -> None:
     source = write_lines(tmp_path / "facts.jsonl", many_runs(10))
     result = run_cli("ingest", "--chunk-size", "7", str(source))
-    assert "appended 40 events from 30 facts in 5 chunks" in result.stderr
+    assert result.stderr.startswith("appended 40 events from 30 lines (40 facts with the 10")
+    assert "; 0 already known) in 5 chunks" in result.stderr
     chunked = log_facts(run_cli)
     assert "appended 0 events" in run_cli("ingest", "--chunk-size", "4", str(source)).stderr
     run_cli("--home", str(tmp_path / "whole"), "ingest", str(source))
@@ -156,10 +157,9 @@ def test_a_refusal_in_a_later_chunk_keeps_the_earlier_ones_and_a_rerun_completes
     assert len(log_facts(run_cli)) == 8
     lines[5] = {**lines[5], "reward": 1.0}
     write_lines(source, lines)
-    assert (
-        "appended 8 events from 12 facts in 4 chunks"
-        in run_cli("ingest", "--chunk-size", "3", str(source)).stderr
-    )
+    rerun = run_cli("ingest", "--chunk-size", "3", str(source)).stderr
+    assert rerun.startswith("appended 8 events from 12 lines (16 facts with the 4 they imply")
+    assert "; 8 already known) in 4 chunks" in rerun
     assert len(log_facts(run_cli)) == 16
 
 
@@ -185,7 +185,8 @@ def test_a_chunked_ingest_records_only_the_lines_it_validated(
 
     monkeypatch.setattr(jsonl, "iter_entries", grows_after_the_first_pass)
     result = run_cli("ingest", "--chunk-size", "4", str(source))
-    assert len(passes) == 2 and "appended 12 events from 9 facts in 3 chunks" in result.stderr
+    assert len(passes) == 2 and "appended 12 events from 9 lines (12 facts" in result.stderr
+    assert "already known) in 3 chunks" in result.stderr
     assert "jobs/late" not in run_cli("log", "--format", "jsonl").stdout
 
 
@@ -217,7 +218,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_line(run_cli: Cli, tmp_path:
     source.write_bytes(
         b"\xef\xbb\xbf" + "".join(json.dumps(line) + "\n" for line in LINES).encode()
     )
-    assert "appended 4 events from 3 facts" in run_cli("ingest", str(source)).stderr
+    assert "appended 4 events from 3 lines" in run_cli("ingest", str(source)).stderr
 
 
 def test_chunked_ingest_needs_a_file_and_no_dry_run(run_cli: Cli, tmp_path: Path) -> None:

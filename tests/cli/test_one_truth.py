@@ -218,10 +218,10 @@ def test_a_reward_prints_exactly_and_alike_in_tree_history_diff_and_report(
         ]
     )
     shown = "reward 0.123456789"
-    assert f"a  delta zero delta · fail: {shown}" in run_cli("tree", run).stdout
+    assert f"a  zero delta · fail: {shown}" in run_cli("tree", run).stdout
     assert f"scored: {shown}" in run_cli("history", f"{run}:a").stdout
     assert f"A: {shown}" in run_cli("diff", f"{run}:a", f"{run}:b").stdout
-    assert "b  delta zero delta · pass: reward 1.0" in run_cli("tree", run).stdout
+    assert "b  zero delta · pass: reward 1.0" in run_cli("tree", run).stdout
     target = tmp_path / "report.html"
     run_cli("report", run, "--to", str(target))
     boxes = drawn_boxes(target.read_text(encoding="utf-8"))[0]

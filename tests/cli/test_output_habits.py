@@ -38,6 +38,7 @@ def test_piped_output_is_tsv_with_a_header_and_a_table_only_when_asked(examples:
         "task",
         "agent",
         "model",
+        "status",
         "outcome",
         "reward",
         "forks",

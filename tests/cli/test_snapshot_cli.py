@@ -430,10 +430,9 @@ def test_list_and_show_give_the_lifetime_and_why_it_is_restorable(
         ("bf-snap-t-2", "pre-verify", "discarded", False, 0, 0),
     ]
     assert rows[1]["restorable_because"] == "discarded at cleanup and never exported or imported"
-    assert (
-        json.loads(run_cli("snapshots", "list", "--run", "jobs/other", "--format", "json").stdout)
-        == []
-    )
+    # a run nothing names is refused (an empty list would read as "it captured nothing")
+    other = run_cli("snapshots", "list", "--run", "jobs/other", ok=False)
+    assert other.exit_code == 1 and "`lineage runs` lists the recorded runs" in other.stderr
 
     shown = json.loads(run_cli("snapshots", "show", REF, "--format", "json").stdout)
     assert shown["snapshot"]["restorable_because"] == "exported to a tar whose digest is recorded"

@@ -14,12 +14,12 @@ from tests.scenarios import ABLATE_RUN, NIGHTLY_RUN, ablate_run_facts, nightly_r
 ABLATE_TREE = f"""\
 {ABLATE_RUN}  task csv-dedupe · fail: reward 0.0
 root  [env-ready] sandbox bf-snap-csv-dedupe-a41c07e95b2d (exported) · fail: reward 0.0
-│ fork root at env-ready, completed: V undefined (child 2 error)
 ├── n1  [pre-verify] sandbox bf-snap-csv-dedupe-6e02d8f3c917 (discarded), environment env-snap-csv-dedupe-0c55e1a7 (discarded)
-├── n2  arm with-skill · pass: reward 1.0
-├── n3  arm no-skill · fail: reward 0.0
-├── n4  arm inject:prompts/hint.md · error: verifier produced no reward: reward.txt missing
-└── n5  arm config:{{"agent": {{"max_turns": 40}}}} · pass: reward 1.0
+└── fork root at env-ready, completed: V undefined (child 2 error)
+    ├── n2  arm with-skill · pass: reward 1.0
+    ├── n3  arm no-skill · fail: reward 0.0
+    ├── n4  arm inject:prompts/hint.md · error: verifier produced no reward: reward.txt missing
+    └── n5  arm config:{{"agent": {{"max_turns": 40}}}} · pass: reward 1.0
 V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """  # noqa: E501
 
@@ -28,29 +28,29 @@ NIGHTLY_TREE = f"""\
 root  [env-ready] sandbox bf-snap-csv-dedupe-19d7b3e2c4f0 (captured) · pending: no outcome yet
 └── n1  [post-research] sandbox bf-snap-csv-dedupe-5a0f9c81e6d3 (captured)
     └── n2  [pre-verify] sandbox bf-snap-csv-dedupe-c2e84a7b1f95 (captured)
-        │ fork n2 at pre-verify, completed: V=0.5
-        ├── n3  delta injected_prompt sha256:d6d6d6d6d6d6 · pass: reward 1.0
-        └── n4  delta injected_prompt sha256:d0d0d0d0d0d0 · fail: reward 0.0
+        └── fork n2 at pre-verify, completed: V=0.5
+            ├── n3  delta injected_prompt sha256:d6d6d6d6d6d6 · pass: reward 1.0
+            └── n4  delta injected_prompt sha256:d0d0d0d0d0d0 · fail: reward 0.0
 V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
 PARTIAL_TREE = f"""\
 {s.PARTIAL}  task csv-dedupe · pass: reward 1.0
 root  [env-ready] sandbox bf-snap-partial--3-env-ready (exported) · pass: reward 1.0
-│ fork root at env-ready, partial: V undefined (partial: RuntimeError: sandbox died; child 1 error)
-├── n1  arm with-skill · pass: reward 1.0
-└── n2  arm no-skill · error: RuntimeError: sandbox died
+└── fork root at env-ready, partial: V undefined (partial: RuntimeError: sandbox died; child 1 error)
+    ├── n1  arm with-skill · pass: reward 1.0
+    └── n2  arm no-skill · error: RuntimeError: sandbox died
 V: a fork's value, the mean reward of its children; undefined unless every child was scored
-"""
+"""  # noqa: E501
 
 ODD_TREE = """\
 odd/run  task t · pending: no outcome yet
 root  pending: no outcome yet
 └── end
     └── a b
-        │ fork f at cursor:a b from no snapshot, open: V undefined (fork still open)
-        ├── a_b  arm say "hi" <b>#1</b> · fail: reward 0.25
-        └── x-1.2  arm `tick` · pending: no outcome yet
+        └── fork f at cursor:a b from no snapshot, open: V undefined (fork still open)
+            ├── a_b  arm say "hi" <b>#1</b> · fail: reward 0.25
+            └── x-1.2  arm `tick` · pending: no outcome yet
 V: a fork's value, the mean reward of its children; undefined unless every child was scored
 """
 
@@ -79,10 +79,12 @@ def test_tree_as_of_before_the_late_reward(lineage: Lineage, run_cli: Cli) -> No
     before = lineage.record(ablate_run_facts(with_late_reward=False)).position
     lineage.record(ablate_run_facts())
     early = run_cli("tree", ABLATE_RUN, "--as-of", str(before)).stdout.splitlines()
-    assert (
-        early[2] == "│ fork root at env-ready, open: V undefined (child 2 error; fork still open)"
+    assert early[3] == (
+        "└── fork root at env-ready, open: V undefined (child 2 error; fork still open)"
     )
-    assert early[-2] == '└── n5  arm config:{"agent": {"max_turns": 40}} · pending: no outcome yet'
+    assert early[-2] == (
+        '    └── n5  arm config:{"agent": {"max_turns": 40}} · pending: no outcome yet'
+    )
 
 
 MERMAID_ID = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -20,7 +20,7 @@ def run_row(**overrides: object) -> dict:
         "error_category": None,
         "request_global": False,
         "verifier_error": None,
-        "status": "completed",
+        "finish_status": "completed",
         "trajectory": "acp",
     }
     return {**row, **overrides}
@@ -31,7 +31,7 @@ def run_row(**overrides: object) -> dict:
     [
         ({}, "healthy", "pass", None),
         ({"reward": 0.0}, "healthy", "fail", None),
-        ({"status": "timeout", "reward": 0.0}, "healthy", "normal_timeout", None),
+        ({"finish_status": "timeout", "reward": 0.0}, "healthy", "normal_timeout", None),
         (
             {
                 "error": "agent hit the 30 min limit",
@@ -55,7 +55,7 @@ def run_row(**overrides: object) -> dict:
             "verifier crash: pytest crashed",
         ),
         (
-            {"outcome": "pending", "reward": None, "status": None, "trajectory": None},
+            {"outcome": "pending", "reward": None, "finish_status": None, "trajectory": None},
             "unhealthy",
             None,
             "missing reward",
@@ -78,7 +78,7 @@ def run_row(**overrides: object) -> dict:
             None,
             "request-global configuration error: unsupported reasoning effort",
         ),
-        ({"status": "cancelled"}, "unhealthy", None, "the run finished cancelled"),
+        ({"finish_status": "cancelled"}, "unhealthy", None, "the run finished cancelled"),
     ],
 )
 def test_run_health_classes(

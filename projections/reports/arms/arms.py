@@ -1,8 +1,10 @@
 """`lineage arms RUN[:FORK]`: one row per arm, one column per test, flips marked (dvc `exp show`
 style).
 
-The baseline is the run itself (its own reward and CTRF tests, row `parent`) unless another arm is
-named; a cell whose outcome differs from the baseline's is a flip, listed in the row's `flips`.
+The baseline is the run itself (its own reward and CTRF tests, row `parent`, first) unless an arm
+is named: then each fork's rows start with that arm, and the parent's row, still shown, comes last,
+measured against the first fork's. A cell whose outcome differs from the baseline's is a flip,
+listed in the row's `flips`.
 Tests whose outcome is not the same in every arm that reported tests are the fork's `differing`
 tests (what `ablation.json` calls `differing_tests`). Test names are shortened per arm as benchflow
 shortens them (only when that stays unambiguous within that arm's report), so the parent's and the
@@ -104,18 +106,17 @@ def arms_table(
     run_row = require_run(db, run)
     tests = _tests_by_owner(db, run)
     rows: list[dict[str, Any]] = []
+    parent = {
+        "fork": None,
+        "arm": PARENT,
+        "node": "root",
+        "status": run_status(run_row),
+        "reward": run_row["reward"],
+        **dict.fromkeys(COST_COLUMNS),
+        "tests": tests.get((None, None)),
+    }
     if baseline == PARENT:
-        rows.append(
-            {
-                "fork": None,
-                "arm": PARENT,
-                "node": "root",
-                "status": run_status(run_row),
-                "reward": run_row["reward"],
-                **dict.fromkeys(COST_COLUMNS),
-                "tests": tests.get((None, None)),
-            }
-        )
+        rows.append(parent)
     differing: dict[str, list[str]] = {}
     # One query for every fork's children (the view is a join; one per fork cost ~9 ms each, 45 s
     # for a 10,000-node tree), grouped here in the forks' order.
@@ -148,7 +149,9 @@ def arms_table(
                 "leave it out to compare with the parent run",
             )
         differing[fork_id] = _differing([arm["tests"] for arm in arms])
-        rows.extend(arms)
+        rows.extend(sorted(arms, key=lambda arm: not _is_baseline(arm, baseline)))
+    if baseline != PARENT:  # still shown, after the arms, measured against the first baseline
+        rows.append(parent)
     table = _flatten(run, baseline, rows, differing)
     table.retries = retries
     return table
@@ -180,10 +183,11 @@ def _flatten(
     names = sorted({name for row in rows for name in (row["tests"] or {})})
     # the parent is one baseline for every fork; a named arm is each fork's own
     reference = {row["fork"]: row["tests"] or {} for row in rows if _is_baseline(row, baseline)}
+    first = next(iter(reference), None)  # the parent's, when an arm is the baseline
     flat = []
     for row in rows:
         own = row.pop("tests") or {}
-        base = reference.get(None if baseline == PARENT else row["fork"], {})
+        base = reference.get(None if baseline == PARENT else row["fork"] or first, {})
         row["flips"] = [] if _is_baseline(row, baseline) else _flips(own, base)
         flat.append({**row, **{name: own.get(name) for name in names}})
     return ArmsTable(run, baseline, names, flat, differing)

@@ -42,7 +42,11 @@ def render_audit(report: dict[str, Any]) -> str:
     lines += [_finding_line(finding) for finding in report["findings"]]
     integrity = report["integrity"]
     lines.append(
-        f"log integrity: intact, {integrity['events']} events, head {integrity['head']}"
+        (
+            f"log integrity: intact, {integrity['events']} events, head {integrity['head']}"
+            if integrity["head"]
+            else "log integrity: intact, and empty (no event yet, so no head)"
+        )
         if integrity["intact"]
         else f"log integrity: BROKEN at position "
         f"{integrity['first_bad_position']}: {integrity['problem']}"

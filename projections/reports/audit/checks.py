@@ -83,7 +83,7 @@ def _group(
 def classify_run(row: dict[str, Any]) -> dict[str, Any]:
     """healthy (pass / fail / timeout, with a reward) or unhealthy, with every reason."""
     reasons = []
-    timed_out = row.get("status") == "timeout" or bool(
+    timed_out = row.get("finish_status") == "timeout" or bool(
         TIMEOUT.search(row.get("error_category") or "")
     )
     if row.get("request_global"):
@@ -109,8 +109,8 @@ def classify_run(row: dict[str, Any]) -> dict[str, Any]:
         pass
     elif row["outcome"] != "scored":
         reasons.append("missing reward: neither run.scored nor run.unscored is recorded")
-    if row.get("status") in ("failed", "cancelled") and not row.get("error"):
-        reasons.append(f"the run finished {row['status']}")
+    if row.get("finish_status") in ("failed", "cancelled") and not row.get("error"):
+        reasons.append(f"the run finished {row['finish_status']}")
     if row.get("trajectory") == "none":
         reasons.append("missing trajectory evidence: run.finished records trajectory none")
     if reasons:
