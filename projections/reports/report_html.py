@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -69,8 +70,15 @@ def _short(text: str) -> str:
     return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
+def heading(name: str) -> str:
+    """A column name, escaped, that may wrap after each `_` or `.` and nowhere else: a table of
+    many columns (arms with their costs and tests) fits the window, and a name never breaks
+    letter by letter."""
+    return re.sub(r"([_.])", r"\1<wbr>", esc(name))
+
+
 def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]], css: str = "") -> str:
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    head = "".join(f"<th>{heading(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -179,7 +187,7 @@ def _arms(report: RunReport) -> str:
     table = report.arms
     if len(table.rows) <= 1:
         return "<p>No forks.</p>"
-    head = "".join(f"<th>{esc(c)}</th>" for c in (*table.columns[:-1],))
+    head = "".join(f"<th>{heading(c)}</th>" for c in (*table.columns[:-1],))
     body = []
     for row in table.rows:
         cells = [f"<td>{esc(_cell(row, c))}</td>" for c in FIXED_COLUMNS]
