@@ -467,37 +467,42 @@ def build_app(reads: Reads, *, token: str | None, allowed_hosts: list[str]) -> S
             (_page_number(request)),
         )
 
-    def html_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
-        def wrapped(request: Request) -> Response:
-            try:
+    Handler = Callable[[Request], Response]
+
+    def answering_errors(
+        render: Callable[[LineageError], Response],
+    ) -> Callable[[Handler], Handler]:
+        """A handler whose refusals (a memory cap reached included) are answered by `render`: one
+        rule for the pages and the API, each in its own form."""
+
+        def decorate(handler: Handler) -> Handler:
+            def wrapped(request: Request) -> Response:
                 try:
-                    return handler(request)
-                except MemoryError:
-                    raise _short_of_memory() from None
-            except LineageError as exc:
-                return page(
-                    "error.html",
-                    _status(exc),
-                    headers=_error_headers(exc),
-                    error=exc.message,
-                    hint=exc.hint,
-                )
+                    try:
+                        return handler(request)
+                    except MemoryError:
+                        raise _short_of_memory() from None
+                except LineageError as exc:
+                    return render(exc)
 
-        return wrapped
+            return wrapped
 
-    def api_errors(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
-        def wrapped(request: Request) -> Response:
-            try:
-                try:
-                    return handler(request)
-                except MemoryError:
-                    raise _short_of_memory() from None
-            except LineageError as exc:
-                return JSONResponse(
-                    _error_document(exc), status_code=_status(exc), headers=_error_headers(exc)
-                )
+        return decorate
 
-        return wrapped
+    html_errors = answering_errors(
+        lambda exc: page(
+            "error.html",
+            _status(exc),
+            headers=_error_headers(exc),
+            error=exc.message,
+            hint=exc.hint,
+        )
+    )
+    api_errors = answering_errors(
+        lambda exc: JSONResponse(
+            _error_document(exc), status_code=_status(exc), headers=_error_headers(exc)
+        )
+    )
 
     def runs_page(request: Request) -> Response:
         filters, since, sort, number = runs_query(request)
